@@ -1,0 +1,61 @@
+# The front door: a thin wrapper over CMake/CTest, in the style Neovim uses.
+#   make          release build in build/ (libacp, acp-agent, acp)
+#   make test     deps + npm ci + ASan/UBSan build in build/asan + every test
+#   make demo     deps + build + a scripted tour of acp against acp-agent
+#   make bench    release build + benchmarks beside the official TypeScript SDK
+#   make fuzz     libFuzzer (clang) on the JSON-RPC reader for FUZZ_SECONDS (600)
+#   make debug | asan | install | format | clean
+CMAKE      ?= cmake
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX     ?= /usr/local
+FUZZ_SECONDS ?= 600
+
+all: release
+
+deps:
+	@./scripts/deps.sh
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+npm: node_modules/.package-lock.json
+
+build/CMakeCache.txt:
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+release: build/CMakeCache.txt
+	$(CMAKE) --build build -j $(JOBS)
+
+debug:
+	$(CMAKE) -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build build/debug -j $(JOBS)
+
+asan:
+	$(CMAKE) -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DACP_ASAN=ON
+	$(CMAKE) --build build/asan -j $(JOBS)
+
+test: deps npm asan
+	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+demo: deps npm release
+	./scripts/demo.sh build
+
+bench: deps npm release
+	./bench/run.sh build
+
+fuzz: deps
+	$(CMAKE) -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACP_FUZZ=ON
+	$(CMAKE) --build build/fuzz -j $(JOBS) --target fuzz_rpc_recv
+	mkdir -p build/fuzz/corpus && cp -n fuzz/corpus/rpc_recv/* build/fuzz/corpus/ 2>/dev/null || true
+	build/fuzz/fuzz/fuzz_rpc_recv -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus fuzz/corpus/rpc_recv
+
+install: release
+	$(CMAKE) --install build
+
+format:
+	find include rpc rt store mcp agent client tools tests fuzz bench -name '*.[ch]' | xargs clang-format -i
+
+clean:
+	rm -rf build
+
+.PHONY: all deps npm release debug asan test demo bench fuzz install format clean

@@ -1,0 +1,49 @@
+/* Error codes shared by every libacp layer.
+ *
+ * Library calls return 0 on success or a negative ACP_E* code. JSON-RPC error codes (what goes
+ * on the wire) are the ACP_RPC_* constants; they are a different space and never returned as
+ * a library status. */
+#ifndef ACP_ERROR_H
+#define ACP_ERROR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum acp_status {
+    ACP_OK = 0,
+    ACP_ENOMEM = -1,     /* allocation failed */
+    ACP_EINVAL = -2,     /* a bad argument (including invalid UTF-8 handed to the writer) */
+    ACP_ENOTSUP = -3,    /* the peer did not advertise the capability this call needs */
+    ACP_ECLOSED = -4,    /* the connection or object is closed; the peer went away */
+    ACP_ENOTFOUND = -5,  /* no such session / object */
+    ACP_EIO = -6,        /* an operating-system I/O error */
+    ACP_ETOOBIG = -7,    /* over a configured size limit */
+    ACP_ESTORE = -8,     /* the session store failed or is unavailable */
+    ACP_ECANCELLED = -9, /* the operation was cancelled */
+    ACP_ETIMEDOUT = -10, /* a timeout expired */
+    ACP_EPROTO = -11,    /* the peer answered with an error or broke the protocol */
+    ACP_EACCES = -12,    /* outside the session's root set, or permission denied */
+    ACP_EBUSY = -13,     /* the object is busy (a prompt already running, ...) */
+};
+
+/* A static, human-readable name for an ACP_E* code. Never NULL. */
+const char *acp_strerror(int status);
+
+/* JSON-RPC 2.0 and ACP error codes (schema.json ErrorCode). */
+#define ACP_RPC_PARSE_ERROR      (-32700)
+#define ACP_RPC_INVALID_REQUEST  (-32600)
+#define ACP_RPC_METHOD_NOT_FOUND (-32601)
+#define ACP_RPC_INVALID_PARAMS   (-32602)
+#define ACP_RPC_INTERNAL_ERROR   (-32603)
+#define ACP_RPC_AUTH_REQUIRED    (-32000)
+#define ACP_RPC_NOT_FOUND        (-32002)
+#define ACP_RPC_CANCELLED        (-32800)
+/* Never sent on the wire: a local error given to a pending call's callback when the peer
+ * closed the connection, or when the caller abandoned the call (timeout). */
+#define ACP_RPC_CONN_CLOSED (-32099)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs the Debian packages libacp needs, only those that are missing.
+# Safe to run any number of times. Not root: prints the command instead.
+set -eu
+
+pkgs="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
+      libjansson-dev libuv1-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libpq-dev
+      libcmocka-dev postgresql valgrind nodejs tmux procps"
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+# npm may come from Debian or from Node's own installer; only the command matters.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "libacp needs:$missing" >&2
+    echo "run: sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
