@@ -89,6 +89,14 @@ size_t acp_conn_out_len(const acp_conn *c);
 /* Takes the waiting bytes: the caller owns the returned buffer (free()); NULL when none. */
 char *acp_conn_out_take(acp_conn *c, size_t *len);
 
+/* Redirects everything the connection produces into dst (borrowed; NULL restores the normal
+ * output buffer). The agent uses it to hold a session's messages until the updates among them
+ * are committed to the store; it then hands them over with acp_conn_out_append(), or drops
+ * them (calls whose request was dropped must then be abandoned by the caller). */
+void acp_conn_redirect(acp_conn *c, acp_buf *dst);
+/* Appends complete lines, produced earlier through a redirect, to the output. */
+int acp_conn_out_append(acp_conn *c, const char *bytes, size_t n);
+
 /* Number of incoming requests not yet answered and outgoing calls not yet resolved. */
 size_t acp_conn_pending_requests(const acp_conn *c);
 size_t acp_conn_pending_calls(const acp_conn *c);

@@ -1,0 +1,137 @@
+/* acp_store: where sessions and their history live. An interface (a table of functions) with
+ * an SQLite backend (the embedded default) and a PostgreSQL backend (many agent processes on
+ * many hosts). Nothing above this header knows which one it talks to.
+ *
+ * Model: a session row (id, cwd, additional directories, title, created/updated times) and
+ * its history, an ordered list of session/update `update` objects kept as their exact JSON
+ * text. Updates are appended into a batch and become durable on acp_store_commit(): the
+ * agent commits once per event-loop turn, before any of those updates are written to the
+ * client, so what the client saw is always in the store.
+ *
+ * Several processes may use one store at once; appends to one session from two processes
+ * keep a single order (seq is assigned inside the committing transaction) and lose nothing.
+ *
+ * Not thread-safe: one store handle per thread. Secrets (MCP env values, HTTP headers) are
+ * never passed to the store. */
+#ifndef ACP_STORE_H
+#define ACP_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "acp/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct acp_store acp_store;
+
+/* Timestamps are ISO 8601 UTC with milliseconds, "2026-12-02T13:44:52.123Z" (24 chars), so
+ * that text order is time order. */
+#define ACP_STORE_TIME_LEN 24
+
+/* One session's metadata. As an out-parameter every string is owned by the struct: release
+ * it with acp_store_session_clear(). As an in-parameter the strings are borrowed. */
+typedef struct acp_store_session {
+    char *id;
+    char *cwd;
+    char *add_dirs; /* additionalDirectories as a JSON array text, "[]" when none */
+    char *title;    /* NULL: no title */
+    char created_at[ACP_STORE_TIME_LEN + 1];
+    char updated_at[ACP_STORE_TIME_LEN + 1];
+} acp_store_session;
+
+void acp_store_session_clear(acp_store_session *s);
+
+/* The current time in the store's format into buf (ACP_STORE_TIME_LEN + 1 bytes). */
+void acp_store_now(char *buf);
+
+/* Opens (creating and migrating the schema as needed) the store named by `where`:
+ * "postgresql://..." / "postgres://..." or a libpq "key=value" conninfo selects PostgreSQL,
+ * anything else is an SQLite file path (parent directories are created). On failure returns
+ * ACP_ESTORE (or ACP_ENOMEM) and, if errmsg is non-NULL, a malloc'd message the caller frees;
+ * messages never contain passwords. On success *out is owned by the caller: acp_store_close(). */
+int acp_store_open(const char *where, acp_store **out, char **errmsg);
+void acp_store_close(acp_store *st);
+
+/* The last error's message for this handle (never NULL; "" when none). Borrowed until the
+ * next call on the handle. Never contains a password. */
+const char *acp_store_errmsg(const acp_store *st);
+const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" */
+
+/* Every call below returns 0, or ACP_ESTORE (backend failure, see acp_store_errmsg; nothing
+ * was half-written), ACP_ENOTFOUND, ACP_EINVAL, ACP_ENOMEM as stated. */
+
+/* Inserts a new session, committed before returning. s->id must be new (ACP_EINVAL if it
+ * exists); created_at/updated_at are taken from s (fill them with acp_store_now()). */
+int acp_store_create(acp_store *st, const acp_store_session *s);
+/* Reads one session into *out (caller clears it). ACP_ENOTFOUND if absent or deleted. */
+int acp_store_get(acp_store *st, const char *id, acp_store_session *out);
+/* Updates metadata, committed before returning. title: set_title=false leaves it, true sets
+ * it (NULL clears). updated_at: NULL leaves it. ACP_ENOTFOUND if absent. */
+int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char *title,
+                       const char *updated_at);
+/* Records the roots a load/resume activated (cwd and additional directories as JSON array
+ * text), committed before returning, so session/list reports the current ones. */
+int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
+
+/* Adds one update (its JSON text, copied) to the pending batch. Nothing reaches the database
+ * until acp_store_commit(). Only ACP_ENOMEM can fail here. */
+int acp_store_append(acp_store *st, const char *id, const char *json, size_t n);
+/* Commits the pending batch in one transaction: each update gets the next seq of its session,
+ * and each touched session's updated_at becomes `now` (NULL: acp_store_now()). On failure
+ * nothing of the batch is stored and the batch is dropped. Appends for a session that does
+ * not exist (deleted meanwhile, perhaps by another process) are dropped silently. No-op and
+ * 0 when the batch is empty. */
+int acp_store_commit(acp_store *st, const char *now);
+/* Number of updates waiting in the batch. */
+size_t acp_store_pending(const acp_store *st);
+
+/* Streams history in order. Calls cb for each update with seq > after_seq, stopping after the
+ * first update that takes the total past max_bytes (0: no limit) or when cb returns non-zero
+ * (that value is returned). *last_seq receives the seq of the last update given (after_seq if
+ * none); *done is true when no update is left after it. json is borrowed for the call only.
+ * ACP_ENOTFOUND if the session does not exist. */
+typedef int (*acp_store_replay_cb)(void *user, int64_t seq, const char *json, size_t n);
+int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);
+
+/* One page of sessions, newest updated_at first (ties: id descending). cwd (NULL: all) is an
+ * exact match. cursor NULL starts at the top; otherwise it must be a cursor this function
+ * returned (from any process on the same store), else ACP_EINVAL. The page is a keyset
+ * (updated_at, id) < cursor, so creations and deletions between pages never skip or repeat
+ * a session that stayed put. cb gets each session (borrowed for the call). *next_cursor
+ * receives a malloc'd opaque string (caller frees) when more sessions follow, else NULL. */
+typedef int (*acp_store_list_cb)(void *user, const acp_store_session *s);
+int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                   acp_store_list_cb cb, void *user, char **next_cursor);
+
+/* Deletes the session and its whole history from disk (not only from lists). Deleting a
+ * session that does not exist succeeds. */
+int acp_store_delete(acp_store *st, const char *id);
+
+/* --- For backend implementers (store/*.c) ---------------------------------------------- */
+
+typedef struct acp_store_ops {
+    const char *name;
+    void (*close)(acp_store *st);
+    int (*create)(acp_store *st, const acp_store_session *s);
+    int (*get)(acp_store *st, const char *id, acp_store_session *out);
+    int (*set_info)(acp_store *st, const char *id, bool set_title, const char *title,
+                    const char *updated_at);
+    int (*set_roots)(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
+    /* The batch (ids and texts, in append order) is kept by the generic layer; commit gets it. */
+    int (*commit)(acp_store *st, const char *now);
+    int (*replay)(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                  acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);
+    int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                acp_store_list_cb cb, void *user, char **next_cursor);
+    int (*remove)(acp_store *st, const char *id);
+} acp_store_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
