@@ -1,0 +1,83 @@
+/* Private to store/: the layout every backend shares, and the helpers both backends use so
+ * that cursors, errors and the batch behave identically whichever database is underneath.
+ *
+ * A backend embeds `acp_store` as the FIRST member of its own handle struct, fills it with
+ * acp_store_init() in its open function, and frees its whole struct in ops->close (the
+ * generic layer has already released the batch by then). */
+#ifndef ACP_STORE_IMPL_H
+#define ACP_STORE_IMPL_H
+
+#include <stdarg.h>
+
+#include "acp/store.h"
+
+/* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.
+ * Each id and json is NUL-terminated inside buf (JSON text never holds a raw NUL). */
+typedef struct acp_store_item {
+    size_t json; /* offset of the JSON text in buf */
+    size_t n;    /* its length, without the NUL */
+    size_t sess; /* index into batch.sess */
+} acp_store_item;
+
+/* One distinct session touched by the batch, in order of first append. */
+typedef struct acp_store_bsess {
+    size_t id;     /* offset of the session id in buf */
+    size_t count;  /* how many items of the batch belong to it */
+    int64_t next;  /* scratch for the backend's commit: next seq to assign, or -1 (dropped) */
+    int64_t key;   /* scratch for the backend's commit: its row key, if it has one */
+} acp_store_bsess;
+
+typedef struct acp_store_batch {
+    char *buf;
+    size_t len, cap;
+    acp_store_item *items;
+    size_t nitems, items_cap;
+    acp_store_bsess *sess;
+    size_t nsess, sess_cap;
+} acp_store_batch;
+
+#define ACP_STORE_ERRMSG_MAX 512
+
+struct acp_store {
+    const acp_store_ops *ops;
+    acp_store_batch batch; /* appended, not yet committed; owned by the generic layer */
+    char err[ACP_STORE_ERRMSG_MAX];
+};
+
+/* Sets st->ops and clears everything else. */
+void acp_store_init(acp_store *st, const acp_store_ops *ops);
+
+/* Formats the handle's error message (truncated to fit) and returns `code`, so a backend
+ * writes `return acp_store_fail(st, ACP_ESTORE, "insert: %s", sqlite3_errmsg(db));`.
+ * Callers pass only text that holds no password (the PostgreSQL side scrubs first). */
+int acp_store_fail(acp_store *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void acp_store_clear_err(acp_store *st);
+
+/* For open functions, before a handle exists: if errmsg is non-NULL stores a malloc'd
+ * formatted message there (NULL if even that allocation fails). Returns `code`. */
+int acp_store_open_fail(char **errmsg, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline const char *acp_store_batch_id(const acp_store_batch *b, size_t sess)
+{
+    return b->buf + b->sess[sess].id;
+}
+static inline const char *acp_store_batch_json(const acp_store_batch *b, size_t item)
+{
+    return b->buf + b->items[item].json;
+}
+
+/* List cursors, shared so a cursor is the same string whichever backend made it:
+ * base64url (no padding) of "v1|<updated_at>|<id>". encode: *out malloc'd (caller frees).
+ * decode: strict; anything but an exact encoding of a well-formed timestamp and a non-empty
+ * id is ACP_EINVAL. On success updated_at holds the time (NUL-terminated) and *id a malloc'd
+ * copy of the id (caller frees). */
+int acp_store_cursor_encode(const char *updated_at, const char *id, char **out);
+int acp_store_cursor_decode(const char *cursor, char updated_at[ACP_STORE_TIME_LEN + 1],
+                            char **id);
+
+/* True if s is exactly an ACP_STORE_TIME_LEN-char "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+bool acp_store_time_valid(const char *s);
+
+#endif
