@@ -1,0 +1,121 @@
+/* The libuv runtime: an acp_conn bound to a byte stream (acp_transport) and peer processes
+ * spawned with pipes in their own process group (acp_proc).
+ *
+ * Everything here runs on one uv_loop_t, from one thread. Nothing in rt writes to stdout: a
+ * transport on fd 1 is the only writer there. Callbacks may call any function of this header,
+ * including the close/stop of the object that called them (the object is freed later, from
+ * a libuv close callback, never under the caller's feet).
+ *
+ * SIGPIPE: the library leaves signal dispositions alone. Programs should ignore SIGPIPE
+ * (signal(SIGPIPE, SIG_IGN)); a write that fails with EPIPE is then treated as end of input. */
+#ifndef ACP_RT_H
+#define ACP_RT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "acp/error.h"
+#include "acp/rpc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- Transport ----------------------------------------------------------------------- */
+
+typedef struct acp_transport acp_transport;
+
+typedef struct acp_transport_opts {
+    /* Bytes queued for writing (connection output + writes in flight) at or above which
+     * acp_transport_writable() is false. 0 means 4 MiB. */
+    size_t high_water;
+    /* Called once per loop turn, just before the output produced during that turn is written
+     * (from a uv_prepare handle), only when there is output. The agent commits its store
+     * batch here, so what leaves was committed. Non-zero keeps the output queued; it is
+     * retried on a later turn (a short timer makes sure there is one). */
+    int (*before_flush)(acp_transport *t, void *user);
+    /* The queue fell below high_water / 2 after acp_transport_writable() had become false. */
+    void (*on_drain)(acp_transport *t, void *user);
+    /* Input ended (peer closed, read error, or a write failed with EPIPE and the like).
+     * acp_conn_eof() was already called. Called at most once. */
+    void (*on_eof)(acp_transport *t, void *user);
+    void *user;
+} acp_transport_opts;
+
+/* Binds conn (borrowed: it must outlive the transport, i.e. until the close's done callback)
+ * to in_fd and out_fd, which may be the same number. The fds are borrowed too: the transport
+ * works on duplicates (close-on-exec) that it closes itself, so fd 0 and 1 stay valid for the
+ * caller. Pipes, sockets, TTYs, regular files and character devices like /dev/null work.
+ * opts may be NULL; it is copied. The transport keeps the loop alive until it is closed.
+ * Returns 0 and *out (owned by the caller; release with acp_transport_close()), or ACP_EIO
+ * (an fd is unusable), ACP_EINVAL, ACP_ENOMEM. */
+int acp_transport_open(uv_loop_t *loop, acp_conn *conn, int in_fd, int out_fd,
+                       const acp_transport_opts *opts, acp_transport **out);
+
+bool acp_transport_writable(const acp_transport *t);
+/* Bytes not yet written: the connection's output buffer plus writes in flight. */
+size_t acp_transport_queued(const acp_transport *t);
+/* Starts writing the connection's output now (normally done once per loop turn). Runs
+ * before_flush first, like the automatic flush. */
+void acp_transport_flush(acp_transport *t);
+/* Stops reading, writes what the connection has queued (bounded by a failing peer: a write
+ * error ends it), then closes the transport's descriptors and frees it; done (may be NULL)
+ * runs after that, from the loop. Output the connection produces after this call is
+ * discarded. Call once. */
+void acp_transport_close(acp_transport *t, void (*done)(void *user), void *user);
+
+/* --- Processes ----------------------------------------------------------------------- */
+
+typedef struct acp_proc acp_proc;
+
+typedef struct acp_proc_opts {
+    const char *file;   /* program; searched in the child's PATH when it has no '/' */
+    char *const *argv;  /* NULL-terminated, argv[0] included */
+    char *const *env;   /* exactly these "K=V" strings, NULL-terminated; NULL inherits ours */
+    const char *cwd;    /* NULL: inherit */
+    bool pipe_stdin;    /* else /dev/null */
+    bool pipe_stdout;   /* else /dev/null */
+    bool pipe_stderr;   /* delivered to on_stderr; else see inherit_stderr */
+    bool inherit_stderr; /* when !pipe_stderr: share our fd 2 (else /dev/null) */
+    /* Bytes the child wrote to stderr (borrowed, valid during the call). */
+    void (*on_stderr)(acp_proc *p, const char *buf, size_t n, void *user);
+    /* The child (the group leader) exited: exit_status, or term_signal when it was killed.
+     * By then whatever remained of its process group has been sent SIGKILL, so no helper
+     * (npx -> node) outlives it. The proc still has to be released with acp_proc_stop(). */
+    void (*on_exit)(acp_proc *p, int64_t exit_status, int term_signal, void *user);
+    void *user;
+} acp_proc_opts;
+
+/* Spawns the child in a new session (so its own process group, pgid == pid). The strings in
+ * opts are copied by libuv during the call; opts itself is copied. Returns 0 and *out (owned
+ * by the caller; release with acp_proc_stop()), or ACP_ENOTFOUND (no such program),
+ * ACP_EACCES (not executable), ACP_EIO (other spawn failures), ACP_EINVAL, ACP_ENOMEM; then
+ * *errmsg (if errmsg is not NULL) is a malloc'd sentence naming the command, which the caller
+ * frees: "cannot run 'npx': no such file or directory". */
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out, char **errmsg);
+
+int acp_proc_pid(const acp_proc *p);
+bool acp_proc_exited(const acp_proc *p);
+
+/* Binds conn to the child's stdin and stdout, which must both be piped. The two pipes move
+ * from the proc into the transport: closing the transport closes them (the child sees EOF on
+ * its stdin). The proc must not be stopped before the transport is closed, or at the same
+ * time (acp_proc_stop() then leaves the pipes to the transport). Otherwise like
+ * acp_transport_open(). */
+int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
+                            const acp_transport_opts *opts, acp_transport **out);
+
+/* Teardown, and the only way to free a proc (also after on_exit): closes the child's stdin
+ * (unless a transport owns it), waits grace_ms for it to exit, sends SIGTERM to its process
+ * group, waits grace_ms again, then SIGKILL to the group. Once the leader has exited (and the
+ * rest of its group was killed), the stderr pipe is read to its end (at most grace_ms more),
+ * every handle is closed, the proc is freed and done (may be NULL) runs. on_stderr and
+ * on_exit may still be called before done. Call once. */
+void acp_proc_stop(acp_proc *p, unsigned grace_ms, void (*done)(void *user), void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
