@@ -1,6 +1,6 @@
 /* acp_roots: a session's root set [cwd, ...additionalDirectories], the directories that bound
  * its file access. The agent checks every file access of a session against it; the client
- * checks the fs/* requests it serves.
+ * checks the fs requests (read, write) it serves.
  *
  * The check happens after resolving symlinks, at the time of the access: a link inside a root
  * that points outside is outside. Immutable once built; no I/O until acp_roots_resolve(). */
