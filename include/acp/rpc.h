@@ -72,8 +72,8 @@ void *acp_conn_user(const acp_conn *c);
 
 /* Registers handlers for one method (either may be NULL). A later registration for the same
  * method replaces the earlier one. The method string is copied. */
-int acp_conn_on(acp_conn *c, const char *method, acp_request_cb on_request,
-                acp_notify_cb on_notify, void *user);
+int acp_conn_on(acp_conn *c, const char *method, acp_request_cb on_request, acp_notify_cb on_notify,
+                void *user);
 
 /* Consumes len bytes read from the peer: any number of whole or partial lines. Returns 0, or
  * ACP_ENOMEM (the connection is then unusable), or ACP_ECLOSED after acp_conn_eof(). Bad

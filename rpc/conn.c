@@ -1,0 +1,1106 @@
+/* acp_conn: framing, routing, ids, errors and cancellation of a JSON-RPC 2.0 peer, sans I/O. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/rpc.h"
+#include "rpc/scan.h"
+
+#define DEFAULT_MAX_MESSAGE (64u << 20)
+/* How much of an oversized line is kept to find its id (ids come early in practice). */
+#define OVERSIZE_PREFIX 4096
+
+struct handler {
+    char *method;
+    acp_request_cb on_request;
+    acp_notify_cb on_notify;
+    void *user;
+};
+
+struct acp_req {
+    acp_conn *conn;
+    char *method;
+    char *id;     /* verbatim JSON text, NUL-terminated */
+    char *id_key; /* normalised form, for matching cancellations */
+    json_t *params;
+    char *params_text;
+    size_t params_len;
+    bool cancelled;
+    void (*on_cancel)(acp_req *r, void *user);
+    void *cancel_user;
+    void *user;
+    acp_req *prev, *next;
+};
+
+struct acp_call {
+    acp_conn *conn;
+    int64_t id;
+    acp_response_cb cb;
+    void *user;
+    bool forgotten;
+};
+
+struct acp_msg {
+    const char *method;
+    acp_span params, result, error;
+    json_t *params_json, *result_json;
+    bool params_tried, result_tried;
+    int code;
+    const char *message;
+    json_t *error_json; /* owns message and data */
+};
+
+enum stream_kind { STREAM_NONE, STREAM_REPLY, STREAM_CALL, STREAM_NOTIFY };
+
+struct acp_conn {
+    acp_conn_opts opts;
+    struct handler *handlers;
+    size_t nhandlers;
+
+    acp_buf in; /* the partial line carried over between recv calls */
+    bool discarding;
+    size_t discarded;
+    acp_buf prefix; /* start of the oversized line being discarded */
+
+    acp_buf out;
+    acp_buf *target; /* where messages are written: &out, or a redirect */
+    bool closed;
+
+    acp_req *reqs; /* unanswered incoming requests */
+    size_t nreqs;
+
+    /* Outgoing calls by id: open addressing, linear probing, backward-shift deletion. */
+    acp_call **calls;
+    size_t calls_cap, ncalls;
+    int64_t next_id;
+
+    enum stream_kind stream;
+    size_t stream_start;
+    acp_req *stream_req;
+    acp_call *stream_call;
+    acp_jw jw;
+};
+
+static const char cancel_default[] = "$/cancel_request";
+
+/* --- diagnostics ------------------------------------------------------------------------ */
+
+static void logf_(acp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(acp_conn *c, const char *fmt, ...)
+{
+    if (!c->opts.on_log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->opts.on_log(c, msg, c->opts.user);
+}
+
+/* --- the call table ---------------------------------------------------------------------- */
+
+static size_t slot_of(const acp_conn *c, int64_t id)
+{
+    uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & (c->calls_cap - 1);
+}
+
+static int calls_put(acp_conn *c, acp_call *call)
+{
+    if ((c->ncalls + 1) * 2 > c->calls_cap) {
+        size_t cap = c->calls_cap ? c->calls_cap * 2 : 64;
+        acp_call **old = c->calls;
+        size_t oldcap = c->calls_cap;
+        c->calls = calloc(cap, sizeof *c->calls);
+        if (!c->calls) {
+            c->calls = old;
+            return ACP_ENOMEM;
+        }
+        c->calls_cap = cap;
+        for (size_t i = 0; i < oldcap; i++) {
+            if (!old[i]) continue;
+            size_t s = slot_of(c, old[i]->id);
+            while (c->calls[s]) s = (s + 1) & (cap - 1);
+            c->calls[s] = old[i];
+        }
+        free(old);
+    }
+    size_t s = slot_of(c, call->id);
+    while (c->calls[s]) s = (s + 1) & (c->calls_cap - 1);
+    c->calls[s] = call;
+    c->ncalls++;
+    return 0;
+}
+
+static size_t calls_find(const acp_conn *c, int64_t id)
+{
+    if (!c->calls_cap) return SIZE_MAX;
+    for (size_t s = slot_of(c, id); c->calls[s]; s = (s + 1) & (c->calls_cap - 1))
+        if (c->calls[s]->id == id) return s;
+    return SIZE_MAX;
+}
+
+static void calls_remove_at(acp_conn *c, size_t s)
+{
+    size_t mask = c->calls_cap - 1;
+    c->calls[s] = NULL;
+    c->ncalls--;
+    /* Backward-shift: move later entries of the probe run into the hole when that is nearer
+     * their home slot, so lookups never stop early at it. */
+    for (size_t j = (s + 1) & mask; c->calls[j]; j = (j + 1) & mask) {
+        size_t home = slot_of(c, c->calls[j]->id);
+        if (((j - home) & mask) >= ((j - s) & mask)) {
+            c->calls[s] = c->calls[j];
+            c->calls[j] = NULL;
+            s = j;
+        }
+    }
+}
+
+static void calls_remove(acp_conn *c, acp_call *call)
+{
+    size_t s = calls_find(c, call->id);
+    if (s != SIZE_MAX) calls_remove_at(c, s);
+}
+
+/* --- lifecycle --------------------------------------------------------------------------- */
+
+acp_conn *acp_conn_new(const acp_conn_opts *opts)
+{
+    acp_conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (opts) c->opts = *opts;
+    if (!c->opts.max_message) c->opts.max_message = DEFAULT_MAX_MESSAGE;
+    if (!c->opts.cancel_method) c->opts.cancel_method = cancel_default;
+    c->target = &c->out;
+    return c;
+}
+
+static void req_free(acp_req *r)
+{
+    acp_conn *c = r->conn;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        c->reqs = r->next;
+    if (r->next) r->next->prev = r->prev;
+    c->nreqs--;
+    free(r->method);
+    free(r->id);
+    free(r->id_key);
+    json_decref(r->params);
+    free(r->params_text);
+    free(r);
+}
+
+void acp_conn_free(acp_conn *c)
+{
+    if (!c) return;
+    while (c->reqs) req_free(c->reqs);
+    for (size_t i = 0; i < c->calls_cap; i++) free(c->calls[i]);
+    free(c->calls);
+    for (size_t i = 0; i < c->nhandlers; i++) free(c->handlers[i].method);
+    free(c->handlers);
+    acp_buf_free(&c->in);
+    acp_buf_free(&c->prefix);
+    acp_buf_free(&c->out);
+    free(c);
+}
+
+void *acp_conn_user(const acp_conn *c)
+{
+    return c->opts.user;
+}
+
+int acp_conn_on(acp_conn *c, const char *method, acp_request_cb on_request, acp_notify_cb on_notify,
+                void *user)
+{
+    for (size_t i = 0; i < c->nhandlers; i++) {
+        struct handler *h = &c->handlers[i];
+        if (strcmp(h->method, method) == 0) {
+            h->on_request = on_request;
+            h->on_notify = on_notify;
+            h->user = user;
+            return 0;
+        }
+    }
+    struct handler *hs = realloc(c->handlers, (c->nhandlers + 1) * sizeof *hs);
+    if (!hs) return ACP_ENOMEM;
+    c->handlers = hs;
+    char *m = strdup(method);
+    if (!m) return ACP_ENOMEM;
+    hs[c->nhandlers++] = (struct handler){m, on_request, on_notify, user};
+    return 0;
+}
+
+static const struct handler *find_handler(const acp_conn *c, const char *method)
+{
+    for (size_t i = 0; i < c->nhandlers; i++)
+        if (strcmp(c->handlers[i].method, method) == 0) return &c->handlers[i];
+    return NULL;
+}
+
+bool acp_conn_closed(const acp_conn *c)
+{
+    return c->closed;
+}
+
+size_t acp_conn_pending_requests(const acp_conn *c)
+{
+    return c->nreqs;
+}
+
+size_t acp_conn_pending_calls(const acp_conn *c)
+{
+    return c->ncalls;
+}
+
+/* --- output ------------------------------------------------------------------------------ */
+
+size_t acp_conn_out_len(const acp_conn *c)
+{
+    return c->out.len;
+}
+
+char *acp_conn_out_take(acp_conn *c, size_t *len)
+{
+    if (!c->out.len) {
+        *len = 0;
+        return NULL;
+    }
+    return acp_buf_take(&c->out, len);
+}
+
+void acp_conn_redirect(acp_conn *c, acp_buf *dst)
+{
+    c->target = dst ? dst : &c->out;
+}
+
+/* Tells the embedder that output appeared, when the normal buffer went from empty to not. */
+static void output_appeared(acp_conn *c, size_t before)
+{
+    if (c->target == &c->out && before == 0 && c->out.len && c->opts.on_output)
+        c->opts.on_output(c, c->opts.user);
+}
+
+int acp_conn_out_append(acp_conn *c, const char *bytes, size_t n)
+{
+    size_t before = c->out.len;
+    if (acp_buf_append(&c->out, bytes, n)) return ACP_ENOMEM;
+    if (before == 0 && n && c->opts.on_output) c->opts.on_output(c, c->opts.user);
+    return 0;
+}
+
+/* Appends one whole message (prefix + value + suffix) to the target, or nothing. */
+static int emit(acp_conn *c, const char *prefix, size_t plen, const json_t *value, const char *raw,
+                size_t rawlen, const char *suffix)
+{
+    if (c->closed) return ACP_ECLOSED;
+    acp_buf *b = c->target;
+    size_t before = c->out.len, start = b->len;
+    acp_jw w;
+    acp_jw_init(&w, b);
+    int rc = acp_buf_append(b, prefix, plen) ? ACP_ENOMEM : 0;
+    if (!rc) {
+        w.after_key = true; /* the prefix ends with a key */
+        if (raw)
+            acp_jw_raw(&w, raw, rawlen);
+        else
+            acp_jw_json(&w, value);
+        rc = acp_jw_status(&w);
+    }
+    if (!rc && acp_buf_append(b, suffix, strlen(suffix))) rc = ACP_ENOMEM;
+    if (rc) {
+        b->len = start;
+        return rc;
+    }
+    output_appeared(c, before);
+    return 0;
+}
+
+/* Prefix of a response: {"jsonrpc":"2.0","id":<id>,"<member>": */
+static int response_prefix(acp_buf *p, const char *id, size_t idlen, const char *member)
+{
+    int rc = acp_buf_append(p, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
+    rc = rc ? rc : acp_buf_append(p, id, idlen);
+    rc = rc ? rc : acp_buf_printf(p, ",\"%s\":", member);
+    return rc;
+}
+
+static int send_error_id(acp_conn *c, const char *id, size_t idlen, int code, json_t *data,
+                         const char *message)
+{
+    json_t *err = json_object();
+    if (!err) {
+        json_decref(data);
+        return ACP_ENOMEM;
+    }
+    json_object_set_new(err, "code", json_integer(code));
+    /* The message may come from peer input: never let invalid UTF-8 break the response. */
+    json_t *msg = json_string(message);
+    json_object_set_new(err, "message", msg ? msg : json_string("(message was not valid UTF-8)"));
+    if (data) json_object_set_new(err, "data", data);
+    acp_buf p = {0};
+    int rc = response_prefix(&p, id, idlen, "error");
+    if (!rc) rc = emit(c, p.data, p.len, err, NULL, 0, "}\n");
+    acp_buf_free(&p);
+    json_decref(err);
+    return rc;
+}
+
+static int send_error_null(acp_conn *c, int code, const char *message)
+{
+    return send_error_id(c, "null", 4, code, NULL, message);
+}
+
+/* --- incoming requests ------------------------------------------------------------------- */
+
+const char *acp_req_method(const acp_req *r)
+{
+    return r->method;
+}
+
+acp_span acp_req_id(const acp_req *r)
+{
+    return (acp_span){r->id, strlen(r->id)};
+}
+
+json_t *acp_req_params(const acp_req *r)
+{
+    return r->params;
+}
+
+acp_span acp_req_params_text(const acp_req *r)
+{
+    return (acp_span){r->params_text, r->params_len};
+}
+
+acp_conn *acp_req_conn(const acp_req *r)
+{
+    return r->conn;
+}
+
+bool acp_req_cancelled(const acp_req *r)
+{
+    return r->cancelled;
+}
+
+void acp_req_on_cancel(acp_req *r, void (*on_cancel)(acp_req *r, void *user), void *user)
+{
+    r->on_cancel = on_cancel;
+    r->cancel_user = user;
+}
+
+void acp_req_set_user(acp_req *r, void *user)
+{
+    r->user = user;
+}
+
+void *acp_req_user(const acp_req *r)
+{
+    return r->user;
+}
+
+static int reply(acp_req *r, const json_t *result, const char *raw, size_t rawlen)
+{
+    acp_conn *c = r->conn;
+    acp_buf p = {0};
+    int rc = response_prefix(&p, r->id, strlen(r->id), "result");
+    if (!rc) rc = emit(c, p.data, p.len, result, raw, rawlen, "}\n");
+    acp_buf_free(&p);
+    req_free(r);
+    return rc == ACP_ECLOSED ? 0 : rc;
+}
+
+int acp_req_reply(acp_req *r, json_t *result)
+{
+    if (!result) return reply(r, NULL, "{}", 2);
+    int rc = reply(r, result, NULL, 0);
+    json_decref(result);
+    return rc;
+}
+
+int acp_req_reply_raw(acp_req *r, const char *json, size_t n)
+{
+    return reply(r, NULL, json, n);
+}
+
+int acp_req_error(acp_req *r, int code, json_t *data, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int rc = send_error_id(r->conn, r->id, strlen(r->id), code, data, msg);
+    req_free(r);
+    return rc == ACP_ECLOSED ? 0 : rc;
+}
+
+/* --- streamed messages ------------------------------------------------------------------- */
+
+/* Streams are allowed after EOF (a handler may still answer); stream_end() then drops them. */
+static acp_jw *stream_begin(acp_conn *c, enum stream_kind kind, const char *prefix, size_t plen)
+{
+    if (c->stream != STREAM_NONE) return NULL;
+    c->stream = kind;
+    c->stream_start = c->target->len;
+    acp_jw_init(&c->jw, c->target);
+    if (acp_buf_append(c->target, prefix, plen)) c->jw.status = ACP_ENOMEM;
+    c->jw.after_key = true;
+    return &c->jw;
+}
+
+static int stream_end(acp_conn *c, enum stream_kind kind)
+{
+    if (c->stream != kind) return ACP_EINVAL;
+    c->stream = STREAM_NONE;
+    acp_buf *b = c->target;
+    /* Exactly one complete value must have been written. */
+    int rc = acp_jw_status(&c->jw);
+    if (!rc && (c->jw.depth != 0 || c->jw.after_key)) rc = ACP_EINVAL;
+    if (!rc && acp_buf_append(b, "}\n", 2)) rc = ACP_ENOMEM;
+    if (!rc && c->closed) rc = kind == STREAM_REPLY ? 0 : ACP_ECLOSED;
+    if (rc || c->closed) {
+        b->len = c->stream_start;
+        return rc;
+    }
+    output_appeared(c, b == &c->out ? c->stream_start : 1);
+    return 0;
+}
+
+acp_jw *acp_req_reply_begin(acp_req *r)
+{
+    acp_conn *c = r->conn;
+    acp_buf p = {0};
+    if (response_prefix(&p, r->id, strlen(r->id), "result")) {
+        acp_buf_free(&p);
+        return NULL;
+    }
+    acp_jw *w = stream_begin(c, STREAM_REPLY, p.data, p.len);
+    acp_buf_free(&p);
+    if (w) c->stream_req = r;
+    return w;
+}
+
+int acp_req_reply_end(acp_req *r)
+{
+    acp_conn *c = r->conn;
+    if (c->stream_req != r) return ACP_EINVAL;
+    c->stream_req = NULL;
+    int rc = stream_end(c, STREAM_REPLY);
+    req_free(r);
+    return rc;
+}
+
+/* --- outgoing calls and notifications ---------------------------------------------------- */
+
+static acp_call *call_new(acp_conn *c, acp_response_cb cb, void *user)
+{
+    acp_call *call = calloc(1, sizeof *call);
+    if (!call) return NULL;
+    *call = (acp_call){c, c->next_id++, cb, user, false};
+    if (calls_put(c, call)) {
+        free(call);
+        return NULL;
+    }
+    return call;
+}
+
+static void call_drop(acp_conn *c, acp_call *call)
+{
+    calls_remove(c, call);
+    free(call);
+}
+
+static void call_prefix(acp_buf *p, const char *method, int64_t id)
+{
+    acp_buf_printf(p, "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":", id);
+    acp_json_escape(p, method, strlen(method));
+    acp_buf_append(p, ",\"params\":", 10);
+}
+
+int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_cb cb, void *user,
+                  acp_call **out)
+{
+    if (c->closed) {
+        json_decref(params);
+        return ACP_ECLOSED;
+    }
+    acp_call *call = call_new(c, cb, user);
+    if (!call) {
+        json_decref(params);
+        return ACP_ENOMEM;
+    }
+    acp_buf p = {0};
+    call_prefix(&p, method, call->id);
+    int rc;
+    if (params) {
+        rc = emit(c, p.data, p.len, params, NULL, 0, "}\n");
+    } else {
+        /* Drop the trailing ,"params": for a call without params. */
+        p.len -= 10;
+        rc = emit(c, p.data, p.len, NULL, "", 0, "}\n");
+    }
+    acp_buf_free(&p);
+    json_decref(params);
+    if (rc) {
+        call_drop(c, call);
+        return rc;
+    }
+    if (out) *out = call;
+    return 0;
+}
+
+acp_jw *acp_conn_call_begin(acp_conn *c, const char *method, acp_response_cb cb, void *user,
+                            acp_call **out)
+{
+    if (c->closed || c->stream != STREAM_NONE) return NULL;
+    acp_call *call = call_new(c, cb, user);
+    if (!call) return NULL;
+    acp_buf p = {0};
+    call_prefix(&p, method, call->id);
+    acp_jw *w = stream_begin(c, STREAM_CALL, p.data, p.len);
+    acp_buf_free(&p);
+    c->stream_call = call;
+    if (out) *out = call;
+    return w;
+}
+
+int acp_conn_call_end(acp_conn *c)
+{
+    acp_call *call = c->stream_call;
+    c->stream_call = NULL;
+    int rc = stream_end(c, STREAM_CALL);
+    if (rc && call) call_drop(c, call);
+    return rc;
+}
+
+int64_t acp_call_id(const acp_call *call)
+{
+    return call->id;
+}
+
+static void notify_prefix(acp_buf *p, const char *method)
+{
+    acp_buf_append(p, "{\"jsonrpc\":\"2.0\",\"method\":", 26);
+    acp_json_escape(p, method, strlen(method));
+    acp_buf_append(p, ",\"params\":", 10);
+}
+
+int acp_conn_notify(acp_conn *c, const char *method, json_t *params)
+{
+    acp_buf p = {0};
+    notify_prefix(&p, method);
+    int rc;
+    if (params) {
+        rc = emit(c, p.data, p.len, params, NULL, 0, "}\n");
+    } else {
+        p.len -= 10;
+        rc = emit(c, p.data, p.len, NULL, "", 0, "}\n");
+    }
+    acp_buf_free(&p);
+    json_decref(params);
+    return rc;
+}
+
+int acp_conn_notify_raw(acp_conn *c, const char *method, const char *params, size_t n)
+{
+    acp_buf p = {0};
+    notify_prefix(&p, method);
+    int rc = emit(c, p.data, p.len, NULL, params, n, "}\n");
+    acp_buf_free(&p);
+    return rc;
+}
+
+acp_jw *acp_conn_notify_begin(acp_conn *c, const char *method)
+{
+    /* The hot path (session/update): build the prefix straight into the target. */
+    if (c->stream != STREAM_NONE) return NULL;
+    c->stream = STREAM_NOTIFY;
+    c->stream_start = c->target->len;
+    acp_jw_init(&c->jw, c->target);
+    notify_prefix(c->target, method);
+    c->jw.after_key = true;
+    return &c->jw;
+}
+
+int acp_conn_notify_end(acp_conn *c)
+{
+    return stream_end(c, STREAM_NOTIFY);
+}
+
+static void send_cancel(acp_conn *c, int64_t id)
+{
+    char params[48];
+    int n = snprintf(params, sizeof params, "{\"requestId\":%" PRId64 "}", id);
+    acp_conn_notify_raw(c, c->opts.cancel_method, params, (size_t)n);
+}
+
+int acp_conn_cancel(acp_conn *c, acp_call *call)
+{
+    if (c->closed) return ACP_ECLOSED;
+    send_cancel(c, call->id);
+    return 0;
+}
+
+void acp_conn_forget(acp_conn *c, acp_call *call)
+{
+    call->forgotten = true;
+    if (!c->closed) send_cancel(c, call->id);
+}
+
+static void resolve_local(acp_conn *c, acp_call *call, int code, const char *message)
+{
+    calls_remove(c, call);
+    if (!call->forgotten) {
+        acp_msg m = {0};
+        m.code = code;
+        m.message = message;
+        m.error = (acp_span){"{}", 2};
+        call->cb(c, &m, call->user);
+    }
+    free(call);
+}
+
+void acp_conn_abandon(acp_conn *c, acp_call *call, int code, const char *message)
+{
+    if (!c->closed) send_cancel(c, call->id);
+    resolve_local(c, call, code, message);
+}
+
+/* --- message views ----------------------------------------------------------------------- */
+
+static json_t *parse_span(acp_span s)
+{
+    return json_loadb(s.p, s.n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+}
+
+const char *acp_msg_method(const acp_msg *m)
+{
+    return m->method;
+}
+
+json_t *acp_msg_params(acp_msg *m)
+{
+    if (!m->params_tried) {
+        m->params_tried = true;
+        m->params_json = (m->params.n && acp_json_kind(m->params) != 'z') ? parse_span(m->params)
+                                                                          : json_object();
+    }
+    return m->params_json;
+}
+
+acp_span acp_msg_params_text(const acp_msg *m)
+{
+    return m->params;
+}
+
+bool acp_msg_is_error(const acp_msg *m)
+{
+    return m->error.n != 0;
+}
+
+json_t *acp_msg_result(acp_msg *m)
+{
+    if (m->error.n) return NULL;
+    if (!m->result_tried) {
+        m->result_tried = true;
+        m->result_json = parse_span(m->result);
+    }
+    return m->result_json;
+}
+
+acp_span acp_msg_result_text(const acp_msg *m)
+{
+    return m->result;
+}
+
+int acp_msg_error_code(const acp_msg *m)
+{
+    return m->code;
+}
+
+const char *acp_msg_error_message(const acp_msg *m)
+{
+    return m->message ? m->message : "";
+}
+
+json_t *acp_msg_error_data(acp_msg *m)
+{
+    return m->error_json ? json_object_get(m->error_json, "data") : NULL;
+}
+
+static void msg_clear(acp_msg *m)
+{
+    json_decref(m->params_json);
+    json_decref(m->result_json);
+    json_decref(m->error_json);
+}
+
+/* --- routing ----------------------------------------------------------------------------- */
+
+/* The id's normalised key: strings by their decoded value, numbers and null by their text. */
+static char *id_key(acp_span id)
+{
+    if (acp_json_kind(id) == 's') {
+        char *s = acp_json_strdup(id);
+        if (!s) return NULL;
+        size_t n = strlen(s);
+        char *k = malloc(n + 2);
+        if (k) {
+            k[0] = 's';
+            memcpy(k + 1, s, n + 1);
+        }
+        free(s);
+        return k;
+    }
+    char *k = malloc(id.n + 2);
+    if (!k) return NULL;
+    k[0] = 'n';
+    memcpy(k + 1, id.p, id.n);
+    k[id.n + 1] = '\0';
+    return k;
+}
+
+static void handle_cancel(acp_conn *c, acp_span params)
+{
+    acp_span target;
+    if (acp_json_kind(params) != 'o' || !acp_json_member(params, "requestId", &target)) return;
+    char *key = id_key(target);
+    if (!key) return;
+    for (acp_req *r = c->reqs; r; r = r->next) {
+        if (r->cancelled || strcmp(r->id_key, key) != 0) continue;
+        r->cancelled = true;
+        if (r->on_cancel) r->on_cancel(r, r->cancel_user);
+        break; /* on_cancel may have answered (freed) r: stop here */
+    }
+    free(key);
+}
+
+static void handle_request(acp_conn *c, const char *method, acp_span id, acp_span params)
+{
+    const struct handler *h = find_handler(c, method);
+    acp_request_cb cb = h && h->on_request ? h->on_request : c->opts.on_request;
+    void *user = h && h->on_request ? h->user : c->opts.user;
+    if (!cb) {
+        json_t *data = json_pack("{s:s}", "method", method);
+        send_error_id(c, id.p, id.n, ACP_RPC_METHOD_NOT_FOUND, data, "Method not found");
+        return;
+    }
+    acp_req *r = calloc(1, sizeof *r);
+    if (!r) return;
+    r->conn = c;
+    r->method = strdup(method);
+    r->id = strndup(id.p, id.n);
+    r->id_key = id_key(id);
+    bool nomem = !r->method || !r->id || !r->id_key;
+    if (!nomem && params.n && acp_json_kind(params) != 'z') {
+        r->params_text = malloc(params.n + 1);
+        nomem = !r->params_text;
+        if (!nomem) {
+            memcpy(r->params_text, params.p, params.n);
+            r->params_text[params.n] = '\0';
+            r->params_len = params.n;
+        }
+    }
+    r->next = c->reqs;
+    if (c->reqs) c->reqs->prev = r;
+    c->reqs = r;
+    c->nreqs++;
+    if (nomem) {
+        acp_req_error(r, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    if (r->params_text) {
+        json_error_t err;
+        r->params = json_loadb(r->params_text, r->params_len, JSON_REJECT_DUPLICATES, &err);
+        if (!r->params) {
+            acp_req_error(r, ACP_RPC_INVALID_PARAMS, NULL, "invalid params: %s", err.text);
+            return;
+        }
+    } else {
+        r->params = json_object();
+    }
+    cb(c, r, user);
+}
+
+static void handle_notification(acp_conn *c, const char *method, acp_span params)
+{
+    if (strcmp(method, c->opts.cancel_method) == 0) {
+        handle_cancel(c, params);
+        return;
+    }
+    const struct handler *h = find_handler(c, method);
+    acp_notify_cb cb = h && h->on_notify ? h->on_notify : c->opts.on_notify;
+    void *user = h && h->on_notify ? h->user : c->opts.user;
+    if (!cb) return; /* unknown notifications are ignored */
+    acp_msg m = {0};
+    m.method = method;
+    m.params = params;
+    cb(c, &m, user);
+    msg_clear(&m);
+}
+
+static bool parse_int_id(acp_span id, int64_t *out)
+{
+    if (acp_json_kind(id) != 'n' || id.n > 19) return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < id.n; i++) {
+        if (id.p[i] < '0' || id.p[i] > '9') return false;
+        v = v * 10 + (id.p[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static void handle_response(acp_conn *c, const acp_envelope *env)
+{
+    int64_t id;
+    size_t slot;
+    if (!parse_int_id(env->id, &id) || (slot = calls_find(c, id)) == SIZE_MAX) {
+        logf_(c, "response to an unknown request id %.*s ignored",
+              (int)(env->id.n > 40 ? 40 : env->id.n), env->id.p);
+        return;
+    }
+    acp_call *call = c->calls[slot];
+    calls_remove_at(c, slot);
+    acp_msg m = {0};
+    m.result = env->result;
+    if (env->error.p) {
+        m.error = env->error;
+        m.error_json = parse_span(env->error);
+        json_t *code = json_object_get(m.error_json, "code");
+        json_t *msg = json_object_get(m.error_json, "message");
+        if (json_is_integer(code) && json_is_string(msg)) {
+            m.code = (int)json_integer_value(code);
+            m.message = json_string_value(msg);
+        } else {
+            m.code = ACP_RPC_INTERNAL_ERROR;
+            m.message = "the peer sent a malformed error object";
+        }
+    }
+    if (!call->forgotten) call->cb(c, &m, call->user);
+    msg_clear(&m);
+    free(call);
+}
+
+static void handle_line(acp_conn *c, const char *line, size_t n)
+{
+    acp_envelope env;
+    acp_scan_envelope(line, n, &env);
+    switch (env.kind) {
+    case ACP_ENV_INVALID:
+        send_error_null(c, ACP_RPC_PARSE_ERROR, "Parse error: the line is not valid JSON");
+        return;
+    case ACP_ENV_ARRAY:
+        send_error_null(c, ACP_RPC_INVALID_REQUEST, "JSON-RPC batches are not supported by ACP");
+        return;
+    case ACP_ENV_SCALAR:
+        send_error_null(c, ACP_RPC_INVALID_REQUEST,
+                        "Invalid request: a message must be a JSON object");
+        return;
+    case ACP_ENV_OBJECT:
+        break;
+    }
+    char idk = acp_json_kind(env.id);
+    bool id_ok = env.id.p && (idk == 's' || idk == 'n' || idk == 'z');
+    /* Echo the id when it is usable, null otherwise (JSON-RPC 2.0 §5). */
+    acp_span reply_id = id_ok ? env.id : (acp_span){"null", 4};
+    const char *problem = NULL;
+    if (env.duplicate)
+        problem = "Invalid request: a member appears twice";
+    else if (!acp_json_str_eq(env.jsonrpc, "2.0"))
+        problem = "Invalid request: \"jsonrpc\" must be \"2.0\"";
+    else if (env.id.p && !id_ok)
+        problem = "Invalid request: \"id\" must be a string, a number or null";
+    if (problem) {
+        /* A broken response is not answered: there is nobody to tell. */
+        if (!env.method.p && (env.result.p || env.error.p)) {
+            logf_(c, "%s (in a response)", problem);
+            return;
+        }
+        send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL, problem);
+        return;
+    }
+    if (!env.method.p) {
+        if (env.id.p && env.result.p && env.error.p) {
+            logf_(c, "a response with both \"result\" and \"error\" ignored");
+        } else if (env.id.p && (env.result.p || env.error.p)) {
+            handle_response(c, &env);
+        } else if (env.id.p) {
+            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL,
+                          "Invalid request: no \"method\", and not a response");
+        } else {
+            send_error_null(c, ACP_RPC_INVALID_REQUEST,
+                            "Invalid request: no \"method\", and not a response");
+        }
+        return;
+    }
+    char small[128], *method = small;
+    if (acp_json_kind(env.method) != 's') {
+        if (env.id.p)
+            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL,
+                          "Invalid request: \"method\" must be a string");
+        return;
+    }
+    if (env.method.n < sizeof small && !memchr(env.method.p, '\\', env.method.n)) {
+        memcpy(small, env.method.p + 1, env.method.n - 2);
+        small[env.method.n - 2] = '\0';
+    } else if (!(method = acp_json_strdup(env.method))) {
+        if (env.id.p)
+            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL,
+                          "Invalid request: \"method\" is not a valid name");
+        return;
+    }
+    char pk = acp_json_kind(env.params);
+    if (env.params.p && pk != 'o' && pk != 'a' && pk != 'z') {
+        if (env.id.p)
+            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_PARAMS, NULL,
+                          "Invalid params: \"params\" must be an object");
+    } else if (env.id.p) {
+        handle_request(c, method, env.id, env.params);
+    } else {
+        handle_notification(c, method, env.params);
+    }
+    if (method != small) free(method);
+}
+
+/* A line that is complete (without its LF). Strips a CR and skips blank lines. */
+static void process_line(acp_conn *c, const char *line, size_t n)
+{
+    if (n && line[n - 1] == '\r') n--;
+    size_t i = 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) i++;
+    if (i == n) return;
+    if (n > c->opts.max_message) {
+        acp_buf_free(&c->prefix);
+        acp_buf_append(&c->prefix, line, n < OVERSIZE_PREFIX ? n : OVERSIZE_PREFIX);
+        c->discarded = n;
+        c->discarding = true;
+        return; /* finished by end_discard() */
+    }
+    handle_line(c, line, n);
+}
+
+/* The oversized line ended: answer it (with its id, when the prefix shows one). */
+static void end_discard(acp_conn *c)
+{
+    acp_span id;
+    bool has_method;
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "Invalid request: message of %zu bytes exceeds the limit of %zu bytes", c->discarded,
+             c->opts.max_message);
+    c->discarding = false;
+    if (acp_scan_prefix_id(c->prefix.data, c->prefix.len, &id, &has_method)) {
+        char k = acp_json_kind(id);
+        int64_t nid;
+        size_t slot;
+        if (!has_method && parse_int_id(id, &nid) && (slot = calls_find(c, nid)) != SIZE_MAX) {
+            /* The peer's answer to our call was too big: fail that call, not the peer. */
+            resolve_local(c, c->calls[slot], ACP_RPC_INTERNAL_ERROR, msg);
+        } else if (has_method && (k == 's' || k == 'n' || k == 'z')) {
+            send_error_id(c, id.p, id.n, ACP_RPC_INVALID_REQUEST, NULL, msg);
+        } else if (has_method || k == 0) {
+            send_error_null(c, ACP_RPC_INVALID_REQUEST, msg);
+        } else {
+            logf_(c, "%s", msg);
+        }
+    } else {
+        send_error_null(c, ACP_RPC_INVALID_REQUEST, msg);
+    }
+    acp_buf_free(&c->prefix);
+    c->discarded = 0;
+}
+
+int acp_conn_recv(acp_conn *c, const char *bytes, size_t len)
+{
+    if (c->closed) return ACP_ECLOSED;
+    while (len) {
+        const char *nl = memchr(bytes, '\n', len);
+        size_t take = nl ? (size_t)(nl - bytes) : len;
+        if (c->discarding) {
+            c->discarded += take;
+            if (c->prefix.len < OVERSIZE_PREFIX) {
+                size_t room = OVERSIZE_PREFIX - c->prefix.len;
+                acp_buf_append(&c->prefix, bytes, take < room ? take : room);
+            }
+            if (nl) end_discard(c);
+        } else if (c->in.len == 0 && nl) {
+            process_line(c, bytes, take); /* the common case: a whole line, no copy */
+            if (c->discarding) end_discard(c);
+        } else if (c->in.len + take > c->opts.max_message + 1) {
+            /* Too long already: stop buffering, keep only the prefix. (+1 leaves room for
+             * the CR of a CRLF line that is exactly at the limit.) */
+            acp_buf_free(&c->prefix);
+            acp_buf_append(&c->prefix, c->in.data,
+                           c->in.len < OVERSIZE_PREFIX ? c->in.len : OVERSIZE_PREFIX);
+            if (c->prefix.len < OVERSIZE_PREFIX) {
+                size_t room = OVERSIZE_PREFIX - c->prefix.len;
+                acp_buf_append(&c->prefix, bytes, take < room ? take : room);
+            }
+            c->discarded = c->in.len + take;
+            c->discarding = true;
+            acp_buf_free(&c->in);
+            if (nl) end_discard(c);
+        } else {
+            if (acp_buf_append(&c->in, bytes, take)) return ACP_ENOMEM;
+            if (nl) {
+                /* The line is processed from a buffer the handler cannot disturb. */
+                acp_buf line = c->in;
+                c->in = (acp_buf){0};
+                process_line(c, line.data, line.len);
+                if (c->discarding) end_discard(c);
+                if (!c->in.data) {
+                    line.len = 0;
+                    c->in = line; /* reuse the allocation */
+                } else {
+                    acp_buf_free(&line);
+                }
+            }
+        }
+        if (!nl) break;
+        take++;
+        bytes += take;
+        len -= take;
+    }
+    return 0;
+}
+
+void acp_conn_eof(acp_conn *c)
+{
+    if (c->closed) return;
+    if (c->discarding) {
+        end_discard(c);
+    } else if (c->in.len) {
+        acp_buf line = c->in;
+        c->in = (acp_buf){0};
+        process_line(c, line.data, line.len);
+        if (c->discarding) end_discard(c);
+        acp_buf_free(&line);
+    }
+    c->closed = true;
+    acp_buf_free(&c->in);
+    /* Resolve every pending call (callbacks cannot add new ones: closed). The table is
+     * emptied first so a callback may abandon or forget other calls safely. */
+    size_t n = c->ncalls, k = 0;
+    acp_call **all = n ? malloc(n * sizeof *all) : NULL;
+    if (n && !all) return; /* they are freed with the connection */
+    for (size_t i = 0; i < c->calls_cap; i++)
+        if (c->calls[i]) all[k++] = c->calls[i];
+    memset(c->calls, 0, c->calls_cap * sizeof *c->calls);
+    c->ncalls = 0;
+    for (k = 0; k < n; k++) {
+        acp_msg m = {0};
+        m.code = ACP_RPC_CONN_CLOSED;
+        m.message = "connection closed: the peer went away before answering";
+        m.error = (acp_span){"{}", 2};
+        if (!all[k]->forgotten) all[k]->cb(c, &m, all[k]->user);
+        free(all[k]);
+    }
+    free(all);
+}

@@ -1,0 +1,31 @@
+/* The envelope scanner: one validating pass over a line that finds the JSON-RPC members. */
+#ifndef ACP_RPC_SCAN_H
+#define ACP_RPC_SCAN_H
+
+#include "acp/json.h"
+
+/* Deepest nesting accepted in a message (jansson's own limit is 2048; ACP needs < 20). */
+#define ACP_SCAN_MAX_DEPTH 256
+
+enum acp_env_kind {
+    ACP_ENV_INVALID, /* not JSON */
+    ACP_ENV_ARRAY,   /* a batch: ACP has none */
+    ACP_ENV_SCALAR,  /* valid JSON, not an object */
+    ACP_ENV_OBJECT,
+};
+
+typedef struct acp_envelope {
+    enum acp_env_kind kind;
+    bool duplicate; /* a top-level member appeared twice */
+    acp_span jsonrpc, id, method, params, result, error;
+} acp_envelope;
+
+/* Validates line[0..n) and fills env. Spans point into line. */
+void acp_scan_envelope(const char *line, size_t n, acp_envelope *env);
+
+/* For oversized lines: looks for a top-level "id" (and whether "method" came before it or
+ * after) in a prefix of the line, without requiring the rest. True when a complete id value
+ * was found. */
+bool acp_scan_prefix_id(const char *p, size_t n, acp_span *id, bool *has_method);
+
+#endif
