@@ -5,7 +5,7 @@
 
 #include "acp/store.h"
 
-int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg);   /* sqlite.c */
-int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg);   /* postgres.c */
+int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg); /* sqlite.c */
+int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg); /* postgres.c */
 
 #endif

@@ -21,10 +21,10 @@ typedef struct acp_store_item {
 
 /* One distinct session touched by the batch, in order of first append. */
 typedef struct acp_store_bsess {
-    size_t id;     /* offset of the session id in buf */
-    size_t count;  /* how many items of the batch belong to it */
-    int64_t next;  /* scratch for the backend's commit: next seq to assign, or -1 (dropped) */
-    int64_t key;   /* scratch for the backend's commit: its row key, if it has one */
+    size_t id;    /* offset of the session id in buf */
+    size_t count; /* how many items of the batch belong to it */
+    int64_t next; /* scratch for the backend's commit: next seq to assign, or -1 (dropped) */
+    int64_t key;  /* scratch for the backend's commit: its row key, if it has one */
 } acp_store_bsess;
 
 typedef struct acp_store_batch {
@@ -74,8 +74,7 @@ static inline const char *acp_store_batch_json(const acp_store_batch *b, size_t 
  * id is ACP_EINVAL. On success updated_at holds the time (NUL-terminated) and *id a malloc'd
  * copy of the id (caller frees). */
 int acp_store_cursor_encode(const char *updated_at, const char *id, char **out);
-int acp_store_cursor_decode(const char *cursor, char updated_at[ACP_STORE_TIME_LEN + 1],
-                            char **id);
+int acp_store_cursor_decode(const char *cursor, char updated_at[ACP_STORE_TIME_LEN + 1], char **id);
 
 /* True if s is exactly an ACP_STORE_TIME_LEN-char "YYYY-MM-DDTHH:MM:SS.mmmZ". */
 bool acp_store_time_valid(const char *s);

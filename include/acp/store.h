@@ -112,7 +112,7 @@ int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
  * session that does not exist succeeds. */
 int acp_store_delete(acp_store *st, const char *id);
 
-/* --- For backend implementers (store/*.c) ---------------------------------------------- */
+/* --- For backend implementers (the files of store/) ------------------------------------ */
 
 typedef struct acp_store_ops {
     const char *name;

@@ -1,0 +1,104 @@
+/* The pending batch: every append of one event-loop turn, committed in one transaction.
+ * Texts are copied into one growing buffer (one allocation per doubling, not per update),
+ * and each distinct session is recorded once so a backend's commit touches each session
+ * row once, whatever the number of updates. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+
+/* Capacity kept across commits so a streaming turn does not reallocate; a batch that grew
+ * past this (a 20 MB prompt) gives its memory back. */
+#define KEEP_BYTES (1u << 20)
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need) {
+        if (n > SIZE_MAX / 2 / elem) return ACP_ENOMEM;
+        n *= 2;
+    }
+    void *q = realloc(*p, n * elem);
+    if (!q) return ACP_ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int put(acp_store_batch *b, const char *s, size_t n, size_t *off)
+{
+    if (n > SIZE_MAX - b->len - 1) return ACP_ENOMEM;
+    if (grow((void **)&b->buf, &b->cap, b->len + n + 1, 1)) return ACP_ENOMEM;
+    *off = b->len;
+    memcpy(b->buf + b->len, s, n);
+    b->buf[b->len + n] = '\0';
+    b->len += n + 1;
+    return 0;
+}
+
+/* The session index for id: the previous item's session first (the common case: a turn
+ * streams into one session), then the others. */
+static int session_of(acp_store_batch *b, const char *id, size_t *out)
+{
+    if (b->nitems) {
+        size_t s = b->items[b->nitems - 1].sess;
+        if (strcmp(acp_store_batch_id(b, s), id) == 0) return *out = s, 0;
+    }
+    for (size_t s = 0; s < b->nsess; s++)
+        if (strcmp(acp_store_batch_id(b, s), id) == 0) return *out = s, 0;
+    if (grow((void **)&b->sess, &b->sess_cap, b->nsess + 1, sizeof *b->sess)) return ACP_ENOMEM;
+    size_t off;
+    if (put(b, id, strlen(id), &off)) return ACP_ENOMEM;
+    b->sess[b->nsess] = (acp_store_bsess){.id = off};
+    *out = b->nsess++;
+    return 0;
+}
+
+int acp_store_append(acp_store *st, const char *id, const char *json, size_t n)
+{
+    acp_store_batch *b = &st->batch;
+    size_t sess, off;
+    if (grow((void **)&b->items, &b->items_cap, b->nitems + 1, sizeof *b->items)) return ACP_ENOMEM;
+    if (session_of(b, id, &sess)) return ACP_ENOMEM;
+    if (put(b, json, n, &off)) {
+        if (b->sess[sess].count == 0) b->nsess--; /* it was added just now: forget it */
+        return ACP_ENOMEM;
+    }
+    b->items[b->nitems++] = (acp_store_item){.json = off, .n = n, .sess = sess};
+    b->sess[sess].count++;
+    return 0;
+}
+
+size_t acp_store_pending(const acp_store *st)
+{
+    return st->batch.nitems;
+}
+
+static void batch_reset(acp_store_batch *b)
+{
+    if (b->cap > KEEP_BYTES) {
+        free(b->buf);
+        free(b->items);
+        free(b->sess);
+        memset(b, 0, sizeof *b);
+        return;
+    }
+    b->len = b->nitems = b->nsess = 0;
+}
+
+int acp_store_commit(acp_store *st, const char *now)
+{
+    acp_store_clear_err(st);
+    if (st->batch.nitems == 0) return 0;
+    char stamp[ACP_STORE_TIME_LEN + 1];
+    int rc;
+    if (now && !acp_store_time_valid(now)) {
+        rc = acp_store_fail(st, ACP_EINVAL, "store: invalid commit timestamp");
+    } else {
+        if (!now) acp_store_now(stamp);
+        rc = st->ops->commit(st, now ? now : stamp);
+    }
+    batch_reset(&st->batch);
+    return rc;
+}

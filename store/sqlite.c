@@ -1,0 +1,511 @@
+/* The SQLite backend: the embedded default. One file, WAL, many processes.
+ *
+ * Durability: WAL with synchronous=NORMAL survives a killed process with every committed
+ * transaction intact (only an OS crash or power loss can lose the last ones). Concurrency:
+ * every write is BEGIN IMMEDIATE, so writers queue on the busy timeout instead of failing
+ * halfway through a transaction, and a session's next seq is read and advanced inside the
+ * writing transaction, so two processes appending to one session keep one gapless order. */
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/backends.h"
+#include "store/store_impl.h"
+
+#define BUSY_TIMEOUT_MS 10000
+
+/* Forward migrations: entry v brings a store from schema version v to v + 1. A new schema
+ * version is one more entry; existing entries never change (files in the field ran them). */
+static const char *const migrations[] = {
+    /* v0 -> v1 */
+    "CREATE TABLE sessions ("
+    " sid INTEGER PRIMARY KEY,"
+    " id TEXT NOT NULL UNIQUE,"
+    " cwd TEXT NOT NULL,"
+    " add_dirs TEXT NOT NULL,"
+    " title TEXT,"
+    " created_at TEXT NOT NULL,"
+    " updated_at TEXT NOT NULL,"
+    " last_seq INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE INDEX sessions_by_time ON sessions (updated_at DESC, id DESC);"
+    "CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id DESC);"
+    /* History keyed by (session, seq): replay is one range scan of the primary key. */
+    "CREATE TABLE updates ("
+    " sid INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " json TEXT NOT NULL,"
+    " PRIMARY KEY (sid, seq)"
+    ") STRICT;",
+};
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+enum {
+    Q_CREATE,
+    Q_GET,
+    Q_SET_INFO,
+    Q_SET_ROOTS,
+    Q_BUMP,
+    Q_INSERT,
+    Q_SID,
+    Q_REPLAY,
+    Q_LIST,
+    Q_LIST_AFTER,
+    Q_LIST_CWD,
+    Q_LIST_CWD_AFTER,
+    Q_DEL_UPDATES,
+    Q_DEL_SESSION,
+    Q_COUNT
+};
+
+#define COLS  "id, cwd, add_dirs, title, created_at, updated_at"
+#define ORDER " ORDER BY updated_at DESC, id DESC LIMIT ?4"
+/* The keyset: strictly after (updated_at, id) in list order. */
+#define AFTER "(updated_at < ?2 OR (updated_at = ?2 AND id < ?3))"
+
+static const char *const sql[Q_COUNT] = {
+    [Q_CREATE] = "INSERT INTO sessions (" COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [Q_GET] = "SELECT " COLS " FROM sessions WHERE id = ?1",
+    [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
+                   " updated_at = coalesce(?4, updated_at) WHERE id = ?1",
+    [Q_SET_ROOTS] = "UPDATE sessions SET cwd = ?2, add_dirs = ?3 WHERE id = ?1",
+    [Q_BUMP] = "UPDATE sessions SET last_seq = last_seq + ?2, updated_at = ?3 WHERE id = ?1"
+               " RETURNING sid, last_seq",
+    [Q_INSERT] = "INSERT INTO updates (sid, seq, json) VALUES (?1, ?2, ?3)",
+    [Q_SID] = "SELECT sid FROM sessions WHERE id = ?1",
+    [Q_REPLAY] = "SELECT seq, json FROM updates WHERE sid = ?1 AND seq > ?2 ORDER BY seq",
+    [Q_LIST] = "SELECT " COLS " FROM sessions" ORDER,
+    [Q_LIST_AFTER] = "SELECT " COLS " FROM sessions WHERE " AFTER ORDER,
+    [Q_LIST_CWD] = "SELECT " COLS " FROM sessions WHERE cwd = ?1" ORDER,
+    [Q_LIST_CWD_AFTER] = "SELECT " COLS " FROM sessions WHERE cwd = ?1 AND " AFTER ORDER,
+    [Q_DEL_UPDATES] = "DELETE FROM updates WHERE sid = ?1",
+    [Q_DEL_SESSION] = "DELETE FROM sessions WHERE sid = ?1",
+};
+
+typedef struct sq_store {
+    acp_store base; /* first: the generic layer's view */
+    sqlite3 *db;
+    sqlite3_stmt *q[Q_COUNT]; /* prepared on first use, kept until close */
+} sq_store;
+
+static sq_store *sq(acp_store *st)
+{
+    return (sq_store *)st;
+}
+
+static int fail(sq_store *s, const char *what)
+{
+    return acp_store_fail(&s->base, ACP_ESTORE, "sqlite: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+/* The cached statement for q, reset and unbound; NULL (with the error set) on failure. */
+static sqlite3_stmt *stmt(sq_store *s, int q)
+{
+    if (!s->q[q] && sqlite3_prepare_v3(s->db, sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->q[q],
+                                       NULL) != SQLITE_OK) {
+        fail(s, "prepare");
+        return NULL;
+    }
+    sqlite3_reset(s->q[q]);
+    sqlite3_clear_bindings(s->q[q]);
+    return s->q[q];
+}
+
+static void bind_text(sqlite3_stmt *q, int i, const char *t)
+{
+    if (t)
+        sqlite3_bind_text(q, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+static int exec(sq_store *s, const char *what, const char *text)
+{
+    return sqlite3_exec(s->db, text, NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(s, what);
+}
+
+/* Ends a write transaction: COMMIT if rc is 0, else ROLLBACK (keeping rc's message). */
+static int finish(sq_store *s, int rc)
+{
+    if (rc == 0) {
+        if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
+        rc = fail(s, "commit");
+    }
+    if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* The version a file is at: 0 for a file that predates the schema_version table. */
+static int schema_version(sq_store *s, int *v)
+{
+    sqlite3_stmt *q;
+    *v = 0;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT version FROM schema_version"
+                                " WHERE 1 = (SELECT count(*) FROM schema_version)",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK) return 0; /* no table yet */
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) *v = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : fail(s, "schema version");
+}
+
+static int migrate(sq_store *s)
+{
+    int v;
+    if (schema_version(s, &v)) return ACP_ESTORE;
+    if (v == SCHEMA_VERSION) return 0;
+    /* Under the write lock, look again: another process may be migrating right now. */
+    if (exec(s, "begin", "BEGIN IMMEDIATE") ||
+        exec(s, "schema",
+             "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+             " STRICT") ||
+        schema_version(s, &v))
+        return finish(s, ACP_ESTORE);
+    if (v > SCHEMA_VERSION)
+        return finish(s, acp_store_fail(&s->base, ACP_ESTORE,
+                                        "sqlite: store schema version %d is newer than this "
+                                        "program's (%d)",
+                                        v, SCHEMA_VERSION));
+    for (; v < SCHEMA_VERSION; v++)
+        if (exec(s, "migrate", migrations[v])) return finish(s, ACP_ESTORE);
+    char set[96];
+    snprintf(set, sizeof set, "DELETE FROM schema_version; INSERT INTO schema_version VALUES (%d)",
+             SCHEMA_VERSION);
+    return finish(s, exec(s, "schema version", set));
+}
+
+/* mkdir -p of path's directory. */
+static int make_parents(const char *path)
+{
+    char dir[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof dir) return ENAMETOOLONG;
+    memcpy(dir, path, n + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) return errno;
+        *p = '/';
+    }
+    return mkdir(dir, 0700) != 0 && errno != EEXIST ? errno : 0;
+}
+
+static const acp_store_ops sqlite_ops;
+
+int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
+{
+    int e = make_parents(path);
+    if (e)
+        return acp_store_open_fail(
+            errmsg, ACP_ESTORE, "sqlite: cannot create the directory of %s: %s", path, strerror(e));
+    sq_store *s = calloc(1, sizeof *s);
+    if (!s) return ACP_ENOMEM;
+    acp_store_init(&s->base, &sqlite_ops);
+    int rc = sqlite3_open_v2(
+        path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+        /* secure_delete: a deleted session's bytes are overwritten, not just unlinked from
+         * the b-tree (users delete sessions to get rid of the data). */
+        rc = exec(s, "configure",
+                  "PRAGMA journal_mode = WAL;"
+                  "PRAGMA synchronous = NORMAL;"
+                  "PRAGMA secure_delete = ON;"
+                  "PRAGMA foreign_keys = OFF;") ||
+             migrate(s);
+    } else {
+        fail(s, "open");
+    }
+    if (rc) {
+        acp_store_open_fail(errmsg, ACP_ESTORE, "%s (%s)", s->base.err, path);
+        sqlite3_close_v2(s->db);
+        free(s);
+        return ACP_ESTORE;
+    }
+    *out = &s->base;
+    return 0;
+}
+
+static void sq_close(acp_store *st)
+{
+    sq_store *s = sq(st);
+    for (int i = 0; i < Q_COUNT; i++) sqlite3_finalize(s->q[i]);
+    sqlite3_close_v2(s->db);
+    free(s);
+}
+
+static int sq_create(acp_store *st, const acp_store_session *in)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_CREATE);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, in->id);
+    bind_text(q, 2, in->cwd);
+    bind_text(q, 3, in->add_dirs);
+    bind_text(q, 4, in->title);
+    bind_text(q, 5, in->created_at);
+    bind_text(q, 6, in->updated_at);
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE) return 0;
+    if (rc == SQLITE_CONSTRAINT)
+        return acp_store_fail(st, ACP_EINVAL, "sqlite: session %s already exists", in->id);
+    return fail(s, "create");
+}
+
+static char *dup_col(sqlite3_stmt *q, int i)
+{
+    const char *t = (const char *)sqlite3_column_text(q, i);
+    return t ? strdup(t) : NULL;
+}
+
+static void copy_time(char *dst, sqlite3_stmt *q, int i)
+{
+    const char *t = (const char *)sqlite3_column_text(q, i);
+    snprintf(dst, ACP_STORE_TIME_LEN + 1, "%s", t ? t : "");
+}
+
+static int sq_get(acp_store *st, const char *id, acp_store_session *out)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_GET);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(q);
+        return rc == SQLITE_DONE ? ACP_ENOTFOUND : fail(s, "get");
+    }
+    out->id = dup_col(q, 0);
+    out->cwd = dup_col(q, 1);
+    out->add_dirs = dup_col(q, 2);
+    out->title = dup_col(q, 3);
+    copy_time(out->created_at, q, 4);
+    copy_time(out->updated_at, q, 5);
+    bool nomem = !out->id || !out->cwd || !out->add_dirs ||
+                 (!out->title && sqlite3_column_type(q, 3) != SQLITE_NULL);
+    sqlite3_reset(q);
+    if (nomem) {
+        acp_store_session_clear(out);
+        return ACP_ENOMEM;
+    }
+    return 0;
+}
+
+/* Runs a single-row UPDATE already bound; ENOTFOUND when it matched no session. */
+static int update_one(sq_store *s, sqlite3_stmt *q, const char *what)
+{
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE) return fail(s, what);
+    return sqlite3_changes(s->db) ? 0 : ACP_ENOTFOUND;
+}
+
+static int sq_set_info(acp_store *st, const char *id, bool set_title, const char *title,
+                       const char *updated_at)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_SET_INFO);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    sqlite3_bind_int(q, 2, set_title);
+    bind_text(q, 3, title);
+    bind_text(q, 4, updated_at);
+    return update_one(s, q, "set info");
+}
+
+static int sq_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_SET_ROOTS);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    bind_text(q, 2, cwd);
+    bind_text(q, 3, add_dirs);
+    return update_one(s, q, "set roots");
+}
+
+/* Reserves count seqs for each session of the batch: one UPDATE ... RETURNING per session,
+ * inside the write transaction, so the range is ours alone. */
+static int reserve(sq_store *s, acp_store_batch *b, const char *now)
+{
+    sqlite3_stmt *q = stmt(s, Q_BUMP);
+    if (!q) return ACP_ESTORE;
+    for (size_t i = 0; i < b->nsess; i++) {
+        acp_store_bsess *bs = &b->sess[i];
+        sqlite3_reset(q);
+        bind_text(q, 1, acp_store_batch_id(b, i));
+        sqlite3_bind_int64(q, 2, (sqlite3_int64)bs->count);
+        bind_text(q, 3, now);
+        int rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW) {
+            bs->key = sqlite3_column_int64(q, 0);
+            bs->next = sqlite3_column_int64(q, 1) - (int64_t)bs->count + 1;
+            rc = sqlite3_step(q);
+        } else {
+            bs->next = -1; /* deleted meanwhile: its updates are dropped */
+        }
+        if (rc != SQLITE_DONE) {
+            sqlite3_reset(q);
+            return fail(s, "reserve seq");
+        }
+    }
+    sqlite3_reset(q);
+    return 0;
+}
+
+static int sq_commit(acp_store *st, const char *now)
+{
+    sq_store *s = sq(st);
+    acp_store_batch *b = &st->batch;
+    if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
+    int rc = reserve(s, b, now);
+    sqlite3_stmt *q = rc ? NULL : stmt(s, Q_INSERT);
+    if (!rc && !q) rc = ACP_ESTORE;
+    for (size_t i = 0; !rc && i < b->nitems; i++) {
+        acp_store_bsess *bs = &b->sess[b->items[i].sess];
+        if (bs->next < 0) continue;
+        sqlite3_bind_int64(q, 1, bs->key);
+        sqlite3_bind_int64(q, 2, bs->next++);
+        sqlite3_bind_text(q, 3, acp_store_batch_json(b, i), (int)b->items[i].n, SQLITE_STATIC);
+        if (sqlite3_step(q) != SQLITE_DONE) rc = fail(s, "append");
+        sqlite3_reset(q);
+    }
+    return finish(s, rc);
+}
+
+static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_SID);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    int rc = sqlite3_step(q);
+    sqlite3_int64 sid = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? ACP_ENOTFOUND : fail(s, "replay");
+    q = stmt(s, Q_REPLAY);
+    if (!q) return ACP_ESTORE;
+    sqlite3_bind_int64(q, 1, sid);
+    sqlite3_bind_int64(q, 2, after_seq);
+    size_t total = 0;
+    int ret = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(q, 0);
+        const char *json = (const char *)sqlite3_column_text(q, 1);
+        size_t n = (size_t)sqlite3_column_bytes(q, 1);
+        if (!json) {
+            ret = ACP_ENOMEM;
+            break;
+        }
+        *last_seq = seq;
+        total += n;
+        if ((ret = cb(user, seq, json, n)) != 0) break;
+        if (max_bytes && total > max_bytes) break;
+    }
+    if (rc == SQLITE_ROW && ret != ACP_ENOMEM) rc = sqlite3_step(q); /* is anything left? */
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(s, "replay");
+    *done = rc == SQLITE_DONE;
+    return ret;
+}
+
+static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                   acp_store_list_cb cb, void *user, char **next_cursor)
+{
+    sq_store *s = sq(st);
+    char at[ACP_STORE_TIME_LEN + 1];
+    char *after_id = NULL;
+    if (cursor && acp_store_cursor_decode(cursor, at, &after_id))
+        return acp_store_fail(st, ACP_EINVAL, "sqlite: malformed list cursor");
+    sqlite3_stmt *q =
+        stmt(s, cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_AFTER : Q_LIST));
+    if (!q) {
+        free(after_id);
+        return ACP_ESTORE;
+    }
+    bind_text(q, 1, cwd);
+    if (cursor) {
+        bind_text(q, 2, at);
+        bind_text(q, 3, after_id);
+    }
+    sqlite3_bind_int64(q, 4, (sqlite3_int64)limit + 1); /* one more: does a next page exist? */
+    int rc, ret = 0;
+    unsigned n = 0;
+    char *next = NULL;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (n == limit) break; /* the extra row: more follow */
+        acp_store_session row = {
+            .id = (char *)sqlite3_column_text(q, 0),
+            .cwd = (char *)sqlite3_column_text(q, 1),
+            .add_dirs = (char *)sqlite3_column_text(q, 2),
+            .title = (char *)sqlite3_column_text(q, 3),
+        };
+        copy_time(row.created_at, q, 4);
+        copy_time(row.updated_at, q, 5);
+        if (!row.id || !row.cwd || !row.add_dirs) {
+            ret = ACP_ENOMEM;
+            break;
+        }
+        if (++n == limit && (ret = acp_store_cursor_encode(row.updated_at, row.id, &next))) break;
+        if ((ret = cb(user, &row)) != 0) break;
+    }
+    sqlite3_reset(q);
+    free(after_id);
+    if (ret == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE) ret = fail(s, "list");
+    if (ret == 0 && rc == SQLITE_ROW)
+        *next_cursor = next;
+    else
+        free(next);
+    return ret;
+}
+
+static int sq_remove(acp_store *st, const char *id)
+{
+    sq_store *s = sq(st);
+    if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
+    sqlite3_stmt *q = stmt(s, Q_SID);
+    if (!q) return finish(s, ACP_ESTORE);
+    bind_text(q, 1, id);
+    int rc = sqlite3_step(q);
+    sqlite3_int64 sid = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE) return finish(s, 0); /* already gone */
+    if (rc != SQLITE_ROW) return finish(s, fail(s, "delete"));
+    for (int k = Q_DEL_UPDATES; k <= Q_DEL_SESSION; k++) {
+        if (!(q = stmt(s, k))) return finish(s, ACP_ESTORE);
+        sqlite3_bind_int64(q, 1, sid);
+        rc = sqlite3_step(q);
+        sqlite3_reset(q);
+        if (rc != SQLITE_DONE) return finish(s, fail(s, "delete"));
+    }
+    if ((rc = finish(s, 0))) return rc;
+    /* The WAL still holds the old page images with the session's text: copy the zeroed
+     * pages into the database and truncate the WAL. Best effort: if another process is
+     * reading right now the next checkpoint finishes the job. */
+    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    return 0;
+}
+
+static const acp_store_ops sqlite_ops = {
+    .name = "sqlite",
+    .close = sq_close,
+    .create = sq_create,
+    .get = sq_get,
+    .set_info = sq_set_info,
+    .set_roots = sq_set_roots,
+    .commit = sq_commit,
+    .replay = sq_replay,
+    .list = sq_list,
+    .remove = sq_remove,
+};

@@ -1,0 +1,157 @@
+/* The generic layer: picks the backend, checks arguments once for both backends, keeps the
+ * error message, and forwards every call through the ops table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/backends.h"
+#include "store/store_impl.h"
+
+void acp_store_init(acp_store *st, const acp_store_ops *ops)
+{
+    memset(st, 0, sizeof *st);
+    st->ops = ops;
+}
+
+int acp_store_fail(acp_store *st, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->err, sizeof st->err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void acp_store_clear_err(acp_store *st)
+{
+    st->err[0] = '\0';
+}
+
+int acp_store_open_fail(char **errmsg, int code, const char *fmt, ...)
+{
+    if (!errmsg) return code;
+    char buf[ACP_STORE_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    *errmsg = strdup(buf);
+    return code;
+}
+
+/* A libpq URI, or a conninfo ("host=... dbname=..."): a file path never needs '=' in
+ * practice, and libpq's own rule is that a conninfo is recognised by it. */
+static bool is_postgres(const char *where)
+{
+    return strncmp(where, "postgresql://", 13) == 0 || strncmp(where, "postgres://", 11) == 0 ||
+           strchr(where, '=') != NULL;
+}
+
+int acp_store_open(const char *where, acp_store **out, char **errmsg)
+{
+    *out = NULL;
+    if (errmsg) *errmsg = NULL;
+    if (!where || !*where)
+        return acp_store_open_fail(errmsg, ACP_ESTORE, "store: empty store location");
+    if (is_postgres(where)) return acp_store_pg_open(where, out, errmsg);
+    return acp_store_sqlite_open(where, out, errmsg);
+}
+
+void acp_store_close(acp_store *st)
+{
+    if (!st) return;
+    acp_store_batch *b = &st->batch;
+    free(b->buf);
+    free(b->items);
+    free(b->sess);
+    memset(b, 0, sizeof *b);
+    st->ops->close(st);
+}
+
+const char *acp_store_errmsg(const acp_store *st)
+{
+    return st->err;
+}
+
+const char *acp_store_backend(const acp_store *st)
+{
+    return st->ops->name;
+}
+
+void acp_store_session_clear(acp_store_session *s)
+{
+    free(s->id);
+    free(s->cwd);
+    free(s->add_dirs);
+    free(s->title);
+    memset(s, 0, sizeof *s);
+}
+
+static int bad(acp_store *st, const char *what)
+{
+    return acp_store_fail(st, ACP_EINVAL, "store: invalid %s", what);
+}
+
+int acp_store_create(acp_store *st, const acp_store_session *s)
+{
+    acp_store_clear_err(st);
+    if (!s || !s->id || !*s->id) return bad(st, "session id");
+    if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
+    if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
+        return bad(st, "session timestamp");
+    return st->ops->create(st, s);
+}
+
+int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
+{
+    acp_store_clear_err(st);
+    memset(out, 0, sizeof *out);
+    if (!id) return bad(st, "session id");
+    return st->ops->get(st, id, out);
+}
+
+int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char *title,
+                       const char *updated_at)
+{
+    acp_store_clear_err(st);
+    if (!id) return bad(st, "session id");
+    if (updated_at && !acp_store_time_valid(updated_at)) return bad(st, "timestamp");
+    return st->ops->set_info(st, id, set_title, title, updated_at);
+}
+
+int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+{
+    acp_store_clear_err(st);
+    if (!id) return bad(st, "session id");
+    if (!cwd || !add_dirs) return bad(st, "session roots");
+    return st->ops->set_roots(st, id, cwd, add_dirs);
+}
+
+int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
+{
+    acp_store_clear_err(st);
+    if (!id || !cb || after_seq < 0) return bad(st, "replay argument");
+    int64_t last = after_seq;
+    bool fin = false;
+    int rc = st->ops->replay(st, id, after_seq, max_bytes, cb, user, &last, &fin);
+    if (last_seq) *last_seq = last;
+    if (done) *done = fin;
+    return rc;
+}
+
+int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                   acp_store_list_cb cb, void *user, char **next_cursor)
+{
+    acp_store_clear_err(st);
+    *next_cursor = NULL;
+    if (!cb || limit == 0) return bad(st, "list argument");
+    return st->ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
+}
+
+int acp_store_delete(acp_store *st, const char *id)
+{
+    acp_store_clear_err(st);
+    if (!id) return bad(st, "session id");
+    return st->ops->remove(st, id);
+}
