@@ -1,0 +1,544 @@
+/* acp-bench-driver: one raw-NDJSON ACP client that drives any agent, so that the agent
+ * benchmarks compare agents and nothing else (the same client, the same reads, the same
+ * clock for build/acp-agent and the TypeScript-SDK peer).
+ *
+ *   acp-bench-driver MODE [-n N] [-b BYTES] [-s SESSION] [-k SERVERS] [-r REPEAT]
+ *                    [--cwd DIR] [--mcp 'ABS_CMD ARG...'] -- AGENT_CMD ARG...
+ *
+ * Modes (each prints one line of key=value figures on stdout):
+ *   cold     spawn + initialize + session/new round trip, -r times, fresh process each time
+ *   fill     one session with -n echo prompts of -b bytes each (2n messages); prints its id
+ *   replay   session/load of -s: time from the request written to its response read
+ *   stream   session/new, then "/stream N BYTES": updates reaching us per second
+ *   memory   VmRSS after initialize + one session, then with -n more sessions open
+ *   newmany  -n session/new requests, 64 in flight (to populate a store)
+ *   list     session/list first page, -r times
+ *   mcp      session/new with -k stdio MCP servers, then "/mcp" until all are ready
+ *
+ * It is deliberately minimal: it does not build or parse JSON trees. It finds top-level members
+ * with a small scanner that assumes well-formed input (the agents under test write it), so
+ * its own cost per line is a memchr and a few comparisons. Not part of libacp. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *p;
+    size_t n;
+} span;
+
+typedef struct {
+    pid_t pid;
+    int in;  /* we write the agent's stdin */
+    int out; /* we read the agent's stdout */
+    char *buf;
+    size_t len, cap, pos;
+    int next_id;
+} agent;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("acp-bench-driver: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+/* --- a scanner for well-formed JSON text ------------------------------------------- */
+
+static const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    return p;
+}
+
+static const char *skip_str(const char *p, const char *e) /* p at the opening quote */
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return e;
+}
+
+static const char *skip_val(const char *p, const char *e)
+{
+    if (p >= e) return e;
+    if (*p == '"') return skip_str(p, e);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        for (; p < e; p++) {
+            if (*p == '"') {
+                p = skip_str(p, e) - 1;
+            } else if (*p == '{' || *p == '[') {
+                depth++;
+            } else if (*p == '}' || *p == ']') {
+                if (--depth == 0) return p + 1;
+            }
+        }
+        return e;
+    }
+    while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ') p++;
+    return p;
+}
+
+/* The value text of member `key` of the object `obj` (no escapes in key names assumed). */
+static bool member(span obj, const char *key, span *val)
+{
+    const char *p = obj.p, *e = obj.p + obj.n;
+    size_t kl = strlen(key);
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{') return false;
+    p++;
+    for (;;) {
+        p = skip_ws(p, e);
+        if (p >= e || *p != '"') return false;
+        const char *k = p + 1, *ke = skip_str(p, e) - 1;
+        p = skip_ws(ke + 1, e);
+        if (p >= e || *p != ':') return false;
+        p = skip_ws(p + 1, e);
+        const char *v = p;
+        p = skip_val(p, e);
+        if ((size_t)(ke - k) == kl && memcmp(k, key, kl) == 0) {
+            val->p = v;
+            val->n = (size_t)(p - v);
+            return true;
+        }
+        p = skip_ws(p, e);
+        if (p >= e || *p != ',') return false;
+        p++;
+    }
+}
+
+static bool span_eq(span s, const char *lit)
+{
+    return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+static long span_int(span s)
+{
+    char tmp[32];
+    if (s.n == 0 || s.n >= sizeof tmp) return -1;
+    memcpy(tmp, s.p, s.n);
+    tmp[s.n] = 0;
+    return strtol(tmp, NULL, 10);
+}
+
+/* --- the agent process ----------------------------------------------------------- */
+
+static void agent_spawn(agent *a, char **argv)
+{
+    int in[2], out[2];
+    if (pipe(in) || pipe(out)) die("pipe: %s", strerror(errno));
+    memset(a, 0, sizeof *a);
+    a->pid = fork();
+    if (a->pid < 0) die("fork: %s", strerror(errno));
+    if (a->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execvp(argv[0], argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    a->in = in[1];
+    a->out = out[0];
+    a->cap = 1 << 20;
+    a->buf = malloc(a->cap);
+    a->next_id = 1;
+    if (!a->buf) die("out of memory");
+}
+
+static void agent_stop(agent *a)
+{
+    close(a->in);
+    /* Drain until EOF so an agent blocked on a full pipe can see its stdin close. */
+    char tmp[65536];
+    double deadline = now_s() + 10;
+    for (;;) {
+        int st;
+        pid_t r = waitpid(a->pid, &st, WNOHANG);
+        if (r == a->pid) break;
+        if (now_s() > deadline) {
+            kill(a->pid, SIGKILL);
+            waitpid(a->pid, &st, 0);
+            break;
+        }
+        ssize_t n = read(a->out, tmp, sizeof tmp);
+        if (n <= 0) usleep(1000);
+    }
+    close(a->out);
+    free(a->buf);
+}
+
+static void agent_write(agent *a, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(a->in, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            die("write to agent: %s", strerror(errno));
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Sends a request whose params are the JSON text `params`; returns its id. */
+static int agent_call(agent *a, const char *method, const char *params)
+{
+    int id = a->next_id++;
+    size_t n = strlen(params) + strlen(method) + 64;
+    char *line = malloc(n);
+    if (!line) die("out of memory");
+    int len = snprintf(line, n, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}\n",
+                       id, method, params);
+    agent_write(a, line, (size_t)len);
+    free(line);
+    return id;
+}
+
+/* The next line from the agent (without its newline), valid until the next call. */
+static span agent_line(agent *a)
+{
+    for (;;) {
+        char *nl = memchr(a->buf + a->pos, '\n', a->len - a->pos);
+        if (nl) {
+            span s = {a->buf + a->pos, (size_t)(nl - (a->buf + a->pos))};
+            a->pos = (size_t)(nl - a->buf) + 1;
+            return s;
+        }
+        if (a->pos > 0) {
+            memmove(a->buf, a->buf + a->pos, a->len - a->pos);
+            a->len -= a->pos;
+            a->pos = 0;
+        }
+        if (a->cap - a->len < 65536) {
+            a->cap *= 2;
+            a->buf = realloc(a->buf, a->cap);
+            if (!a->buf) die("out of memory");
+        }
+        ssize_t r = read(a->out, a->buf + a->len, a->cap - a->len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) die("agent closed its stdout (rc %zd)", r);
+        a->len += (size_t)r;
+    }
+}
+
+typedef struct {
+    long updates;    /* session/update notifications seen */
+    long bytes;      /* their bytes, newline included */
+    long ready_hits; /* ": ready" occurrences inside them (the /mcp answer) */
+} tally;
+
+static bool is_result_ok(span line, span *result)
+{
+    span err;
+    if (member(line, "error", &err)) {
+        fprintf(stderr, "acp-bench-driver: agent error: %.*s\n", (int)line.n, line.p);
+        return false;
+    }
+    return member(line, "result", result);
+}
+
+/* Reads lines until the response to `id`, counting session/update notifications on the way.
+ * Agent requests (none expected here) are answered -32601. Returns the response line. */
+static span agent_wait(agent *a, int id, tally *t)
+{
+    for (;;) {
+        span line = agent_line(a), v;
+        if (member(line, "method", &v)) {
+            if (span_eq(v, "\"session/update\"")) {
+                if (t) {
+                    t->updates++;
+                    t->bytes += (long)line.n + 1;
+                    for (const char *p = line.p;
+                         (p = memmem(p, (size_t)(line.p + line.n - p), ": ready", 7)); p += 7)
+                        t->ready_hits++;
+                }
+                continue;
+            }
+            span rid;
+            if (member(line, "id", &rid)) {
+                char msg[160];
+                int n = snprintf(msg, sizeof msg,
+                                 "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"error\":{\"code\":-32601,"
+                                 "\"message\":\"not supported\"}}\n",
+                                 (int)rid.n, rid.p);
+                agent_write(a, msg, (size_t)n);
+            }
+            continue;
+        }
+        span rid;
+        if (member(line, "id", &rid) && span_int(rid) == id) return line;
+    }
+}
+
+static span call_ok(agent *a, const char *method, const char *params, tally *t)
+{
+    int id = agent_call(a, method, params);
+    span line = agent_wait(a, id, t), result;
+    if (!is_result_ok(line, &result)) die("%s failed", method);
+    return result;
+}
+
+static void initialize(agent *a)
+{
+    call_ok(a, "initialize",
+            "{\"protocolVersion\":1,\"clientCapabilities\":{},"
+            "\"clientInfo\":{\"name\":\"acp-bench-driver\",\"version\":\"0\"}}",
+            NULL);
+}
+
+static const char *g_cwd = "/tmp";
+static const char *g_mcp = NULL;
+
+static char *new_session(agent *a, const char *mcp_servers)
+{
+    char params[65536];
+    snprintf(params, sizeof params, "{\"cwd\":\"%s\",\"mcpServers\":%s}", g_cwd,
+             mcp_servers ? mcp_servers : "[]");
+    span result = call_ok(a, "session/new", params, NULL), sid;
+    if (!member(result, "sessionId", &sid) || sid.n < 2) die("session/new: no sessionId");
+    char *id = strndup(sid.p + 1, sid.n - 2);
+    return id;
+}
+
+static tally prompt(agent *a, const char *sid, const char *text)
+{
+    size_t n = strlen(text) + strlen(sid) + 96;
+    char *params = malloc(n);
+    if (!params) die("out of memory");
+    snprintf(params, n, "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]}",
+             sid, text);
+    tally t = {0};
+    call_ok(a, "session/prompt", params, &t);
+    free(params);
+    return t;
+}
+
+static long vmrss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Builds the mcpServers array: k copies of g_mcp ("ABS_CMD ARG...") named s1..sk. */
+static char *mcp_array(int k)
+{
+    char *cmd = strdup(g_mcp), *words[32];
+    int nw = 0;
+    for (char *w = strtok(cmd, " "); w && nw < 32; w = strtok(NULL, " ")) words[nw++] = w;
+    size_t cap = 1024 + (size_t)k * (strlen(g_mcp) + 128);
+    char *out = malloc(cap);
+    size_t len = 0;
+    len += (size_t)snprintf(out + len, cap - len, "[");
+    for (int i = 0; i < k; i++) {
+        len += (size_t)snprintf(out + len, cap - len,
+                                "%s{\"name\":\"s%d\",\"command\":\"%s\",\"args\":[", i ? "," : "",
+                                i + 1, words[0]);
+        for (int j = 1; j < nw; j++)
+            len += (size_t)snprintf(out + len, cap - len, "%s\"%s\"", j > 1 ? "," : "", words[j]);
+        len += (size_t)snprintf(out + len, cap - len, "],\"env\":[]}");
+    }
+    snprintf(out + len, cap - len, "]");
+    free(cmd);
+    return out;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) die("usage: acp-bench-driver MODE [options] -- AGENT ARGS...");
+    const char *mode = argv[1], *session = NULL;
+    long n = 1000, bytes = 200, repeat = 10, k = 1;
+    int i = 2;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (i + 1 >= argc) die("option %s needs a value", argv[i]);
+        if (!strcmp(argv[i], "-n"))
+            n = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-b"))
+            bytes = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-s"))
+            session = argv[++i];
+        else if (!strcmp(argv[i], "-r"))
+            repeat = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-k"))
+            k = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--cwd"))
+            g_cwd = argv[++i];
+        else if (!strcmp(argv[i], "--mcp"))
+            g_mcp = argv[++i];
+        else
+            die("unknown option %s", argv[i]);
+    }
+    if (i >= argc - 1) die("missing -- AGENT_CMD");
+    char **cmd = argv + i + 1;
+    signal(SIGPIPE, SIG_IGN);
+    agent a;
+
+    if (!strcmp(mode, "cold")) {
+        double *t = calloc((size_t)repeat, sizeof *t);
+        for (long r = 0; r < repeat; r++) {
+            double t0 = now_s();
+            agent_spawn(&a, cmd);
+            initialize(&a);
+            free(new_session(&a, NULL));
+            t[r] = now_s() - t0;
+            agent_stop(&a);
+        }
+        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+        printf("cold_ms_median=%.3f cold_ms_min=%.3f runs=%ld\n", t[repeat / 2] * 1e3, t[0] * 1e3,
+               repeat);
+        free(t);
+        return 0;
+    }
+
+    agent_spawn(&a, cmd);
+    initialize(&a);
+
+    if (!strcmp(mode, "fill")) {
+        char *sid = new_session(&a, NULL);
+        char *text = malloc((size_t)bytes + 1);
+        memset(text, 'a', (size_t)bytes);
+        text[bytes] = 0;
+        for (long r = 0; r < n; r++) prompt(&a, sid, text);
+        printf("session=%s\n", sid);
+        free(text);
+        free(sid);
+    } else if (!strcmp(mode, "replay")) {
+        if (!session) die("replay needs -s SESSION");
+        char params[512];
+        snprintf(params, sizeof params, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}",
+                 session, g_cwd);
+        tally t = {0};
+        double t0 = now_s();
+        call_ok(&a, "session/load", params, &t);
+        double dt = now_s() - t0;
+        printf("replay_ms=%.3f updates=%ld bytes=%ld mb_per_s=%.1f\n", dt * 1e3, t.updates, t.bytes,
+               (double)t.bytes / dt / 1e6);
+    } else if (!strcmp(mode, "stream")) {
+        char *sid = new_session(&a, NULL);
+        char text[64];
+        snprintf(text, sizeof text, "/stream %ld %ld", n, bytes);
+        double w0 = wall_s(), t0 = now_s();
+        tally t = prompt(&a, sid, text);
+        double dt = now_s() - t0, w1 = wall_s();
+        if (t.updates < n) die("stream: %ld updates, expected %ld", t.updates, n);
+        printf("stream_s=%.3f updates=%ld updates_per_s=%.0f mb_per_s=%.1f t0=%.6f t1=%.6f\n", dt,
+               t.updates, (double)t.updates / dt, (double)t.bytes / dt / 1e6, w0, w1);
+        free(sid);
+    } else if (!strcmp(mode, "memory")) {
+        free(new_session(&a, NULL));
+        usleep(200000); /* let a lazily-growing heap settle; RSS is not a timing figure */
+        long idle = vmrss_kb(a.pid);
+        for (long r = 0; r < n; r++) free(new_session(&a, NULL));
+        usleep(200000);
+        long full = vmrss_kb(a.pid);
+        printf("rss_idle_kb=%ld rss_kb=%ld sessions=%ld kb_per_session=%.1f\n", idle, full, n,
+               (double)(full - idle) / (double)n);
+    } else if (!strcmp(mode, "newmany")) {
+        char params[1024];
+        snprintf(params, sizeof params, "{\"cwd\":\"%s\",\"mcpServers\":[]}", g_cwd);
+        long sent = 0, done = 0;
+        int first = a.next_id;
+        while (done < n) {
+            while (sent < n && sent - done < 64) {
+                agent_call(&a, "session/new", params);
+                sent++;
+            }
+            span line = agent_line(&a), v;
+            if (!member(line, "method", &v) && member(line, "id", &v) && span_int(v) >= first)
+                done++;
+        }
+        printf("created=%ld\n", done);
+    } else if (!strcmp(mode, "list")) {
+        char params[1024];
+        snprintf(params, sizeof params, "{\"cwd\":\"%s\"}", g_cwd);
+        double *t = calloc((size_t)repeat, sizeof *t);
+        long count = 0;
+        bool more = false;
+        for (long r = 0; r < repeat; r++) {
+            double t0 = now_s();
+            span result = call_ok(&a, "session/list", params, NULL), v;
+            t[r] = now_s() - t0;
+            more = member(result, "nextCursor", &v) && !span_eq(v, "null");
+            count = 0;
+            if (member(result, "sessions", &v))
+                for (const char *p = v.p;
+                     (p = memmem(p, (size_t)(v.p + v.n - p), "\"sessionId\"", 11)); p += 11)
+                    count++;
+        }
+        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+        printf("list_ms_median=%.3f list_ms_min=%.3f first_call_ms=%.3f page=%ld next_cursor=%d\n",
+               t[repeat / 2] * 1e3, t[0] * 1e3, t[repeat - 1] * 1e3, count, more);
+        free(t);
+    } else if (!strcmp(mode, "mcp")) {
+        if (!g_mcp) die("mcp needs --mcp 'ABS_CMD ARGS'");
+        char *servers = mcp_array((int)k);
+        double t0 = now_s();
+        char *sid = new_session(&a, servers);
+        double t_new = now_s() - t0;
+        long polls = 0;
+        for (;;) {
+            tally t = prompt(&a, sid, "/mcp");
+            polls++;
+            if (t.ready_hits >= k) break;
+            if (now_s() - t0 > 120) die("mcp: not all %ld servers ready after 120 s", k);
+            usleep(2000); /* polling interval: a 2 ms granularity on a 100+ ms figure */
+        }
+        double dt = now_s() - t0;
+        printf("mcp_ready_ms=%.1f new_ms=%.1f servers=%ld polls=%ld\n", dt * 1e3, t_new * 1e3, k,
+               polls);
+        free(servers);
+        free(sid);
+    } else {
+        die("unknown mode %s", mode);
+    }
+    agent_stop(&a);
+    return 0;
+}

@@ -1,0 +1,239 @@
+#!/usr/bin/env node
+// The benchmark peer: an ACP agent written with the official TypeScript SDK
+// (@agentclientprotocol/sdk 2.4.0, its `agent()` app over `ndJsonStream` on stdio), running the same
+// echo engine as build/acp-agent, so that the benchmarks compare libacp with what a Node agent
+// author gets from the SDK. Not part of libacp; nothing in the tree depends on it.
+//
+//   node bench/ts-agent/agent.mjs --store DIR
+//
+// Echo engine: text not starting with "/" comes back as one agent_message_chunk; "/stream N BYTES"
+// sends N agent_message_chunk updates of exactly BYTES ASCII bytes with one messageId; "/title TEXT"
+// sends session_info_update (title, updatedAt). After session/new: available_commands_update.
+//
+// Store (a JSON-file store, the natural thing for a Node agent), in DIR:
+//   <id>.meta.json  the session's SessionInfo plus createdAt; rewritten whole (write to a temp file,
+//                   then rename) when the title, roots or updatedAt change.
+//   <id>.jsonl      its history: one `update` object per line (the JSON of session/update's
+//                   `update`), appended with fs.appendFileSync once per batch.
+// Durability: every batch of updates is appended (one write(2), no fsync) before any of its
+// notifications is handed to the SDK, so after kill -9 the files hold everything the client saw.
+// That is the promise acp-agent's SQLite store makes (WAL, synchronous=NORMAL: survives a process
+// crash, not a power cut). session/list reads every meta file (several processes may share DIR, so
+// no in-memory index), sorts newest first and pages 50 at a time with a keyset cursor.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as crypto from "node:crypto";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const argv = process.argv.slice(2);
+let storeDir = path.join(process.env.XDG_STATE_HOME || path.join(process.env.HOME || "/tmp", ".local/state"), "acp-ts-agent");
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === "--store") storeDir = argv[++i];
+}
+fs.mkdirSync(storeDir, { recursive: true });
+
+const PAGE = 50;
+const BATCH = 256; // updates per appendFileSync in /stream (a libuv loop turn's worth)
+const metaPath = (id) => path.join(storeDir, `${id}.meta.json`);
+const histPath = (id) => path.join(storeDir, `${id}.jsonl`);
+const validId = (id) => typeof id === "string" && /^[0-9a-f]{32}$/.test(id);
+
+function readMeta(id) {
+  if (!validId(id)) return null;
+  try {
+    return JSON.parse(fs.readFileSync(metaPath(id), "utf8"));
+  } catch {
+    return null;
+  }
+}
+function writeMeta(meta) {
+  const tmp = `${metaPath(meta.sessionId)}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(meta));
+  fs.renameSync(tmp, metaPath(meta.sessionId));
+}
+function appendHistory(id, updates) {
+  let text = "";
+  for (const u of updates) text += JSON.stringify(u) + "\n";
+  fs.appendFileSync(histPath(id), text);
+}
+
+function checkRoots(params) {
+  if (typeof params.cwd !== "string" || !path.isAbsolute(params.cwd))
+    throw acp.RequestError.invalidParams(undefined, `cwd must be an absolute path: '${params.cwd}'`);
+  for (const d of params.additionalDirectories ?? [])
+    if (typeof d !== "string" || d === "" || !path.isAbsolute(d))
+      throw acp.RequestError.invalidParams(undefined, `additionalDirectories entries must be absolute paths: '${d}'`);
+}
+
+// Live sessions of this connection: id -> { meta, cancelled }
+const live = new Map();
+
+const commands = [
+  { name: "stream", description: "N chunks of BYTES bytes", input: { hint: "N BYTES" } },
+  { name: "title", description: "set the session title", input: { hint: "TEXT" } },
+];
+
+const app = acp.agent({ name: "acp-ts-agent" })
+  .onRequest("initialize", () => ({
+    protocolVersion: 1,
+    agentInfo: { name: "acp-ts-agent", version: "0.1.0" },
+    agentCapabilities: {
+      loadSession: true,
+      promptCapabilities: {},
+      mcpCapabilities: { http: false, sse: false },
+      sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
+    },
+    authMethods: [],
+  }))
+  .onRequest("session/new", async ({ params, client }) => {
+    checkRoots(params);
+    const now = new Date().toISOString();
+    const meta = {
+      sessionId: crypto.randomBytes(16).toString("hex"),
+      cwd: params.cwd,
+      additionalDirectories: params.additionalDirectories ?? [],
+      title: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    writeMeta(meta);
+    fs.writeFileSync(histPath(meta.sessionId), "");
+    live.set(meta.sessionId, { meta, cancelled: false });
+    // After the response: the SDK writes in order, and the update is queued behind it.
+    setImmediate(() => {
+      client
+        .notify("session/update", {
+          sessionId: meta.sessionId,
+          update: { sessionUpdate: "available_commands_update", availableCommands: commands },
+        })
+        .catch(() => {});
+    });
+    return { sessionId: meta.sessionId };
+  })
+  .onRequest("session/load", async ({ params, client }) => {
+    checkRoots(params);
+    const meta = readMeta(params.sessionId);
+    if (!meta) throw acp.RequestError.resourceNotFound(params.sessionId);
+    const hist = fs.readFileSync(histPath(meta.sessionId), "utf8");
+    let pending = [];
+    for (const line of hist.split("\n")) {
+      if (!line) continue;
+      pending.push(client.notify("session/update", { sessionId: meta.sessionId, update: JSON.parse(line) }));
+      if (pending.length >= BATCH) {
+        await Promise.all(pending);
+        pending = [];
+      }
+    }
+    await Promise.all(pending);
+    meta.cwd = params.cwd;
+    meta.additionalDirectories = params.additionalDirectories ?? [];
+    writeMeta(meta);
+    live.set(meta.sessionId, { meta, cancelled: false });
+    return {};
+  })
+  .onRequest("session/resume", async ({ params }) => {
+    checkRoots(params);
+    const meta = readMeta(params.sessionId);
+    if (!meta) throw acp.RequestError.resourceNotFound(params.sessionId);
+    meta.cwd = params.cwd;
+    meta.additionalDirectories = params.additionalDirectories ?? [];
+    writeMeta(meta);
+    live.set(meta.sessionId, { meta, cancelled: false });
+    return {};
+  })
+  .onRequest("session/close", async ({ params }) => {
+    const s = live.get(params.sessionId);
+    if (s) s.cancelled = true;
+    live.delete(params.sessionId);
+    return {};
+  })
+  .onRequest("session/delete", async ({ params }) => {
+    const s = live.get(params.sessionId);
+    if (s) s.cancelled = true;
+    live.delete(params.sessionId);
+    if (validId(params.sessionId)) {
+      fs.rmSync(metaPath(params.sessionId), { force: true });
+      fs.rmSync(histPath(params.sessionId), { force: true });
+    }
+    return {};
+  })
+  .onRequest("session/list", async ({ params }) => {
+    const all = [];
+    for (const f of fs.readdirSync(storeDir)) {
+      if (!f.endsWith(".meta.json")) continue;
+      const m = readMeta(f.slice(0, -10));
+      if (m && (params.cwd == null || m.cwd === params.cwd)) all.push(m);
+    }
+    const key = (m) => `${m.updatedAt}\u0000${m.sessionId}`;
+    all.sort((a, b) => (key(a) < key(b) ? 1 : key(a) > key(b) ? -1 : 0));
+    let start = 0;
+    if (params.cursor != null) {
+      let c;
+      try {
+        c = Buffer.from(params.cursor, "base64url").toString("utf8");
+      } catch {
+        c = "";
+      }
+      if (!c.includes("\u0000")) throw acp.RequestError.invalidParams(undefined, "malformed cursor");
+      start = all.findIndex((m) => key(m) < c);
+      if (start < 0) start = all.length;
+    }
+    const page = all.slice(start, start + PAGE);
+    const res = {
+      sessions: page.map((m) => ({
+        sessionId: m.sessionId,
+        cwd: m.cwd,
+        additionalDirectories: m.additionalDirectories,
+        title: m.title,
+        updatedAt: m.updatedAt,
+      })),
+    };
+    if (start + PAGE < all.length) res.nextCursor = Buffer.from(key(page[page.length - 1])).toString("base64url");
+    return res;
+  })
+  .onRequest("session/prompt", async ({ params, client }) => {
+    const s = live.get(params.sessionId);
+    if (!s) throw acp.RequestError.resourceNotFound(params.sessionId);
+    s.cancelled = false;
+    const id = s.meta.sessionId;
+    const text = (params.prompt ?? []).filter((b) => b.type === "text").map((b) => b.text).join("");
+    const userMsg = crypto.randomUUID();
+    const send = async (updates) => {
+      appendHistory(id, updates);
+      s.meta.updatedAt = new Date().toISOString();
+      writeMeta(s.meta);
+      await Promise.all(updates.map((update) => client.notify("session/update", { sessionId: id, update })));
+    };
+    const user = { sessionUpdate: "user_message_chunk", messageId: userMsg, content: { type: "text", text } };
+    const msgId = crypto.randomUUID();
+    const chunk = (t) => ({ sessionUpdate: "agent_message_chunk", messageId: msgId, content: { type: "text", text: t } });
+    let m;
+    if ((m = /^\/stream\s+(\d+)\s+(\d+)\s*$/.exec(text))) {
+      const n = Number(m[1]);
+      const body = "x".repeat(Number(m[2]));
+      // The user message goes into the first batch: stored, but not sent (the client wrote it).
+      appendHistory(id, [user]);
+      for (let i = 0; i < n && !s.cancelled; i += BATCH) {
+        const batch = [];
+        for (let j = i; j < Math.min(n, i + BATCH); j++) batch.push(chunk(body));
+        await send(batch);
+      }
+    } else if ((m = /^\/title\s+([\s\S]*)$/.exec(text))) {
+      appendHistory(id, [user]);
+      s.meta.title = m[1];
+      await send([{ sessionUpdate: "session_info_update", title: m[1], updatedAt: new Date().toISOString() }]);
+    } else {
+      appendHistory(id, [user]);
+      await send([chunk(text)]);
+    }
+    return { stopReason: s.cancelled ? "cancelled" : "end_turn" };
+  })
+  .onNotification("session/cancel", ({ params }) => {
+    const s = live.get(params.sessionId);
+    if (s) s.cancelled = true;
+  });
+
+const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+const conn = app.connect(stream);
+conn.closed.then(() => process.exit(0));
