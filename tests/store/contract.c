@@ -1,0 +1,824 @@
+/* The store contract suite (see contract.h). Knows nothing of any backend. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "acp/store.h"
+#include "contract.h"
+
+typedef struct fx {
+    const store_contract_env *env;
+    char *where;
+    acp_store *st;
+} fx;
+
+static acp_store *open_where(const char *where)
+{
+    acp_store *st = NULL;
+    char *err = NULL;
+    int rc = acp_store_open(where, &st, &err);
+    if (rc) print_error("acp_store_open: %s\n", err ? err : "?");
+    free(err);
+    assert_int_equal(rc, 0);
+    return st;
+}
+
+static int setup(void **state)
+{
+    const store_contract_env *env = *state;
+    fx *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    f->env = env;
+    f->where = env->fresh(env->user);
+    if (!f->where) {
+        free(f);
+        return -1;
+    }
+    char *err = NULL;
+    if (acp_store_open(f->where, &f->st, &err)) {
+        print_error("acp_store_open(%s): %s\n", f->where, err ? err : "?");
+        free(err);
+        free(f->where);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    acp_store_close(f->st);
+    free(f->where);
+    free(f);
+    return 0;
+}
+
+/* A timestamp for test step i: distinct, ordered, well-formed. */
+static void stamp(char *buf, int i)
+{
+    snprintf(buf, ACP_STORE_TIME_LEN + 1, "2026-01-%02dT%02d:%02d:%02d.%03dZ",
+             (1 + i / 86400 % 28) & 31, (i / 3600 % 24) & 31, (i / 60 % 60) & 63, (i % 60) & 63,
+             (i % 1000 + 1000) % 1000);
+}
+
+static void mk(acp_store *st, const char *id, const char *cwd, const char *t)
+{
+    acp_store_session s = {.id = (char *)id, .cwd = (char *)cwd, .add_dirs = (char *)"[]"};
+    memcpy(s.created_at, t, ACP_STORE_TIME_LEN + 1);
+    memcpy(s.updated_at, t, ACP_STORE_TIME_LEN + 1);
+    assert_int_equal(acp_store_create(st, &s), 0);
+}
+
+static void append(acp_store *st, const char *id, const char *json)
+{
+    assert_int_equal(acp_store_append(st, id, json, strlen(json)), 0);
+}
+
+/* --- replay collection ----------------------------------------------------------------- */
+
+typedef struct got {
+    int n;
+    int64_t seq[512];
+    char *json[512];
+    int stop_at; /* return 7 from the callback at this call (1-based); 0: never */
+} got;
+
+static int collect(void *user, int64_t seq, const char *json, size_t n)
+{
+    got *g = user;
+    assert_true(g->n < 512);
+    assert_int_equal(strlen(json), n); /* NUL-terminated, exact length */
+    g->seq[g->n] = seq;
+    g->json[g->n] = strndup(json, n);
+    g->n++;
+    return g->stop_at == g->n ? 7 : 0;
+}
+
+static void got_free(got *g)
+{
+    for (int i = 0; i < g->n; i++) free(g->json[i]);
+    g->n = 0;
+}
+
+/* Replays the whole history of id into g (no byte cap); asserts it succeeded. */
+static void replay_all(acp_store *st, const char *id, got *g)
+{
+    int64_t last = -1;
+    bool done = false;
+    assert_int_equal(acp_store_replay(st, id, 0, 0, collect, g, &last, &done), 0);
+    assert_true(done);
+    assert_int_equal(last, g->n ? g->seq[g->n - 1] : 0);
+}
+
+/* --- list collection ------------------------------------------------------------------- */
+
+typedef struct page {
+    int n;
+    char *id[1024];
+    char *cwd[1024];
+    char *title[1024];
+    char updated[1024][ACP_STORE_TIME_LEN + 1];
+} page;
+
+static int on_row(void *user, const acp_store_session *s)
+{
+    page *p = user;
+    assert_true(p->n < 1024);
+    assert_non_null(s->id);
+    assert_non_null(s->add_dirs);
+    p->id[p->n] = strdup(s->id);
+    p->cwd[p->n] = strdup(s->cwd);
+    p->title[p->n] = s->title ? strdup(s->title) : NULL;
+    memcpy(p->updated[p->n], s->updated_at, ACP_STORE_TIME_LEN + 1);
+    p->n++;
+    return 0;
+}
+
+static void page_free(page *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        free(p->id[i]);
+        free(p->cwd[i]);
+        free(p->title[i]);
+    }
+    p->n = 0;
+}
+
+/* base64url without padding (the documented cursor shape), to forge cursors. */
+static void b64url(const char *raw, char *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t n = strlen(raw);
+    const unsigned char *r = (const unsigned char *)raw;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)r[i] << 16 | (i + 1 < n ? (unsigned)r[i + 1] << 8 : 0) |
+                     (i + 2 < n ? r[i + 2] : 0);
+        *out++ = a[v >> 18 & 63];
+        *out++ = a[v >> 12 & 63];
+        if (i + 1 < n) *out++ = a[v >> 6 & 63];
+        if (i + 2 < n) *out++ = a[v & 63];
+    }
+    *out = '\0';
+}
+
+static int fail_row(void *user, const acp_store_session *s)
+{
+    (void)user;
+    (void)s;
+    fail_msg("list called back for a malformed cursor");
+    return 0;
+}
+
+/* --- tests ----------------------------------------------------------------------------- */
+
+static void t_create_get(void **state)
+{
+    fx *f = *state;
+    const char *be = acp_store_backend(f->st);
+    assert_true(strcmp(be, "sqlite") == 0 || strcmp(be, "postgresql") == 0);
+    acp_store_session s = {.id = "s1", .cwd = "/w", .add_dirs = "[\"/x\",\"/y z\"]"};
+    acp_store_now(s.created_at);
+    assert_int_equal(strlen(s.created_at), ACP_STORE_TIME_LEN);
+    assert_int_equal(s.created_at[ACP_STORE_TIME_LEN - 1], 'Z');
+    memcpy(s.updated_at, "2030-05-06T07:08:09.010Z", ACP_STORE_TIME_LEN + 1);
+    assert_int_equal(acp_store_create(f->st, &s), 0);
+
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "s1", &out), 0);
+    assert_string_equal(out.id, "s1");
+    assert_string_equal(out.cwd, "/w");
+    assert_string_equal(out.add_dirs, "[\"/x\",\"/y z\"]");
+    assert_null(out.title);
+    assert_string_equal(out.created_at, s.created_at);
+    assert_string_equal(out.updated_at, "2030-05-06T07:08:09.010Z");
+    acp_store_session_clear(&out);
+    assert_null(out.id);
+
+    assert_int_equal(acp_store_get(f->st, "nope", &out), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL); /* the id exists */
+    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    s.id = "";
+    assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL);
+    s.id = "s2";
+    memcpy(s.updated_at, "yesterday", 10);
+    assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL);
+    assert_int_equal(acp_store_get(f->st, "s2", &out), ACP_ENOTFOUND);
+
+    /* A title given at creation is kept. */
+    acp_store_session t = {.id = "s3", .cwd = "/w", .add_dirs = "[]", .title = "hello ✓"};
+    acp_store_now(t.created_at);
+    acp_store_now(t.updated_at);
+    assert_int_equal(acp_store_create(f->st, &t), 0);
+    assert_int_equal(acp_store_get(f->st, "s3", &out), 0);
+    assert_string_equal(out.title, "hello ✓");
+    acp_store_session_clear(&out);
+}
+
+static void t_set_info(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    acp_store_session out;
+    assert_int_equal(acp_store_set_info(f->st, "a", true, "Title one", NULL), 0);
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(out.title, "Title one");
+    assert_string_equal(out.updated_at, "2026-01-01T00:00:00.000Z"); /* NULL leaves it */
+    acp_store_session_clear(&out);
+
+    assert_int_equal(acp_store_set_info(f->st, "a", false, "ignored", "2026-02-03T04:05:06.789Z"),
+                     0);
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(out.title, "Title one"); /* set_title=false leaves it */
+    assert_string_equal(out.updated_at, "2026-02-03T04:05:06.789Z");
+    acp_store_session_clear(&out);
+
+    assert_int_equal(acp_store_set_info(f->st, "a", true, NULL, NULL), 0);
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_null(out.title);
+    acp_store_session_clear(&out);
+
+    assert_int_equal(acp_store_set_info(f->st, "ghost", true, "x", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_info(f->st, "a", false, NULL, "2026-13-01T00:00:00.000Z"),
+                     ACP_EINVAL);
+}
+
+static void t_set_roots(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/old", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_set_roots(f->st, "a", "/new", "[\"/extra\"]"), 0);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(out.cwd, "/new");
+    assert_string_equal(out.add_dirs, "[\"/extra\"]");
+    acp_store_session_clear(&out);
+    assert_int_equal(acp_store_set_roots(f->st, "ghost", "/x", "[]"), ACP_ENOTFOUND);
+
+    /* list reports the current roots, and the cwd filter follows them */
+    page p = {0};
+    char *next = (char *)"x";
+    assert_int_equal(acp_store_list(f->st, "/new", NULL, 10, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 1);
+    assert_null(next);
+    page_free(&p);
+    assert_int_equal(acp_store_list(f->st, "/old", NULL, 10, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 0);
+}
+
+static void t_append_commit_replay(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    append(f->st, "a", "{\"n\":1}");
+    append(f->st, "b", "{\"n\":\"b1\"}");
+    append(f->st, "a", "{\"n\":2}");
+    append(f->st, "a", "{\"n\":3,\"text\":\"caf\xc3\xa9 \\u0000 \\\"q\\\"\"}");
+    assert_int_equal(acp_store_pending(f->st), 4);
+
+    /* nothing is visible before commit, even to this handle */
+    got g = {0};
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 0);
+
+    assert_int_equal(acp_store_commit(f->st, "2026-03-01T00:00:00.000Z"), 0);
+    assert_int_equal(acp_store_pending(f->st), 0);
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 3);
+    for (int i = 0; i < 3; i++) assert_int_equal(g.seq[i], i + 1);
+    assert_string_equal(g.json[0], "{\"n\":1}");
+    assert_string_equal(g.json[1], "{\"n\":2}");
+    assert_string_equal(g.json[2], "{\"n\":3,\"text\":\"caf\xc3\xa9 \\u0000 \\\"q\\\"\"}");
+    got_free(&g);
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.seq[0], 1);
+    assert_string_equal(g.json[0], "{\"n\":\"b1\"}");
+    got_free(&g);
+
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(out.updated_at, "2026-03-01T00:00:00.000Z");
+    assert_string_equal(out.created_at, "2026-01-01T00:00:00.000Z");
+    acp_store_session_clear(&out);
+
+    /* the next commit continues each session's sequence; NULL now means the clock */
+    append(f->st, "a", "{\"n\":4}");
+    char before[ACP_STORE_TIME_LEN + 1];
+    acp_store_now(before);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 4);
+    assert_int_equal(g.seq[3], 4);
+    assert_string_equal(g.json[3], "{\"n\":4}");
+    got_free(&g);
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_true(strcmp(out.updated_at, before) >= 0);
+    acp_store_session_clear(&out);
+    assert_int_equal(acp_store_get(f->st, "b", &out), 0);
+    assert_string_equal(out.updated_at, "2026-03-01T00:00:00.000Z"); /* untouched */
+    acp_store_session_clear(&out);
+
+    /* a big update survives byte for byte */
+    size_t big = 3 << 20;
+    char *s = malloc(big + 1);
+    assert_non_null(s);
+    memset(s, 'x', big);
+    s[0] = '"';
+    s[big - 1] = '"';
+    s[big] = '\0';
+    append(f->st, "b", s);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 2);
+    assert_string_equal(g.json[1], s);
+    got_free(&g);
+    free(s);
+}
+
+static void t_replay_chunks(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    char u[101];
+    for (int i = 1; i <= 10; i++) {
+        snprintf(u, sizeof u, "{\"i\":\"%02d\",\"pad\":\"%0*d\"}", i, 100 - 19, 0);
+        assert_int_equal(strlen(u), 100);
+        append(f->st, "a", u);
+    }
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+
+    /* 250-byte cap: each call stops after the update that takes it past 250, i.e. 3 */
+    got g = {0};
+    int64_t after = 0, last = -1;
+    bool done = false;
+    int calls = 0;
+    while (!done) {
+        int before = g.n;
+        assert_int_equal(acp_store_replay(f->st, "a", after, 250, collect, &g, &last, &done), 0);
+        assert_int_equal(g.n - before, g.n <= 9 ? 3 : 1);
+        assert_int_equal(last, g.seq[g.n - 1]);
+        after = last;
+        calls++;
+    }
+    assert_int_equal(calls, 4);
+    assert_int_equal(g.n, 10);
+    for (int i = 0; i < 10; i++) assert_int_equal(g.seq[i], i + 1);
+    got_free(&g);
+
+    /* a cap that lands exactly on the last update: done is known in the same call */
+    assert_int_equal(acp_store_replay(f->st, "a", 7, 250, collect, &g, &last, &done), 0);
+    assert_int_equal(g.n, 3);
+    assert_int_equal(last, 10);
+    assert_true(done);
+    got_free(&g);
+
+    /* nothing after the last seq */
+    assert_int_equal(acp_store_replay(f->st, "a", 10, 0, collect, &g, &last, &done), 0);
+    assert_int_equal(g.n, 0);
+    assert_int_equal(last, 10);
+    assert_true(done);
+
+    /* after_seq in the middle, no cap */
+    assert_int_equal(acp_store_replay(f->st, "a", 4, 0, collect, &g, &last, &done), 0);
+    assert_int_equal(g.n, 6);
+    assert_int_equal(g.seq[0], 5);
+    assert_true(done);
+    got_free(&g);
+
+    /* the callback stops it: its value comes back */
+    g.stop_at = 2;
+    assert_int_equal(acp_store_replay(f->st, "a", 0, 0, collect, &g, &last, &done), 7);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(last, 2);
+    assert_false(done);
+    got_free(&g);
+    g.stop_at = 0;
+
+    assert_int_equal(acp_store_replay(f->st, "ghost", 0, 0, collect, &g, &last, &done),
+                     ACP_ENOTFOUND);
+    /* a session with no history */
+    mk(f->st, "empty", "/w", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_replay(f->st, "empty", 0, 100, collect, &g, &last, &done), 0);
+    assert_int_equal(g.n, 0);
+    assert_int_equal(last, 0);
+    assert_true(done);
+}
+
+static void t_empty_commit(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_pending(f->st), 0);
+    assert_int_equal(acp_store_commit(f->st, "2027-01-01T00:00:00.000Z"), 0);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(out.updated_at, "2026-01-01T00:00:00.000Z");
+    acp_store_session_clear(&out);
+
+    /* a failed commit drops the batch and stores nothing of it */
+    append(f->st, "a", "{}");
+    assert_int_equal(acp_store_commit(f->st, "not a time"), ACP_EINVAL);
+    assert_int_equal(acp_store_pending(f->st), 0);
+    got g = {0};
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 0);
+}
+
+static void t_append_deleted(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    append(f->st, "a", "{\"a\":1}");
+    append(f->st, "ghost", "{\"g\":1}");
+    append(f->st, "b", "{\"b\":1}");
+    append(f->st, "a", "{\"a\":2}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    got g = {0};
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 2);
+    got_free(&g);
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 1);
+    got_free(&g);
+    int64_t last;
+    bool done;
+    assert_int_equal(acp_store_replay(f->st, "ghost", 0, 0, collect, &g, &last, &done),
+                     ACP_ENOTFOUND);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
+
+    /* deleted by another handle (another process) between append and commit */
+    acp_store *other = open_where(f->where);
+    append(f->st, "a", "{\"a\":3}");
+    append(f->st, "b", "{\"b\":2}");
+    assert_int_equal(acp_store_delete(other, "a"), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_replay(f->st, "a", 0, 0, collect, &g, &last, &done), ACP_ENOTFOUND);
+    replay_all(other, "b", &g);
+    assert_int_equal(g.n, 2);
+    assert_string_equal(g.json[1], "{\"b\":2}");
+    got_free(&g);
+    acp_store_close(other);
+}
+
+static void t_list_order(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "m", "/w", "2026-01-02T00:00:00.000Z");
+    mk(f->st, "z", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "a", "/w", "2026-01-03T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-02T00:00:00.000Z"); /* ties with m: id descending */
+    mk(f->st, "c", "/w", "2026-01-02T00:00:00.000Z");
+    page p = {0};
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 50, on_row, &p, &next), 0);
+    assert_null(next);
+    const char *want[] = {"a", "m", "c", "b", "z"};
+    assert_int_equal(p.n, 5);
+    for (int i = 0; i < 5; i++) assert_string_equal(p.id[i], want[i]);
+    page_free(&p);
+
+    /* a commit moves its session to the top */
+    append(f->st, "z", "{}");
+    assert_int_equal(acp_store_commit(f->st, "2026-02-01T00:00:00.000Z"), 0);
+    /* and so does a set_info with a new updated_at */
+    assert_int_equal(acp_store_set_info(f->st, "b", true, "B", "2026-02-02T00:00:00.000Z"), 0);
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 2, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 2);
+    assert_string_equal(p.id[0], "b");
+    assert_string_equal(p.title[0], "B");
+    assert_string_equal(p.updated[0], "2026-02-02T00:00:00.000Z");
+    assert_string_equal(p.id[1], "z");
+    assert_non_null(next);
+    page_free(&p);
+    free(next);
+}
+
+static void t_list_cwd(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "1", "/a", "2026-01-01T00:00:01.000Z");
+    mk(f->st, "2", "/a/", "2026-01-01T00:00:02.000Z");
+    mk(f->st, "3", "/ab", "2026-01-01T00:00:03.000Z");
+    mk(f->st, "4", "/a", "2026-01-01T00:00:04.000Z");
+    mk(f->st, "5", "/A", "2026-01-01T00:00:05.000Z");
+    mk(f->st, "6", "/a%", "2026-01-01T00:00:06.000Z");
+    page p = {0};
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, "/a", NULL, 50, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 2);
+    assert_string_equal(p.id[0], "4");
+    assert_string_equal(p.id[1], "1");
+    for (int i = 0; i < p.n; i++) assert_string_equal(p.cwd[i], "/a");
+    page_free(&p);
+
+    /* paging inside a filter */
+    assert_int_equal(acp_store_list(f->st, "/a", NULL, 1, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 1);
+    assert_non_null(next);
+    char *c2 = NULL;
+    assert_int_equal(acp_store_list(f->st, "/a", next, 1, on_row, &p, &c2), 0);
+    assert_int_equal(p.n, 2);
+    assert_string_equal(p.id[1], "1");
+    assert_null(c2);
+    free(next);
+    page_free(&p);
+
+    assert_int_equal(acp_store_list(f->st, "/nowhere", NULL, 50, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 0);
+    assert_null(next);
+}
+
+static void t_last_page(void **state)
+{
+    fx *f = *state;
+    char t[ACP_STORE_TIME_LEN + 1], id[16];
+    for (int i = 0; i < 6; i++) {
+        stamp(t, i);
+        snprintf(id, sizeof id, "s%d", i);
+        mk(f->st, id, "/w", t);
+    }
+    page p = {0};
+    char *next = (char *)"x";
+    /* exactly a full page: no cursor for an empty page after it */
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 6, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 6);
+    assert_null(next);
+    page_free(&p);
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 5, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 5);
+    assert_non_null(next);
+    char *n2 = (char *)"x";
+    assert_int_equal(acp_store_list(f->st, NULL, next, 5, on_row, &p, &n2), 0);
+    assert_int_equal(p.n, 6);
+    assert_string_equal(p.id[5], "s0");
+    assert_null(n2);
+    page_free(&p);
+
+    /* a cursor past everything (its sessions deleted since) gives an empty last page */
+    for (int i = 0; i < 6; i++) {
+        snprintf(id, sizeof id, "s%d", i);
+        assert_int_equal(acp_store_delete(f->st, id), 0);
+    }
+    n2 = (char *)"x";
+    assert_int_equal(acp_store_list(f->st, NULL, next, 5, on_row, &p, &n2), 0);
+    assert_int_equal(p.n, 0);
+    assert_null(n2);
+    free(next);
+}
+
+/* Hundreds of sessions paged while others are created (above and below the cursor) and
+ * deleted (seen and unseen): every session present throughout is seen exactly once. */
+static void t_pagination_churn(void **state)
+{
+    fx *f = *state;
+    enum { N = 300, LIMIT = 7 };
+    char t[ACP_STORE_TIME_LEN + 1], id[32];
+    /* times with many ties so the id tie-break is exercised across page boundaries */
+    for (int i = 0; i < N; i++) {
+        stamp(t, 1000 + i / 3);
+        snprintf(id, sizeof id, "s%03d", i);
+        mk(f->st, id, "/w", t);
+    }
+    static char seen[N]; /* how often each original session was listed */
+    static char gone[N]; /* deleted during the walk */
+    memset(seen, 0, sizeof seen);
+    memset(gone, 0, sizeof gone);
+    page p = {0};
+    char *cursor = NULL;
+    int pages = 0, extra = 0;
+    do {
+        char *next = NULL;
+        int before = p.n;
+        assert_int_equal(acp_store_list(f->st, NULL, cursor, LIMIT, on_row, &p, &next), 0);
+        free(cursor);
+        cursor = next;
+        assert_true(p.n - before <= LIMIT);
+        if (cursor) assert_int_equal(p.n - before, LIMIT);
+        for (int i = before; i < p.n; i++) {
+            int k;
+            if (sscanf(p.id[i], "s%d", &k) == 1 && p.id[i][0] == 's') {
+                assert_false(gone[k]);
+                seen[k]++;
+            } else {
+                extra++;
+            }
+            /* one strictly descending (updated_at, id) sequence across all pages */
+            if (i > 0) {
+                int c = strcmp(p.updated[i - 1], p.updated[i]);
+                assert_true(c > 0 || (c == 0 && strcmp(p.id[i - 1], p.id[i]) > 0));
+            }
+        }
+        pages++;
+        /* churn: a new newest session (above every cursor: never listed in this walk), an
+         * old one (below: listed later), delete one unseen and one seen session */
+        stamp(t, 5000 + pages);
+        snprintf(id, sizeof id, "new%03d", pages);
+        mk(f->st, id, "/w", t);
+        stamp(t, 10 + pages);
+        snprintf(id, sizeof id, "old%03d", pages);
+        mk(f->st, id, "/w", t);
+        int victim = pages * 2; /* unseen: low times are listed last */
+        if (victim < N && !seen[victim] && !gone[victim]) {
+            snprintf(id, sizeof id, "s%03d", victim);
+            assert_int_equal(acp_store_delete(f->st, id), 0);
+            gone[victim] = 1;
+        }
+        int listed = N - pages; /* seen already: deleting it must not disturb the walk */
+        if (listed >= 0 && seen[listed] == 1) {
+            snprintf(id, sizeof id, "s%03d", listed);
+            assert_int_equal(acp_store_delete(f->st, id), 0);
+        }
+        assert_true(pages < 200);
+    } while (cursor);
+    for (int k = 0; k < N; k++) {
+        if (gone[k])
+            assert_int_equal(seen[k], 0);
+        else
+            assert_int_equal(seen[k], 1);
+    }
+    /* "new" sessions (above the cursor) never appear; "old" ones made before the walk got
+     * down to their time do (the strict order check above rules out repeats) */
+    for (int i = 0; i < p.n; i++) assert_true(strncmp(p.id[i], "new", 3) != 0);
+    assert_true(extra >= pages - 10);
+    assert_true(extra > 20);
+    page_free(&p);
+}
+
+static void t_bad_cursors(void **state)
+{
+    fx *f = *state;
+    char t[ACP_STORE_TIME_LEN + 1], id[16];
+    for (int i = 0; i < 4; i++) {
+        stamp(t, i);
+        snprintf(id, sizeof id, "s%d", i);
+        mk(f->st, id, "/w", t);
+    }
+    page p = {0};
+    char *good = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 2, on_row, &p, &good), 0);
+    assert_non_null(good);
+    page_free(&p);
+
+    char truncated[256];
+    snprintf(truncated, sizeof truncated, "%s", good);
+    truncated[strlen(truncated) - 3] = '\0';
+    char longer[300];
+    snprintf(longer, sizeof longer, "%sAAAA", good);
+    char hello[64], v2[64], noid[64], badtime[64], control[64], padded[70], stdalpha[70];
+    b64url("hello", hello);
+    b64url("v2|2026-01-01T00:00:02.002Z|s2", v2);
+    b64url("v1|2026-01-01T00:00:02.002Z|", noid);
+    b64url("v1|yesterday, at noon ||s2", badtime);
+    b64url("v1|2026-01-01T00:00:02.002Z|s2", control); /* what the store itself would make */
+    snprintf(padded, sizeof padded, "%s==", control);
+    b64url("v1|2026-01-01T00:00:02.002Z|s>?", stdalpha);
+    for (char *c = stdalpha; *c; c++) *c = *c == '-' ? '+' : *c == '_' ? '/' : *c;
+    assert_true(strpbrk(stdalpha, "+/") != NULL);
+    const char *bad[] = {
+        "",       "garbage!!", "not a cursor at all", truncated, hello, v2, noid, badtime, padded,
+        stdalpha, longer,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *next = (char *)"x";
+        int rc = acp_store_list(f->st, NULL, bad[i], 2, fail_row, &p, &next);
+        if (rc != ACP_EINVAL) print_error("cursor %zu (%s) accepted\n", i, bad[i]);
+        assert_int_equal(rc, ACP_EINVAL);
+        assert_null(next);
+        assert_string_not_equal(acp_store_errmsg(f->st), "");
+    }
+    /* the control: the same shape, well formed, is accepted, and is the store's own cursor */
+    char *next = NULL;
+    assert_string_equal(good, control);
+    assert_int_equal(acp_store_list(f->st, NULL, control, 2, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 2);
+    assert_string_equal(p.id[0], "s1");
+    assert_null(next);
+    page_free(&p);
+    free(good);
+}
+
+static void t_delete(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    append(f->st, "a", "{\"secret\":1}");
+    append(f->st, "b", "{\"kept\":1}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_delete(f->st, "a"), 0);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
+    got g = {0};
+    int64_t last;
+    bool done;
+    assert_int_equal(acp_store_replay(f->st, "a", 0, 0, collect, &g, &last, &done), ACP_ENOTFOUND);
+    page p = {0};
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 50, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.id[0], "b");
+    page_free(&p);
+    assert_int_equal(acp_store_delete(f->st, "a"), 0);     /* again */
+    assert_int_equal(acp_store_delete(f->st, "never"), 0); /* never existed */
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 1);
+    got_free(&g);
+
+    /* the id can be used again, with a fresh, empty history */
+    mk(f->st, "a", "/w2", "2026-01-05T00:00:00.000Z");
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 0);
+    append(f->st, "a", "{\"again\":1}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.seq[0], 1);
+    assert_string_equal(g.json[0], "{\"again\":1}");
+    got_free(&g);
+}
+
+/* Two handles on one store (as two processes would be): each sees the other's commits, a
+ * cursor from one works on the other, and interleaved commits keep one gapless order. */
+static void t_two_handles(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    char t[ACP_STORE_TIME_LEN + 1], id[16];
+    for (int i = 0; i < 5; i++) {
+        stamp(t, i);
+        snprintf(id, sizeof id, "s%d", i);
+        mk(i % 2 ? o : f->st, id, "/w", t);
+    }
+    page p = {0};
+    char *next = NULL, *n2 = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 3, on_row, &p, &next), 0);
+    assert_int_equal(acp_store_list(o, NULL, next, 3, on_row, &p, &n2), 0);
+    assert_int_equal(p.n, 5);
+    assert_string_equal(p.id[3], "s1");
+    assert_null(n2);
+    free(next);
+    page_free(&p);
+
+    char u[32];
+    for (int i = 0; i < 20; i++) {
+        acp_store *w = i % 3 ? o : f->st;
+        snprintf(u, sizeof u, "{\"i\":%d}", 2 * i);
+        append(w, "s0", u);
+        snprintf(u, sizeof u, "{\"i\":%d}", 2 * i + 1);
+        append(w, "s0", u);
+        assert_int_equal(acp_store_commit(w, NULL), 0);
+    }
+    got g = {0};
+    replay_all(o, "s0", &g);
+    assert_int_equal(g.n, 40);
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(g.seq[i], i + 1);
+        snprintf(u, sizeof u, "{\"i\":%d}", i);
+        assert_string_equal(g.json[i], u);
+    }
+    got_free(&g);
+    acp_store_close(o);
+}
+
+static void t_errmsg(void **state)
+{
+    fx *f = *state;
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(acp_store_errmsg(f->st), ""); /* a success clears it */
+    acp_store_session_clear(&out);
+    char *err = (char *)"x";
+    acp_store *st = f->st;
+    assert_int_equal(acp_store_open("", &st, &err), ACP_ESTORE);
+    assert_null(st);
+    assert_non_null(err);
+    free(err);
+}
+
+int store_contract_run(const store_contract_env *env)
+{
+    void *e = (void *)env;
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
+    const struct CMUnitTest tests[] = {
+        T(t_create_get),    T(t_set_info),     T(t_set_roots),        T(t_append_commit_replay),
+        T(t_replay_chunks), T(t_empty_commit), T(t_append_deleted),   T(t_list_order),
+        T(t_list_cwd),      T(t_last_page),    T(t_pagination_churn), T(t_bad_cursors),
+        T(t_delete),        T(t_two_handles),  T(t_errmsg),
+    };
+#undef T
+    return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
+}

@@ -1,0 +1,17 @@
+/* The store contract: one suite every backend must pass, written against acp/store.h only.
+ * A runner supplies `fresh`, which names a brand-new empty store for each test (SQLite: a
+ * new file; PostgreSQL: a new database), then calls store_contract_run(). */
+#ifndef ACP_TEST_STORE_CONTRACT_H
+#define ACP_TEST_STORE_CONTRACT_H
+
+typedef struct store_contract_env {
+    const char *name; /* the cmocka group name, e.g. "store_contract_sqlite" */
+    /* A malloc'd `where` for acp_store_open() naming a new, empty store; NULL on failure. */
+    char *(*fresh)(void *user);
+    void *user;
+} store_contract_env;
+
+/* Runs every contract test; returns the number of failures (0: all passed). */
+int store_contract_run(const store_contract_env *env);
+
+#endif
