@@ -1,11 +1,659 @@
-/* Placeholder until the PostgreSQL backend lands (its engineer owns this file): links the
- * dispatch in store.c and says clearly that this build cannot reach PostgreSQL. */
+/* The PostgreSQL store backend: one session history shared by agent processes on many hosts.
+ *
+ * Same model and semantics as sqlite.c. What differs is the database's nature:
+ * - Order across processes: a batch locks each touched session row (UPDATE ... next_seq) in
+ *   the committing transaction, so seqs of one session are handed out in commit order.
+ * - Round trips: a session's share of a batch goes in one statement (its texts as one
+ *   binary text[] parameter, unnested server-side), so 1,000 updates are one round trip.
+ * - The server can go away. Every call first checks the connection; a dead one is dropped
+ *   and re-made (at most one attempt per backoff step, each bounded by connect_timeout), and
+ *   while that fails calls return ACP_ESTORE "session store unavailable: ...". Every write is
+ *   one transaction, so a failure leaves nothing half-written.
+ * - Secrets: the conninfo may hold a password. Messages are built from PQuser/PQhost/PQport/
+ *   PQdb and from libpq's error text with every known password value masked out; libpq's own
+ *   conninfo parse errors (which quote the string) are never shown. */
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "store/backends.h"
 #include "store/store_impl.h"
 
+#define SCHEMA_VERSION   1
+#define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
+#define REPLAY_CHUNK     1000                 /* rows per replay round trip */
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS   2000
+#define TEXTOID          25
+#define INT8OID          20
+#define TEXTARRAYOID     1009
+
+typedef struct pg_store {
+    acp_store base; /* first: the generic layer's view */
+    char *conninfo;
+    char *password; /* from the conninfo, only to mask it out of messages */
+    PGconn *conn;   /* NULL while disconnected */
+    char target[256];
+    int64_t retry_at_ms; /* no reconnect attempt before this (monotonic) */
+    int backoff_ms;
+    char reason[256]; /* why the last connect failed, masked */
+} pg_store;
+
+/* Each migration moves the schema from version i to i + 1. Only ever append. Text columns
+ * use the "C" collation so ids and timestamps order bytewise, as in SQLite, whatever the
+ * database's locale. History has no foreign key (a per-row check would cost more than the
+ * insert): delete removes both under the session's row lock instead. */
+static const char *const migrations[SCHEMA_VERSION] = {
+    "CREATE TABLE sessions ("
+    " id text COLLATE \"C\" PRIMARY KEY,"
+    " cwd text COLLATE \"C\" NOT NULL,"
+    " add_dirs text NOT NULL,"
+    " title text,"
+    " created_at text COLLATE \"C\" NOT NULL,"
+    " updated_at text COLLATE \"C\" NOT NULL,"
+    " next_seq bigint NOT NULL DEFAULT 1);"
+    "CREATE INDEX sessions_by_time ON sessions (updated_at DESC, id DESC);"
+    "CREATE INDEX sessions_by_cwd_time ON sessions (cwd, updated_at DESC, id DESC);"
+    "CREATE TABLE updates ("
+    " session_id text COLLATE \"C\" NOT NULL,"
+    " seq bigint NOT NULL,"
+    " body text NOT NULL,"
+    " PRIMARY KEY (session_id, seq));",
+};
+
+enum {
+    Q_CREATE,
+    Q_GET,
+    Q_SET_INFO,
+    Q_SET_ROOTS,
+    Q_APPEND,
+    Q_EXISTS,
+    Q_REPLAY,
+    Q_MORE,
+    Q_DEL_SESSION,
+    Q_DEL_UPDATES,
+    Q_LIST_ALL,
+    Q_LIST_ALL_AFTER,
+    Q_LIST_CWD,
+    Q_LIST_CWD_AFTER,
+    Q_COUNT
+};
+
+#define COLS       "id, cwd, add_dirs, title, created_at, updated_at"
+#define LIST_ORDER " ORDER BY updated_at DESC, id DESC LIMIT "
+
+static const struct {
+    const char *name;
+    const char *sql;
+} stmts[Q_COUNT] = {
+    [Q_CREATE] = {"acp_create", "INSERT INTO sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
+                                " ON CONFLICT (id) DO NOTHING"},
+    [Q_GET] = {"acp_get", "SELECT " COLS " FROM sessions WHERE id = $1"},
+    [Q_SET_INFO] = {"acp_set_info",
+                    "UPDATE sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
+                    " updated_at = COALESCE($4, updated_at) WHERE id = $1"},
+    [Q_SET_ROOTS] = {"acp_set_roots", "UPDATE sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"},
+    /* The row lock taken by the UPDATE orders concurrent committers of one session; a
+     * session deleted meanwhile matches no row, and then nothing is inserted. */
+    [Q_APPEND] = {"acp_append",
+                  "WITH s AS (UPDATE sessions SET next_seq = next_seq + $2::bigint,"
+                  " updated_at = $3 WHERE id = $1 RETURNING next_seq - $2::bigint AS base)"
+                  " INSERT INTO updates (session_id, seq, body)"
+                  " SELECT $1, s.base + u.ord - 1, u.body"
+                  " FROM s, unnest($4::text[]) WITH ORDINALITY AS u(body, ord)"},
+    [Q_EXISTS] = {"acp_exists", "SELECT 1 FROM sessions WHERE id = $1"},
+    [Q_REPLAY] = {"acp_replay", "SELECT seq, body FROM updates WHERE session_id = $1"
+                                " AND seq > $2::bigint ORDER BY seq LIMIT $3::bigint"},
+    [Q_MORE] = {"acp_more", "SELECT 1 FROM updates WHERE session_id = $1 AND seq > $2::bigint"
+                            " LIMIT 1"},
+    [Q_DEL_SESSION] = {"acp_del_session", "DELETE FROM sessions WHERE id = $1"},
+    [Q_DEL_UPDATES] = {"acp_del_updates", "DELETE FROM updates WHERE session_id = $1"},
+    [Q_LIST_ALL] = {"acp_list", "SELECT " COLS " FROM sessions" LIST_ORDER "$1::bigint"},
+    [Q_LIST_ALL_AFTER] = {"acp_list_after",
+                          "SELECT " COLS " FROM sessions"
+                          " WHERE (updated_at, id) < ($2, $3)" LIST_ORDER "$1::bigint"},
+    [Q_LIST_CWD] = {"acp_list_cwd",
+                    "SELECT " COLS " FROM sessions WHERE cwd = $2" LIST_ORDER "$1::bigint"},
+    [Q_LIST_CWD_AFTER] = {"acp_list_cwd_after",
+                          "SELECT " COLS " FROM sessions WHERE cwd = $2"
+                          " AND (updated_at, id) < ($3, $4)" LIST_ORDER "$1::bigint"},
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Copies libpq text into dst as one line with every password occurrence masked. */
+static void scrub(const pg_store *p, const char *src, char *dst, size_t cap)
+{
+    const char *secrets[3] = {p->password, getenv("PGPASSWORD"), p->conn ? PQpass(p->conn) : NULL};
+    size_t o = 0;
+    if (!src) src = "";
+    while (*src == ' ') src++;
+    while (*src && o + 1 < cap) {
+        size_t skip = 0;
+        for (int i = 0; i < 3 && !skip; i++) {
+            size_t n = secrets[i] ? strlen(secrets[i]) : 0;
+            if (n && !strncmp(src, secrets[i], n)) skip = n;
+        }
+        if (skip) {
+            for (const char *m = "***"; *m && o + 1 < cap; m++) dst[o++] = *m;
+            src += skip;
+            continue;
+        }
+        char c = *src++;
+        if (c == '\n' || c == '\t' || c == '\r') {
+            if (o && dst[o - 1] != ' ') dst[o++] = ' ';
+            while (*src == ' ' || *src == '\t' || *src == '\n') src++;
+            continue;
+        }
+        dst[o++] = c;
+    }
+    while (o && dst[o - 1] == ' ') o--;
+    dst[o] = 0;
+}
+
+static void set_target(pg_store *p, const PGconn *c)
+{
+    const char *host = PQhost(c), *port = PQport(c), *db = PQdb(c), *user = PQuser(c);
+    snprintf(p->target, sizeof p->target, "postgresql %s@%s:%s/%s", user ? user : "",
+             host ? host : "", port ? port : "", db ? db : "");
+}
+
+static void drop_conn(pg_store *p)
+{
+    if (p->conn) PQfinish(p->conn);
+    p->conn = NULL;
+}
+
+static int unavailable(pg_store *p)
+{
+    return acp_store_fail(&p->base, ACP_ESTORE, "session store unavailable: %s (%s)", p->reason,
+                          p->target);
+}
+
+/* A statement failed. A lost connection (or the server shutting down) is "unavailable" and
+ * the connection is dropped so the next call reconnects; anything else is a plain error
+ * and an open transaction is rolled back. */
+static int fail_result(pg_store *p, PGresult *r, const char *what)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    char msg[256];
+    scrub(p, primary ? primary : PQerrorMessage(p->conn), msg, sizeof msg);
+    bool lost = PQstatus(p->conn) != CONNECTION_OK ||
+                (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3)));
+    PQclear(r);
+    if (lost) {
+        snprintf(p->reason, sizeof p->reason, "%s", msg[0] ? msg : "connection lost");
+        drop_conn(p);
+        p->retry_at_ms = 0; /* the first reconnect is immediate */
+        return unavailable(p);
+    }
+    if (PQtransactionStatus(p->conn) != PQTRANS_IDLE) PQclear(PQexec(p->conn, "ROLLBACK"));
+    return acp_store_fail(&p->base, ACP_ESTORE, "postgresql %s: %s", what, msg);
+}
+
+/* Runs a prepared statement with text parameters (lens/fmts may be NULL). *out receives
+ * the result (caller PQclear()s) when it has status `want`. */
+static int exec(pg_store *p, int q, int n, const char *const *vals, const int *lens,
+                const int *fmts, ExecStatusType want, PGresult **out)
+{
+    PGresult *r = PQexecPrepared(p->conn, stmts[q].name, n, vals, lens, fmts, 0);
+    if (!r || PQresultStatus(r) != want) return fail_result(p, r, stmts[q].name + 4);
+    *out = r;
+    return 0;
+}
+
+static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, long *affected)
+{
+    PGresult *r;
+    int rc = exec(p, q, n, vals, NULL, NULL, PGRES_COMMAND_OK, &r);
+    if (rc) return rc;
+    if (affected) *affected = strtol(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+static int exec_simple(pg_store *p, const char *sql, const char *what)
+{
+    PGresult *r = PQexec(p->conn, sql);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) return fail_result(p, r, what);
+    PQclear(r);
+    return 0;
+}
+
+static void quiet_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message; /* NOTICEs ("already exists, skipping") are not ours to print */
+}
+
+/* Brings the schema to SCHEMA_VERSION in one transaction. The advisory lock is taken first,
+ * so two agents starting at once migrate one after the other, and the second sees the
+ * first's tables. */
+static int migrate(pg_store *p)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "BEGIN; SELECT pg_advisory_xact_lock(%lld)",
+             (long long)MIGRATE_LOCK_KEY);
+    PGresult *r = PQexec(p->conn, sql);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) return fail_result(p, r, "migrate");
+    PQclear(r);
+    int rc = exec_simple(p, "CREATE TABLE IF NOT EXISTS acp_schema (version integer NOT NULL)",
+                         "migrate");
+    if (rc) return rc;
+    r = PQexec(p->conn, "SELECT coalesce(max(version), 0) FROM acp_schema");
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) return fail_result(p, r, "migrate");
+    long have = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    if (have > SCHEMA_VERSION) {
+        PQclear(PQexec(p->conn, "ROLLBACK"));
+        return acp_store_fail(&p->base, ACP_ESTORE,
+                              "session store schema version %ld is newer than this libacp "
+                              "supports (%d) (%s)",
+                              have, SCHEMA_VERSION, p->target);
+    }
+    for (long v = have; v < SCHEMA_VERSION; v++)
+        if ((rc = exec_simple(p, migrations[v], "migrate"))) return rc;
+    if (have < SCHEMA_VERSION) {
+        snprintf(sql, sizeof sql, "DELETE FROM acp_schema; INSERT INTO acp_schema VALUES (%d)",
+                 SCHEMA_VERSION);
+        if ((rc = exec_simple(p, sql, "migrate"))) return rc;
+    }
+    return exec_simple(p, "COMMIT", "migrate");
+}
+
+/* One connection attempt: connect, (on the first) migrate, prepare the statements. */
+static int connect_once(pg_store *p, bool first)
+{
+    /* Keywords before dbname are defaults the conninfo may override; client_encoding after
+     * it is forced, because stored texts must come back byte for byte. */
+    const char *kw[5], *val[5];
+    int k = 0;
+    if (!getenv("PGCONNECT_TIMEOUT")) kw[k] = "connect_timeout", val[k++] = "2";
+    kw[k] = "fallback_application_name", val[k++] = "libacp";
+    kw[k] = "dbname", val[k++] = p->conninfo;
+    kw[k] = "client_encoding", val[k++] = "UTF8";
+    kw[k] = NULL, val[k] = NULL;
+    PGconn *c = PQconnectdbParams(kw, val, 1);
+    if (!c) return acp_store_fail(&p->base, ACP_ENOMEM, "out of memory");
+    set_target(p, c);
+    p->conn = c;
+    if (PQstatus(c) != CONNECTION_OK) {
+        scrub(p, PQerrorMessage(c), p->reason, sizeof p->reason);
+        drop_conn(p);
+        return unavailable(p);
+    }
+    PQsetNoticeProcessor(c, quiet_notice, NULL);
+    int rc = first ? migrate(p) : 0;
+    for (int q = 0; !rc && q < Q_COUNT; q++) {
+        PGresult *r = PQprepare(c, stmts[q].name, stmts[q].sql, 0, NULL);
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail_result(p, r, "prepare");
+        else
+            PQclear(r);
+    }
+    if (rc) drop_conn(p);
+    return rc;
+}
+
+/* Every call starts here: a usable connection, or ACP_ESTORE "unavailable". A connection
+ * the server closed while we were idle (restart, admin shutdown) shows as readable EOF, so
+ * it is noticed and replaced before any statement is sent on it. */
+static int ready(pg_store *p)
+{
+    acp_store_clear_err(&p->base);
+    if (p->conn) {
+        if (PQstatus(p->conn) == CONNECTION_OK && PQconsumeInput(p->conn) &&
+            PQstatus(p->conn) == CONNECTION_OK && PQtransactionStatus(p->conn) == PQTRANS_IDLE)
+            return 0;
+        scrub(p, PQerrorMessage(p->conn), p->reason, sizeof p->reason);
+        drop_conn(p);
+        p->retry_at_ms = 0;
+    }
+    int64_t now = now_ms();
+    if (now < p->retry_at_ms) return unavailable(p);
+    int rc = connect_once(p, false);
+    if (rc == ACP_ESTORE) {
+        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_FIRST_MS;
+        if (p->backoff_ms > BACKOFF_MAX_MS) p->backoff_ms = BACKOFF_MAX_MS;
+        p->retry_at_ms = now_ms() + p->backoff_ms;
+    } else if (!rc) {
+        p->backoff_ms = 0;
+    }
+    return rc;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* Fills s with views into row i of a COLS result (valid while r lives). */
+static void row_session(const PGresult *r, int i, acp_store_session *s)
+{
+    s->id = PQgetvalue(r, i, 0);
+    s->cwd = PQgetvalue(r, i, 1);
+    s->add_dirs = PQgetvalue(r, i, 2);
+    s->title = PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3);
+    snprintf(s->created_at, sizeof s->created_at, "%s", PQgetvalue(r, i, 4));
+    snprintf(s->updated_at, sizeof s->updated_at, "%s", PQgetvalue(r, i, 5));
+}
+
+static int pg_create(acp_store *st, const acp_store_session *s)
+{
+    pg_store *p = (pg_store *)st;
+    int rc = ready(p);
+    if (rc) return rc;
+    const char *v[6] = {s->id,    s->cwd,        s->add_dirs ? s->add_dirs : "[]",
+                        s->title, s->created_at, s->updated_at};
+    long n = 0;
+    if ((rc = exec_cmd(p, Q_CREATE, 6, v, &n))) return rc;
+    if (n == 0) return acp_store_fail(st, ACP_EINVAL, "session %s already exists", s->id);
+    return 0;
+}
+
+static int pg_get(acp_store *st, const char *id, acp_store_session *out)
+{
+    pg_store *p = (pg_store *)st;
+    PGresult *r;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_GET, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    }
+    acp_store_session v;
+    row_session(r, 0, &v);
+    memset(out, 0, sizeof *out);
+    out->id = strdup(v.id);
+    out->cwd = strdup(v.cwd);
+    out->add_dirs = strdup(v.add_dirs);
+    out->title = dup_or_null(v.title);
+    memcpy(out->created_at, v.created_at, sizeof out->created_at);
+    memcpy(out->updated_at, v.updated_at, sizeof out->updated_at);
+    PQclear(r);
+    if (!out->id || !out->cwd || !out->add_dirs || (v.title && !out->title)) {
+        acp_store_session_clear(out);
+        return acp_store_fail(st, ACP_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int pg_set_info(acp_store *st, const char *id, bool set_title, const char *title,
+                       const char *updated_at)
+{
+    pg_store *p = (pg_store *)st;
+    int rc = ready(p);
+    if (rc) return rc;
+    const char *v[4] = {id, set_title ? "t" : "f", title, updated_at};
+    long n = 0;
+    if ((rc = exec_cmd(p, Q_SET_INFO, 4, v, &n))) return rc;
+    return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+}
+
+static int pg_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+{
+    pg_store *p = (pg_store *)st;
+    int rc = ready(p);
+    if (rc) return rc;
+    const char *v[3] = {id, cwd, add_dirs ? add_dirs : "[]"};
+    long n = 0;
+    if ((rc = exec_cmd(p, Q_SET_ROOTS, 3, v, &n))) return rc;
+    return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+}
+
+static void put32(char *at, uint32_t v)
+{
+    v = htonl(v);
+    memcpy(at, &v, 4);
+}
+
+static int by_id(const void *a, const void *b, void *batch)
+{
+    const acp_store_batch *bt = batch;
+    return strcmp(acp_store_batch_id(bt, *(const size_t *)a),
+                  acp_store_batch_id(bt, *(const size_t *)b));
+}
+
+/* Each session's texts as a binary one-dimensional text[] (array_recv's format): no
+ * escaping, just lengths and bytes. off[s] is where session s's array starts in the
+ * returned buffer, size[s] its length. */
+static char *batch_arrays(const acp_store_batch *b, size_t *off, size_t *size)
+{
+    enum { HEAD = 20 };
+    size_t total = 0;
+    for (size_t s = 0; s < b->nsess; s++) size[s] = HEAD + 4 * b->sess[s].count;
+    for (size_t i = 0; i < b->nitems; i++) size[b->items[i].sess] += b->items[i].n;
+    for (size_t s = 0; s < b->nsess; s++) off[s] = total, total += size[s];
+    char *buf = malloc(total ? total : 1);
+    if (!buf) return NULL;
+    for (size_t s = 0; s < b->nsess; s++) {
+        char *h = buf + off[s];
+        put32(h, 1);                               /* dimensions */
+        put32(h + 4, 0);                           /* no NULLs */
+        put32(h + 8, TEXTOID);                     /* element type */
+        put32(h + 12, (uint32_t)b->sess[s].count); /* length of the one dimension */
+        put32(h + 16, 1);                          /* its lower bound */
+        off[s] += HEAD;                            /* now the fill position */
+    }
+    for (size_t i = 0; i < b->nitems; i++) {
+        const acp_store_item *it = &b->items[i];
+        char *at = buf + off[it->sess];
+        put32(at, (uint32_t)it->n);
+        memcpy(at + 4, acp_store_batch_json(b, i), it->n);
+        off[it->sess] += 4 + it->n;
+    }
+    for (size_t s = 0; s < b->nsess; s++) off[s] -= size[s]; /* back to the start */
+    return buf;
+}
+
+/* One transaction for the whole batch. Sessions are locked in id order, so two processes
+ * committing batches that touch the same sessions cannot deadlock. A batch of one session
+ * is a single statement, which is its own transaction. */
+static int pg_commit(acp_store *st, const char *now)
+{
+    pg_store *p = (pg_store *)st;
+    const acp_store_batch *b = &st->batch;
+    if (b->nitems == 0) return 0;
+    int rc = ready(p);
+    if (rc) return rc;
+    char stamp[ACP_STORE_TIME_LEN + 1];
+    if (!now) acp_store_now(stamp), now = stamp;
+
+    size_t ns = b->nsess;
+    size_t *order = malloc(ns * sizeof *order), *off = malloc(ns * sizeof *off),
+           *size = malloc(ns * sizeof *size);
+    char *arrays = order && off && size ? batch_arrays(b, off, size) : NULL;
+    if (!arrays) {
+        rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t s = 0; s < ns; s++) {
+        order[s] = s;
+        if (size[s] > INT32_MAX) {
+            rc = acp_store_fail(st, ACP_ETOOBIG, "batch over 2 GB for one session");
+            goto out;
+        }
+    }
+    qsort_r(order, ns, sizeof *order, by_id, (void *)b);
+    if (ns > 1 && (rc = exec_simple(p, "BEGIN", "commit"))) goto out;
+    for (size_t k = 0; k < ns && !rc; k++) {
+        size_t s = order[k];
+        char count[24];
+        snprintf(count, sizeof count, "%zu", b->sess[s].count);
+        const char *v[4] = {acp_store_batch_id(b, s), count, now, arrays + off[s]};
+        const int lens[4] = {0, 0, 0, (int)size[s]}, fmts[4] = {0, 0, 0, 1};
+        PGresult *r;
+        if (!(rc = exec(p, Q_APPEND, 4, v, lens, fmts, PGRES_COMMAND_OK, &r))) PQclear(r);
+    }
+    if (!rc && ns > 1) rc = exec_simple(p, "COMMIT", "commit");
+out:
+    free(order);
+    free(off);
+    free(size);
+    free(arrays);
+    return rc;
+}
+
+static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
+{
+    pg_store *p = (pg_store *)st;
+    PGresult *r;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_EXISTS, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+    bool exists = PQntuples(r) > 0;
+    PQclear(r);
+    if (!exists) return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+
+    int64_t last = after_seq;
+    size_t total = 0;
+    bool more = true, stopped = false;
+    char after[24], limit[24];
+    snprintf(limit, sizeof limit, "%d", REPLAY_CHUNK);
+    while (more && !stopped) {
+        snprintf(after, sizeof after, "%lld", (long long)last);
+        const char *v[3] = {id, after, limit};
+        if ((rc = exec(p, Q_REPLAY, 3, v, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+        int n = PQntuples(r);
+        more = n == REPLAY_CHUNK;
+        for (int i = 0; i < n; i++) {
+            int64_t seq = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+            size_t len = (size_t)PQgetlength(r, i, 1);
+            int crc = cb(user, seq, PQgetvalue(r, i, 1), len);
+            last = seq;
+            total += len;
+            if (crc || (max_bytes && total > max_bytes)) {
+                rc = crc;
+                stopped = true;
+                more = more || i + 1 < n;
+                break;
+            }
+        }
+        PQclear(r);
+    }
+    if (stopped && more && rc == 0) {
+        /* Stopped at the last row of a full chunk: whether anything follows needs asking. */
+        snprintf(after, sizeof after, "%lld", (long long)last);
+        const char *v[2] = {id, after};
+        int qrc = exec(p, Q_MORE, 2, v, NULL, NULL, PGRES_TUPLES_OK, &r);
+        if (qrc) return qrc;
+        more = PQntuples(r) > 0;
+        PQclear(r);
+    }
+    if (last_seq) *last_seq = last;
+    if (done) *done = !more;
+    return rc;
+}
+
+static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                   acp_store_list_cb cb, void *user, char **next_cursor)
+{
+    pg_store *p = (pg_store *)st;
+    char at[ACP_STORE_TIME_LEN + 1], *after_id = NULL, lim[24];
+    *next_cursor = NULL;
+    if (cursor && acp_store_cursor_decode(cursor, at, &after_id))
+        return acp_store_fail(st, ACP_EINVAL, "malformed cursor");
+    int rc = ready(p);
+    if (rc) goto out;
+    snprintf(lim, sizeof lim, "%u", limit + 1); /* one more row says whether more follow */
+    const char *v[4] = {lim};
+    int n = 1, q;
+    if (cwd) v[n++] = cwd;
+    if (cursor) v[n++] = at, v[n++] = after_id;
+    q = cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_ALL_AFTER : Q_LIST_ALL);
+    PGresult *r;
+    if ((rc = exec(p, q, n, v, NULL, NULL, PGRES_TUPLES_OK, &r))) goto out;
+    int rows = PQntuples(r);
+    for (int i = 0; i < rows && (unsigned)i < limit && !rc; i++) {
+        acp_store_session s;
+        row_session(r, i, &s);
+        rc = cb(user, &s);
+    }
+    if (!rc && (unsigned)rows > limit && limit > 0) {
+        acp_store_session s;
+        row_session(r, (int)limit - 1, &s);
+        if (acp_store_cursor_encode(s.updated_at, s.id, next_cursor))
+            rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
+    }
+    PQclear(r);
+out:
+    free(after_id);
+    return rc;
+}
+
+/* The session row first: its lock waits out any commit in flight for it, and once it is
+ * gone no later commit can add to it; the history delete then sees everything committed. */
+static int pg_remove(acp_store *st, const char *id)
+{
+    pg_store *p = (pg_store *)st;
+    int rc = ready(p);
+    if (rc || (rc = exec_simple(p, "BEGIN", "delete"))) return rc;
+    if ((rc = exec_cmd(p, Q_DEL_SESSION, 1, &id, NULL)) ||
+        (rc = exec_cmd(p, Q_DEL_UPDATES, 1, &id, NULL)))
+        return rc;
+    return exec_simple(p, "COMMIT", "delete");
+}
+
+static void pg_close(acp_store *st)
+{
+    pg_store *p = (pg_store *)st;
+    drop_conn(p);
+    free(p->conninfo);
+    free(p->password);
+    free(p);
+}
+
+static const acp_store_ops pg_ops = {
+    .name = "postgresql",
+    .close = pg_close,
+    .create = pg_create,
+    .get = pg_get,
+    .set_info = pg_set_info,
+    .set_roots = pg_set_roots,
+    .commit = pg_commit,
+    .replay = pg_replay,
+    .list = pg_list,
+    .remove = pg_remove,
+};
+
 int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg)
 {
-    (void)conninfo;
-    *out = NULL;
-    return acp_store_open_fail(errmsg, ACP_ESTORE, "postgresql: backend not built yet");
+    char *perr = NULL;
+    PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
+    if (!opts) {
+        /* libpq's message quotes the string, password and all. */
+        PQfreemem(perr);
+        return acp_store_open_fail(errmsg, ACP_ESTORE,
+                                   "invalid PostgreSQL connection string (check its syntax)");
+    }
+    pg_store *p = calloc(1, sizeof *p);
+    if (p) {
+        acp_store_init(&p->base, &pg_ops);
+        p->conninfo = strdup(conninfo);
+        for (PQconninfoOption *o = opts; o->keyword; o++)
+            if (!strcmp(o->keyword, "password") && o->val && o->val[0])
+                p->password = strdup(o->val);
+    }
+    PQconninfoFree(opts);
+    if (!p || !p->conninfo) {
+        if (p) pg_close(&p->base);
+        return acp_store_open_fail(errmsg, ACP_ENOMEM, "out of memory");
+    }
+    int rc = connect_once(p, true);
+    if (rc) {
+        int code = acp_store_open_fail(errmsg, rc, "%s", p->base.err);
+        pg_close(&p->base);
+        return code;
+    }
+    *out = &p->base;
+    return 0;
 }
