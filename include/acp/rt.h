@@ -54,7 +54,8 @@ typedef struct acp_transport_opts {
 int acp_transport_open(uv_loop_t *loop, acp_conn *conn, int in_fd, int out_fd,
                        const acp_transport_opts *opts, acp_transport **out);
 
-bool acp_transport_writable(const acp_transport *t);
+/* False once the queue reached high_water; on_drain then follows when it falls below half. */
+bool acp_transport_writable(acp_transport *t);
 /* Bytes not yet written: the connection's output buffer plus writes in flight. */
 size_t acp_transport_queued(const acp_transport *t);
 /* Starts writing the connection's output now (normally done once per loop turn). Runs
@@ -71,19 +72,23 @@ void acp_transport_close(acp_transport *t, void (*done)(void *user), void *user)
 typedef struct acp_proc acp_proc;
 
 typedef struct acp_proc_opts {
-    const char *file;   /* program; searched in the child's PATH when it has no '/' */
-    char *const *argv;  /* NULL-terminated, argv[0] included */
-    char *const *env;   /* exactly these "K=V" strings, NULL-terminated; NULL inherits ours */
-    const char *cwd;    /* NULL: inherit */
-    bool pipe_stdin;    /* else /dev/null */
-    bool pipe_stdout;   /* else /dev/null */
-    bool pipe_stderr;   /* delivered to on_stderr; else see inherit_stderr */
+    const char *file;    /* program; searched in the child's PATH when it has no '/' */
+    char *const *argv;   /* NULL-terminated, argv[0] included */
+    char *const *env;    /* exactly these "K=V" strings, NULL-terminated; NULL inherits ours */
+    const char *cwd;     /* NULL: inherit */
+    bool pipe_stdin;     /* else /dev/null */
+    bool pipe_stdout;    /* for a transport or on_stdout; else /dev/null */
+    bool pipe_stderr;    /* delivered to on_stderr; else see inherit_stderr */
     bool inherit_stderr; /* when !pipe_stderr: share our fd 2 (else /dev/null) */
-    /* Bytes the child wrote to stderr (borrowed, valid during the call). */
+    /* Bytes the child wrote (borrowed, valid during the call). on_stdout set: the proc reads
+     * stdout itself (a terminal command); unset: stdout is left for a transport. */
+    void (*on_stdout)(acp_proc *p, const char *buf, size_t n, void *user);
     void (*on_stderr)(acp_proc *p, const char *buf, size_t n, void *user);
     /* The child (the group leader) exited: exit_status, or term_signal when it was killed.
      * By then whatever remained of its process group has been sent SIGKILL, so no helper
-     * (npx -> node) outlives it. The proc still has to be released with acp_proc_stop(). */
+     * (npx -> node) outlives it, and the pipes the proc reads (on_stdout, on_stderr) have
+     * reached EOF (or 2 s passed): all its output was delivered before this. The proc still
+     * has to be released with acp_proc_stop(). */
     void (*on_exit)(acp_proc *p, int64_t exit_status, int term_signal, void *user);
     void *user;
 } acp_proc_opts;
@@ -109,10 +114,10 @@ int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
 
 /* Teardown, and the only way to free a proc (also after on_exit): closes the child's stdin
  * (unless a transport owns it), waits grace_ms for it to exit, sends SIGTERM to its process
- * group, waits grace_ms again, then SIGKILL to the group. Once the leader has exited (and the
- * rest of its group was killed), the stderr pipe is read to its end (at most grace_ms more),
- * every handle is closed, the proc is freed and done (may be NULL) runs. on_stderr and
- * on_exit may still be called before done. Call once. */
+ * group, waits grace_ms again, then SIGKILL to the group. Once the leader has exited, the rest
+ * of its group was killed and on_exit was called, every handle is closed, the proc is freed
+ * and done (may be NULL) runs, from the loop. on_stdout, on_stderr and on_exit may still be
+ * called before done. Call once. */
 void acp_proc_stop(acp_proc *p, unsigned grace_ms, void (*done)(void *user), void *user);
 
 #ifdef __cplusplus
