@@ -1,0 +1,347 @@
+#!/usr/bin/env bash
+# make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
+# measured in the same run on the same machine.
+#
+#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list ingest mcp pg]...
+#
+# BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
+# runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
+# figures, the commands that produced them, and a summary table with the issues' goals). A
+# benchmark whose component is not built yet says "skipped" instead of failing the run.
+#
+# The agent benchmarks drive build/acp-agent and bench/ts-agent/agent.mjs (the SDK peer) with
+# the same client, build/bench/acp-bench-driver, so only the agent differs. Nothing here is a
+# test: no thresholds, no pass/fail beyond "the workload completed".
+set -euo pipefail
+
+[ $# -ge 1 ] || {
+    echo "usage: $0 BUILD_DIR [benchmark...]" >&2
+    exit 2
+}
+B=$(cd "$1" && pwd)
+shift
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+NAMES=${*:-rpc replay stream cold memory list ingest mcp pg}
+NODE=${NODE:-node}
+DRV=$B/bench/acp-bench-driver
+AGENT=${ACP_BENCH_AGENT:-$B/acp-agent} # override: try the harness with another agent
+ACP=$B/acp
+TSAGENT="$NODE $SRC/bench/ts-agent/agent.mjs"
+TMP=$(mktemp -d /tmp/acp-bench.XXXXXX)
+LOG=$TMP/log
+PG_STATE=$TMP/pg
+: >"$LOG"
+exec 3>&1 # the report, also from inside $(...)
+
+cleanup() {
+    [ -f "$PG_STATE/dir" ] && "$SRC/scripts/pg-test-cluster.sh" stop "$PG_STATE" >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# Any failing step prints the end of the log (agents' and drivers' stderr) before exiting.
+trap 'echo "bench: failed; last log lines:" >&2; tail -n 20 "$LOG" >&2' ERR
+
+say() { echo "bench: $*" >&2; }
+out() { printf '%s\n' "$*"; }
+kv() { sed -n "s/.*\\b$2=\\([^ ]*\\).*/\\1/p" <<<"$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "n/a" }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+fmt() { awk -v v="$1" 'BEGIN { if (v >= 1e6) printf "%.2fM", v / 1e6; else if (v >= 1e4) printf "%.0fk", v / 1e3; else printf "%g", v }'; }
+# run CMD...: runs it with stderr to the log, echoes the command into the report.
+run() {
+    printf '    $ %s\n' "$*" | sed "s|$TMP|\$TMP|g; s|$B/|build/|g; s|$SRC/||g" >&3
+    "$@" 2>>"$LOG"
+}
+ROWS=()
+row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 |"); }
+need() {
+    for f in "$@"; do
+        if [ ! -x "$f" ]; then
+            out "_skipped: ${f#$B/} is not built_"
+            out
+            row "$CUR" "skipped" "" "" ""
+            return 1
+        fi
+    done
+}
+
+out "# libacp benchmarks"
+out
+out "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)),"
+out "Node $($NODE --version), @agentclientprotocol/sdk $(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$SRC/node_modules/@agentclientprotocol/sdk/package.json" | head -n 1), build: $B"
+out
+
+# --- issue 2: rpc throughput ------------------------------------------------------------
+bench_rpc() {
+    CUR="rpc"
+    out "## rpc throughput (issue 2)"
+    out
+    need "$B/bench/rpc_throughput" || return 0
+    local R=$B/bench/rpc_throughput T="$NODE $SRC/bench/rpc_throughput.mjs" c t
+    say "rpc: one process"
+    c=$(run "$R" inproc 1000000); out "    $c"
+    t=$(run $T inproc 200000); out "    $t"
+    out
+    row "rpc, one process (200-byte notification in, one out), msgs/s" "$(fmt "$(kv "$c" msgs_per_s)")" "$(fmt "$(kv "$t" msgs_per_s)")" "$(ratio "$(kv "$c" msgs_per_s)" "$(kv "$t" msgs_per_s)")" ""
+    local ct
+    ct=$(run "$R" inproc 300000 tree); out "    $ct"
+    out
+    row "rpc, one process, handler parses params with jansson, msgs/s" "$(fmt "$(kv "$ct" msgs_per_s)")" "$(fmt "$(kv "$t" msgs_per_s)")" "$(ratio "$(kv "$ct" msgs_per_s)" "$(kv "$t" msgs_per_s)")" ""
+    say "rpc: emission"
+    c=$(run "$R" emit 2000000); out "    $c"
+    t=$(run $T emit 200000); out "    $t"
+    out
+    row "CPU per emitted session/update, µs" "$(kv "$c" cpu_us_per_msg)" "$(kv "$t" cpu_us_per_msg)" "$(ratio "$(kv "$t" cpu_us_per_msg)" "$(kv "$c" cpu_us_per_msg)")" "< 1 µs"
+    say "rpc: through a pipe"
+    out "    \$ build/bench/rpc_throughput writer 2000000 | build/bench/rpc_throughput reader"
+    c=$("$R" writer 2000000 2>>"$LOG" | "$R" reader 2>>"$LOG"); out "    $c"
+    out "    \$ node bench/rpc_throughput.mjs writer 300000 | node bench/rpc_throughput.mjs reader"
+    t=$($T writer 300000 2>>"$LOG" | $T reader 2>>"$LOG"); out "    $t"
+    out
+    row "rpc through a pipe, two processes, msgs/s" "$(fmt "$(kv "$c" msgs_per_s)")" "$(fmt "$(kv "$t" msgs_per_s)")" "$(ratio "$(kv "$c" msgs_per_s)" "$(kv "$t" msgs_per_s)")" "≥ 5x"
+}
+
+# --- issue 3: agent benchmarks ----------------------------------------------------------
+# fill_and_replay LABEL AGENT_CMD...: builds a 20,000-message session (10,000 echo prompts of
+# 1,250 bytes: each a user message and an agent message, ~25 MB of history), then loads it
+# three times, each in a fresh agent process; sets REPLAY_MS and REPLAY_MBS (medians).
+fill_and_replay() {
+    local label=$1 f sid i r
+    shift
+    say "replay: filling the $label store (10,000 prompts)"
+    f=$(run "$DRV" fill -n 10000 -b 1250 -- "$@")
+    sid=$(kv "$f" session)
+    : >"$TMP/replay.$label"
+    for i in 1 2 3; do
+        r=$(run "$DRV" replay -s "$sid" -- "$@"); out "    $r"
+        echo "$r" >>"$TMP/replay.$label"
+    done
+    REPLAY_MS=$(sed 's/.*replay_ms=\([^ ]*\).*/\1/' "$TMP/replay.$label" | median)
+    REPLAY_MBS=$(sed 's/.*mb_per_s=\([^ ]*\).*/\1/' "$TMP/replay.$label" | median)
+    REPLAY_UPDATES=$(kv "$r" updates)
+    REPLAY_BYTES=$(kv "$r" bytes)
+}
+
+C_REPLAY_MS="" C_REPLAY_MBS="" C_STREAM=""
+bench_replay() {
+    CUR="replay"
+    out "## replay: session/load of a 20,000-message session (issue 3)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    fill_and_replay c "$AGENT" --store "$TMP/replay-c/sessions.db"
+    C_REPLAY_MS=$REPLAY_MS C_REPLAY_MBS=$REPLAY_MBS
+    local cu=$REPLAY_UPDATES cb=$REPLAY_BYTES
+    fill_and_replay ts $TSAGENT --store "$TMP/replay-ts"
+    out
+    out "libacp replayed $cu updates ($cb bytes of JSON-RPC); the SDK peer $REPLAY_UPDATES updates ($REPLAY_BYTES bytes)."
+    out
+    row "replay 20,000 messages (~25 MB), ms" "$C_REPLAY_MS" "$REPLAY_MS" "$(ratio "$REPLAY_MS" "$C_REPLAY_MS")" "≥ 10x"
+    row "replay rate, MB/s of JSON-RPC" "$C_REPLAY_MBS" "$REPLAY_MBS" "$(ratio "$C_REPLAY_MBS" "$REPLAY_MBS")" "> 500 MB/s"
+}
+
+# stream_median AGENT_CMD...: "/stream 200000 200" three times (fresh process each); updates/s.
+stream_median() {
+    local i r
+    : >"$TMP/stream"
+    for i in 1 2 3; do
+        r=$(run "$DRV" stream -n 200000 -b 200 -- "$@"); out "    $r"
+        echo "$r" >>"$TMP/stream"
+    done
+    sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/stream" | median
+}
+
+bench_stream() {
+    CUR="stream"
+    out "## /stream 200000 200: updates per second reaching the client (issue 3)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    say "stream: acp-agent"
+    C_STREAM=$(stream_median "$AGENT" --store "$TMP/stream-c/sessions.db")
+    say "stream: SDK peer"
+    local t
+    t=$(stream_median $TSAGENT --store "$TMP/stream-ts")
+    out
+    row "/stream 200000 200, updates/s" "$(fmt "$C_STREAM")" "$(fmt "$t")" "$(ratio "$C_STREAM" "$t")" "≥ 5x"
+}
+
+bench_cold() {
+    CUR="cold"
+    out "## cold start: spawn + initialize + session/new (issue 3)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    say "cold start"
+    local c t
+    c=$(run "$DRV" cold -r 21 -- "$AGENT" --store "$TMP/cold-c/sessions.db"); out "    $c"
+    t=$(run "$DRV" cold -r 7 -- $TSAGENT --store "$TMP/cold-ts"); out "    $t"
+    out
+    row "cold start (median), ms" "$(kv "$c" cold_ms_median)" "$(kv "$t" cold_ms_median)" "$(ratio "$(kv "$t" cold_ms_median)" "$(kv "$c" cold_ms_median)")" "< 5 ms"
+}
+
+bench_memory() {
+    CUR="memory"
+    out "## memory: VmRSS with 1,000 open sessions (issue 3)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    say "memory"
+    local c t
+    c=$(run "$DRV" memory -n 1000 -- "$AGENT" --store "$TMP/mem-c/sessions.db"); out "    $c"
+    t=$(run "$DRV" memory -n 1000 -- $TSAGENT --store "$TMP/mem-ts"); out "    $t"
+    out
+    row "RSS per open session above idle, KB" "$(kv "$c" kb_per_session)" "$(kv "$t" kb_per_session)" "$(ratio "$(kv "$t" kb_per_session)" "$(kv "$c" kb_per_session)")" "< 50 KB"
+    row "idle RSS (initialize + 1 session), KB" "$(kv "$c" rss_idle_kb)" "$(kv "$t" rss_idle_kb)" "$(ratio "$(kv "$t" rss_idle_kb)" "$(kv "$c" rss_idle_kb)")" ""
+}
+
+# 100,000 sessions written straight into each store: the SQLite file through sqlite3 (in one
+# transaction, into the schema acp-agent itself created), the peer's directory the way
+# agent.mjs writes it (bench/ts-agent/populate.mjs).
+bench_list() {
+    CUR="list"
+    out "## session/list first page with 100,000 stored sessions (issue 3)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    local db=$TMP/list-c/sessions.db c t
+    say "list: populating 100,000 sessions"
+    run "$DRV" newmany -n 1 --cwd /bench -- "$AGENT" --store "$db" >/dev/null
+    out "    \$ sqlite3 \$TMP/list-c/sessions.db  # 99,999 INSERTs in one transaction (see run.sh)"
+    sqlite3 "$db" 2>>"$LOG" <<'SQL'
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 99999)
+INSERT INTO sessions (id, cwd, add_dirs, title, created_at, updated_at)
+SELECT lower(hex(randomblob(16))), '/bench', '[]', 'bench ' || i,
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || (100000 - i) || ' seconds'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || (100000 - i) || ' seconds')
+FROM n;
+COMMIT;
+SQL
+    run "$NODE" "$SRC/bench/ts-agent/populate.mjs" "$TMP/list-ts" 100000 /bench
+    say "list: measuring"
+    c=$(run "$DRV" list -r 11 --cwd /bench -- "$AGENT" --store "$db"); out "    $c"
+    t=$(run "$DRV" list -r 5 --cwd /bench -- $TSAGENT --store "$TMP/list-ts"); out "    $t"
+    out
+    row "session/list first page of 100,000 (median), ms" "$(kv "$c" list_ms_median)" "$(kv "$t" list_ms_median)" "$(ratio "$(kv "$t" list_ms_median)" "$(kv "$c" list_ms_median)")" "< 5 ms"
+}
+
+# --- issue 5: client ingest ---------------------------------------------------------------
+bench_ingest() {
+    CUR="ingest"
+    out "## client ingest: /stream 200000 200 from acp-agent (issue 5)"
+    out
+    need "$AGENT" || return 0
+    local a="$AGENT --store $TMP/ingest/sessions.db" t c l n t0 t1 rate=""
+    say "ingest: SDK client"
+    t=$(run "$NODE" "$SRC/bench/client_ingest.mjs" 200000 200 $a); out "    $t"
+    local sdk
+    sdk=$(kv "$t" updates_per_s)
+    if [ -x "$B/bench/client_ingest" ]; then
+        say "ingest: libacp client"
+        c=$(run "$B/bench/client_ingest" 200000 200 $a); out "    $c"
+        row "client ingest, library with a counting callback, updates/s" "$(fmt "$(kv "$c" updates_per_s)")" "$(fmt "$sdk")" "$(ratio "$(kv "$c" updates_per_s)" "$sdk")" "≥ 3x"
+    else
+        row "client ingest, library" "skipped (client_ingest not built)" "$(fmt "$sdk")" "" "≥ 3x"
+    fi
+    if [ -x "$ACP" ]; then
+        say "ingest: acp --json"
+        out "    \$ build/acp --agent 'build/acp-agent --store ...' --json prompt '/stream 200000 200' | wc -l"
+        t0=$(date +%s.%N)
+        n=$("$ACP" --agent "$a" --json prompt '/stream 200000 200' 2>>"$LOG" | wc -l)
+        t1=$(date +%s.%N)
+        rate=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 200000 / (b - a) }')
+        out "    lines=$n updates_per_s=$rate (whole command: spawn, initialize, session/new included)"
+        row "client ingest, acp --json (whole command), updates/s" "$(fmt "$rate")" "$(fmt "$sdk")" "$(ratio "$rate" "$sdk")" "≥ 3x"
+    else
+        row "client ingest, acp --json" "skipped (acp not built)" "$(fmt "$sdk")" "" "≥ 3x"
+    fi
+    out
+}
+
+# --- issue 4: MCP parallel connect --------------------------------------------------------
+bench_mcp() {
+    CUR="mcp"
+    out "## MCP: session/new to /mcp all ready, stdio server-everything (issue 4)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    local srv="$(command -v "$NODE") $SRC/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio"
+    local a=("$AGENT" --store "$TMP/mcp/sessions.db") i r one k
+    say "mcp: one server, five times"
+    : >"$TMP/mcp1"
+    for i in 1 2 3 4 5; do
+        r=$(run "$DRV" mcp -k 1 --mcp "$srv" -- "${a[@]}"); out "    $r"
+        echo "$r" >>"$TMP/mcp1"
+    done
+    one=$(sed 's/.*mcp_ready_ms=\([^ ]*\).*/\1/' "$TMP/mcp1" | median)
+    row "MCP 1 server ready, ms (median of 5)" "$one" "" "" ""
+    for k in 5 20; do
+        say "mcp: $k servers"
+        r=$(run "$DRV" mcp -k "$k" --mcp "$srv" -- "${a[@]}"); out "    $r"
+        local sum
+        sum=$(awk -v a="$one" -v k="$k" 'BEGIN { printf "%.0f", a * k }')
+        row "MCP $k servers ready, ms (sum of $k single starts: $sum ms)" "$(kv "$r" mcp_ready_ms)" "" "$(awk -v a="$(kv "$r" mcp_ready_ms)" -v s="$sum" 'BEGIN { printf "%.2f of the sum", a / s }')" "≈ one server's start"
+    done
+    out
+}
+
+# --- issue 6: PostgreSQL ---------------------------------------------------------------
+# appends8 LABEL STORE: 8 agent processes on one store, each streaming 25,000 updates at once;
+# the rate is all updates over the span from the first start to the last finish.
+appends8() {
+    local label=$1 store=$2 i
+    out "    \$ 8 x build/bench/acp-bench-driver stream -n 25000 -b 200 -- build/acp-agent --store $label (in parallel)"
+    for i in 1 2 3 4 5 6 7 8; do
+        "$DRV" stream -n 25000 -b 200 -- "$AGENT" --store "$store" >"$TMP/ap.$i" 2>>"$LOG" &
+    done
+    wait
+    cat "$TMP"/ap.? | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        n += v["updates"]; if (!s || v["t0"] < s) s = v["t0"]; if (v["t1"] > e) e = v["t1"] }
+        END { printf "%.0f\n", n / (e - s) }'
+}
+
+bench_pg() {
+    CUR="pg"
+    out "## PostgreSQL store beside SQLite (issue 6)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    say "pg: starting a throwaway cluster"
+    if ! "$SRC/scripts/pg-test-cluster.sh" start "$PG_STATE" -c fsync=on >>"$LOG" 2>&1; then
+        out "_skipped: no PostgreSQL cluster could be started_"
+        row "pg" "skipped" "" "" ""
+        return 0
+    fi
+    local uri
+    uri=$(cat "$PG_STATE/uri")
+    out "cluster: scripts/pg-test-cluster.sh (unix socket, fsync on, synchronous_commit on)"
+    out
+    if [ -z "$C_REPLAY_MS" ]; then
+        fill_and_replay c "$AGENT" --store "$TMP/replay-c/sessions.db"
+        C_REPLAY_MS=$REPLAY_MS C_REPLAY_MBS=$REPLAY_MBS
+    fi
+    fill_and_replay pg "$AGENT" --store "$uri"
+    row "PostgreSQL replay 20,000 messages, ms (SQLite: $C_REPLAY_MS)" "$REPLAY_MS" "" "$(ratio "$REPLAY_MS" "$C_REPLAY_MS") of SQLite" "within 2x"
+    [ -n "$C_STREAM" ] || C_STREAM=$(stream_median "$AGENT" --store "$TMP/stream-c/sessions.db")
+    local p
+    p=$(stream_median "$AGENT" --store "$uri")
+    row "PostgreSQL /stream 200000 200, updates/s (SQLite: $(fmt "$C_STREAM"))" "$(fmt "$p")" "" "$(ratio "$C_STREAM" "$p") slower" "within 2x"
+    say "pg: 8 concurrent agents"
+    local s8 p8
+    s8=$(appends8 sqlite "$TMP/ap-c/sessions.db")
+    p8=$(appends8 postgresql "$uri")
+    out "    sqlite appends_per_s=$s8; postgresql appends_per_s=$p8"
+    row "appends/s, 8 agent processes on one store: PostgreSQL (SQLite: $(fmt "$s8"))" "$(fmt "$p8")" "" "" ""
+    out
+}
+
+for name in $NAMES; do
+    case $name in
+    rpc | replay | stream | cold | memory | list | ingest | mcp | pg) "bench_$name" ;;
+    *)
+        echo "bench: unknown benchmark '$name'" >&2
+        exit 2
+        ;;
+    esac
+done
+
+out "## Summary"
+out
+out "| benchmark | libacp | TS SDK | ratio | goal |"
+out "|---|---|---|---|---|"
+for r in "${ROWS[@]}"; do out "$r"; done
