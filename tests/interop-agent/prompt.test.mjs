@@ -1,0 +1,300 @@
+// Prompt turns of acp-agent's echo engine with the official SDK as the client: echo, /stream, /title,
+// /plan, /write with and without the client's fs, permission outcomes, a 20 MB prompt, two sessions at
+// once. Spec: prompt-turn.mdx, cancellation.mdx, file-system.mdx, tool-calls.mdx (REQUIREMENTS §6.9,
+// §6.10, §8, §9.1-9.3); issue 3 "acp-agent".
+import test from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { tempDir, makeDir, sdkAgent, rawAgent, textOf, normalize, userMsg, listAll, clockPast, ISO8601 } from "./lib.mjs";
+
+const chunks = (updates) => updates.filter((u) => u.sessionUpdate === "agent_message_chunk");
+const failedTool = (updates) =>
+  updates.some((u) => (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.status === "failed");
+
+test("echo: chunks concatenate to the prompt text, end_turn, every update before the response", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  for (const text of ["hello", "héllo wörld 🌍\nsecond line\ttab \"quoted\" \\ back", "x".repeat(100_000)]) {
+    const r = await a.prompt(sid, text);
+    assert.equal(r.stopReason, "end_turn");
+    assert.equal(textOf(r.updates), text);
+    const ids = new Set(chunks(r.updates).map((u) => u.messageId));
+    assert.equal(ids.size, 1, "one message, one messageId");
+  }
+  const n = a.updates(sid).length;
+  await a.request("session/list", {});
+  assert.equal(a.updates(sid).length, n, "updates arrived after the prompt response");
+  await a.end();
+});
+
+test("prompt: resource_link accepted (baseline); unadvertised image -> -32602; unknown session -> error", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  const caps = (await a.init()).agentCapabilities;
+  const sid = await a.newSession(dir);
+  const rl = await a.request("session/prompt", {
+    sessionId: sid,
+    prompt: [
+      { type: "text", text: "see " },
+      { type: "resource_link", uri: "file:///etc/hosts", name: "hosts" },
+    ],
+  });
+  assert.equal(rl.result?.stopReason, "end_turn", JSON.stringify(rl));
+  if (!caps.promptCapabilities?.image) {
+    const im = await a.request("session/prompt", { sessionId: sid, prompt: [{ type: "image", data: "AAAA", mimeType: "image/png" }] });
+    assert.equal(im.error?.code, -32602, JSON.stringify(im));
+  }
+  const un = await a.prompt("sess_no_such_session_000000000000", "hi");
+  assert.ok(un.error, JSON.stringify(un));
+  await a.end();
+});
+
+test("/stream N BYTES: exactly N chunks of BYTES ASCII bytes, one messageId, all before the response (raw)", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  for (const [n, bytes] of [
+    [50, 1000],
+    [2000, 1],
+    [1, 65536],
+  ]) {
+    const from = a.lines.length;
+    const resp = await a.prompt(sid, `/stream ${n} ${bytes}`);
+    assert.equal(resp.result?.stopReason, "end_turn");
+    const respSeq = a.lines.findIndex((l) => l.msg === resp);
+    await a.request("session/list", {});
+    const got = a.updatesOf(sid, from).filter((e) => e.msg.params.update.sessionUpdate === "agent_message_chunk");
+    assert.equal(got.length, n, `/stream ${n} ${bytes} sent ${got.length} chunks`);
+    for (const e of got) {
+      const text = e.msg.params.update.content.text;
+      assert.equal(Buffer.byteLength(text, "utf8"), bytes);
+      assert.match(text, /^[\x20-\x7e]*$/, "not printable ASCII");
+      assert.ok(e.seq < respSeq, "a chunk was written after the prompt response");
+    }
+    assert.equal(new Set(got.map((e) => e.msg.params.update.messageId)).size, 1, "more than one messageId");
+    assert.equal(typeof got[0].msg.params.update.messageId, "string");
+  }
+  await a.end();
+});
+
+test("/title: session_info_update, shown by session/list, persisted across a restart", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r = await a.prompt(sid, "/title My Fancy Title");
+  const info = r.updates.filter((u) => u.sessionUpdate === "session_info_update");
+  assert.equal(info.length, 1, JSON.stringify(r.updates));
+  assert.equal(info[0].title, "My Fancy Title");
+  if (info[0].updatedAt != null) assert.match(info[0].updatedAt, ISO8601);
+  const s = (await a.request("session/list", {})).sessions.find((x) => x.sessionId === sid);
+  assert.equal(s.title, "My Fancy Title");
+  assert.match(s.updatedAt, ISO8601);
+  await a.end();
+  const b = rawAgent(t, { store });
+  await b.init();
+  const s2 = (await listAll(b)).find((x) => x.sessionId === sid);
+  assert.equal(s2.title, "My Fancy Title");
+  await b.end();
+});
+
+test("a prompt is activity: updatedAt moves forward and the session goes to the front of session/list", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const s1 = await a.newSession(dir);
+  const s2 = await a.newSession(dir);
+  const l1 = (await a.request("session/list", {})).sessions;
+  const t1 = l1.find((s) => s.sessionId === s1).updatedAt;
+  await clockPast(l1.map((s) => s.updatedAt).sort().at(-1));
+  await a.prompt(s1, "activity");
+  const l2 = (await a.request("session/list", {})).sessions;
+  assert.equal(l2[0].sessionId, s1, "the prompted session is not newest");
+  assert.ok(Date.parse(l2[0].updatedAt) > Date.parse(t1), `updatedAt did not move: ${t1} -> ${l2[0].updatedAt}`);
+  assert.equal(l2[1].sessionId, s2);
+  await a.end();
+});
+
+test("/plan: a plan of 3 entries with valid priority and status", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r = await a.prompt(sid, "/plan");
+  assert.equal(r.stopReason, "end_turn");
+  const plans = r.updates.filter((u) => u.sessionUpdate === "plan");
+  assert.ok(plans.length >= 1);
+  for (const p of plans) {
+    assert.equal(p.entries.length, 3, "each plan update carries the complete list (agent-plan.mdx MUST)");
+    for (const e of p.entries) {
+      assert.equal(typeof e.content, "string");
+      assert.ok(["high", "medium", "low"].includes(e.priority));
+      assert.ok(["pending", "in_progress", "completed"].includes(e.status));
+    }
+  }
+  await a.end();
+});
+
+function writeFixture(t) {
+  const base = tempDir(t);
+  return {
+    base,
+    cwd: makeDir(join(base, "proj")),
+    out: makeDir(join(base, "outside")),
+    store: join(base, "sessions.db"),
+  };
+}
+
+test("/write inside the root set: permission asked, then local write (no client fs)", async (t) => {
+  const f = writeFixture(t);
+  const a = sdkAgent(t, { store: f.store });
+  await a.init();
+  const sid = await a.newSession(f.cwd);
+  const r = await a.prompt(sid, "/write new.txt written-locally-42");
+  assert.equal(r.stopReason, "end_turn");
+  assert.equal(a.permissions.length, 1, "no session/request_permission before the write");
+  assert.equal(a.permissions[0].sessionId, sid);
+  assert.equal(typeof a.permissions[0].toolCall.toolCallId, "string");
+  const kinds = a.permissions[0].options.map((o) => o.kind);
+  assert.ok(kinds.some((k) => k.startsWith("allow")) && kinds.some((k) => k.startsWith("reject")), `options: ${kinds}`);
+  assert.equal(readFileSync(join(f.cwd, "new.txt"), "utf8"), "written-locally-42");
+  assert.equal(a.fsWrites.length, 0, "fs/write_text_file called although the client did not offer it");
+  assert.ok(!failedTool(r.updates));
+  // the tool call is reported (tool-calls.mdx SHOULD) and ends completed
+  const tc = r.updates.filter((u) => u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update");
+  assert.ok(tc.length > 0, "no tool_call reported");
+  assert.equal(tc.at(-1).status, "completed");
+  await a.end();
+});
+
+test("/write with the client offering fs: fs/write_text_file with the absolute path, disk untouched", async (t) => {
+  const f = writeFixture(t);
+  const a = sdkAgent(t, { store: f.store, fs: { read: () => "" } });
+  await a.init();
+  const sid = await a.newSession(f.cwd);
+  const r = await a.prompt(sid, "/write sub.txt via-client-77");
+  assert.equal(r.stopReason, "end_turn");
+  assert.equal(a.permissions.length, 1);
+  assert.deepEqual(
+    a.fsWrites.map((w) => [w.sessionId, w.path, w.content]),
+    [[sid, join(f.cwd, "sub.txt"), "via-client-77"]],
+  );
+  assert.ok(!existsSync(join(f.cwd, "sub.txt")), "wrote locally although the client offers fs");
+  await a.end();
+});
+
+test("/write permission denied or cancelled: nothing written", async (t) => {
+  const f = writeFixture(t);
+  for (const permission of ["deny", "cancel"]) {
+    for (const fs of [false, { read: () => "" }]) {
+      const a = sdkAgent(t, { store: f.store, permission, fs });
+      await a.init();
+      const sid = await a.newSession(f.cwd);
+      const r = await a.prompt(sid, `/write denied-${permission}.txt nope`);
+      assert.ok(r.stopReason, "the turn must still end");
+      assert.equal(a.permissions.length, 1);
+      assert.ok(!existsSync(join(f.cwd, `denied-${permission}.txt`)), `written although permission was ${permission}`);
+      assert.equal(a.fsWrites.length, 0);
+      const tc = r.updates.filter((u) => u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update");
+      assert.ok(tc.length === 0 || tc.at(-1).status !== "completed", "tool call reported completed although refused");
+      await a.end();
+    }
+  }
+});
+
+test("/write outside the root set (absolute, .., symlinked dir): refused, nothing written", async (t) => {
+  const f = writeFixture(t);
+  const { symlinkSync } = await import("node:fs");
+  symlinkSync(f.out, join(f.cwd, "escape"));
+  for (const fs of [false, { read: () => "" }]) {
+    const a = sdkAgent(t, { store: f.store, fs });
+    await a.init();
+    const sid = await a.newSession(f.cwd);
+    for (const path of [join(f.out, "a.txt"), "../outside/b.txt", "escape/c.txt"]) {
+      const r = await a.prompt(sid, `/write ${path} escaped`);
+      assert.ok(failedTool(r.updates), `${path}: no failed tool_call`);
+    }
+    assert.deepEqual(a.fsWrites, []);
+    for (const n of ["a.txt", "b.txt", "c.txt"]) assert.ok(!existsSync(join(f.out, n)), `${n} written outside the root set`);
+    await a.end();
+  }
+});
+
+test("a 20 MB prompt is echoed back whole, and replays whole after a restart", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  let big = "";
+  const unit = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_"; // 64 bytes
+  big = unit.repeat((20 << 20) / 64);
+  const r = await a.prompt(sid, big);
+  assert.equal(r.stopReason, "end_turn");
+  const echoed = textOf(r.updates);
+  assert.equal(echoed.length, big.length);
+  assert.ok(echoed === big, "echo differs from the prompt");
+  await a.end();
+  const b = sdkAgent(t, { store });
+  await b.init();
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const n = normalize(b.updates(sid));
+  assert.equal(n.length, 2);
+  assert.ok(n[0].sessionUpdate === "user_message_chunk" && n[0].content.text === big, "user message not replayed whole");
+  assert.ok(n[1].sessionUpdate === "agent_message_chunk" && n[1].content.text === big, "agent message not replayed whole");
+  await b.end();
+});
+
+test("two sessions at once: a prompt completes while another session sleeps; two streams stay separate", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const s1 = await a.newSession(dir);
+  const s2 = await a.newSession(dir);
+  const sleeping = a.prompt(s1, "/sleep 600000");
+  let settled = false;
+  sleeping.then(() => (settled = true));
+  const r2 = await a.prompt(s2, "while s1 sleeps");
+  assert.equal(textOf(r2.updates), "while s1 sleeps");
+  const st = await a.prompt(s2, "/stream 20 10");
+  assert.equal(chunks(st.updates).length, 20);
+  assert.equal(settled, false, "the sleeping prompt ended by itself");
+  await a.ctx.notify("session/cancel", { sessionId: s1 });
+  assert.equal((await sleeping).stopReason, "cancelled");
+  // two concurrent streams: each gets exactly its own chunks
+  const [x, y] = await Promise.all([a.prompt(s1, "/stream 3000 7"), a.prompt(s2, "/stream 2000 9")]);
+  assert.equal(chunks(x.updates).length, 3000);
+  assert.equal(chunks(y.updates).length, 2000);
+  assert.ok(chunks(x.updates).every((u) => u.content.text.length === 7));
+  assert.ok(chunks(y.updates).every((u) => u.content.text.length === 9));
+  const order = a.all.filter((e) => e.update.sessionUpdate === "agent_message_chunk").slice(-5000).map((e) => e.sessionId);
+  let switches = 0;
+  for (let i = 1; i < order.length; i++) if (order[i] !== order[i - 1]) switches++;
+  t.diagnostic(`interleaving: the two streams switched ${switches} times on stdout`);
+  await a.end();
+});
+
+test("user messages are stored as the client sent them (replay compares exactly)", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const texts = ["plain", "/stream 2 3", "émoji 🎉 and \u2028 sep"];
+  const expected = [];
+  for (const text of texts) {
+    const r = await a.prompt(sid, text);
+    expected.push(userMsg(text), ...r.updates);
+  }
+  await a.end();
+  const b = sdkAgent(t, { store });
+  await b.init();
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  assert.deepEqual(normalize(b.updates(sid)), normalize(expected));
+  await b.end();
+});

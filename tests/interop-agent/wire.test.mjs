@@ -1,0 +1,174 @@
+// initialize and JSON-RPC framing of acp-agent: version negotiation, capabilities, agentInfo, and what a
+// raw NDJSON client sees on the wire (ids echoed byte-exact, malformed input, batches, unknown methods,
+// requests before initialize, EOF mid-turn). Spec: REQUIREMENTS.md §1-§6.1, transports.mdx,
+// initialization.mdx, extensibility.mdx; issue 3 "initialize".
+import test from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { AGENT, tempDir, rawAgent, sdkAgent } from "./lib.mjs";
+
+const SESSION_CAPS = ["additionalDirectories", "close", "delete", "list", "resume"];
+
+test("initialize: protocolVersion 1 for requested 1, 2, 0, 999", async (t) => {
+  const dir = tempDir(t);
+  for (const v of [1, 2, 0, 999]) {
+    const a = rawAgent(t, { store: join(dir, `s${v}.db`) });
+    const r = await a.request("initialize", { protocolVersion: v, clientCapabilities: {} });
+    assert.equal(r.result?.protocolVersion, 1, `requested ${v}: ${JSON.stringify(r)}`);
+    await a.end();
+  }
+});
+
+test("initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  const r = await a.init();
+  const caps = r.agentCapabilities;
+  assert.equal(caps.loadSession, true);
+  assert.deepEqual(Object.keys(caps.sessionCapabilities).filter((k) => k !== "_meta").sort(), SESSION_CAPS);
+  for (const k of SESSION_CAPS) assert.deepEqual(caps.sessionCapabilities[k], {}, `sessionCapabilities.${k}`);
+  // http/sse: booleans when present (the MCP issue decides true); nothing else in mcpCapabilities.
+  for (const [k, v] of Object.entries(caps.mcpCapabilities ?? {})) {
+    assert.ok(["http", "sse", "_meta"].includes(k), `unexpected mcpCapabilities.${k}`);
+    if (k !== "_meta") assert.equal(typeof v, "boolean");
+  }
+  for (const [k, v] of Object.entries(caps.promptCapabilities ?? {})) {
+    assert.ok(["image", "audio", "embeddedContext", "_meta"].includes(k), `unexpected promptCapabilities.${k}`);
+    if (k !== "_meta") assert.equal(typeof v, "boolean");
+  }
+  for (const k of Object.keys(caps))
+    assert.ok(
+      ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "_meta"].includes(k),
+      `custom field at the root of agentCapabilities: ${k} (extensibility.mdx: MUST NOT)`,
+    );
+  assert.deepEqual(r.authMethods ?? [], []);
+  assert.equal(typeof r.agentInfo?.name, "string");
+  assert.ok(r.agentInfo.name.length > 0);
+  assert.equal(typeof r.agentInfo.version, "string");
+  assert.ok(r.agentInfo.version.length > 0);
+  await a.end();
+});
+
+test("acp-agent --version names agentInfo.version; --help exits 0 and mentions --store", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  const info = (await a.init()).agentInfo;
+  await a.end();
+  const env = { ...process.env, XDG_STATE_HOME: join(dir, "xdg") };
+  const version = execFileSync(AGENT, ["--version"], { env, encoding: "utf8" });
+  assert.ok(version.includes(info.version), `--version printed ${JSON.stringify(version)}`);
+  const help = execFileSync(AGENT, ["--help"], { env, encoding: "utf8" });
+  assert.match(help, /--store/);
+});
+
+test("request ids are echoed exactly: strings, 0, negative, and integers beyond 2^53", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const ids = ['"abc"', '""', '"\\u00e9x"', "0", "-7", "9007199254740993", "123456789012345678"];
+  for (const id of ids) {
+    a.send(`{"jsonrpc":"2.0","id":${id},"method":"session/list","params":{}}`);
+    const line = await a.nextLine();
+    const m = line.raw.match(/"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)/);
+    assert.ok(m, `no id in ${line.raw.slice(0, 200)}`);
+    assert.equal(JSON.parse(m[1]), JSON.parse(id), `id ${id} came back as ${m[1]}`);
+    if (/^-?\d+$/.test(id)) assert.equal(m[1], id, "integer ids must come back digit for digit");
+    assert.ok(line.msg.result, `session/list with id ${id}: ${line.raw.slice(0, 200)}`);
+  }
+  await a.end();
+});
+
+test("malformed JSON line -> -32700 with id null, and the connection survives", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  a.send('{"jsonrpc":"2.0","id":5,"method":"session/list"');
+  const err = await a.nextLine();
+  assert.equal(err.msg.error?.code, -32700, err.raw);
+  assert.equal(err.msg.id, null);
+  a.send("this is not json");
+  assert.equal((await a.nextLine()).msg.error?.code, -32700);
+  const ok = await a.request("session/list", {});
+  assert.ok(Array.isArray(ok.result?.sessions), JSON.stringify(ok));
+  await a.end();
+});
+
+test("a JSON array (batch) -> -32600, entries not processed", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  a.send(JSON.stringify([{ jsonrpc: "2.0", id: 77, method: "session/list", params: {} }]));
+  const r = await a.nextLine();
+  assert.equal(r.msg.error?.code, -32600, r.raw);
+  assert.equal(r.msg.id, null);
+  const after = await a.request("session/list", {});
+  assert.ok(after.result, JSON.stringify(after));
+  assert.ok(!a.lines.some((l) => l.msg.id === 77), "batch entry was processed");
+  await a.end();
+});
+
+test("unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  assert.equal((await a.request("session/frobnicate", {})).error?.code, -32601);
+  assert.equal((await a.request("_acme/thing", {})).error?.code, -32601);
+  const n = a.lines.length;
+  a.notify("_acme/notice", { x: 1 });
+  a.notify("unknown/notification", {});
+  const r = await a.request("session/list", {});
+  assert.ok(r.result);
+  assert.equal(a.lines.length, n + 1, "a notification got a response");
+  await a.end();
+});
+
+test("request before initialize -> error response; initialize still works afterwards", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  const r = await a.request("session/new", { cwd: dir, mcpServers: [] });
+  assert.ok(r.error, `session/new before initialize answered ${JSON.stringify(r)}`);
+  assert.equal(r.result, undefined);
+  const l = await a.request("session/list", {});
+  assert.ok(l.error, `session/list before initialize answered ${JSON.stringify(l)}`);
+  await a.init();
+  const sid = await a.newSession(dir);
+  assert.equal(typeof sid, "string");
+  await a.end();
+});
+
+test("params missing or invalid types -> -32602, not a crash", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  assert.equal((await a.request("session/new")).error?.code, -32602);
+  assert.equal((await a.request("session/new", { cwd: 5, mcpServers: [] })).error?.code, -32602);
+  assert.equal((await a.request("session/prompt", { sessionId: "x" })).error?.code, -32602);
+  assert.equal((await a.request("session/load", { sessionId: 3, cwd: dir, mcpServers: [] })).error?.code, -32602);
+  await a.end();
+});
+
+test("EOF mid-turn (a /sleep and a /stream running): agent exits 0 without leaks", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const s1 = await a.newSession(dir);
+  const s2 = await a.newSession(dir);
+  a.prompt(s1, "/sleep 600000");
+  a.prompt(s2, "/stream 100000 100");
+  await a.waitFor((m) => m.method === "session/update" && m.params.sessionId === s2 && m.params.update.sessionUpdate === "agent_message_chunk");
+  await a.end(); // asserts exit code 0 (66 would be a leak report) and clean stdout
+});
+
+test("stdout carries only JSON-RPC lines across a session's life (SDK client)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.prompt(sid, "hello");
+  await a.prompt(sid, "/plan");
+  await a.prompt(sid, "/title t");
+  await a.prompt(sid, "/stream 10 10");
+  await a.end(); // asserts no stray line and exit 0
+  assert.ok(a.msgs.every((m) => m.msg.jsonrpc === "2.0"));
+});
