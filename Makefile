@@ -44,10 +44,10 @@ bench: deps npm release
 	./bench/run.sh build
 
 fuzz: deps
-	$(CMAKE) -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACP_FUZZ=ON
+	$(CMAKE) -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACP_FUZZ=ON -DBUILD_TESTING=OFF
 	$(CMAKE) --build build/fuzz -j $(JOBS) --target fuzz_rpc_recv
 	mkdir -p build/fuzz/corpus && cp -n fuzz/corpus/rpc_recv/* build/fuzz/corpus/ 2>/dev/null || true
-	build/fuzz/fuzz/fuzz_rpc_recv -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus fuzz/corpus/rpc_recv
+	build/fuzz/fuzz_rpc_recv -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus fuzz/corpus/rpc_recv
 
 install: release
 	$(CMAKE) --install build

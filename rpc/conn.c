@@ -298,7 +298,6 @@ int acp_conn_out_append(acp_conn *c, const char *bytes, size_t n)
 static int emit(acp_conn *c, const char *prefix, size_t plen, const json_t *value, const char *raw,
                 size_t rawlen, const char *suffix)
 {
-    if (c->closed) return ACP_ECLOSED;
     acp_buf *b = c->target;
     size_t before = c->out.len, start = b->len;
     acp_jw w;
@@ -412,7 +411,7 @@ static int reply(acp_req *r, const json_t *result, const char *raw, size_t rawle
     if (!rc) rc = emit(c, p.data, p.len, result, raw, rawlen, "}\n");
     acp_buf_free(&p);
     req_free(r);
-    return rc == ACP_ECLOSED ? 0 : rc;
+    return rc;
 }
 
 int acp_req_reply(acp_req *r, json_t *result)
@@ -437,12 +436,11 @@ int acp_req_error(acp_req *r, int code, json_t *data, const char *fmt, ...)
     va_end(ap);
     int rc = send_error_id(r->conn, r->id, strlen(r->id), code, data, msg);
     req_free(r);
-    return rc == ACP_ECLOSED ? 0 : rc;
+    return rc;
 }
 
 /* --- streamed messages ------------------------------------------------------------------- */
 
-/* Streams are allowed after EOF (a handler may still answer); stream_end() then drops them. */
 static acp_jw *stream_begin(acp_conn *c, enum stream_kind kind, const char *prefix, size_t plen)
 {
     if (c->stream != STREAM_NONE) return NULL;
@@ -463,8 +461,7 @@ static int stream_end(acp_conn *c, enum stream_kind kind)
     int rc = acp_jw_status(&c->jw);
     if (!rc && (c->jw.depth != 0 || c->jw.after_key)) rc = ACP_EINVAL;
     if (!rc && acp_buf_append(b, "}\n", 2)) rc = ACP_ENOMEM;
-    if (!rc && c->closed) rc = kind == STREAM_REPLY ? 0 : ACP_ECLOSED;
-    if (rc || c->closed) {
+    if (rc) {
         b->len = c->stream_start;
         return rc;
     }
@@ -909,7 +906,7 @@ static void handle_line(acp_conn *c, const char *line, size_t n)
     char idk = acp_json_kind(env.id);
     bool id_ok = env.id.p && (idk == 's' || idk == 'n' || idk == 'z');
     /* Echo the id when it is usable, null otherwise (JSON-RPC 2.0 §5). */
-    acp_span reply_id = id_ok ? env.id : (acp_span){"null", 4};
+    acp_span reply_id = id_ok && !env.duplicate ? env.id : (acp_span){"null", 4};
     const char *problem = NULL;
     if (env.duplicate)
         problem = "Invalid request: a member appears twice";
@@ -1092,7 +1089,7 @@ void acp_conn_eof(acp_conn *c)
     if (n && !all) return; /* they are freed with the connection */
     for (size_t i = 0; i < c->calls_cap; i++)
         if (c->calls[i]) all[k++] = c->calls[i];
-    memset(c->calls, 0, c->calls_cap * sizeof *c->calls);
+    if (c->calls) memset(c->calls, 0, c->calls_cap * sizeof *c->calls);
     c->ncalls = 0;
     for (k = 0; k < n; k++) {
         acp_msg m = {0};

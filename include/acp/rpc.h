@@ -79,8 +79,10 @@ int acp_conn_on(acp_conn *c, const char *method, acp_request_cb on_request, acp_
  * ACP_ENOMEM (the connection is then unusable), or ACP_ECLOSED after acp_conn_eof(). Bad
  * input is never an error here: it is answered on the wire. */
 int acp_conn_recv(acp_conn *c, const char *bytes, size_t len);
-/* The peer closed its side. A final unterminated line is processed, then every pending call
- * resolves with a local ACP_RPC_CONN_CLOSED error. Further sends are dropped. */
+/* The peer closed its side (our input). A final unterminated line is processed, then every
+ * pending call resolves with a local ACP_RPC_CONN_CLOSED error, since no answer can arrive.
+ * Replies and notifications are still produced: the peer may still be reading (a shell pipe
+ * that closed its end after writing, say); new calls fail with ACP_ECLOSED. */
 void acp_conn_eof(acp_conn *c);
 bool acp_conn_closed(const acp_conn *c);
 

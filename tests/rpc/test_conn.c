@@ -1,0 +1,563 @@
+/* acp_conn: framing, ids, error codes, both directions at once, cancellation, EOF. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/rpc.h"
+
+/* --- helpers ------------------------------------------------------------------------------ */
+
+/* Takes the connection's output and splits it into parsed lines (at most 64). */
+typedef struct lines {
+    json_t *v[64];
+    char *raw[64];
+    size_t n;
+} lines;
+
+static void lines_take(acp_conn *c, lines *l)
+{
+    memset(l, 0, sizeof *l);
+    size_t len;
+    char *out = acp_conn_out_take(c, &len);
+    for (size_t i = 0; i < len;) {
+        char *nl = memchr(out + i, '\n', len - i);
+        assert_non_null(nl); /* every message ends with LF */
+        assert_true(l->n < 64);
+        l->raw[l->n] = strndup(out + i, (size_t)(nl - (out + i)));
+        assert_null(memchr(l->raw[l->n], '\n', strlen(l->raw[l->n])));
+        json_error_t err;
+        l->v[l->n] = json_loads(l->raw[l->n], JSON_DECODE_ANY, &err);
+        assert_non_null(l->v[l->n]);
+        l->n++;
+        i = (size_t)(nl - out) + 1;
+    }
+    free(out);
+}
+
+static void lines_free(lines *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        json_decref(l->v[i]);
+        free(l->raw[i]);
+    }
+    l->n = 0;
+}
+
+static int err_code(json_t *v)
+{
+    return (int)json_integer_value(json_object_get(json_object_get(v, "error"), "code"));
+}
+
+static void feed(acp_conn *c, const char *s)
+{
+    assert_int_equal(acp_conn_recv(c, s, strlen(s)), 0);
+}
+
+/* An echo server: replies with its params; "_fail" replies with the code in params.code. */
+static int handled;
+static void on_echo(acp_conn *c, acp_req *r, void *user)
+{
+    handled++;
+    acp_req_reply(r, json_incref(acp_req_params(r)));
+}
+
+static void on_fail(acp_conn *c, acp_req *r, void *user)
+{
+    int code = (int)json_integer_value(json_object_get(acp_req_params(r), "code"));
+    acp_req_error(r, code, json_pack("{s:s}", "why", "asked"), "failed as asked: %d", code);
+}
+
+static int notes;
+static char last_note[64];
+static void on_note(acp_conn *c, acp_msg *m, void *user)
+{
+    notes++;
+    json_t *p = acp_msg_params(m);
+    const char *s = json_string_value(json_object_get(p, "s"));
+    snprintf(last_note, sizeof last_note, "%s", s ? s : "");
+}
+
+static acp_conn *server(void)
+{
+    acp_conn *c = acp_conn_new(NULL);
+    assert_non_null(c);
+    acp_conn_on(c, "echo", on_echo, NULL, NULL);
+    acp_conn_on(c, "_fail", on_fail, NULL, NULL);
+    acp_conn_on(c, "note", NULL, on_note, NULL);
+    handled = notes = 0;
+    return c;
+}
+
+/* --- framing ------------------------------------------------------------------------------ */
+
+static void split_at_every_offset(void **state)
+{
+    const char *msgs =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{\"t\":\"é€😀\"}}\r\n"
+        "\n   \r\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"s\":\"hi\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":\"two\",\"method\":\"echo\",\"params\":[1]}\n";
+    size_t n = strlen(msgs);
+    for (size_t cut = 0; cut <= n; cut++) {
+        for (size_t cut2 = cut; cut2 <= n; cut2 += 7) {
+            acp_conn *c = server();
+            acp_conn_recv(c, msgs, cut);
+            acp_conn_recv(c, msgs + cut, cut2 - cut);
+            acp_conn_recv(c, msgs + cut2, n - cut2);
+            lines l;
+            lines_take(c, &l);
+            assert_int_equal(l.n, 2);
+            assert_int_equal(handled, 2);
+            assert_int_equal(notes, 1);
+            assert_string_equal(l.raw[0],
+                                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"é€😀\"}}");
+            assert_string_equal(l.raw[1], "{\"jsonrpc\":\"2.0\",\"id\":\"two\",\"result\":[1]}");
+            lines_free(&l);
+            acp_conn_free(c);
+        }
+    }
+}
+
+static void byte_by_byte_and_unterminated_last_line(void **state)
+{
+    acp_conn *c = server();
+    const char *m = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"echo\"}";
+    for (size_t i = 0; m[i]; i++) acp_conn_recv(c, m + i, 1);
+    assert_int_equal(handled, 0); /* no LF yet */
+    acp_conn_eof(c);              /* the last line needs no LF */
+    assert_int_equal(handled, 1);
+    lines l;
+    lines_take(c, &l);
+    /* the reply still goes out: the peer may be reading after closing its side */
+    assert_int_equal(l.n, 1);
+    assert_int_equal(json_integer_value(json_object_get(l.v[0], "id")), 7);
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+static void oversize_line_is_answered_and_connection_survives(void **state)
+{
+    acp_conn_opts o = {.max_message = 100};
+    acp_conn *c = acp_conn_new(&o);
+    acp_conn_on(c, "echo", on_echo, NULL, NULL);
+    handled = 0;
+    char big[400];
+    snprintf(big, sizeof big,
+             "{\"jsonrpc\":\"2.0\",\"id\":\"big-1\",\"method\":\"echo\",\"params\":{\"p\":\"%"
+             "0250d\"}}\n",
+             0);
+    /* in pieces, so the limit is hit while buffering */
+    acp_conn_recv(c, big, 30);
+    acp_conn_recv(c, big + 30, strlen(big) - 30);
+    /* and whole, in one piece */
+    feed(c, big);
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"echo\",\"params\":{}}\n");
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 3);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(err_code(l.v[i]), ACP_RPC_INVALID_REQUEST);
+        assert_string_equal(json_string_value(json_object_get(l.v[i], "id")), "big-1");
+        assert_non_null(
+            strstr(json_string_value(json_object_get(json_object_get(l.v[i], "error"), "message")),
+                   "exceeds the limit"));
+    }
+    assert_int_equal(json_integer_value(json_object_get(l.v[2], "id")), 3);
+    assert_int_equal(handled, 1);
+    lines_free(&l);
+    /* exactly at the limit is accepted */
+    char exact[101];
+    int k = snprintf(exact, sizeof exact,
+                     "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"echo\",\"params\":{\"p\":\"");
+    while (k < 97) exact[k++] = 'x';
+    exact[k++] = '"';
+    exact[k++] = '}';
+    exact[k++] = '}';
+    acp_conn_recv(c, exact, 100);
+    acp_conn_recv(c, "\r\n", 2);
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_non_null(json_object_get(l.v[0], "result"));
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+/* --- ids ---------------------------------------------------------------------------------- */
+
+static void ids_are_echoed_verbatim(void **state)
+{
+    acp_conn *c = server();
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":123456789012345678901234567890,\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":\"s\\u0041\",\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":-5,\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"echo\"}\n");
+    size_t len;
+    char *out = acp_conn_out_take(c, &len);
+    assert_non_null(out);
+    const char *want = "{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"result\":{}}\n"
+                       "{\"jsonrpc\":\"2.0\",\"id\":123456789012345678901234567890,\"result\":{}}\n"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"s\\u0041\",\"result\":{}}\n"
+                       "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}\n"
+                       "{\"jsonrpc\":\"2.0\",\"id\":-5,\"result\":{}}\n"
+                       "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":{}}\n";
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(out, want, len);
+    free(out);
+    acp_conn_free(c);
+}
+
+static void bad_id_types_are_invalid_requests(void **state)
+{
+    acp_conn *c = server();
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"echo\"}\n");
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(err_code(l.v[i]), ACP_RPC_INVALID_REQUEST);
+        assert_true(json_is_null(json_object_get(l.v[i], "id")));
+    }
+    assert_int_equal(handled, 0);
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+/* --- error codes --------------------------------------------------------------------------- */
+
+static void protocol_errors(void **state)
+{
+    acp_conn *c = server();
+    feed(c, "{not json\n"                                            /* -32700 */
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\"}]\n" /* batch */
+            "{\"id\":2,\"method\":\"echo\"}\n"                       /* no jsonrpc */
+            "{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"echo\"}\n"   /* wrong version */
+            "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"nope\"}\n"   /* -32601 */
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_ext/x\"}\n" /* extension, -32601 */
+            "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"echo\",\"params\":5}\n" /* -32602 */
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"echo\",\"params\":{\"a\":1,\"a\":2}}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":8,\"id\":9,\"method\":\"echo\"}\n" /* duplicate member */
+            "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":7}\n"
+            "42\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"unknown/notification\"}\n" /* ignored */
+            "{\"jsonrpc\":\"2.0\",\"method\":\"_unknown\"}\n"             /* ignored */
+            "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"echo\",\"params\":null}\n");
+    lines l;
+    lines_take(c, &l);
+    int want[][2] = {
+        {-1, ACP_RPC_PARSE_ERROR},     {-1, ACP_RPC_INVALID_REQUEST}, {2, ACP_RPC_INVALID_REQUEST},
+        {3, ACP_RPC_INVALID_REQUEST},  {4, ACP_RPC_METHOD_NOT_FOUND}, {5, ACP_RPC_METHOD_NOT_FOUND},
+        {6, ACP_RPC_INVALID_PARAMS},   {7, ACP_RPC_INVALID_PARAMS},   {-1, ACP_RPC_INVALID_REQUEST},
+        {10, ACP_RPC_INVALID_REQUEST}, {-1, ACP_RPC_INVALID_REQUEST}};
+    assert_int_equal(l.n, 12);
+    for (size_t i = 0; i < 11; i++) {
+        json_t *id = json_object_get(l.v[i], "id");
+        if (want[i][0] < 0)
+            assert_true(json_is_null(id));
+        else
+            assert_int_equal(json_integer_value(id), want[i][0]);
+        assert_int_equal(err_code(l.v[i]), want[i][1]);
+        const char *msg =
+            json_string_value(json_object_get(json_object_get(l.v[i], "error"), "message"));
+        assert_true(msg && strlen(msg) > 5);
+    }
+    /* null params are treated as {} */
+    assert_int_equal(json_integer_value(json_object_get(l.v[11], "id")), 11);
+    assert_true(json_is_object(json_object_get(l.v[11], "result")));
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+static void handler_error_codes_reach_the_wire(void **state)
+{
+    int codes[] = {ACP_RPC_INTERNAL_ERROR, ACP_RPC_AUTH_REQUIRED, ACP_RPC_NOT_FOUND,
+                   ACP_RPC_CANCELLED, ACP_RPC_INVALID_PARAMS};
+    acp_conn *c = server();
+    for (size_t i = 0; i < 5; i++) {
+        char line[128];
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"_fail\",\"params\":{\"code\":%d}}\n",
+                 i, codes[i]);
+        feed(c, line);
+    }
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(err_code(l.v[i]), codes[i]);
+        json_t *e = json_object_get(l.v[i], "error");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(e, "data"), "why")),
+                            "asked");
+        assert_non_null(
+            strstr(json_string_value(json_object_get(e, "message")), "failed as asked"));
+    }
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+/* --- both directions ------------------------------------------------------------------------ */
+
+/* Moves bytes between two connections until both are quiet. */
+static void pump(acp_conn *a, acp_conn *b)
+{
+    for (int round = 0; round < 1000; round++) {
+        size_t na, nb;
+        char *oa = acp_conn_out_take(a, &na), *ob = acp_conn_out_take(b, &nb);
+        if (!oa && !ob) return;
+        if (oa) acp_conn_recv(b, oa, na);
+        if (ob) acp_conn_recv(a, ob, nb);
+        free(oa);
+        free(ob);
+    }
+    fail_msg("connections never went quiet");
+}
+
+struct tally {
+    int ok, err, last_code;
+    int64_t sum;
+};
+
+static void on_resp(acp_conn *c, acp_msg *m, void *user)
+{
+    struct tally *t = user;
+    if (acp_msg_is_error(m)) {
+        t->err++;
+        t->last_code = acp_msg_error_code(m);
+        return;
+    }
+    t->ok++;
+    t->sum += json_integer_value(json_object_get(acp_msg_result(m), "n"));
+}
+
+/* A handler that, before answering, calls back into the peer and answers when that returns. */
+struct nested {
+    acp_req *req;
+};
+static void on_nested_resp(acp_conn *c, acp_msg *m, void *user)
+{
+    acp_req *r = user;
+    json_t *res = acp_msg_result(m);
+    acp_req_reply(r, json_incref(res));
+}
+static void on_ask_back(acp_conn *c, acp_req *r, void *user)
+{
+    acp_conn_call(c, "echo", json_incref(acp_req_params(r)), on_nested_resp, r, NULL);
+}
+
+static void concurrent_requests_both_ways(void **state)
+{
+    acp_conn *a = server(), *b = server();
+    acp_conn_on(a, "ask_back", on_ask_back, NULL, NULL);
+    acp_conn_on(b, "ask_back", on_ask_back, NULL, NULL);
+    struct tally ta = {0}, tb = {0};
+    for (int i = 1; i <= 500; i++) {
+        acp_conn_call(a, i % 2 ? "echo" : "ask_back", json_pack("{s:i}", "n", i), on_resp, &ta,
+                      NULL);
+        acp_conn_call(b, i % 3 ? "echo" : "ask_back", json_pack("{s:i}", "n", i), on_resp, &tb,
+                      NULL);
+        if (i % 50 == 0) pump(a, b);
+    }
+    assert_int_equal(acp_conn_pending_calls(a), 0);
+    assert_int_equal(ta.ok, 500);
+    assert_int_equal(tb.ok, 500);
+    assert_int_equal(ta.sum, 500 * 501 / 2);
+    assert_int_equal(tb.sum, 500 * 501 / 2);
+    acp_conn_free(a);
+    acp_conn_free(b);
+}
+
+/* --- cancellation ---------------------------------------------------------------------------- */
+
+static acp_req *held;
+static int cancel_seen;
+static void on_cancel(acp_req *r, void *user)
+{
+    cancel_seen++;
+    acp_req_error(r, ACP_RPC_CANCELLED, NULL, "cancelled by the peer");
+    held = NULL;
+}
+static void on_hold(acp_conn *c, acp_req *r, void *user)
+{
+    held = r;
+    acp_req_on_cancel(r, on_cancel, NULL);
+}
+
+static void cancel_both_directions(void **state)
+{
+    acp_conn *a = server(), *b = server();
+    acp_conn_on(b, "hold", on_hold, NULL, NULL);
+    struct tally t = {0};
+    acp_call *call;
+    acp_conn_call(a, "hold", NULL, on_resp, &t, &call);
+    pump(a, b);
+    assert_non_null(held);
+    assert_false(acp_req_cancelled(held));
+    acp_conn_cancel(a, call); /* outgoing $/cancel_request */
+    pump(a, b);
+    assert_int_equal(cancel_seen, 1);
+    assert_int_equal(t.err, 1);
+    assert_int_equal(t.last_code, ACP_RPC_CANCELLED);
+
+    /* dropping a call sends the cancel and the callback never fires */
+    cancel_seen = 0;
+    acp_conn_call(a, "hold", NULL, on_resp, &t, &call);
+    pump(a, b);
+    acp_conn_forget(a, call);
+    pump(a, b);
+    assert_int_equal(cancel_seen, 1);
+    assert_int_equal(t.err, 1);
+    assert_int_equal(acp_conn_pending_calls(a), 0);
+
+    /* a cancel for an unknown or finished request is ignored */
+    feed(b,
+         "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":999}}\n");
+    assert_int_equal(acp_conn_out_len(b), 0);
+
+    /* abandon: resolved locally at once, the late answer is ignored */
+    acp_conn_call(a, "hold", NULL, on_resp, &t, &call);
+    pump(a, b);
+    held = NULL;
+    cancel_seen = 0;
+    acp_conn_abandon(a, call, ACP_RPC_INTERNAL_ERROR, "timed out");
+    assert_int_equal(t.err, 2);
+    assert_int_equal(t.last_code, ACP_RPC_INTERNAL_ERROR);
+    pump(a, b);
+    assert_int_equal(t.err, 2);
+    acp_conn_free(a);
+    acp_conn_free(b);
+}
+
+static void cancel_method_is_configurable_for_mcp(void **state)
+{
+    acp_conn_opts o = {.cancel_method = "notifications/cancelled"};
+    acp_conn *c = acp_conn_new(&o);
+    acp_conn_on(c, "hold", on_hold, NULL, NULL);
+    cancel_seen = 0;
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"hold\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+            "cancelled\",\"params\":{\"requestId\":\"x\",\"reason\":\"r\"}}\n");
+    assert_int_equal(cancel_seen, 1);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(err_code(l.v[0]), ACP_RPC_CANCELLED);
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+/* --- EOF ------------------------------------------------------------------------------------- */
+
+static void eof_resolves_pending_calls(void **state)
+{
+    acp_conn *c = server();
+    struct tally t = {0};
+    for (int i = 0; i < 100; i++) acp_conn_call(c, "x", NULL, on_resp, &t, NULL);
+    acp_call *forgotten;
+    acp_conn_call(c, "x", NULL, on_resp, &t, &forgotten);
+    acp_conn_forget(c, forgotten);
+    /* a held incoming request stays answerable (the answer is dropped) */
+    acp_conn_on(c, "hold", on_hold, NULL, NULL);
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hold\"}\n");
+    acp_conn_eof(c);
+    assert_int_equal(t.err, 100);
+    assert_int_equal(t.last_code, ACP_RPC_CONN_CLOSED);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    assert_true(acp_conn_closed(c));
+    assert_int_equal(acp_conn_call(c, "x", NULL, on_resp, &t, NULL), ACP_ECLOSED);
+    assert_int_equal(acp_conn_recv(c, "{}\n", 3), ACP_ECLOSED);
+    assert_int_equal(acp_req_reply(held, NULL), 0);
+    assert_int_equal(acp_conn_pending_requests(c), 0);
+    acp_conn_free(c);
+}
+
+static void unanswered_requests_are_freed_with_the_connection(void **state)
+{
+    acp_conn *c = server();
+    acp_conn_on(c, "hold", on_hold, NULL, NULL);
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hold\",\"params\":{\"big\":[1,2,3]}}\n");
+    assert_int_equal(acp_conn_pending_requests(c), 1);
+    acp_conn_free(c); /* LeakSanitizer checks the rest */
+}
+
+/* --- output paths ----------------------------------------------------------------------------- */
+
+static void streamed_messages_and_redirect(void **state)
+{
+    acp_conn *c = server();
+    acp_jw *w = acp_conn_notify_begin(c, "session/update");
+    acp_jw_obj(w);
+    acp_jw_kstr(w, "sessionId", "s1");
+    acp_jw_key(w, "update");
+    {
+        const char *u = "{\"sessionUpdate\":\"plan\",\"entries\":[]}";
+        acp_jw_raw(w, u, strlen(u));
+    }
+    acp_jw_obj_end(w);
+    assert_int_equal(acp_conn_notify_end(c), 0);
+    /* a failed stream leaves nothing behind */
+    w = acp_conn_notify_begin(c, "session/update");
+    acp_jw_str(w, "\xff");
+    assert_int_equal(acp_conn_notify_end(c), ACP_EINVAL);
+    /* redirect holds messages elsewhere until they are appended */
+    acp_buf hold = {0};
+    acp_conn_redirect(c, &hold);
+    acp_conn_notify(c, "held", json_pack("{s:i}", "n", 1));
+    acp_conn_redirect(c, NULL);
+    acp_conn_notify(c, "direct", NULL);
+    acp_conn_out_append(c, hold.data, hold.len);
+    acp_buf_free(&hold);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.raw[0], "{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+                                  "update\",\"params\":{\"sessionId\":\"s1\",\"update\":{"
+                                  "\"sessionUpdate\":\"plan\",\"entries\":[]}}}");
+    assert_string_equal(l.raw[1], "{\"jsonrpc\":\"2.0\",\"method\":\"direct\"}");
+    assert_string_equal(l.raw[2], "{\"jsonrpc\":\"2.0\",\"method\":\"held\",\"params\":{\"n\":1}}");
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+static void own_ids_are_unique(void **state)
+{
+    acp_conn *c = server();
+    struct tally t = {0};
+    int64_t seen[1000];
+    for (int i = 0; i < 1000; i++) {
+        acp_call *call;
+        acp_conn_call(c, "x", NULL, on_resp, &t, &call);
+        seen[i] = acp_call_id(call);
+        for (int j = 0; j < i; j++) assert_true(seen[j] != seen[i]);
+    }
+    acp_conn_eof(c);
+    acp_conn_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(split_at_every_offset),
+        cmocka_unit_test(byte_by_byte_and_unterminated_last_line),
+        cmocka_unit_test(oversize_line_is_answered_and_connection_survives),
+        cmocka_unit_test(ids_are_echoed_verbatim),
+        cmocka_unit_test(bad_id_types_are_invalid_requests),
+        cmocka_unit_test(protocol_errors),
+        cmocka_unit_test(handler_error_codes_reach_the_wire),
+        cmocka_unit_test(concurrent_requests_both_ways),
+        cmocka_unit_test(cancel_both_directions),
+        cmocka_unit_test(cancel_method_is_configurable_for_mcp),
+        cmocka_unit_test(eof_resolves_pending_calls),
+        cmocka_unit_test(unanswered_requests_are_freed_with_the_connection),
+        cmocka_unit_test(streamed_messages_and_redirect),
+        cmocka_unit_test(own_ids_are_unique),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,134 @@
+/* The streaming writer and the validating scanner. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/json.h"
+
+static char *written(acp_buf *b)
+{
+    return (char *)acp_buf_cstr(b);
+}
+
+static void writer_builds_compact_json(void **state)
+{
+    acp_buf b = {0};
+    acp_jw w;
+    acp_jw_init(&w, &b);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "a", "x");
+    acp_jw_kint(&w, "n", -42);
+    acp_jw_key(&w, "arr");
+    acp_jw_arr(&w);
+    acp_jw_bool(&w, true);
+    acp_jw_null(&w);
+    acp_jw_uint(&w, UINT64_MAX);
+    acp_jw_real(&w, 0.5);
+    acp_jw_obj(&w);
+    acp_jw_obj_end(&w);
+    acp_jw_raw(&w, "[1,2]", 5);
+    acp_jw_arr_end(&w);
+    acp_jw_obj_end(&w);
+    assert_int_equal(acp_jw_status(&w), 0);
+    assert_string_equal(
+        written(&b),
+        "{\"a\":\"x\",\"n\":-42,\"arr\":[true,null,18446744073709551615,0.5,{},[1,2]]}");
+    acp_buf_free(&b);
+}
+
+static void writer_escapes_exactly(void **state)
+{
+    acp_buf b = {0};
+    const char in[] = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f é € 😀";
+    assert_int_equal(acp_json_escape(&b, in, sizeof in - 1), 0);
+    assert_string_equal(written(&b), "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f é € 😀\"");
+    /* and it round-trips through the scanner */
+    acp_span v = {b.data, b.len};
+    assert_int_equal(acp_json_validate(v.p, v.n, 8), 0);
+    char *back = acp_json_strdup(v);
+    assert_string_equal(back, in);
+    free(back);
+    acp_buf_free(&b);
+}
+
+static void writer_rejects_invalid_utf8(void **state)
+{
+    static const char *bad[] = {"\x80",
+                                "\xc0\xaf",
+                                "\xe0\x80\xaf",
+                                "\xed\xa0\x80",
+                                "\xf4\x90\x80\x80",
+                                "\xf5\x80\x80\x80",
+                                "ok\xe2\x82",
+                                "\xff"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        acp_buf b = {0};
+        acp_jw w;
+        acp_jw_init(&w, &b);
+        acp_jw_obj(&w);
+        acp_jw_kstr(&w, "k", bad[i]);
+        acp_jw_obj_end(&w);
+        assert_int_equal(acp_jw_status(&w), -2 /* ACP_EINVAL */);
+        acp_buf_free(&b);
+    }
+}
+
+static void writer_refuses_misuse(void **state)
+{
+    acp_buf b = {0};
+    acp_jw w;
+    acp_jw_init(&w, &b);
+    acp_jw_obj_end(&w); /* nothing open */
+    assert_int_not_equal(acp_jw_status(&w), 0);
+    acp_jw_init(&w, &b);
+    for (int i = 0; i < 70; i++) acp_jw_arr(&w);
+    assert_int_not_equal(acp_jw_status(&w), 0);
+    acp_jw_init(&w, &b);
+    acp_jw_real(&w, 1.0 / 0.0);
+    assert_int_not_equal(acp_jw_status(&w), 0);
+    acp_buf_free(&b);
+}
+
+static void scanner_accepts_and_rejects(void **state)
+{
+    static const char *good[] = {"0",    "-0.5e+10", "\"\\u00e9\\ud83d\\ude00\"",
+                                 "[]",   "{}",       " {\"a\" : [1, {\"b\":null}] } ",
+                                 "true", "1E5",      "\"\\/\""};
+    static const char *bad[] = {"",        "01",    "1.",         "-",       "[1,]",
+                                "{\"a\"}", "{,}",   "\"\x01\"",   "\"\\x\"", "\"\\u12g4\"",
+                                "nul",     "[1] 2", "{\"a\":1,}", "\"abc",   "\xef\xbb\xbf{}",
+                                "+1",      ".5",    "[\"\xc3\"]"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_int_equal(acp_json_validate(good[i], strlen(good[i]), 16), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_not_equal(acp_json_validate(bad[i], strlen(bad[i]), 16), 0);
+    assert_int_not_equal(acp_json_validate("[[[[1]]]]", 9, 3), 0); /* depth limit */
+}
+
+static void scanner_finds_members(void **state)
+{
+    const char *obj = "{\"x\":{\"id\":1},\"i\\u0064\":\"hit\",\"id\":2}";
+    acp_span v;
+    assert_true(acp_json_member((acp_span){obj, strlen(obj)}, "id", &v));
+    assert_int_equal(v.n, 5);
+    assert_memory_equal(v.p, "\"hit\"", 5);
+    assert_true(acp_json_str_eq(v, "hit"));
+    assert_false(acp_json_member((acp_span){obj, strlen(obj)}, "nope", &v));
+    assert_int_equal(acp_json_kind((acp_span){"null", 4}), 'z');
+    char *s = acp_json_strdup((acp_span){"\"a\\u0000b\"", 10});
+    assert_null(s); /* NUL inside a C string would truncate it silently */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(writer_builds_compact_json),  cmocka_unit_test(writer_escapes_exactly),
+        cmocka_unit_test(writer_rejects_invalid_utf8), cmocka_unit_test(writer_refuses_misuse),
+        cmocka_unit_test(scanner_accepts_and_rejects), cmocka_unit_test(scanner_finds_members),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
