@@ -355,7 +355,13 @@ export function normalize(updates) {
 }
 
 /** Live-turn expectation: the user message the agent must store, followed by what the turn streamed. */
-export const userMsg = (text) => ({ sessionUpdate: "user_message_chunk", content: { type: "text", text } });
+// (A unique placeholder messageId keeps two consecutive user messages apart; normalize() drops it.)
+let userMsgSeq = 0;
+export const userMsg = (text) => ({
+  sessionUpdate: "user_message_chunk",
+  messageId: `expected-user-${++userMsgSeq}`,
+  content: { type: "text", text },
+});
 
 /** Resolves once Date.now() has moved past an ISO timestamp (so the next write gets a later one). */
 export async function clockPast(iso) {
