@@ -1,0 +1,155 @@
+/* fs/read_text_file and fs/write_text_file, confined to the session's root set: every path is
+ * resolved (symlinks followed) by acp_roots at the time of the access, and the final open uses
+ * O_NOFOLLOW so a link swapped in after the check is not followed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/internal.h"
+
+/* Resolves the request's `path` inside the session's roots, or answers the request. */
+static char *resolve(acp_client *c, acp_req *req, acp_client_session **sp)
+{
+    acp_client_session *s = acp_client_req_session(c, req);
+    if (!s) return NULL;
+    const char *path = json_string_value(json_object_get(acp_req_params(req), "path"));
+    if (!path || path[0] != '/') {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "path must be an absolute path: '%s'",
+                      path ? path : "");
+        return NULL;
+    }
+    char *real = NULL, *msg = NULL;
+    int rc = acp_roots_resolve(s->roots, path, &real, &msg);
+    if (rc) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "'%s' is outside the session's root set (%s)", path,
+                      msg ? msg : acp_strerror(rc));
+        free(msg);
+        return NULL;
+    }
+    *sp = s;
+    return real;
+}
+
+static void fs_error(acp_req *req, const char *what, const char *path, int err)
+{
+    acp_req_error(req, err == ENOENT ? ACP_RPC_NOT_FOUND : ACP_RPC_INTERNAL_ERROR, NULL,
+                  "cannot %s '%s': %s", what, path, strerror(err));
+}
+
+static int read_all(int fd, acp_buf *b)
+{
+    for (;;) {
+        if (acp_buf_reserve(b, 65536)) return ENOMEM;
+        ssize_t n = read(fd, b->data + b->len, b->cap - b->len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return 0;
+        b->len += (size_t)n;
+    }
+}
+
+/* line: 1-based first line (null or absent: 1); limit: at most that many lines. */
+static bool get_uint(json_t *params, const char *key, json_int_t *v, bool *given)
+{
+    json_t *j = json_object_get(params, key);
+    *given = j && !json_is_null(j);
+    if (!*given) return true;
+    if (!json_is_integer(j) || json_integer_value(j) < 0) return false;
+    *v = json_integer_value(j);
+    return true;
+}
+
+static void on_read(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    acp_client_session *s;
+    json_t *params = acp_req_params(req);
+    json_int_t line = 1, limit = 0;
+    bool has_line, has_limit;
+    if (!get_uint(params, "line", &line, &has_line) ||
+        !get_uint(params, "limit", &limit, &has_limit) || (has_line && line < 1)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "line (1-based) and limit must be non-negative integers");
+        return;
+    }
+    char *real = resolve(c, req, &s);
+    if (!real) return;
+    int fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    acp_buf b = {0};
+    int err = fd < 0 ? errno : read_all(fd, &b);
+    if (fd >= 0) close(fd);
+    if (err) {
+        fs_error(req, "read", real, err);
+        goto out;
+    }
+    const char *p = b.data ? b.data : "", *end = p + b.len;
+    for (json_int_t i = 1; i < line && p < end; i++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    const char *q = p;
+    if (has_limit) {
+        for (json_int_t i = 0; i < limit && q < end; i++) {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            q = nl ? nl + 1 : end;
+        }
+    } else {
+        q = end;
+    }
+    acp_buf tmp = {0};
+    if (acp_json_escape(&tmp, p, (size_t)(q - p))) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "'%s' is not UTF-8 text", real);
+    } else {
+        acp_jw *w = acp_req_reply_begin(req);
+        acp_jw_obj(w);
+        acp_jw_key(w, "content");
+        acp_jw_raw(w, tmp.data, tmp.len);
+        acp_jw_obj_end(w);
+        acp_req_reply_end(req);
+    }
+    acp_buf_free(&tmp);
+out:
+    acp_buf_free(&b);
+    free(real);
+}
+
+static void on_write(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    acp_client_session *s;
+    json_t *content = json_object_get(acp_req_params(req), "content");
+    if (!json_is_string(content)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "content (a string) is required");
+        return;
+    }
+    char *real = resolve(c, req, &s);
+    if (!real) return;
+    int fd = open(real, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+    int err = fd < 0 ? errno : 0;
+    const char *p = json_string_value(content);
+    size_t n = json_string_length(content);
+    while (!err && n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0)
+            err = errno;
+        else
+            p += k, n -= (size_t)k;
+    }
+    if (fd >= 0 && close(fd) && !err) err = errno;
+    if (err)
+        fs_error(req, "write", real, err);
+    else
+        acp_req_reply(req, NULL);
+    free(real);
+}
+
+void acp_client_fs_register(acp_client *c)
+{
+    if (c->opts.fs_read) acp_conn_on(c->conn, "fs/read_text_file", on_read, NULL, c);
+    if (c->opts.fs_write) acp_conn_on(c->conn, "fs/write_text_file", on_write, NULL, c);
+}

@@ -1,0 +1,117 @@
+/* session/request_permission: handed to the application, which answers now or later; a
+ * cancel of the turn answers every pending one with `cancelled`, as prompt-turn.mdx requires. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+
+static void reply_cancelled(acp_req *req)
+{
+    static const char cancelled[] = "{\"outcome\":{\"outcome\":\"cancelled\"}}";
+    acp_req_reply_raw(req, cancelled, sizeof cancelled - 1);
+}
+
+/* No callback: refuse, with the agent's own reject option when it offers one. */
+static void auto_reject(acp_req *req, json_t *params)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(params, "options"), i, o)
+    {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        json_t *id = json_object_get(o, "optionId");
+        if (kind && json_is_string(id) && strncmp(kind, "reject", 6) == 0) {
+            acp_req_reply(
+                req, json_pack("{s:{s:s, s:O}}", "outcome", "outcome", "selected", "optionId", id));
+            return;
+        }
+    }
+    reply_cancelled(req);
+}
+
+/* The agent withdrew the request ($/cancel_request): answer it `cancelled` at once. */
+static void on_withdrawn(acp_req *req, void *user)
+{
+    acp_client_perm *p = user;
+    if (p->req) reply_cancelled(p->req);
+    p->req = NULL;
+}
+
+static void on_request(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    acp_client_session *s = acp_client_req_session(c, req);
+    if (!s) return;
+    json_t *params = acp_req_params(req);
+    if (!json_is_array(json_object_get(params, "options"))) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "options (an array) is required");
+        return;
+    }
+    if (!c->opts.on_permission) {
+        auto_reject(req, params);
+        return;
+    }
+    acp_client_perm *p = calloc(1, sizeof *p);
+    if (!p) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    p->c = c;
+    p->s = s;
+    p->req = req;
+    p->next = s->perms;
+    s->perms = p;
+    acp_req_on_cancel(req, on_withdrawn, p);
+    c->opts.on_permission(c, s, p, params, c->opts.user);
+}
+
+static void unlink_perm(acp_client_perm *p)
+{
+    if (!p->s) return;
+    for (acp_client_perm **pp = &p->s->perms; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    p->s = NULL;
+}
+
+int acp_client_perm_reply(acp_client_perm *p, const char *option_id)
+{
+    int rc = 0;
+    if (p->req) {
+        if (option_id)
+            rc = acp_req_reply(p->req, json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected",
+                                                 "optionId", option_id));
+        else
+            reply_cancelled(p->req);
+    }
+    unlink_perm(p);
+    free(p);
+    return rc;
+}
+
+bool acp_client_perm_cancelled(const acp_client_perm *p)
+{
+    return !p->req;
+}
+
+void acp_client_perms_cancel(acp_client_session *s, bool detach)
+{
+    for (acp_client_perm *p = s->perms; p; p = p->next) {
+        if (p->req) reply_cancelled(p->req);
+        p->req = NULL;
+    }
+    if (!detach) return;
+    while (s->perms) {
+        acp_client_perm *p = s->perms;
+        s->perms = p->next;
+        p->s = NULL; /* still the application's to free with acp_client_perm_reply() */
+    }
+}
+
+void acp_client_perm_register(acp_client *c)
+{
+    acp_conn_on(c->conn, "session/request_permission", on_request, NULL, c);
+}

@@ -1,0 +1,49 @@
+// An ACP agent written with the official TypeScript SDK that drives the client's own methods
+// (fs/*, terminal/*, session/request_permission). Each prompt's text is a JSON array of calls
+// [{"method": "fs/read_text_file", "params": {...}}, ...], run in order; "sessionId" is filled
+// in, and the string "$T" in params stands for the terminalId of the last terminal/create.
+// The reply is one agent_message_chunk whose text is the JSON array of outcomes:
+// {"ok": true, "result": ...} or {"ok": false, "code": N, "message": "..."}.
+// The turn stops with "cancelled" when session/cancel arrived during it.
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const cancelled = new Set();
+const subst = (v, t) =>
+  v === "$T" ? t : Array.isArray(v) ? v.map((x) => subst(x, t))
+    : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, subst(x, t)]))
+    : v;
+
+const app = acp
+  .agent()
+  .onRequest("initialize", () => ({
+    protocolVersion: 1,
+    agentInfo: { name: "ts-agent-fs", version: "1.0.0" },
+  }))
+  .onRequest("session/new", () => ({ sessionId: "fs-" + Math.random().toString(16).slice(2) }))
+  .onRequest("session/prompt", async ({ params, client }) => {
+    const calls = JSON.parse(params.prompt.map((b) => b.text ?? "").join(""));
+    const out = [];
+    let term;
+    for (const call of calls) {
+      try {
+        const p = { sessionId: params.sessionId, ...subst(call.params ?? {}, term) };
+        const result = await client.request(call.method, p);
+        if (call.method === "terminal/create") term = result.terminalId;
+        out.push({ ok: true, result });
+      } catch (e) {
+        out.push({ ok: false, code: e.code, message: e.message });
+      }
+    }
+    await client.notify("session/update", {
+      sessionId: params.sessionId,
+      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: JSON.stringify(out) } },
+    });
+    return { stopReason: cancelled.delete(params.sessionId) ? "cancelled" : "end_turn" };
+  })
+  .onNotification("session/cancel", ({ params }) => {
+    cancelled.add(params.sessionId);
+  });
+
+const conn = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+await conn.closed;

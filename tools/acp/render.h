@@ -1,0 +1,29 @@
+/* How `acp` shows session updates: text for people, or raw JSON lines for scripts. */
+#ifndef ACP_TOOL_RENDER_H
+#define ACP_TOOL_RENDER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "acp/client.h"
+
+typedef struct render {
+    FILE *out;
+    bool json;
+    bool color;
+    bool at_bol;      /* the cursor is at the start of a line */
+    bool show_user;   /* print user messages (history) */
+    bool skip_replay; /* drop updates that are session/load replay */
+    acp_update_kind last;
+    json_t *tools; /* toolCallId -> title */
+} render;
+
+void render_init(render *r, FILE *out, bool json);
+void render_free(render *r);
+void render_update(render *r, const acp_update *u);
+/* Ends a streamed reply on a line of its own. */
+void render_eol(render *r);
+/* A JSON result line (--json): the object is printed compactly and released. */
+void render_result(render *r, json_t *obj);
+
+#endif
