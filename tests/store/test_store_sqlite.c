@@ -274,20 +274,22 @@ static void t_open_errors(void **state)
 enum { BATCH = 40 };
 
 /* The child: commits batches of BATCH updates forever, reporting each batch's last seq
- * after its commit returned. Never returns. */
+ * after its commit returned. The next batch is appended before the report goes out, so
+ * the moment after a report the child is inside a transaction. Never returns. */
 static void crash_child(const char *path, int wfd)
 {
     acp_store *st = NULL;
     if (acp_store_open(path, &st, NULL)) _exit(2);
     char u[1100];
-    for (int64_t seq = 1;;) {
+    int64_t seq = 1, committed = 0;
+    for (;;) {
         for (int i = 0; i < BATCH; i++, seq++) {
             int n = snprintf(u, sizeof u, "{\"k\":%lld,\"pad\":\"%01000d\"}", (long long)seq, 0);
             if (acp_store_append(st, "s", u, (size_t)n)) _exit(3);
         }
+        if (committed && write(wfd, &committed, sizeof committed) != sizeof committed) _exit(5);
         if (acp_store_commit(st, NULL)) _exit(4);
-        int64_t done = seq - 1;
-        if (write(wfd, &done, sizeof done) != sizeof done) _exit(5);
+        committed = seq - 1;
     }
 }
 
