@@ -5,7 +5,14 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { execFileSync } from "node:child_process";
 import { tempDir, rawAgent, sdkAgent, normalize, listAll, textOf } from "./lib.mjs";
+
+// The store file is SQLite (issue 3): after a crash it must pass integrity_check before anyone reopens it.
+function integrityOk(store) {
+  const out = execFileSync("sqlite3", [store, "PRAGMA integrity_check;"], { encoding: "utf8" }).trim();
+  assert.equal(out, "ok", `integrity_check after kill -9: ${out}`);
+}
 
 const chunkLines = (a, sid, from = 0) =>
   a.updatesOf(sid, from).filter((e) => e.msg.params.update.sessionUpdate === "agent_message_chunk");
@@ -23,6 +30,7 @@ test("kill -9 mid-/stream: every update the client received is in the replay aft
   await a.kill9();
   const received = chunkLines(a, sid, from).map((e) => e.msg.params.update.content.text).join("");
   assert.ok(received.length >= 500 * 100);
+  integrityOk(store);
 
   const b = rawAgent(t, { store });
   await b.init();
@@ -128,4 +136,41 @@ test("two agent processes on one store: create/list/load/delete across them; bot
   await b.request("session/delete", { sessionId: sid });
   assert.ok(!(await a.request("session/list", {})).sessions.some((s) => s.sessionId === sid), "deleted in B, still listed in A");
   await Promise.all([a.end(), b.end(), c.end()]);
+});
+
+test("kill -9 of two processes streaming into one session: store intact, each one's received stream stored", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = rawAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const b = rawAgent(t, { store });
+  await b.init();
+  assert.ok((await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] })).result);
+  const fa = a.lines.length;
+  const fb = b.lines.length;
+  a.prompt(sid, "/stream 1000000 50");
+  b.prompt(sid, "/stream 1000000 70");
+  await Promise.all([
+    a.waitFor(() => chunkLines(a, sid, fa).length >= 300, fa),
+    b.waitFor(() => chunkLines(b, sid, fb).length >= 300, fb),
+  ]);
+  await Promise.all([a.kill9(), b.kill9()]);
+  const got = [a, b].map((x, i) => chunkLines(x, sid, [fa, fb][i]).map((e) => e.msg.params.update.content.text).join(""));
+  integrityOk(store);
+  const c = rawAgent(t, { store });
+  await c.init();
+  const lf = c.lines.length;
+  assert.ok((await c.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] })).result);
+  const byMsg = new Map();
+  for (const e of c.updatesOf(sid, lf)) {
+    const u = e.msg.params.update;
+    if (u.sessionUpdate !== "agent_message_chunk") continue;
+    byMsg.set(u.messageId, (byMsg.get(u.messageId) ?? "") + u.content.text);
+  }
+  for (const [i, r] of got.entries()) {
+    assert.ok(r.length >= 300 * [50, 70][i]);
+    assert.ok([...byMsg.values()].some((s) => s.startsWith(r)), `process ${i ? "B" : "A"}: what its client received is not in the replay`);
+  }
+  await c.end();
 });
