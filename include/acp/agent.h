@@ -175,7 +175,7 @@ void acp_turn_on_writable(acp_turn *t, void (*cb)(acp_turn *t, void *user), void
 
 /* Client calls on behalf of the turn. sessionId is added to params (an object, stolen; NULL
  * means {}). Methods gated by a client capability (fs/read_text_file: fs.readTextFile,
- * fs/write_text_file: fs.writeTextFile, terminal/*: terminal) fail with ACP_ENOTSUP when it
+ * fs/write_text_file: fs.writeTextFile, terminal methods: terminal) fail with ACP_ENOTSUP when it
  * was not advertised. cb gets status 0 and the result (borrowed for the call), or ACP_EPROTO
  * with the client's error message, or ACP_ECLOSED. When the turn is cancelled the call gets
  * $/cancel_request (cb still runs with whatever the client answers); when the turn is

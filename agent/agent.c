@@ -1,0 +1,306 @@
+/* acp_agent: the connection, the once-per-loop-turn commit, back-pressure and shutdown. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "agent/internal.h"
+
+void agent_log(acp_agent *a, const char *fmt, ...)
+{
+    if (!a->opts.on_log) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    a->opts.on_log(line, a->opts.user);
+}
+
+void acp_agent_new_id(const char *prefix, char *buf)
+{
+    unsigned char r[16];
+    size_t got = 0;
+    /* getrandom never returns short for 16 bytes once the pool is ready; loop anyway. */
+    while (got < sizeof r) {
+        ssize_t n = getrandom(r + got, sizeof r - got, 0);
+        if (n > 0) got += (size_t)n;
+    }
+    size_t p = strlen(prefix);
+    memcpy(buf, prefix, p);
+    for (size_t i = 0; i < sizeof r; i++) sprintf(buf + p + 2 * i, "%02x", r[i]);
+}
+
+bool agent_writable(const acp_agent *a)
+{
+    if (a->tr) return acp_transport_writable(a->tr);
+    return acp_conn_out_len(a->conn) < AGENT_HIGH_WATER;
+}
+
+static void pump_cb(uv_idle_t *h)
+{
+    acp_agent *a = h->data;
+    if (!a->waiters && !a->replays) {
+        uv_idle_stop(&a->pump);
+        a->pump_on = false;
+        return;
+    }
+    if (!agent_writable(a)) {
+        /* With a transport, on_drain restarts us; without one the embedder drains. */
+        if (a->tr) {
+            uv_idle_stop(&a->pump);
+            a->pump_on = false;
+        }
+        return;
+    }
+    replay_run(a);
+    turn_writable_run(a);
+}
+
+void agent_pump_start(acp_agent *a)
+{
+    if (a->pump_on || a->freeing) return;
+    a->pump_on = true;
+    uv_idle_start(&a->pump, pump_cb);
+}
+
+static void flusher_cb(uv_prepare_t *h)
+{
+    acp_agent *a = h->data;
+    acp_agent_flush(a);
+    if (a->tr) acp_transport_flush(a->tr);
+}
+
+void agent_mark_dirty(acp_agent *a, acp_session *s)
+{
+    if (s->dirty) return;
+    s->dirty = true;
+    s->dnext = a->dirty;
+    a->dirty = s;
+    if (!a->flusher_on && !a->freeing) {
+        a->flusher_on = true;
+        uv_prepare_start(&a->flusher, flusher_cb);
+    }
+}
+
+int acp_agent_flush(acp_agent *a)
+{
+    if (!a->dirty) {
+        if (a->flusher_on) {
+            uv_prepare_stop(&a->flusher);
+            a->flusher_on = false;
+        }
+        return 0;
+    }
+    int rc = acp_store_pending(a->store) ? acp_store_commit(a->store, NULL) : 0;
+    char *err = rc ? strdup(acp_store_errmsg(a->store)) : NULL;
+    if (rc) agent_log(a, "store commit failed: %s", err ? err : "");
+    acp_session *list = a->dirty;
+    a->dirty = NULL;
+    /* Sessions are released in the order they became dirty (the list is LIFO). */
+    acp_session *rev = NULL;
+    while (list) {
+        acp_session *n = list->dnext;
+        list->dnext = rev;
+        rev = list;
+        list = n;
+    }
+    while (rev) {
+        acp_session *n = rev->dnext;
+        session_release(rev, rc, err ? err : "out of memory");
+        rev = n;
+    }
+    free(err);
+    agent_maybe_done(a);
+    return rc;
+}
+
+void agent_reply_store_error(acp_agent *a, acp_req *req)
+{
+    acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "session store unavailable: %s",
+                  acp_store_errmsg(a->store));
+}
+
+bool agent_check_init(acp_agent *a, acp_req *req)
+{
+    if (a->initialized) return true;
+    acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
+                  "ACP connection must be initialized before '%s'", acp_req_method(req));
+    return false;
+}
+
+static void conn_log(acp_conn *c, const char *message, void *user)
+{
+    agent_log(user, "rpc: %s", message);
+}
+
+static void on_unknown(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    if (!agent_check_init(a, req)) return;
+    acp_req_error(req, ACP_RPC_METHOD_NOT_FOUND, NULL, "Method not found: %s", acp_req_method(req));
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    acp_agent *a = h->data;
+    if (--a->handles_open == 0) {
+        acp_conn_free(a->conn);
+        json_decref(a->client_caps);
+        acp_buf_free(&a->scratch);
+        acp_buf_free(&a->line);
+        free(a);
+    }
+}
+
+int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
+                  const acp_agent_opts *opts, acp_agent **out)
+{
+    acp_agent *a = calloc(1, sizeof *a);
+    if (!a) return ACP_ENOMEM;
+    a->loop = loop;
+    a->store = store;
+    a->eng = *engine;
+    if (opts) a->opts = *opts;
+    a->client_caps = json_object();
+    acp_conn_opts co = {.on_request = on_unknown, .on_log = conn_log, .user = a};
+    a->conn = acp_conn_new(&co);
+    if (!a->conn || !a->client_caps) {
+        acp_conn_free(a->conn);
+        json_decref(a->client_caps);
+        free(a);
+        return ACP_ENOMEM;
+    }
+    uv_idle_init(loop, &a->pump);
+    uv_prepare_init(loop, &a->flusher);
+    a->pump.data = a->flusher.data = a;
+    a->handles_open = 2;
+    methods_register(a);
+    *out = a;
+    return 0;
+}
+
+uv_loop_t *acp_agent_loop(const acp_agent *a)
+{
+    return a->loop;
+}
+
+acp_store *acp_agent_store(const acp_agent *a)
+{
+    return a->store;
+}
+
+acp_conn *acp_agent_conn(acp_agent *a)
+{
+    return a->conn;
+}
+
+const json_t *acp_agent_client_caps(const acp_agent *a)
+{
+    return a->client_caps;
+}
+
+bool acp_agent_client_has(const acp_agent *a, const char *path)
+{
+    const json_t *v = a->client_caps;
+    char part[64];
+    while (v && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof part) return false;
+        memcpy(part, path, n);
+        part[n] = '\0';
+        v = json_is_object(v) ? json_object_get(v, part) : NULL;
+        path += n + (path[n] == '.');
+    }
+    return json_is_true(v);
+}
+
+size_t acp_agent_session_count(const acp_agent *a)
+{
+    return a->nsessions;
+}
+
+/* --- shutdown ------------------------------------------------------------------------------ */
+
+static void transport_closed(void *user)
+{
+    acp_agent *a = user;
+    a->tr = NULL;
+    if (!a->done_called) {
+        a->done_called = true;
+        if (a->opts.on_done) a->opts.on_done(a, a->opts.user);
+    }
+}
+
+void agent_maybe_done(acp_agent *a)
+{
+    if (!a->shutting_down || a->done_called || a->transport_closing) return;
+    if (a->closing_mcp || a->dirty || a->sessions) return;
+    if (a->tr) {
+        a->transport_closing = true;
+        acp_transport_close(a->tr, transport_closed, a);
+        return;
+    }
+    a->done_called = true;
+    if (a->opts.on_done) a->opts.on_done(a, a->opts.user);
+}
+
+void acp_agent_shutdown(acp_agent *a)
+{
+    if (a->shutting_down) return;
+    a->shutting_down = true;
+    while (a->sessions) session_close(a->sessions);
+    acp_agent_flush(a);
+    agent_maybe_done(a);
+}
+
+void acp_agent_free(acp_agent *a)
+{
+    if (!a) return;
+    a->freeing = true;
+    a->shutting_down = true;
+    a->done_called = true; /* no on_done from here */
+    while (a->sessions) session_close(a->sessions);
+    acp_agent_flush(a);
+    /* Sessions still holding output were released by the flush; free any left. */
+    while (a->dirty) {
+        acp_session *s = a->dirty;
+        a->dirty = s->dnext;
+        s->dirty = false;
+        session_release(s, 0, "");
+    }
+    if (a->tr && !a->transport_closing) acp_transport_close(a->tr, NULL, NULL);
+    a->tr = NULL;
+    uv_close((uv_handle_t *)&a->pump, handle_closed);
+    uv_close((uv_handle_t *)&a->flusher, handle_closed);
+}
+
+/* --- stdio transport ------------------------------------------------------------------------ */
+
+static int tr_before_flush(acp_transport *t, void *user)
+{
+    acp_agent_flush(user);
+    return 0;
+}
+
+static void tr_drain(acp_transport *t, void *user)
+{
+    acp_agent *a = user;
+    if (a->waiters || a->replays) agent_pump_start(a);
+}
+
+static void tr_eof(acp_transport *t, void *user)
+{
+    acp_agent_shutdown(user);
+}
+
+int acp_agent_serve_stdio(acp_agent *a, int in_fd, int out_fd)
+{
+    acp_transport_opts o = {.high_water = AGENT_HIGH_WATER,
+                            .before_flush = tr_before_flush,
+                            .on_drain = tr_drain,
+                            .on_eof = tr_eof,
+                            .user = a};
+    return acp_transport_open(a->loop, a->conn, in_fd, out_fd, &o, &a->tr);
+}

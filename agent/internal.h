@@ -1,0 +1,150 @@
+/* Private to agent/: the objects behind acp_agent, acp_session and acp_turn. */
+#ifndef ACP_AGENT_INTERNAL_H
+#define ACP_AGENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "acp/agent.h"
+#include "acp/roots.h"
+#include "acp/rt.h"
+
+/* Output queued above this makes a turn unwritable (when no transport reports its own). */
+#define AGENT_HIGH_WATER (4u << 20)
+/* Bytes of stored history replayed per loop turn and session. */
+#define AGENT_REPLAY_STEP (2u << 20)
+#define AGENT_LIST_PAGE   50
+
+/* A response that must wait until the session's held messages were released. */
+typedef struct deferred {
+    acp_req *req;
+    json_t *result; /* NULL with code != 0: an error */
+    int code;
+    char *message;
+    bool prompt; /* a prompt's response: becomes the store error if the commit fails */
+} deferred;
+
+/* An agent -> client request of a turn. */
+typedef struct pcall {
+    acp_turn *t;
+    acp_call *call;
+    acp_turn_call_cb cb;
+    void *user;
+    struct pcall *next;
+} pcall;
+
+enum sess_state {
+    SESS_OPENING, /* new/load/resume not answered yet */
+    SESS_READY,
+    SESS_CLOSED, /* gone from the active list; freed once its held output is released */
+};
+
+struct acp_turn {
+    acp_session *s;
+    acp_req *req;         /* the session/prompt request; NULL once answered */
+    const json_t *prompt; /* borrowed from req's params */
+    bool cancelled;
+    bool decided; /* the response is fixed (answered or deferred): updates refused */
+    pcall *calls;
+    void (*on_writable)(acp_turn *t, void *user);
+    void *writable_user;
+    acp_turn *wnext; /* in the agent's writable-waiters list */
+    bool waiting;
+};
+
+struct acp_session {
+    acp_agent *a;
+    acp_session *prev, *next; /* active list */
+    acp_session *dnext;       /* dirty list */
+    bool dirty;               /* has appends not yet committed: its output is held */
+    enum sess_state state;
+    char id[80];
+    char *id_json; /* the id as a JSON string literal, for envelopes */
+    acp_roots *roots;
+    char *add_dirs; /* additionalDirectories as JSON array text */
+    acp_mcp_set *mcp;
+    void *data;
+    acp_turn *turn;
+    acp_buf hold;
+    deferred *defs;
+    size_t ndefs, defs_cap;
+    bool ready_called;
+
+    /* Opening (new/load/resume): the request, and what it still waits for. */
+    acp_req *open_req;
+    bool want_replay, replay_done, mcp_settled, is_new;
+    int64_t replay_seq;
+    acp_session *rnext; /* in the agent's replay list */
+    bool replaying;
+};
+
+struct acp_agent {
+    uv_loop_t *loop;
+    acp_store *store;
+    acp_engine eng;
+    acp_agent_opts opts;
+    acp_conn *conn;
+    acp_transport *tr;
+    bool initialized;
+    json_t *client_caps;
+
+    acp_session *sessions; /* active (opening or ready) */
+    size_t nsessions;
+    acp_session *dirty;
+    acp_session *replays; /* sessions replaying history */
+    acp_turn *waiters;    /* turns waiting for writability */
+    acp_turn *running;    /* waiters being called back in this loop turn */
+
+    uv_idle_t pump;       /* runs waiters and replays while the output has room */
+    uv_prepare_t flusher; /* commits once per loop turn when something is held */
+    bool pump_on, flusher_on;
+    int handles_open;
+
+    acp_buf scratch; /* for building one update */
+    acp_buf line;    /* one envelope, or a replay step */
+
+    bool shutting_down, done_called, freeing;
+    int closing_mcp; /* MCP sets still shutting down */
+    bool transport_closing;
+};
+
+/* agent.c */
+void agent_log(acp_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool agent_writable(const acp_agent *a);
+void agent_pump_start(acp_agent *a);
+void agent_mark_dirty(acp_agent *a, acp_session *s);
+void agent_reply_store_error(acp_agent *a, acp_req *req);
+bool agent_check_init(acp_agent *a, acp_req *req);
+void agent_maybe_done(acp_agent *a);
+
+/* session.c */
+acp_session *session_find(acp_agent *a, const char *id);
+/* Validates cwd / additionalDirectories / mcpServers and builds an opening session (not yet
+ * in the active list). On a validation error answers req and returns NULL. */
+acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required);
+void session_activate(acp_session *s);
+void session_close(acp_session *s); /* cancel, force-end, free engine state, MCP; maybe free */
+void session_free(acp_session *s);
+/* Sends (or holds) a session/update whose update object is json[0..n). */
+int session_emit(acp_session *s, const char *json, size_t n, bool persist);
+int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
+                  bool prompt);
+void session_release(acp_session *s, int commit_rc, const char *errmsg);
+void session_opened_step(acp_session *s); /* answers the open request when all is settled */
+
+/* turn.c */
+void turn_start(acp_session *s, acp_req *req, const json_t *prompt);
+void turn_cancel(acp_turn *t);
+void turn_force_end(acp_turn *t);
+void turn_store_failed(acp_turn *t, const char *errmsg);
+void turn_writable_run(acp_agent *a);
+
+/* replay.c */
+void replay_start(acp_session *s);
+void replay_run(acp_agent *a);
+void replay_stop(acp_session *s);
+
+/* methods.c */
+void methods_register(acp_agent *a);
+
+#endif

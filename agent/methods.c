@@ -1,0 +1,403 @@
+/* The ACP methods an agent serves: initialize and the session lifecycle. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/internal.h"
+
+/* --- initialize ------------------------------------------------------------------------------ */
+
+static void h_initialize(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    json_t *caps = json_object_get(acp_req_params(req), "clientCapabilities");
+    json_decref(a->client_caps);
+    a->client_caps = json_is_object(caps) ? json_incref(caps) : json_object();
+    a->initialized = true;
+
+    acp_jw *w = acp_req_reply_begin(req);
+    if (!w) return;
+    acp_jw_obj(w);
+    /* v1 is the only version we speak: the spec says answer our latest when we cannot match. */
+    acp_jw_kint(w, "protocolVersion", 1);
+    acp_jw_key(w, "agentCapabilities");
+    acp_jw_obj(w);
+    acp_jw_kbool(w, "loadSession", true);
+    acp_jw_key(w, "promptCapabilities");
+    acp_jw_obj(w);
+    acp_jw_kbool(w, "image", a->eng.image);
+    acp_jw_kbool(w, "audio", a->eng.audio);
+    acp_jw_kbool(w, "embeddedContext", a->eng.embedded_context);
+    acp_jw_obj_end(w);
+    acp_jw_key(w, "mcpCapabilities");
+    acp_jw_obj(w);
+    acp_jw_kbool(w, "http", a->opts.mcp_http);
+    acp_jw_kbool(w, "sse", a->opts.mcp_sse);
+    acp_jw_obj_end(w);
+    acp_jw_key(w, "sessionCapabilities");
+    acp_jw_obj(w);
+    static const char *const sc[] = {"list", "delete", "resume", "close", "additionalDirectories"};
+    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) {
+        acp_jw_key(w, sc[i]);
+        acp_jw_obj(w);
+        acp_jw_obj_end(w);
+    }
+    acp_jw_obj_end(w);
+    acp_jw_obj_end(w);
+    acp_jw_key(w, "authMethods");
+    acp_jw_arr(w);
+    acp_jw_arr_end(w);
+    acp_jw_key(w, "agentInfo");
+    acp_jw_obj(w);
+    acp_jw_kstr(w, "name", a->eng.name ? a->eng.name : "libacp-agent");
+    if (a->eng.title) acp_jw_kstr(w, "title", a->eng.title);
+    acp_jw_kstr(w, "version", a->eng.version ? a->eng.version : "0");
+    acp_jw_obj_end(w);
+    acp_jw_obj_end(w);
+    acp_req_reply_end(req);
+}
+
+/* --- helpers ------------------------------------------------------------------------------- */
+
+/* The params' sessionId, or NULL after answering -32602. */
+static const char *session_id_param(acp_req *req)
+{
+    json_t *id = json_object_get(acp_req_params(req), "sessionId");
+    if (json_is_string(id) && json_string_length(id) > 0) return json_string_value(id);
+    acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "sessionId is required (a string)");
+    return NULL;
+}
+
+static void not_found(acp_req *req, const char *id)
+{
+    acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
+                  "session not found: %s", id);
+}
+
+/* Answers a request about session s after the session's held output (if any) went out. */
+static void reply_after(acp_session *s, acp_req *req)
+{
+    if (s && s->dirty && !session_defer(s, req, NULL, 0, NULL, false)) return;
+    acp_req_reply(req, NULL);
+}
+
+/* --- new / load / resume ------------------------------------------------------------------- */
+
+static void mcp_settled(void *user)
+{
+    acp_session *s = user;
+    s->mcp_settled = true;
+    session_opened_step(s);
+}
+
+void session_opened_step(acp_session *s)
+{
+    acp_agent *a = s->a;
+    if (!s->open_req || !s->mcp_settled || (s->want_replay && !s->replay_done)) return;
+    acp_req *req = s->open_req;
+    s->open_req = NULL;
+    json_t *result = s->is_new ? json_pack("{ss}", "sessionId", s->id) : json_object();
+    acp_req_reply(req, result);
+    s->state = SESS_READY;
+    s->ready_called = true;
+    if (a->eng.session_ready) a->eng.session_ready(s, a->eng.user);
+}
+
+static void open_wait(acp_session *s)
+{
+    unsigned ms = s->a->opts.mcp_connect_timeout_ms ? s->a->opts.mcp_connect_timeout_ms : 10000;
+    acp_mcp_set_wait(s->mcp, ms, mcp_settled, s);
+}
+
+static void h_new(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    if (!agent_check_init(a, req)) return;
+    char id[48];
+    acp_agent_new_id("sess_", id);
+    acp_session *s = session_open(a, req, id, true);
+    if (!s) return;
+    acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
+    acp_store_now(row.created_at);
+    memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
+    int rc = acp_store_create(a->store, &row);
+    if (rc) {
+        if (rc == ACP_ESTORE)
+            agent_reply_store_error(a, req);
+        else
+            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "cannot create the session: %s",
+                          acp_strerror(rc));
+        acp_mcp_set_close(s->mcp, NULL, NULL);
+        s->mcp = NULL;
+        session_free(s);
+        return;
+    }
+    s->is_new = true;
+    s->open_req = req;
+    session_activate(s);
+    open_wait(s);
+}
+
+static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
+{
+    if (!agent_check_init(a, req)) return;
+    const char *id = session_id_param(req);
+    if (!id) return;
+    acp_store_session row = {0};
+    int rc = acp_store_get(a->store, id, &row);
+    if (rc == ACP_ENOTFOUND) {
+        not_found(req, id);
+        return;
+    }
+    if (rc) {
+        if (rc == ACP_ESTORE)
+            agent_reply_store_error(a, req);
+        else
+            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_strerror(rc));
+        return;
+    }
+    acp_store_session_clear(&row);
+    /* Loading a session that is open here starts it afresh: the old one is closed (its
+     * running prompt answers cancelled) so that one id never has two live states. */
+    acp_session *old = session_find(a, id);
+    acp_session *s = session_open(a, req, id, load);
+    if (!s) return;
+    if (old) session_close(old);
+    /* The request's roots are now the session's: list reports them. */
+    rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
+    if (rc) {
+        if (rc == ACP_ENOTFOUND)
+            not_found(req, id);
+        else
+            agent_reply_store_error(a, req);
+        acp_mcp_set_close(s->mcp, NULL, NULL);
+        s->mcp = NULL;
+        session_free(s);
+        return;
+    }
+    s->open_req = req;
+    session_activate(s);
+    if (load) {
+        s->want_replay = true;
+        replay_start(s);
+    }
+    open_wait(s);
+}
+
+static void h_load(acp_conn *c, acp_req *req, void *user)
+{
+    h_load_or_resume(user, req, true);
+}
+
+static void h_resume(acp_conn *c, acp_req *req, void *user)
+{
+    h_load_or_resume(user, req, false);
+}
+
+/* --- close / delete / list ---------------------------------------------------------------- */
+
+static void h_close(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    if (!agent_check_init(a, req)) return;
+    const char *id = session_id_param(req);
+    if (!id) return;
+    acp_session *s = session_find(a, id);
+    if (!s) {
+        not_found(req, id);
+        return;
+    }
+    /* A closed session that still holds output is kept until the flush: reply after it. */
+    bool held = s->dirty;
+    session_close(s);
+    reply_after(held ? s : NULL, req);
+}
+
+static void h_delete(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    if (!agent_check_init(a, req)) return;
+    const char *id = session_id_param(req);
+    if (!id) return;
+    acp_session *s = session_find(a, id);
+    /* A closed session that still holds output is kept until the flush: reply after it. */
+    acp_session *held = s && s->dirty ? s : NULL;
+    if (s) session_close(s);
+    int rc = acp_store_delete(a->store, id);
+    if (rc) {
+        agent_reply_store_error(a, req);
+        return;
+    }
+    reply_after(held, req);
+}
+
+static void list_one(acp_jw *w, const acp_store_session *ss)
+{
+    acp_jw_obj(w);
+    acp_jw_kstr(w, "sessionId", ss->id);
+    acp_jw_kstr(w, "cwd", ss->cwd);
+    acp_jw_key(w, "additionalDirectories");
+    /* Our own stored text: a JSON array we wrote. */
+    if (ss->add_dirs && *ss->add_dirs)
+        acp_jw_raw(w, ss->add_dirs, strlen(ss->add_dirs));
+    else {
+        acp_jw_arr(w);
+        acp_jw_arr_end(w);
+    }
+    if (ss->title) acp_jw_kstr(w, "title", ss->title);
+    acp_jw_kstr(w, "updatedAt", ss->updated_at);
+    acp_jw_obj_end(w);
+}
+
+/* Appends one SessionInfo to the array text being built in user (an acp_buf). */
+static int list_collect(void *user, const acp_store_session *ss)
+{
+    acp_buf *b = user;
+    if (b->len > 1 && acp_buf_putc(b, ',')) return ACP_ENOMEM;
+    acp_jw w;
+    acp_jw_init(&w, b);
+    list_one(&w, ss);
+    return acp_jw_status(&w);
+}
+
+static void h_list(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    if (!agent_check_init(a, req)) return;
+    json_t *p = acp_req_params(req);
+    json_t *cwd = json_object_get(p, "cwd"), *cursor = json_object_get(p, "cursor");
+    if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cwd must be an absolute path: '%s'",
+                      json_is_string(cwd) ? json_string_value(cwd) : "(not a string)");
+        return;
+    }
+    if (cursor && !json_is_null(cursor) && !json_is_string(cursor)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cursor must be a string");
+        return;
+    }
+    /* The page is collected first: a store error must become an error response, and a
+     * streamed reply cannot be taken back. */
+    acp_buf items = {0};
+    char *next = NULL;
+    int rc = acp_buf_putc(&items, '[');
+    if (!rc)
+        rc = acp_store_list(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL,
+                            json_is_string(cursor) ? json_string_value(cursor) : NULL,
+                            AGENT_LIST_PAGE, list_collect, &items, &next);
+    if (rc) {
+        acp_buf_free(&items);
+        free(next);
+        if (rc == ACP_EINVAL)
+            acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "invalid cursor: %s",
+                          json_string_value(cursor));
+        else if (rc == ACP_ESTORE)
+            agent_reply_store_error(a, req);
+        else
+            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_strerror(rc));
+        return;
+    }
+    acp_jw *w = acp_req_reply_begin(req);
+    if (w) {
+        acp_jw_obj(w);
+        acp_jw_key(w, "sessions");
+        /* Written by our own writer: valid JSON, spliced as it is. */
+        if (acp_buf_putc(&items, ']'))
+            acp_jw_null(w);
+        else
+            acp_jw_raw(w, items.data, items.len);
+        if (next) acp_jw_kstr(w, "nextCursor", next);
+        acp_jw_obj_end(w);
+        acp_req_reply_end(req);
+    }
+    acp_buf_free(&items);
+    free(next);
+}
+
+/* --- prompt / cancel ------------------------------------------------------------------------ */
+
+static void h_prompt(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    if (!agent_check_init(a, req)) return;
+    const char *id = session_id_param(req);
+    if (!id) return;
+    acp_session *s = session_find(a, id);
+    if (!s) {
+        not_found(req, id);
+        return;
+    }
+    if (s->state != SESS_READY) {
+        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
+        return;
+    }
+    if (s->turn) {
+        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
+                      "a prompt is already running in session %s", id);
+        return;
+    }
+    json_t *prompt = json_object_get(acp_req_params(req), "prompt");
+    if (!json_is_array(prompt)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "prompt is required (an array of content blocks)");
+        return;
+    }
+    for (size_t i = 0; i < json_array_size(prompt); i++) {
+        json_t *b = json_array_get(prompt, i);
+        const char *type = json_string_value(json_object_get(b, "type"));
+        const char *cap = NULL;
+        bool ok = false;
+        if (!type) {
+            acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                          "prompt[%zu] must be a content block with a type", i);
+            return;
+        }
+        if (!strcmp(type, "text"))
+            ok = json_is_string(json_object_get(b, "text"));
+        else if (!strcmp(type, "resource_link"))
+            ok = true;
+        else if (!strcmp(type, "image"))
+            ok = a->eng.image, cap = "image";
+        else if (!strcmp(type, "audio"))
+            ok = a->eng.audio, cap = "audio";
+        else if (!strcmp(type, "resource"))
+            ok = a->eng.embedded_context, cap = "embeddedContext";
+        if (!ok) {
+            if (cap)
+                acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                              "prompt[%zu]: content type '%s' is not supported "
+                              "(promptCapabilities.%s is false)",
+                              i, type, cap);
+            else if (!strcmp(type, "text"))
+                acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                              "prompt[%zu]: a text block needs a string 'text'", i);
+            else
+                acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                              "prompt[%zu]: unknown content type '%s'", i, type);
+            return;
+        }
+    }
+    turn_start(s, req, prompt);
+}
+
+static void n_cancel(acp_conn *c, acp_msg *m, void *user)
+{
+    acp_agent *a = user;
+    if (!a->initialized) return;
+    json_t *p = acp_msg_params(m);
+    const char *id = json_string_value(json_object_get(p, "sessionId"));
+    acp_session *s = id ? session_find(a, id) : NULL;
+    if (s && s->turn) turn_cancel(s->turn);
+}
+
+void methods_register(acp_agent *a)
+{
+    acp_conn *c = a->conn;
+    acp_conn_on(c, "initialize", h_initialize, NULL, a);
+    acp_conn_on(c, "session/new", h_new, NULL, a);
+    acp_conn_on(c, "session/load", h_load, NULL, a);
+    acp_conn_on(c, "session/resume", h_resume, NULL, a);
+    acp_conn_on(c, "session/close", h_close, NULL, a);
+    acp_conn_on(c, "session/delete", h_delete, NULL, a);
+    acp_conn_on(c, "session/list", h_list, NULL, a);
+    acp_conn_on(c, "session/prompt", h_prompt, NULL, a);
+    acp_conn_on(c, "session/cancel", NULL, n_cancel, a);
+}

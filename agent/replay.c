@@ -1,0 +1,107 @@
+/* session/load replay: stored update texts streamed into envelopes, a bounded step per loop
+ * turn while the output has room, so a long history is I/O and never sits whole in memory. */
+#include <string.h>
+
+#include "agent/internal.h"
+
+static const char env_prefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
+                                 "{\"sessionId\":";
+
+void replay_start(acp_session *s)
+{
+    acp_agent *a = s->a;
+    s->replaying = true;
+    s->replay_seq = 0;
+    s->rnext = a->replays;
+    a->replays = s;
+    agent_pump_start(a);
+}
+
+void replay_stop(acp_session *s)
+{
+    if (!s->replaying) return;
+    acp_agent *a = s->a;
+    for (acp_session **p = &a->replays; *p; p = &(*p)->rnext) {
+        if (*p == s) {
+            *p = s->rnext;
+            break;
+        }
+    }
+    s->replaying = false;
+    s->rnext = NULL;
+}
+
+struct step {
+    acp_buf *b;
+    const char *id;
+    size_t idn;
+};
+
+static int add_line(void *user, int64_t seq, const char *json, size_t n)
+{
+    struct step *st = user;
+    acp_buf *b = st->b;
+    if (acp_buf_reserve(b, sizeof env_prefix + st->idn + 13 + n)) return ACP_ENOMEM;
+    memcpy(b->data + b->len, env_prefix, sizeof env_prefix - 1);
+    b->len += sizeof env_prefix - 1;
+    memcpy(b->data + b->len, st->id, st->idn);
+    b->len += st->idn;
+    memcpy(b->data + b->len, ",\"update\":", 10);
+    b->len += 10;
+    memcpy(b->data + b->len, json, n);
+    b->len += n;
+    memcpy(b->data + b->len, "}}\n", 3);
+    b->len += 3;
+    return 0;
+}
+
+static void replay_step(acp_session *s)
+{
+    acp_agent *a = s->a;
+    struct step st = {&a->line, s->id_json, strlen(s->id_json)};
+    a->line.len = 0;
+    int64_t last = s->replay_seq;
+    bool done = false;
+    int rc = acp_store_replay(a->store, s->id, s->replay_seq, AGENT_REPLAY_STEP, add_line, &st,
+                              &last, &done);
+    if (rc) {
+        a->line.len = 0;
+        replay_stop(s);
+        acp_req *req = s->open_req;
+        s->open_req = NULL;
+        if (rc == ACP_ENOTFOUND) {
+            acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", s->id),
+                          "session not found: %s", s->id);
+        } else if (rc == ACP_ESTORE) {
+            agent_reply_store_error(a, req);
+        } else {
+            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "replay failed: %s", acp_strerror(rc));
+        }
+        session_close(s);
+        return;
+    }
+    /* The session is opening: nothing of it can be held, so the bytes go straight out. */
+    if (a->line.len) acp_conn_out_append(a->conn, a->line.data, a->line.len);
+    a->line.len = 0;
+    if (a->line.cap > 2 * AGENT_REPLAY_STEP) acp_buf_free(&a->line);
+    s->replay_seq = last;
+    if (done) {
+        replay_stop(s);
+        s->replay_done = true;
+        session_opened_step(s);
+    }
+}
+
+void replay_run(acp_agent *a)
+{
+    /* One step for each replaying session (the list may change under us: restart after
+     * every step from a session still in it). */
+    acp_session *todo[64];
+    size_t n = 0;
+    for (acp_session *s = a->replays; s && n < 64; s = s->rnext) todo[n++] = s;
+    for (size_t i = 0; i < n; i++) {
+        bool still = false;
+        for (acp_session *s = a->replays; s; s = s->rnext) still |= s == todo[i];
+        if (still && agent_writable(a)) replay_step(todo[i]);
+    }
+}

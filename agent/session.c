@@ -1,0 +1,386 @@
+/* acp_session: one active session: its roots, MCP servers, and held output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/internal.h"
+
+static const char env_prefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
+                                 "{\"sessionId\":";
+
+acp_session *session_find(acp_agent *a, const char *id)
+{
+    for (acp_session *s = a->sessions; s; s = s->next)
+        if (!strcmp(s->id, id)) return s;
+    return NULL;
+}
+
+static void mcp_log(const char *name, const char *line, void *user)
+{
+    agent_log(user, "mcp[%s]: %s", name, line);
+}
+
+/* Builds the root set from cwd and additionalDirectories (a JSON value or NULL), answering
+ * req with -32602 when they are malformed. The spec forbids dropping bad entries silently. */
+static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
+{
+    json_t *cwd = json_object_get(params, "cwd");
+    if (!json_is_string(cwd)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "cwd is required and must be an absolute path string");
+        return NULL;
+    }
+    json_t *dirs = json_object_get(params, "additionalDirectories");
+    size_t nd = json_is_array(dirs) ? json_array_size(dirs) : 0;
+    if (dirs && !json_is_null(dirs) && !json_is_array(dirs)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "additionalDirectories must be an array of absolute paths");
+        return NULL;
+    }
+    const char **v = calloc(nd + 1, sizeof *v);
+    if (!v) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < nd; i++) {
+        json_t *d = json_array_get(dirs, i);
+        if (!json_is_string(d)) {
+            acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                          "additionalDirectories[%zu] must be a string", i);
+            free(v);
+            return NULL;
+        }
+        v[i] = json_string_value(d);
+    }
+    acp_roots *r = NULL;
+    char *err = NULL;
+    int rc = acp_roots_new(json_string_value(cwd), v, nd, &r, &err);
+    free(v);
+    if (rc) {
+        acp_req_error(req, rc == ACP_EINVAL ? ACP_RPC_INVALID_PARAMS : ACP_RPC_INTERNAL_ERROR, NULL,
+                      "%s", err ? err : "out of memory");
+        free(err);
+        return NULL;
+    }
+    return r;
+}
+
+acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required)
+{
+    json_t *params = acp_req_params(req);
+    acp_roots *roots = roots_from(a, req, params);
+    if (!roots) return NULL;
+    json_t *servers = json_object_get(params, "mcpServers");
+    if (!servers && mcp_required) {
+        acp_roots_free(roots);
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "mcpServers is required (an array; [] for none)");
+        return NULL;
+    }
+    if (servers && !json_is_null(servers) && !json_is_array(servers)) {
+        acp_roots_free(roots);
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "mcpServers must be an array");
+        return NULL;
+    }
+    acp_session *s = calloc(1, sizeof *s);
+    if (!s) goto nomem;
+    s->a = a;
+    s->roots = roots;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    acp_buf b = {0};
+    if (acp_json_escape(&b, s->id, strlen(s->id)) || !acp_buf_cstr(&b)) {
+        acp_buf_free(&b);
+        goto nomem;
+    }
+    s->id_json = b.data;
+    json_t *dirs = json_array();
+    for (size_t i = 1; dirs && i < acp_roots_count(roots); i++)
+        json_array_append_new(dirs, json_string(acp_roots_at(roots, i)));
+    s->add_dirs = dirs ? json_dumps(dirs, JSON_COMPACT) : NULL;
+    json_decref(dirs);
+    if (!s->add_dirs) goto nomem;
+
+    size_t nr = acp_roots_count(roots);
+    const char **rv = calloc(nr, sizeof *rv);
+    if (!rv) goto nomem;
+    for (size_t i = 0; i < nr; i++) rv[i] = acp_roots_at(roots, i);
+    acp_mcp_opts mo = {.http = a->opts.mcp_http,
+                       .sse = a->opts.mcp_sse,
+                       .connect_timeout_ms = a->opts.mcp_connect_timeout_ms,
+                       .on_log = mcp_log,
+                       .user = a};
+    char *err = NULL;
+    int rc = acp_mcp_set_new(a->loop, servers, &mo, rv, nr, &s->mcp, &err);
+    free(rv);
+    if (rc) {
+        acp_req_error(req, rc == ACP_EINVAL ? ACP_RPC_INVALID_PARAMS : ACP_RPC_INTERNAL_ERROR, NULL,
+                      "%s", err ? err : "out of memory");
+        free(err);
+        s->mcp = NULL;
+        session_free(s);
+        return NULL;
+    }
+    s->state = SESS_OPENING;
+    return s;
+nomem:
+    if (s)
+        session_free(s);
+    else
+        acp_roots_free(roots);
+    acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+    return NULL;
+}
+
+void session_activate(acp_session *s)
+{
+    acp_agent *a = s->a;
+    s->next = a->sessions;
+    if (a->sessions) a->sessions->prev = s;
+    a->sessions = s;
+    a->nsessions++;
+}
+
+static void session_unlink(acp_session *s)
+{
+    acp_agent *a = s->a;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        a->sessions = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+    a->nsessions--;
+}
+
+void session_free(acp_session *s)
+{
+    for (size_t i = 0; i < s->ndefs; i++) {
+        /* Only reached when the agent is being freed: the requests die with the conn. */
+        json_decref(s->defs[i].result);
+        free(s->defs[i].message);
+    }
+    free(s->defs);
+    acp_buf_free(&s->hold);
+    acp_roots_free(s->roots);
+    free(s->add_dirs);
+    free(s->id_json);
+    free(s);
+}
+
+static void mcp_closed(void *user)
+{
+    acp_agent *a = user;
+    a->closing_mcp--;
+    agent_maybe_done(a);
+}
+
+void session_close(acp_session *s)
+{
+    acp_agent *a = s->a;
+    if (s->state == SESS_CLOSED) return;
+    if (s->turn) {
+        turn_cancel(s->turn);
+        if (s->turn) turn_force_end(s->turn);
+    }
+    replay_stop(s);
+    if (s->open_req) {
+        acp_req_error(s->open_req, ACP_RPC_INTERNAL_ERROR, NULL,
+                      "session %s was closed before it finished opening", s->id);
+        s->open_req = NULL;
+    }
+    if (s->ready_called && a->eng.session_free) a->eng.session_free(s, a->eng.user);
+    session_unlink(s);
+    s->state = SESS_CLOSED;
+    if (s->mcp) {
+        a->closing_mcp++;
+        acp_mcp_set_close(s->mcp, mcp_closed, a);
+        s->mcp = NULL;
+    }
+    if (!s->dirty) session_free(s);
+}
+
+int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
+                  bool prompt)
+{
+    if (s->ndefs == s->defs_cap) {
+        size_t cap = s->defs_cap ? s->defs_cap * 2 : 4;
+        deferred *d = realloc(s->defs, cap * sizeof *d);
+        if (!d) return ACP_ENOMEM;
+        s->defs = d;
+        s->defs_cap = cap;
+    }
+    s->defs[s->ndefs++] = (deferred){.req = req,
+                                     .result = result,
+                                     .code = code,
+                                     .message = message ? strdup(message) : NULL,
+                                     .prompt = prompt};
+    return 0;
+}
+
+void session_release(acp_session *s, int commit_rc, const char *errmsg)
+{
+    acp_agent *a = s->a;
+    s->dirty = false;
+    if (!commit_rc && s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
+    s->hold.len = 0;
+    if (s->hold.cap > 64 * 1024) {
+        /* Keep idle sessions small: a big burst should not pin its buffer. */
+        acp_buf_free(&s->hold);
+    }
+    size_t n = s->ndefs;
+    deferred *d = s->defs;
+    s->defs = NULL;
+    s->ndefs = s->defs_cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (commit_rc && d[i].prompt) {
+            json_decref(d[i].result);
+            acp_req_error(d[i].req, ACP_RPC_INTERNAL_ERROR, NULL, "session store unavailable: %s",
+                          errmsg);
+        } else if (d[i].result || !d[i].code) {
+            acp_req_reply(d[i].req, d[i].result);
+        } else {
+            acp_req_error(d[i].req, d[i].code, NULL, "%s", d[i].message ? d[i].message : "");
+        }
+        free(d[i].message);
+    }
+    free(d);
+    if (commit_rc && s->turn && !s->turn->decided) turn_store_failed(s->turn, errmsg);
+    if (s->state == SESS_CLOSED && !s->dirty) session_free(s);
+}
+
+int session_emit(acp_session *s, const char *json, size_t n, bool persist)
+{
+    acp_agent *a = s->a;
+    if (persist) {
+        if (acp_store_append(a->store, s->id, json, n)) return ACP_ENOMEM;
+        agent_mark_dirty(a, s);
+    }
+    acp_buf *b = s->dirty ? &s->hold : &a->line;
+    size_t idn = strlen(s->id_json);
+    if (acp_buf_reserve(b, sizeof env_prefix + idn + 12 + n + 4)) return ACP_ENOMEM;
+    acp_buf_append(b, env_prefix, sizeof env_prefix - 1);
+    acp_buf_append(b, s->id_json, idn);
+    acp_buf_append(b, ",\"update\":", 10);
+    acp_buf_append(b, json, n);
+    acp_buf_append(b, "}}\n", 3);
+    if (b == &a->line) {
+        int rc = acp_conn_out_append(a->conn, b->data, b->len);
+        b->len = 0;
+        return rc;
+    }
+    return 0;
+}
+
+/* Which history kinds are persisted; everything else is live-only. */
+static int kind_of(acp_span kind)
+{
+    static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
+                                       "agent_thought_chunk", "tool_call",
+                                       "tool_call_update",    "plan"};
+    for (size_t i = 0; i < sizeof hist / sizeof *hist; i++)
+        if (acp_json_str_eq(kind, hist[i])) return 1;
+    if (acp_json_str_eq(kind, "session_info_update")) return 2;
+    return 0;
+}
+
+static int record_info(acp_session *s, const char *json, size_t n)
+{
+    json_t *u = json_loadb(json, n, 0, NULL);
+    if (!u) return ACP_EINVAL;
+    json_t *title = json_object_get(u, "title");
+    json_t *at = json_object_get(u, "updatedAt");
+    int rc = 0;
+    if (title || json_is_string(at)) {
+        rc = acp_store_set_info(s->a->store, s->id, title != NULL,
+                                json_is_string(title) ? json_string_value(title) : NULL,
+                                json_is_string(at) ? json_string_value(at) : NULL);
+        /* A client-chosen updatedAt in another format is still sent, just not stored. */
+        if (rc == ACP_EINVAL && json_is_string(at))
+            rc = acp_store_set_info(s->a->store, s->id, title != NULL,
+                                    json_is_string(title) ? json_string_value(title) : NULL, NULL);
+    }
+    json_decref(u);
+    return rc == ACP_ENOTFOUND ? 0 : rc;
+}
+
+int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted)
+{
+    if (s->state == SESS_CLOSED) return ACP_ECLOSED;
+    if (!trusted && acp_json_validate(json, n, 64)) return ACP_EINVAL;
+    acp_span obj = {json, n}, kind;
+    if (acp_json_kind(obj) != 'o' || !acp_json_member(obj, "sessionUpdate", &kind) ||
+        acp_json_kind(kind) != 's')
+        return ACP_EINVAL;
+    int k = kind_of(kind);
+    if (k == 2) {
+        int rc = record_info(s, json, n);
+        if (rc) return rc;
+    }
+    return session_emit(s, json, n, k == 1);
+}
+
+int acp_session_update(acp_session *s, const json_t *update)
+{
+    if (!json_is_object(update)) return ACP_EINVAL;
+    char *txt = json_dumps(update, JSON_COMPACT);
+    if (!txt) return ACP_ENOMEM;
+    int rc = acp_session_update_raw(s, txt, strlen(txt), true);
+    free(txt);
+    return rc;
+}
+
+/* --- accessors --------------------------------------------------------------------------- */
+
+acp_agent *acp_session_agent(const acp_session *s)
+{
+    return s->a;
+}
+
+const char *acp_session_id(const acp_session *s)
+{
+    return s->id;
+}
+
+const char *acp_session_cwd(const acp_session *s)
+{
+    return acp_roots_cwd(s->roots);
+}
+
+size_t acp_session_root_count(const acp_session *s)
+{
+    return acp_roots_count(s->roots);
+}
+
+const char *acp_session_root(const acp_session *s, size_t i)
+{
+    return acp_roots_at(s->roots, i);
+}
+
+acp_mcp_set *acp_session_mcp(const acp_session *s)
+{
+    return s->mcp;
+}
+
+void acp_session_set_data(acp_session *s, void *data)
+{
+    s->data = data;
+}
+
+void *acp_session_data(const acp_session *s)
+{
+    return s->data;
+}
+
+acp_turn *acp_session_turn(const acp_session *s)
+{
+    return s->turn;
+}
+
+int acp_session_resolve_path(const acp_session *s, const char *path, char **out)
+{
+    char *err = NULL;
+    int rc = acp_roots_resolve(s->roots, path, out, &err);
+    if (rc && err) agent_log(s->a, "session %s: %s", s->id, err);
+    free(err);
+    return rc;
+}

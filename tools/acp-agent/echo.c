@@ -1,0 +1,667 @@
+/* The echo engine. One turn at a time per session (the runtime guarantees it), so the state of
+ * the running command lives in the session's engine data. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acp/version.h"
+#include "tools/acp-agent/echo.h"
+
+#define ECHO_CHUNK       (64 * 1024) /* echo: bytes per agent_message_chunk */
+#define STREAM_BATCH     4096        /* /stream: chunks per loop turn at most */
+#define STREAM_BATCH_MAX (1u << 20)  /* /stream: bytes per loop turn at most */
+#define LOCAL_READ_MAX   (64u << 20)
+
+enum job { JOB_NONE, JOB_SLEEP, JOB_STREAM, JOB_CLIENT, JOB_MCP };
+
+typedef struct echo_sess {
+    acp_session *s;
+    uv_timer_t *timer; /* allocated: its close callback frees it after the session is gone */
+    acp_turn *t;
+    enum job job;
+    char mid[48];  /* message id of the current reply */
+    char tcid[48]; /* tool call id of the current tool call */
+    /* /stream */
+    unsigned long long left;
+    size_t bytes;
+    char *chunk;
+    /* /write */
+    char *path, *text;
+    /* /call */
+    acp_mcp_call *call;
+} echo_sess;
+
+static const struct {
+    const char *name, *description, *hint;
+} commands[] = {
+    {"stream", "Stream N chunks of BYTES bytes each as one message", "N BYTES"},
+    {"sleep", "Wait MS milliseconds (cancellable)", "MS"},
+    {"title", "Set the session title", "TEXT"},
+    {"plan", "Send a plan with three entries", NULL},
+    {"read", "Read a file inside the session's roots", "PATH"},
+    {"write", "Write a file inside the session's roots (asks permission)", "PATH TEXT"},
+    {"mcp", "List the session's MCP servers and their tools", NULL},
+    {"call", "Call an MCP tool", "SERVER TOOL JSON"},
+};
+
+/* --- helpers --------------------------------------------------------------------------------- */
+
+static void job_clear(echo_sess *es)
+{
+    if (es->timer) uv_timer_stop(es->timer);
+    if (es->call) {
+        acp_mcp_call *c = es->call;
+        es->call = NULL; /* on_done, run from inside the cancel, sees it is not wanted */
+        acp_mcp_call_cancel(c);
+    }
+    free(es->chunk);
+    free(es->path);
+    free(es->text);
+    es->chunk = es->path = es->text = NULL;
+    es->job = JOB_NONE;
+    es->t = NULL;
+}
+
+static void finish(echo_sess *es, const char *reason)
+{
+    acp_turn *t = es->t;
+    job_clear(es);
+    if (t) acp_turn_end(t, reason);
+}
+
+static void say(acp_turn *t, const char *text)
+{
+    char mid[48];
+    acp_agent_new_id("msg_", mid);
+    acp_turn_text(t, NULL, mid, text, strlen(text));
+}
+
+/* Length of the longest prefix of s[0..n) not longer than max that ends on a UTF-8 boundary. */
+static size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max) return n;
+    size_t k = max;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    return k ? k : max;
+}
+
+static json_t *text_block(const char *text)
+{
+    return json_pack("{ss ss}", "type", "text", "text", text);
+}
+
+static json_t *content_item(json_t *block)
+{
+    return json_pack("{ss so}", "type", "content", "content", block);
+}
+
+static void tool_call(acp_turn *t, echo_sess *es, const char *title, const char *kind,
+                      const char *status, const char *path, json_t *raw_input)
+{
+    acp_agent_new_id("call_", es->tcid);
+    json_t *u = json_pack("{ss ss ss ss ss}", "sessionUpdate", "tool_call", "toolCallId", es->tcid,
+                          "title", title, "kind", kind, "status", status);
+    if (path) json_object_set_new(u, "locations", json_pack("[{ss}]", "path", path));
+    if (raw_input) json_object_set_new(u, "rawInput", raw_input);
+    acp_turn_update(t, u);
+    json_decref(u);
+}
+
+/* A tool_call_update with a status and, when text is not NULL, a text content item. */
+static void tool_update(acp_turn *t, echo_sess *es, const char *status, const char *text)
+{
+    json_t *u = json_pack("{ss ss}", "sessionUpdate", "tool_call_update", "toolCallId", es->tcid);
+    if (status) json_object_set_new(u, "status", json_string(status));
+    if (text) json_object_set_new(u, "content", json_pack("[o]", content_item(text_block(text))));
+    acp_turn_update(t, u);
+    json_decref(u);
+}
+
+/* --- echo, /stream ------------------------------------------------------------------------------
+ */
+
+static void echo_text(acp_turn *t, const char *text, size_t n)
+{
+    char mid[48];
+    acp_agent_new_id("msg_", mid);
+    while (n) {
+        size_t k = utf8_cut(text, n, ECHO_CHUNK);
+        acp_turn_text(t, NULL, mid, text, k);
+        text += k;
+        n -= k;
+    }
+    acp_turn_end(t, "end_turn");
+}
+
+static void stream_more(acp_turn *t, void *user)
+{
+    echo_sess *es = user;
+    size_t sent = 0, bytes = 0;
+    while (es->left && sent < STREAM_BATCH && bytes < STREAM_BATCH_MAX) {
+        if (acp_turn_text(t, NULL, es->mid, es->chunk, es->bytes)) {
+            finish(es, "end_turn"); /* the turn was answered already (store failure) */
+            return;
+        }
+        es->left--;
+        sent++;
+        bytes += es->bytes + 128;
+    }
+    if (!es->left)
+        finish(es, "end_turn");
+    else
+        acp_turn_on_writable(t, stream_more, es);
+}
+
+static void cmd_stream(acp_turn *t, echo_sess *es, const char *args)
+{
+    unsigned long long n = 0, bytes = 0;
+    if (sscanf(args, "%llu %llu", &n, &bytes) != 2 || bytes > (64u << 20)) {
+        say(t, "usage: /stream N BYTES");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    es->chunk = malloc(bytes + 1);
+    if (!es->chunk) {
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < bytes; i++) es->chunk[i] = (char)('a' + i % 26);
+    es->bytes = bytes;
+    es->left = n;
+    es->t = t;
+    es->job = JOB_STREAM;
+    acp_agent_new_id("msg_", es->mid);
+    acp_turn_on_writable(t, stream_more, es);
+}
+
+/* --- /sleep, /title, /plan ------------------------------------------------------------------- */
+
+static void slept(uv_timer_t *h)
+{
+    echo_sess *es = h->data;
+    finish(es, "end_turn");
+}
+
+static void cmd_sleep(acp_turn *t, echo_sess *es, const char *args)
+{
+    char *end;
+    unsigned long ms = strtoul(args, &end, 10);
+    if (end == args) {
+        say(t, "usage: /sleep MS");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    es->t = t;
+    es->job = JOB_SLEEP;
+    uv_timer_start(es->timer, slept, ms, 0);
+}
+
+static void cmd_title(acp_turn *t, const char *args)
+{
+    char now[ACP_STORE_TIME_LEN + 1];
+    acp_store_now(now);
+    json_t *u = json_pack("{ss ss ss}", "sessionUpdate", "session_info_update", "title", args,
+                          "updatedAt", now);
+    int rc = acp_turn_update(t, u);
+    json_decref(u);
+    if (rc && rc != ACP_ECLOSED)
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", acp_strerror(rc));
+    else
+        acp_turn_end(t, "end_turn");
+}
+
+static void cmd_plan(acp_turn *t)
+{
+    json_t *u =
+        json_pack("{ss s[{ss ss ss} {ss ss ss} {ss ss ss}]}", "sessionUpdate", "plan", "entries",
+                  "content", "Understand the request", "priority", "high", "status", "completed",
+                  "content", "Write the code", "priority", "medium", "status", "in_progress",
+                  "content", "Test it", "priority", "low", "status", "pending");
+    acp_turn_update(t, u);
+    json_decref(u);
+    acp_turn_end(t, "end_turn");
+}
+
+/* --- /read, /write ------------------------------------------------------------------------------
+ */
+
+/* Resolves path inside the roots, or reports a failed tool call and ends the turn. */
+static char *inside(acp_turn *t, echo_sess *es, const char *verb, const char *kind,
+                    const char *path)
+{
+    acp_session *s = acp_turn_session(t);
+    char *real = NULL;
+    int rc = acp_session_resolve_path(s, path, &real);
+    if (!rc) return real;
+    char title[512], msg[600];
+    snprintf(title, sizeof title, "%s %s", verb, path);
+    snprintf(msg, sizeof msg, "%s: %s", path,
+             rc == ACP_EACCES ? "outside the session's roots" : acp_strerror(rc));
+    tool_call(t, es, title, kind, "failed", NULL, NULL);
+    tool_update(t, es, "failed", msg);
+    acp_turn_end(t, "end_turn");
+    return NULL;
+}
+
+static void read_done(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+{
+    echo_sess *es = user;
+    const char *text = json_string_value(json_object_get(result, "content"));
+    if (status || !text) {
+        tool_update(t, es, "failed", error ? error : "the client returned no content");
+    } else {
+        tool_update(t, es, "completed", text);
+        echo_text(t, text, strlen(text)); /* ends the turn */
+        es->t = NULL;
+        es->job = JOB_NONE;
+        return;
+    }
+    finish(es, "end_turn");
+}
+
+static char *read_local(const char *path, size_t *n, int *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *err = errno;
+        return NULL;
+    }
+    acp_buf b = {0};
+    char tmp[65536];
+    ssize_t k;
+    while ((k = read(fd, tmp, sizeof tmp)) > 0 && b.len < LOCAL_READ_MAX)
+        acp_buf_append(&b, tmp, (size_t)k);
+    *err = k < 0 ? errno : 0;
+    close(fd);
+    *n = b.len;
+    if (*err) {
+        acp_buf_free(&b);
+        return NULL;
+    }
+    acp_buf_cstr(&b);
+    return b.data ? b.data : strdup("");
+}
+
+static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
+{
+    acp_session *s = acp_turn_session(t);
+    char *real = inside(t, es, "Read", "read", args);
+    if (!real) return;
+    char title[512];
+    snprintf(title, sizeof title, "Read %s", args);
+    tool_call(t, es, title, "read", "in_progress", real, NULL);
+    if (acp_agent_client_has(acp_session_agent(s), "fs.readTextFile")) {
+        es->t = t;
+        es->job = JOB_CLIENT;
+        int rc =
+            acp_turn_call(t, "fs/read_text_file", json_pack("{ss}", "path", real), read_done, es);
+        free(real);
+        if (rc) {
+            tool_update(t, es, "failed", acp_strerror(rc));
+            finish(es, "end_turn");
+        }
+        return;
+    }
+    size_t n = 0;
+    int err = 0;
+    char *text = read_local(real, &n, &err);
+    free(real);
+    if (!text) {
+        tool_update(t, es, "failed", strerror(err));
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    tool_update(t, es, "completed", text);
+    echo_text(t, text, n);
+    free(text);
+}
+
+static void write_done(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+{
+    echo_sess *es = user;
+    if (status)
+        tool_update(t, es, "failed", error ? error : acp_strerror(status));
+    else
+        tool_update(t, es, "completed", "written");
+    finish(es, "end_turn");
+}
+
+static int write_local(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return errno;
+    size_t n = strlen(text), off = 0;
+    while (off < n) {
+        ssize_t k = write(fd, text + off, n - off);
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            return e;
+        }
+        off += (size_t)k;
+    }
+    return close(fd) ? errno : 0;
+}
+
+static void permitted(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+{
+    echo_sess *es = user;
+    json_t *outcome = json_object_get(result, "outcome");
+    const char *kind = json_string_value(json_object_get(outcome, "outcome"));
+    const char *opt = json_string_value(json_object_get(outcome, "optionId"));
+    if (status || !kind) {
+        tool_update(t, es, "failed", error ? error : "no permission outcome");
+        finish(es, "end_turn");
+        return;
+    }
+    if (!strcmp(kind, "cancelled")) {
+        tool_update(t, es, "failed", "permission request cancelled");
+        finish(es, "cancelled");
+        return;
+    }
+    if (!opt || strcmp(opt, "allow")) {
+        tool_update(t, es, "failed", "permission denied");
+        finish(es, "end_turn");
+        return;
+    }
+    tool_update(t, es, "in_progress", NULL);
+    acp_session *s = acp_turn_session(t);
+    if (acp_agent_client_has(acp_session_agent(s), "fs.writeTextFile")) {
+        int rc = acp_turn_call(t, "fs/write_text_file",
+                               json_pack("{ss ss}", "path", es->path, "content", es->text),
+                               write_done, es);
+        if (rc) {
+            tool_update(t, es, "failed", acp_strerror(rc));
+            finish(es, "end_turn");
+        }
+        return;
+    }
+    int err = write_local(es->path, es->text);
+    if (err)
+        tool_update(t, es, "failed", strerror(err));
+    else
+        tool_update(t, es, "completed", "written");
+    finish(es, "end_turn");
+}
+
+static void cmd_write(acp_turn *t, echo_sess *es, const char *args)
+{
+    size_t pl = strcspn(args, " \t");
+    char *path = strndup(args, pl);
+    const char *text = args + pl + (args[pl] != '\0');
+    if (!path || !*path) {
+        free(path);
+        say(t, "usage: /write PATH TEXT");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    char *real = inside(t, es, "Write", "edit", path);
+    if (!real) {
+        free(path);
+        return;
+    }
+    char title[512];
+    snprintf(title, sizeof title, "Write %s", path);
+    free(path);
+    tool_call(t, es, title, "edit", "pending", real, NULL);
+    es->path = real;
+    es->text = strdup(text);
+    es->t = t;
+    es->job = JOB_CLIENT;
+    json_t *params = json_pack("{s{ss ss ss} s[{ss ss ss} {ss ss ss}]}", "toolCall", "toolCallId",
+                               es->tcid, "title", title, "kind", "edit", "options", "optionId",
+                               "allow", "name", "Allow", "kind", "allow_once", "optionId", "reject",
+                               "name", "Reject", "kind", "reject_once");
+    int rc = acp_turn_call(t, "session/request_permission", params, permitted, es);
+    if (rc) {
+        tool_update(t, es, "failed", acp_strerror(rc));
+        finish(es, "end_turn");
+    }
+}
+
+/* --- /mcp, /call -------------------------------------------------------------------------------
+ */
+
+static void cmd_mcp(acp_turn *t)
+{
+    acp_mcp_set *m = acp_session_mcp(acp_turn_session(t));
+    size_t n = m ? acp_mcp_set_count(m) : 0;
+    acp_buf b = {0};
+    if (!n) acp_buf_printf(&b, "no MCP servers");
+    for (size_t i = 0; i < n; i++) {
+        const char *reason = NULL;
+        enum acp_mcp_status st = acp_mcp_server_status(m, i, &reason);
+        size_t nt = acp_mcp_tool_count(m, i);
+        acp_buf_printf(&b, "%s%s: %s", i ? "\n" : "", acp_mcp_server_name(m, i),
+                       acp_mcp_status_name(st));
+        if (reason) acp_buf_printf(&b, ": %s", reason);
+        acp_buf_printf(&b, " (%zu tools%s", nt, nt ? ": " : "");
+        for (size_t k = 0; k < nt; k++)
+            acp_buf_printf(&b, "%s%s", k ? ", " : "", acp_mcp_tool_name(m, i, k));
+        acp_buf_printf(&b, ")");
+    }
+    acp_buf_cstr(&b);
+    say(t, b.data ? b.data : "");
+    acp_buf_free(&b);
+    acp_turn_end(t, "end_turn");
+}
+
+/* MCP content (tools/call result) to ACP content blocks: the shapes mostly agree. */
+static json_t *map_content(const json_t *c)
+{
+    const char *type = json_string_value(json_object_get(c, "type"));
+    if (!type) return NULL;
+    if (!strcmp(type, "text") || !strcmp(type, "image") || !strcmp(type, "audio") ||
+        !strcmp(type, "resource_link") || !strcmp(type, "resource"))
+        return json_deep_copy(c);
+    char *s = json_dumps(c, JSON_COMPACT);
+    json_t *b = text_block(s ? s : "");
+    free(s);
+    return b;
+}
+
+static void call_progress(acp_mcp_call *c, double progress, double total, const char *message,
+                          void *user)
+{
+    echo_sess *es = user;
+    if (!es->t || es->call != c) return;
+    char line[512];
+    if (total >= 0)
+        snprintf(line, sizeof line, "progress %g/%g%s%s", progress, total, message ? ": " : "",
+                 message ? message : "");
+    else
+        snprintf(line, sizeof line, "progress %g%s%s", progress, message ? ": " : "",
+                 message ? message : "");
+    tool_update(es->t, es, "in_progress", line);
+}
+
+static void call_done(acp_mcp_call *c, int status, const json_t *result, const char *error,
+                      void *user)
+{
+    echo_sess *es = user;
+    if (es->call != c) return; /* cancelled by us: the turn is handled there */
+    es->call = NULL;
+    acp_turn *t = es->t;
+    if (status) {
+        tool_update(t, es, "failed", error ? error : acp_strerror(status));
+        finish(es, status == ACP_ECANCELLED ? "cancelled" : "end_turn");
+        return;
+    }
+    json_t *content = json_array();
+    json_t *mc = json_object_get(result, "content");
+    size_t i;
+    json_t *v;
+    json_array_foreach(mc, i, v)
+    {
+        json_t *b = map_content(v);
+        if (b) json_array_append_new(content, content_item(b));
+    }
+    json_t *u = json_pack("{ss ss ss so}", "sessionUpdate", "tool_call_update", "toolCallId",
+                          es->tcid, "status",
+                          json_is_true(json_object_get(result, "isError")) ? "failed" : "completed",
+                          "content", content);
+    json_object_set(u, "rawOutput", (json_t *)result);
+    acp_turn_update(t, u);
+    json_decref(u);
+    finish(es, "end_turn");
+}
+
+static void cmd_call(acp_turn *t, echo_sess *es, const char *args)
+{
+    char server[256], tool[256];
+    int off = 0;
+    if (sscanf(args, "%255s %255s %n", server, tool, &off) != 2) {
+        say(t, "usage: /call SERVER TOOL JSON");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    const char *js = args + off;
+    json_error_t jerr;
+    json_t *input = *js ? json_loads(js, 0, &jerr) : json_object();
+    if (!json_is_object(input)) {
+        json_decref(input);
+        say(t, "/call: JSON arguments must be an object");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    char title[600];
+    snprintf(title, sizeof title, "%s.%s", server, tool);
+    tool_call(t, es, title, "other", "in_progress", NULL, json_incref(input));
+    acp_mcp_set *m = acp_session_mcp(acp_turn_session(t));
+    acp_mcp_call_cbs cbs = {.on_progress = call_progress, .on_done = call_done};
+    es->t = t;
+    es->job = JOB_MCP;
+    acp_mcp_call *c = NULL;
+    int rc = m ? acp_mcp_call_tool(m, server, tool, input, &cbs, es, &c) : ACP_ENOTFOUND;
+    if (!m) json_decref(input);
+    if (rc) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s: %s", server,
+                 rc == ACP_ENOTFOUND ? "no such MCP server"
+                 : rc == ACP_ECLOSED ? "the MCP server is not ready"
+                                     : acp_strerror(rc));
+        tool_update(t, es, "failed", msg);
+        finish(es, "end_turn");
+        return;
+    }
+    es->call = c;
+}
+
+/* --- engine callbacks ------------------------------------------------------------------------ */
+
+static void session_ready(acp_session *s, void *user)
+{
+    echo_sess *es = calloc(1, sizeof *es);
+    uv_timer_t *timer = malloc(sizeof *timer);
+    if (!es || !timer) {
+        free(es);
+        free(timer);
+        return;
+    }
+    es->s = s;
+    es->timer = timer;
+    uv_timer_init(acp_agent_loop(acp_session_agent(s)), timer);
+    timer->data = es;
+    acp_session_set_data(s, es);
+
+    json_t *cmds = json_array();
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        json_t *c =
+            json_pack("{ss ss}", "name", commands[i].name, "description", commands[i].description);
+        if (commands[i].hint)
+            json_object_set_new(c, "input", json_pack("{ss}", "hint", commands[i].hint));
+        json_array_append_new(cmds, c);
+    }
+    json_t *u = json_pack("{ss so}", "sessionUpdate", "available_commands_update",
+                          "availableCommands", cmds);
+    acp_session_update(s, u);
+    json_decref(u);
+}
+
+static void close_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void session_gone(acp_session *s, void *user)
+{
+    echo_sess *es = acp_session_data(s);
+    if (!es) return;
+    job_clear(es);
+    uv_close((uv_handle_t *)es->timer, close_free);
+    free(es);
+    acp_session_set_data(s, NULL);
+}
+
+static void cancel(acp_turn *t, void *user)
+{
+    echo_sess *es = acp_session_data(acp_turn_session(t));
+    if (es && es->t == t) job_clear(es);
+    acp_turn_end(t, "cancelled");
+}
+
+static void prompt(acp_turn *t, const json_t *blocks, void *user)
+{
+    echo_sess *es = acp_session_data(acp_turn_session(t));
+    acp_buf text = {0};
+    size_t i;
+    json_t *b;
+    json_array_foreach(blocks, i, b)
+    {
+        json_t *tx = json_object_get(b, "text");
+        if (json_is_string(tx))
+            acp_buf_append(&text, json_string_value(tx), json_string_length(tx));
+    }
+    if (!acp_buf_cstr(&text) || !es) {
+        acp_buf_free(&text);
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    const char *p = text.data;
+    if (p[0] != '/') {
+        echo_text(t, p, text.len);
+        acp_buf_free(&text);
+        return;
+    }
+    size_t cl = strcspn(p + 1, " \t\n");
+    const char *args = p + 1 + cl;
+    while (*args == ' ' || *args == '\t' || *args == '\n') args++;
+#define IS(name) (cl == strlen(name) && !strncmp(p + 1, name, cl))
+    if (IS("stream"))
+        cmd_stream(t, es, args);
+    else if (IS("sleep"))
+        cmd_sleep(t, es, args);
+    else if (IS("title"))
+        cmd_title(t, args);
+    else if (IS("plan"))
+        cmd_plan(t);
+    else if (IS("read"))
+        cmd_read(t, es, args);
+    else if (IS("write"))
+        cmd_write(t, es, args);
+    else if (IS("mcp"))
+        cmd_mcp(t);
+    else if (IS("call"))
+        cmd_call(t, es, args);
+    else
+        echo_text(t, p, text.len); /* not a command of ours: echo it like any text */
+#undef IS
+    acp_buf_free(&text);
+}
+
+void echo_engine(acp_engine *e)
+{
+    *e = (acp_engine){.name = "acp-agent",
+                      .title = "libacp echo agent",
+                      .version = ACP_VERSION_STRING,
+                      /* image and audio stay off, so clients can see -32602 for them */
+                      .embedded_context = true,
+                      .session_ready = session_ready,
+                      .prompt = prompt,
+                      .cancel = cancel,
+                      .session_free = session_gone};
+}

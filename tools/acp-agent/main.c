@@ -1,0 +1,100 @@
+/* acp-agent: the libacp session runtime with the echo engine, ACP on stdin/stdout. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/agent.h"
+#include "acp/version.h"
+#include "tools/acp-agent/echo.h"
+
+static const char usage[] =
+    "usage: acp-agent [--store PATH|URI] [--log-level quiet|info] [--help] [--version]\n"
+    "\n"
+    "An ACP agent on stdin/stdout (logs on stderr) with the built-in echo engine.\n"
+    "Sessions persist in the store: an SQLite file path (default\n"
+    "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
+    "or a postgresql:// URI.\n"
+    "\n"
+    "Echo engine: a prompt is echoed back; commands: /stream N BYTES, /sleep MS,\n"
+    "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON.\n";
+
+static void log_line(const char *line, void *user)
+{
+    if (*(const int *)user) fprintf(stderr, "acp-agent: %s\n", line);
+}
+
+static char *default_store(void)
+{
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    const char *base = xdg && *xdg == '/' ? xdg : NULL;
+    char *out = NULL;
+    int n;
+    if (base)
+        n = asprintf(&out, "%s/acp-agent/sessions.db", base);
+    else if (home && *home)
+        n = asprintf(&out, "%s/.local/state/acp-agent/sessions.db", home);
+    else
+        return NULL;
+    return n < 0 ? NULL : out;
+}
+
+int main(int argc, char **argv)
+{
+    const char *where = NULL;
+    int verbose = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("acp-agent %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
+            return 0;
+        } else if (!strcmp(argv[i], "--store") && i + 1 < argc) {
+            where = argv[++i];
+        } else if (!strncmp(argv[i], "--store=", 8)) {
+            where = argv[i] + 8;
+        } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
+            verbose = strcmp(argv[++i], "quiet") != 0;
+        } else {
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
+            return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    char *def = where ? NULL : default_store();
+    if (!where && !def) {
+        fprintf(stderr, "acp-agent: no --store given and neither XDG_STATE_HOME nor HOME set\n");
+        return 1;
+    }
+    acp_store *store = NULL;
+    char *err = NULL;
+    if (acp_store_open(where ? where : def, &store, &err)) {
+        fprintf(stderr, "acp-agent: cannot open the session store: %s\n",
+                err ? err : "out of memory");
+        free(err);
+        free(def);
+        return 1;
+    }
+    free(def);
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    acp_engine eng;
+    echo_engine(&eng);
+    acp_agent_opts opts = {.on_log = log_line, .user = &verbose};
+    acp_agent *a = NULL;
+    int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
+    if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
+    if (rc) {
+        fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
+    } else {
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    if (a) acp_agent_free(a);
+    uv_run(&loop, UV_RUN_DEFAULT); /* the agent's handles close here */
+    uv_loop_close(&loop);
+    acp_store_close(store);
+    return rc ? 1 : 0;
+}
