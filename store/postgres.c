@@ -14,6 +14,7 @@
  *   conninfo parse errors (which quote the string) are never shown. */
 #include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Copies libpq text into dst as one line with every password occurrence masked. */
+/* Copies the first line of libpq text into dst with every password occurrence masked. */
 static void scrub(const pg_store *p, const char *src, char *dst, size_t cap)
 {
     const char *secrets[3] = {p->password, getenv("PGPASSWORD"), p->conn ? PQpass(p->conn) : NULL};
@@ -148,12 +149,8 @@ static void scrub(const pg_store *p, const char *src, char *dst, size_t cap)
             continue;
         }
         char c = *src++;
-        if (c == '\n' || c == '\t' || c == '\r') {
-            if (o && dst[o - 1] != ' ') dst[o++] = ' ';
-            while (*src == ' ' || *src == '\t' || *src == '\n') src++;
-            continue;
-        }
-        dst[o++] = c;
+        if (c == '\n' || c == '\r') break; /* the rest is libpq's hint ("Is the server ...") */
+        dst[o++] = c == '\t' ? ' ' : c;
     }
     while (o && dst[o - 1] == ' ') o--;
     dst[o] = 0;
@@ -162,8 +159,10 @@ static void scrub(const pg_store *p, const char *src, char *dst, size_t cap)
 static void set_target(pg_store *p, const PGconn *c)
 {
     const char *host = PQhost(c), *port = PQport(c), *db = PQdb(c), *user = PQuser(c);
-    snprintf(p->target, sizeof p->target, "postgresql %s@%s:%s/%s", user ? user : "",
-             host ? host : "", port ? port : "", db ? db : "");
+    char t[sizeof p->target];
+    snprintf(t, sizeof t, "postgresql %s@%s:%s/%s", user ? user : "", host ? host : "",
+             port ? port : "", db ? db : "");
+    scrub(p, t, p->target, sizeof p->target); /* a careless host name could hold it */
 }
 
 static void drop_conn(pg_store *p)
@@ -284,8 +283,8 @@ static int connect_once(pg_store *p, bool first)
     kw[k] = NULL, val[k] = NULL;
     PGconn *c = PQconnectdbParams(kw, val, 1);
     if (!c) return acp_store_fail(&p->base, ACP_ENOMEM, "out of memory");
-    set_target(p, c);
     p->conn = c;
+    set_target(p, c);
     if (PQstatus(c) != CONNECTION_OK) {
         scrub(p, PQerrorMessage(c), p->reason, sizeof p->reason);
         drop_conn(p);
@@ -304,17 +303,32 @@ static int connect_once(pg_store *p, bool first)
     return rc;
 }
 
-/* Every call starts here: a usable connection, or ACP_ESTORE "unavailable". A connection
- * the server closed while we were idle (restart, admin shutdown) shows as readable EOF, so
- * it is noticed and replaced before any statement is sent on it. */
+/* Whether an idle connection is still usable. A server that restarted or ended our backend
+ * has sent its FATAL message and closed the socket, which shows as a readable hangup: it is
+ * noticed here, before any statement is sent on it, so no write is ever left in doubt by a
+ * connection that was already dead. Whatever else arrived (notices) is consumed. */
+static bool conn_alive(PGconn *c)
+{
+    if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) return false;
+    for (int i = 0; i < 8; i++) {
+        struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN | POLLRDHUP};
+        int n = pfd.fd < 0 ? -1 : poll(&pfd, 1, 0);
+        if (n == 0) return true;
+        if (n < 0 || (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))) return false;
+        if (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK) return false;
+        (void)PQisBusy(c); /* parses what came in */
+        for (PGnotify *nt; (nt = PQnotifies(c));) PQfreemem(nt);
+    }
+    return PQstatus(c) == CONNECTION_OK;
+}
+
+/* Every call starts here: a usable connection, or ACP_ESTORE "unavailable". */
 static int ready(pg_store *p)
 {
     acp_store_clear_err(&p->base);
     if (p->conn) {
-        if (PQstatus(p->conn) == CONNECTION_OK && PQconsumeInput(p->conn) &&
-            PQstatus(p->conn) == CONNECTION_OK && PQtransactionStatus(p->conn) == PQTRANS_IDLE)
-            return 0;
-        scrub(p, PQerrorMessage(p->conn), p->reason, sizeof p->reason);
+        if (conn_alive(p->conn)) return 0;
+        snprintf(p->reason, sizeof p->reason, "the server closed the connection");
         drop_conn(p);
         p->retry_at_ms = 0;
     }

@@ -1,0 +1,455 @@
+/* PostgreSQL specifics the shared contract cannot see: migration (versioned, concurrent
+ * starts), many processes appending to one session, batch atomicity across sessions,
+ * byte-exact text, history physically gone after delete, PG* environment, passwords kept
+ * out of messages, and a backend killed under an idle store. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "acp/store.h"
+#include "pg_env.h"
+
+static char *base; /* the shared cluster's conninfo */
+
+typedef struct fx {
+    char name[64];
+    char *where; /* a fresh database */
+    acp_store *st;
+} fx;
+
+static acp_store *open_ok(const char *where)
+{
+    acp_store *st = NULL;
+    char *err = NULL;
+    int rc = acp_store_open(where, &st, &err);
+    if (rc) print_error("acp_store_open: %s\n", err ? err : "?");
+    free(err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(acp_store_backend(st), "postgresql");
+    return st;
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    if (!f || !(f->where = pg_env_new_db(base, f->name))) return -1;
+    f->st = open_ok(f->where);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    char sql[128];
+    acp_store_close(f->st);
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", f->name);
+    pg_env_exec(base, sql);
+    free(f->where);
+    free(f);
+    return 0;
+}
+
+static void mk(acp_store *st, const char *id)
+{
+    acp_store_session s = {.id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_now(s.created_at);
+    acp_store_now(s.updated_at);
+    assert_int_equal(acp_store_create(st, &s), 0);
+}
+
+static void append(acp_store *st, const char *id, const char *json)
+{
+    assert_int_equal(acp_store_append(st, id, json, strlen(json)), 0);
+}
+
+typedef struct got {
+    int n;
+    int64_t seq[1024];
+    char *json[1024];
+    size_t len[1024];
+} got;
+
+static int collect(void *user, int64_t seq, const char *json, size_t n)
+{
+    got *g = user;
+    assert_true(g->n < 1024);
+    g->seq[g->n] = seq;
+    g->len[g->n] = n;
+    g->json[g->n] = malloc(n + 1);
+    memcpy(g->json[g->n], json, n + 1);
+    g->n++;
+    return 0;
+}
+
+static void replay_all(acp_store *st, const char *id, got *g)
+{
+    int64_t last;
+    bool done = false;
+    assert_int_equal(acp_store_replay(st, id, 0, 0, collect, g, &last, &done), 0);
+    assert_true(done);
+}
+
+static void got_free(got *g)
+{
+    for (int i = 0; i < g->n; i++) free(g->json[i]);
+    g->n = 0;
+}
+
+/* A count from SQL on the test database. */
+static long count(const fx *f, const char *sql)
+{
+    char *v = pg_env_value(f->where, sql);
+    assert_non_null(v);
+    long n = strtol(v, NULL, 10);
+    free(v);
+    return n;
+}
+
+/* --- migration ------------------------------------------------------------------------- */
+
+static void t_migration(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 1);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_schema"), 1);
+    acp_store *again = open_ok(f->where); /* idempotent */
+    acp_store_close(again);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_schema"), 1);
+
+    /* A store written by a newer libacp is refused, not mangled. */
+    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 99"), 0);
+    acp_store *st = NULL;
+    char *err = NULL;
+    assert_int_equal(acp_store_open(f->where, &st, &err), ACP_ESTORE);
+    assert_null(st);
+    assert_non_null(strstr(err, "newer"));
+    free(err);
+    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 1"), 0);
+}
+
+/* Children released at once by closing a pipe they all block on. */
+static void release_and_wait(int *gate, pid_t *pids, int n)
+{
+    close(gate[1]);
+    for (int i = 0; i < n; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+}
+
+static void wait_gate(int *gate)
+{
+    char c;
+    close(gate[1]);
+    if (read(gate[0], &c, 1) != 0) _exit(3);
+    close(gate[0]);
+}
+
+/* Six agents starting at once on an empty database: every one opens (the advisory lock
+ * serialises their migrations) and the schema exists once. */
+static void t_concurrent_first_open(void **state)
+{
+    fx *f = *state;
+    char name[64], sql[128];
+    char *where = pg_env_new_db(base, name);
+    assert_non_null(where);
+    int gate[2];
+    assert_int_equal(pipe(gate), 0);
+    pid_t pids[6];
+    for (int i = 0; i < 6; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            wait_gate(gate);
+            acp_store *st = NULL;
+            char *err = NULL;
+            int rc = acp_store_open(where, &st, &err);
+            if (rc) fprintf(stderr, "child open: %s\n", err);
+            free(err);
+            acp_store_close(st);
+            _exit(rc ? 1 : 0);
+        }
+    }
+    close(gate[0]);
+    release_and_wait(gate, pids, 6);
+    char *v = pg_env_value(where, "SELECT count(*) FROM acp_schema");
+    assert_string_equal(v, "1");
+    free(v);
+    free(where);
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
+    assert_int_equal(pg_env_exec(base, sql), 0);
+    (void)f;
+}
+
+/* --- concurrency and atomicity --------------------------------------------------------- */
+
+#define WRITERS 4
+#define BATCHES 40
+#define PER     3
+
+/* WRITERS processes commit BATCHES batches of PER updates each to one session, all at
+ * once. Nothing is lost, seqs are gapless, each batch is contiguous (it was one
+ * transaction holding the session's row lock) and each writer's batches keep its order. */
+static void t_processes_append(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "shared");
+    int gate[2];
+    assert_int_equal(pipe(gate), 0);
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        assert_true(pids[w] >= 0);
+        if (pids[w] == 0) {
+            acp_store *st = NULL;
+            if (acp_store_open(f->where, &st, NULL)) _exit(1);
+            wait_gate(gate);
+            char u[64];
+            for (int b = 0; b < BATCHES; b++) {
+                for (int k = 0; k < PER; k++) {
+                    snprintf(u, sizeof u, "{\"w\":%d,\"b\":%d,\"k\":%d}", w, b, k);
+                    if (acp_store_append(st, "shared", u, strlen(u))) _exit(2);
+                }
+                if (acp_store_commit(st, NULL)) _exit(3);
+            }
+            acp_store_close(st);
+            _exit(0);
+        }
+    }
+    close(gate[0]);
+    release_and_wait(gate, pids, WRITERS);
+
+    got g = {0};
+    replay_all(f->st, "shared", &g);
+    assert_int_equal(g.n, WRITERS * BATCHES * PER);
+    int next_b[WRITERS] = {0};
+    for (int i = 0; i < g.n; i++) {
+        assert_int_equal(g.seq[i], i + 1);
+        int w, b, k;
+        assert_int_equal(sscanf(g.json[i], "{\"w\":%d,\"b\":%d,\"k\":%d}", &w, &b, &k), 3);
+        assert_int_equal(k, i % PER); /* batches never interleave */
+        if (k == 0) {
+            assert_int_equal(b, next_b[w]); /* a writer's batches in its own order */
+            next_b[w]++;
+        } else {
+            int w0, b0, k0;
+            sscanf(g.json[i - 1], "{\"w\":%d,\"b\":%d,\"k\":%d}", &w0, &b0, &k0);
+            assert_int_equal(w, w0);
+            assert_int_equal(b, b0);
+        }
+    }
+    for (int w = 0; w < WRITERS; w++) assert_int_equal(next_b[w], BATCHES);
+    got_free(&g);
+}
+
+/* A batch over several sessions is one transaction: when the server rejects one text
+ * (invalid UTF-8), nothing of the batch is stored and no seq was used. A session that does
+ * not exist is dropped silently, without failing the others. */
+static void t_batch_atomic(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a");
+    mk(f->st, "b");
+    append(f->st, "a", "{\"ok\":1}");
+    append(f->st, "b", "{\"bad\":\"\xff\"}");
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
+    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_int_equal(acp_store_pending(f->st), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM updates"), 0);
+
+    /* one session, the bad text second: its first text is not kept either */
+    append(f->st, "a", "{\"ok\":2}");
+    append(f->st, "a", "\xc3");
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
+    assert_int_equal(count(f, "SELECT count(*) FROM updates"), 0);
+
+    /* the handle is fine afterwards, and seqs start at 1: nothing was consumed */
+    append(f->st, "b", "{\"b\":1}");
+    append(f->st, "ghost", "{\"g\":1}");
+    append(f->st, "a", "{\"a\":1}");
+    append(f->st, "b", "{\"b\":2}");
+    assert_int_equal(acp_store_commit(f->st, "2031-01-01T00:00:00.000Z"), 0);
+    got g = {0};
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.seq[0], 1);
+    assert_string_equal(g.json[1], "{\"b\":2}");
+    got_free(&g);
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.seq[0], 1);
+    got_free(&g);
+    assert_int_equal(count(f, "SELECT count(*) FROM updates WHERE session_id = 'ghost'"), 0);
+    acp_store_session s;
+    assert_int_equal(acp_store_get(f->st, "a", &s), 0);
+    assert_string_equal(s.updated_at, "2031-01-01T00:00:00.000Z");
+    acp_store_session_clear(&s);
+}
+
+/* Stored text comes back byte for byte (whitespace, escapes, raw UTF-8, a megabyte), and
+ * a batch of 1,000 updates is kept whole and in order. */
+static void t_byte_exact(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "x");
+    const char *odd = " {\"t\" : \"a\\\\b\\n\\u00e9 é 😀 \\\"q\\\"\",\n\t\"n\":1.50e+3 } ";
+    append(f->st, "x", odd);
+    size_t big = 1 << 20;
+    char *j = malloc(big + 1);
+    memset(j, 'z', big);
+    memcpy(j, "{\"s\":\"", 6);
+    memcpy(j + big - 2, "\"}", 2);
+    j[big] = 0;
+    assert_int_equal(acp_store_append(f->st, "x", j, big), 0);
+    char u[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(u, sizeof u, "[%d]", i);
+        append(f->st, "x", u);
+    }
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    got g = {0};
+    replay_all(f->st, "x", &g);
+    assert_int_equal(g.n, 1002);
+    assert_int_equal(g.len[0], strlen(odd));
+    assert_memory_equal(g.json[0], odd, strlen(odd));
+    assert_int_equal(g.len[1], big);
+    assert_memory_equal(g.json[1], j, big);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(u, sizeof u, "[%d]", i);
+        assert_string_equal(g.json[2 + i], u);
+        assert_int_equal(g.seq[2 + i], 3 + i);
+    }
+    got_free(&g);
+    free(j);
+}
+
+/* Delete takes the history out of the tables, not only out of lists. */
+static void t_delete_rows(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "d");
+    mk(f->st, "keep");
+    for (int i = 0; i < 10; i++) append(f->st, "d", "{\"secret\":true}");
+    append(f->st, "keep", "{}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM updates WHERE session_id = 'd'"), 10);
+    assert_int_equal(acp_store_delete(f->st, "d"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM updates WHERE session_id = 'd'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM sessions WHERE id = 'd'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM updates"), 1);
+}
+
+/* PG* variables fill in what the URI leaves out. */
+static void t_environment(void **state)
+{
+    fx *f = *state;
+    char *host = pg_env_value(f->where, "SELECT current_setting('unix_socket_directories')");
+    char *db = pg_env_value(f->where, "SELECT current_database()");
+    assert_non_null(host);
+    setenv("PGHOST", host, 1);
+    setenv("PGPORT", "5432", 1);
+    setenv("PGUSER", "postgres", 1);
+    setenv("PGDATABASE", db, 1);
+    acp_store *st = open_ok("postgresql://");
+    mk(st, "via-env");
+    acp_store_close(st);
+    unsetenv("PGHOST");
+    unsetenv("PGPORT");
+    unsetenv("PGUSER");
+    unsetenv("PGDATABASE");
+    acp_store_session s;
+    assert_int_equal(acp_store_get(f->st, "via-env", &s), 0);
+    acp_store_session_clear(&s);
+    free(host);
+    free(db);
+}
+
+/* --- secrets --------------------------------------------------------------------------- */
+
+static void open_fails_clean(const char *where, const char *secret, const char *prefix)
+{
+    acp_store *st = NULL;
+    char *err = NULL;
+    assert_int_equal(acp_store_open(where, &st, &err), ACP_ESTORE);
+    assert_null(st);
+    assert_non_null(err);
+    if (strstr(err, secret)) fail_msg("password in message: %s", err);
+    if (prefix && strncmp(err, prefix, strlen(prefix)))
+        fail_msg("message \"%s\" does not start with \"%s\"", err, prefix);
+    free(err);
+}
+
+static void t_no_password_in_messages(void **state)
+{
+    (void)state;
+    const char *down = "session store unavailable: ";
+    open_fails_clean("host=/nonexistent/dir port=1 user=u password=Hunter2pw dbname=x", "Hunter2pw",
+                     down);
+    open_fails_clean("postgresql://u:Hunter2pw@/x?host=/nonexistent/dir", "Hunter2pw", down);
+    open_fails_clean("postgresql://u:Hunter2pw@/x?host=/nonexistent/dir&bogus=1", "Hunter2pw",
+                     NULL);
+    open_fails_clean("host=/x password='Hunter2pw", "Hunter2pw", NULL); /* unterminated */
+    open_fails_clean("postgresql://u:Hunter2pw@[::1/x", "Hunter2pw", NULL);
+    /* a password that appears in the target's own name is masked there too */
+    open_fails_clean("host=/nonexistent/Hunter2pw password=Hunter2pw dbname=x", "Hunter2pw", down);
+    setenv("PGPASSWORD", "EnvSecret9", 1);
+    open_fails_clean("host=/nonexistent/EnvSecret9 dbname=x", "EnvSecret9", down);
+    unsetenv("PGPASSWORD");
+}
+
+/* --- connection replaced under an idle handle ------------------------------------------ */
+
+/* The server ends our backend (as a restart or an administrator would) while the handle is
+ * idle: the next call notices before sending anything, reconnects, and succeeds. */
+static void t_backend_terminated(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "t");
+    append(f->st, "t", "{\"n\":1}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_terminate_backend(pid, 30000)) FROM pg_stat_activity"
+             " WHERE datname = '%s' AND application_name = 'libacp'",
+             f->name);
+    char *n = pg_env_value(base, sql);
+    assert_string_equal(n, "1");
+    free(n);
+    append(f->st, "t", "{\"n\":2}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    got g = {0};
+    replay_all(f->st, "t", &g);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.seq[1], 2);
+    got_free(&g);
+}
+
+int main(void)
+{
+    if (!(base = pg_env_conninfo("pg"))) return PG_ENV_SKIP;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(t_migration, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_concurrent_first_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_processes_append, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_batch_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_byte_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_delete_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_environment, setup, teardown),
+        cmocka_unit_test(t_no_password_in_messages),
+        cmocka_unit_test_setup_teardown(t_backend_terminated, setup, teardown),
+    };
+    int failed = cmocka_run_group_tests_name("pg_store", tests, NULL, NULL);
+    free(base);
+    return failed ? 1 : 0;
+}
