@@ -253,40 +253,53 @@ export function rawAgent(t, opts) {
       const w = h.responses.get(key);
       if (w) {
         h.responses.delete(key);
-        w(msg);
+        w.resolve(msg);
       }
     } else if ("id" in msg && "method" in msg) {
       if (msg.method === "session/request_permission")
         h.send({ jsonrpc: "2.0", id: msg.id, result: permissionAnswer(h.permission, msg.params) });
       else h.send({ jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "Method not found" } });
     }
-    h.waiters = h.waiters.filter((w) => !w(e));
+    h.waiters = h.waiters.filter((w) => !w.test(e));
+  });
+  // Once stdout has closed nothing more can arrive: fail every wait with the agent's exit status
+  // instead of leaving the test hanging.
+  h.st.proc.on("close", (code, signal) => {
+    const err = () => new Error(`acp-agent closed stdout (exit ${code}, signal ${signal}) while a response/line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`);
+    for (const w of h.responses.values()) w.reject(err());
+    for (const w of h.waiters) w.reject(err());
+    h.responses.clear();
+    h.waiters = [];
   });
   /** Writes a message (object) or raw text (string, newline appended). */
   h.send = (m) => {
     if (!h.st.exited) h.st.proc.stdin.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
   };
   /** Sends a request; id defaults to a fresh integer. Resolves with the response message. */
+  const expect = (id) => new Promise((resolve, reject) => h.responses.set(JSON.stringify(id), { resolve, reject }));
   h.request = (method, params, id = h.nextId++) => {
-    const p = new Promise((resolve) => h.responses.set(JSON.stringify(id), resolve));
+    const p = expect(id);
     const m = { jsonrpc: "2.0", id, method };
     if (params !== undefined) m.params = params;
     h.send(m);
     return p;
   };
   /** Resolves with the response to an id sent by hand (raw text). */
-  h.response = (id) => new Promise((resolve) => h.responses.set(JSON.stringify(id), resolve));
+  h.response = (id) => expect(id);
   h.notify = (method, params) => h.send({ jsonrpc: "2.0", method, params });
   /** Resolves with the first line (already received or future) for which pred(msg, line) holds. */
   h.waitFor = (pred, from = 0) => {
     for (let i = from; i < h.lines.length; i++) if (pred(h.lines[i].msg, h.lines[i])) return Promise.resolve(h.lines[i]);
-    return new Promise((resolve) =>
-      h.waiters.push((e) => {
-        if (e.seq >= from && pred(e.msg, e)) {
-          resolve(e);
-          return true;
-        }
-        return false;
+    return new Promise((resolve, reject) =>
+      h.waiters.push({
+        reject,
+        test: (e) => {
+          if (e.seq >= from && pred(e.msg, e)) {
+            resolve(e);
+            return true;
+          }
+          return false;
+        },
       }),
     );
   };

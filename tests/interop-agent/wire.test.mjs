@@ -172,3 +172,35 @@ test("stdout carries only JSON-RPC lines across a session's life (SDK client)", 
   await a.end(); // asserts no stray line and exit 0
   assert.ok(a.msgs.every((m) => m.msg.jsonrpc === "2.0"));
 });
+
+test("an oversized line (80 MiB) -> -32600 with its id, and the connection survives", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  // rpc.h: a line longer than max_message (64 MiB) is discarded whole and answered -32600, with the
+  // request's id when it can be read from the line's first bytes.
+  const pad = "x".repeat(80 << 20);
+  a.send(`{"jsonrpc":"2.0","id":9,"method":"session/list","params":{"_meta":{"pad":"${pad}"}}}`);
+  const r = await a.nextLine();
+  assert.equal(r.msg.error?.code, -32600, r.raw.slice(0, 300));
+  assert.equal(r.msg.id, 9);
+  const ok = await a.request("session/list", {});
+  assert.ok(ok.result, JSON.stringify(ok));
+  await a.end();
+});
+
+test("valid JSON with U+0000 in a prompt string is not a parse error: echoed, or refused -32602", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const from = a.lines.length;
+  const r = await a.prompt(sid, "nul\u0000inside");
+  if (r.error) assert.equal(r.error.code, -32602, JSON.stringify(r));
+  else {
+    const text = a.updatesOf(sid, from).map((e) => e.msg.params.update).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+    assert.equal(text, "nul\u0000inside");
+  }
+  assert.equal((await a.prompt(sid, "after")).result?.stopReason, "end_turn");
+  await a.end();
+});
