@@ -1,0 +1,297 @@
+/* acp_proc with real children: spawn failures, exit at once, stdin EOF, a child that ignores
+ * SIGTERM, grandchildren, explicit environments, stderr capture; after every stop no zombie,
+ * no process left in the group and the parent's fd count back where it started. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "acp/rt.h"
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+enum stop_when { STOP_NOW, STOP_AT_READY, STOP_AT_EXIT };
+
+typedef struct {
+    uv_loop_t loop;
+    acp_proc *p;
+    char out[4096], err[4096];
+    size_t nout, nerr;
+    int exits;
+    int64_t status;
+    int sig;
+    size_t err_at_exit, out_at_exit;
+    bool stopped;
+    unsigned grace;
+    enum stop_when when;
+} ctx;
+
+static void on_stopped(void *u)
+{
+    ((ctx *)u)->stopped = true;
+}
+
+static void on_out(acp_proc *p, const char *b, size_t n, void *u)
+{
+    ctx *c = u;
+    assert_true(c->nout + n < sizeof c->out);
+    memcpy(c->out + c->nout, b, n);
+    c->nout += n;
+    if (c->when == STOP_AT_READY && memchr(c->out, '\n', c->nout)) {
+        c->when = STOP_NOW;
+        acp_proc_stop(p, c->grace, on_stopped, c);
+    }
+}
+
+static void on_err(acp_proc *p, const char *b, size_t n, void *u)
+{
+    ctx *c = u;
+    assert_true(c->nerr + n < sizeof c->err);
+    memcpy(c->err + c->nerr, b, n);
+    c->nerr += n;
+}
+
+static void on_exit_cb(acp_proc *p, int64_t status, int sig, void *u)
+{
+    ctx *c = u;
+    c->exits++;
+    c->status = status;
+    c->sig = sig;
+    c->err_at_exit = c->nerr;
+    c->out_at_exit = c->nout;
+    if (c->when == STOP_AT_EXIT) acp_proc_stop(p, c->grace, on_stopped, c);
+}
+
+static acp_proc_opts base(ctx *c, char *const *argv)
+{
+    return (acp_proc_opts){.file = argv[0],
+                           .argv = argv,
+                           .pipe_stdout = true,
+                           .on_stdout = on_out,
+                           .on_stderr = on_err,
+                           .on_exit = on_exit_cb,
+                           .user = c};
+}
+
+/* Spawns, stops (now, at the first line of output, or at exit), runs the loop until it is
+ * empty, and checks: the leader was reaped, every other member of its group is dead (we are
+ * a subreaper, so orphans come back to us: we reap them; one still alive would hang here, so
+ * an alarm fails the test instead), and the group is gone. Returns the leader's pid. */
+static int run(ctx *c, const acp_proc_opts *o)
+{
+    char *err = NULL;
+    assert_int_equal(uv_loop_init(&c->loop), 0);
+    int rc = acp_proc_spawn(&c->loop, o, &c->p, &err);
+    if (rc) fail_msg("spawn: %s", err ? err : "?");
+    int pid = acp_proc_pid(c->p);
+    assert_true(pid > 0);
+    if (c->when == STOP_NOW) acp_proc_stop(c->p, c->grace, on_stopped, c);
+    assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    assert_true(c->stopped);
+    assert_int_equal(uv_loop_close(&c->loop), 0);
+    assert_int_equal(c->exits, 1);
+    assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    alarm(30);
+    while (waitpid(-pid, NULL, 0) > 0) continue;
+    assert_int_equal(errno, ECHILD);
+    alarm(0);
+    assert_int_equal(kill(-pid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    return pid;
+}
+
+static int fds_at_start;
+
+static void check_fds(void)
+{
+    assert_int_equal(count_fds(), fds_at_start);
+}
+
+static void test_spawn_failures(void **state)
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char *argv[] = {"no-such-program-acp", NULL};
+    acp_proc_opts o = {.file = argv[0], .argv = argv, .pipe_stdin = true, .pipe_stdout = true};
+    acp_proc *p = (acp_proc *)1;
+    char *err = NULL;
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p, &err), ACP_ENOTFOUND);
+    assert_null(p);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "'no-such-program-acp'"));
+    free(err);
+
+    char path[] = "/tmp/acp-noexec-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char *argv2[] = {path, NULL};
+    o.file = path;
+    o.argv = argv2;
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p, &err), ACP_EACCES);
+    assert_non_null(strstr(err, path));
+    free(err);
+    unlink(path);
+
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    check_fds();
+}
+
+static void test_exits_at_once(void **state)
+{
+    ctx c = {.when = STOP_AT_EXIT, .grace = 5000};
+    char *argv[] = {"/bin/sh", "-c", "echo out; echo oops >&2; exit 3", NULL};
+    acp_proc_opts o = base(&c, argv);
+    o.pipe_stderr = true;
+    run(&c, &o);
+    assert_int_equal(c.status, 3);
+    assert_int_equal(c.sig, 0);
+    /* All output arrived before on_exit. */
+    assert_int_equal(c.out_at_exit, 4);
+    assert_memory_equal(c.out, "out\n", 4);
+    assert_int_equal(c.err_at_exit, 5);
+    assert_memory_equal(c.err, "oops\n", 5);
+    check_fds();
+}
+
+static void test_stdin_eof_first(void **state)
+{
+    /* A long grace: cat must leave because its stdin closed, not because of a signal. */
+    ctx c = {.when = STOP_NOW, .grace = 60000};
+    char *argv[] = {"/bin/cat", NULL};
+    acp_proc_opts o = base(&c, argv);
+    o.pipe_stdin = true;
+    run(&c, &o);
+    assert_int_equal(c.status, 0);
+    assert_int_equal(c.sig, 0);
+    check_fds();
+}
+
+static void test_ignores_sigterm(void **state)
+{
+    /* Stopped once "ready" is out, so the trap is in place. */
+    ctx c = {.when = STOP_AT_READY, .grace = 50};
+    char *argv[] = {"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done", NULL};
+    acp_proc_opts o = base(&c, argv);
+    o.pipe_stdin = true;
+    run(&c, &o);
+    assert_int_equal(c.sig, SIGKILL); /* escalated past the ignored SIGTERM */
+    check_fds();
+}
+
+/* The leader dies at SIGTERM; its child ignores SIGTERM and would be orphaned, but the group
+ * is killed once the leader has gone. The orphan comes back to us (subreaper), so we can see
+ * how it died. */
+static void test_grandchild(void **state)
+{
+    ctx c = {.when = STOP_AT_READY, .grace = 50};
+    char *argv[] = {"/bin/sh", "-c", "(trap '' TERM; exec sleep 1000) & echo $!; wait", NULL};
+    acp_proc_opts o = base(&c, argv);
+    assert_int_equal(uv_loop_init(&c.loop), 0);
+    char *err = NULL;
+    assert_int_equal(acp_proc_spawn(&c.loop, &o, &c.p, &err), 0);
+    int pid = acp_proc_pid(c.p);
+    assert_int_equal(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
+    assert_true(c.stopped);
+    assert_int_equal(uv_loop_close(&c.loop), 0);
+    assert_int_equal(c.exits, 1);
+    assert_int_equal(c.sig, SIGTERM);
+    int gpid = atoi(c.out);
+    assert_true(gpid > 0);
+    int st = 0;
+    alarm(30); /* a grandchild that survived would hang here: fail instead */
+    assert_int_equal(waitpid(gpid, &st, 0), gpid);
+    alarm(0);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGKILL);
+    assert_int_equal(kill(-pid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    check_fds();
+}
+
+static void test_env_cwd_and_fds(void **state)
+{
+    ctx c = {.when = STOP_AT_EXIT, .grace = 5000};
+    /* Only 0, 1, 2 (and ls's own directory fd) may be open in the child. */
+    char *argv[] = {"/bin/sh", "-c", "echo \"$FOO:$HOME:$(pwd)\"; exec /bin/ls /proc/self/fd",
+                    NULL};
+    char *env[] = {"FOO=bar baz", NULL};
+    acp_proc_opts o = base(&c, argv);
+    o.env = env;
+    o.cwd = "/tmp";
+    o.pipe_stdin = true;
+    o.pipe_stderr = true;
+    run(&c, &o);
+    assert_int_equal(c.status, 0);
+    c.out[c.nout] = '\0';
+    assert_string_equal(c.out, "bar baz::/tmp\n0\n1\n2\n3\n");
+    check_fds();
+}
+
+/* Descriptors this test inherited without close-on-exec (from ctest or a shell) would reach
+ * the children too: libuv cannot close them in the child. Mark them, so the fd check below
+ * sees only what libuv and rt open. */
+static void cloexec_inherited(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (fd > 2 && fd != dirfd(d)) fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+    }
+    closedir(d);
+}
+
+/* libuv opens a process-wide signal pipe the first time a child is spawned, once; warm it
+ * up so that the fd baseline is taken after it. */
+static void warm_up(void)
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char *argv[] = {"/bin/true", NULL};
+    acp_proc_opts o = {.file = argv[0], .argv = argv};
+    acp_proc *p;
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p, NULL), 0);
+    acp_proc_stop(p, 5000, NULL, NULL);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    cloexec_inherited();
+    warm_up();
+    fds_at_start = count_fds();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spawn_failures),  cmocka_unit_test(test_exits_at_once),
+        cmocka_unit_test(test_stdin_eof_first), cmocka_unit_test(test_ignores_sigterm),
+        cmocka_unit_test(test_grandchild),      cmocka_unit_test(test_env_cwd_and_fds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
