@@ -283,7 +283,8 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     int rc = sqlite3_step(q);
     if (rc != SQLITE_ROW) {
         sqlite3_reset(q);
-        return rc == SQLITE_DONE ? ACP_ENOTFOUND : fail(s, "get");
+        return rc == SQLITE_DONE ? acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id)
+                                 : fail(s, "get");
     }
     out->id = dup_col(q, 0);
     out->cwd = dup_col(q, 1);
@@ -302,12 +303,13 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
 }
 
 /* Runs a single-row UPDATE already bound; ENOTFOUND when it matched no session. */
-static int update_one(sq_store *s, sqlite3_stmt *q, const char *what)
+static int update_one(sq_store *s, sqlite3_stmt *q, const char *what, const char *id)
 {
     int rc = sqlite3_step(q);
     sqlite3_reset(q);
     if (rc != SQLITE_DONE) return fail(s, what);
-    return sqlite3_changes(s->db) ? 0 : ACP_ENOTFOUND;
+    return sqlite3_changes(s->db) ? 0
+                                  : acp_store_fail(&s->base, ACP_ENOTFOUND, "no session %s", id);
 }
 
 static int sq_set_info(acp_store *st, const char *id, bool set_title, const char *title,
@@ -320,7 +322,7 @@ static int sq_set_info(acp_store *st, const char *id, bool set_title, const char
     sqlite3_bind_int(q, 2, set_title);
     bind_text(q, 3, title);
     bind_text(q, 4, updated_at);
-    return update_one(s, q, "set info");
+    return update_one(s, q, "set info", id);
 }
 
 static int sq_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
@@ -331,7 +333,7 @@ static int sq_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     bind_text(q, 1, id);
     bind_text(q, 2, cwd);
     bind_text(q, 3, add_dirs);
-    return update_one(s, q, "set roots");
+    return update_one(s, q, "set roots", id);
 }
 
 /* Reserves count seqs for each session of the batch: one UPDATE ... RETURNING per session,
@@ -376,8 +378,12 @@ static int sq_commit(acp_store *st, const char *now)
         if (bs->next < 0) continue;
         sqlite3_bind_int64(q, 1, bs->key);
         sqlite3_bind_int64(q, 2, bs->next++);
-        sqlite3_bind_text(q, 3, acp_store_batch_json(b, i), (int)b->items[i].n, SQLITE_STATIC);
-        if (sqlite3_step(q) != SQLITE_DONE) rc = fail(s, "append");
+        if (sqlite3_bind_text64(q, 3, acp_store_batch_json(b, i), b->items[i].n, SQLITE_STATIC,
+                                SQLITE_UTF8) != SQLITE_OK)
+            rc = acp_store_fail(st, ACP_ETOOBIG, "sqlite: update of %zu bytes is over the limit",
+                                b->items[i].n);
+        else if (sqlite3_step(q) != SQLITE_DONE)
+            rc = fail(s, "append");
         sqlite3_reset(q);
     }
     return finish(s, rc);
@@ -393,7 +399,9 @@ static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     int rc = sqlite3_step(q);
     sqlite3_int64 sid = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
     sqlite3_reset(q);
-    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? ACP_ENOTFOUND : fail(s, "replay");
+    if (rc != SQLITE_ROW)
+        return rc == SQLITE_DONE ? acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id)
+                                 : fail(s, "replay");
     q = stmt(s, Q_REPLAY);
     if (!q) return ACP_ESTORE;
     sqlite3_bind_int64(q, 1, sid);

@@ -65,35 +65,41 @@ const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" 
  * was half-written), ACP_ENOTFOUND, ACP_EINVAL, ACP_ENOMEM as stated. */
 
 /* Inserts a new session, committed before returning. s->id must be new (ACP_EINVAL if it
- * exists); created_at/updated_at are taken from s (fill them with acp_store_now()). */
+ * exists); created_at/updated_at are taken from s (fill them with acp_store_now()).
+ * ACP_EINVAL too for an empty id, a NULL cwd or add_dirs, or a malformed timestamp. */
 int acp_store_create(acp_store *st, const acp_store_session *s);
 /* Reads one session into *out (caller clears it). ACP_ENOTFOUND if absent or deleted. */
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out);
 /* Updates metadata, committed before returning. title: set_title=false leaves it, true sets
- * it (NULL clears). updated_at: NULL leaves it. ACP_ENOTFOUND if absent. */
+ * it (NULL clears). updated_at: NULL leaves it (malformed: ACP_EINVAL). ACP_ENOTFOUND if
+ * absent. */
 int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char *title,
                        const char *updated_at);
 /* Records the roots a load/resume activated (cwd and additional directories as JSON array
  * text), committed before returning, so session/list reports the current ones. */
 int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
 
-/* Adds one update (its JSON text, copied) to the pending batch. Nothing reaches the database
- * until acp_store_commit(). Only ACP_ENOMEM can fail here. */
+/* Adds one update (its JSON text, n bytes with no NUL among them, copied) for session id
+ * (non-NULL) to the pending batch. Nothing reaches the database until acp_store_commit().
+ * Only ACP_ENOMEM can fail here. */
 int acp_store_append(acp_store *st, const char *id, const char *json, size_t n);
 /* Commits the pending batch in one transaction: each update gets the next seq of its session,
  * and each touched session's updated_at becomes `now` (NULL: acp_store_now()). On failure
  * nothing of the batch is stored and the batch is dropped. Appends for a session that does
  * not exist (deleted meanwhile, perhaps by another process) are dropped silently. No-op and
- * 0 when the batch is empty. */
+ * 0 when the batch is empty. A malformed `now` is ACP_EINVAL (and drops the batch too).
+ * ACP_ETOOBIG if one update is over the backend's limit (SQLite: 1e9 bytes). */
 int acp_store_commit(acp_store *st, const char *now);
 /* Number of updates waiting in the batch. */
 size_t acp_store_pending(const acp_store *st);
 
-/* Streams history in order. Calls cb for each update with seq > after_seq, stopping after the
- * first update that takes the total past max_bytes (0: no limit) or when cb returns non-zero
- * (that value is returned). *last_seq receives the seq of the last update given (after_seq if
- * none); *done is true when no update is left after it. json is borrowed for the call only.
- * ACP_ENOTFOUND if the session does not exist. */
+/* Streams history in order (seq runs 1, 2, 3, ... per session, without gaps). Calls cb for
+ * each update with seq > after_seq (>= 0), stopping after the first update that takes the
+ * total of n past max_bytes (0: no limit), so one call gives at least one update if any is
+ * left, or when cb returns non-zero (that value is returned). *last_seq receives the seq of
+ * the last update given (after_seq if none); *done is true when no update is left after it.
+ * json is borrowed for the call only (NUL-terminated at n). ACP_ENOTFOUND if the session
+ * does not exist. */
 typedef int (*acp_store_replay_cb)(void *user, int64_t seq, const char *json, size_t n);
 int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);
@@ -103,13 +109,15 @@ int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
  * returned (from any process on the same store), else ACP_EINVAL. The page is a keyset
  * (updated_at, id) < cursor, so creations and deletions between pages never skip or repeat
  * a session that stayed put. cb gets each session (borrowed for the call). *next_cursor
- * receives a malloc'd opaque string (caller frees) when more sessions follow, else NULL. */
+ * receives a malloc'd opaque string (caller frees) when more sessions follow, else NULL
+ * (also when the page is exactly full and nothing follows). limit 0 is ACP_EINVAL. */
 typedef int (*acp_store_list_cb)(void *user, const acp_store_session *s);
 int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                    acp_store_list_cb cb, void *user, char **next_cursor);
 
-/* Deletes the session and its whole history from disk (not only from lists). Deleting a
- * session that does not exist succeeds. */
+/* Deletes the session and its whole history from disk (not only from lists): SQLite
+ * overwrites the freed pages (secure_delete) and truncates the WAL that still held them.
+ * Deleting a session that does not exist succeeds. */
 int acp_store_delete(acp_store *st, const char *id);
 
 /* --- For backend implementers (the files of store/) ------------------------------------ */
