@@ -25,7 +25,7 @@
 
 #define SCHEMA_VERSION   1
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
-#define REPLAY_CHUNK     1000                 /* rows per replay round trip */
+#define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS   2000
 #define TEXTOID          25
@@ -71,9 +71,8 @@ enum {
     Q_SET_INFO,
     Q_SET_ROOTS,
     Q_APPEND,
-    Q_EXISTS,
+    Q_LAST_SEQ,
     Q_REPLAY,
-    Q_MORE,
     Q_DEL_SESSION,
     Q_DEL_UPDATES,
     Q_LIST_ALL,
@@ -105,11 +104,9 @@ static const struct {
                   " INSERT INTO updates (session_id, seq, body)"
                   " SELECT $1, s.base + u.ord - 1, u.body"
                   " FROM s, unnest($4::text[]) WITH ORDINALITY AS u(body, ord)"},
-    [Q_EXISTS] = {"acp_exists", "SELECT 1 FROM sessions WHERE id = $1"},
+    [Q_LAST_SEQ] = {"acp_last_seq", "SELECT next_seq - 1 FROM sessions WHERE id = $1"},
     [Q_REPLAY] = {"acp_replay", "SELECT seq, body FROM updates WHERE session_id = $1"
-                                " AND seq > $2::bigint ORDER BY seq LIMIT $3::bigint"},
-    [Q_MORE] = {"acp_more", "SELECT 1 FROM updates WHERE session_id = $1 AND seq > $2::bigint"
-                            " LIMIT 1"},
+                                " AND seq > $2::bigint AND seq <= $3::bigint ORDER BY seq"},
     [Q_DEL_SESSION] = {"acp_del_session", "DELETE FROM sessions WHERE id = $1"},
     [Q_DEL_UPDATES] = {"acp_del_updates", "DELETE FROM updates WHERE session_id = $1"},
     [Q_LIST_ALL] = {"acp_list", "SELECT " COLS " FROM sessions" LIST_ORDER "$1::bigint"},
@@ -212,7 +209,7 @@ static int exec(pg_store *p, int q, int n, const char *const *vals, const int *l
 
 static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, long *affected)
 {
-    PGresult *r;
+    PGresult *r = NULL;
     int rc = exec(p, q, n, vals, NULL, NULL, PGRES_COMMAND_OK, &r);
     if (rc) return rc;
     if (affected) *affected = strtol(PQcmdTuples(r), NULL, 10);
@@ -377,7 +374,7 @@ static int pg_create(acp_store *st, const acp_store_session *s)
 static int pg_get(acp_store *st, const char *id, acp_store_session *out)
 {
     pg_store *p = (pg_store *)st;
-    PGresult *r;
+    PGresult *r = NULL;
     int rc = ready(p);
     if (rc || (rc = exec(p, Q_GET, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
@@ -505,7 +502,7 @@ static int pg_commit(acp_store *st, const char *now)
         snprintf(count, sizeof count, "%zu", b->sess[s].count);
         const char *v[4] = {acp_store_batch_id(b, s), count, now, arrays + off[s]};
         const int lens[4] = {0, 0, 0, (int)size[s]}, fmts[4] = {0, 0, 0, 1};
-        PGresult *r;
+        PGresult *r = NULL;
         if (!(rc = exec(p, Q_APPEND, 4, v, lens, fmts, PGRES_COMMAND_OK, &r))) PQclear(r);
     }
     if (!rc && ns > 1) rc = exec_simple(p, "COMMIT", "commit");
@@ -517,54 +514,47 @@ out:
     return rc;
 }
 
+/* History comes in chunks of seq ranges (seqs of a session are gapless, handed out under
+ * its row lock), so each statement is a bounded primary-key range scan whatever the planner
+ * thinks of the table, and one session's 20,000 updates are 20 round trips, not 20,000.
+ * The session's last seq, read first, bounds the replay (and answers `done`). */
 static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
 {
     pg_store *p = (pg_store *)st;
-    PGresult *r;
+    PGresult *r = NULL;
     int rc = ready(p);
-    if (rc || (rc = exec(p, Q_EXISTS, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
-    bool exists = PQntuples(r) > 0;
+    if (rc || (rc = exec(p, Q_LAST_SEQ, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    }
+    int64_t hi = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
-    if (!exists) return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
 
-    int64_t last = after_seq;
+    int64_t pos = after_seq, last = after_seq;
     size_t total = 0;
-    bool more = true, stopped = false;
-    char after[24], limit[24];
-    snprintf(limit, sizeof limit, "%d", REPLAY_CHUNK);
-    while (more && !stopped) {
-        snprintf(after, sizeof after, "%lld", (long long)last);
-        const char *v[3] = {id, after, limit};
+    bool stopped = false;
+    while (pos < hi && !stopped) {
+        int64_t top = hi - pos > REPLAY_CHUNK ? pos + REPLAY_CHUNK : hi;
+        char from[24], to[24];
+        snprintf(from, sizeof from, "%lld", (long long)pos);
+        snprintf(to, sizeof to, "%lld", (long long)top);
+        const char *v[3] = {id, from, to};
         if ((rc = exec(p, Q_REPLAY, 3, v, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
         int n = PQntuples(r);
-        more = n == REPLAY_CHUNK;
-        for (int i = 0; i < n; i++) {
-            int64_t seq = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        for (int i = 0; i < n && !stopped; i++) {
+            last = strtoll(PQgetvalue(r, i, 0), NULL, 10);
             size_t len = (size_t)PQgetlength(r, i, 1);
-            int crc = cb(user, seq, PQgetvalue(r, i, 1), len);
-            last = seq;
+            rc = cb(user, last, PQgetvalue(r, i, 1), len);
             total += len;
-            if (crc || (max_bytes && total > max_bytes)) {
-                rc = crc;
-                stopped = true;
-                more = more || i + 1 < n;
-                break;
-            }
+            stopped = rc != 0 || (max_bytes && total > max_bytes);
         }
         PQclear(r);
-    }
-    if (stopped && more && rc == 0) {
-        /* Stopped at the last row of a full chunk: whether anything follows needs asking. */
-        snprintf(after, sizeof after, "%lld", (long long)last);
-        const char *v[2] = {id, after};
-        int qrc = exec(p, Q_MORE, 2, v, NULL, NULL, PGRES_TUPLES_OK, &r);
-        if (qrc) return qrc;
-        more = PQntuples(r) > 0;
-        PQclear(r);
+        pos = stopped ? last : top;
     }
     if (last_seq) *last_seq = last;
-    if (done) *done = !more;
+    if (done) *done = pos >= hi;
     return rc;
 }
 
@@ -584,7 +574,7 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     if (cwd) v[n++] = cwd;
     if (cursor) v[n++] = at, v[n++] = after_id;
     q = cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_ALL_AFTER : Q_LIST_ALL);
-    PGresult *r;
+    PGresult *r = NULL;
     if ((rc = exec(p, q, n, v, NULL, NULL, PGRES_TUPLES_OK, &r))) goto out;
     int rows = PQntuples(r);
     for (int i = 0; i < rows && (unsigned)i < limit && !rc; i++) {
