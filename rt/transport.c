@@ -94,7 +94,8 @@ static void input_ended(acp_transport *t)
 
 static void drop_output(acp_transport *t)
 {
-    free(acp_conn_out_take(t->conn, NULL));
+    size_t n;
+    free(acp_conn_out_take(t->conn, &n));
 }
 
 static void check_drain(acp_transport *t)
