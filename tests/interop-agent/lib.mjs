@@ -201,11 +201,17 @@ export function sdkAgent(t, opts) {
     });
   h.conn = app.connect({ readable, writable });
   h.ctx = h.conn.agent;
-  h.request = (method, params) => h.ctx.request(method, params);
+  // When the agent dies the SDK only says "ACP connection closed": add the exit status and stderr.
+  const explain = async (e) => {
+    if (!h.st.exited) await Promise.race([h.st.exit, new Promise((r) => setTimeout(r, 2000))]);
+    if (h.st.exited) e.message += ` (acp-agent exit ${h.st.exited.code}, signal ${h.st.exited.signal}; stray stdout ${JSON.stringify(h.st.stray)}; stderr:\n${h.st.stderr.slice(-3000)})`;
+    throw e;
+  };
+  h.request = (method, params) => h.ctx.request(method, params).catch(explain);
   h.updates = (sid) => (h.bySession.get(sid) ?? []).map((e) => e.update);
   h.init = async (params = {}) => {
     const fs = opts.fs ? { readTextFile: true, writeTextFile: true } : { readTextFile: false, writeTextFile: false };
-    h.initResult = await h.ctx.request("initialize", {
+    h.initResult = await h.request("initialize", {
       protocolVersion: 1,
       clientCapabilities: { fs, terminal: false },
       clientInfo: { name: "libacp-interop", version: "0.0.0" },
@@ -214,14 +220,14 @@ export function sdkAgent(t, opts) {
     return h.initResult;
   };
   h.newSession = async (cwd, extra = {}) => {
-    const r = await h.ctx.request("session/new", { cwd, mcpServers: [], ...extra });
+    const r = await h.request("session/new", { cwd, mcpServers: [], ...extra });
     return r.sessionId;
   };
   // One prompt turn: the updates of this session that arrived between send and response.
   h.prompt = async (sid, text) => {
     const before = (h.bySession.get(sid) ?? []).length;
     const prompt = typeof text === "string" ? [{ type: "text", text }] : text;
-    const response = await h.ctx.request("session/prompt", { sessionId: sid, prompt });
+    const response = await h.request("session/prompt", { sessionId: sid, prompt });
     const updates = (h.bySession.get(sid) ?? []).slice(before).map((e) => e.update);
     return { response, stopReason: response.stopReason, updates };
   };
@@ -276,7 +282,13 @@ export function rawAgent(t, opts) {
     if (!h.st.exited) h.st.proc.stdin.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
   };
   /** Sends a request; id defaults to a fresh integer. Resolves with the response message. */
-  const expect = (id) => new Promise((resolve, reject) => h.responses.set(JSON.stringify(id), { resolve, reject }));
+  // A request fired and never awaited (a /stream cut short by kill -9) must not become an unhandled
+  // rejection when stdout closes: the catch marks it handled, awaiting callers still see the error.
+  const expect = (id) => {
+    const p = new Promise((resolve, reject) => h.responses.set(JSON.stringify(id), { resolve, reject }));
+    p.catch(() => {});
+    return p;
+  };
   h.request = (method, params, id = h.nextId++) => {
     const p = expect(id);
     const m = { jsonrpc: "2.0", id, method };

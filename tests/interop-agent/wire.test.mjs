@@ -143,7 +143,9 @@ test("params missing or invalid types -> -32602, not a crash", async (t) => {
   await a.init();
   assert.equal((await a.request("session/new")).error?.code, -32602);
   assert.equal((await a.request("session/new", { cwd: 5, mcpServers: [] })).error?.code, -32602);
-  assert.equal((await a.request("session/prompt", { sessionId: "x" })).error?.code, -32602);
+  const sid = await a.newSession(dir);
+  assert.equal((await a.request("session/prompt", { sessionId: sid })).error?.code, -32602, "prompt missing");
+  assert.equal((await a.request("session/prompt", { sessionId: sid, prompt: "text" })).error?.code, -32602, "prompt not an array");
   assert.equal((await a.request("session/load", { sessionId: 3, cwd: dir, mcpServers: [] })).error?.code, -32602);
   await a.end();
 });
