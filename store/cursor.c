@@ -1,5 +1,6 @@
 /* session/list cursors: opaque to clients, identical across backends and processes, and
  * decoded strictly so that a forged or damaged cursor is an error rather than a wrong page. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,9 @@ static int b64val(unsigned char c)
 int acp_store_cursor_encode(const char *updated_at, const char *id, char **out)
 {
     size_t tl = strlen(updated_at), il = strlen(id);
-    size_t n = PREFIX_LEN + tl + 1 + il;
+    char len[24];
+    int ll = snprintf(len, sizeof len, "%zu|", il);
+    size_t n = PREFIX_LEN + tl + 1 + (size_t)ll + il;
     unsigned char *raw = malloc(n);
     char *enc = malloc((n + 2) / 3 * 4 + 1);
     if (!raw || !enc) {
@@ -32,7 +35,8 @@ int acp_store_cursor_encode(const char *updated_at, const char *id, char **out)
     memcpy(raw, PREFIX, PREFIX_LEN);
     memcpy(raw + PREFIX_LEN, updated_at, tl);
     raw[PREFIX_LEN + tl] = '|';
-    memcpy(raw + PREFIX_LEN + tl + 1, id, il);
+    memcpy(raw + PREFIX_LEN + tl + 1, len, (size_t)ll);
+    memcpy(raw + PREFIX_LEN + tl + 1 + ll, id, il);
     char *o = enc;
     for (size_t i = 0; i < n; i += 3) {
         unsigned v = (unsigned)raw[i] << 16;
@@ -85,7 +89,15 @@ int acp_store_cursor_decode(const char *cursor, char updated_at[ACP_STORE_TIME_L
         return ACP_EINVAL;
     memcpy(updated_at, raw + PREFIX_LEN, ACP_STORE_TIME_LEN);
     updated_at[ACP_STORE_TIME_LEN] = '\0';
-    if (!acp_store_time_valid(updated_at) || memchr(raw + head, '\0', n - head)) return ACP_EINVAL;
+    if (!acp_store_time_valid(updated_at)) return ACP_EINVAL;
+    /* The id's length, in canonical decimal: a truncated cursor no longer matches it. */
+    size_t il = 0, p = head;
+    if (p < n && raw[p] == '0') return ACP_EINVAL;
+    for (; p < n && raw[p] >= '0' && raw[p] <= '9' && p - head < 5; p++)
+        il = il * 10 + (size_t)(raw[p] - '0');
+    if (p == head || p >= n || raw[p] != '|' || il == 0 || il != n - p - 1) return ACP_EINVAL;
+    head = p + 1;
+    if (memchr(raw + head, '\0', n - head)) return ACP_EINVAL;
     char *s = malloc(n - head + 1);
     if (!s) return ACP_ENOMEM;
     memcpy(s, raw + head, n - head);

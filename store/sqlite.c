@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "store/backends.h"
 #include "store/store_impl.h"
@@ -180,6 +181,20 @@ static int migrate(sq_store *s)
     return finish(s, exec(s, "schema version", set));
 }
 
+/* Switching a new file to WAL takes an exclusive lock and SQLite answers BUSY at once, not
+ * through the busy handler, when several processes open a new store together: wait here
+ * the way the busy timeout would. A file already in WAL (the usual case) takes no lock. */
+static int wal_mode(sq_store *s)
+{
+    for (unsigned waited = 0, ms = 1;; waited += ms, ms = ms < 32 ? ms * 2 : ms) {
+        int rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) return 0;
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS) return fail(s, "journal mode");
+        struct timespec ts = {0, (long)ms * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* mkdir -p of path's directory. */
 static int make_parents(const char *path)
 {
@@ -216,8 +231,8 @@ int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
         sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
         /* secure_delete: a deleted session's bytes are overwritten, not just unlinked from
          * the b-tree (users delete sessions to get rid of the data). */
-        rc = exec(s, "configure",
-                  "PRAGMA journal_mode = WAL;"
+        rc = wal_mode(s) ||
+             exec(s, "configure",
                   "PRAGMA synchronous = NORMAL;"
                   "PRAGMA secure_delete = ON;"
                   "PRAGMA foreign_keys = OFF;") ||

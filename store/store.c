@@ -95,7 +95,7 @@ static int bad(acp_store *st, const char *what)
 int acp_store_create(acp_store *st, const acp_store_session *s)
 {
     acp_store_clear_err(st);
-    if (!s || !s->id || !*s->id) return bad(st, "session id");
+    if (!s || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");

@@ -69,10 +69,10 @@ static inline const char *acp_store_batch_json(const acp_store_batch *b, size_t 
 }
 
 /* List cursors, shared so a cursor is the same string whichever backend made it:
- * base64url (no padding) of "v1|<updated_at>|<id>". encode: *out malloc'd (caller frees).
- * decode: strict; anything but an exact encoding of a well-formed timestamp and a non-empty
- * id is ACP_EINVAL. On success updated_at holds the time (NUL-terminated) and *id a malloc'd
- * copy of the id (caller frees). */
+ * base64url (no padding) of "v1|<updated_at>|<id length in decimal>|<id>" (the length
+ * catches truncation). encode: *out malloc'd (caller frees). decode: strict; anything but
+ * the exact encoding of a well-formed timestamp and a non-empty id is ACP_EINVAL. On success
+ * updated_at holds the time (NUL-terminated) and *id a malloc'd copy of the id (caller frees). */
 int acp_store_cursor_encode(const char *updated_at, const char *id, char **out);
 int acp_store_cursor_decode(const char *cursor, char updated_at[ACP_STORE_TIME_LEN + 1], char **id);
 

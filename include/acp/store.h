@@ -32,6 +32,9 @@ typedef struct acp_store acp_store;
  * that text order is time order. */
 #define ACP_STORE_TIME_LEN 24
 
+/* The longest session id the store accepts (ids are the agent's own: 128 random bits). */
+#define ACP_STORE_ID_MAX 1000
+
 /* One session's metadata. As an out-parameter every string is owned by the struct: release
  * it with acp_store_session_clear(). As an in-parameter the strings are borrowed. */
 typedef struct acp_store_session {
@@ -66,7 +69,8 @@ const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" 
 
 /* Inserts a new session, committed before returning. s->id must be new (ACP_EINVAL if it
  * exists); created_at/updated_at are taken from s (fill them with acp_store_now()).
- * ACP_EINVAL too for an empty id, a NULL cwd or add_dirs, or a malformed timestamp. */
+ * ACP_EINVAL too for an empty id or one over ACP_STORE_ID_MAX bytes, a NULL cwd or
+ * add_dirs, or a malformed timestamp. */
 int acp_store_create(acp_store *st, const acp_store_session *s);
 /* Reads one session into *out (caller clears it). ACP_ENOTFOUND if absent or deleted. */
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out);

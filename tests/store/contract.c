@@ -342,6 +342,53 @@ static void t_append_commit_replay(void **state)
     assert_string_equal(g.json[1], s);
     got_free(&g);
     free(s);
+    /* and the batch is usable after such a big one */
+    append(f->st, "b", "{\"after\":\"big\"}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 3);
+    assert_int_equal(g.seq[2], 3);
+    assert_string_equal(g.json[2], "{\"after\":\"big\"}");
+    got_free(&g);
+}
+
+/* One batch spread over many sessions, interleaved: each gets its own gapless sequence in
+ * append order. The batch is left non-empty at the end: closing discards it (no leak). */
+static void t_batch_many_sessions(void **state)
+{
+    fx *f = *state;
+    enum { S = 60, R = 15 };
+    char id[16], u[48];
+    for (int k = 0; k < S; k++) {
+        snprintf(id, sizeof id, "m%02d", k);
+        mk(f->st, id, "/w", "2026-01-01T00:00:00.000Z");
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < S; k++) {
+            snprintf(id, sizeof id, "m%02d", (k * 7 + r) % S);
+            snprintf(u, sizeof u, "{\"r\":%d,\"s\":\"%s\"}", r, id);
+            append(f->st, id, u);
+        }
+    assert_int_equal(acp_store_pending(f->st), S * R);
+    assert_int_equal(acp_store_commit(f->st, "2026-04-01T00:00:00.000Z"), 0);
+    got g = {0};
+    for (int k = 0; k < S; k++) {
+        snprintf(id, sizeof id, "m%02d", k);
+        replay_all(f->st, id, &g);
+        assert_int_equal(g.n, R);
+        for (int r = 0; r < R; r++) {
+            snprintf(u, sizeof u, "{\"r\":%d,\"s\":\"%s\"}", r, id);
+            assert_int_equal(g.seq[r], r + 1);
+            assert_string_equal(g.json[r], u);
+        }
+        got_free(&g);
+    }
+    page p = {0};
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, S, on_row, &p, &next), 0);
+    for (int k = 0; k < p.n; k++) assert_string_equal(p.updated[k], "2026-04-01T00:00:00.000Z");
+    page_free(&p);
+    append(f->st, "m00", "{\"never\":\"committed\"}");
 }
 
 static void t_replay_chunks(void **state)
@@ -671,24 +718,33 @@ static void t_bad_cursors(void **state)
     assert_non_null(good);
     page_free(&p);
 
-    char truncated[256];
+    char truncated[256], quarter[256];
     snprintf(truncated, sizeof truncated, "%s", good);
     truncated[strlen(truncated) - 3] = '\0';
+    /* cut at a 4-character boundary: still valid base64 of a shorter id */
+    snprintf(quarter, sizeof quarter, "%s", good);
+    quarter[(strlen(quarter) - 1) / 4 * 4] = '\0';
     char longer[300];
     snprintf(longer, sizeof longer, "%sAAAA", good);
-    char hello[64], v2[64], noid[64], badtime[64], control[64], padded[70], stdalpha[70];
+    char badlen[64], nolen[64], hello[64], v2[64], noid[64], badtime[64], control[64], padded[70],
+        stdalpha[70];
     b64url("hello", hello);
-    b64url("v2|2026-01-01T00:00:02.002Z|s2", v2);
-    b64url("v1|2026-01-01T00:00:02.002Z|", noid);
-    b64url("v1|yesterday, at noon ||s2", badtime);
-    b64url("v1|2026-01-01T00:00:02.002Z|s2", control); /* what the store itself would make */
+    b64url("v2|2026-01-01T00:00:02.002Z|2|s2", v2);
+    b64url("v1|2026-01-01T00:00:02.002Z|0|", noid);
+    b64url("v1|yesterday, at noon ||2|s2", badtime);
+    b64url("v1|2026-01-01T00:00:02.002Z|2|s2", control); /* what the store itself would make */
     snprintf(padded, sizeof padded, "%s==", control);
-    b64url("v1|2026-01-01T00:00:02.002Z|s>?", stdalpha);
+    b64url("v1|2026-01-01T00:00:02.002Z|3|s>?", stdalpha);
+    b64url("v1|2026-01-01T00:00:02.002Z|3|s2", badlen);
+    b64url("v1|2026-01-01T00:00:02.002Z|s2", nolen);
     for (char *c = stdalpha; *c; c++) *c = *c == '-' ? '+' : *c == '_' ? '/' : *c;
     assert_true(strpbrk(stdalpha, "+/") != NULL);
     const char *bad[] = {
-        "",       "garbage!!", "not a cursor at all", truncated, hello, v2, noid, badtime, padded,
-        stdalpha, longer,
+        "",        "garbage!!", "not a cursor at all",
+        truncated, quarter,     hello,
+        v2,        noid,        badtime,
+        padded,    stdalpha,    badlen,
+        nolen,     longer,
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *next = (char *)"x";
@@ -814,10 +870,10 @@ int store_contract_run(const store_contract_env *env)
     void *e = (void *)env;
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
     const struct CMUnitTest tests[] = {
-        T(t_create_get),    T(t_set_info),     T(t_set_roots),        T(t_append_commit_replay),
-        T(t_replay_chunks), T(t_empty_commit), T(t_append_deleted),   T(t_list_order),
-        T(t_list_cwd),      T(t_last_page),    T(t_pagination_churn), T(t_bad_cursors),
-        T(t_delete),        T(t_two_handles),  T(t_errmsg),
+        T(t_create_get),          T(t_set_info),      T(t_set_roots),    T(t_append_commit_replay),
+        T(t_batch_many_sessions), T(t_replay_chunks), T(t_empty_commit), T(t_append_deleted),
+        T(t_list_order),          T(t_list_cwd),      T(t_last_page),    T(t_pagination_churn),
+        T(t_bad_cursors),         T(t_delete),        T(t_two_handles),  T(t_errmsg),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);

@@ -417,6 +417,52 @@ static void t_two_processes_one_session(void **state)
     acp_store_close(st);
 }
 
+/* Several processes opening one new file at the same moment: one migrates, the others
+ * wait for it, and all of them work. */
+static void t_concurrent_first_open(void **state)
+{
+    fx *f = *state;
+    enum { KIDS = 6 };
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pid[KIDS];
+    for (int k = 0; k < KIDS; k++) {
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            char c, id[16];
+            close(go[1]);
+            if (read(go[0], &c, 1) < 0) _exit(2);
+            acp_store *st = NULL;
+            char *err = NULL;
+            if (acp_store_open(f->db, &st, &err)) {
+                fprintf(stderr, "child %d: %s\n", k, err ? err : "?");
+                _exit(3);
+            }
+            snprintf(id, sizeof id, "k%d", k);
+            acp_store_session s = {.id = id, .cwd = "/w", .add_dirs = "[]"};
+            acp_store_now(s.created_at);
+            acp_store_now(s.updated_at);
+            if (acp_store_create(st, &s) || acp_store_append(st, id, "{}", 2) ||
+                acp_store_commit(st, NULL))
+                _exit(4);
+            acp_store_close(st);
+            _exit(0);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (int k = 0; k < KIDS; k++) {
+        int status;
+        assert_int_equal(waitpid(pid[k], &status, 0), pid[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_raw(f->db, "SELECT count(*) FROM sessions", "6");
+    assert_raw(f->db, "SELECT count(*) FROM updates", "6");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "1");
+}
+
 /* --- secure delete --------------------------------------------------------------------- */
 
 static bool file_has(const char *path, const char *needle)
@@ -486,14 +532,9 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(t_fresh_file_settings),
-        T(t_migrate_from_v0),
-        T(t_open_v1_file),
-        T(t_newer_version_refused),
-        T(t_open_errors),
-        T(t_kill_mid_transaction),
-        T(t_two_processes_one_session),
-        T(t_delete_leaves_no_bytes),
+        T(t_fresh_file_settings),       T(t_migrate_from_v0),       T(t_open_v1_file),
+        T(t_newer_version_refused),     T(t_open_errors),           T(t_kill_mid_transaction),
+        T(t_two_processes_one_session), T(t_concurrent_first_open), T(t_delete_leaves_no_bytes),
     };
 #undef T
     return cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
