@@ -51,12 +51,14 @@ export function storeBytes(storePath) {
 const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
 // Spawns the agent and splits its stdout into lines; onLine(line, msg) gets each one in order.
+// store: null runs the agent without --store (env must then point XDG_STATE_HOME/HOME somewhere safe).
 function spawnAgent(t, { store, args = [], cwd, env = {} }, onLine) {
-  assert.ok(store, "every test uses its own --store");
-  const xdg = store.slice(0, store.lastIndexOf("/")) + "/xdg";
-  const proc = spawn(AGENT, ["--store", store, ...args], {
-    cwd: cwd ?? store.slice(0, store.lastIndexOf("/")),
-    env: { ...process.env, XDG_STATE_HOME: xdg, ...env },
+  assert.ok(store || env.XDG_STATE_HOME || env.HOME, "every test uses its own store");
+  const home = store ? store.slice(0, store.lastIndexOf("/")) : (env.XDG_STATE_HOME ?? env.HOME);
+  const xdg = home + "/xdg";
+  const proc = spawn(AGENT, [...(store ? ["--store", store] : []), ...args], {
+    cwd: cwd ?? home,
+    env: Object.fromEntries(Object.entries({ ...process.env, XDG_STATE_HOME: xdg, ...env }).filter(([, v]) => v != null)),
     stdio: ["pipe", "pipe", "pipe"],
   });
   const st = {
@@ -144,7 +146,8 @@ function permissionAnswer(policy, params) {
 /**
  * The official SDK as the client.
  * opts: store (required), args, cwd (the agent process's cwd), env,
- *       fs: false | {read: (path) => string, write: true} — advertises fs capabilities and answers them,
+ *       fs: false | {read: (path) => string, caps?: {readTextFile, writeTextFile}} — advertises fs
+ *           capabilities (both unless caps says otherwise) and answers fs requests,
  *       permission: "allow" | "deny" | "cancel".
  * Returns {ctx (ClientContext), init(), newSession(cwd, extra), prompt(sid, text), updates(sid), all, msgs,
  *          fsReads, fsWrites, permissions, end(), kill9()}.
@@ -210,7 +213,9 @@ export function sdkAgent(t, opts) {
   h.request = (method, params) => h.ctx.request(method, params).catch(explain);
   h.updates = (sid) => (h.bySession.get(sid) ?? []).map((e) => e.update);
   h.init = async (params = {}) => {
-    const fs = opts.fs ? { readTextFile: true, writeTextFile: true } : { readTextFile: false, writeTextFile: false };
+    const fs = opts.fs
+      ? { readTextFile: true, writeTextFile: true, ...opts.fs.caps }
+      : { readTextFile: false, writeTextFile: false };
     h.initResult = await h.request("initialize", {
       protocolVersion: 1,
       clientCapabilities: { fs, terminal: false },
@@ -244,13 +249,14 @@ export function sdkAgent(t, opts) {
 }
 
 /**
- * Raw NDJSON client. opts: store (required), args, cwd, env, permission ("allow" | "deny" | "cancel").
+ * Raw NDJSON client. opts: store (required), args, cwd, env,
+ * permission ("allow" | "deny" | "cancel" | "hold": kept unanswered in `held`, answer with reply()).
  * lines: every stdout line {seq, raw, msg}. request() resolves with the whole response message (never
  * throws on error responses). Agent→client requests: session/request_permission answered per policy,
  * anything else gets -32601 (the raw client advertises no capabilities).
  */
 export function rawAgent(t, opts) {
-  const h = { lines: [], waiters: [], responses: new Map(), nextId: 1, permission: opts.permission ?? "allow" };
+  const h = { lines: [], waiters: [], responses: new Map(), nextId: 1, permission: opts.permission ?? "allow", held: [] };
   h.st = spawnAgent(t, opts, (raw, msg) => {
     const e = { seq: h.lines.length, raw, msg };
     h.lines.push(e);
@@ -262,7 +268,8 @@ export function rawAgent(t, opts) {
         w.resolve(msg);
       }
     } else if ("id" in msg && "method" in msg) {
-      if (msg.method === "session/request_permission")
+      if (msg.method === "session/request_permission" && h.permission === "hold") h.held.push(msg);
+      else if (msg.method === "session/request_permission")
         h.send({ jsonrpc: "2.0", id: msg.id, result: permissionAnswer(h.permission, msg.params) });
       else h.send({ jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "Method not found" } });
     }
@@ -299,6 +306,7 @@ export function rawAgent(t, opts) {
   /** Resolves with the response to an id sent by hand (raw text). */
   h.response = (id) => expect(id);
   h.notify = (method, params) => h.send({ jsonrpc: "2.0", method, params });
+  h.reply = (id, result) => h.send({ jsonrpc: "2.0", id, result });
   /** Resolves with the first line (already received or future) for which pred(msg, line) holds. */
   h.waitFor = (pred, from = 0) => {
     for (let i = from; i < h.lines.length; i++) if (pred(h.lines[i].msg, h.lines[i])) return Promise.resolve(h.lines[i]);

@@ -298,3 +298,88 @@ test("user messages are stored as the client sent them (replay compares exactly)
   assert.deepEqual(normalize(b.updates(sid)), normalize(expected));
   await b.end();
 });
+
+test("session/cancel mid-/stream: cancelled, and no update of the turn after the response (raw)", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const from = a.lines.length;
+  const p = a.prompt(sid, "/stream 1000000 10");
+  await a.waitFor(() => a.updatesOf(sid, from).length >= 100, from);
+  a.notify("session/cancel", { sessionId: sid });
+  const r = await p;
+  assert.equal(r.result?.stopReason, "cancelled", JSON.stringify(r));
+  const respSeq = a.lines.findIndex((l) => l.msg === r);
+  await a.request("session/list", {});
+  assert.equal(a.updatesOf(sid, respSeq).length, 0, "updates of the cancelled turn after its response");
+  assert.ok(a.updatesOf(sid, from).length < 1000000, "the stream was not stopped");
+  const next = await a.prompt(sid, "next");
+  assert.equal(next.result?.stopReason, "end_turn");
+  await a.end();
+});
+
+test("session/cancel while a permission request is pending: prompt cancelled, nothing written", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), permission: "hold" });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "/write pending.txt data");
+  const req = await a.waitFor((m) => m.method === "session/request_permission");
+  assert.equal(req.msg.params.sessionId, sid);
+  a.notify("session/cancel", { sessionId: sid });
+  // prompt-turn.mdx: the Client MUST answer pending permission requests with "cancelled"
+  a.reply(req.msg.id, { outcome: { outcome: "cancelled" } });
+  const r = await p;
+  assert.equal(r.result?.stopReason, "cancelled", JSON.stringify(r));
+  assert.ok(!existsSync(join(dir, "pending.txt")));
+  const cr = a.lines.filter((l) => l.msg.method === "$/cancel_request");
+  t.diagnostic(`agent sent $/cancel_request: ${JSON.stringify(cr.map((l) => l.msg.params))} (permission request id ${req.msg.id})`);
+  for (const l of cr) assert.deepEqual(l.msg.params.requestId, req.msg.id, "$/cancel_request for a request the agent never sent");
+  await a.end();
+});
+
+test("overlapping prompts in one session: each request answered exactly once", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const p1 = a.prompt(sid, "/sleep 600000");
+  const p2 = a.prompt(sid, "second while the first runs");
+  await a.request("session/list", {});
+  a.notify("session/cancel", { sessionId: sid });
+  const [r1, r2] = await Promise.all([p1, p2]);
+  assert.equal(r1.result?.stopReason, "cancelled");
+  assert.ok(r2.error || ["end_turn", "cancelled"].includes(r2.result?.stopReason), JSON.stringify(r2));
+  await a.request("session/list", {});
+  for (const id of [r1.id, r2.id]) assert.equal(a.lines.filter((l) => l.msg.id === id && !l.msg.method).length, 1, `request ${id} answered twice`);
+  t.diagnostic(`second prompt: ${JSON.stringify(r2.error ?? r2.result)}`);
+  await a.end();
+});
+
+test("client fs capabilities are honoured one by one: only what was advertised is called", async (t) => {
+  const f = writeFixture(t);
+  const { writeFileSync } = await import("node:fs");
+  writeFileSync(join(f.cwd, "disk.txt"), "ON-DISK-CONTENT");
+  // readTextFile only: reads go to the client, writes stay local
+  const a = sdkAgent(t, { store: f.store, fs: { read: () => "FROM-CLIENT", caps: { writeTextFile: false } } });
+  await a.init();
+  const s1 = await a.newSession(f.cwd);
+  const r = await a.prompt(s1, "/read disk.txt");
+  assert.ok(JSON.stringify(r.updates).includes("FROM-CLIENT"));
+  await a.prompt(s1, "/write local1.txt L1");
+  assert.equal(a.fsWrites.length, 0, "fs/write_text_file called without writeTextFile");
+  assert.equal(readFileSync(join(f.cwd, "local1.txt"), "utf8"), "L1");
+  await a.end();
+  // writeTextFile only: writes go to the client, reads stay local
+  const b = sdkAgent(t, { store: f.store, fs: { read: () => "FROM-CLIENT", caps: { readTextFile: false } } });
+  await b.init();
+  const s2 = await b.newSession(f.cwd);
+  const rb = await b.prompt(s2, "/read disk.txt");
+  assert.ok(JSON.stringify(rb.updates).includes("ON-DISK-CONTENT"));
+  assert.equal(b.fsReads.length, 0, "fs/read_text_file called without readTextFile");
+  await b.prompt(s2, "/write remote.txt R1");
+  assert.deepEqual(b.fsWrites.map((w) => w.path), [join(f.cwd, "remote.txt")]);
+  assert.ok(!existsSync(join(f.cwd, "remote.txt")));
+  await b.end();
+});

@@ -222,8 +222,35 @@ test("root set: cwd and additional dirs readable; outside, .., symlink escapes r
     await readRefused(a, sid, "link.txt", "MARK-SECRET-e0d1");
     await readRefused(a, sid, "linkdir/secret.txt", "MARK-SECRET-e0d1");
     await readRefused(a, sid, join(f.d1, "../outside/secret.txt"), "MARK-SECRET-e0d1");
+    // relative paths resolve against cwd only, never against an additional root (cwd/x.txt does
+    // not exist; the client may be asked for exactly that path and nothing else)
+    const before = a.fsReads.length;
+    const rel = await a.prompt(sid, "/read x.txt");
+    assert.ok(!JSON.stringify(rel.updates).includes("MARK-D1-91c2"), "relative path resolved against an additional root");
+    assert.ok(failedTool(rel.updates), "reading a missing file must fail the tool call");
+    for (const r of a.fsReads.slice(before)) assert.equal(r.path, join(f.cwd, "x.txt"));
     await a.end();
   }
+});
+
+test("a root that is itself a symlink: files inside it are readable, escapes still refused", async (t) => {
+  const f = rootsFixture(t);
+  const cwdLink = join(f.base, "proj-link");
+  const d1Link = join(f.base, "extra1-link");
+  symlinkSync(f.cwd, cwdLink);
+  symlinkSync(f.d1, d1Link);
+  const a = sdkAgent(t, { store: f.store });
+  await a.init();
+  const sid = await a.newSession(cwdLink, { additionalDirectories: [d1Link] });
+  await readOk(a, sid, "in.txt", "MARK-CWD-7f3a");
+  await readOk(a, sid, join(cwdLink, "in.txt"), "MARK-CWD-7f3a");
+  await readOk(a, sid, join(f.cwd, "in.txt"), "MARK-CWD-7f3a");
+  await readOk(a, sid, join(d1Link, "x.txt"), "MARK-D1-91c2");
+  await readRefused(a, sid, join(cwdLink, "../outside/secret.txt"), "MARK-SECRET-e0d1");
+  const s = (await a.request("session/list", {})).sessions.find((x) => x.sessionId === sid);
+  assert.equal(s.cwd, cwdLink, "list must report the cwd as the client sent it");
+  assert.deepEqual(s.additionalDirectories, [d1Link]);
+  await a.end();
 });
 
 // ---- session/load ------------------------------------------------------------------------------------
@@ -239,7 +266,16 @@ async function converse(a, sid, turns) {
   return expected;
 }
 
-const TURNS = ["hello world, first message", "/plan", "/stream 3 5", "/title Replay test", "second message\nwith a newline"];
+// Every kind of history: echo, plan, a multi-chunk message, info, tool calls (write with permission, read).
+const TURNS = [
+  "hello world, first message",
+  "/plan",
+  "/stream 3 5",
+  "/title Replay test",
+  "/write note.txt replayed-note",
+  "/read note.txt",
+  "second message\nwith a newline",
+];
 
 function checkReplayShape(replay) {
   const users = replay.filter((u) => u.sessionUpdate === "user_message_chunk");

@@ -6,6 +6,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { AGENT, tempDir, rawAgent, sdkAgent } from "./lib.mjs";
 
 const SESSION_CAPS = ["additionalDirectories", "close", "delete", "list", "resume"];
@@ -205,4 +206,36 @@ test("valid JSON with U+0000 in a prompt string is not a parse error: echoed, or
   }
   assert.equal((await a.prompt(sid, "after")).result?.stopReason, "end_turn");
   await a.end();
+});
+
+test("default store: $XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db", async (t) => {
+  const dir = tempDir(t);
+  const xdg = join(dir, "state");
+  const a = rawAgent(t, { store: null, cwd: dir, env: { XDG_STATE_HOME: xdg, HOME: join(dir, "home-unused") } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.end();
+  assert.ok(existsSync(join(xdg, "acp-agent", "sessions.db")), "no store under $XDG_STATE_HOME/acp-agent");
+  const home = join(dir, "home");
+  const b = rawAgent(t, { store: null, cwd: dir, env: { XDG_STATE_HOME: null, HOME: home } });
+  await b.init();
+  await b.newSession(dir);
+  await b.end();
+  assert.ok(existsSync(join(home, ".local", "state", "acp-agent", "sessions.db")), "no store under ~/.local/state/acp-agent");
+  // the first store holds the first session: same default, same sessions
+  const c = rawAgent(t, { store: null, cwd: dir, env: { XDG_STATE_HOME: xdg } });
+  await c.init();
+  assert.deepEqual((await c.request("session/list", {})).result.sessions.map((s) => s.sessionId), [sid]);
+  await c.end();
+});
+
+test("EOF while a permission request is outstanding: agent exits 0, nothing written", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), permission: "hold" });
+  await a.init();
+  const sid = await a.newSession(dir);
+  a.prompt(sid, "/write held.txt never");
+  await a.waitFor((m) => m.method === "session/request_permission");
+  await a.end();
+  assert.ok(!existsSync(join(dir, "held.txt")));
 });
