@@ -1,0 +1,304 @@
+#include "mcp/curl_uv.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+
+struct mcp_curl {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;  /* curl's timeout */
+    uv_timer_t reaper; /* releases aborted exchanges outside curl's callbacks */
+    mcp_http *dead;    /* aborted, waiting for the reaper */
+    struct sock_watch *watches;
+    int handles; /* open uv handles: timer, reaper and one per watched socket */
+    bool closing;
+    void (*done)(void *user);
+    void *done_user;
+};
+
+struct mcp_http {
+    mcp_curl *c;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;
+    mcp_http_cbs cbs;
+    void *user;
+    bool aborted, added;
+    mcp_http *next_dead;
+    char err[CURL_ERROR_SIZE];
+};
+
+typedef struct sock_watch {
+    uv_poll_t poll;
+    mcp_curl *c;
+    curl_socket_t fd;
+    struct sock_watch *prev, *next;
+} sock_watch;
+
+static void check_done(mcp_curl *c);
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    mcp_curl *c = h->data;
+    if (h->type == UV_POLL) free(h);
+    if (--c->handles == 0) {
+        void (*done)(void *) = c->done;
+        void *user = c->done_user;
+        free(c);
+        curl_global_cleanup();
+        if (done) done(user);
+    }
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    sock_watch *w = (sock_watch *)p;
+    mcp_curl *c = w->c;
+    int flags = status < 0 ? CURL_CSELECT_ERR : 0;
+    if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
+    int running;
+    curl_multi_socket_action(c->multi, w->fd, flags, &running);
+    check_done(c);
+}
+
+static void unwatch(mcp_curl *c, sock_watch *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        c->watches = w->next;
+    if (w->next) w->next->prev = w->prev;
+    uv_poll_stop(&w->poll);
+    w->poll.data = c;
+    uv_close((uv_handle_t *)&w->poll, on_handle_closed);
+}
+
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    mcp_curl *c = userp;
+    sock_watch *w = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (w) {
+            unwatch(c, w);
+            curl_multi_assign(c->multi, fd, NULL);
+        }
+        return 0;
+    }
+    if (!w) {
+        if (!(w = calloc(1, sizeof *w))) return -1;
+        w->c = c;
+        w->fd = fd;
+        if (uv_poll_init_socket(c->loop, &w->poll, fd)) {
+            free(w);
+            return -1;
+        }
+        c->handles++;
+        w->next = c->watches;
+        if (w->next) w->next->prev = w;
+        c->watches = w;
+        curl_multi_assign(c->multi, fd, w);
+    }
+    int ev = 0;
+    if (what & CURL_POLL_IN) ev |= UV_READABLE;
+    if (what & CURL_POLL_OUT) ev |= UV_WRITABLE;
+    uv_poll_start(&w->poll, ev, on_poll);
+    return 0;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    mcp_curl *c = t->data;
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(c);
+}
+
+static int on_curl_timer(CURLM *m, long ms, void *userp)
+{
+    mcp_curl *c = userp;
+    if (ms < 0)
+        uv_timer_stop(&c->timer);
+    else
+        uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
+    return 0;
+}
+
+static void http_free(mcp_http *h)
+{
+    if (h->added) curl_multi_remove_handle(h->c->multi, h->easy);
+    curl_easy_cleanup(h->easy);
+    curl_slist_free_all(h->headers);
+    free(h->body);
+    free(h);
+}
+
+static void reap(mcp_curl *c)
+{
+    while (c->dead) {
+        mcp_http *h = c->dead;
+        c->dead = h->next_dead;
+        http_free(h);
+    }
+}
+
+static void on_reaper(uv_timer_t *t)
+{
+    reap(t->data);
+}
+
+static void check_done(mcp_curl *c)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(c->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        mcp_http *h = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&h);
+        CURLcode rc = msg->data.result;
+        if (!h || h->aborted) continue; /* the reaper releases it */
+        curl_multi_remove_handle(c->multi, h->easy);
+        h->added = false;
+        long status = 0;
+        curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+        h->aborted = true; /* no callback after on_done, whatever it does */
+        if (h->cbs.on_done) h->cbs.on_done(h, (int)rc, status, h->user);
+        h->next_dead = c->dead;
+        c->dead = h;
+        uv_timer_start(&c->reaper, on_reaper, 0, 0);
+    }
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *user)
+{
+    mcp_http *h = user;
+    if (h->aborted) return 0;
+    if (h->cbs.on_data && h->cbs.on_data(h, p, n, h->user)) {
+        mcp_http_abort(h);
+        return 0;
+    }
+    return h->aborted ? 0 : n;
+}
+
+mcp_curl *mcp_curl_new(uv_loop_t *loop)
+{
+    /* Reference-counted by libcurl, and thread-safe in the versions we build against. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) return NULL;
+    mcp_curl *c = calloc(1, sizeof *c);
+    if (!c || !(c->multi = curl_multi_init())) {
+        free(c);
+        curl_global_cleanup();
+        return NULL;
+    }
+    c->loop = loop;
+    uv_timer_init(loop, &c->timer);
+    uv_timer_init(loop, &c->reaper);
+    c->timer.data = c->reaper.data = c;
+    c->handles = 2;
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    return c;
+}
+
+void mcp_curl_close(mcp_curl *c, void (*done)(void *user), void *user)
+{
+    c->closing = true;
+    c->done = done;
+    c->done_user = user;
+    reap(c);
+    /* Watched sockets are released through on_socket(CURL_POLL_REMOVE) during cleanup. */
+    curl_multi_cleanup(c->multi);
+    c->multi = NULL;
+    while (c->watches) unwatch(c, c->watches); /* sockets cleanup did not report */
+    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->reaper, on_handle_closed);
+}
+
+mcp_http *mcp_http_start(mcp_curl *c, const char *method, const char *url,
+                         const char *const *headers, const char *body, size_t n,
+                         const mcp_http_cbs *cbs, void *user)
+{
+    mcp_http *h = calloc(1, sizeof *h);
+    if (!h || !(h->easy = curl_easy_init())) {
+        free(h);
+        return NULL;
+    }
+    h->c = c;
+    h->cbs = *cbs;
+    h->user = user;
+    bool ok = true;
+    for (const char *const *p = headers; p && *p && ok; p++) {
+        struct curl_slist *l = curl_slist_append(h->headers, *p);
+        if (l)
+            h->headers = l;
+        else
+            ok = false;
+    }
+    if (body && ok) {
+        ok = (h->body = malloc(n ? n : 1)) != NULL;
+        if (ok) memcpy(h->body, body, n);
+    }
+    CURL *e = h->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, h);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->err);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* what curl can decode */
+    if (!strcmp(method, "POST")) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, h->body ? h->body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(h->body ? n : 0));
+    } else if (strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (!ok || curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+        http_free(h);
+        return NULL;
+    }
+    h->added = true;
+    return h;
+}
+
+void mcp_http_abort(mcp_http *h)
+{
+    if (h->aborted) return;
+    h->aborted = true;
+    h->next_dead = h->c->dead;
+    h->c->dead = h;
+    uv_timer_start(&h->c->reaper, on_reaper, 0, 0);
+}
+
+long mcp_http_status(mcp_http *h)
+{
+    long status = 0;
+    curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
+const char *mcp_http_content_type(mcp_http *h)
+{
+    char *ct = NULL;
+    curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ct);
+    return ct;
+}
+
+const char *mcp_http_header(mcp_http *h, const char *name)
+{
+    struct curl_header *hd = NULL;
+    if (curl_easy_header(h->easy, name, 0, CURLH_HEADER, -1, &hd) != CURLHE_OK) return NULL;
+    return hd->value;
+}
+
+const char *mcp_http_error(mcp_http *h)
+{
+    return h->err[0] ? h->err : NULL;
+}

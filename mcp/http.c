@@ -1,0 +1,438 @@
+/* MCP Streamable HTTP (revision 2025-11-25, compatible with 2025-06-18 and 2025-03-26).
+ *
+ * Each message we send is one POST. A request's POST answers with one JSON message or with an
+ * event stream carrying the response (and whatever the server sends meanwhile). After the
+ * handshake a GET opens the stream for messages the server starts itself. A stream that ends
+ * before the response it owes is resumed with a GET carrying Last-Event-ID, after the
+ * server's `retry` delay, when the server gave its events ids; without ids the request fails.
+ * The server's Mcp-Session-Id goes on every later request, and the MCP session is DELETEd at
+ * the end. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mcp/curl_uv.h"
+#include "mcp/internal.h"
+#include "mcp/sse.h"
+
+#define DEFAULT_RETRY_MS 1000
+#define MAX_RESUMES      5 /* resumptions of one stream in a row without a new event */
+#define MAX_JSON_BODY    (64u << 20)
+
+typedef struct http_tp http_tp;
+
+typedef struct stream {
+    http_tp *t;
+    mcp_http *h;
+    bool get;      /* a GET (standalone or resuming); else the POST of one message */
+    char *req_id;  /* JSON id text of the request whose answer this stream owes, or NULL */
+    bool answered; /* that answer arrived */
+    bool sse, started, got_event;
+    int resumes;
+    acp_buf json; /* an application/json answer */
+    mcp_sse parser;
+    uv_timer_t timer; /* the reconnection delay */
+    struct stream *prev, *next;
+} stream;
+
+struct http_tp {
+    mcp_server *s;
+    mcp_curl *curl;
+    char *session_id;
+    stream *streams;
+    uv_timer_t flush; /* sends the conn's output, outside the conn's own call stack */
+    uv_timer_t grace; /* bounds the DELETE at stop */
+    mcp_http *del;
+    bool stopping;
+    int handles;
+};
+
+static void start_get(http_tp *t, stream *st);
+
+/* --- bookkeeping ---------------------------------------------------------------------- */
+
+static void maybe_finish(http_tp *t)
+{
+    if (!t->stopping || t->handles > 0 || t->del) return;
+    mcp_server *s = t->s;
+    free(t->session_id);
+    free(t);
+    s->tp = NULL;
+    mcp_server_stopped(s);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    http_tp *t = h->data;
+    if (h->type == UV_TIMER && h != (uv_handle_t *)&t->flush && h != (uv_handle_t *)&t->grace) {
+        stream *st = (stream *)((char *)h - offsetof(stream, timer));
+        free(st);
+    }
+    t->handles--;
+    maybe_finish(t);
+}
+
+static stream *stream_new(http_tp *t, bool get, const char *req_id, size_t idn)
+{
+    stream *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    if (req_id && !(st->req_id = strndup(req_id, idn))) {
+        free(st);
+        return NULL;
+    }
+    st->t = t;
+    st->get = get;
+    uv_timer_init(t->s->loop, &st->timer);
+    st->timer.data = t;
+    t->handles++;
+    st->next = t->streams;
+    if (st->next) st->next->prev = st;
+    t->streams = st;
+    return st;
+}
+
+static void stream_free(stream *st)
+{
+    http_tp *t = st->t;
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        t->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    if (st->h) mcp_http_abort(st->h);
+    free(st->req_id);
+    acp_buf_free(&st->json);
+    mcp_sse_free(&st->parser);
+    uv_close((uv_handle_t *)&st->timer, on_closed);
+}
+
+/* Request headers for every exchange: ours, then the client's (which may not override the
+ * protocol headers: those come first and servers take the first). */
+static char **headers(http_tp *t, const char *accept, const char *last_id)
+{
+    mcp_server *s = t->s;
+    size_t nuser = 0;
+    while (s->headers && s->headers[nuser]) nuser++;
+    char **h = calloc(nuser + 6, sizeof *h);
+    if (!h) return NULL;
+    size_t k = 0;
+    bool ok = true;
+    ok &= (h[k++] = strdup(accept)) != NULL;
+    if (!strncmp(accept, "Accept: application/json", 24))
+        ok &= (h[k++] = strdup("Content-Type: application/json")) != NULL;
+    if (t->session_id) ok &= asprintf(&h[k++], "Mcp-Session-Id: %s", t->session_id) > 0;
+    if (s->protocol) ok &= asprintf(&h[k++], "MCP-Protocol-Version: %s", s->protocol) > 0;
+    if (last_id) ok &= asprintf(&h[k++], "Last-Event-ID: %s", last_id) > 0;
+    for (size_t i = 0; i < nuser && ok; i++) ok &= (h[k++] = strdup(s->headers[i])) != NULL;
+    if (!ok) {
+        for (size_t i = 0; i < k; i++) free(h[i]);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void free_headers(char **h)
+{
+    for (char **p = h; p && *p; p++) free(*p);
+    free(h);
+}
+
+/* --- incoming messages ---------------------------------------------------------------- */
+
+/* One JSON-RPC message from the server, on any stream. */
+static void deliver(stream *st, const char *msg, size_t n)
+{
+    if (n == 0) return; /* a priming event: only its id matters */
+    if (acp_json_validate(msg, n, 128)) {
+        mcp_server_log(st->t->s, "ignored a message that is not JSON");
+        return;
+    }
+    acp_span v = {msg, n}, id;
+    if (st->req_id && !acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id) &&
+        id.n == strlen(st->req_id) && !memcmp(id.p, st->req_id, id.n))
+        st->answered = true;
+    mcp_server_recv(st->t->s, msg, n);
+}
+
+static int on_event(void *user, const char *event, const char *data, size_t n)
+{
+    stream *st = user;
+    st->got_event = true;
+    st->resumes = 0;
+    if (!strcmp(event, "message")) deliver(st, data, n);
+    return st->t->stopping ? 1 : 0;
+}
+
+/* The first bytes or the end of a response: its headers are complete. */
+static void response_started(stream *st)
+{
+    if (st->started) return;
+    st->started = true;
+    http_tp *t = st->t;
+    const char *sid = mcp_http_header(st->h, "Mcp-Session-Id");
+    if (sid && !t->session_id) t->session_id = strdup(sid);
+    const char *ct = mcp_http_content_type(st->h);
+    st->sse = mcp_http_status(st->h) == 200 && ct && !strncasecmp(ct, "text/event-stream", 17);
+    if (st->sse && !st->parser.on_event) mcp_sse_init(&st->parser, on_event, st);
+    if (st->sse) mcp_sse_restart(&st->parser);
+}
+
+static int on_data(mcp_http *h, const char *p, size_t n, void *user)
+{
+    stream *st = user;
+    response_started(st);
+    if (st->t->stopping) return 1;
+    if (st->sse) return mcp_sse_feed(&st->parser, p, n) ? 1 : 0;
+    if (st->json.len + n > MAX_JSON_BODY) return 1;
+    return acp_buf_append(&st->json, p, n) ? 1 : 0;
+}
+
+/* A whole application/json answer: one message, or (2025-03-26) a batch of them. */
+static void deliver_json(stream *st)
+{
+    const char *p = st->json.data;
+    size_t n = st->json.len;
+    while (n && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++, n--;
+    if (n && *p == '[') {
+        json_t *arr = json_loadb(p, n, 0, NULL);
+        size_t i;
+        json_t *m;
+        json_array_foreach(arr, i, m)
+        {
+            char *text = json_dumps(m, JSON_COMPACT);
+            if (text) deliver(st, text, strlen(text));
+            free(text);
+        }
+        json_decref(arr);
+        return;
+    }
+    deliver(st, p, n);
+}
+
+static void on_resume_timer(uv_timer_t *tm)
+{
+    http_tp *t = tm->data;
+    stream *st = (stream *)((char *)tm - offsetof(stream, timer));
+    if (!t->stopping) start_get(t, st);
+}
+
+static void schedule_resume(stream *st)
+{
+    long ms = st->parser.retry_ms >= 0 ? st->parser.retry_ms : DEFAULT_RETRY_MS;
+    st->got_event = false;
+    st->resumes++;
+    uv_timer_start(&st->timer, on_resume_timer, (uint64_t)ms, 0);
+}
+
+static void fail_request(stream *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_request(stream *st, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    acp_span id = {st->req_id, strlen(st->req_id)};
+    mcp_server_request_failed(st->t->s, id, msg);
+}
+
+static void on_done(mcp_http *h, int result, long status, void *user)
+{
+    stream *st = user;
+    http_tp *t = st->t;
+    mcp_server *s = t->s;
+    response_started(st);
+    st->h = NULL;
+    bool resumable = st->parser.last_id && st->req_id && !st->answered;
+    if (result != 0) {
+        const char *err = mcp_http_error(h);
+        if (resumable && st->resumes < MAX_RESUMES) {
+            schedule_resume(st);
+            return;
+        }
+        if (st->req_id && !st->answered)
+            fail_request(st, "HTTP exchange failed: %s", err ? err : "network error");
+        else if (!st->req_id && !st->get)
+            mcp_server_log(s, "sending a notification failed: %s", err ? err : "network error");
+        else if (st->get && !st->req_id && st->sse && st->resumes < MAX_RESUMES) {
+            schedule_resume(st); /* the standalone stream broke: reopen it */
+            return;
+        }
+        stream_free(st);
+        return;
+    }
+    if (status == 404 && t->session_id) {
+        stream_free(st);
+        mcp_server_fail(s, "the server ended the MCP session (HTTP 404)");
+        return;
+    }
+    if (st->sse) {
+        /* The stream ended. What it owed may follow on a resumed stream. */
+        if (st->req_id && !st->answered) {
+            if (st->parser.last_id && st->resumes < MAX_RESUMES) {
+                schedule_resume(st);
+                return;
+            }
+            fail_request(st, "the server closed the event stream without answering");
+        } else if (st->get && !st->req_id && !t->stopping) {
+            if (st->got_event || st->resumes < MAX_RESUMES) {
+                schedule_resume(st);
+                return;
+            }
+        }
+        stream_free(st);
+        return;
+    }
+    if (st->get) {
+        /* No stream here (405: the server offers none). A resumption that cannot happen
+         * loses the answer. */
+        if (st->req_id && !st->answered)
+            fail_request(st, "cannot resume the event stream: HTTP %ld", status);
+        stream_free(st);
+        return;
+    }
+    if (st->json.len) deliver_json(st);
+    if (st->req_id && !st->answered) {
+        if (status >= 200 && status < 300)
+            fail_request(st, "the server's answer (HTTP %ld) held no response", status);
+        else
+            fail_request(st, "the server answered HTTP %ld", status);
+    } else if (!st->req_id && (status < 200 || status >= 300)) {
+        mcp_server_log(s, "the server refused a notification or response: HTTP %ld", status);
+    }
+    stream_free(st);
+}
+
+static const mcp_http_cbs stream_cbs = {.on_data = on_data, .on_done = on_done};
+
+/* --- outgoing ------------------------------------------------------------------------- */
+
+static void start_get(http_tp *t, stream *st)
+{
+    char **h = headers(t, "Accept: text/event-stream", st->parser.last_id);
+    st->started = false;
+    st->sse = false;
+    st->h = h ? mcp_http_start(t->curl, "GET", t->s->url, (const char *const *)h, NULL, 0,
+                               &stream_cbs, st)
+              : NULL;
+    free_headers(h);
+    if (!st->h) {
+        if (st->req_id) fail_request(st, "cannot open a GET stream");
+        stream_free(st);
+    }
+}
+
+static void post(http_tp *t, const char *line, size_t n)
+{
+    acp_span v = {line, n}, id = {0};
+    bool request = acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id);
+    stream *st = stream_new(t, false, request ? id.p : NULL, id.n);
+    char **h = st ? headers(t, "Accept: application/json, text/event-stream", NULL) : NULL;
+    if (st && h)
+        st->h = mcp_http_start(t->curl, "POST", t->s->url, (const char *const *)h, line, n,
+                               &stream_cbs, st);
+    free_headers(h);
+    if (st && !st->h) {
+        if (st->req_id) fail_request(st, "cannot start an HTTP request");
+        stream_free(st);
+    } else if (!st) {
+        mcp_server_fail(t->s, "out of memory");
+    }
+}
+
+static void on_flush(uv_timer_t *tm)
+{
+    http_tp *t = tm->data;
+    size_t n;
+    char *out = acp_conn_out_take(t->s->conn, &n);
+    for (size_t i = 0; out && i < n && !t->stopping;) {
+        char *nl = memchr(out + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (out + i)) : n - i;
+        if (len) post(t, out + i, len);
+        i += len + 1;
+    }
+    free(out);
+}
+
+static void on_output(mcp_server *s)
+{
+    http_tp *t = s->tp;
+    if (t && !t->stopping) uv_timer_start(&t->flush, on_flush, 0, 0);
+}
+
+static void on_initialized(mcp_server *s)
+{
+    http_tp *t = s->tp;
+    stream *st = stream_new(t, true, NULL, 0);
+    if (st) start_get(t, st);
+}
+
+static void start(mcp_server *s)
+{
+    http_tp *t = calloc(1, sizeof *t);
+    if (!t) {
+        mcp_server_fail(s, "out of memory");
+        return;
+    }
+    s->tp = t;
+    t->s = s;
+    uv_timer_init(s->loop, &t->flush);
+    uv_timer_init(s->loop, &t->grace);
+    t->flush.data = t->grace.data = t;
+    t->handles = 2;
+    if (!(t->curl = mcp_server_curl(s))) {
+        mcp_server_fail(s, "cannot set up libcurl");
+        return;
+    }
+    mcp_server_open(s);
+}
+
+/* --- teardown ------------------------------------------------------------------------- */
+
+static void end_delete(http_tp *t)
+{
+    if (t->del) mcp_http_abort(t->del);
+    t->del = NULL;
+    uv_close((uv_handle_t *)&t->grace, on_closed);
+}
+
+static void on_delete_done(mcp_http *h, int result, long status, void *user)
+{
+    http_tp *t = user;
+    t->del = NULL;
+    end_delete(t);
+}
+
+static void on_grace(uv_timer_t *tm)
+{
+    end_delete(tm->data);
+}
+
+static void stop(mcp_server *s)
+{
+    http_tp *t = s->tp;
+    if (!t) {
+        mcp_server_stopped(s);
+        return;
+    }
+    t->stopping = true;
+    while (t->streams) stream_free(t->streams);
+    uv_close((uv_handle_t *)&t->flush, on_closed);
+    static const mcp_http_cbs del_cbs = {.on_done = on_delete_done};
+    char **h = t->session_id && t->curl ? headers(t, "Accept: application/json", NULL) : NULL;
+    if (h)
+        t->del =
+            mcp_http_start(t->curl, "DELETE", s->url, (const char *const *)h, NULL, 0, &del_cbs, t);
+    free_headers(h);
+    if (t->del)
+        uv_timer_start(&t->grace, on_grace, mcp_server_grace_ms(s), 0);
+    else
+        end_delete(t);
+}
+
+const mcp_transport_ops mcp_http_ops = {
+    .start = start, .on_output = on_output, .on_initialized = on_initialized, .stop = stop};

@@ -1,0 +1,92 @@
+/* What the MCP session logic (set.c) and the transports (stdio.c, http.c, legacy_sse.c)
+ * share. A transport moves JSON-RPC messages between the server's acp_conn and the peer; the
+ * protocol (handshake, tools, calls, roots) lives in set.c only. */
+#ifndef ACP_MCP_INTERNAL_H
+#define ACP_MCP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "acp/mcp.h"
+#include "acp/rpc.h"
+
+typedef struct mcp_server mcp_server;
+typedef struct mcp_curl mcp_curl;
+
+enum mcp_kind { MCP_STDIO, MCP_HTTP, MCP_SSE };
+
+typedef struct mcp_transport_ops {
+    /* Starts connecting. Failures are reported with mcp_server_fail(), possibly before this
+     * returns. When the transport can carry messages it calls mcp_server_open(). */
+    void (*start)(mcp_server *s);
+    /* The conn has output waiting (HTTP transports send it; stdio's transport flushes itself).
+     * May be NULL. */
+    void (*on_output)(mcp_server *s);
+    /* The handshake finished (initialized was sent): HTTP opens its GET stream. May be NULL. */
+    void (*on_initialized)(mcp_server *s);
+    /* Stops everything; calls mcp_server_stopped() once nothing of the transport is left
+     * running (from the loop, or from inside stop when nothing had started). Called once. */
+    void (*stop)(mcp_server *s);
+} mcp_transport_ops;
+
+extern const mcp_transport_ops mcp_stdio_ops;
+extern const mcp_transport_ops mcp_http_ops;
+extern const mcp_transport_ops mcp_sse_ops;
+
+struct mcp_server {
+    acp_mcp_set *set;
+    size_t index;
+    uv_loop_t *loop;
+    char *name;
+    enum mcp_kind kind;
+    const mcp_transport_ops *ops;
+    void *tp; /* the transport's state */
+
+    /* Configuration. env and header strings are secrets: never logged. */
+    char *command;
+    char **argv;    /* NULL-terminated, argv[0] = command */
+    char **env;     /* "K=V", NULL-terminated: base + given */
+    char **secrets; /* the given env / header values, for scrubbing stderr; NULL-terminated */
+    char *url;
+    char **headers; /* "Name: value", NULL-terminated */
+
+    enum acp_mcp_status status;
+    char *reason;
+    acp_conn *conn;
+    char *protocol; /* negotiated revision */
+    json_t *info;   /* serverInfo */
+    json_t *caps;   /* server capabilities */
+    json_t *tools;  /* array of Tool objects */
+    json_t *paging; /* tools being collected across tools/list pages */
+    bool listing, relist;
+    bool initialized;
+    bool stopping, stopped;
+    uv_timer_t connect_timer;
+    struct acp_mcp_call *rpcs; /* requests in flight */
+    int64_t next_token;
+};
+
+/* The transport is ready for messages: set.c starts the handshake. */
+void mcp_server_open(mcp_server *s);
+/* The transport failed (can't start, peer gone, protocol broken): status FAILED with reason
+ * (printf-style; it must not contain secrets), pending requests fail, the transport stops. */
+void mcp_server_fail(mcp_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One complete JSON-RPC message text from the peer (no newline needed). */
+void mcp_server_recv(mcp_server *s, const char *msg, size_t n);
+/* A request we sent can no longer be answered (its HTTP exchange failed): id is its JSON id
+ * text. The call fails with message. */
+void mcp_server_request_failed(mcp_server *s, acp_span id, const char *message);
+/* The transport's teardown finished. */
+void mcp_server_stopped(mcp_server *s);
+/* A diagnostic line for opts.on_log (never with secrets). */
+void mcp_server_log(mcp_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replaces every secret value inside line with "***" (in place; may shorten it). */
+void mcp_server_scrub(const mcp_server *s, char *line);
+unsigned mcp_server_grace_ms(const mcp_server *s);
+/* The set's curl driver, created on first use (NULL on failure). */
+mcp_curl *mcp_server_curl(mcp_server *s);
+
+#endif

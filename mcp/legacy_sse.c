@@ -1,0 +1,257 @@
+/* The deprecated HTTP+SSE transport (MCP 2024-11-05): a GET opens an event stream whose first
+ * `endpoint` event names the URL to POST our messages to; everything the server says arrives
+ * as `message` events on that one stream. The stream ending ends the server. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <curl/curl.h>
+
+#include "mcp/curl_uv.h"
+#include "mcp/internal.h"
+#include "mcp/sse.h"
+
+typedef struct sse_tp sse_tp;
+
+typedef struct post_req {
+    sse_tp *t;
+    mcp_http *h;
+    char *req_id; /* a request's id text, to fail it if the POST fails */
+    struct post_req *prev, *next;
+} post_req;
+
+struct sse_tp {
+    mcp_server *s;
+    mcp_curl *curl;
+    mcp_http *get;
+    mcp_sse parser;
+    bool started;
+    char *endpoint;
+    post_req *posts;
+    uv_timer_t flush;
+    bool stopping;
+};
+
+/* --- the event stream ----------------------------------------------------------------- */
+
+static bool same_origin(CURLU *a, CURLU *b)
+{
+    static const CURLUPart parts[] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT};
+    for (size_t i = 0; i < 3; i++) {
+        char *x = NULL, *y = NULL;
+        curl_url_get(a, parts[i], &x, CURLU_DEFAULT_PORT);
+        curl_url_get(b, parts[i], &y, CURLU_DEFAULT_PORT);
+        bool eq = x && y && !strcasecmp(x, y);
+        curl_free(x);
+        curl_free(y);
+        if (!eq) return false;
+    }
+    return true;
+}
+
+/* The endpoint event: a URL, usually relative to the stream's. It must stay on the stream's
+ * origin, so a server cannot send our messages (and the client's headers) elsewhere. */
+static void got_endpoint(sse_tp *t, const char *data)
+{
+    mcp_server *s = t->s;
+    CURLU *base = curl_url(), *u = curl_url();
+    char *out = NULL;
+    bool ok = base && u && !curl_url_set(base, CURLUPART_URL, s->url, 0) &&
+              !curl_url_set(u, CURLUPART_URL, s->url, 0) &&
+              !curl_url_set(u, CURLUPART_URL, data, 0) && same_origin(base, u) &&
+              !curl_url_get(u, CURLUPART_URL, &out, 0);
+    curl_url_cleanup(base);
+    curl_url_cleanup(u);
+    if (!ok) {
+        curl_free(out);
+        mcp_server_fail(s, "the endpoint event names no URL on the server's origin");
+        return;
+    }
+    free(t->endpoint);
+    t->endpoint = strdup(out);
+    curl_free(out);
+    if (!t->endpoint) {
+        mcp_server_fail(s, "out of memory");
+        return;
+    }
+    mcp_server_open(s);
+}
+
+static int on_event(void *user, const char *event, const char *data, size_t n)
+{
+    sse_tp *t = user;
+    if (!strcmp(event, "endpoint")) {
+        if (!t->endpoint) got_endpoint(t, data);
+    } else if (!strcmp(event, "message") && n) {
+        mcp_server_recv(t->s, data, n);
+    }
+    return t->stopping ? 1 : 0;
+}
+
+static int on_get_data(mcp_http *h, const char *p, size_t n, void *user)
+{
+    sse_tp *t = user;
+    if (!t->started) {
+        t->started = true;
+        const char *ct = mcp_http_content_type(h);
+        long st = mcp_http_status(h);
+        if (st != 200 || !ct || strncasecmp(ct, "text/event-stream", 17)) {
+            t->get = NULL;
+            mcp_server_fail(t->s, "GET %s answered HTTP %ld, not an event stream", "the SSE URL",
+                            st);
+            return 1;
+        }
+    }
+    return mcp_sse_feed(&t->parser, p, n) || t->stopping ? 1 : 0;
+}
+
+static void on_get_done(mcp_http *h, int result, long status, void *user)
+{
+    sse_tp *t = user;
+    t->get = NULL;
+    const char *err = mcp_http_error(h);
+    if (result)
+        mcp_server_fail(t->s, "the event stream failed: %s", err ? err : "network error");
+    else if (!t->started || status != 200)
+        mcp_server_fail(t->s, "GET the SSE URL answered HTTP %ld, not an event stream", status);
+    else
+        mcp_server_fail(t->s, "the server closed the event stream");
+}
+
+/* --- posting -------------------------------------------------------------------------- */
+
+static void post_free(post_req *p)
+{
+    sse_tp *t = p->t;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        t->posts = p->next;
+    if (p->next) p->next->prev = p->prev;
+    if (p->h) mcp_http_abort(p->h);
+    free(p->req_id);
+    free(p);
+}
+
+static void on_post_done(mcp_http *h, int result, long status, void *user)
+{
+    post_req *p = user;
+    p->h = NULL;
+    if ((result || status < 200 || status >= 300) && p->req_id) {
+        char msg[256];
+        const char *err = mcp_http_error(h);
+        if (result)
+            snprintf(msg, sizeof msg, "POST failed: %s", err ? err : "network error");
+        else
+            snprintf(msg, sizeof msg, "POST answered HTTP %ld", status);
+        mcp_server_request_failed(p->t->s, (acp_span){p->req_id, strlen(p->req_id)}, msg);
+    } else if (result || status < 200 || status >= 300) {
+        mcp_server_log(p->t->s, "the server refused a notification or response (HTTP %ld)", status);
+    }
+    post_free(p);
+}
+
+static const mcp_http_cbs post_cbs = {.on_done = on_post_done};
+
+static char **post_headers(mcp_server *s)
+{
+    size_t n = 0;
+    while (s->headers && s->headers[n]) n++;
+    char **h = calloc(n + 2, sizeof *h);
+    if (!h) return NULL;
+    h[0] = "Content-Type: application/json";
+    for (size_t i = 0; i < n; i++) h[i + 1] = s->headers[i];
+    return h;
+}
+
+static void on_flush(uv_timer_t *tm)
+{
+    sse_tp *t = tm->data;
+    size_t n;
+    char *out = acp_conn_out_take(t->s->conn, &n);
+    char **h = out ? post_headers(t->s) : NULL;
+    for (size_t i = 0; h && i < n && !t->stopping;) {
+        char *nl = memchr(out + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (out + i)) : n - i;
+        acp_span v = {out + i, len}, id = {0};
+        post_req *p = len ? calloc(1, sizeof *p) : NULL;
+        if (p) {
+            p->t = t;
+            if (acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id))
+                p->req_id = strndup(id.p, id.n);
+            p->next = t->posts;
+            if (p->next) p->next->prev = p;
+            t->posts = p;
+            p->h = mcp_http_start(t->curl, "POST", t->endpoint, (const char *const *)h, out + i,
+                                  len, &post_cbs, p);
+            if (!p->h) {
+                if (p->req_id)
+                    mcp_server_request_failed(t->s, (acp_span){p->req_id, strlen(p->req_id)},
+                                              "cannot start an HTTP request");
+                post_free(p);
+            }
+        }
+        i += len + 1;
+    }
+    free(h);
+    free(out);
+}
+
+static void on_output(mcp_server *s)
+{
+    sse_tp *t = s->tp;
+    if (t && !t->stopping) uv_timer_start(&t->flush, on_flush, 0, 0);
+}
+
+static void start(mcp_server *s)
+{
+    sse_tp *t = calloc(1, sizeof *t);
+    if (!t) {
+        mcp_server_fail(s, "out of memory");
+        return;
+    }
+    s->tp = t;
+    t->s = s;
+    uv_timer_init(s->loop, &t->flush);
+    t->flush.data = t;
+    mcp_sse_init(&t->parser, on_event, t);
+    size_t n = 0;
+    while (s->headers && s->headers[n]) n++;
+    char **h = calloc(n + 2, sizeof *h);
+    static const mcp_http_cbs get_cbs = {.on_data = on_get_data, .on_done = on_get_done};
+    if (h && (t->curl = mcp_server_curl(s))) {
+        h[0] = "Accept: text/event-stream";
+        for (size_t i = 0; i < n; i++) h[i + 1] = s->headers[i];
+        t->get =
+            mcp_http_start(t->curl, "GET", s->url, (const char *const *)h, NULL, 0, &get_cbs, t);
+    }
+    free(h);
+    if (!t->get) mcp_server_fail(s, "cannot start the event stream request");
+}
+
+static void on_flush_closed(uv_handle_t *h)
+{
+    sse_tp *t = h->data;
+    mcp_server *s = t->s;
+    mcp_sse_free(&t->parser);
+    free(t->endpoint);
+    free(t);
+    s->tp = NULL;
+    mcp_server_stopped(s);
+}
+
+static void stop(mcp_server *s)
+{
+    sse_tp *t = s->tp;
+    if (!t) {
+        mcp_server_stopped(s);
+        return;
+    }
+    t->stopping = true;
+    if (t->get) mcp_http_abort(t->get);
+    t->get = NULL;
+    while (t->posts) post_free(t->posts);
+    uv_close((uv_handle_t *)&t->flush, on_flush_closed);
+}
+
+const mcp_transport_ops mcp_sse_ops = {.start = start, .on_output = on_output, .stop = stop};

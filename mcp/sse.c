@@ -1,0 +1,126 @@
+#include "mcp/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/error.h"
+
+void mcp_sse_init(mcp_sse *p, int (*on_event)(void *, const char *, const char *, size_t),
+                  void *user)
+{
+    memset(p, 0, sizeof *p);
+    p->retry_ms = -1;
+    p->on_event = on_event;
+    p->user = user;
+}
+
+static size_t limit(const mcp_sse *p)
+{
+    return p->max ? p->max : (size_t)16 << 20;
+}
+
+static int dispatch(mcp_sse *p)
+{
+    int rc = 0;
+    if (p->data.len > 0) {
+        p->data.len--; /* the LF after the last data line is not part of the data */
+        const char *ev = p->event.len ? acp_buf_cstr(&p->event) : "message";
+        const char *data = acp_buf_cstr(&p->data);
+        if (!ev || !data) return ACP_ENOMEM;
+        rc = p->on_event(p->user, ev, data, p->data.len);
+    }
+    p->data.len = 0;
+    p->event.len = 0;
+    return rc;
+}
+
+/* One complete line, without its terminator. */
+static int field(mcp_sse *p, const char *s, size_t n)
+{
+    if (n == 0) return dispatch(p);
+    if (s[0] == ':') return 0;
+    const char *colon = memchr(s, ':', n);
+    size_t nlen = colon ? (size_t)(colon - s) : n;
+    const char *v = colon ? colon + 1 : s + n;
+    size_t vlen = (size_t)(s + n - v);
+    if (vlen > 0 && v[0] == ' ') v++, vlen--;
+
+    if (nlen == 4 && memcmp(s, "data", 4) == 0) {
+        if (p->data.len + vlen + 1 > limit(p)) return ACP_ETOOBIG;
+        if (acp_buf_append(&p->data, v, vlen) || acp_buf_putc(&p->data, '\n')) return ACP_ENOMEM;
+    } else if (nlen == 5 && memcmp(s, "event", 5) == 0) {
+        p->event.len = 0;
+        if (acp_buf_append(&p->event, v, vlen)) return ACP_ENOMEM;
+    } else if (nlen == 2 && memcmp(s, "id", 2) == 0) {
+        if (memchr(v, '\0', vlen)) return 0; /* the standard ignores such ids */
+        char *id = strndup(v, vlen);
+        if (!id) return ACP_ENOMEM;
+        free(p->last_id);
+        p->last_id = id;
+    } else if (nlen == 5 && memcmp(s, "retry", 5) == 0) {
+        long ms = 0;
+        if (vlen == 0 || vlen > 9) return 0;
+        for (size_t i = 0; i < vlen; i++) {
+            if (v[i] < '0' || v[i] > '9') return 0;
+            ms = ms * 10 + (v[i] - '0');
+        }
+        p->retry_ms = ms;
+    }
+    return 0;
+}
+
+int mcp_sse_feed(mcp_sse *p, const char *buf, size_t n)
+{
+    size_t i = 0;
+    if (!p->started && n > 0) {
+        /* A UTF-8 BOM may open the stream; it may also arrive split, which we accept only
+         * whole (servers send it in one write, if at all). */
+        if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) i = 3;
+        p->started = true;
+    }
+    while (i < n) {
+        if (p->after_cr && buf[i] == '\n') {
+            p->after_cr = false;
+            i++;
+            continue;
+        }
+        p->after_cr = false;
+        size_t j = i;
+        while (j < n && buf[j] != '\n' && buf[j] != '\r') j++;
+        if (j == n) { /* no terminator yet: keep the piece */
+            if (p->line.len + (n - i) > limit(p)) return ACP_ETOOBIG;
+            return acp_buf_append(&p->line, buf + i, n - i) ? ACP_ENOMEM : 0;
+        }
+        int rc;
+        if (p->line.len) {
+            if (p->line.len + (j - i) > limit(p)) return ACP_ETOOBIG;
+            if (acp_buf_append(&p->line, buf + i, j - i)) return ACP_ENOMEM;
+            rc = field(p, p->line.data, p->line.len);
+            p->line.len = 0;
+        } else {
+            rc = field(p, buf + i, j - i);
+        }
+        if (rc) return rc;
+        p->after_cr = buf[j] == '\r';
+        i = j + 1;
+    }
+    return 0;
+}
+
+void mcp_sse_restart(mcp_sse *p)
+{
+    p->line.len = 0;
+    p->data.len = 0;
+    p->event.len = 0;
+    p->after_cr = false;
+    p->started = false;
+}
+
+void mcp_sse_free(mcp_sse *p)
+{
+    acp_buf_free(&p->line);
+    acp_buf_free(&p->data);
+    acp_buf_free(&p->event);
+    free(p->last_id);
+    p->last_id = NULL;
+}

@@ -1,0 +1,40 @@
+/* An incremental text/event-stream parser (the WHATWG "server-sent events" rules): feed it the
+ * bytes of a response body as they arrive, in any pieces; it calls on_event for each complete
+ * event. Lines end in LF, CR or CRLF (a CRLF split across two feeds is handled). Fields: event,
+ * data (several data lines join with LF), id (kept across events and reconnections: it is the
+ * Last-Event-ID to resume from), retry (the reconnection delay). Comments (":...") and unknown
+ * fields are ignored; an event with no data is not dispatched, but its id still counts. */
+#ifndef ACP_MCP_SSE_H
+#define ACP_MCP_SSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "acp/json.h"
+
+typedef struct mcp_sse {
+    acp_buf line;  /* the current, unterminated line */
+    acp_buf data;  /* data of the event being built */
+    acp_buf event; /* its event type */
+    char *last_id; /* NULL until an id field arrives; owned */
+    long retry_ms; /* -1 until a retry field arrives */
+    bool after_cr; /* the last byte was CR: a following LF belongs to it */
+    bool started;  /* past the optional leading BOM */
+    size_t max;    /* largest line or event, in bytes (0: 16 MiB) */
+    /* event is "message" when the stream named none; data is NUL-terminated (len n). A
+     * non-zero return stops the feed and is returned from mcp_sse_feed(). */
+    int (*on_event)(void *user, const char *event, const char *data, size_t n);
+    void *user;
+} mcp_sse;
+
+/* Zero the struct, then set on_event/user (and max). */
+void mcp_sse_init(mcp_sse *p, int (*on_event)(void *, const char *, const char *, size_t),
+                  void *user);
+/* 0, the callback's non-zero value, ACP_ETOOBIG (a line or event over max) or ACP_ENOMEM. */
+int mcp_sse_feed(mcp_sse *p, const char *buf, size_t n);
+/* A new connection of the same stream: drops any partial line or event, keeps last_id and
+ * retry_ms. */
+void mcp_sse_restart(mcp_sse *p);
+void mcp_sse_free(mcp_sse *p);
+
+#endif

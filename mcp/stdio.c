@@ -1,0 +1,129 @@
+/* The stdio transport: the server is a child process in its own process group speaking
+ * NDJSON on its stdin/stdout (rt's acp_proc + acp_transport). Its stderr goes to the log,
+ * line by line, bounded, with secret values scrubbed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/rt.h"
+#include "mcp/internal.h"
+
+#define STDERR_LINE_MAX  4096 /* longer lines are cut */
+#define STDERR_LINES_MAX 200  /* lines logged per server; the rest are only counted */
+
+typedef struct stdio_tp {
+    acp_proc *proc;
+    acp_transport *tr;
+    acp_buf line;
+    bool cut; /* the current line exceeded STDERR_LINE_MAX */
+    size_t logged, dropped;
+    int pending; /* teardown steps not finished */
+} stdio_tp;
+
+static void log_line(mcp_server *s, stdio_tp *t)
+{
+    if (t->logged >= STDERR_LINES_MAX) {
+        t->dropped++;
+    } else if (acp_buf_cstr(&t->line)) {
+        mcp_server_scrub(s, t->line.data);
+        mcp_server_log(s, "stderr: %s%s", t->line.data, t->cut ? " [cut]" : "");
+        t->logged++;
+    }
+    t->line.len = 0;
+    t->cut = false;
+}
+
+static void on_stderr(acp_proc *p, const char *buf, size_t n, void *user)
+{
+    mcp_server *s = user;
+    stdio_tp *t = s->tp;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n') {
+            log_line(s, t);
+        } else if (t->line.len < STDERR_LINE_MAX) {
+            acp_buf_putc(&t->line, buf[i]);
+        } else {
+            t->cut = true;
+        }
+    }
+}
+
+static void on_exit_cb(acp_proc *p, int64_t status, int sig, void *user)
+{
+    mcp_server *s = user;
+    if (sig)
+        mcp_server_fail(s, "the server was killed by signal %d", sig);
+    else
+        mcp_server_fail(s, "the server exited with status %lld", (long long)status);
+}
+
+static void on_eof(acp_transport *tr, void *user)
+{
+    mcp_server_fail(user, "the server closed its stdout");
+}
+
+static void start(mcp_server *s)
+{
+    stdio_tp *t = calloc(1, sizeof *t);
+    if (!t) {
+        mcp_server_fail(s, "out of memory");
+        return;
+    }
+    s->tp = t;
+    acp_proc_opts po = {.file = s->command,
+                        .argv = s->argv,
+                        .env = s->env,
+                        .pipe_stdin = true,
+                        .pipe_stdout = true,
+                        .pipe_stderr = true,
+                        .on_stderr = on_stderr,
+                        .on_exit = on_exit_cb,
+                        .user = s};
+    char *err = NULL;
+    if (acp_proc_spawn(s->loop, &po, &t->proc, &err)) {
+        t->proc = NULL;
+        mcp_server_fail(s, "%s", err ? err : "cannot start the server");
+        free(err);
+        return;
+    }
+    acp_transport_opts to = {.on_eof = on_eof, .user = s};
+    if (acp_transport_open_proc(s->loop, s->conn, t->proc, &to, &t->tr)) {
+        t->tr = NULL;
+        mcp_server_fail(s, "cannot attach to the server's pipes");
+        return;
+    }
+    mcp_server_open(s);
+}
+
+static void step_done(void *user)
+{
+    mcp_server *s = user;
+    stdio_tp *t = s->tp;
+    if (--t->pending > 0) return;
+    if (t->line.len) log_line(s, t);
+    if (t->dropped) mcp_server_log(s, "%zu more stderr lines not shown", t->dropped);
+    acp_buf_free(&t->line);
+    free(t);
+    s->tp = NULL;
+    mcp_server_stopped(s);
+}
+
+static void stop(mcp_server *s)
+{
+    stdio_tp *t = s->tp;
+    if (!t) {
+        mcp_server_stopped(s);
+        return;
+    }
+    t->pending = 1; /* held while the steps start */
+    if (t->tr) {
+        t->pending++;
+        acp_transport_close(t->tr, step_done, s);
+    }
+    if (t->proc) {
+        t->pending++;
+        acp_proc_stop(t->proc, mcp_server_grace_ms(s), step_done, s);
+    }
+    step_done(s);
+}
+
+const mcp_transport_ops mcp_stdio_ops = {.start = start, .stop = stop};
