@@ -6,6 +6,7 @@
  * halfway through a transaction, and a session's next seq is read and advanced inside the
  * writing transaction, so two processes appending to one session keep one gapless order. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store/backends.h"
 #include "store/store_impl.h"
@@ -222,6 +224,10 @@ int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
     if (e)
         return acp_store_open_fail(
             errmsg, ACP_ESTORE, "sqlite: cannot create the directory of %s: %s", path, strerror(e));
+    /* Session histories are private: create the file owner-only before SQLite does (with
+     * 0644); its -wal and -shm files take the database file's mode. */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
     sq_store *s = calloc(1, sizeof *s);
     if (!s) return ACP_ENOMEM;
     acp_store_init(&s->base, &sqlite_ops);

@@ -144,6 +144,14 @@ static void t_fresh_file_settings(void **state)
     fx *f = *state;
     acp_store *st = open_ok(f->db);
     mk(st, "a");
+    /* private files, the WAL included */
+    char wal[PATH_MAX + 64];
+    snprintf(wal, sizeof wal, "%s-wal", f->db);
+    struct stat sb;
+    assert_int_equal(stat(f->db, &sb), 0);
+    assert_int_equal(sb.st_mode & 077, 0);
+    assert_int_equal(stat(wal, &sb), 0);
+    assert_int_equal(sb.st_mode & 077, 0);
     acp_store_close(st);
     assert_raw(f->db, "PRAGMA journal_mode", "wal"); /* persistent in the file */
     assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "1");
