@@ -41,6 +41,7 @@ bool agent_writable(const acp_agent *a)
 static void pump_cb(uv_idle_t *h)
 {
     acp_agent *a = h->data;
+    if (a->dirty) acp_agent_flush(a); /* held output produced after this turn's flush */
     if (!a->waiters && !a->replays) {
         uv_idle_stop(&a->pump);
         a->pump_on = false;
@@ -112,6 +113,9 @@ int acp_agent_flush(acp_agent *a)
         rev = n;
     }
     free(err);
+    /* Output held while we were releasing (an engine reacting to a failure) must not wait
+     * for the next event: the idle pump keeps the loop from blocking until it is out. */
+    if (a->dirty) agent_pump_start(a);
     agent_maybe_done(a);
     return rc;
 }
@@ -142,16 +146,23 @@ static void on_unknown(acp_conn *c, acp_req *req, void *user)
     acp_req_error(req, ACP_RPC_METHOD_NOT_FOUND, NULL, "Method not found: %s", acp_req_method(req));
 }
 
+/* After acp_agent_free(): the memory goes once the loop closed our handles and every MCP set
+ * finished shutting down (their done callbacks still point at us). */
+void agent_maybe_free(acp_agent *a)
+{
+    if (!a->freeing || a->handles_open || a->closing_mcp) return;
+    acp_conn_free(a->conn);
+    json_decref(a->client_caps);
+    acp_buf_free(&a->scratch);
+    acp_buf_free(&a->line);
+    free(a);
+}
+
 static void handle_closed(uv_handle_t *h)
 {
     acp_agent *a = h->data;
-    if (--a->handles_open == 0) {
-        acp_conn_free(a->conn);
-        json_decref(a->client_caps);
-        acp_buf_free(&a->scratch);
-        acp_buf_free(&a->line);
-        free(a);
-    }
+    a->handles_open--;
+    agent_maybe_free(a);
 }
 
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,

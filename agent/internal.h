@@ -116,12 +116,15 @@ void agent_mark_dirty(acp_agent *a, acp_session *s);
 void agent_reply_store_error(acp_agent *a, acp_req *req);
 bool agent_check_init(acp_agent *a, acp_req *req);
 void agent_maybe_done(acp_agent *a);
+void agent_maybe_free(acp_agent *a);
 
 /* session.c */
 acp_session *session_find(acp_agent *a, const char *id);
-/* Validates cwd / additionalDirectories / mcpServers and builds an opening session (not yet
- * in the active list). On a validation error answers req and returns NULL. */
-acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required);
+/* Validates cwd / additionalDirectories / mcpServers, checks (must_exist) that the session is
+ * stored, and builds an opening session with its MCP servers starting (not yet in the active
+ * list). On an error answers req and returns NULL. */
+acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required,
+                          bool must_exist);
 void session_activate(acp_session *s);
 void session_close(acp_session *s); /* cancel, force-end, free engine state, MCP; maybe free */
 void session_free(acp_session *s);

@@ -114,7 +114,7 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
     if (!agent_check_init(a, req)) return;
     char id[48];
     acp_agent_new_id("sess_", id);
-    acp_session *s = session_open(a, req, id, true);
+    acp_session *s = session_open(a, req, id, true, false);
     if (!s) return;
     acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
     acp_store_now(row.created_at);
@@ -142,28 +142,14 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
     if (!agent_check_init(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
-    acp_store_session row = {0};
-    int rc = acp_store_get(a->store, id, &row);
-    if (rc == ACP_ENOTFOUND) {
-        not_found(req, id);
-        return;
-    }
-    if (rc) {
-        if (rc == ACP_ESTORE)
-            agent_reply_store_error(a, req);
-        else
-            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_strerror(rc));
-        return;
-    }
-    acp_store_session_clear(&row);
     /* Loading a session that is open here starts it afresh: the old one is closed (its
      * running prompt answers cancelled) so that one id never has two live states. */
     acp_session *old = session_find(a, id);
-    acp_session *s = session_open(a, req, id, load);
+    acp_session *s = session_open(a, req, id, load, true);
     if (!s) return;
     if (old) session_close(old);
     /* The request's roots are now the session's: list reports them. */
-    rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
+    int rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
     if (rc) {
         if (rc == ACP_ENOTFOUND)
             not_found(req, id);
@@ -320,20 +306,6 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     if (!agent_check_init(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
-    acp_session *s = session_find(a, id);
-    if (!s) {
-        not_found(req, id);
-        return;
-    }
-    if (s->state != SESS_READY) {
-        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
-        return;
-    }
-    if (s->turn) {
-        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
-                      "a prompt is already running in session %s", id);
-        return;
-    }
     json_t *prompt = json_object_get(acp_req_params(req), "prompt");
     if (!json_is_array(prompt)) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
@@ -374,6 +346,20 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
                               "prompt[%zu]: unknown content type '%s'", i, type);
             return;
         }
+    }
+    acp_session *s = session_find(a, id);
+    if (!s) {
+        not_found(req, id);
+        return;
+    }
+    if (s->state != SESS_READY) {
+        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
+        return;
+    }
+    if (s->turn) {
+        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
+                      "a prompt is already running in session %s", id);
+        return;
     }
     turn_start(s, req, prompt);
 }

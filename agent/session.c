@@ -65,7 +65,8 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
     return r;
 }
 
-acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required)
+acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required,
+                          bool must_exist)
 {
     json_t *params = acp_req_params(req);
     acp_roots *roots = roots_from(a, req, params);
@@ -81,6 +82,23 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
         acp_roots_free(roots);
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "mcpServers must be an array");
         return NULL;
+    }
+    if (must_exist) {
+        /* After validating the params, before starting any MCP server. */
+        acp_store_session row = {0};
+        int rc = acp_store_get(a->store, id, &row);
+        acp_store_session_clear(&row);
+        if (rc) {
+            acp_roots_free(roots);
+            if (rc == ACP_ENOTFOUND)
+                acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
+                              "session not found: %s", id);
+            else if (rc == ACP_ESTORE)
+                agent_reply_store_error(a, req);
+            else
+                acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_strerror(rc));
+            return NULL;
+        }
     }
     acp_session *s = calloc(1, sizeof *s);
     if (!s) goto nomem;
@@ -171,7 +189,10 @@ static void mcp_closed(void *user)
 {
     acp_agent *a = user;
     a->closing_mcp--;
-    agent_maybe_done(a);
+    if (a->freeing)
+        agent_maybe_free(a);
+    else
+        agent_maybe_done(a);
 }
 
 void session_close(acp_session *s)

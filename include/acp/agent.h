@@ -76,8 +76,10 @@ typedef struct acp_agent_opts {
  * the caller: acp_agent_free(). 0 or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
-/* Frees everything at once (sessions, MCP sets are closed without waiting, the transport).
- * Prefer acp_agent_shutdown() and free from on_done. */
+/* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
+ * servers down and closes the transport. The memory is released from libuv callbacks: run
+ * the loop afterwards (uv_run) until it returns. No engine or on_done callback runs after this
+ * call. Prefer acp_agent_shutdown() and free from on_done. */
 void acp_agent_free(acp_agent *a);
 
 /* Serves the connection over two file descriptors (ACP on in_fd, responses to out_fd) with an
