@@ -6,8 +6,10 @@
  * are read with uv_fs_read and written with plain blocking write(2). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "acp/rt.h"
@@ -322,12 +324,32 @@ static void release_end(uv_stream_t *s, int fd)
         close(fd);
 }
 
+/* Our own descriptor for fd. libuv makes stream fds non-blocking, a flag of the open file
+ * description, which a dup shares with the original and thus with everyone else holding it:
+ * stderr when it is the same pipe as stdout (2>&1), the parent shell. A pipe reopened through
+ * /proc is a new description of the same pipe, so the flag stays ours; other kinds fall back
+ * to a dup. */
+static int own_fd(int fd, int mode)
+{
+    struct stat st;
+    if (mode != O_RDWR && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        /* O_NONBLOCK: opening a pipe end blocks until the other end is open, forever
+         * if it has already been closed. */
+        int r = open(path, mode | O_CLOEXEC | O_NONBLOCK);
+        if (r >= 0) return r;
+    }
+    return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
 int acp_transport_open(uv_loop_t *loop, acp_conn *conn, int in_fd, int out_fd,
                        const acp_transport_opts *opts, acp_transport **out)
 {
     *out = NULL;
-    int fi = fcntl(in_fd, F_DUPFD_CLOEXEC, 3);
-    int fo = in_fd == out_fd ? fi : fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
+    bool same = in_fd == out_fd;
+    int fi = own_fd(in_fd, same ? O_RDWR : O_RDONLY);
+    int fo = same ? fi : own_fd(out_fd, O_WRONLY);
     uv_stream_t *si = NULL, *so = NULL;
     acp_transport *t = NULL;
     int rc = ACP_EIO;

@@ -86,8 +86,14 @@ static void test_pipes_both_ways(void **state)
     acp_transport_opts ob = {.on_eof = on_eof_b, .user = &p};
     assert_int_equal(acp_transport_open(&loop, p.a, ba[0], ab[1], NULL, &p.ta), 0);
     assert_int_equal(acp_transport_open(&loop, p.b, ab[0], ba[1], &ob, &p.tb), 0);
-    /* The transports work on duplicates: ours can go now, and b's input only ends when a's
-     * transport closes its copy. */
+    /* Our descriptors stay blocking: the transports made their own (a shared stdout/stderr
+     * pipe must not turn non-blocking under the program's feet). */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(fcntl(ab[i], F_GETFL) & O_NONBLOCK, 0);
+        assert_int_equal(fcntl(ba[i], F_GETFL) & O_NONBLOCK, 0);
+    }
+    /* The transports work on their own descriptors: ours can go now, and b's input only
+     * ends when a's transport closes its own. */
     for (int i = 0; i < 2; i++) close(ab[i]), close(ba[i]);
     for (int i = 0; i < p.expected; i++)
         assert_int_equal(
