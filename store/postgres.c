@@ -133,6 +133,7 @@ static void scrub(const pg_store *p, const char *src, char *dst, size_t cap)
     const char *secrets[3] = {p->password, getenv("PGPASSWORD"), p->conn ? PQpass(p->conn) : NULL};
     size_t o = 0;
     if (!src) src = "";
+    if (!strncmp(src, "FATAL:  ", 8)) src += 8; /* libpq's severity prefix says nothing here */
     while (*src == ' ') src++;
     while (*src && o + 1 < cap) {
         size_t skip = 0;

@@ -1,0 +1,77 @@
+// Two acp-agent processes on one PostgreSQL store (issue 6), the official SDK as both clients:
+// a session created through one is listed, loaded (full replay), prompted and deleted through the
+// other; both prompt one session at once and the stored history (checked in the database itself)
+// holds both turns whole, gapless, and replays in exactly that commit order.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { tempDir, sdkAgent, normalize, userMsg } from "../interop-agent/lib.mjs";
+import { freshDb, sql } from "./pglib.mjs";
+
+test("two agents on one postgresql:// store: create in A; list, load, prompt, delete in B", async (t) => {
+  const dir = tempDir(t);
+  const db = freshDb(t);
+  const a = sdkAgent(t, { store: db.uri, cwd: dir });
+  const b = sdkAgent(t, { store: db.uri, cwd: dir });
+  await Promise.all([a.init(), b.init()]);
+  const sid = await a.newSession(dir);
+  const t1 = await a.prompt(sid, "/title shared on pg");
+  const t2 = await a.prompt(sid, "hello from A");
+  assert.equal(t2.stopReason, "end_turn");
+
+  const info = (await b.request("session/list", {})).sessions.find((s) => s.sessionId === sid);
+  assert.ok(info, "created in A, not listed in B");
+  assert.equal(info.title, "shared on pg");
+  assert.equal(info.cwd, dir);
+
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const expected = [userMsg("/title shared on pg"), ...t1.updates, userMsg("hello from A"), ...t2.updates];
+  assert.deepEqual(normalize(b.updates(sid)), normalize(expected), "B's replay is not A's conversation");
+
+  const t3 = await b.prompt(sid, "hello from B");
+  assert.equal(t3.stopReason, "end_turn");
+  const rows = sql(db.conninfo, `SELECT count(*), max(seq) FROM updates WHERE session_id = '${sid}'`);
+  assert.equal(rows[0][0], rows[0][1], "seqs are not gapless");
+
+  await b.request("session/delete", { sessionId: sid });
+  assert.ok(!(await a.request("session/list", {})).sessions.some((s) => s.sessionId === sid), "deleted in B, listed in A");
+  await assert.rejects(a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] }), (e) => e.code === -32002);
+  assert.deepEqual(sql(db.conninfo, `SELECT count(*) FROM updates WHERE session_id = '${sid}'`), [["0"]]);
+  assert.deepEqual(sql(db.conninfo, `SELECT count(*) FROM sessions WHERE id = '${sid}'`), [["0"]]);
+  await Promise.all([a.end(), b.end()]);
+});
+
+test("two agents prompting one session at once: both turns whole, in commit order", async (t) => {
+  const dir = tempDir(t);
+  const db = freshDb(t);
+  const a = sdkAgent(t, { store: db.uri, cwd: dir });
+  const b = sdkAgent(t, { store: db.uri, cwd: dir });
+  await Promise.all([a.init(), b.init()]);
+  const sid = await a.newSession(dir);
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const [ra, rb] = await Promise.all([a.prompt(sid, "/stream 400 40"), b.prompt(sid, "/stream 300 70")]);
+  assert.equal(ra.stopReason, "end_turn");
+  assert.equal(rb.stopReason, "end_turn");
+
+  // The database: gapless seqs; each turn's chunks, in its process's order, are exactly what its client got.
+  const rows = sql(db.conninfo, `SELECT seq, body FROM updates WHERE session_id = '${sid}' ORDER BY seq`);
+  rows.forEach(([seq], i) => assert.equal(Number(seq), i + 1, "seqs are not gapless"));
+  const stored = rows.map(([, body]) => JSON.parse(body));
+  for (const [r, text] of [
+    [ra, "/stream 400 40"],
+    [rb, "/stream 300 70"],
+  ]) {
+    const live = r.updates.filter((u) => u.sessionUpdate === "agent_message_chunk");
+    const mid = live[0].messageId;
+    const mine = stored.filter((u) => u.sessionUpdate === "agent_message_chunk" && u.messageId === mid);
+    assert.deepEqual(mine.map((u) => u.content.text), live.map((u) => u.content.text), `${text}: stored turn not whole or reordered`);
+    const q = stored.findIndex((u) => u.sessionUpdate === "user_message_chunk" && u.content.text === text);
+    assert.ok(q >= 0 && q < stored.indexOf(mine[0]), `${text}: the question is not stored before its answer`);
+  }
+
+  // A third process replays exactly the stored order (commit order), coalescing allowed.
+  const c = sdkAgent(t, { store: db.uri, cwd: dir });
+  await c.init();
+  await c.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  assert.deepEqual(normalize(c.updates(sid)), normalize(stored), "replay order differs from commit order");
+  await Promise.all([a.end(), b.end(), c.end()]);
+});
