@@ -226,7 +226,8 @@ int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
             errmsg, ACP_ESTORE, "sqlite: cannot create the directory of %s: %s", path, strerror(e));
     /* Session histories are private: create the file owner-only before SQLite does (with
      * 0644); its -wal and -shm files take the database file's mode. */
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd =
+        strcmp(path, ":memory:") ? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
     if (fd >= 0) close(fd);
     sq_store *s = calloc(1, sizeof *s);
     if (!s) return ACP_ENOMEM;

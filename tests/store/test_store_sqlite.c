@@ -275,6 +275,14 @@ static void t_open_errors(void **state)
     assert_non_null(err);
     free(err);
     assert_int_equal(acp_store_open(path, &st, NULL), ACP_ESTORE); /* errmsg is optional */
+    /* ":memory:" is SQLite's private in-memory database, not a file in the cwd */
+    assert_int_equal(acp_store_open(":memory:", &st, NULL), 0);
+    assert_int_equal(access(":memory:", F_OK), -1);
+    acp_store_session s = {.id = "m", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_now(s.created_at);
+    acp_store_now(s.updated_at);
+    assert_int_equal(acp_store_create(st, &s), 0);
+    acp_store_close(st);
 }
 
 /* --- crash safety ---------------------------------------------------------------------- */
