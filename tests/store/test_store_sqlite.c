@@ -285,6 +285,54 @@ static void t_open_errors(void **state)
     acp_store_close(st);
 }
 
+/* --- failures ------------------------------------------------------------------------- */
+
+/* A commit that fails halfway (a trigger, added by another connection, aborts one insert)
+ * stores nothing of the batch, advances no sequence and no updated_at, and drops the batch;
+ * a delete that fails deletes nothing. The cached statements survive the schema change. */
+static void t_failed_writes_are_atomic(void **state)
+{
+    fx *f = *state;
+    acp_store *st = open_ok(f->db);
+    mk(st, "a");
+    mk(st, "b");
+    assert_int_equal(acp_store_append(st, "a", "{\"ok\":0}", 8), 0);
+    assert_int_equal(acp_store_commit(st, "2026-01-01T00:00:00.000Z"), 0);
+    raw_exec(f->db, "CREATE TRIGGER boom BEFORE INSERT ON updates WHEN NEW.json = '\"boom\"'"
+                    " BEGIN SELECT RAISE(ABORT, 'injected failure'); END;"
+                    "CREATE TRIGGER nodel BEFORE DELETE ON sessions WHEN OLD.id = 'b'"
+                    " BEGIN SELECT RAISE(ABORT, 'injected delete failure'); END;");
+    assert_int_equal(acp_store_append(st, "a", "{\"ok\":1}", 8), 0);
+    assert_int_equal(acp_store_append(st, "b", "{\"ok\":2}", 8), 0);
+    assert_int_equal(acp_store_append(st, "a", "\"boom\"", 6), 0);
+    assert_int_equal(acp_store_commit(st, "2027-01-01T00:00:00.000Z"), ACP_ESTORE);
+    assert_non_null(strstr(acp_store_errmsg(st), "injected failure"));
+    assert_int_equal(acp_store_pending(st), 0);
+    assert_raw(f->db,
+               "SELECT group_concat(id || '=' || last_seq, ' ')"
+               " FROM (SELECT * FROM sessions ORDER BY id)",
+               "a=1 b=0");
+    assert_raw(f->db, "SELECT updated_at FROM sessions WHERE id = 'a'", "2026-01-01T00:00:00.000Z");
+    assert_raw(f->db, "SELECT count(*) FROM sessions WHERE updated_at >= '2027'", "0");
+    assert_raw(f->db, "SELECT count(*) FROM updates", "1");
+
+    /* the next commit continues as if the failed one never happened */
+    assert_int_equal(acp_store_append(st, "a", "{\"ok\":3}", 8), 0);
+    assert_int_equal(acp_store_commit(st, NULL), 0);
+    assert_raw(f->db, "SELECT group_concat(seq || ':' || json, ' ') FROM updates",
+               "1:{\"ok\":0} 2:{\"ok\":3}");
+
+    assert_int_equal(acp_store_append(st, "b", "{\"ok\":4}", 8), 0);
+    assert_int_equal(acp_store_commit(st, NULL), 0);
+    assert_int_equal(acp_store_delete(st, "b"), ACP_ESTORE);
+    assert_non_null(strstr(acp_store_errmsg(st), "injected delete failure"));
+    acp_store_session out;
+    assert_int_equal(acp_store_get(st, "b", &out), 0);
+    acp_store_session_clear(&out);
+    assert_raw(f->db, "SELECT count(*) FROM updates", "3"); /* b's history is still whole */
+    acp_store_close(st);
+}
+
 /* --- crash safety ---------------------------------------------------------------------- */
 
 enum { BATCH = 40 };
@@ -548,9 +596,11 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(t_fresh_file_settings),       T(t_migrate_from_v0),       T(t_open_v1_file),
-        T(t_newer_version_refused),     T(t_open_errors),           T(t_kill_mid_transaction),
-        T(t_two_processes_one_session), T(t_concurrent_first_open), T(t_delete_leaves_no_bytes),
+        T(t_fresh_file_settings),   T(t_migrate_from_v0),
+        T(t_open_v1_file),          T(t_newer_version_refused),
+        T(t_open_errors),           T(t_failed_writes_are_atomic),
+        T(t_kill_mid_transaction),  T(t_two_processes_one_session),
+        T(t_concurrent_first_open), T(t_delete_leaves_no_bytes),
     };
 #undef T
     return cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
