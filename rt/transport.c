@@ -41,6 +41,7 @@ struct acp_transport {
     acp_transport_opts o;
     uv_stream_t *in, *out; /* NULL for a file end; in == out when shared */
     int in_fd, out_fd;     /* file ends (our duplicates), else -1 */
+    int spare[2];          /* our fds that a TTY stream does not own, else -1 */
     uv_fs_t fs_req;
     bool fs_reading; /* a uv_fs_read is in flight (it cannot be abandoned) */
     uv_prepare_t prepare;
@@ -254,10 +255,12 @@ static void on_prepare(uv_prepare_t *p)
 
 /* --- opening ------------------------------------------------------------------------ */
 
-/* Wraps fd (ours) in a stream handle, or leaves it as a file end (*s NULL). */
-static int open_end(uv_loop_t *loop, int fd, bool readable, uv_stream_t **s)
+/* Wraps fd (ours) in a stream handle, or leaves it as a file end (*s NULL). *spare is set to
+ * fd when the stream ended up not owning it (libuv reopens a TTY on a new fd), else -1. */
+static int open_end(uv_loop_t *loop, int fd, bool readable, uv_stream_t **s, int *spare)
 {
     *s = NULL;
+    *spare = -1;
     uv_handle_type ty = uv_guess_handle(fd);
     if (ty == UV_FILE) return 0;
     if (ty != UV_NAMED_PIPE && ty != UV_TCP && ty != UV_TTY) return ACP_EINVAL;
@@ -270,6 +273,8 @@ static int open_end(uv_loop_t *loop, int fd, bool readable, uv_stream_t **s)
             free(u);
             return ACP_EIO;
         }
+        uv_os_fd_t used;
+        if (uv_fileno(&u->h, &used) == 0 && used != fd) *spare = fd;
     } else {
         rc = ty == UV_TCP ? uv_tcp_init(loop, &u->tcp) : uv_pipe_init(loop, &u->pipe, 0);
         if (!rc) rc = ty == UV_TCP ? uv_tcp_open(&u->tcp, fd) : uv_pipe_open(&u->pipe, fd);
@@ -292,7 +297,7 @@ static int setup(uv_loop_t *loop, acp_conn *conn, const acp_transport_opts *opts
     t->conn = conn;
     if (opts) t->o = *opts;
     if (!t->o.high_water) t->o.high_water = DEFAULT_HIGH_WATER;
-    t->in_fd = t->out_fd = -1;
+    t->in_fd = t->out_fd = t->spare[0] = t->spare[1] = -1;
     uv_prepare_init(loop, &t->prepare);
     uv_timer_init(loop, &t->retry);
     t->prepare.data = t->retry.data = t;
@@ -352,24 +357,29 @@ int acp_transport_open(uv_loop_t *loop, acp_conn *conn, int in_fd, int out_fd,
     int fo = same ? fi : own_fd(out_fd, O_WRONLY);
     uv_stream_t *si = NULL, *so = NULL;
     acp_transport *t = NULL;
+    int spare[2] = {-1, -1};
     int rc = ACP_EIO;
     if (fi < 0 || fo < 0) goto fail;
-    if ((rc = open_end(loop, fi, true, &si))) goto fail;
+    if ((rc = open_end(loop, fi, true, &si, &spare[0]))) goto fail;
     if (fo == fi)
         so = si;
-    else if ((rc = open_end(loop, fo, false, &so)))
+    else if ((rc = open_end(loop, fo, false, &so, &spare[1])))
         goto fail;
     if ((rc = setup(loop, conn, opts, &t))) goto fail;
     t->in = si;
     t->out = so;
     if (!si) t->in_fd = fi;
     if (!so) t->out_fd = fo;
+    t->spare[0] = spare[0];
+    t->spare[1] = spare[1];
     start(t);
     *out = t;
     return 0;
 fail:
     release_end(si, fi);
     if (fo != fi) release_end(so, fo);
+    for (int i = 0; i < 2; i++)
+        if (spare[i] >= 0) close(spare[i]);
     return rc;
 }
 
@@ -427,6 +437,8 @@ static void maybe_finish(acp_transport *t)
     if (t->out && t->out != t->in) uv_close((uv_handle_t *)t->out, on_stream_closed);
     if (t->in_fd >= 0) close(t->in_fd);
     if (t->out_fd >= 0 && t->out_fd != t->in_fd) close(t->out_fd);
+    for (int i = 0; i < 2; i++)
+        if (t->spare[i] >= 0) close(t->spare[i]);
     uv_close((uv_handle_t *)&t->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&t->retry, on_handle_closed);
 }

@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <poll.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "acp/rt.h"
@@ -140,8 +144,6 @@ static void test_same_socket(void **state)
     assert_int_equal(count_fds(), fds0);
 }
 
-/* --- regular files and /dev/null ---------------------------------------------------- */
-
 typedef struct {
     int eofs;
     bool closed;
@@ -157,6 +159,99 @@ static void simple_eof(acp_transport *t, void *u)
     ((simple *)u)->eofs++;
     acp_transport_close(t, simple_closed, u);
 }
+
+/* --- TCP on loopback (libuv sees UV_TCP, not a pipe) --------------------------------- */
+
+static void test_tcp(void **state)
+{
+    int fds0 = count_fds();
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    int cs = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(cs, (struct sockaddr *)&sa, sizeof sa), 0);
+    int as = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(as >= 0);
+    close(ls);
+    assert_int_equal(uv_guess_handle(as), UV_TCP);
+
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    pair p = {.loop = &loop, .expected = 50, .in_order = true};
+    p.a = acp_conn_new(NULL);
+    p.b = acp_conn_new(NULL);
+    acp_conn_on(p.b, "_echo", echo_handler, NULL, NULL);
+    acp_transport_opts ob = {.on_eof = on_eof_b, .user = &p};
+    assert_int_equal(acp_transport_open(&loop, p.a, cs, cs, NULL, &p.ta), 0);
+    assert_int_equal(acp_transport_open(&loop, p.b, as, as, &ob, &p.tb), 0);
+    close(cs);
+    close(as);
+    for (int i = 0; i < p.expected; i++)
+        acp_conn_call(p.a, "_echo", json_pack("{s:i}", "n", i), on_answer, &p, NULL);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(p.answered, p.expected);
+    assert_true(p.in_order);
+    assert_int_equal(p.eofs, 1);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    acp_conn_free(p.a);
+    acp_conn_free(p.b);
+    assert_int_equal(count_fds(), fds0);
+}
+
+/* --- a terminal: the transport on a pty's slave, we play the terminal ---------------- */
+
+static void test_tty(void **state)
+{
+    int fds0 = count_fds();
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true(m >= 0);
+    assert_int_equal(grantpt(m), 0);
+    assert_int_equal(unlockpt(m), 0);
+    int sl = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true(sl >= 0);
+    struct termios tio;
+    assert_int_equal(tcgetattr(sl, &tio), 0);
+    cfmakeraw(&tio); /* no echo, no CR/LF translation: bytes as they are */
+    assert_int_equal(tcsetattr(sl, TCSANOW, &tio), 0);
+    assert_int_equal(uv_guess_handle(sl), UV_TTY);
+
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    acp_conn *c = acp_conn_new(NULL);
+    acp_conn_on(c, "_echo", echo_handler, NULL, NULL);
+    acp_transport *t;
+    assert_int_equal(acp_transport_open(&loop, c, sl, sl, NULL, &t), 0);
+    const char *req = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_echo\",\"params\":{\"t\":1}}\n";
+    assert_int_equal(write(m, req, strlen(req)), (ssize_t)strlen(req));
+    char got[256] = {0};
+    size_t n = 0;
+    /* Turn the loop without blocking and wait on the master side, until a line is back. */
+    alarm(30);
+    while (!memchr(got, '\n', n)) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        struct pollfd pf = {.fd = m, .events = POLLIN};
+        if (poll(&pf, 1, 10) == 1) {
+            ssize_t r = read(m, got + n, sizeof got - 1 - n);
+            if (r > 0) n += (size_t)r;
+        }
+    }
+    alarm(0);
+    assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"t\":1}}\n");
+    simple s = {0};
+    acp_transport_close(t, simple_closed, &s);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_true(s.closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    acp_conn_free(c);
+    close(sl);
+    close(m);
+    assert_int_equal(count_fds(), fds0);
+}
+
+/* --- regular files and /dev/null ---------------------------------------------------- */
 
 static void test_files(void **state)
 {
@@ -544,9 +639,14 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     warm_up();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pipes_both_ways), cmocka_unit_test(test_same_socket),
-        cmocka_unit_test(test_files),           cmocka_unit_test(test_eof_and_epipe),
-        cmocka_unit_test(test_before_flush),    cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_pipes_both_ways),
+        cmocka_unit_test(test_same_socket),
+        cmocka_unit_test(test_tcp),
+        cmocka_unit_test(test_tty),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_eof_and_epipe),
+        cmocka_unit_test(test_before_flush),
+        cmocka_unit_test(test_backpressure),
         cmocka_unit_test(test_proc_transport),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
