@@ -17,7 +17,49 @@ import { join } from "node:path";
 import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk";
 
+import { validate, unknownKeys } from "./schema.mjs";
+
 export { acp };
+
+// Checks one message from the agent against the schema. `methodOf(id)` names the request a response
+// answers; `caps` are the client's fs capabilities. Returns a list of violations (empty when fine).
+const RESPONSE = {
+  initialize: "InitializeResponse",
+  "session/new": "NewSessionResponse",
+  "session/load": "LoadSessionResponse",
+  "session/resume": "ResumeSessionResponse",
+  "session/list": "ListSessionsResponse",
+  "session/delete": "DeleteSessionResponse",
+  "session/close": "CloseSessionResponse",
+  "session/prompt": "PromptResponse",
+};
+const AGENT_REQUEST = {
+  "session/request_permission": "RequestPermissionRequest",
+  "fs/read_text_file": "ReadTextFileRequest",
+  "fs/write_text_file": "WriteTextFileRequest",
+};
+const AGENT_NOTIFICATION = { "session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification" };
+export function schemaCheck(msg, methodOf, caps = {}) {
+  const bad = [];
+  const check = (type, value, what) => {
+    const r = validate(type, value);
+    if (r) bad.push(`${what}: ${r}`);
+    for (const k of unknownKeys(value, type)) bad.push(`${what}: custom field ${k} outside _meta (extensibility.mdx MUST NOT)`);
+  };
+  if ("method" in msg) {
+    const table = "id" in msg ? AGENT_REQUEST : AGENT_NOTIFICATION;
+    if (!table[msg.method]) bad.push(`agent sent ${"id" in msg ? "request" : "notification"} ${msg.method}, which a v1 client without extensions does not know`);
+    else check(table[msg.method], msg.params, msg.method);
+    if (msg.method === "fs/read_text_file" && !caps.readTextFile) bad.push("fs/read_text_file without the client's readTextFile capability");
+    if (msg.method === "fs/write_text_file" && !caps.writeTextFile) bad.push("fs/write_text_file without the client's writeTextFile capability");
+  } else if ("error" in msg) {
+    check("Error", msg.error, "error");
+  } else {
+    const m = methodOf(msg.id);
+    if (m && RESPONSE[m]) check(RESPONSE[m], msg.result, `${m} result`);
+  }
+  return bad;
+}
 export const BUILD = process.env.ACP_BUILD ?? join(process.cwd(), "build");
 export const SOURCE = process.env.ACP_SOURCE ?? process.cwd();
 export const AGENT = process.env.ACP_AGENT ?? join(BUILD, "acp-agent");
@@ -117,13 +159,14 @@ function spawnAgent(t, { store, args = [], cwd, env = {} }, onLine) {
   return st;
 }
 
-async function endAgent(st, { expectCode = 0 } = {}) {
+async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
   if (!st.exited) st.proc.stdin.end();
   const guard = setTimeout(() => st.proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
   const ex = await st.exit;
   clearTimeout(guard);
   const tail = st.stderr.slice(-4000);
   assert.deepEqual(st.stray, [], "stdout carried something that is not a JSON-RPC message");
+  assert.deepEqual(violations.slice(0, 10), [], "messages from the agent that break the v1 schema or the client's capabilities");
   assert.equal(ex.signal, null, `agent died by ${ex.signal}; stderr:\n${tail}`);
   assert.equal(ex.code, expectCode, `agent exit code ${ex.code} (66 = sanitizer/leak report); stderr:\n${tail}`);
   return ex;
@@ -154,6 +197,8 @@ function permissionAnswer(policy, params) {
  */
 export function sdkAgent(t, opts) {
   const h = {
+    violations: [],
+    sent: new Map(), // request id -> method, for checking responses
     msgs: [], // every received message in order: {seq, msg}
     all: [], // every session/update in order: {seq, sessionId, update}
     bySession: new Map(),
@@ -164,9 +209,11 @@ export function sdkAgent(t, opts) {
   };
   let controller;
   const readable = new ReadableStream({ start: (c) => (controller = c) });
+  const fsCaps = opts.fs ? { readTextFile: true, writeTextFile: true, ...opts.fs.caps } : {};
   h.st = spawnAgent(t, opts, (line, msg) => {
     const seq = h.msgs.length;
     h.msgs.push({ seq, msg });
+    h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id)), fsCaps));
     if (msg.method === "session/update" && isObj(msg.params)) {
       const e = { seq, sessionId: msg.params.sessionId, update: msg.params.update };
       h.all.push(e);
@@ -182,6 +229,7 @@ export function sdkAgent(t, opts) {
   });
   const writable = new WritableStream({
     write(msg) {
+      if ("id" in msg && "method" in msg) h.sent.set(JSON.stringify(msg.id), msg.method);
       if (!h.st.exited) h.st.proc.stdin.write(JSON.stringify(msg) + "\n");
     },
   });
@@ -213,9 +261,7 @@ export function sdkAgent(t, opts) {
   h.request = (method, params) => h.ctx.request(method, params).catch(explain);
   h.updates = (sid) => (h.bySession.get(sid) ?? []).map((e) => e.update);
   h.init = async (params = {}) => {
-    const fs = opts.fs
-      ? { readTextFile: true, writeTextFile: true, ...opts.fs.caps }
-      : { readTextFile: false, writeTextFile: false };
+    const fs = opts.fs ? fsCaps : { readTextFile: false, writeTextFile: false };
     h.initResult = await h.request("initialize", {
       protocolVersion: 1,
       clientCapabilities: { fs, terminal: false },
@@ -237,7 +283,7 @@ export function sdkAgent(t, opts) {
     return { response, stopReason: response.stopReason, updates };
   };
   h.end = async (o) => {
-    const ex = await endAgent(h.st, o);
+    const ex = await endAgent(h.st, o, h.violations);
     h.conn.close();
     return ex;
   };
@@ -257,9 +303,12 @@ export function sdkAgent(t, opts) {
  */
 export function rawAgent(t, opts) {
   const h = { lines: [], waiters: [], responses: new Map(), nextId: 1, permission: opts.permission ?? "allow", held: [] };
+  h.violations = [];
+  h.sent = new Map();
   h.st = spawnAgent(t, opts, (raw, msg) => {
     const e = { seq: h.lines.length, raw, msg };
     h.lines.push(e);
+    h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id))));
     if ("id" in msg && !("method" in msg)) {
       const key = JSON.stringify(msg.id);
       const w = h.responses.get(key);
@@ -298,6 +347,7 @@ export function rawAgent(t, opts) {
   };
   h.request = (method, params, id = h.nextId++) => {
     const p = expect(id);
+    h.sent.set(JSON.stringify(id), method);
     const m = { jsonrpc: "2.0", id, method };
     if (params !== undefined) m.params = params;
     h.send(m);
@@ -338,7 +388,7 @@ export function rawAgent(t, opts) {
   /** session/update lines (seq + update) for a session, optionally in [from, to). */
   h.updatesOf = (sid, from = 0, to = Infinity) =>
     h.lines.filter((e) => e.seq >= from && e.seq < to && e.msg.method === "session/update" && e.msg.params?.sessionId === sid);
-  h.end = (o) => endAgent(h.st, o);
+  h.end = (o) => endAgent(h.st, o, h.violations);
   h.kill9 = () => kill9(h.st);
   return h;
 }
