@@ -467,9 +467,66 @@ static char *batch_arrays(const acp_store_batch *b, size_t *off, size_t *size)
     return buf;
 }
 
+/* Sends session k's share of the batch: its id, its count, the commit time, its texts. */
+static int send_append(pg_store *p, const acp_store_batch *b, size_t s, const char *now,
+                       const char *array, size_t size)
+{
+    char count[24];
+    snprintf(count, sizeof count, "%zu", b->sess[s].count);
+    const char *v[4] = {acp_store_batch_id(b, s), count, now, array};
+    const int lens[4] = {0, 0, 0, (int)size}, fmts[4] = {0, 0, 0, 1};
+    return PQsendQueryPrepared(p->conn, stmts[Q_APPEND].name, 4, v, lens, fmts, 0) ? 0 : -1;
+}
+
+/* Several sessions: their statements go out as one pipeline, which the server runs as one
+ * implicit transaction up to the sync point, so the whole batch is one round trip and an
+ * error anywhere rolls all of it back (the statements after it are skipped). */
+static int commit_pipeline(pg_store *p, const acp_store_batch *b, const size_t *order,
+                           const char *arrays, const size_t *off, const size_t *size,
+                           const char *now)
+{
+    PGconn *c = p->conn;
+    size_t sent = 0;
+    bool ok = PQenterPipelineMode(c);
+    while (ok && sent < b->nsess) {
+        size_t s = order[sent];
+        ok = send_append(p, b, s, now, arrays + off[s], size[s]) == 0;
+        if (ok) sent++;
+    }
+    ok = ok && PQpipelineSync(c);
+    PGresult *err = NULL; /* the first failure: the one that says why */
+    for (size_t i = 0; ok && i <= sent; i++) {
+        PGresult *r = PQgetResult(c);
+        ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+        bool expected = i < sent ? st == PGRES_COMMAND_OK || st == PGRES_PIPELINE_ABORTED
+                                 : st == PGRES_PIPELINE_SYNC;
+        if (!expected && !err) {
+            err = r;
+            r = NULL;
+        }
+        PQclear(r);
+        if (PQstatus(c) != CONNECTION_OK)
+            ok = false; /* nothing more will come */
+        else if (i < sent)
+            PQgetResult(c); /* the NULL that ends this statement */
+    }
+    if (!ok || !PQexitPipelineMode(c)) {
+        /* A broken connection: whatever the server did with the batch, this handle cannot
+         * finish the exchange, so it starts over on a new connection. */
+        PQclear(err);
+        if (PQstatus(c) == CONNECTION_OK) {
+            snprintf(p->reason, sizeof p->reason, "pipeline failed");
+            drop_conn(p);
+            return unavailable(p);
+        }
+        return fail_result(p, NULL, "commit");
+    }
+    return err ? fail_result(p, err, "commit") : 0;
+}
+
 /* One transaction for the whole batch. Sessions are locked in id order, so two processes
  * committing batches that touch the same sessions cannot deadlock. A batch of one session
- * is a single statement, which is its own transaction. */
+ * (the usual turn: one prompt streaming) is a single statement, its own transaction. */
 static int pg_commit(acp_store *st, const char *now)
 {
     pg_store *p = (pg_store *)st;
@@ -495,18 +552,19 @@ static int pg_commit(acp_store *st, const char *now)
             goto out;
         }
     }
-    qsort_r(order, ns, sizeof *order, by_id, (void *)b);
-    if (ns > 1 && (rc = exec_simple(p, "BEGIN", "commit"))) goto out;
-    for (size_t k = 0; k < ns && !rc; k++) {
-        size_t s = order[k];
-        char count[24];
-        snprintf(count, sizeof count, "%zu", b->sess[s].count);
-        const char *v[4] = {acp_store_batch_id(b, s), count, now, arrays + off[s]};
-        const int lens[4] = {0, 0, 0, (int)size[s]}, fmts[4] = {0, 0, 0, 1};
-        PGresult *r = NULL;
-        if (!(rc = exec(p, Q_APPEND, 4, v, lens, fmts, PGRES_COMMAND_OK, &r))) PQclear(r);
+    if (ns > 1) {
+        qsort_r(order, ns, sizeof *order, by_id, (void *)b);
+        rc = commit_pipeline(p, b, order, arrays, off, size, now);
+    } else if (send_append(p, b, 0, now, arrays, size[0])) {
+        rc = fail_result(p, NULL, "commit");
+    } else {
+        PGresult *r = PQgetResult(p->conn), *end;
+        while ((end = PQgetResult(p->conn))) PQclear(end);
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail_result(p, r, "commit");
+        else
+            PQclear(r);
     }
-    if (!rc && ns > 1) rc = exec_simple(p, "COMMIT", "commit");
 out:
     free(order);
     free(off);
@@ -569,7 +627,7 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
         return acp_store_fail(st, ACP_EINVAL, "malformed cursor");
     int rc = ready(p);
     if (rc) goto out;
-    snprintf(lim, sizeof lim, "%u", limit + 1); /* one more row says whether more follow */
+    snprintf(lim, sizeof lim, "%llu", (unsigned long long)limit + 1); /* +1: do more follow? */
     const char *v[4] = {lim};
     int n = 1, q;
     if (cwd) v[n++] = cwd;
