@@ -208,7 +208,9 @@ static void test_ignores_sigterm(void **state)
 static void test_grandchild(void **state)
 {
     ctx c = {.when = STOP_AT_READY, .grace = 50};
-    char *argv[] = {"/bin/sh", "-c", "(trap '' TERM; exec sleep 1000) & echo $!; wait", NULL};
+    /* The grandchild prints its pid once its trap is set; the leader just waits. */
+    char *argv[] = {"/bin/sh", "-c", "/bin/sh -c 'trap \"\" TERM; echo $$; exec sleep 1000' & wait",
+                    NULL};
     acp_proc_opts o = base(&c, argv);
     assert_int_equal(uv_loop_init(&c.loop), 0);
     char *err = NULL;
