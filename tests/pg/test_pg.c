@@ -253,6 +253,62 @@ static void t_processes_append(void **state)
     got_free(&g);
 }
 
+/* Two processes committing batches that touch the same two sessions, appended in opposite
+ * orders: row locks taken in append order would deadlock (and the server would abort one
+ * commit); taken in id order every commit succeeds, and each batch stays contiguous. */
+static void t_cross_batches(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a");
+    mk(f->st, "b");
+    int gate[2];
+    assert_int_equal(pipe(gate), 0);
+    pid_t pids[2];
+    for (int w = 0; w < 2; w++) {
+        pids[w] = fork();
+        assert_true(pids[w] >= 0);
+        if (pids[w] == 0) {
+            acp_store *st = NULL;
+            if (acp_store_open(f->where, &st, NULL)) _exit(1);
+            wait_gate(gate);
+            const char *first = w ? "b" : "a", *second = w ? "a" : "b";
+            char u[32];
+            for (int i = 0; i < 30; i++) {
+                snprintf(u, sizeof u, "{\"w\":%d,\"i\":%d}", w, i);
+                if (acp_store_append(st, first, u, strlen(u)) ||
+                    acp_store_append(st, second, u, strlen(u)) ||
+                    acp_store_append(st, first, u, strlen(u)))
+                    _exit(2);
+                if (acp_store_commit(st, NULL)) {
+                    fprintf(stderr, "commit: %s\n", acp_store_errmsg(st));
+                    _exit(3);
+                }
+            }
+            acp_store_close(st);
+            _exit(0);
+        }
+    }
+    close(gate[0]);
+    release_and_wait(gate, pids, 2);
+    got g = {0};
+    replay_all(f->st, "a", &g);
+    assert_int_equal(g.n, 30 + 60); /* w=0 put 2 per batch in a, w=1 put 1 */
+    for (int i = 0; i < g.n; i++) assert_int_equal(g.seq[i], i + 1);
+    for (int i = 0; i < g.n; i++) {
+        int w, k;
+        sscanf(g.json[i], "{\"w\":%d,\"i\":%d}", &w, &k);
+        if (w == 0) { /* its two updates of one batch are adjacent */
+            assert_true(i + 1 < g.n);
+            assert_string_equal(g.json[i], g.json[i + 1]);
+            i++;
+        }
+    }
+    got_free(&g);
+    replay_all(f->st, "b", &g);
+    assert_int_equal(g.n, 60 + 30);
+    got_free(&g);
+}
+
 /* A batch over several sessions is one transaction: when the server rejects one text
  * (invalid UTF-8), nothing of the batch is stored and no seq was used. A session that does
  * not exist is dropped silently, without failing the others. */
@@ -442,6 +498,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(t_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(t_concurrent_first_open, setup, teardown),
         cmocka_unit_test_setup_teardown(t_processes_append, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_cross_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(t_batch_atomic, setup, teardown),
         cmocka_unit_test_setup_teardown(t_byte_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(t_delete_rows, setup, teardown),
