@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "acp/rt.h"
 #include "rt/proc_stdio.h"
@@ -203,7 +204,11 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
                      : rc == UV_ENOMEM ? ACP_ENOMEM
                      : rc == UV_EINVAL ? ACP_EINVAL
                                        : ACP_EIO;
-        set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
+        struct stat st;
+        if (o->cwd && (stat(o->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
+            set_err(errmsg, "cannot run '%s': its directory '%s' is not usable", o->file, o->cwd);
+        else
+            set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
         /* Every initialised handle, the process included, is released through the loop. */
         p->closing = true;
         close_handle(p, (uv_handle_t *)p->in);

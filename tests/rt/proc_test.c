@@ -155,6 +155,15 @@ static void test_spawn_failures(void **state)
     free(err);
     unlink(path);
 
+    /* A missing working directory is named as such, not as a missing program. */
+    char *argv3[] = {"/bin/true", NULL};
+    o.file = argv3[0];
+    o.argv = argv3;
+    o.cwd = "/nonexistent-acp-dir";
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p, &err), ACP_ENOTFOUND);
+    assert_non_null(strstr(err, "/nonexistent-acp-dir"));
+    free(err);
+
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&loop), 0);
     check_fds();
