@@ -209,7 +209,7 @@ static void write_stream(acp_transport *t, char *buf, size_t len)
     w->t = t;
     w->buf = buf;
     w->len = len;
-    uv_buf_t b = uv_buf_init(buf, (unsigned)len);
+    uv_buf_t b = {.base = buf, .len = len}; /* not uv_buf_init(): its length is unsigned int */
     if (uv_write(&w->req, t->out, &b, 1, on_written) != 0) {
         free(buf);
         free(w);
