@@ -740,6 +740,17 @@ static void msg_clear(acp_msg *m)
 
 /* --- routing ----------------------------------------------------------------------------- */
 
+/* A NUL-terminated copy of text that is not NUL-terminated itself (strndup would be fine by
+ * POSIX, but sanitizers with strict string checks read past n). */
+static char *dup_span(acp_span s)
+{
+    char *p = malloc(s.n + 1);
+    if (!p) return NULL;
+    memcpy(p, s.p, s.n);
+    p[s.n] = '\0';
+    return p;
+}
+
 /* The id's normalised key: strings by their decoded value, numbers and null by their text. */
 static char *id_key(acp_span id)
 {
@@ -792,7 +803,7 @@ static void handle_request(acp_conn *c, const char *method, acp_span id, acp_spa
     if (!r) return;
     r->conn = c;
     r->method = strdup(method);
-    r->id = strndup(id.p, id.n);
+    r->id = dup_span(id);
     r->id_key = id_key(id);
     bool nomem = !r->method || !r->id || !r->id_key;
     if (!nomem && params.n && acp_json_kind(params) != 'z') {
