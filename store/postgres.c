@@ -271,10 +271,16 @@ static int migrate(pg_store *p)
 static int connect_once(pg_store *p, bool first)
 {
     /* Keywords before dbname are defaults the conninfo may override; client_encoding after
-     * it is forced, because stored texts must come back byte for byte. */
-    const char *kw[5], *val[5];
+     * it is forced, because stored texts must come back byte for byte. The TCP ones bound
+     * how long a vanished server host (no FIN, no RST) can stall a call: the agent's loop
+     * waits on it. They mean nothing on a unix socket. */
+    const char *kw[10], *val[10];
     int k = 0;
     if (!getenv("PGCONNECT_TIMEOUT")) kw[k] = "connect_timeout", val[k++] = "2";
+    kw[k] = "tcp_user_timeout", val[k++] = "10000"; /* ms of unacknowledged data */
+    kw[k] = "keepalives_idle", val[k++] = "15";
+    kw[k] = "keepalives_interval", val[k++] = "5";
+    kw[k] = "keepalives_count", val[k++] = "3";
     kw[k] = "fallback_application_name", val[k++] = "libacp";
     kw[k] = "dbname", val[k++] = p->conninfo;
     kw[k] = "client_encoding", val[k++] = "UTF8";
