@@ -145,7 +145,8 @@ stream_median() {
     local i r
     : >"$TMP/stream"
     for i in 1 2 3; do
-        r=$(run "$DRV" stream -n 200000 -b 200 -- "$@"); out "    $r"
+        r=$(run "$DRV" stream -n 200000 -b 200 -- "$@")
+        out "    $r" >&3
         echo "$r" >>"$TMP/stream"
     done
     sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/stream" | median
