@@ -175,7 +175,7 @@ static void on_written(uv_write_t *req, int status)
     struct wreq *w = (struct wreq *)req;
     acp_transport *t = w->t;
     t->inflight -= w->len;
-    t->writes--;
+    if (t->writes > 0) t->writes--; /* zeroed by a close timeout */
     free(w->buf);
     free(w);
     if (status < 0) write_failed(t);
@@ -433,6 +433,7 @@ static void maybe_finish(acp_transport *t)
 {
     if (t->handles_closed || t->writes > 0 || t->fs_reading) return;
     t->handles_closed = true;
+    uv_timer_stop(&t->retry);
     if (t->in) uv_close((uv_handle_t *)t->in, on_stream_closed);
     if (t->out && t->out != t->in) uv_close((uv_handle_t *)t->out, on_stream_closed);
     if (t->in_fd >= 0) close(t->in_fd);
@@ -441,6 +442,14 @@ static void maybe_finish(acp_transport *t)
         if (t->spare[i] >= 0) close(t->spare[i]);
     uv_close((uv_handle_t *)&t->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&t->retry, on_handle_closed);
+}
+
+/* The peer did not take our last output in time: closing the stream cancels the writes. */
+static void on_close_timeout(uv_timer_t *tm)
+{
+    acp_transport *t = tm->data;
+    t->writes = 0;
+    maybe_finish(t);
 }
 
 void acp_transport_close(acp_transport *t, void (*done)(void *user), void *user)
@@ -454,5 +463,7 @@ void acp_transport_close(acp_transport *t, void (*done)(void *user), void *user)
     uv_prepare_stop(&t->prepare);
     uv_timer_stop(&t->retry);
     if (t->fs_reading) uv_cancel((uv_req_t *)&t->fs_req);
+    if (t->writes > 0 && t->o.close_timeout_ms)
+        uv_timer_start(&t->retry, on_close_timeout, t->o.close_timeout_ms, 0);
     maybe_finish(t);
 }

@@ -42,6 +42,9 @@ typedef struct acp_transport_opts {
      * acp_conn_eof() was already called. Called at most once. */
     void (*on_eof)(acp_transport *t, void *user);
     void *user;
+    /* How long acp_transport_close() waits for a peer that stopped reading before it drops
+     * what is still queued. 0: as long as it takes. */
+    unsigned close_timeout_ms;
 } acp_transport_opts;
 
 /* Binds conn (borrowed: it must outlive the transport, i.e. until the close's done callback)
@@ -61,8 +64,8 @@ size_t acp_transport_queued(const acp_transport *t);
 /* Starts writing the connection's output now (normally done once per loop turn). Runs
  * before_flush first, like the automatic flush. */
 void acp_transport_flush(acp_transport *t);
-/* Stops reading, writes what the connection has queued (bounded by a failing peer: a write
- * error ends it), then closes the transport's descriptors and frees it; done (may be NULL)
+/* Stops reading, writes what the connection has queued (until a write error, or
+ * close_timeout_ms), then closes the transport's descriptors and frees it; done (may be NULL)
  * runs after that, from the loop. Output the connection produces after this call is
  * discarded. Call once. */
 void acp_transport_close(acp_transport *t, void (*done)(void *user), void *user);

@@ -438,6 +438,41 @@ static void test_before_flush(void **state)
     close(never[1]);
 }
 
+/* --- close against a peer that never reads ------------------------------------------ */
+
+static void test_close_timeout(void **state)
+{
+    int fds0 = count_fds();
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    int pp[2], never[2];
+    assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(never, O_CLOEXEC), 0);
+    acp_conn *c = acp_conn_new(NULL);
+    acp_transport_opts o = {.close_timeout_ms = 20};
+    acp_transport *t;
+    assert_int_equal(acp_transport_open(&loop, c, never[0], pp[1], &o, &t), 0);
+    /* Far more than a pipe holds, and nobody reads pp[0]. */
+    static char big[1 << 20];
+    memset(big, 'x', sizeof big - 3);
+    memcpy(big, "\"", 1);
+    memcpy(big + sizeof big - 3, "\"", 2);
+    assert_int_equal(acp_conn_notify_raw(c, "_big", big, sizeof big - 2), 0);
+    uv_run(&loop, UV_RUN_NOWAIT); /* the write starts and stalls */
+    assert_true(acp_transport_queued(t) > 0);
+    simple s = {0};
+    acp_transport_close(t, simple_closed, &s);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_true(s.closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    acp_conn_free(c);
+    close(pp[1]);
+    close(pp[0]);
+    close(never[0]);
+    close(never[1]);
+    assert_int_equal(count_fds(), fds0);
+}
+
 /* --- back-pressure ------------------------------------------------------------------ */
 
 #define HW    (256u << 10)
@@ -648,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_before_flush),
         cmocka_unit_test(test_backpressure),
         cmocka_unit_test(test_proc_transport),
+        cmocka_unit_test(test_close_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
