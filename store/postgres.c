@@ -29,8 +29,6 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS   2000
 #define TEXTOID          25
-#define INT8OID          20
-#define TEXTARRAYOID     1009
 
 typedef struct pg_store {
     acp_store base; /* first: the generic layer's view */
@@ -43,12 +41,14 @@ typedef struct pg_store {
     char reason[256]; /* why the last connect failed, masked */
 } pg_store;
 
-/* Each migration moves the schema from version i to i + 1. Only ever append. Text columns
+/* Each migration moves the schema from version i to i + 1. Only ever append. Every name
+ * starts with acp_: the store may share a database (or schema) with other applications,
+ * where "sessions" is a likely name already taken. Text columns
  * use the "C" collation so ids and timestamps order bytewise, as in SQLite, whatever the
  * database's locale. History has no foreign key (a per-row check would cost more than the
  * insert): delete removes both under the session's row lock instead. */
 static const char *const migrations[SCHEMA_VERSION] = {
-    "CREATE TABLE sessions ("
+    "CREATE TABLE acp_sessions ("
     " id text COLLATE \"C\" PRIMARY KEY,"
     " cwd text COLLATE \"C\" NOT NULL,"
     " add_dirs text NOT NULL,"
@@ -56,9 +56,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
     " created_at text COLLATE \"C\" NOT NULL,"
     " updated_at text COLLATE \"C\" NOT NULL,"
     " next_seq bigint NOT NULL DEFAULT 1);"
-    "CREATE INDEX sessions_by_time ON sessions (updated_at DESC, id DESC);"
-    "CREATE INDEX sessions_by_cwd_time ON sessions (cwd, updated_at DESC, id DESC);"
-    "CREATE TABLE updates ("
+    "CREATE INDEX acp_sessions_by_time ON acp_sessions (updated_at DESC, id DESC);"
+    "CREATE INDEX acp_sessions_by_cwd_time ON acp_sessions (cwd, updated_at DESC, id DESC);"
+    "CREATE TABLE acp_updates ("
     " session_id text COLLATE \"C\" NOT NULL,"
     " seq bigint NOT NULL,"
     " body text NOT NULL,"
@@ -89,34 +89,36 @@ static const struct {
     const char *name;
     const char *sql;
 } stmts[Q_COUNT] = {
-    [Q_CREATE] = {"acp_create", "INSERT INTO sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
-                                " ON CONFLICT (id) DO NOTHING"},
-    [Q_GET] = {"acp_get", "SELECT " COLS " FROM sessions WHERE id = $1"},
+    [Q_CREATE] = {"acp_create",
+                  "INSERT INTO acp_sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
+                  " ON CONFLICT (id) DO NOTHING"},
+    [Q_GET] = {"acp_get", "SELECT " COLS " FROM acp_sessions WHERE id = $1"},
     [Q_SET_INFO] = {"acp_set_info",
-                    "UPDATE sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
+                    "UPDATE acp_sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
                     " updated_at = COALESCE($4, updated_at) WHERE id = $1"},
-    [Q_SET_ROOTS] = {"acp_set_roots", "UPDATE sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"},
+    [Q_SET_ROOTS] = {"acp_set_roots",
+                     "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"},
     /* The row lock taken by the UPDATE orders concurrent committers of one session; a
      * session deleted meanwhile matches no row, and then nothing is inserted. */
     [Q_APPEND] = {"acp_append",
-                  "WITH s AS (UPDATE sessions SET next_seq = next_seq + $2::bigint,"
+                  "WITH s AS (UPDATE acp_sessions SET next_seq = next_seq + $2::bigint,"
                   " updated_at = $3 WHERE id = $1 RETURNING next_seq - $2::bigint AS base)"
-                  " INSERT INTO updates (session_id, seq, body)"
+                  " INSERT INTO acp_updates (session_id, seq, body)"
                   " SELECT $1, s.base + u.ord - 1, u.body"
                   " FROM s, unnest($4::text[]) WITH ORDINALITY AS u(body, ord)"},
-    [Q_LAST_SEQ] = {"acp_last_seq", "SELECT next_seq - 1 FROM sessions WHERE id = $1"},
-    [Q_REPLAY] = {"acp_replay", "SELECT seq, body FROM updates WHERE session_id = $1"
+    [Q_LAST_SEQ] = {"acp_last_seq", "SELECT next_seq - 1 FROM acp_sessions WHERE id = $1"},
+    [Q_REPLAY] = {"acp_replay", "SELECT seq, body FROM acp_updates WHERE session_id = $1"
                                 " AND seq > $2::bigint AND seq <= $3::bigint ORDER BY seq"},
-    [Q_DEL_SESSION] = {"acp_del_session", "DELETE FROM sessions WHERE id = $1"},
-    [Q_DEL_UPDATES] = {"acp_del_updates", "DELETE FROM updates WHERE session_id = $1"},
-    [Q_LIST_ALL] = {"acp_list", "SELECT " COLS " FROM sessions" LIST_ORDER "$1::bigint"},
+    [Q_DEL_SESSION] = {"acp_del_session", "DELETE FROM acp_sessions WHERE id = $1"},
+    [Q_DEL_UPDATES] = {"acp_del_updates", "DELETE FROM acp_updates WHERE session_id = $1"},
+    [Q_LIST_ALL] = {"acp_list", "SELECT " COLS " FROM acp_sessions" LIST_ORDER "$1::bigint"},
     [Q_LIST_ALL_AFTER] = {"acp_list_after",
-                          "SELECT " COLS " FROM sessions"
+                          "SELECT " COLS " FROM acp_sessions"
                           " WHERE (updated_at, id) < ($2, $3)" LIST_ORDER "$1::bigint"},
     [Q_LIST_CWD] = {"acp_list_cwd",
-                    "SELECT " COLS " FROM sessions WHERE cwd = $2" LIST_ORDER "$1::bigint"},
+                    "SELECT " COLS " FROM acp_sessions WHERE cwd = $2" LIST_ORDER "$1::bigint"},
     [Q_LIST_CWD_AFTER] = {"acp_list_cwd_after",
-                          "SELECT " COLS " FROM sessions WHERE cwd = $2"
+                          "SELECT " COLS " FROM acp_sessions WHERE cwd = $2"
                           " AND (updated_at, id) < ($3, $4)" LIST_ORDER "$1::bigint"},
 };
 

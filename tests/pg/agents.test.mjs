@@ -29,14 +29,14 @@ test("two agents on one postgresql:// store: create in A; list, load, prompt, de
 
   const t3 = await b.prompt(sid, "hello from B");
   assert.equal(t3.stopReason, "end_turn");
-  const rows = sql(db.conninfo, `SELECT count(*), max(seq) FROM updates WHERE session_id = '${sid}'`);
+  const rows = sql(db.conninfo, `SELECT count(*), max(seq) FROM acp_updates WHERE session_id = '${sid}'`);
   assert.equal(rows[0][0], rows[0][1], "seqs are not gapless");
 
   await b.request("session/delete", { sessionId: sid });
   assert.ok(!(await a.request("session/list", {})).sessions.some((s) => s.sessionId === sid), "deleted in B, listed in A");
   await assert.rejects(a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] }), (e) => e.code === -32002);
-  assert.deepEqual(sql(db.conninfo, `SELECT count(*) FROM updates WHERE session_id = '${sid}'`), [["0"]]);
-  assert.deepEqual(sql(db.conninfo, `SELECT count(*) FROM sessions WHERE id = '${sid}'`), [["0"]]);
+  assert.deepEqual(sql(db.conninfo, `SELECT count(*) FROM acp_updates WHERE session_id = '${sid}'`), [["0"]]);
+  assert.deepEqual(sql(db.conninfo, `SELECT count(*) FROM acp_sessions WHERE id = '${sid}'`), [["0"]]);
   await Promise.all([a.end(), b.end()]);
 });
 
@@ -53,7 +53,7 @@ test("two agents prompting one session at once: both turns whole, in commit orde
   assert.equal(rb.stopReason, "end_turn");
 
   // The database: gapless seqs; each turn's chunks, in its process's order, are exactly what its client got.
-  const rows = sql(db.conninfo, `SELECT seq, body FROM updates WHERE session_id = '${sid}' ORDER BY seq`);
+  const rows = sql(db.conninfo, `SELECT seq, body FROM acp_updates WHERE session_id = '${sid}' ORDER BY seq`);
   rows.forEach(([seq], i) => assert.equal(Number(seq), i + 1, "seqs are not gapless"));
   const stored = rows.map(([, body]) => JSON.parse(body));
   for (const [r, text] of [

@@ -62,7 +62,7 @@ test("server stopped mid-prompt: clear errors while down, recovery after, store 
 
   // Consistent: gapless seqs; a fresh process replays the whole conversation, the interrupted stream
   // holding at least what the client saw, and nothing of the requests refused while down.
-  const [[n, max]] = sql(db.conninfo, `SELECT count(*), coalesce(max(seq), 0) FROM updates WHERE session_id = '${sid}'`);
+  const [[n, max]] = sql(db.conninfo, `SELECT count(*), coalesce(max(seq), 0) FROM acp_updates WHERE session_id = '${sid}'`);
   assert.equal(n, max, "seqs are not gapless");
   const b = rawAgent(t, { store: db.uri, cwd: dir });
   await b.init();

@@ -136,6 +136,28 @@ static void t_migration(void **state)
     assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 1"), 0);
 }
 
+/* The store can share a database with another application's "sessions" and "updates". */
+static void t_foreign_tables(void **state)
+{
+    (void)state;
+    char name[64], sql[128];
+    char *where = pg_env_new_db(base, name);
+    assert_non_null(where);
+    assert_int_equal(pg_env_exec(where,
+                                 "CREATE TABLE sessions (x int); CREATE TABLE updates (y int);"
+                                 "INSERT INTO sessions VALUES (42)"),
+                     0);
+    acp_store *st = open_ok(where);
+    mk(st, "mine");
+    acp_store_close(st);
+    char *v = pg_env_value(where, "SELECT x FROM sessions");
+    assert_string_equal(v, "42");
+    free(v);
+    free(where);
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
+    assert_int_equal(pg_env_exec(base, sql), 0);
+}
+
 /* Children released at once by closing a pipe they all block on. */
 static void release_and_wait(int *gate, pid_t *pids, int n)
 {
@@ -322,13 +344,13 @@ static void t_batch_atomic(void **state)
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
     assert_string_not_equal(acp_store_errmsg(f->st), "");
     assert_int_equal(acp_store_pending(f->st), 0);
-    assert_int_equal(count(f, "SELECT count(*) FROM updates"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_updates"), 0);
 
     /* one session, the bad text second: its first text is not kept either */
     append(f->st, "a", "{\"ok\":2}");
     append(f->st, "a", "\xc3");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
-    assert_int_equal(count(f, "SELECT count(*) FROM updates"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_updates"), 0);
 
     /* the handle is fine afterwards, and seqs start at 1: nothing was consumed */
     append(f->st, "b", "{\"b\":1}");
@@ -346,7 +368,7 @@ static void t_batch_atomic(void **state)
     assert_int_equal(g.n, 1);
     assert_int_equal(g.seq[0], 1);
     got_free(&g);
-    assert_int_equal(count(f, "SELECT count(*) FROM updates WHERE session_id = 'ghost'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'ghost'"), 0);
     acp_store_session s;
     assert_int_equal(acp_store_get(f->st, "a", &s), 0);
     assert_string_equal(s.updated_at, "2031-01-01T00:00:00.000Z");
@@ -399,11 +421,11 @@ static void t_delete_rows(void **state)
     for (int i = 0; i < 10; i++) append(f->st, "d", "{\"secret\":true}");
     append(f->st, "keep", "{}");
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
-    assert_int_equal(count(f, "SELECT count(*) FROM updates WHERE session_id = 'd'"), 10);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'd'"), 10);
     assert_int_equal(acp_store_delete(f->st, "d"), 0);
-    assert_int_equal(count(f, "SELECT count(*) FROM updates WHERE session_id = 'd'"), 0);
-    assert_int_equal(count(f, "SELECT count(*) FROM sessions WHERE id = 'd'"), 0);
-    assert_int_equal(count(f, "SELECT count(*) FROM updates"), 1);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'd'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_sessions WHERE id = 'd'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM acp_updates"), 1);
 }
 
 /* PG* variables fill in what the URI leaves out. */
@@ -496,6 +518,7 @@ int main(void)
     if (!(base = pg_env_conninfo("pg"))) return PG_ENV_SKIP;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(t_migration, setup, teardown),
+        cmocka_unit_test(t_foreign_tables),
         cmocka_unit_test_setup_teardown(t_concurrent_first_open, setup, teardown),
         cmocka_unit_test_setup_teardown(t_processes_append, setup, teardown),
         cmocka_unit_test_setup_teardown(t_cross_batches, setup, teardown),
