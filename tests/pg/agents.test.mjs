@@ -4,8 +4,9 @@
 // holds both turns whole, gapless, and replays in exactly that commit order.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { tempDir, sdkAgent, normalize, userMsg } from "../interop-agent/lib.mjs";
-import { freshDb, sql } from "./pglib.mjs";
+import { join } from "node:path";
+import { tempDir, sdkAgent, normalize, userMsg, SOURCE } from "../interop-agent/lib.mjs";
+import { freshDb, sql, PASSWORD } from "./pglib.mjs";
 
 test("two agents on one postgresql:// store: create in A; list, load, prompt, delete in B", async (t) => {
   const dir = tempDir(t);
@@ -74,4 +75,38 @@ test("two agents prompting one session at once: both turns whole, in commit orde
   await c.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   assert.deepEqual(normalize(c.updates(sid)), normalize(stored), "replay order differs from commit order");
   await Promise.all([a.end(), b.end(), c.end()]);
+});
+
+test("MCP env values and the URI's password never reach the database", async (t) => {
+  const dir = tempDir(t);
+  const db = freshDb(t);
+  const a = sdkAgent(t, { store: db.uri, cwd: dir });
+  await a.init();
+  const secret = "PG-SECRET-" + Math.random().toString(36).slice(2);
+  const server = {
+    name: "ev",
+    command: process.execPath,
+    args: [join(SOURCE, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"],
+    env: [{ name: "ACP_ITEST_SECRET", value: secret }],
+  };
+  let sid;
+  try {
+    sid = await a.newSession(dir, { mcpServers: [server] });
+  } catch (e) {
+    t.skip(`session/new with a stdio MCP server refused (${e.message})`);
+    await a.end();
+    return;
+  }
+  assert.equal((await a.prompt(sid, "hi")).stopReason, "end_turn");
+  await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [server] });
+  await a.end();
+  // Everything the store holds, as text.
+  const dump = sql(
+    db.conninfo,
+    "SELECT string_agg(t, ' ') FROM (SELECT row_to_json(s)::text AS t FROM acp_sessions s" +
+      " UNION ALL SELECT row_to_json(u)::text FROM acp_updates u) x",
+  )[0][0];
+  assert.ok(dump.includes(sid), "sanity: the dump holds the session");
+  assert.ok(!dump.includes(secret), "an MCP env value was written to the store");
+  assert.ok(!dump.includes(PASSWORD), "the store URI's password was written to the store");
 });
