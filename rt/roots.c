@@ -4,6 +4,7 @@
 #include "acp/roots.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -222,4 +223,51 @@ done:
     acp_buf_free(&res);
     acp_buf_free(&root);
     return rc;
+}
+
+int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode, int *fd,
+                   char **real, char **errmsg)
+{
+    *fd = -1;
+    if (real) *real = NULL;
+    char *res = NULL;
+    int rc = acp_roots_resolve(r, path, &res, errmsg);
+    if (rc) return rc;
+    int f = open(res, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (f < 0) {
+        int e = errno;
+        rc = e == ENOENT                               ? ACP_ENOTFOUND
+             : e == EACCES || e == EPERM || e == ELOOP ? ACP_EACCES
+                                                       : ACP_EIO;
+        set_err(errmsg, "cannot open '%s': %s", path,
+                e == ELOOP ? "it became a symbolic link" : strerror(e));
+        free(res);
+        return rc;
+    }
+    /* What was opened, whatever happened to the path since it was resolved. */
+    char link[64], now[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", f);
+    ssize_t n = readlink(link, now, sizeof now - 1);
+    bool ok = false;
+    if (n > 0) {
+        now[n] = '\0';
+        acp_buf root = {0};
+        for (size_t i = 0; i < r->n && !ok; i++) {
+            int err = walk(r->dirs[i], &root);
+            ok = err == 0 && inside(now, root.data);
+        }
+        acp_buf_free(&root);
+    }
+    if (!ok) {
+        close(f);
+        set_err(errmsg, "'%s' moved outside the session's directories while being opened", path);
+        free(res);
+        return ACP_EACCES;
+    }
+    *fd = f;
+    if (real)
+        *real = res;
+    else
+        free(res);
+    return 0;
 }

@@ -8,6 +8,7 @@
 #define ACP_ROOTS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "acp/error.h"
 
@@ -44,6 +45,16 @@ const char *acp_roots_at(const acp_roots *r, size_t i);
  * (a missing directory followed by "..", a symlink loop, a non-directory in the middle, a
  * permission error), ACP_ENOMEM. */
 int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **errmsg);
+
+/* acp_roots_resolve() then open(2), closing the race between the check and the open: the
+ * final component is opened with O_NOFOLLOW (a symlink swapped in meanwhile fails), and the
+ * file actually opened is checked again through /proc/self/fd. flags and mode are open(2)'s
+ * (O_CLOEXEC is added). Missing parent directories are not created. On success *fd is the
+ * caller's and *real (if real is not NULL) the malloc'd resolved path. Errors as for
+ * acp_roots_resolve(), plus ACP_ENOTFOUND (no such file, or a parent directory missing) and
+ * ACP_EIO (other open failures), each with *errmsg. */
+int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode, int *fd,
+                   char **real, char **errmsg);
 
 #ifdef __cplusplus
 }

@@ -250,6 +250,53 @@ static void test_errors_and_messages(void **state)
     acp_roots_free(r);
 }
 
+static void test_open(void **state)
+{
+    fx *f = *state;
+    int fd = -1;
+    char *real = NULL, *err = NULL, want[PATH_MAX];
+    assert_int_equal(acp_roots_open(f->roots, "f.txt", O_RDONLY, 0, &fd, &real, &err), 0);
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    pathf(want, f, "a/f.txt");
+    assert_string_equal(real, want);
+    close(fd);
+    free(real);
+
+    /* Writes: a new file, and one created through a dangling link that stays inside. */
+    assert_int_equal(
+        acp_roots_open(f->roots, "new.txt", O_WRONLY | O_CREAT | O_EXCL, 0600, &fd, NULL, &err), 0);
+    close(fd);
+    pathf(want, f, "a/new.txt");
+    assert_int_equal(access(want, F_OK), 0);
+    assert_int_equal(acp_roots_open(f->roots, "dangin", O_WRONLY | O_CREAT, 0600, &fd, &real, &err),
+                     0);
+    close(fd);
+    pathf(want, f, "a/new-inside.txt");
+    assert_string_equal(real, want);
+    free(real);
+
+    /* Outside, through a link: refused before anything is opened or created. */
+    assert_int_equal(acp_roots_open(f->roots, "dang", O_WRONLY | O_CREAT, 0600, &fd, NULL, &err),
+                     ACP_EACCES);
+    assert_int_equal(fd, -1);
+    free(err);
+    pathf(want, f, "nowhere.txt");
+    assert_int_equal(access(want, F_OK), -1);
+    assert_int_equal(acp_roots_open(f->roots, "out", O_RDONLY, 0, &fd, NULL, &err), ACP_EACCES);
+    free(err);
+
+    /* Missing file, missing parent. */
+    assert_int_equal(acp_roots_open(f->roots, "none.txt", O_RDONLY, 0, &fd, NULL, &err),
+                     ACP_ENOTFOUND);
+    assert_non_null(strstr(err, "none.txt"));
+    free(err);
+    assert_int_equal(
+        acp_roots_open(f->roots, "nodir/x.txt", O_WRONLY | O_CREAT, 0600, &fd, NULL, &err),
+        ACP_ENOTFOUND);
+    free(err);
+}
+
 static void test_root_slash(void **state)
 {
     acp_roots *r = NULL;
@@ -274,6 +321,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_confusion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_and_messages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open, setup, teardown),
         cmocka_unit_test(test_root_slash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
