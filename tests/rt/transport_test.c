@@ -128,10 +128,13 @@ static void test_same_socket(void **state)
     p.b = acp_conn_new(NULL);
     acp_conn_on(p.b, "_echo", echo_handler, NULL, NULL);
     acp_transport_opts ob = {.on_eof = on_eof_b, .user = &p};
+    /* a: one fd both ways; b: two fds for one socket, as inetd hands over stdin/stdout. */
+    int sv1b = fcntl(sv[1], F_DUPFD_CLOEXEC, 3);
     assert_int_equal(acp_transport_open(&loop, p.a, sv[0], sv[0], NULL, &p.ta), 0);
-    assert_int_equal(acp_transport_open(&loop, p.b, sv[1], sv[1], &ob, &p.tb), 0);
+    assert_int_equal(acp_transport_open(&loop, p.b, sv[1], sv1b, &ob, &p.tb), 0);
     close(sv[0]);
     close(sv[1]);
+    close(sv1b);
     for (int i = 0; i < p.expected; i++)
         acp_conn_call(p.a, "_echo", json_pack("{s:i}", "n", i), on_answer, &p, NULL);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
