@@ -27,7 +27,7 @@
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
-#define BACKOFF_MAX_MS   2000
+#define BACKOFF_MAX_MS   5000 /* a blackholed host costs connect_timeout per attempt */
 #define TEXTOID          25
 
 typedef struct pg_store {
@@ -177,9 +177,10 @@ static int unavailable(pg_store *p)
                           p->target);
 }
 
-/* A statement failed. A lost connection (or the server shutting down) is "unavailable" and
- * the connection is dropped so the next call reconnects; anything else is a plain error
- * and an open transaction is rolled back. */
+/* A statement failed. A lost connection, a server shutting down (57P*), or a server that
+ * became read-only under us (25006: a failover demoted it; a new connection may reach the
+ * new primary) is "unavailable" and the connection is dropped so the next call reconnects;
+ * anything else is a plain error and an open transaction is rolled back. */
 static int fail_result(pg_store *p, PGresult *r, const char *what)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -187,7 +188,8 @@ static int fail_result(pg_store *p, PGresult *r, const char *what)
     char msg[256];
     scrub(p, primary ? primary : PQerrorMessage(p->conn), msg, sizeof msg);
     bool lost = PQstatus(p->conn) != CONNECTION_OK ||
-                (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3)));
+                (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3) ||
+                           !strcmp(state, "25006")));
     PQclear(r);
     if (lost) {
         snprintf(p->reason, sizeof p->reason, "%s", msg[0] ? msg : "connection lost");

@@ -513,6 +513,38 @@ static void t_backend_terminated(void **state)
     got_free(&g);
 }
 
+/* A server that turns read-only under us (a failover demoted it) is "unavailable", not a
+ * plain failure: the connection is dropped, so once a writable server answers (here: the
+ * same one, made writable again) the next call reconnects and succeeds. */
+static void t_read_only_server(void **state)
+{
+    fx *f = *state;
+    char sql[256];
+    mk(f->st, "ro");
+    snprintf(sql, sizeof sql, "ALTER DATABASE %s SET default_transaction_read_only = on", f->name);
+    assert_int_equal(pg_env_exec(base, sql), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_terminate_backend(pid, 30000)) FROM pg_stat_activity"
+             " WHERE datname = '%s' AND application_name = 'libacp'",
+             f->name);
+    free(pg_env_value(base, sql)); /* our next call reconnects, to a read-only session */
+    append(f->st, "ro", "{\"n\":1}");
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
+    const char *m = acp_store_errmsg(f->st);
+    if (strncmp(m, "session store unavailable: ", 27)) fail_msg("message: %s", m);
+    assert_non_null(strstr(m, "read-only"));
+    snprintf(sql, sizeof sql, "ALTER DATABASE %s RESET default_transaction_read_only", f->name);
+    assert_int_equal(pg_env_exec(base, sql), 0);
+    append(f->st, "ro", "{\"n\":2}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    got g = {0};
+    replay_all(f->st, "ro", &g);
+    assert_int_equal(g.n, 1);
+    assert_string_equal(g.json[0], "{\"n\":2}");
+    assert_int_equal(g.seq[0], 1);
+    got_free(&g);
+}
+
 int main(void)
 {
     if (!(base = pg_env_conninfo("pg"))) return PG_ENV_SKIP;
@@ -528,6 +560,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(t_environment, setup, teardown),
         cmocka_unit_test(t_no_password_in_messages),
         cmocka_unit_test_setup_teardown(t_backend_terminated, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_read_only_server, setup, teardown),
     };
     int failed = cmocka_run_group_tests_name("pg_store", tests, NULL, NULL);
     free(base);
