@@ -294,7 +294,7 @@ bench_mcp() {
 # the rate is all updates over the span from the first start to the last finish.
 appends8() {
     local label=$1 store=$2 i
-    out "    \$ 8 x build/bench/acp-bench-driver stream -n 25000 -b 200 -- build/acp-agent --store $label (in parallel)"
+    out "    \$ 8 x build/bench/acp-bench-driver stream -n 25000 -b 200 -- build/acp-agent --store $label (in parallel)" >&3
     for i in 1 2 3 4 5 6 7 8; do
         "$DRV" stream -n 25000 -b 200 -- "$AGENT" --store "$store" >"$TMP/ap.$i" 2>>"$LOG" &
     done
@@ -334,7 +334,7 @@ bench_pg() {
     s8=$(appends8 sqlite "$TMP/ap-c/sessions.db")
     p8=$(appends8 postgresql "$uri")
     out "    sqlite appends_per_s=$s8; postgresql appends_per_s=$p8"
-    row "appends/s, 8 agent processes on one store: PostgreSQL (SQLite: $(fmt "$s8"))" "$(fmt "$p8")" "" "" ""
+    row "appends/s, 8 agent processes on one store: PostgreSQL (SQLite: $(fmt "$s8"))" "$(fmt "$p8")" "" "$(ratio "$p8" "$s8") of SQLite" ""
     out
 }
 
