@@ -11,7 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "acp/store.h"
@@ -545,6 +550,93 @@ static void t_read_only_server(void **state)
     got_free(&g);
 }
 
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Connection attempts back off: with the server replaced by a socket that accepts and hangs
+ * up at once (every attempt fails, and each one is counted), a tight loop of calls makes
+ * no more attempts than the backoff schedule allows in the time it took, however slow the
+ * machine. The handle reaches the server through a symlinked socket, so swapping the link
+ * for the fake listener swaps the server under it. */
+static void t_backoff(void **state)
+{
+    fx *f = *state;
+    char dir[] = "/tmp/acp-pgfake.XXXXXX", sock[64], real[256], where[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(sock, sizeof sock, "%s/.s.PGSQL.5432", dir);
+    char *host = pg_env_value(f->where, "SELECT current_setting('unix_socket_directories')");
+    char *db = pg_env_value(f->where, "SELECT current_database()");
+    snprintf(real, sizeof real, "%s/.s.PGSQL.5432", host);
+    assert_int_equal(symlink(real, sock), 0);
+    snprintf(where, sizeof where, "host=%s port=5432 user=postgres dbname=%s", dir, db);
+    acp_store *st = open_ok(where);
+    mk(st, "b");
+
+    int ready[2], hits[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(hits), 0);
+    assert_int_equal(unlink(sock), 0);
+    pid_t fake = fork();
+    assert_true(fake >= 0);
+    if (fake == 0) {
+        int l = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+        if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 64)) _exit(1);
+        if (write(ready[1], "r", 1) != 1) _exit(1);
+        for (;;) {
+            int c = accept(l, NULL, NULL);
+            if (c < 0) continue;
+            close(c);
+            if (write(hits[1], "a", 1) != 1) _exit(1);
+        }
+    }
+    char r;
+    assert_int_equal(read(ready[0], &r, 1), 1);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_terminate_backend(pid, 30000)) FROM pg_stat_activity"
+             " WHERE datname = '%s' AND application_name = 'libacp'",
+             db);
+    free(pg_env_value(base, sql));
+
+    double t0 = mono_ms();
+    acp_store_session out;
+    for (int i = 0; i < 300; i++) { /* an agent busy with requests for over a second */
+        assert_int_equal(acp_store_get(st, "b", &out), ACP_ESTORE);
+        assert_int_equal(strncmp(acp_store_errmsg(st), "session store unavailable: ", 27), 0);
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    double elapsed = mono_ms() - t0;
+    kill(fake, SIGKILL);
+    waitpid(fake, NULL, 0);
+    close(hits[1]);
+    int attempts = 0;
+    while (read(hits[0], &r, 1) == 1) attempts++;
+    /* What the schedule (100 ms doubling to 5 s) allows in `elapsed`, plus one for slack. */
+    int allowed = 1;
+    for (double t = 0, d = 100; t + d <= elapsed; t += d, d = d * 2 > 5000 ? 5000 : d * 2)
+        allowed++;
+    print_message("300 calls in %.0f ms: %d connection attempts (schedule allows %d)\n", elapsed,
+                  attempts, allowed);
+    assert_true(attempts >= 1);
+    assert_true(attempts <= allowed + 1);
+
+    acp_store_close(st);
+    unlink(sock);
+    rmdir(dir);
+    close(ready[0]);
+    close(ready[1]);
+    close(hits[0]);
+    free(host);
+    free(db);
+}
+
 int main(void)
 {
     if (!(base = pg_env_conninfo("pg"))) return PG_ENV_SKIP;
@@ -561,6 +653,7 @@ int main(void)
         cmocka_unit_test(t_no_password_in_messages),
         cmocka_unit_test_setup_teardown(t_backend_terminated, setup, teardown),
         cmocka_unit_test_setup_teardown(t_read_only_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_backoff, setup, teardown),
     };
     int failed = cmocka_run_group_tests_name("pg_store", tests, NULL, NULL);
     free(base);
