@@ -28,7 +28,10 @@ static void lines_take(acp_conn *c, lines *l)
         char *nl = memchr(out + i, '\n', len - i);
         assert_non_null(nl); /* every message ends with LF */
         assert_true(l->n < 64);
-        l->raw[l->n] = strndup(out + i, (size_t)(nl - (out + i)));
+        size_t n = (size_t)(nl - (out + i));
+        l->raw[l->n] = malloc(n + 1);
+        memcpy(l->raw[l->n], out + i, n);
+        l->raw[l->n][n] = '\0';
         assert_null(memchr(l->raw[l->n], '\n', strlen(l->raw[l->n])));
         json_error_t err;
         l->v[l->n] = json_loads(l->raw[l->n], JSON_DECODE_ANY, &err);
