@@ -39,6 +39,7 @@ typedef struct pg_store {
     int64_t retry_at_ms; /* no reconnect attempt before this (monotonic) */
     int backoff_ms;
     char reason[256]; /* why the last connect failed, masked */
+    size_t row_bytes; /* mean size of replayed updates lately: sizes capped replay chunks */
 } pg_store;
 
 /* Each migration moves the schema from version i to i + 1. Only ever append. Every name
@@ -605,20 +606,30 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     size_t total = 0;
     bool stopped = false;
     while (pos < hi && !stopped) {
-        int64_t top = hi - pos > REPLAY_CHUNK ? pos + REPLAY_CHUNK : hi;
+        /* Under a byte cap, ask for about as many rows as the cap has room for (sized by
+         * the rows seen so far), not a full chunk that would mostly be thrown away. */
+        int64_t want = REPLAY_CHUNK;
+        if (max_bytes && p->row_bytes) {
+            want = (int64_t)((max_bytes > total ? max_bytes - total : 0) / p->row_bytes) + 2;
+            if (want > REPLAY_CHUNK) want = REPLAY_CHUNK;
+        }
+        int64_t top = hi - pos > want ? pos + want : hi;
         char from[24], to[24];
         snprintf(from, sizeof from, "%lld", (long long)pos);
         snprintf(to, sizeof to, "%lld", (long long)top);
         const char *v[3] = {id, from, to};
         if ((rc = exec(p, Q_REPLAY, 3, v, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
-        int n = PQntuples(r);
-        for (int i = 0; i < n && !stopped; i++) {
-            last = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-            size_t len = (size_t)PQgetlength(r, i, 1);
-            rc = cb(user, last, PQgetvalue(r, i, 1), len);
+        int n = PQntuples(r), given = 0;
+        size_t got = 0;
+        for (; given < n && !stopped; given++) {
+            last = strtoll(PQgetvalue(r, given, 0), NULL, 10);
+            size_t len = (size_t)PQgetlength(r, given, 1);
+            rc = cb(user, last, PQgetvalue(r, given, 1), len);
             total += len;
+            got += len;
             stopped = rc != 0 || (max_bytes && total > max_bytes);
         }
+        if (given) p->row_bytes = got / (size_t)given + 1;
         PQclear(r);
         pos = stopped ? last : top;
     }
