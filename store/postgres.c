@@ -151,7 +151,7 @@ static void scrub(const pg_store *p, const char *src, char *dst, size_t cap)
         }
         char c = *src++;
         if (c == '\n' || c == '\r') break; /* the rest is libpq's hint ("Is the server ...") */
-        dst[o++] = c == '\t' ? ' ' : c;
+        dst[o++] = (char)(c == '\t' ? ' ' : c);
     }
     while (o && dst[o - 1] == ' ') o--;
     dst[o] = 0;
