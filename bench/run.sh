@@ -13,6 +13,7 @@
 # the same client, build/bench/acp-bench-driver, so only the agent differs. Nothing here is a
 # test: no thresholds, no pass/fail beyond "the workload completed".
 set -euo pipefail
+shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 
 [ $# -ge 1 ] || {
     echo "usage: $0 BUILD_DIR [benchmark...]" >&2
@@ -45,8 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Any failing step prints the end of the log (agents' and drivers' stderr) before exiting.
-trap 'echo "bench: failed; last log lines:" >&2; tail -n 20 "$LOG" >&2' ERR
 
 say() { echo "bench: $*" >&2; }
 out() { printf '%s\n' "$*"; }
@@ -59,8 +58,11 @@ run() {
     printf '    $ %s\n' "$*" | sed "s|$TMP|\$TMP|g; s|$B/|build/|g; s|$SRC/||g" >&3
     "$@" 2>>"$LOG"
 }
-ROWS=()
-row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 |"); }
+# Summary rows and the SQLite figures the pg benchmark reuses live in files: each benchmark
+# runs in a subshell, so that one failing does not stop the others.
+row() { printf '| %s | %s | %s | %s | %s |\n' "$@" >>"$TMP/rows"; }
+keep() { echo "$2" >"$TMP/keep.$1"; }
+kept() { cat "$TMP/keep.$1" 2>/dev/null || true; }
 need() {
     for f in "$@"; do
         if [ ! -x "$f" ]; then
@@ -129,14 +131,14 @@ fill_and_replay() {
     REPLAY_BYTES=$(kv "$r" bytes)
 }
 
-C_REPLAY_MS="" C_REPLAY_MBS="" C_STREAM=""
 bench_replay() {
     CUR="replay"
     out "## replay: session/load of a 20,000-message session (issue 3)"
     out
     need "$AGENT" "$DRV" || return 0
     fill_and_replay c "$AGENT" --store "$TMP/replay-c/sessions.db"
-    C_REPLAY_MS=$REPLAY_MS C_REPLAY_MBS=$REPLAY_MBS
+    local C_REPLAY_MS=$REPLAY_MS C_REPLAY_MBS=$REPLAY_MBS
+    keep replay_ms "$C_REPLAY_MS"
     local cu=$REPLAY_UPDATES cb=$REPLAY_BYTES
     fill_and_replay ts $TSAGENT --store "$TMP/replay-ts"
     out
@@ -164,7 +166,9 @@ bench_stream() {
     out
     need "$AGENT" "$DRV" || return 0
     say "stream: acp-agent"
+    local C_STREAM
     C_STREAM=$(stream_median "$AGENT" --store "$TMP/stream-c/sessions.db")
+    keep stream "$C_STREAM"
     say "stream: SDK peer"
     local t
     t=$(stream_median $TSAGENT --store "$TMP/stream-ts")
@@ -326,12 +330,15 @@ bench_pg() {
     uri=$(cat "$PG_STATE/uri")
     out "cluster: scripts/pg-test-cluster.sh (unix socket, fsync on, synchronous_commit on)"
     out
+    local C_REPLAY_MS C_STREAM
+    C_REPLAY_MS=$(kept replay_ms)
     if [ -z "$C_REPLAY_MS" ]; then
         fill_and_replay c "$AGENT" --store "$TMP/replay-c/sessions.db"
-        C_REPLAY_MS=$REPLAY_MS C_REPLAY_MBS=$REPLAY_MBS
+        C_REPLAY_MS=$REPLAY_MS
     fi
     fill_and_replay pg "$AGENT" --store "$uri"
     row "PostgreSQL replay 20,000 messages, ms (SQLite: $C_REPLAY_MS)" "$REPLAY_MS" "" "$(ratio "$REPLAY_MS" "$C_REPLAY_MS") of SQLite" "within 2x"
+    C_STREAM=$(kept stream)
     [ -n "$C_STREAM" ] || C_STREAM=$(stream_median "$AGENT" --store "$TMP/stream-c/sessions.db")
     local p
     p=$(stream_median "$AGENT" --store "$uri")
@@ -347,7 +354,23 @@ bench_pg() {
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | cold | memory | list | ingest | mcp | pg) "bench_$name" ;;
+    rpc | replay | stream | cold | memory | list | ingest | mcp | pg)
+        # A failing step ends only its benchmark, after printing the end of the log (the
+        # agents' and drivers' stderr).
+        set +e
+        (
+            set -eE
+            trap 'echo "bench: $name failed; last log lines:" >&2; tail -n 20 "$LOG" >&2' ERR
+            "bench_$name"
+        )
+        rc=$?
+        set -e
+        if [ "$rc" -ne 0 ]; then
+            out "_failed: see the log lines printed on stderr_"
+            out
+            row "$name" "FAILED" "" "" ""
+        fi
+        ;;
     *)
         echo "bench: unknown benchmark '$name'" >&2
         exit 2
@@ -359,4 +382,4 @@ out "## Summary"
 out
 out "| benchmark | libacp | TS SDK | ratio | goal |"
 out "|---|---|---|---|---|"
-for r in "${ROWS[@]}"; do out "$r"; done
+[ -f "$TMP/rows" ] && cat "$TMP/rows"
