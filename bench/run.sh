@@ -113,7 +113,7 @@ bench_rpc() {
 # --- issue 3: agent benchmarks ----------------------------------------------------------
 # fill_and_replay LABEL AGENT_CMD...: builds a 20,000-message session (10,000 echo prompts of
 # 1,250 bytes: each a user message and an agent message, ~25 MB of history), then loads it
-# three times, each in a fresh agent process; sets REPLAY_MS and REPLAY_MBS (medians).
+# five times, each in a fresh agent process; sets REPLAY_MS and REPLAY_MBS (medians).
 fill_and_replay() {
     local label=$1 f sid i r
     shift
@@ -121,12 +121,13 @@ fill_and_replay() {
     f=$(run "$DRV" fill -n 10000 -b 1250 -- "$@")
     sid=$(kv "$f" session)
     : >"$TMP/replay.$label"
-    for i in 1 2 3; do
+    for i in 1 2 3 4 5; do
         r=$(run "$DRV" replay -s "$sid" -- "$@"); out "    $r"
         echo "$r" >>"$TMP/replay.$label"
     done
     REPLAY_MS=$(sed 's/.*replay_ms=\([^ ]*\).*/\1/' "$TMP/replay.$label" | median)
     REPLAY_MBS=$(sed 's/.*mb_per_s=\([^ ]*\).*/\1/' "$TMP/replay.$label" | median)
+    REPLAY_MIN=$(sed 's/.*replay_ms=\([^ ]*\).*/\1/' "$TMP/replay.$label" | sort -g | head -n 1)
     REPLAY_UPDATES=$(kv "$r" updates)
     REPLAY_BYTES=$(kv "$r" bytes)
 }
@@ -139,12 +140,12 @@ bench_replay() {
     fill_and_replay c "$AGENT" --store "$TMP/replay-c/sessions.db"
     local C_REPLAY_MS=$REPLAY_MS C_REPLAY_MBS=$REPLAY_MBS
     keep replay_ms "$C_REPLAY_MS"
-    local cu=$REPLAY_UPDATES cb=$REPLAY_BYTES
+    local cu=$REPLAY_UPDATES c_min=$REPLAY_MIN cb=$REPLAY_BYTES
     fill_and_replay ts $TSAGENT --store "$TMP/replay-ts"
     out
     out "libacp replayed $cu updates ($cb bytes of JSON-RPC); the SDK peer $REPLAY_UPDATES updates ($REPLAY_BYTES bytes)."
     out
-    row "replay 20,000 messages (~25 MB), ms" "$C_REPLAY_MS" "$REPLAY_MS" "$(ratio "$REPLAY_MS" "$C_REPLAY_MS")" "≥ 10x"
+    row "replay 20,000 messages (~25 MB), ms, median of 5 (fastest)" "$C_REPLAY_MS ($c_min)" "$REPLAY_MS ($REPLAY_MIN)" "$(ratio "$REPLAY_MS" "$C_REPLAY_MS")" "≥ 10x"
     row "replay rate, MB/s of JSON-RPC" "$C_REPLAY_MBS" "$REPLAY_MBS" "$(ratio "$C_REPLAY_MBS" "$REPLAY_MBS")" "> 500 MB/s"
 }
 
