@@ -121,7 +121,7 @@ static void turn_decide(acp_turn *t, json_t *result, int code, const char *messa
     if (result)
         acp_req_reply(req, result);
     else
-        acp_req_error(req, code, NULL, "%s", message);
+        acp_req_error(req, code, NULL, "%s", message ? message : "");
 }
 
 static json_t *stop(const char *reason)
