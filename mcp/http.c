@@ -79,7 +79,7 @@ static stream *stream_new(http_tp *t, bool get, const char *req_id, size_t idn)
 {
     stream *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    if (req_id && !(st->req_id = strndup(req_id, idn))) {
+    if (req_id && !(st->req_id = mcp_memdup(req_id, idn))) {
         free(st);
         return NULL;
     }

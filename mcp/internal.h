@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <jansson.h>
 #include <uv.h>
 
@@ -69,11 +71,24 @@ struct mcp_server {
     int64_t next_token;
 };
 
+/* n bytes (not NUL-terminated: not strndup, which may read past them) as a C string. */
+static inline char *mcp_memdup(const char *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    memcpy(s, p, n);
+    s[n] = '\0';
+    return s;
+}
+
 /* The transport is ready for messages: set.c starts the handshake. */
 void mcp_server_open(mcp_server *s);
 /* The transport failed (can't start, peer gone, protocol broken): status FAILED with reason
  * (printf-style; it must not contain secrets), pending requests fail, the transport stops. */
 void mcp_server_fail(mcp_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A FAILED server's reason is replaced by a more precise one (the exit status that followed
+ * the end of its output). No effect otherwise. */
+void mcp_server_amend(mcp_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One complete JSON-RPC message text from the peer (no newline needed). */
 void mcp_server_recv(mcp_server *s, const char *msg, size_t n);
 /* A request we sent can no longer be answered (its HTTP exchange failed): id is its JSON id

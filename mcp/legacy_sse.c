@@ -178,7 +178,7 @@ static void on_flush(uv_timer_t *tm)
         if (p) {
             p->t = t;
             if (acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id))
-                p->req_id = strndup(id.p, id.n);
+                p->req_id = mcp_memdup(id.p, id.n);
             p->next = t->posts;
             if (p->next) p->next->prev = p;
             t->posts = p;

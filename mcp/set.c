@@ -420,6 +420,19 @@ void mcp_server_fail(mcp_server *srv, const char *f, ...)
     changed(srv);
 }
 
+void mcp_server_amend(mcp_server *srv, const char *f, ...)
+{
+    if (srv->status != ACP_MCP_FAILED) return;
+    va_list ap;
+    va_start(ap, f);
+    char *reason = vfmt(f, ap);
+    va_end(ap);
+    if (!reason) return;
+    set_reason(srv, reason);
+    mcp_server_log(srv, "%s", reason);
+    changed(srv);
+}
+
 void mcp_server_recv(mcp_server *srv, const char *msg, size_t n)
 {
     if (acp_conn_closed(srv->conn)) return;

@@ -37,6 +37,10 @@ static int dispatch(mcp_sse *p)
 /* One complete line, without its terminator. */
 static int field(mcp_sse *p, const char *s, size_t n)
 {
+    if (!p->started) { /* a UTF-8 BOM may open the stream */
+        p->started = true;
+        if (n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3, n -= 3;
+    }
     if (n == 0) return dispatch(p);
     if (s[0] == ':') return 0;
     const char *colon = memchr(s, ':', n);
@@ -53,8 +57,10 @@ static int field(mcp_sse *p, const char *s, size_t n)
         if (acp_buf_append(&p->event, v, vlen)) return ACP_ENOMEM;
     } else if (nlen == 2 && memcmp(s, "id", 2) == 0) {
         if (memchr(v, '\0', vlen)) return 0; /* the standard ignores such ids */
-        char *id = strndup(v, vlen);
+        char *id = malloc(vlen + 1);         /* not strndup: v is not NUL-terminated */
         if (!id) return ACP_ENOMEM;
+        memcpy(id, v, vlen);
+        id[vlen] = '\0';
         free(p->last_id);
         p->last_id = id;
     } else if (nlen == 5 && memcmp(s, "retry", 5) == 0) {
@@ -72,12 +78,6 @@ static int field(mcp_sse *p, const char *s, size_t n)
 int mcp_sse_feed(mcp_sse *p, const char *buf, size_t n)
 {
     size_t i = 0;
-    if (!p->started && n > 0) {
-        /* A UTF-8 BOM may open the stream; it may also arrive split, which we accept only
-         * whole (servers send it in one write, if at all). */
-        if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) i = 3;
-        p->started = true;
-    }
     while (i < n) {
         if (p->after_cr && buf[i] == '\n') {
             p->after_cr = false;

@@ -17,6 +17,7 @@ typedef struct stdio_tp {
     bool cut; /* the current line exceeded STDERR_LINE_MAX */
     size_t logged, dropped;
     int pending; /* teardown steps not finished */
+    bool eof;    /* the reason given was the end of its stdout */
 } stdio_tp;
 
 static void log_line(mcp_server *s, stdio_tp *t)
@@ -50,15 +51,26 @@ static void on_stderr(acp_proc *p, const char *buf, size_t n, void *user)
 static void on_exit_cb(acp_proc *p, int64_t status, int sig, void *user)
 {
     mcp_server *s = user;
-    if (sig)
+    stdio_tp *t = s->tp;
+    if (t && t->eof && s->status == ACP_MCP_FAILED) {
+        if (sig)
+            mcp_server_amend(s, "the server was killed by signal %d", sig);
+        else
+            mcp_server_amend(s, "the server exited with status %lld", (long long)status);
+    } else if (sig) {
         mcp_server_fail(s, "the server was killed by signal %d", sig);
-    else
+    } else {
         mcp_server_fail(s, "the server exited with status %lld", (long long)status);
+    }
 }
 
+/* Usually the exit follows at once and on_exit_cb gives the precise reason. */
 static void on_eof(acp_transport *tr, void *user)
 {
-    mcp_server_fail(user, "the server closed its stdout");
+    mcp_server *s = user;
+    bool fresh = s->status == ACP_MCP_CONNECTING || s->status == ACP_MCP_READY;
+    mcp_server_fail(s, "the server closed its stdout");
+    if (fresh && s->tp) ((stdio_tp *)s->tp)->eof = true;
 }
 
 static void start(mcp_server *s)
