@@ -83,7 +83,8 @@ int main(int argc, char **argv)
     uv_loop_init(&loop);
     acp_engine eng;
     echo_engine(&eng);
-    acp_agent_opts opts = {.on_log = log_line, .user = &verbose};
+    /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
+    acp_agent_opts opts = {.on_log = log_line, .user = &verbose, .mcp_http = true, .mcp_sse = true};
     acp_agent *a = NULL;
     int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
     if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
