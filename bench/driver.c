@@ -15,6 +15,12 @@
  *   list     session/list first page, -r times
  *   mcp      session/new with -k stdio MCP servers, then "/mcp" until all are ready
  *
+ *   acp-bench-driver canned
+ * is the other way round: an agent on stdin/stdout that answers initialize and session/new and
+ * answers "/stream N BYTES" with N prebuilt agent_message_chunk lines (the same text acp-agent
+ * sends) written 1 MiB at a time, so that a client's ingest rate is measured without an agent's
+ * own cost in the way. Every other request gets -32601.
+ *
  * It is deliberately minimal: it does not build or parse JSON trees. It finds top-level members
  * with a small scanner that assumes well-formed input (the agents under test write it), so
  * its own cost per line is a memchr and a few comparisons. Not part of libacp. */
@@ -404,8 +410,85 @@ static char *mcp_array(int k)
     return out;
 }
 
+static void reply(agent *a, span id, const char *result)
+{
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"result\":%s}\n",
+                     (int)id.n, id.p, result);
+    agent_write(a, msg, (size_t)n);
+}
+
+static void canned_stream(agent *a, long n, long bytes)
+{
+    char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":"
+                  "\"sess_canned\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\","
+                  "\"messageId\":\"msg_canned\",\"content\":{\"type\":\"text\",\"text\":\"";
+    char tail[] = "\"}}}}\n";
+    size_t hl = strlen(head), tl = strlen(tail), ll = hl + (size_t)bytes + tl;
+    size_t per = (1 << 20) / ll + 1;
+    char *block = malloc(per * ll);
+    if (!block) die("out of memory");
+    for (size_t i = 0; i < per; i++) {
+        char *l = block + i * ll;
+        memcpy(l, head, hl);
+        memset(l + hl, 'x', (size_t)bytes);
+        memcpy(l + hl + (size_t)bytes, tail, tl);
+    }
+    for (long left = n; left > 0;) {
+        size_t k = (size_t)left < per ? (size_t)left : per;
+        agent_write(a, block, k * ll);
+        left -= (long)k;
+    }
+    free(block);
+}
+
+static int canned(void)
+{
+    agent a = {.in = 1, .out = 0, .cap = 1 << 20};
+    a.buf = malloc(a.cap);
+    if (!a.buf) die("out of memory");
+    for (;;) {
+        /* agent_line dies on EOF; a client closing our stdin is the normal end here. */
+        char *nl;
+        while (!(nl = memchr(a.buf + a.pos, '\n', a.len - a.pos))) {
+            memmove(a.buf, a.buf + a.pos, a.len - a.pos);
+            a.len -= a.pos;
+            a.pos = 0;
+            if (a.len == a.cap && !(a.buf = realloc(a.buf, a.cap *= 2))) die("out of memory");
+            ssize_t r = read(0, a.buf + a.len, a.cap - a.len);
+            if (r <= 0) return 0;
+            a.len += (size_t)r;
+        }
+        span line = agent_line(&a), id, method;
+        if (!member(line, "id", &id) || !member(line, "method", &method))
+            continue; /* notifications and responses: nothing to do */
+        if (span_eq(method, "\"initialize\"")) {
+            reply(&a, id,
+                  "{\"protocolVersion\":1,\"agentInfo\":{\"name\":\"canned\",\"version\":\"0\"},"
+                  "\"agentCapabilities\":{},\"authMethods\":[]}");
+        } else if (span_eq(method, "\"session/new\"")) {
+            reply(&a, id, "{\"sessionId\":\"sess_canned\"}");
+        } else if (span_eq(method, "\"session/prompt\"")) {
+            long n = 0, bytes = 0;
+            const char *p = memmem(line.p, line.n, "/stream ", 8);
+            if (p) sscanf(p, "/stream %ld %ld", &n, &bytes);
+            canned_stream(&a, n, bytes);
+            reply(&a, id, "{\"stopReason\":\"end_turn\"}");
+        } else {
+            char msg[256];
+            int k = snprintf(msg, sizeof msg,
+                             "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"error\":{\"code\":-32601,"
+                             "\"message\":\"not supported\"}}\n",
+                             (int)id.n, id.p);
+            agent_write(&a, msg, (size_t)k);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGPIPE, SIG_IGN);
+    if (argc == 2 && !strcmp(argv[1], "canned")) return canned();
     if (argc < 2) die("usage: acp-bench-driver MODE [options] -- AGENT ARGS...");
     const char *mode = argv[1], *session = NULL;
     long n = 1000, bytes = 200, repeat = 10, k = 1;
