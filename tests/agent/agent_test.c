@@ -38,7 +38,16 @@ typedef struct h {
     acp_turn *held;
     bool cancel_fails;
     int cancels;
+    int call_rc, call_status; /* acp_turn_call's return; status given to its callback */
+    bool call_done;
 } h;
+
+static void call_cb(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+{
+    h *x = user;
+    x->call_done = true;
+    x->call_status = status;
+}
 
 static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
@@ -55,6 +64,25 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "wait")) {
         acp_turn_text(t, NULL, NULL, "waiting", 7);
+        x->held = t;
+    } else if (text && sscanf(text, "big %d", &n) == 1) {
+        /* n updates of 512 KiB each: history longer than one replay step */
+        size_t len = 512 * 1024;
+        char *big = malloc(len);
+        for (int i = 0; i < n; i++) {
+            memset(big, 'a' + i % 26, len);
+            assert_int_equal(acp_turn_text(t, NULL, NULL, big, len), 0);
+        }
+        free(big);
+        acp_turn_end(t, "end_turn");
+    } else if (text && !strcmp(text, "call")) {
+        /* fs/read_text_file was not advertised by the client: refused before anything is sent */
+        assert_int_equal(
+            acp_turn_call(t, "fs/read_text_file", json_pack("{ss}", "path", "/x"), call_cb, x),
+            ACP_ENOTSUP);
+        x->call_rc = acp_turn_call(
+            t, "session/request_permission",
+            json_pack("{s{ss} s[]}", "toolCall", "toolCallId", "t1", "options"), call_cb, x);
         x->held = t;
     } else if (text && !strcmp(text, "fail")) {
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "engine broke");
@@ -536,6 +564,85 @@ static void test_list_pages(void **state)
     json_decref(r);
 }
 
+/* Cancelling a turn sends $/cancel_request for its outstanding client requests. */
+static void test_cancel_cancels_calls(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[300];
+    new_session(x, id);
+    snprintf(p, sizeof p,
+             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"call\"}]}}",
+             id);
+    send_line(x, "%s", p);
+    turn(x);
+    assert_int_equal(x->call_rc, 0);
+    json_t *req = json_array_get(x->msgs, json_array_size(x->msgs) - 1);
+    assert_string_equal(json_string_value(json_object_get(req, "method")),
+                        "session/request_permission");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(req, "params"), "sessionId")), id);
+    json_int_t call_id = json_integer_value(json_object_get(req, "id"));
+    send_line(
+        x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
+        id);
+    for (int i = 0; i < 10 && find_response(x, 5) < 0; i++) turn(x);
+    bool cancel_sent = false;
+    for (size_t i = 0; i < json_array_size(x->msgs); i++) {
+        json_t *m = json_array_get(x->msgs, i);
+        if (json_is_string(json_object_get(m, "method")) &&
+            !strcmp(json_string_value(json_object_get(m, "method")), "$/cancel_request") &&
+            json_integer_value(json_object_get(json_object_get(m, "params"), "requestId")) ==
+                call_id)
+            cancel_sent = true;
+    }
+    assert_true(cancel_sent);
+    int at = find_response(x, 5);
+    assert_true(at >= 0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(x->msgs, at), "result"), "stopReason")),
+                        "cancelled");
+    /* The turn ended, so the late answer reaches nobody. */
+    send_line(
+        x,
+        "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32800,\"message\":\"cancelled\"}}",
+        (long long)call_id);
+    turn(x);
+    assert_false(x->call_done);
+}
+
+/* A history longer than one replay step goes out over several loop turns, in order, and the
+ * response comes last. Loading a session that is open here restarts it. */
+static void test_replay_big(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[800];
+    new_session(x, id);
+    snprintf(p, sizeof p,
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"big 12\"}]}", id);
+    json_decref(request(x, 2, "session/prompt", p));
+    snprintf(p, sizeof p,
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/load\",\"params\":"
+             "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}}",
+             id, x->dir);
+    send_line(x, "%s", p);
+    int turns = 0;
+    for (; turns < 100 && find_response(x, 3) < 0; turns++) turn(x);
+    assert_true(turns > 2);
+    int at = find_response(x, 3);
+    assert_int_equal(at, 13); /* the user message and 12 chunks before it */
+    for (int i = 1; i <= 12; i++) {
+        json_t *u =
+            json_object_get(json_object_get(json_array_get(x->msgs, i), "params"), "update");
+        const char *txt = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        assert_int_equal(strlen(txt), 512 * 1024);
+        assert_int_equal(txt[0], 'a' + (i - 1) % 26);
+    }
+    assert_int_equal(acp_agent_session_count(x->a), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +653,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replay_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_cancel_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_cancels_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_big, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
