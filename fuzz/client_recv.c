@@ -1,0 +1,164 @@
+/* libFuzzer target over the client's handling of what an agent sends: session/update routing
+ * (span-based, no JSON tree), session/request_permission and fs/read_text_file, fed as bytes
+ * into the client's connection. Any bytes must never crash, leak, or make the client write a
+ * line that is not valid JSON; every update handed to the application must have spans that lie
+ * inside the line and a kind whose name round-trips.
+ *
+ * acp_client_open() needs a real agent process (it spawns and initializes one), so this
+ * target builds the client from client/internal.h instead: a client with no process and no
+ * transport, two session handles made by hand (one of them loading), and the same handler
+ * registration acp_client_open() does. fs/write_text_file and terminals stay disabled, so
+ * nothing is written and nothing is started; reads are bounded by a root set in a private
+ * temporary directory made once per process (removed at exit).
+ *
+ * Input: byte 0 picks how permission requests are answered and the piece size; the rest is
+ * the agent's output, where "@@" stands for the temporary directory (its name is random). */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/internal.h"
+
+static char base[64]; /* the temporary directory, made once per process */
+
+static void cleanup(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+}
+
+static void setup(void)
+{
+    snprintf(base, sizeof base, "/tmp/acp-fuzz-client-XXXXXX");
+    if (!mkdtemp(base)) abort();
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/a.txt", base);
+    FILE *f = fopen(p, "w");
+    if (!f || fputs("one\ntwo\nthree\n", f) < 0 || fclose(f)) abort();
+    snprintf(p, sizeof p, "%s/bin", base);
+    f = fopen(p, "w");
+    if (!f || fwrite("\xff\xfe\0x", 1, 4, f) != 4 || fclose(f)) abort();
+    snprintf(p, sizeof p, "%s/out", base);
+    if (symlink("/etc/hostname", p)) abort();
+    atexit(cleanup);
+}
+
+typedef struct fz {
+    int mode;                  /* 0: reply with the first option, 1: cancelled, 2: hold */
+    acp_client_perm *held[16]; /* requests kept pending until the end */
+    size_t nheld;
+    size_t updates;
+} fz;
+
+static bool inside(acp_span outer, acp_span s)
+{
+    return s.n == 0 || (s.p >= outer.p && s.p + s.n <= outer.p + outer.n);
+}
+
+static void on_update(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
+{
+    fz *z = user;
+    if (!inside(u->params, u->update) || !inside(u->params, u->session_id) ||
+        !inside(u->update, u->kind_text))
+        abort();
+    if (acp_json_validate(u->update.p, u->update.n, 512)) abort();
+    /* A known kind's name, quoted, is the literal that gives that kind. */
+    if (u->kind != ACP_UPDATE_OTHER) {
+        char lit[64];
+        int n = snprintf(lit, sizeof lit, "\"%s\"", acp_update_kind_name(u->kind));
+        if (n <= 2 || (size_t)n >= sizeof lit ||
+            acp_update_kind_of((acp_span){.p = lit, .n = (size_t)n}) != u->kind)
+            abort();
+    }
+    z->updates++;
+    if (getenv("ACP_FUZZ_TRACE"))
+        fprintf(stderr, "update %s %s%s\n", acp_update_kind_name(u->kind), s ? s->id : "-",
+                u->replay ? " (replay)" : "");
+}
+
+static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
+                          void *user)
+{
+    fz *z = user;
+    if (z->mode == 2 && z->nheld < sizeof z->held / sizeof *z->held) {
+        z->held[z->nheld++] = p;
+        return;
+    }
+    const char *opt = json_string_value(
+        json_object_get(json_array_get(json_object_get(params, "options"), 0), "optionId"));
+    acp_client_perm_reply(p, z->mode == 0 ? opt : NULL);
+}
+
+static void add_session(acp_client *c, const char *id, bool loading)
+{
+    acp_client_session *s = calloc(1, sizeof *s);
+    if (!s || !(s->id = strdup(id))) abort();
+    s->c = c;
+    s->loading = loading;
+    s->prompting = !loading;
+    if (acp_roots_new(base, NULL, 0, &s->roots, NULL)) abort();
+    s->next = c->sessions;
+    c->sessions = s;
+}
+
+static void drain(acp_client *c)
+{
+    size_t len;
+    char *out = acp_conn_out_take(c->conn, &len);
+    if (len && getenv("ACP_FUZZ_TRACE")) fwrite(out, 1, len, stderr); /* to write seeds */
+    for (size_t i = 0; i < len;) {
+        char *nl = memchr(out + i, '\n', len - i);
+        if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
+        i = (size_t)(nl - out) + 1;
+    }
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!base[0]) setup();
+    if (size == 0) return 0;
+    fz z = {.mode = data[0] % 3};
+    acp_client *c = calloc(1, sizeof *c);
+    if (!c || uv_loop_init(&c->loop)) abort();
+    c->opts = (acp_client_opts){.fs_read = true,
+                                .max_message = 4096,
+                                .on_update = on_update,
+                                .on_permission = data[0] & 4 ? NULL : on_permission,
+                                .user = &z};
+    acp_conn_opts co = {.max_message = c->opts.max_message};
+    if (!(c->conn = acp_conn_new(&co))) abort();
+    acp_client_session_register(c);
+    acp_client_perm_register(c);
+    acp_client_fs_register(c);
+    add_session(c, "s1", false);
+    add_session(c, "s2", true);
+
+    acp_buf in = {0};
+    for (size_t i = 1; i < size; i++) {
+        bool at = data[i] == '@' && i + 1 < size && data[i + 1] == '@';
+        if (at ? acp_buf_append(&in, base, strlen(base)) : acp_buf_putc(&in, (char)data[i]))
+            abort();
+        i += at;
+    }
+    size_t piece = (size_t)(data[0] >> 3) % 31 + 1;
+    for (size_t i = 0; i < in.len; i += piece) {
+        acp_conn_recv(c->conn, in.data + i, in.len - i < piece ? in.len - i : piece);
+        drain(c);
+    }
+    acp_buf_free(&in);
+    /* The prompt is cancelled: pending permissions are answered `cancelled`. */
+    acp_client_session_cancel(acp_client_find_id(c, "s1"));
+    drain(c);
+    acp_conn_eof(c->conn);
+    drain(c);
+    for (size_t i = 0; i < z.nheld; i++) acp_client_perm_reply(z.held[i], NULL);
+    drain(c);
+    acp_client_free(c);
+    return 0;
+}
