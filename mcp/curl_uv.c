@@ -9,8 +9,10 @@ struct mcp_curl {
     uv_loop_t *loop;
     CURLM *multi;
     uv_timer_t timer;  /* curl's timeout */
-    uv_timer_t reaper; /* releases aborted exchanges outside curl's callbacks */
+    uv_timer_t reaper; /* adds new and releases aborted exchanges outside curl's callbacks */
     mcp_http *dead;    /* aborted, waiting for the reaper */
+    mcp_http *fresh;   /* started, waiting for the reaper to add them, oldest first */
+    mcp_http **fresh_tail;
     struct sock_watch *watches;
     int handles; /* open uv handles: timer, reaper and one per watched socket */
     bool closing;
@@ -27,6 +29,7 @@ struct mcp_http {
     void *user;
     bool aborted, added;
     mcp_http *next_dead;
+    mcp_http *next_fresh;
     char err[CURL_ERROR_SIZE];
 };
 
@@ -144,9 +147,26 @@ static void reap(mcp_curl *c)
     }
 }
 
+/* curl does not let a handle be added from inside its callbacks, where MCP messages are
+ * handled (and new requests made): new exchanges start from here. */
 static void on_reaper(uv_timer_t *t)
 {
-    reap(t->data);
+    mcp_curl *c = t->data;
+    reap(c);
+    while (c->fresh) {
+        mcp_http *h = c->fresh;
+        c->fresh = h->next_fresh;
+        if (h->aborted) continue; /* on the dead list */
+        if (curl_multi_add_handle(c->multi, h->easy) == CURLM_OK) {
+            h->added = true;
+        } else {
+            h->aborted = true;
+            if (h->cbs.on_done) h->cbs.on_done(h, CURLE_OUT_OF_MEMORY, 0, h->user);
+            h->next_dead = c->dead;
+            c->dead = h;
+            uv_timer_start(&c->reaper, on_reaper, 0, 0);
+        }
+    }
 }
 
 static void check_done(mcp_curl *c)
@@ -210,6 +230,12 @@ void mcp_curl_close(mcp_curl *c, void (*done)(void *user), void *user)
     c->done = done;
     c->done_user = user;
     reap(c);
+    while (c->fresh) { /* only aborted ones can be left: they are on the dead list too */
+        mcp_http *h = c->fresh;
+        c->fresh = h->next_fresh;
+        if (!h->aborted) http_free(h);
+    }
+    reap(c);
     /* Watched sockets are released through on_socket(CURL_POLL_REMOVE) during cleanup. */
     curl_multi_cleanup(c->multi);
     c->multi = NULL;
@@ -260,11 +286,15 @@ mcp_http *mcp_http_start(mcp_curl *c, const char *method, const char *url,
     } else if (strcmp(method, "GET")) {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
-    if (!ok || curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+    if (!ok) {
         http_free(h);
         return NULL;
     }
-    h->added = true;
+    h->next_fresh = NULL;
+    if (!c->fresh) c->fresh_tail = &c->fresh;
+    *c->fresh_tail = h;
+    c->fresh_tail = &h->next_fresh;
+    uv_timer_start(&c->reaper, on_reaper, 0, 0);
     return h;
 }
 

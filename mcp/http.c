@@ -35,6 +35,8 @@ typedef struct stream {
     acp_buf json; /* an application/json answer */
     mcp_sse parser;
     uv_timer_t timer; /* the reconnection delay */
+    int holds;        /* callbacks of ours running on it: see stream_free() */
+    bool freed;
     struct stream *prev, *next;
 } stream;
 
@@ -51,6 +53,7 @@ struct http_tp {
 };
 
 static void start_get(http_tp *t, stream *st);
+static void ended(stream *st, mcp_http *h, int result, long status);
 
 /* --- bookkeeping ---------------------------------------------------------------------- */
 
@@ -94,8 +97,21 @@ static stream *stream_new(http_tp *t, bool get, const char *req_id, size_t idn)
     return st;
 }
 
+static void stream_finalize(stream *st)
+{
+    free(st->req_id);
+    acp_buf_free(&st->json);
+    mcp_sse_free(&st->parser);
+    uv_close((uv_handle_t *)&st->timer, on_closed);
+}
+
+/* Ends the stream. Anything we call may end up here for any stream (a message fails the
+ * server, which stops the transport), so a stream whose callback is running (held) is only
+ * unlinked now and finalized when the hold ends. */
 static void stream_free(stream *st)
 {
+    if (st->freed) return;
+    st->freed = true;
     http_tp *t = st->t;
     if (st->prev)
         st->prev->next = st->next;
@@ -103,10 +119,22 @@ static void stream_free(stream *st)
         t->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     if (st->h) mcp_http_abort(st->h);
-    free(st->req_id);
-    acp_buf_free(&st->json);
-    mcp_sse_free(&st->parser);
-    uv_close((uv_handle_t *)&st->timer, on_closed);
+    st->h = NULL;
+    uv_timer_stop(&st->timer);
+    if (!st->holds) stream_finalize(st);
+}
+
+static void hold(stream *st)
+{
+    st->holds++;
+}
+
+/* True when the stream is gone (finalized now or ending): the caller must not use it. */
+static bool unhold(stream *st)
+{
+    bool gone = st->freed;
+    if (--st->holds == 0 && gone) stream_finalize(st);
+    return gone;
 }
 
 /* Request headers for every exchange: ours, then the client's (which may not override the
@@ -152,8 +180,9 @@ static void deliver(stream *st, const char *msg, size_t n)
         return;
     }
     acp_span v = {msg, n}, id;
-    if (st->req_id && !acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id) &&
-        id.n == strlen(st->req_id) && !memcmp(id.p, st->req_id, id.n))
+    if (st->req_id && !acp_json_member(v, "method", &(acp_span){0}) &&
+        acp_json_member(v, "id", &id) && id.n == strlen(st->req_id) &&
+        !memcmp(id.p, st->req_id, id.n))
         st->answered = true;
     mcp_server_recv(st->t->s, msg, n);
 }
@@ -164,7 +193,7 @@ static int on_event(void *user, const char *event, const char *data, size_t n)
     st->got_event = true;
     st->resumes = 0;
     if (!strcmp(event, "message")) deliver(st, data, n);
-    return st->t->stopping ? 1 : 0;
+    return st->freed ? 1 : 0;
 }
 
 /* The first bytes or the end of a response: its headers are complete. */
@@ -184,11 +213,12 @@ static void response_started(stream *st)
 static int on_data(mcp_http *h, const char *p, size_t n, void *user)
 {
     stream *st = user;
+    if (st->freed) return 1;
     response_started(st);
-    if (st->t->stopping) return 1;
-    if (st->sse) return mcp_sse_feed(&st->parser, p, n) ? 1 : 0;
-    if (st->json.len + n > MAX_JSON_BODY) return 1;
-    return acp_buf_append(&st->json, p, n) ? 1 : 0;
+    if (!st->sse) return st->json.len + n > MAX_JSON_BODY || acp_buf_append(&st->json, p, n);
+    hold(st);
+    int rc = mcp_sse_feed(&st->parser, p, n);
+    return unhold(st) || rc ? 1 : 0;
 }
 
 /* A whole application/json answer: one message, or (2025-03-26) a batch of them. */
@@ -240,9 +270,9 @@ static void fail_request(stream *st, const char *fmt, ...)
     mcp_server_request_failed(st->t->s, id, msg);
 }
 
-static void on_done(mcp_http *h, int result, long status, void *user)
+/* Every path ends the stream, or schedules its resumption as the only thing it does. */
+static void ended(stream *st, mcp_http *h, int result, long status)
 {
-    stream *st = user;
     http_tp *t = st->t;
     mcp_server *s = t->s;
     response_started(st);
@@ -296,6 +326,7 @@ static void on_done(mcp_http *h, int result, long status, void *user)
         return;
     }
     if (st->json.len) deliver_json(st);
+    if (st->freed) return;
     if (st->req_id && !st->answered) {
         if (status >= 200 && status < 300)
             fail_request(st, "the server's answer (HTTP %ld) held no response", status);
@@ -305,6 +336,15 @@ static void on_done(mcp_http *h, int result, long status, void *user)
         mcp_server_log(s, "the server refused a notification or response: HTTP %ld", status);
     }
     stream_free(st);
+}
+
+static void on_done(mcp_http *h, int result, long status, void *user)
+{
+    stream *st = user;
+    if (st->freed) return;
+    hold(st);
+    ended(st, h, result, status);
+    unhold(st);
 }
 
 static const mcp_http_cbs stream_cbs = {.on_data = on_data, .on_done = on_done};
@@ -321,15 +361,17 @@ static void start_get(http_tp *t, stream *st)
               : NULL;
     free_headers(h);
     if (!st->h) {
+        hold(st);
         if (st->req_id) fail_request(st, "cannot open a GET stream");
         stream_free(st);
+        unhold(st);
     }
 }
 
 static void post(http_tp *t, const char *line, size_t n)
 {
     acp_span v = {line, n}, id = {0};
-    bool request = acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id);
+    bool request = acp_json_member(v, "method", &(acp_span){0}) && acp_json_member(v, "id", &id);
     stream *st = stream_new(t, false, request ? id.p : NULL, id.n);
     char **h = st ? headers(t, "Accept: application/json, text/event-stream", NULL) : NULL;
     if (st && h)
@@ -337,8 +379,10 @@ static void post(http_tp *t, const char *line, size_t n)
                                &stream_cbs, st);
     free_headers(h);
     if (st && !st->h) {
+        hold(st);
         if (st->req_id) fail_request(st, "cannot start an HTTP request");
         stream_free(st);
+        unhold(st);
     } else if (!st) {
         mcp_server_fail(t->s, "out of memory");
     }

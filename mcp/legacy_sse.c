@@ -177,7 +177,7 @@ static void on_flush(uv_timer_t *tm)
         post_req *p = len ? calloc(1, sizeof *p) : NULL;
         if (p) {
             p->t = t;
-            if (acp_json_member(v, "method", NULL) && acp_json_member(v, "id", &id))
+            if (acp_json_member(v, "method", &(acp_span){0}) && acp_json_member(v, "id", &id))
                 p->req_id = mcp_memdup(id.p, id.n);
             p->next = t->posts;
             if (p->next) p->next->prev = p;

@@ -181,7 +181,7 @@ static void h_call_clear(h_call *h)
 }
 
 /* Our direct children (pid), up to max. */
-static size_t h_children(int *out, size_t max)
+__attribute__((unused)) static size_t h_children(int *out, size_t max)
 {
     size_t n = 0;
     DIR *d = opendir("/proc");
@@ -206,7 +206,7 @@ static size_t h_children(int *out, size_t max)
 }
 
 /* Whether any process of the group pgid still exists (zombies included). */
-static bool h_group_alive(int pgid)
+__attribute__((unused)) static bool h_group_alive(int pgid)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;

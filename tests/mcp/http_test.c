@@ -1,4 +1,186 @@
+/* MCP over Streamable HTTP and the legacy SSE transport against server-everything from npm,
+ * each started by the test on a free 127.0.0.1 port (tests/mcp/localhost.mjs pins the host:
+ * the server itself listens on every interface). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include "acp/rt.h"
+#include "harness.h"
+
+#define EVERYTHING SRC_DIR "/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+#define LOCALHOST  SRC_DIR "/tests/mcp/localhost.mjs"
+#define SECRET     "hdr-secret-value-42"
+
+typedef struct server {
+    acp_proc *proc;
+    int port;
+    char out[65536]; /* what it printed, both streams */
+    size_t len;
+    const char *awaited;
+    bool found, exited;
+} server;
+
+static void on_output(acp_proc *p, const char *buf, size_t n, void *user)
+{
+    server *s = user;
+    if (s->len + n >= sizeof s->out) n = sizeof s->out - s->len - 1;
+    memcpy(s->out + s->len, buf, n);
+    s->len += n;
+    s->out[s->len] = 0;
+    if (s->awaited && strstr(s->out, s->awaited)) s->found = true;
+}
+
+static void on_exit_cb(acp_proc *p, int64_t status, int sig, void *user)
+{
+    server *s = user;
+    s->exited = s->found = true; /* wake any wait; the caller checks exited */
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void await_output(uv_loop_t *loop, server *s, const char *text)
+{
+    s->awaited = text;
+    s->found = strstr(s->out, text) != NULL;
+    h_run_until(loop, &s->found);
+    if (s->exited && !strstr(s->out, text)) fail_msg("server exited:\n%s", s->out);
+}
+
+/* stdout and stderr both go to on_output: streamableHttp logs with console.log. */
+static void start_server(uv_loop_t *loop, server *s, const char *mode, const char *ready)
+{
+    memset(s, 0, sizeof *s);
+    s->port = free_port();
+    char port[32];
+    snprintf(port, sizeof port, "PORT=%d", s->port);
+    /* console.log goes to stdout, which acp_proc does not deliver: send it to stderr. */
+    char *argv[] = {"/bin/sh",  "-c",         "exec \"$0\" \"$@\" 1>&2",
+                    NODE_BIN,   "--import",   LOCALHOST,
+                    EVERYTHING, (char *)mode, NULL};
+    char *env[] = {port, "PATH=/usr/bin:/bin", NULL};
+    acp_proc_opts o = {.file = "/bin/sh",
+                       .argv = argv,
+                       .env = env,
+                       .pipe_stderr = true,
+                       .on_stderr = on_output,
+                       .on_exit = on_exit_cb,
+                       .user = s};
+    char *err = NULL;
+    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+    await_output(loop, s, ready);
+}
+
+static void stop_server(uv_loop_t *loop, server *s)
+{
+    bool done = false;
+    acp_proc_stop(s->proc, 2000, h_set_flag, &done);
+    h_run_until(loop, &done);
+}
+
+static void exercise(uv_loop_t *loop, acp_mcp_set *set, const char *name)
+{
+    h_call c;
+    const char *text = h_call_sync(loop, set, name, "echo", "{\"message\":\"over http\"}", &c);
+    assert_int_equal(c.status, 0);
+    assert_string_equal(text, "Echo: over http");
+    h_call_clear(&c);
+
+    text = h_call_sync(loop, set, name, "trigger-long-running-operation",
+                       "{\"duration\":0.3,\"steps\":3}", &c);
+    assert_int_equal(c.status, 0);
+    assert_int_equal(c.progress, 3);
+    assert_non_null(strstr(text, "completed"));
+    h_call_clear(&c);
+}
+
+static void streamable_http(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    server srv;
+    start_server(&loop, &srv, "streamableHttp", "listening on port");
+    h_log log = {0};
+    acp_mcp_opts o = {.http = true, .on_log = h_on_log, .user = &log};
+    char *json = h_fmt("[{\"type\":\"http\",\"name\":\"web\",\"url\":\"http://127.0.0.1:%d/mcp\","
+                       "\"headers\":[{\"name\":\"X-Api-Key\",\"value\":\"" SECRET "\"}]},"
+                       "{\"type\":\"http\",\"name\":\"dead\",\"url\":\"http://127.0.0.1:1/mcp\","
+                       "\"headers\":[]}]",
+                       srv.port);
+    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    h_wait(&loop, set);
+    const char *why = NULL;
+    assert_int_equal(acp_mcp_server_status(set, 0, &why), ACP_MCP_READY);
+    assert_string_equal(acp_mcp_server_transport(set, 0), "http");
+    assert_string_equal(acp_mcp_server_protocol(set, 0), "2025-11-25");
+    assert_true(acp_mcp_tool_count(set, 0) > 5);
+    assert_int_equal(acp_mcp_server_status(set, 1, &why), ACP_MCP_FAILED);
+    assert_non_null(strstr(why, "initialize failed"));
+    exercise(&loop, set, "web");
+    /* The GET stream was opened with the session id. */
+    if (!strstr(srv.out, "Establishing new SSE stream for session")) fail_msg("%s", srv.out);
+
+    /* Cancel mid-stream; the session goes on. */
+    h_call c = {0};
+    c.cancel_on_progress = true;
+    h_call_start(set, "web", "trigger-long-running-operation", "{\"duration\":30,\"steps\":300}",
+                 &c);
+    h_run_until(&loop, &c.done);
+    assert_int_equal(c.status, ACP_ECANCELLED);
+    h_call_clear(&c);
+    const char *text = h_call_sync(&loop, set, "web", "echo", "{\"message\":\"again\"}", &c);
+    assert_string_equal(text, "Echo: again");
+    h_call_clear(&c);
+
+    h_close(&loop, set);
+    /* DELETE ended the MCP session on the server. */
+    await_output(&loop, &srv, "Received session termination request");
+    stop_server(&loop, &srv);
+    h_loop_end(&loop);
+    assert_true(log.text == NULL || strstr(log.text, SECRET) == NULL);
+    free(log.text);
+    free(json);
+}
+
+static void legacy_sse(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    server srv;
+    start_server(&loop, &srv, "sse", "Server is running on port");
+    acp_mcp_opts o = {.sse = true};
+    char *json =
+        h_fmt("[{\"type\":\"sse\",\"name\":\"old\",\"url\":\"http://127.0.0.1:%d/sse\","
+              "\"headers\":[{\"name\":\"Authorization\",\"value\":\"Bearer " SECRET "\"}]}]",
+              srv.port);
+    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    h_wait(&loop, set);
+    const char *why = NULL;
+    assert_int_equal(acp_mcp_server_status(set, 0, &why), ACP_MCP_READY);
+    assert_string_equal(acp_mcp_server_transport(set, 0), "sse");
+    exercise(&loop, set, "old");
+    h_close(&loop, set);
+    /* Closing the event stream ends the server's session. */
+    await_output(&loop, &srv, "Client Disconnected");
+    stop_server(&loop, &srv);
+    h_loop_end(&loop);
+    free(json);
+}
+
 int main(void)
 {
-    return 0;
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(streamable_http),
+                                       cmocka_unit_test(legacy_sse)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }
