@@ -208,7 +208,11 @@ static void cmd_title(acp_turn *t, const char *args)
                           "updatedAt", now);
     int rc = acp_turn_update(t, u);
     json_decref(u);
-    if (rc && rc != ACP_ECLOSED)
+    acp_agent *a = acp_session_agent(acp_turn_session(t));
+    if (rc == ACP_ESTORE)
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "session store unavailable: %s",
+                      acp_store_errmsg(acp_agent_store(a)));
+    else if (rc && rc != ACP_ECLOSED)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", acp_strerror(rc));
     else
         acp_turn_end(t, "end_turn");
