@@ -1,9 +1,12 @@
 /* acp_agent: the connection, the once-per-loop-turn commit, back-pressure and shutdown. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "agent/internal.h"
 
@@ -22,14 +25,32 @@ void acp_agent_new_id(const char *prefix, char *buf)
 {
     unsigned char r[16];
     size_t got = 0;
-    /* getrandom never returns short for 16 bytes once the pool is ready; loop anyway. */
     while (got < sizeof r) {
         ssize_t n = getrandom(r + got, sizeof r - got, 0);
-        if (n > 0) got += (size_t)n;
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (errno != EINTR) {
+            /* No getrandom (old kernel, seccomp): the same pool through the device. */
+            int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+            while (fd >= 0 && got < sizeof r) {
+                n = read(fd, r + got, sizeof r - got);
+                if (n > 0)
+                    got += (size_t)n;
+                else if (n < 0 && errno != EINTR)
+                    break;
+            }
+            if (fd >= 0) close(fd);
+            if (got < sizeof r) abort(); /* ids must never be guessable; refuse to go on */
+        }
     }
     size_t p = strlen(prefix);
     memcpy(buf, prefix, p);
-    for (size_t i = 0; i < sizeof r; i++) sprintf(buf + p + 2 * i, "%02x", r[i]);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof r; i++) {
+        buf[p + 2 * i] = hex[r[i] >> 4];
+        buf[p + 2 * i + 1] = hex[r[i] & 15];
+    }
+    buf[p + 32] = '\0';
 }
 
 bool agent_writable(const acp_agent *a)
@@ -126,6 +147,8 @@ void agent_reply_store_error(acp_agent *a, acp_req *req)
                   acp_store_errmsg(a->store));
 }
 
+/* The spec only says clients MUST initialize first; refusing with -32600 and this message is
+ * what the official SDK agent does (REQUIREMENTS.md §1.3), so clients see one behaviour. */
 bool agent_check_init(acp_agent *a, acp_req *req)
 {
     if (a->initialized) return true;

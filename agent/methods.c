@@ -147,7 +147,12 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
     acp_session *old = session_find(a, id);
     acp_session *s = session_open(a, req, id, load, true);
     if (!s) return;
-    if (old) session_close(old);
+    if (old) {
+        session_close(old);
+        /* What the old incarnation still holds goes out now, before any replay or response
+         * of the new one (committing early is always allowed). */
+        acp_agent_flush(a);
+    }
     /* The request's roots are now the session's: list reports them. */
     int rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
     if (rc) {
