@@ -32,10 +32,12 @@ for t in $targets; do
     agent_recv | rpc_recv) max_len=65536 ;;
     *) max_len=8192 ;;
     esac
+    dict=
+    [ -f "$src/$t.dict" ] && dict="-dict=$src/$t.dict"
     mkdir -p "$build/corpus/$t" "$build/crashes/$t"
     echo "== $t: ${each}s"
     # The committed corpus is read (and new finds merged into the working one), never written.
-    if ! "$bin" -max_total_time="$each" -max_len="$max_len" -timeout=20 -print_final_stats=1 \
+    if ! "$bin" -max_total_time="$each" -max_len="$max_len" -timeout=20 -print_final_stats=1 $dict \
         -artifact_prefix="$build/crashes/$t/" "$build/corpus/$t" "$src/corpus/$t"; then
         failed="$failed $t"
     fi
