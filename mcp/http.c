@@ -277,6 +277,10 @@ static void ended(stream *st, mcp_http *h, int result, long status)
     mcp_server *s = t->s;
     response_started(st);
     st->h = NULL;
+    /* A request we gave up on (cancelled, timed out) is owed nothing any more. */
+    if (st->req_id && !st->answered &&
+        !mcp_server_awaits(s, (acp_span){st->req_id, strlen(st->req_id)}))
+        st->answered = true;
     bool resumable = st->parser.last_id && st->req_id && !st->answered;
     if (result != 0) {
         const char *err = mcp_http_error(h);

@@ -94,6 +94,8 @@ void mcp_server_recv(mcp_server *s, const char *msg, size_t n);
 /* A request we sent can no longer be answered (its HTTP exchange failed): id is its JSON id
  * text. The call fails with message. */
 void mcp_server_request_failed(mcp_server *s, acp_span id, const char *message);
+/* Whether a request we sent (id: its JSON id text) still waits for its answer. */
+bool mcp_server_awaits(const mcp_server *s, acp_span id);
 /* The transport's teardown finished. */
 void mcp_server_stopped(mcp_server *s);
 /* A diagnostic line for opts.on_log (never with secrets). */

@@ -440,13 +440,25 @@ void mcp_server_recv(mcp_server *srv, const char *msg, size_t n)
         mcp_server_fail(srv, "out of memory");
 }
 
+static bool id_is(const acp_mcp_call *c, acp_span id)
+{
+    char buf[32];
+    if (!c->call) return false;
+    int k = snprintf(buf, sizeof buf, "%lld", (long long)acp_call_id(c->call));
+    return (size_t)k == id.n && memcmp(buf, id.p, id.n) == 0;
+}
+
+bool mcp_server_awaits(const mcp_server *srv, acp_span id)
+{
+    for (const acp_mcp_call *c = srv->rpcs; c; c = c->next)
+        if (id_is(c, id)) return true;
+    return false;
+}
+
 void mcp_server_request_failed(mcp_server *srv, acp_span id, const char *message)
 {
     for (acp_mcp_call *c = srv->rpcs; c; c = c->next) {
-        char buf[32];
-        if (!c->call) continue;
-        int k = snprintf(buf, sizeof buf, "%lld", (long long)acp_call_id(c->call));
-        if ((size_t)k == id.n && memcmp(buf, id.p, id.n) == 0) {
+        if (id_is(c, id)) {
             if (c->on_result && srv->status == ACP_MCP_CONNECTING) {
                 mcp_server_fail(srv, "%s failed: %s", c->method, message);
                 return;
