@@ -454,17 +454,51 @@ static void cmd_mcp(acp_turn *t)
     acp_turn_end(t, "end_turn");
 }
 
-/* MCP content (tools/call result) to ACP content blocks: the shapes mostly agree. */
+/* Copies the listed members of src that exist into dst. */
+static void pick(json_t *dst, const json_t *src, const char *const *keys)
+{
+    for (; *keys; keys++) {
+        json_t *v = json_object_get(src, *keys);
+        if (v) json_object_set(dst, *keys, v);
+    }
+}
+
+/* MCP content (a tools/call result item) to an ACP content block. The shapes agree type by
+ * type, but only the members ACP defines are carried over: ACP forbids extra root fields, and
+ * MCP has some (icons, structured extras). Unknown types become their JSON as text. */
 static json_t *map_content(const json_t *c)
 {
+    static const char *const text[] = {"text", "annotations", "_meta", NULL};
+    static const char *const image[] = {"data", "mimeType", "uri", "annotations", "_meta", NULL};
+    static const char *const audio[] = {"data", "mimeType", "annotations", "_meta", NULL};
+    static const char *const link[] = {"uri",  "name",        "mimeType", "title", "description",
+                                       "size", "annotations", "_meta",    NULL};
+    static const char *const res[] = {"uri", "text", "blob", "mimeType", "_meta", NULL};
     const char *type = json_string_value(json_object_get(c, "type"));
-    if (!type) return NULL;
-    if (!strcmp(type, "text") || !strcmp(type, "image") || !strcmp(type, "audio") ||
-        !strcmp(type, "resource_link") || !strcmp(type, "resource"))
-        return json_deep_copy(c);
-    char *s = json_dumps(c, JSON_COMPACT);
-    json_t *b = text_block(s ? s : "");
-    free(s);
+    const char *const *keys = NULL;
+    if (!type) type = "";
+    if (!strcmp(type, "text"))
+        keys = text;
+    else if (!strcmp(type, "image"))
+        keys = image;
+    else if (!strcmp(type, "audio"))
+        keys = audio;
+    else if (!strcmp(type, "resource_link"))
+        keys = link;
+    json_t *b = json_pack("{ss}", "type", type);
+    if (keys) {
+        pick(b, c, keys);
+    } else if (!strcmp(type, "resource") && json_is_object(json_object_get(c, "resource"))) {
+        json_t *r = json_object();
+        pick(r, json_object_get(c, "resource"), res);
+        json_object_set_new(b, "resource", r);
+        pick(b, c, (const char *const[]){"annotations", "_meta", NULL});
+    } else {
+        json_decref(b);
+        char *s = json_dumps(c, JSON_COMPACT);
+        b = text_block(s ? s : "");
+        free(s);
+    }
     return b;
 }
 
