@@ -27,6 +27,21 @@ static int failing_commit(acp_store *st, const char *now)
     return real_ops->commit(st, now);
 }
 
+static bool fail_all; /* every create and list fails too */
+
+static int failing_create(acp_store *st, const acp_store_session *s)
+{
+    if (fail_all) return acp_store_fail(st, ACP_ESTORE, "database is locked (injected)");
+    return real_ops->create(st, s);
+}
+
+static int failing_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                        acp_store_list_cb cb, void *user, char **next_cursor)
+{
+    if (fail_all) return acp_store_fail(st, ACP_ESTORE, "database is locked (injected)");
+    return real_ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
+}
+
 /* --- harness ---------------------------------------------------------------------------------- */
 
 typedef struct h {
@@ -130,6 +145,9 @@ static int setup(void **state)
     real_ops = x->st->ops;
     wrapped_ops = *real_ops;
     wrapped_ops.commit = failing_commit;
+    wrapped_ops.create = failing_create;
+    wrapped_ops.list = failing_list;
+    fail_all = false;
     x->st->ops = &wrapped_ops;
     fail_commits = false;
     x->msgs = json_array();
@@ -564,6 +582,30 @@ static void test_list_pages(void **state)
     json_decref(r);
 }
 
+/* Store failures on requests are -32603 naming the store, and nothing half-exists. */
+static void test_store_down(void **state)
+{
+    h *x = *state;
+    init(x);
+    fail_all = true;
+    json_t *r = request(x, 1, "session/new", "{\"cwd\":\"/tmp\",\"mcpServers\":[]}");
+    assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
+    assert_string_equal(error_message(r),
+                        "session store unavailable: database is locked (injected)");
+    json_decref(r);
+    assert_int_equal(acp_agent_session_count(x->a), 0);
+    r = request(x, 2, "session/list", "{}");
+    assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
+    assert_string_equal(error_message(r),
+                        "session store unavailable: database is locked (injected)");
+    json_decref(r);
+    fail_all = false;
+    r = request(x, 3, "session/list", "{}");
+    assert_int_equal(
+        json_array_size(json_object_get(json_object_get(last(r), "result"), "sessions")), 0);
+    json_decref(r);
+}
+
 /* Cancelling a turn sends $/cancel_request for its outstanding client requests. */
 static void test_cancel_cancels_calls(void **state)
 {
@@ -654,6 +696,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_busy_cancel_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_cancels_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_big, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
