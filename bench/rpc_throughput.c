@@ -10,8 +10,9 @@
  *                                   writer (output taken every 1024 messages and dropped)
  *   rpc_throughput writer N         emits N session/update on stdout through the rt transport,
  *                                   respecting its back-pressure
- *   rpc_throughput reader           counts session/update arriving on stdin (rt transport);
- *                                   the rate runs from the first message to EOF
+ *   rpc_throughput reader [tree]    counts session/update arriving on stdin (rt transport);
+ *                                   the rate runs from the first message to EOF; with `tree`
+ *                                   the handler also parses each one's params with jansson
  * Each prints one line of key=value figures. Not part of libacp. */
 #include <signal.h>
 #include <stdio.h>
@@ -149,6 +150,7 @@ typedef struct {
     acp_conn *conn;
     acp_transport *t;
     long n, sent, got;
+    int tree;
     double t0, c0;
     int done;
 } pipe_state;
@@ -200,6 +202,7 @@ static int writer(long n)
 static void on_update(acp_conn *c, acp_msg *m, void *user)
 {
     pipe_state *s = user;
+    if (s->tree && !acp_msg_params(m)) fail("params did not parse");
     if (s->got++ == 0) {
         s->t0 = clock_s(CLOCK_MONOTONIC);
         s->c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
@@ -215,11 +218,11 @@ static void reader_eof(acp_transport *t, void *user)
     acp_transport_close(t, closed, s);
 }
 
-static int reader(void)
+static int reader(int tree)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    pipe_state s = {0};
+    pipe_state s = {.tree = tree};
     s.conn = acp_conn_new(NULL);
     if (!s.conn || acp_conn_on(s.conn, "session/update", NULL, on_update, &s) != 0)
         fail("acp_conn_new failed");
@@ -244,7 +247,7 @@ int main(int argc, char **argv)
         return inproc(n, argc > 3 && !strcmp(argv[3], "tree"));
     if (argc > 1 && !strcmp(argv[1], "emit")) return emit(n);
     if (argc > 1 && !strcmp(argv[1], "writer")) return writer(n);
-    if (argc > 1 && !strcmp(argv[1], "reader")) return reader();
-    fprintf(stderr, "usage: rpc_throughput inproc N [tree] | emit N | writer N | reader\n");
+    if (argc > 1 && !strcmp(argv[1], "reader")) return reader(argc > 2 && !strcmp(argv[2], "tree"));
+    fprintf(stderr, "usage: rpc_throughput inproc N [tree] | emit N | writer N | reader [tree]\n");
     return 2;
 }

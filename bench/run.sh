@@ -109,6 +109,11 @@ bench_rpc() {
     t=$($T writer 300000 2>>"$LOG" | $T reader 2>>"$LOG"); out "    $t"
     out
     row "rpc through a pipe, two processes, msgs/s" "$(fmt "$(kv "$c" msgs_per_s)")" "$(fmt "$(kv "$t" msgs_per_s)")" "$(ratio "$(kv "$c" msgs_per_s)" "$(kv "$t" msgs_per_s)")" "≥ 5x"
+    out "    \$ build/bench/rpc_throughput writer 1000000 | build/bench/rpc_throughput reader tree"
+    ct=$("$R" writer 1000000 2>>"$LOG" | "$R" reader tree 2>>"$LOG")
+    out "    $ct"
+    out
+    row "rpc through a pipe, reader parses every params with jansson, msgs/s" "$(fmt "$(kv "$ct" msgs_per_s)")" "$(fmt "$(kv "$t" msgs_per_s)")" "$(ratio "$(kv "$ct" msgs_per_s)" "$(kv "$t" msgs_per_s)")" "≥ 5x"
 }
 
 # --- issue 3: agent benchmarks ----------------------------------------------------------
