@@ -173,7 +173,7 @@ static void on_unknown(acp_conn *c, acp_req *req, void *user)
  * finished shutting down (their done callbacks still point at us). */
 void agent_maybe_free(acp_agent *a)
 {
-    if (!a->freeing || a->handles_open || a->closing_mcp) return;
+    if (!a->freeing || a->handles_open || a->closing_mcp || a->tr) return;
     acp_conn_free(a->conn);
     json_decref(a->client_caps);
     acp_buf_free(&a->scratch);
@@ -260,7 +260,11 @@ size_t acp_agent_session_count(const acp_agent *a)
 static void transport_closed(void *user)
 {
     acp_agent *a = user;
-    a->tr = NULL;
+    a->tr = NULL; /* it borrowed our conn until now */
+    if (a->freeing) {
+        agent_maybe_free(a);
+        return;
+    }
     if (!a->done_called) {
         a->done_called = true;
         if (a->opts.on_done) a->opts.on_done(a, a->opts.user);
@@ -304,8 +308,10 @@ void acp_agent_free(acp_agent *a)
         s->dirty = false;
         session_release(s, 0, "");
     }
-    if (a->tr && !a->transport_closing) acp_transport_close(a->tr, NULL, NULL);
-    a->tr = NULL;
+    if (a->tr && !a->transport_closing) {
+        a->transport_closing = true;
+        acp_transport_close(a->tr, transport_closed, a);
+    }
     uv_close((uv_handle_t *)&a->pump, handle_closed);
     uv_close((uv_handle_t *)&a->flusher, handle_closed);
 }
