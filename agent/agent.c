@@ -247,7 +247,8 @@ bool acp_agent_client_has(const acp_agent *a, const char *path)
         v = json_is_object(v) ? json_object_get(v, part) : NULL;
         path += n + (path[n] == '.');
     }
-    return json_is_true(v);
+    /* Boolean capabilities are true; marker capabilities ({} means supported) are objects. */
+    return json_is_true(v) || json_is_object(v);
 }
 
 size_t acp_agent_session_count(const acp_agent *a)

@@ -58,7 +58,7 @@ struct acp_session {
     acp_session *dnext;       /* dirty list */
     bool dirty;               /* has appends not yet committed: its output is held */
     enum sess_state state;
-    char id[80];
+    char *id;
     char *id_json; /* the id as a JSON string literal, for envelopes */
     acp_roots *roots;
     char *add_dirs; /* additionalDirectories as JSON array text */

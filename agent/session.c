@@ -104,8 +104,9 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
     if (!s) goto nomem;
     s->a = a;
     s->roots = roots;
-    snprintf(s->id, sizeof s->id, "%s", id);
+    s->id = strdup(id);
     acp_buf b = {0};
+    if (!s->id) goto nomem;
     if (acp_json_escape(&b, s->id, strlen(s->id)) || !acp_buf_cstr(&b)) {
         acp_buf_free(&b);
         goto nomem;
@@ -182,6 +183,7 @@ void session_free(acp_session *s)
     acp_roots_free(s->roots);
     free(s->add_dirs);
     free(s->id_json);
+    free(s->id);
     free(s);
 }
 

@@ -103,8 +103,9 @@ acp_store *acp_agent_store(const acp_agent *a);
 /* The client's initialize params.clientCapabilities (borrowed; an empty object before
  * initialize). */
 const json_t *acp_agent_client_caps(const acp_agent *a);
-/* True when the client advertised a boolean capability at a dotted path, e.g.
- * "fs.readTextFile", "fs.writeTextFile", "terminal". */
+/* True when the client advertised the capability at a dotted path: a boolean that is true
+ * ("fs.readTextFile", "fs.writeTextFile", "terminal") or a marker object ("elicitation.form",
+ * "session.notices"). Omitted and null are unsupported (the spec's rule). */
 bool acp_agent_client_has(const acp_agent *a, const char *path);
 /* Number of active (open) sessions. */
 size_t acp_agent_session_count(const acp_agent *a);
@@ -177,11 +178,12 @@ void acp_turn_on_writable(acp_turn *t, void (*cb)(acp_turn *t, void *user), void
 
 /* Client calls on behalf of the turn. sessionId is added to params (an object, stolen; NULL
  * means {}). Methods gated by a client capability (fs/read_text_file: fs.readTextFile,
- * fs/write_text_file: fs.writeTextFile, terminal methods: terminal) fail with ACP_ENOTSUP when it
- * was not advertised. cb gets status 0 and the result (borrowed for the call), or ACP_EPROTO
- * with the client's error message, or ACP_ECLOSED. When the turn is cancelled the call gets
- * $/cancel_request (cb still runs with whatever the client answers); when the turn is
- * force-ended cb never runs. */
+ * fs/write_text_file: fs.writeTextFile, terminal methods: terminal, elicitation/create:
+ * elicitation.<mode>) fail with ACP_ENOTSUP when it was not advertised; nothing is sent.
+ * cb gets status 0 and the result (borrowed for the call), or ACP_EPROTO with the client's
+ * error message, or ACP_ECLOSED (the connection ended). When the turn is cancelled, each call
+ * still outstanding gets $/cancel_request and cb runs with whatever the client answers; once
+ * the turn has ended (by any means) its outstanding calls are forgotten and cb never runs. */
 typedef void (*acp_turn_call_cb)(acp_turn *t, int status, const json_t *result, const char *error,
                                  void *user);
 int acp_turn_call(acp_turn *t, const char *method, json_t *params, acp_turn_call_cb cb, void *user);
