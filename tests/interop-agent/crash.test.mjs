@@ -2,11 +2,10 @@
 // a session/new response means the session is stored, two agent processes share one store file.
 // Spec: issue 3 "The store" (durability rule, several processes on one file), seed 000 "Loading
 // Sessions ... persistence across restarts and sharing sessions between different Client instances".
-import test from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { tempDir, rawAgent, sdkAgent, normalize, listAll, textOf } from "./lib.mjs";
+import { test, tempDir, rawAgent, sdkAgent, normalize, listAll, textOf } from "./lib.mjs";
 
 // The store file is SQLite (issue 3): after a crash it must pass integrity_check before anyone reopens it.
 function integrityOk(store) {

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, realpathSync, mkdirSync, writeFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
+import nodeTest from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
 
 import { validate, unknownKeys } from "./schema.mjs";
@@ -66,6 +67,10 @@ export const AGENT = process.env.ACP_AGENT ?? join(BUILD, "acp-agent");
 
 // Generous: a loaded 2-core machine running ASan builds. These guard against hangs, they do not measure.
 export const EXIT_TIMEOUT_MS = 60_000;
+const TEST_TIMEOUT_MS = Number(process.env.ACP_TEST_TIMEOUT_MS ?? 240_000);
+
+/** node:test's test() with a guard timeout, so an agent that never answers fails one test, not the file. */
+export const test = (name, fn) => nodeTest(name, { timeout: TEST_TIMEOUT_MS }, fn);
 
 /** A fresh temp dir (realpath'd, so root-set comparisons are exact), removed after the test. */
 export function tempDir(t, prefix = "acp-itest-") {
@@ -166,7 +171,7 @@ async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
   clearTimeout(guard);
   const tail = st.stderr.slice(-4000);
   assert.deepEqual(st.stray, [], "stdout carried something that is not a JSON-RPC message");
-  assert.deepEqual(violations.slice(0, 10), [], "messages from the agent that break the v1 schema or the client's capabilities");
+  assert.deepEqual(violations.slice(0, 10), [], "messages from the agent that break the v1 schema, the client's capabilities or turn order");
   assert.equal(ex.signal, null, `agent died by ${ex.signal}; stderr:\n${tail}`);
   assert.equal(ex.code, expectCode, `agent exit code ${ex.code} (66 = sanitizer/leak report); stderr:\n${tail}`);
   return ex;
@@ -175,6 +180,37 @@ async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
 async function kill9(st) {
   st.proc.kill("SIGKILL");
   await st.exit;
+}
+
+// Ordering invariant checked on every connection: history updates (CONVERSATION kinds) of a session
+// arrive only while a session/prompt or session/load of that session is unanswered, i.e. every turn's
+// updates precede its response and every replayed update precedes the load response.
+function turnTracker(violations) {
+  const pending = new Map(); // request id key -> sessionId
+  const open = new Map(); // sessionId -> unanswered prompt/load count
+  const done = new Map(); // sessionId -> seq of the last prompt/load response
+  return {
+    done,
+    sent(msg) {
+      if ((msg.method === "session/prompt" || msg.method === "session/load") && typeof msg.params?.sessionId === "string") {
+        pending.set(JSON.stringify(msg.id), msg.params.sessionId);
+        open.set(msg.params.sessionId, (open.get(msg.params.sessionId) ?? 0) + 1);
+      }
+    },
+    received(msg, seq) {
+      if (!("method" in msg) && "id" in msg) {
+        const sid = pending.get(JSON.stringify(msg.id));
+        if (sid === undefined) return;
+        pending.delete(JSON.stringify(msg.id));
+        open.set(sid, open.get(sid) - 1);
+        done.set(sid, seq);
+      } else if (msg.method === "session/update" && CONVERSATION.has(msg.params?.update?.sessionUpdate)) {
+        const sid = msg.params.sessionId;
+        if (!open.get(sid))
+          violations.push(`${msg.params.update.sessionUpdate} for ${sid} outside any prompt turn or load replay (after its response?)`);
+      }
+    },
+  };
 }
 
 /** Default answers a client gives to agent→client requests; tests override per agent. */
@@ -210,10 +246,12 @@ export function sdkAgent(t, opts) {
   let controller;
   const readable = new ReadableStream({ start: (c) => (controller = c) });
   const fsCaps = opts.fs ? { readTextFile: true, writeTextFile: true, ...opts.fs.caps } : {};
+  h.turns = turnTracker(h.violations);
   h.st = spawnAgent(t, opts, (line, msg) => {
     const seq = h.msgs.length;
     h.msgs.push({ seq, msg });
     h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id)), fsCaps));
+    h.turns.received(msg, seq);
     if (msg.method === "session/update" && isObj(msg.params)) {
       const e = { seq, sessionId: msg.params.sessionId, update: msg.params.update };
       h.all.push(e);
@@ -230,6 +268,7 @@ export function sdkAgent(t, opts) {
   const writable = new WritableStream({
     write(msg) {
       if ("id" in msg && "method" in msg) h.sent.set(JSON.stringify(msg.id), msg.method);
+      h.turns.sent(msg);
       if (!h.st.exited) h.st.proc.stdin.write(JSON.stringify(msg) + "\n");
     },
   });
@@ -279,7 +318,9 @@ export function sdkAgent(t, opts) {
     const before = (h.bySession.get(sid) ?? []).length;
     const prompt = typeof text === "string" ? [{ type: "text", text }] : text;
     const response = await h.request("session/prompt", { sessionId: sid, prompt });
-    const updates = (h.bySession.get(sid) ?? []).slice(before).map((e) => e.update);
+    // the tap runs ahead of the SDK: keep what arrived before the response line
+    const respSeq = h.turns.done.get(sid);
+    const updates = (h.bySession.get(sid) ?? []).slice(before).filter((e) => e.seq < respSeq).map((e) => e.update);
     return { response, stopReason: response.stopReason, updates };
   };
   h.end = async (o) => {
@@ -305,10 +346,12 @@ export function rawAgent(t, opts) {
   const h = { lines: [], waiters: [], responses: new Map(), nextId: 1, permission: opts.permission ?? "allow", held: [] };
   h.violations = [];
   h.sent = new Map();
+  h.turns = turnTracker(h.violations);
   h.st = spawnAgent(t, opts, (raw, msg) => {
     const e = { seq: h.lines.length, raw, msg };
     h.lines.push(e);
     h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id))));
+    h.turns.received(msg, e.seq);
     if ("id" in msg && !("method" in msg)) {
       const key = JSON.stringify(msg.id);
       const w = h.responses.get(key);
@@ -350,6 +393,7 @@ export function rawAgent(t, opts) {
     h.sent.set(JSON.stringify(id), method);
     const m = { jsonrpc: "2.0", id, method };
     if (params !== undefined) m.params = params;
+    h.turns.sent(m);
     h.send(m);
     return p;
   };

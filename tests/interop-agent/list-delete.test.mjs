@@ -2,10 +2,9 @@
 // correct while sessions come and go, malformed cursors, delete semantics (idempotent, active session,
 // history gone from disk). Spec: session-list.mdx, session-delete.mdx (seed 003), REQUIREMENTS §6.8,
 // §6.13; issue 3 "session/list", "session/delete".
-import test from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { tempDir, makeDir, sdkAgent, rawAgent, listAll, clockPast, storeBytes, ISO8601 } from "./lib.mjs";
+import { test, tempDir, makeDir, sdkAgent, rawAgent, listAll, clockPast, storeBytes, ISO8601 } from "./lib.mjs";
 
 async function list(a, params = {}) {
   const r = await a.request("session/list", params);

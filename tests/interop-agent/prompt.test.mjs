@@ -2,11 +2,10 @@
 // /plan, /write with and without the client's fs, permission outcomes, a 20 MB prompt, two sessions at
 // once. Spec: prompt-turn.mdx, cancellation.mdx, file-system.mdx, tool-calls.mdx (REQUIREMENTS §6.9,
 // §6.10, §8, §9.1-9.3); issue 3 "acp-agent".
-import test from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { existsSync, readFileSync } from "node:fs";
-import { tempDir, makeDir, sdkAgent, rawAgent, textOf, normalize, userMsg, listAll, clockPast, ISO8601 } from "./lib.mjs";
+import { test, tempDir, makeDir, sdkAgent, rawAgent, textOf, normalize, userMsg, listAll, clockPast, ISO8601 } from "./lib.mjs";
 
 const chunks = (updates) => updates.filter((u) => u.sessionUpdate === "agent_message_chunk");
 const failedTool = (updates) =>

@@ -1,51 +1,68 @@
 // Session setup of acp-agent, driven by the official TypeScript SDK (and a raw client for byte order):
 // session/new, session/load, session/resume, session/close, additional workspace roots, the root set.
 //
-// Every MUST / SHOULD of the two seed pages, mapped to the test that would fail if it broke.
-// (file: w = wire.test.mjs, s = session.test.mjs, p = prompt.test.mjs, l = list-delete.test.mjs,
-//  c = crash.test.mjs). "client rule" = a duty of the Client; the agent-side counterpart is tested.
+// Every MUST / SHOULD of the two seed pages, mapped to the test(s) that would fail if it broke
+// (w = wire.test.mjs, s = session.test.mjs, p = prompt.test.mjs, l = list-delete.test.mjs,
+// c = crash.test.mjs; test names are exact). "client rule" = a duty of the Client: the agent-side
+// counterpart (the capability it advertises, or its answer to a client that breaks the rule) is tested.
 //
-// | seed sentence (000 session-setup / 003 session-delete)                           | test                                                    |
-// |----------------------------------------------------------------------------------|---------------------------------------------------------|
-// | Clients MUST complete initialization before creating a session (client rule)      | w "request before initialize -> error response ..."     |
-// | Agent MUST respond with a unique Session ID                                       | s "session/new: 200 ids, all distinct, 128 random bits" |
-// | Clients MUST verify loadSession before session/load (client rule)                 | w "initialize: capabilities exactly as issue 3 lists"   |
-// | loadSession false/absent -> Clients MUST NOT call session/load (client rule)      | w "initialize: capabilities ..." (loadSession: true)    |
-// | Clients MUST call session/load with sessionId, mcpServers, cwd                    | s "session/load: unknown id -> -32002; missing params -> -32602" |
-// | Agent MUST replay the entire conversation as session/update                       | s "session/load replays the entire conversation in order" |
-// |   (user message replayed as user_message_chunk with messageId; messageIds unique) | s "session/load replays ..." , c "kill -9 mid-/stream"  |
-// | When all entries are streamed the Agent MUST respond to session/load              | s "session/load: byte order on stdout ..."              |
-// | Client can continue prompting as if never interrupted                             | s "session/load in a fresh agent process ..."           |
-// | Clients MUST verify sessionCapabilities.resume (client rule)                      | w "initialize: capabilities ..." (resume: {})           |
-// | Clients MUST call session/resume with id, MCP servers, cwd                        | s "session/resume: no update before ... then a prompt works" |
-// | Agent MUST NOT replay history on session/resume before responding                 | s "session/resume: no update before ..."                |
-// | resume response MAY include modes/config (MAY: not tested)                         | -                                                       |
-// | Clients MUST verify sessionCapabilities.close (client rule)                       | w "initialize: capabilities ..." (close: {})            |
-// | Agent MUST cancel ongoing work as if session/cancel, then free resources          | s "session/close during /sleep ..."                     |
-// | close responds with an empty result object                                        | s "session/close during /sleep ..."                     |
-// | Agents MAY error for a session that does not exist / is not active                | s "session/close during /sleep ..." (prompt after close errors) |
-// | each additionalDirectories entry MUST be an absolute path                         | s "session/new: invalid additionalDirectories -> -32602" |
-// | omitting / empty array activates no additional roots                              | s "session/new: additionalDirectories omitted/empty ..." |
-// | on load/resume omitted roots are NOT restored implicitly                          | s "load/resume: stored roots are not re-activated ..."  |
-// | Clients MUST only send additionalDirectories when advertised (client rule)        | w "initialize: capabilities ..." (additionalDirectories: {}) |
-// | cwd MUST be an absolute path                                                      | s "session/new: relative cwd -> -32602 naming the cwd"  |
-// | cwd MUST be used regardless of where the Agent subprocess was spawned             | s "cwd is the base for relative paths, not the agent's own cwd" |
-// | cwd MUST remain the base for relative-path resolution                             | s "cwd is the base for relative paths ..."              |
-// | cwd MUST be part of the effective root set                                        | s "root set: cwd and additional dirs readable ..."      |
-// | root set SHOULD be the boundary for file-system tool operations                   | s "root set: outside, .., symlink escapes refused" ; p "/write outside the root set ..." |
-// | All Agents MUST support the stdio MCP transport                                   | s "mcpServers: a stdio server is accepted; env never stored" |
-// | new Agents SHOULD support HTTP MCP transport                                      | s "mcpServers: http accepted iff advertised"            |
-// | Clients MUST verify http/sse capability before using them (client rule)           | s "mcpServers: http accepted iff advertised"            |
-// | Agents SHOULD connect to all MCP servers specified                                | s "mcpServers: /mcp reports every server" (skipped until /mcp exists) |
-// | 003: Clients MUST initialize and verify delete capability (client rule)           | w "initialize: capabilities ..." (delete: {})           |
-// | 003: delete omitted/null -> Clients MUST NOT call (client rule); {} = supported   | w "initialize: capabilities ..."                        |
-// | 003: on success the Agent returns an empty result                                 | l "session/delete: {} ; gone from list ; load -32002"   |
-// | 003: deleted sessions no longer appear in future session/list results             | l "session/delete: {} ; gone from list ..." , l "pagination ..." |
-// | 003: deleting an already-deleted / never-existing session SHOULD succeed silently | l "session/delete: unknown id and twice succeed (raw)"  |
-// | 003: soft or hard delete (issue 3: history removed from disk)                     | l "session/delete removes the history from disk"        |
-// | 003: load on a deleted session impl-defined (issue 3: -32002)                     | l "session/delete: {} ; gone from list ; load -32002"   |
-// | 003: deleting an active session impl-defined (issue 3: closes it, prompt cancelled)| l "session/delete during /sleep ..."                   |
-import test from "node:test";
+// 000 session-setup
+// | sentence                                                                  | test                                                                         |
+// |---------------------------------------------------------------------------|------------------------------------------------------------------------------|
+// | Clients MUST complete initialization before creating a session (client)   | w "request before initialize -> error response; initialize still works afterwards" |
+// | The Agent MUST respond with a unique Session ID                           | s "session/new: 200 ids, all distinct, 128 random bits"                      |
+// | Clients MUST check loadSession before session/load (client)               | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | loadSession false/absent: Clients MUST NOT call session/load (client)     | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | Clients MUST call session/load with sessionId, mcpServers, cwd (client)   | s "session/load: unknown id -> -32002; missing params -> -32602"             |
+// | The Agent MUST replay the entire conversation as session/update           | s "session/load replays the entire conversation in order, user messages with messageId (SDK)" |
+// |                                                                           | s "session/load in a fresh agent process (persistence), then prompting continues the conversation" |
+// |                                                                           | p "a 20 MB prompt is echoed back whole, and replays whole after a restart"   |
+// |                                                                           | c "kill -9 mid-/stream: every update the client received is in the replay after restart" |
+// | replayed messageIds are opaque, unique per message                        | s "session/load replays the entire conversation in order, user messages with messageId (SDK)" |
+// | When all entries are streamed, the Agent MUST respond to session/load     | s "session/load: byte order on stdout, every replayed update before the response (raw)" |
+// | The Client can then continue prompting as if never interrupted            | s "session/load in a fresh agent process (persistence), then prompting continues the conversation" |
+// | Clients MUST check sessionCapabilities.resume (client)                    | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | Clients MUST call session/resume with id, MCP servers, cwd (client)       | s "session/resume: no update before the response (byte level), then a prompt works" |
+// | Agent MUST NOT replay history via session/update before the resume reply  | s "session/resume: no update before the response (byte level), then a prompt works" |
+// | resume response MAY include modes/config (MAY)                            | (schema check of every ResumeSessionResponse in lib.mjs)                     |
+// | Clients MUST check sessionCapabilities.close (client)                     | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | Clients MUST call session/close with the session ID (client)              | l "session/delete: unknown id and twice succeed silently (raw: the SDK would hide -32002)" (close of a stored session) |
+// | Agent MUST cancel ongoing work as if session/cancel, then free resources  | s "session/close during /sleep: prompt answers cancelled, close {}, still listed and loadable" |
+// | On success the Agent responds with an empty result object                 | s "session/close during /sleep: prompt answers cancelled, close {}, still listed and loadable" |
+// | Agents MAY error for a session that does not exist / is not active        | s "session/close during /sleep: ..." (a prompt to the closed session errors) |
+// | each additionalDirectories entry MUST be an absolute path                 | s "session/new: invalid additionalDirectories -> -32602, nothing created"    |
+// |                                                                           | s "session/load: unknown id -> -32002; missing params -> -32602" (on load)   |
+// | omitting the field / [] activates no additional roots                     | s "session/new: valid additionalDirectories are reported by session/list; omitted/empty report none" |
+// | load/resume: full list again; omitted/[] does not restore stored roots    | s "load/resume: stored roots are not re-activated when omitted; session/list reports the new roots" |
+// | Clients MUST only send additionalDirectories when advertised (client)     | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | cwd MUST be an absolute path                                              | s "session/new: relative cwd -> -32602 naming the cwd; missing mcpServers -> -32602" |
+// | cwd MUST be used regardless of where the Agent subprocess was spawned     | s "cwd is the base for relative paths, not the agent's own cwd (local and via client fs)" |
+// | cwd MUST remain the base for relative-path resolution                     | s "cwd is the base for relative paths, not the agent's own cwd (local and via client fs)" |
+// |                                                                           | s "root set: cwd and additional dirs readable; outside, .., symlink escapes refused" (relative x.txt) |
+// | cwd MUST be part of the session's effective root set                      | s "root set: cwd and additional dirs readable; outside, .., symlink escapes refused" |
+// |                                                                           | s "a root that is itself a symlink: files inside it are readable, escapes still refused" |
+// | the root set SHOULD bound file-system tool operations                     | s "root set: cwd and additional dirs readable; outside, .., symlink escapes refused" |
+// |                                                                           | p "/write outside the root set (absolute, .., symlinked dir): refused, nothing written" |
+// | Clients MAY include MCP servers (MAY)                                     | s "mcpServers: a stdio server is accepted; env values never stored"          |
+// | All Agents MUST support the stdio transport                               | s "mcpServers: a stdio server is accepted; env values never stored"          |
+// | new Agents SHOULD support the HTTP transport                              | s "mcpServers: http accepted iff advertised" (advertised only when real)     |
+// | Clients MUST check http/sse capabilities before using them (client)       | s "mcpServers: http accepted iff advertised"                                 |
+// | Agents SHOULD connect to all MCP servers specified by the Client          | s "mcpServers: /mcp reports every server" (skips until /mcp exists)          |
+//
+// 003 session-delete
+// | Clients MUST initialize and check sessionCapabilities.delete (client)     | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | delete omitted/null: Clients MUST NOT call; {} means supported (client)   | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
+// | On success the Agent returns an empty result                              | l "session/delete: {} ; gone from list (also after a restart) ; load -> -32002 ; prompt refused" |
+// | Deleted sessions no longer appear in future session/list results          | l "session/delete: {} ; gone from list (also after a restart) ; load -> -32002 ; prompt refused" |
+// |                                                                           | l "session/list pagination over 300 sessions with creations and deletions between pages" |
+// |                                                                           | c "two agent processes on one store: create/list/load/delete across them; both prompting one session" |
+// | Deleting an already-deleted / never-existing session SHOULD succeed       | l "session/delete: unknown id and twice succeed silently (raw: the SDK would hide -32002)" |
+// | soft or hard delete (issue 3: hard, history removed from disk)            | l "session/delete removes the history from disk (the store no longer holds a unique marker)" |
+// | session/load on a deleted session: impl-defined (issue 3: -32002)         | l "session/delete: {} ; gone from list (also after a restart) ; load -> -32002 ; prompt refused" |
+// | deleting an active session: impl-defined (issue 3: closes it first)       | l "session/delete during /sleep: the prompt answers cancelled, then the session is gone" |
+//
+// Every message the agent writes in every test is also validated against the v1 JSON Schema and for
+// custom fields outside _meta (lib.mjs schemaCheck), and every agent must exit 0 at EOF (ASan: 66).
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { symlinkSync, readFileSync } from "node:fs";
@@ -60,6 +77,7 @@ import {
   storeBytes,
   SOURCE,
   CONVERSATION,
+  test,
 } from "./lib.mjs";
 
 const isHistory = (u) => CONVERSATION.has(u.sessionUpdate);
@@ -525,19 +543,28 @@ test("mcpServers: a stdio server is accepted; env values never stored", async (t
   assert.equal(typeof sid, "string");
   const r = await a.prompt(sid, "hi");
   assert.equal(r.stopReason, "end_turn");
+  await a.request("session/close", { sessionId: sid });
+  const secret2 = "SECRET-ON-LOAD-77aa0c";
+  await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [everything("ev", secret2)] });
   await a.end();
-  assert.ok(!storeBytes(store).includes(secret), "an MCP env value was written to the store");
+  const bytes = storeBytes(store);
+  assert.ok(!bytes.includes(secret), "an MCP env value was written to the store");
+  assert.ok(!bytes.includes(secret2), "an MCP env value sent on load was written to the store");
+  assert.ok(!a.st.stderr.includes(secret) && !a.st.stderr.includes(secret2), "an MCP env value was logged");
 });
 
 test("mcpServers: http accepted iff advertised", async (t) => {
   const dir = tempDir(t);
   const a = rawAgent(t, { store: join(dir, "sessions.db") });
   const caps = (await a.init()).agentCapabilities;
-  const http = { type: "http", name: "h", url: "http://127.0.0.1:9/mcp", headers: [] };
+  const secret = "Bearer HEADER-SECRET-19fe22";
+  const http = { type: "http", name: "h", url: "http://127.0.0.1:9/mcp", headers: [{ name: "Authorization", value: secret }] };
   const r = await a.request("session/new", { cwd: dir, mcpServers: [http] });
   if (!caps.mcpCapabilities?.http) assert.ok(r.error, `http server accepted although mcpCapabilities.http is not advertised: ${JSON.stringify(r)}`);
   else t.diagnostic(`http advertised; session/new with an unreachable http server -> ${JSON.stringify(r).slice(0, 200)}`);
   await a.end();
+  assert.ok(!a.st.stderr.includes(secret), "an HTTP header value was logged");
+  assert.ok(!storeBytes(join(dir, "sessions.db")).includes(secret), "an HTTP header value was written to the store");
 });
 
 test("mcpServers: /mcp reports every server", async (t) => {

@@ -2,12 +2,11 @@
 // raw NDJSON client sees on the wire (ids echoed byte-exact, malformed input, batches, unknown methods,
 // requests before initialize, EOF mid-turn). Spec: REQUIREMENTS.md §1-§6.1, transports.mdx,
 // initialization.mdx, extensibility.mdx; issue 3 "initialize".
-import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { existsSync } from "node:fs";
-import { AGENT, tempDir, rawAgent, sdkAgent } from "./lib.mjs";
+import { test, AGENT, tempDir, rawAgent, sdkAgent } from "./lib.mjs";
 
 const SESSION_CAPS = ["additionalDirectories", "close", "delete", "list", "resume"];
 
