@@ -15,14 +15,35 @@ static const char usage[] =
     "An ACP agent on stdin/stdout (logs on stderr) with the built-in echo engine.\n"
     "Sessions persist in the store: an SQLite file path (default\n"
     "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
-    "or a postgresql:// URI.\n"
+    "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
+    "MCP servers stopped, everything committed; exit status 0.\n"
     "\n"
     "Echo engine: a prompt is echoed back; commands: /stream N BYTES, /sleep MS,\n"
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON.\n";
 
+struct prog {
+    int verbose;
+    acp_agent *agent;
+    uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+};
+
 static void log_line(const char *line, void *user)
 {
-    if (*(const int *)user) fprintf(stderr, "acp-agent: %s\n", line);
+    if (((struct prog *)user)->verbose) fprintf(stderr, "acp-agent: %s\n", line);
+}
+
+/* SIGTERM / SIGINT end the agent like EOF does: turns cancelled, MCP servers stopped (no
+ * orphans), everything committed and flushed. */
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct prog *p = h->data;
+    acp_agent_shutdown(p->agent);
+}
+
+static void on_done(acp_agent *a, void *user)
+{
+    struct prog *p = user;
+    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
 }
 
 static char *default_store(void)
@@ -43,7 +64,7 @@ static char *default_store(void)
 int main(int argc, char **argv)
 {
     const char *where = NULL;
-    int verbose = 1;
+    struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
@@ -56,7 +77,7 @@ int main(int argc, char **argv)
         } else if (!strncmp(argv[i], "--store=", 8)) {
             where = argv[i] + 8;
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
-            verbose = strcmp(argv[++i], "quiet") != 0;
+            prog.verbose = strcmp(argv[++i], "quiet") != 0;
         } else {
             fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
             return 2;
@@ -88,13 +109,21 @@ int main(int argc, char **argv)
     acp_engine eng;
     echo_engine(&eng);
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
-    acp_agent_opts opts = {.on_log = log_line, .user = &verbose, .mcp_http = true, .mcp_sse = true};
+    acp_agent_opts opts = {
+        .on_log = log_line, .on_done = on_done, .user = &prog, .mcp_http = true, .mcp_sse = true};
     acp_agent *a = NULL;
     int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
     if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
     if (rc) {
         fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
     } else {
+        prog.agent = a;
+        int signums[2] = {SIGTERM, SIGINT};
+        for (int i = 0; i < 2; i++) {
+            uv_signal_init(&loop, &prog.sigs[i]);
+            prog.sigs[i].data = &prog;
+            uv_signal_start(&prog.sigs[i], on_signal, signums[i]);
+        }
         uv_run(&loop, UV_RUN_DEFAULT);
     }
     if (a) acp_agent_free(a);
