@@ -300,8 +300,12 @@ static void ended(stream *st, mcp_http *h, int result, long status)
         return;
     }
     if (status == 404 && t->session_id) {
-        stream_free(st);
-        mcp_server_fail(s, "the server ended the MCP session (HTTP 404)");
+        /* The MCP session is gone (the server restarted, or expired it): every stream
+         * belongs to it, and a new one starts with a new initialize. */
+        free(t->session_id);
+        t->session_id = NULL;
+        while (t->streams) stream_free(t->streams);
+        mcp_server_reinit(s, "the server ended the MCP session (HTTP 404)");
         return;
     }
     if (st->sse) {

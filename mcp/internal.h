@@ -66,6 +66,7 @@ struct mcp_server {
     bool listing, relist;
     bool initialized;
     bool stopping, stopped;
+    bool restarting; /* inside mcp_server_reinit(): answers resolving now are not failures */
     uv_timer_t connect_timer;
     struct acp_mcp_call *rpcs; /* requests in flight */
     int64_t next_token;
@@ -89,6 +90,10 @@ void mcp_server_fail(mcp_server *s, const char *fmt, ...) __attribute__((format(
 /* A FAILED server's reason is replaced by a more precise one (the exit status that followed
  * the end of its output). No effect otherwise. */
 void mcp_server_amend(mcp_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The server forgot our MCP session (Streamable HTTP: 404 to a request carrying its id): the
+ * requests in flight fail and the handshake starts again on a fresh connection; the transport
+ * has already dropped the session id. A server that was not READY fails instead. */
+void mcp_server_reinit(mcp_server *s, const char *why);
 /* One complete JSON-RPC message text from the peer (no newline needed). */
 void mcp_server_recv(mcp_server *s, const char *msg, size_t n);
 /* A request we sent can no longer be answered (its HTTP exchange failed): id is its JSON id

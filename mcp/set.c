@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "acp/version.h"
 #include "mcp/curl_uv.h"
@@ -269,7 +270,7 @@ static void list_tools(mcp_server *srv, const char *cursor);
 static void on_tools_list(acp_mcp_call *c, acp_msg *m)
 {
     mcp_server *srv = c->srv;
-    if (srv->status == ACP_MCP_FAILED || srv->status == ACP_MCP_CLOSED) {
+    if (srv->status == ACP_MCP_FAILED || srv->status == ACP_MCP_CLOSED || srv->restarting) {
         json_decref(srv->paging);
         srv->paging = NULL;
         srv->listing = false;
@@ -342,7 +343,7 @@ static void list_tools(mcp_server *srv, const char *cursor)
 static void on_initialize(acp_mcp_call *c, acp_msg *m)
 {
     mcp_server *srv = c->srv;
-    if (srv->status != ACP_MCP_CONNECTING) return;
+    if (srv->status != ACP_MCP_CONNECTING || srv->restarting) return;
     if (acp_msg_is_error(m)) {
         if (acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED) return; /* the failure says why */
         mcp_server_fail(srv, "initialize failed: %s (%d)", acp_msg_error_message(m),
@@ -552,6 +553,59 @@ static void on_conn_output(acp_conn *conn, void *user)
     if (srv->ops->on_output && !srv->stopping) srv->ops->on_output(srv);
 }
 
+/* The server's JSON-RPC connection, with what we serve registered. NULL on ENOMEM. */
+static acp_conn *make_conn(mcp_server *srv)
+{
+    acp_conn_opts co = {.cancel_method = "notifications/cancelled",
+                        .on_output = on_conn_output,
+                        .on_log = on_conn_log,
+                        .user = srv};
+    acp_conn *c = acp_conn_new(&co);
+    if (c && (acp_conn_on(c, "roots/list", on_roots_list, NULL, srv) ||
+              acp_conn_on(c, "ping", on_ping, NULL, srv) ||
+              acp_conn_on(c, "notifications/tools/list_changed", NULL, on_list_changed, srv) ||
+              acp_conn_on(c, "notifications/progress", NULL, on_progress, srv))) {
+        acp_conn_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+void mcp_server_reinit(mcp_server *srv, const char *why)
+{
+    if (srv->status != ACP_MCP_READY) {
+        mcp_server_fail(srv, "%s", why);
+        return;
+    }
+    mcp_server_log(srv, "%s: starting a new MCP session", why);
+    srv->status = ACP_MCP_CONNECTING;
+    set_reason(srv, strdup(why)); /* what calls in flight report */
+    srv->restarting = true;
+    acp_conn_eof(srv->conn);
+    srv->restarting = false;
+    acp_conn *fresh = make_conn(srv);
+    if (!fresh) {
+        mcp_server_fail(srv, "out of memory");
+        return;
+    }
+    acp_conn_free(srv->conn);
+    srv->conn = fresh;
+    srv->initialized = false;
+    srv->listing = srv->relist = false;
+    json_decref(srv->paging);
+    srv->paging = NULL;
+    free(srv->protocol);
+    srv->protocol = NULL;
+    json_decref(srv->caps);
+    srv->caps = NULL;
+    json_decref(srv->info);
+    srv->info = NULL;
+    changed(srv);
+    if (srv->status != ACP_MCP_CONNECTING) return; /* closed from the callback */
+    uv_timer_start(&srv->connect_timer, on_connect_timeout, srv->set->opts.connect_timeout_ms, 0);
+    mcp_server_open(srv);
+}
+
 /* --- building a set ------------------------------------------------------------------- */
 
 static char *errf(size_t i, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -693,12 +747,24 @@ static int configure_http(mcp_server *srv, const json_t *e)
     srv->headers = strv_new(nh);
     srv->secrets = strv_new(nh);
     if (!srv->url || !srv->headers || !srv->secrets) return ACP_ENOMEM;
+    /* The transport owns the headers that carry the protocol itself; a client's copy (the
+     * seed page's example sends Content-Type) would be a duplicate the server may refuse. */
+    static const char *const owned[] = {"Accept",         "Content-Type",         "Content-Length",
+                                        "Mcp-Session-Id", "MCP-Protocol-Version", "Last-Event-ID"};
+    size_t kept = 0;
     for (size_t k = 0; k < nh; k++) {
         json_t *p = json_array_get(hs, k);
+        const char *name = json_string_value(json_object_get(p, "name"));
         const char *v = json_string_value(json_object_get(p, "value"));
-        if (!(srv->headers[k] = fmt("%s: %s", json_string_value(json_object_get(p, "name")), v)))
-            return ACP_ENOMEM;
-        if (!(srv->secrets[k] = strdup(v))) return ACP_ENOMEM;
+        bool skip = false;
+        for (size_t o = 0; o < sizeof owned / sizeof *owned; o++)
+            skip |= !strcasecmp(name, owned[o]);
+        if (skip) {
+            mcp_server_log(srv, "header %s not sent as given: the transport sets it", name);
+            continue;
+        }
+        if (!(srv->headers[kept] = fmt("%s: %s", name, v))) return ACP_ENOMEM;
+        if (!(srv->secrets[kept++] = strdup(v))) return ACP_ENOMEM;
     }
     return 0;
 }
@@ -783,21 +849,9 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
         srv->next_token = 1;
         uv_timer_init(loop, &srv->connect_timer);
         srv->connect_timer.data = srv;
-        acp_conn_opts co = {.cancel_method = "notifications/cancelled",
-                            .on_output = on_conn_output,
-                            .on_log = on_conn_log,
-                            .user = srv};
-        srv->conn = acp_conn_new(&co);
+        srv->conn = make_conn(srv);
         if (!srv->name || !srv->tools || !srv->conn) rc = ACP_ENOMEM;
         if (rc == 0) rc = srv->kind == MCP_STDIO ? configure_stdio(srv, e) : configure_http(srv, e);
-        if (rc == 0)
-            rc = acp_conn_on(srv->conn, "roots/list", on_roots_list, NULL, srv) ||
-                         acp_conn_on(srv->conn, "ping", on_ping, NULL, srv) ||
-                         acp_conn_on(srv->conn, "notifications/tools/list_changed", NULL,
-                                     on_list_changed, srv) ||
-                         acp_conn_on(srv->conn, "notifications/progress", NULL, on_progress, srv)
-                     ? ACP_ENOMEM
-                     : 0;
         srv->stopped = true; /* until started: nothing to stop */
     }
     if (rc) {

@@ -81,6 +81,25 @@ static void start_server(uv_loop_t *loop, server *s, const char *mode, const cha
     await_output(loop, s, ready);
 }
 
+/* tests/mcp/http-fake.mjs picks its own port and prints it. */
+static void start_fake(uv_loop_t *loop, server *s)
+{
+    memset(s, 0, sizeof *s);
+    char *argv[] = {NODE_BIN, SRC_DIR "/tests/mcp/http-fake.mjs", NULL};
+    char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    acp_proc_opts o = {.file = NODE_BIN,
+                       .argv = argv,
+                       .env = env,
+                       .pipe_stderr = true,
+                       .on_stderr = on_output,
+                       .on_exit = on_exit_cb,
+                       .user = s};
+    char *err = NULL;
+    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+    await_output(loop, s, "\n");
+    assert_int_equal(sscanf(s->out, "listening on %d", &s->port), 1);
+}
+
 static void stop_server(uv_loop_t *loop, server *s)
 {
     bool done = false;
@@ -177,10 +196,60 @@ static void legacy_sse(void **state)
     free(json);
 }
 
+typedef struct ready_wait {
+    bool ready;
+} ready_wait;
+
+static void on_ready(acp_mcp_set *s, size_t i, void *user)
+{
+    if (acp_mcp_server_status(s, i, NULL) == ACP_MCP_READY) ((ready_wait *)user)->ready = true;
+}
+
+/* The server forgets the MCP session (404 to its id): the call in flight fails, a new
+ * session is initialized, and calls work again. */
+static void session_expiry(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    server srv;
+    start_fake(&loop, &srv);
+    ready_wait rw = {0};
+    acp_mcp_opts o = {.http = true, .on_change = on_ready, .user = &rw};
+    char *json = h_fmt("[{\"type\":\"http\",\"name\":\"f\",\"url\":\"http://127.0.0.1:%d/mcp\","
+                       "\"headers\":[{\"name\":\"Content-Type\",\"value\":\"text/plain\"}]}]",
+                       srv.port);
+    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    h_wait(&loop, set);
+    assert_int_equal(acp_mcp_server_status(set, 0, NULL), ACP_MCP_READY);
+    h_call c;
+    /* A client Content-Type would clash with the transport's own: it is not sent. */
+    assert_string_equal(h_call_sync(&loop, set, "f", "echo", "{\"message\":\"one\"}", &c),
+                        "one (session 1)");
+    h_call_clear(&c);
+    assert_string_equal(h_call_sync(&loop, set, "f", "forget", "{}", &c), "forgotten");
+    h_call_clear(&c);
+    rw.ready = false;
+    h_call_sync(&loop, set, "f", "echo", "{\"message\":\"lost\"}", &c);
+    assert_int_equal(c.status, ACP_ECLOSED);
+    assert_non_null(strstr(c.error, "HTTP 404"));
+    h_call_clear(&c);
+    h_run_until(&loop, &rw.ready);
+    assert_string_equal(h_call_sync(&loop, set, "f", "echo", "{\"message\":\"two\"}", &c),
+                        "two (session 2)");
+    h_call_clear(&c);
+    h_close(&loop, set);
+    /* The new session was ended with DELETE at close. */
+    await_output(&loop, &srv, "DELETE session-2");
+    stop_server(&loop, &srv);
+    h_loop_end(&loop);
+    free(json);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {cmocka_unit_test(streamable_http),
-                                       cmocka_unit_test(legacy_sse)};
+                                       cmocka_unit_test(legacy_sse),
+                                       cmocka_unit_test(session_expiry)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,44 @@
+// A Streamable HTTP MCP server on 127.0.0.1 (the port is printed on stderr) built from the MCP
+// TypeScript SDK, for what server-everything does not do: its `forget` tool drops the MCP
+// session, as a restarted server would, so the next request carrying the old Mcp-Session-Id
+// gets 404 (server-everything answers 400 there). `echo` says which session answered.
+import http from 'node:http';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+let sessions = 0;
+let transport;
+let forget = false;
+
+async function fresh() {
+  const server = new McpServer({ name: 'http-fake', version: '1.0.0' });
+  server.registerTool('echo', { inputSchema: { message: z.string() } }, async ({ message }) => ({
+    content: [{ type: 'text', text: `${message} (session ${sessions})` }],
+  }));
+  server.registerTool('forget', { inputSchema: {} }, async () => {
+    forget = true; // after this answer: the next request finds no session
+    return { content: [{ type: 'text', text: 'forgotten' }] };
+  });
+  const n = ++sessions;
+  transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => `session-${n}` });
+  await server.connect(transport);
+}
+
+await fresh();
+const srv = http.createServer(async (req, res) => {
+  if (forget) {
+    forget = false;
+    await fresh();
+  }
+  const sid = req.headers['mcp-session-id'];
+  console.error(`${req.method} ${sid ?? '(no session)'}`);
+  if (sid && sid !== `session-${sessions}`) {
+    // What the SDK's transport answers for a session it does not know, once initialized.
+    res.writeHead(404, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+    return;
+  }
+  await transport.handleRequest(req, res);
+});
+srv.listen(0, '127.0.0.1', () => console.error(`listening on ${srv.address().port}`));
