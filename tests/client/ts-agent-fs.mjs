@@ -4,7 +4,9 @@
 // in, and the string "$T" in params stands for the terminalId of the last terminal/create.
 // The reply is one agent_message_chunk whose text is the JSON array of outcomes:
 // {"ok": true, "result": ...} or {"ok": false, "code": N, "message": "..."}.
+// {"method": "$waitfile", "path": P} waits until file P exists (a terminal's command started).
 // The turn stops with "cancelled" when session/cancel arrived during it.
+import { existsSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -27,6 +29,13 @@ const app = acp
     let term;
     for (const call of calls) {
       try {
+        if (call.method === "$waitfile") {
+          // Waits (polling) until a file exists: a terminal's command has got going.
+          while (!existsSync(call.path)) await new Promise((r) => setTimeout(r, 10));
+          out.push({ ok: true });
+          continue;
+        }
+        if (process.env.ACP_TEST_DEBUG) console.error("ts-agent-fs:", call.method);
         const p = { sessionId: params.sessionId, ...subst(call.params ?? {}, term) };
         const result = await client.request(call.method, p);
         if (call.method === "terminal/create") term = result.terminalId;
@@ -47,3 +56,4 @@ const app = acp
 
 const conn = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
 await conn.closed;
+process.exit(0); // pending timers must not keep an orphaned agent alive

@@ -28,11 +28,16 @@ const app = acp
   .onRequest("session/prompt", async ({ params, client }) => {
     record("session/prompt", params);
     const text = params.prompt.map((b) => b.text ?? "").join("");
-    // An update kind from the future, with unknown fields: the client must pass it raw.
-    await client.notify("session/update", {
-      sessionId: params.sessionId,
-      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text }, futureField: 1 },
-    });
+    const send = (update) => client.notify("session/update", { sessionId: params.sessionId, update });
+    if (text === "future") {
+      // An update kind from the future: the client must hand it to the application raw.
+      await send({ sessionUpdate: "future_kind", payload: [1, 2, 3] });
+    } else if (text.startsWith("big ")) {
+      await send({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "x".repeat(Number(text.slice(4))) } });
+    } else {
+      // Unknown fields: the client must ignore them and pass them through raw.
+      await send({ sessionUpdate: "agent_message_chunk", content: { type: "text", text }, futureField: 1 });
+    }
     return { stopReason: cancelled.delete(params.sessionId) ? "cancelled" : "end_turn" };
   })
   .onNotification("session/cancel", ({ params }) => {
@@ -47,3 +52,4 @@ const app = acp
 
 const conn = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
 await conn.closed;
+process.exit(0); // pending timers must not keep an orphaned agent alive

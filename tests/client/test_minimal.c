@@ -1,0 +1,196 @@
+/* The client against an agent written with the official TypeScript SDK that advertises no
+ * optional capability: every gated call fails locally with ACP_ENOTSUP naming the capability,
+ * and the agent's record of what it received proves nothing forbidden was sent. Also: ids as
+ * opaque strings, unknown update kinds and fields passed raw, a 32 MiB update. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+
+typedef struct fixture {
+    char record[256];
+    acp_client *c;
+    seen k;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->record, sizeof f->record, "/tmp/acp-test-minimal-%d.jsonl", (int)getpid());
+    unlink(f->record);
+    setenv("ACP_RECORD", f->record, 1);
+    acp_client_opts o = {
+        .argv = node_agent("ts-agent-minimal.mjs"), .on_update = seen_update, .user = &f->k};
+    char *err = NULL;
+    int rc = acp_client_open(&o, &f->c, &err);
+    if (rc) fprintf(stderr, "open: %s\n", err);
+    free(err);
+    assert_int_equal(rc, 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    acp_client_free(f->c);
+    acp_buf_free(&f->k.text);
+    unlink(f->record);
+    free(f);
+    return 0;
+}
+
+static void expect_enotsup(acp_client *c, int rc, const char *cap)
+{
+    assert_int_equal(rc, ACP_ENOTSUP);
+    if (!strstr(acp_client_errmsg(c), cap))
+        fail_msg("message '%s' lacks '%s'", acp_client_errmsg(c), cap);
+}
+
+/* What the agent received, as one string of its recorded lines. */
+static char *record_text(fixture *f)
+{
+    acp_client_free(f->c); /* the agent has flushed its record once it exited */
+    f->c = NULL;
+    FILE *fp = fopen(f->record, "r");
+    assert_non_null(fp);
+    acp_buf b = {0};
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
+    fclose(fp);
+    acp_buf_cstr(&b);
+    return b.data;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+static void test_refusals(void **state)
+{
+    fixture *f = *state;
+    acp_client *c = f->c;
+    for (int cap = ACP_CAP_LOAD_SESSION; cap <= ACP_CAP_PROMPT_RESOURCE; cap++)
+        assert_false(acp_client_supports(c, (acp_agent_cap)cap));
+
+    const char *dirs[] = {"/tmp", NULL};
+    acp_session_opts with_dirs = {.cwd = "/tmp", .add_dirs = dirs};
+    acp_client_session *s = NULL;
+    expect_enotsup(c, acp_client_session_new(c, &with_dirs, &s),
+                   "sessionCapabilities.additionalDirectories");
+    assert_null(s);
+    json_t *http = json_pack("[{s:s, s:s, s:s, s:[]}]", "type", "http", "name", "h", "url",
+                             "http://127.0.0.1:9/mcp", "headers");
+    json_t *sse = json_pack("[{s:s, s:s, s:s, s:[]}]", "type", "sse", "name", "e", "url",
+                            "http://127.0.0.1:9/sse", "headers");
+    acp_session_opts with_http = {.cwd = "/tmp", .mcp_servers = http};
+    acp_session_opts with_sse = {.cwd = "/tmp", .mcp_servers = sse};
+    expect_enotsup(c, acp_client_session_new(c, &with_http, &s), "mcpCapabilities.http");
+    expect_enotsup(c, acp_client_session_new(c, &with_sse, &s), "mcpCapabilities.sse");
+    json_decref(http);
+    json_decref(sse);
+
+    acp_session_opts plain = {.cwd = "/tmp"};
+    assert_int_equal(acp_client_session_new(c, &plain, &s), 0);
+    assert_string_equal(acp_client_session_id(s), "1000"); /* a string, though numeric */
+
+    acp_client_session *s2 = NULL;
+    expect_enotsup(c, acp_client_session_load(c, "1000x", &plain, &s2), "loadSession");
+    expect_enotsup(c, acp_client_session_resume(c, "1000x", &plain, &s2),
+                   "sessionCapabilities.resume");
+    assert_null(s2);
+    expect_enotsup(c, acp_client_session_close(s), "sessionCapabilities.close");
+    expect_enotsup(c, acp_client_close_id(c, "1000"), "sessionCapabilities.close");
+    json_t *list = NULL;
+    expect_enotsup(c, acp_client_list(c, NULL, NULL, &list), "sessionCapabilities.list");
+    assert_null(list);
+    expect_enotsup(c, acp_client_delete(c, "1000"), "sessionCapabilities.delete");
+    expect_enotsup(c, acp_client_session_set_mode(s, "fast"), "modes");
+    expect_enotsup(c, acp_client_session_set_config(s, "model", "x"), "configOptions");
+    json_t *image =
+        json_pack("[{s:s, s:s, s:s}]", "type", "image", "data", "AAAA", "mimeType", "image/png");
+    const char *stop = NULL;
+    expect_enotsup(c, acp_client_session_prompt_blocks(s, image, &stop),
+                   "promptCapabilities.image");
+    json_decref(image);
+
+    /* The handle survived the refused close, and still prompts. */
+    assert_int_equal(acp_client_session_prompt(s, "hello", &stop), 0);
+    assert_string_equal(stop, "end_turn");
+    acp_buf_cstr(&f->k.text);
+    assert_string_equal(f->k.text.data, "hello");
+
+    char *rec = record_text(f);
+    assert_int_equal(count(rec, "\"method\":\"initialize\""), 1);
+    assert_int_equal(count(rec, "\"method\":\"session/new\""), 1);
+    assert_int_equal(count(rec, "\"method\":\"session/prompt\""), 1);
+    assert_int_equal(count(rec, "\"method\":"), 3);
+    assert_null(strstr(rec, "additionalDirectories"));
+    assert_null(strstr(rec, "\"http\""));
+    assert_null(strstr(rec, "\"sse\""));
+    /* Our clientInfo and the capabilities we did not enable. */
+    assert_non_null(strstr(rec, "\"readTextFile\":false"));
+    assert_non_null(strstr(rec, "\"terminal\":false"));
+    free(rec);
+}
+
+static void test_raw_updates(void **state)
+{
+    fixture *f = *state;
+    acp_client_session *s;
+    acp_session_opts plain = {.cwd = "/tmp"};
+    assert_int_equal(acp_client_session_new(f->c, &plain, &s), 0);
+    const char *stop;
+    assert_int_equal(acp_client_session_prompt(s, "future", &stop), 0);
+    assert_int_equal(f->k.other, 1);
+    assert_string_equal(f->k.last_kind, "\"future_kind\"");
+
+    /* A 32 MiB update arrives whole. */
+    char big[32];
+    snprintf(big, sizeof big, "big %d", 32 << 20);
+    assert_int_equal(acp_client_session_prompt(s, big, &stop), 0);
+    assert_true(f->k.biggest > (size_t)(32 << 20));
+    assert_int_equal(f->k.text.len, (size_t)(32 << 20));
+    assert_int_equal(f->k.updates, 2);
+    assert_int_equal(f->k.replayed, 0);
+}
+
+static void test_agent_gone(void **state)
+{
+    /* An agent that does not exist: a sentence, no crash, no leak. */
+    acp_client_opts o = {.command = "/nonexistent/agent --flag"};
+    acp_client *c = NULL;
+    char *err = NULL;
+    assert_int_not_equal(acp_client_open(&o, &c, &err), 0);
+    assert_null(c);
+    assert_non_null(strstr(err, "/nonexistent/agent"));
+    free(err);
+    /* An agent that exits at once. */
+    acp_client_opts o2 = {.command = "/bin/true"};
+    assert_int_equal(acp_client_open(&o2, &c, &err), ACP_ECLOSED);
+    assert_non_null(strstr(err, "exited"));
+    free(err);
+    /* Unclosed quote. */
+    acp_client_opts o3 = {.command = "node 'x"};
+    assert_int_equal(acp_client_open(&o3, &c, &err), ACP_EINVAL);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_updates, setup, teardown),
+        cmocka_unit_test(test_agent_gone),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
