@@ -53,10 +53,15 @@ void acp_agent_new_id(const char *prefix, char *buf)
     buf[p + 32] = '\0';
 }
 
+/* Held output counts: within one loop turn everything a session produces is held, so without
+ * it a producer would see room until the turn ends, however much it wrote. */
 bool agent_writable(const acp_agent *a)
 {
-    if (a->tr) return acp_transport_writable(a->tr);
-    return acp_conn_out_len(a->conn) < AGENT_HIGH_WATER;
+    if (a->held >= AGENT_HIGH_WATER) return false;
+    if (a->tr)
+        return acp_transport_writable(a->tr) &&
+               acp_transport_queued(a->tr) + a->held < AGENT_HIGH_WATER;
+    return acp_conn_out_len(a->conn) + a->held < AGENT_HIGH_WATER;
 }
 
 static void pump_cb(uv_idle_t *h)
@@ -69,8 +74,10 @@ static void pump_cb(uv_idle_t *h)
         return;
     }
     if (!agent_writable(a)) {
-        /* With a transport, on_drain restarts us; without one the embedder drains. */
-        if (a->tr) {
+        /* When the transport itself is full its on_drain restarts us; held bytes alone leave
+         * with this turn's flush, so then we just look again next turn. Without a transport
+         * the embedder drains. */
+        if (a->tr && !acp_transport_writable(a->tr)) {
             uv_idle_stop(&a->pump);
             a->pump_on = false;
         }

@@ -100,6 +100,7 @@ struct acp_agent {
     bool pump_on, flusher_on;
     int handles_open;
 
+    size_t held;     /* bytes in every session's hold buffer */
     acp_buf scratch; /* for building one update */
     acp_buf line;    /* one envelope, or a replay step */
 

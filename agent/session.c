@@ -245,6 +245,7 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     acp_agent *a = s->a;
     s->dirty = false;
     if (!commit_rc && s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
+    a->held -= s->hold.len;
     s->hold.len = 0;
     if (s->hold.cap > 64 * 1024) {
         /* Keep idle sessions small: a big burst should not pin its buffer. */
@@ -279,7 +280,7 @@ int session_emit(acp_session *s, const char *json, size_t n, bool persist)
         agent_mark_dirty(a, s);
     }
     acp_buf *b = s->dirty ? &s->hold : &a->line;
-    size_t idn = strlen(s->id_json);
+    size_t idn = strlen(s->id_json), before = b->len;
     if (acp_buf_reserve(b, sizeof env_prefix + idn + 12 + n + 4)) return ACP_ENOMEM;
     acp_buf_append(b, env_prefix, sizeof env_prefix - 1);
     acp_buf_append(b, s->id_json, idn);
@@ -291,6 +292,7 @@ int session_emit(acp_session *s, const char *json, size_t n, bool persist)
         b->len = 0;
         return rc;
     }
+    a->held += b->len - before;
     return 0;
 }
 

@@ -340,9 +340,11 @@ int acp_turn_call(acp_turn *t, const char *method, json_t *params, acp_turn_call
     p->user = user;
     /* Held with the session's updates when some are uncommitted: requests must not overtake
      * the updates that explain them. */
+    size_t before = s->hold.len;
     if (s->dirty) acp_conn_redirect(a->conn, &s->hold);
     rc = acp_conn_call(a->conn, method, params, call_done, p, &p->call);
     acp_conn_redirect(a->conn, NULL);
+    a->held += s->hold.len - before;
     if (rc) {
         free(p);
         return rc;

@@ -55,7 +55,26 @@ typedef struct h {
     int cancels;
     int call_rc, call_status; /* acp_turn_call's return; status given to its callback */
     bool call_done;
+    int flood_left; /* 64 KiB chunks the "flood" turn still has to send */
 } h;
+
+#define FLOOD_CHUNK (64 * 1024)
+
+static void flood_more(acp_turn *t, void *user)
+{
+    h *x = user;
+    static char chunk[FLOOD_CHUNK];
+    memset(chunk, 'f', sizeof chunk);
+    /* Produce only while the output has room, then wait to be called back. */
+    while (x->flood_left > 0 && acp_turn_writable(t)) {
+        assert_int_equal(acp_turn_text(t, NULL, "m", chunk, sizeof chunk), 0);
+        x->flood_left--;
+    }
+    if (x->flood_left)
+        acp_turn_on_writable(t, flood_more, x);
+    else
+        acp_turn_end(t, "end_turn");
+}
 
 static void call_cb(acp_turn *t, int status, const json_t *result, const char *error, void *user)
 {
@@ -90,6 +109,9 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         }
         free(big);
         acp_turn_end(t, "end_turn");
+    } else if (text && sscanf(text, "flood %d", &n) == 1) {
+        x->flood_left = n;
+        acp_turn_on_writable(t, flood_more, x);
     } else if (text && !strcmp(text, "call")) {
         /* fs/read_text_file was not advertised by the client: refused before anything is sent */
         assert_int_equal(
@@ -582,6 +604,45 @@ static void test_list_pages(void **state)
     json_decref(r);
 }
 
+/* A producer that respects acp_turn_writable() never lets unsent output grow much past the
+ * high-water mark, however much it has to send; draining lets it finish. */
+static void test_backpressure(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[300];
+    new_session(x, id);
+    snprintf(p, sizeof p,
+             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"flood 640\"}]}}",
+             id);
+    send_line(x, "%s", p); /* 40 MiB to send */
+    acp_conn *c = acp_agent_conn(x->a);
+    for (int i = 0; i < 50; i++) {
+        uv_run(&x->loop, UV_RUN_NOWAIT);
+        acp_agent_flush(x->a);
+    }
+    size_t queued = acp_conn_out_len(c);
+    assert_true(queued >= (4u << 20));                         /* it filled the output... */
+    assert_true(queued < (4u << 20) + 2 * FLOOD_CHUNK + 4096); /* ...and stopped there */
+    assert_true(x->flood_left > 0);
+    /* Drain like a reader would; the response ends the output. */
+    size_t total = 0;
+    bool answered = false;
+    for (int i = 0; i < 10000 && !answered; i++) {
+        uv_run(&x->loop, UV_RUN_NOWAIT);
+        acp_agent_flush(x->a);
+        size_t n;
+        char *out = acp_conn_out_take(c, &n);
+        total += n;
+        answered = out && n > 40 && strstr(out + n - 60 > out ? out + n - 60 : out, "\"id\":5,");
+        free(out);
+    }
+    assert_true(answered);
+    assert_int_equal(x->flood_left, 0);
+    assert_true(total >= 640u * FLOOD_CHUNK);
+}
+
 /* Store failures on requests are -32603 naming the store, and nothing half-exists. */
 static void test_store_down(void **state)
 {
@@ -697,6 +758,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_cancels_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_big, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
