@@ -596,10 +596,10 @@ static int cmd_sessions(app *a, int argc, char **argv)
     } else if (n == 0) {
         fprintf(stderr, "no sessions%s%s\n", cwd ? " in " : "", cwd ? cwd : "");
     } else {
-        printf("%-34s  %-24s  %-30s  %s\n", "ID", "UPDATED", "TITLE", "CWD");
+        printf("%-38s  %-24s  %-30s  %s\n", "ID", "UPDATED", "TITLE", "CWD");
         for (size_t i = 0; i < n; i++) {
             const char *t = json_string_value(json_object_get(v[i], "title"));
-            printf("%-34s  %-24s  %-30.30s  %s\n",
+            printf("%-38s  %-24s  %-30.30s  %s\n",
                    or (json_string_value(json_object_get(v[i], "sessionId")), "?"),
                    or (json_string_value(json_object_get(v[i], "updatedAt")), "-"), t ? t : "-",
                    or (json_string_value(json_object_get(v[i], "cwd")), ""));
@@ -714,6 +714,7 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     int ch;
     char *cwd_abs = NULL;
+    opterr = 0; /* our own one-line messages */
     while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         switch (ch) {
         case O_AGENT:

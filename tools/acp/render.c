@@ -118,7 +118,18 @@ void render_update(render *r, const acp_update *u)
     json_t *j = json_loadb(u->update.p, u->update.n, 0, &err);
     if (!j) return;
     if (text_kind) {
-        if (k != r->last) {
+        /* A new message starts when the kind changes or the messageId does. */
+        const char *mid = json_string_value(json_object_get(j, "messageId"));
+        bool new_msg = k != r->last || (mid && strcmp(mid, r->last_msg) != 0);
+        snprintf(r->last_msg, sizeof r->last_msg, "%s", mid ? mid : "");
+        if (new_msg && k == r->last && k == ACP_UPDATE_USER_MESSAGE_CHUNK) {
+            fputs(col(r, RESET), r->out);
+            r->at_bol = false;
+            render_eol(r);
+            fprintf(r->out, "%s> ", col(r, BOLD));
+        } else if (new_msg && k == r->last && k == ACP_UPDATE_AGENT_MESSAGE_CHUNK) {
+            render_eol(r);
+        } else if (k != r->last) {
             render_eol(r);
             if (k == ACP_UPDATE_USER_MESSAGE_CHUNK) fprintf(r->out, "%s> ", col(r, BOLD));
             if (r->last == ACP_UPDATE_USER_MESSAGE_CHUNK) fputc('\n', r->out);

@@ -15,7 +15,8 @@ typedef struct render {
     bool show_user;   /* print user messages (history) */
     bool skip_replay; /* drop updates that are session/load replay */
     acp_update_kind last;
-    json_t *tools; /* toolCallId -> title */
+    char last_msg[128]; /* messageId of the last message chunk, "" when none */
+    json_t *tools;      /* toolCallId -> title */
 } render;
 
 void render_init(render *r, FILE *out, bool json);
