@@ -965,6 +965,17 @@ void acp_mcp_set_close(acp_mcp_set *s, void (*done)(void *user), void *user)
     for (size_t i = 0; i < s->n; i++) {
         mcp_server *srv = &s->servers[i];
         srv->status = ACP_MCP_CLOSED;
+        /* Tool calls in flight are cancelled on the wire (a stdio server still reads what
+         * was queued before its stdin closes), then everything else ends with the conn. */
+        for (acp_mcp_call *c = srv->rpcs; c;) {
+            if (c->on_result || !c->call) {
+                c = c->next;
+                continue;
+            }
+            c->local = ACP_ECLOSED;
+            acp_conn_abandon(srv->conn, c->call, ACP_RPC_CONN_CLOSED, "the MCP session is closing");
+            c = srv->rpcs; /* the list changed under us */
+        }
         if (srv->conn) acp_conn_eof(srv->conn); /* calls in flight end with ACP_ECLOSED */
         if (!srv->stopping && !srv->stopped) {
             srv->stopping = true;

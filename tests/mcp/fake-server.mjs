@@ -27,7 +27,7 @@ if (mode === 'silent') {
   };
   // One secret-looking line and many more lines than the client will pass on.
   if (process.env.FAKE_SECRET) console.error(`token is ${process.env.FAKE_SECRET}!`);
-  for (let i = 0; i < 500; i++) console.error(`chatter ${i}`);
+  if (process.env.FAKE_CHATTER) for (let i = 0; i < 500; i++) console.error(`chatter ${i}`);
   rl.on('line', async (line) => {
     const m = JSON.parse(line);
     if (m.id !== undefined && !m.method) {
@@ -35,7 +35,10 @@ if (mode === 'silent') {
       pending.delete(m.id);
       return;
     }
-    if (m.method === 'notifications/cancelled') seen.cancelled = m.params.requestId;
+    if (m.method === 'notifications/cancelled') {
+      seen.cancelled = m.params.requestId;
+      console.error(`cancelled request ${m.params.requestId}`);
+    }
     if (m.method === 'notifications/roots/list_changed') seen.rootsChanged = (seen.rootsChanged || 0) + 1;
     if (m.id === undefined) return;
     switch (m.method) {

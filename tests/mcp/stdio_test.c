@@ -176,7 +176,9 @@ static void fake_protocol(void **state)
     fk_ctx ctx = {0};
     h_log log = {0};
     acp_mcp_opts o = {.on_log = h_on_log, .on_change = on_six, .user = &ctx};
-    char *srv = fake("fk", "paged", "[{\"name\":\"FAKE_SECRET\",\"value\":\"s3cr3t-value\"}]");
+    char *srv = fake("fk", "paged",
+                     "[{\"name\":\"FAKE_SECRET\",\"value\":\"s3cr3t-value\"},"
+                     "{\"name\":\"FAKE_CHATTER\",\"value\":\"1\"}]");
     char *json = h_fmt("[%s]", srv);
     const char *roots[] = {"/work/x", "/srv/y"};
     acp_mcp_set *s = h_open(&loop, json, &o, roots, 2);
@@ -372,7 +374,8 @@ static void teardown_no_process(void **state)
     uv_loop_init(&loop);
     char *a = everything("a", NULL), *b = fake("b", "paged", NULL);
     char *json = h_fmt("[%s,%s]", a, b);
-    acp_mcp_opts o = {.kill_grace_ms = 300};
+    h_log log = {0};
+    acp_mcp_opts o = {.kill_grace_ms = 300, .on_log = h_on_log, .user = &log};
     acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
     h_wait(&loop, s);
     int pids[16];
@@ -393,6 +396,11 @@ static void teardown_no_process(void **state)
         assert_int_equal(errno, ESRCH);
     }
     h_loop_end(&loop);
+    /* The call in flight was cancelled on the wire before the server's stdin closed. */
+    assert_non_null(log.text);
+    assert_non_null(strstr(log.text, "b: stderr: cancelled request"));
+    assert_non_null(strstr(c2.error, "closing"));
+    free(log.text);
     h_call_clear(&c1);
     h_call_clear(&c2);
     free(a);
