@@ -107,9 +107,29 @@ static void stop_server(uv_loop_t *loop, server *s)
     h_run_until(loop, &done);
 }
 
-static void exercise(uv_loop_t *loop, acp_mcp_set *set, const char *name)
+typedef struct ctx {
+    h_log log; /* first: h_on_log takes the same user pointer */
+    bool roots_tool;
+} ctx;
+
+/* get-roots-list is registered after initialize and announced with list_changed (on the GET
+ * stream, or the SSE stream): the re-list shows it. */
+static void on_change(acp_mcp_set *s, size_t i, void *user)
+{
+    for (size_t t = 0; t < acp_mcp_tool_count(s, i); t++)
+        if (!strcmp(acp_mcp_tool_name(s, i, t), "get-roots-list")) ((ctx *)user)->roots_tool = true;
+}
+
+static void exercise(uv_loop_t *loop, acp_mcp_set *set, const char *name, ctx *cx)
 {
     h_call c;
+    /* A request from the server (roots/list) answered over HTTP. */
+    h_run_until(loop, &cx->roots_tool);
+    const char *roots = h_call_sync(loop, set, name, "get-roots-list", "{}", &c);
+    assert_int_equal(c.status, 0);
+    assert_non_null(strstr(roots, "file:///srv/proj%20one"));
+    h_call_clear(&c);
+
     const char *text = h_call_sync(loop, set, name, "echo", "{\"message\":\"over http\"}", &c);
     assert_int_equal(c.status, 0);
     assert_string_equal(text, "Echo: over http");
@@ -129,14 +149,15 @@ static void streamable_http(void **state)
     uv_loop_init(&loop);
     server srv;
     start_server(&loop, &srv, "streamableHttp", "listening on port");
-    h_log log = {0};
-    acp_mcp_opts o = {.http = true, .on_log = h_on_log, .user = &log};
+    ctx cx = {0};
+    acp_mcp_opts o = {.http = true, .on_log = h_on_log, .on_change = on_change, .user = &cx};
+    const char *roots[] = {"/srv/proj one"};
     char *json = h_fmt("[{\"type\":\"http\",\"name\":\"web\",\"url\":\"http://127.0.0.1:%d/mcp\","
                        "\"headers\":[{\"name\":\"X-Api-Key\",\"value\":\"" SECRET "\"}]},"
                        "{\"type\":\"http\",\"name\":\"dead\",\"url\":\"http://127.0.0.1:1/mcp\","
                        "\"headers\":[]}]",
                        srv.port);
-    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    acp_mcp_set *set = h_open(&loop, json, &o, roots, 1);
     h_wait(&loop, set);
     const char *why = NULL;
     assert_int_equal(acp_mcp_server_status(set, 0, &why), ACP_MCP_READY);
@@ -145,7 +166,7 @@ static void streamable_http(void **state)
     assert_true(acp_mcp_tool_count(set, 0) > 5);
     assert_int_equal(acp_mcp_server_status(set, 1, &why), ACP_MCP_FAILED);
     assert_non_null(strstr(why, "initialize failed"));
-    exercise(&loop, set, "web");
+    exercise(&loop, set, "web", &cx);
     /* The GET stream was opened with the session id. */
     if (!strstr(srv.out, "Establishing new SSE stream for session")) fail_msg("%s", srv.out);
 
@@ -166,8 +187,8 @@ static void streamable_http(void **state)
     await_output(&loop, &srv, "Received session termination request");
     stop_server(&loop, &srv);
     h_loop_end(&loop);
-    assert_true(log.text == NULL || strstr(log.text, SECRET) == NULL);
-    free(log.text);
+    assert_true(cx.log.text == NULL || strstr(cx.log.text, SECRET) == NULL);
+    free(cx.log.text);
     free(json);
 }
 
@@ -177,22 +198,26 @@ static void legacy_sse(void **state)
     uv_loop_init(&loop);
     server srv;
     start_server(&loop, &srv, "sse", "Server is running on port");
-    acp_mcp_opts o = {.sse = true};
+    ctx cx = {0};
+    acp_mcp_opts o = {.sse = true, .on_log = h_on_log, .on_change = on_change, .user = &cx};
+    const char *roots[] = {"/srv/proj one"};
     char *json =
         h_fmt("[{\"type\":\"sse\",\"name\":\"old\",\"url\":\"http://127.0.0.1:%d/sse\","
               "\"headers\":[{\"name\":\"Authorization\",\"value\":\"Bearer " SECRET "\"}]}]",
               srv.port);
-    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    acp_mcp_set *set = h_open(&loop, json, &o, roots, 1);
     h_wait(&loop, set);
     const char *why = NULL;
     assert_int_equal(acp_mcp_server_status(set, 0, &why), ACP_MCP_READY);
     assert_string_equal(acp_mcp_server_transport(set, 0), "sse");
-    exercise(&loop, set, "old");
+    exercise(&loop, set, "old", &cx);
     h_close(&loop, set);
     /* Closing the event stream ends the server's session. */
     await_output(&loop, &srv, "Client Disconnected");
     stop_server(&loop, &srv);
     h_loop_end(&loop);
+    assert_true(cx.log.text == NULL || strstr(cx.log.text, SECRET) == NULL);
+    free(cx.log.text);
     free(json);
 }
 
