@@ -109,6 +109,17 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         }
         free(big);
         acp_turn_end(t, "end_turn");
+    } else if (text && !strncmp(text, "title ", 6)) {
+        /* A live-only update and a metadata update: neither is history. */
+        json_t *u = json_pack("{ss s[]}", "sessionUpdate", "available_commands_update",
+                              "availableCommands");
+        assert_int_equal(acp_turn_update(t, u), 0);
+        json_decref(u);
+        u = json_pack("{ss ss}", "sessionUpdate", "session_info_update", "title", text + 6);
+        assert_int_equal(acp_turn_update(t, u), 0);
+        json_decref(u);
+        assert_int_equal(acp_turn_update_raw(t, "{\"sessionUpdate\":", 17, false), ACP_EINVAL);
+        acp_turn_end(t, "end_turn");
     } else if (text && sscanf(text, "flood %d", &n) == 1) {
         x->flood_left = n;
         acp_turn_on_writable(t, flood_more, x);
@@ -604,6 +615,34 @@ static void test_list_pages(void **state)
     json_decref(r);
 }
 
+/* session_info_update is recorded for session/list; live-only kinds are not history. */
+static void test_info_not_history(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[300];
+    new_session(x, id);
+    snprintf(p, sizeof p,
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"title Mon projet "
+             "\u00e9t\u00e9\"}]}",
+             id);
+    json_t *r = request(x, 2, "session/prompt", p);
+    assert_int_equal(count_updates(r, "session_info_update"), 1);
+    assert_int_equal(count_updates(r, "available_commands_update"), 1);
+    json_decref(r);
+    assert_int_equal(stored(x, id), 1); /* only the user message */
+    r = request(x, 3, "session/list", "{}");
+    json_t *info =
+        json_array_get(json_object_get(json_object_get(last(r), "result"), "sessions"), 0);
+    assert_string_equal(json_string_value(json_object_get(info, "title")),
+                        "Mon projet \u00e9t\u00e9");
+    assert_string_equal(json_string_value(json_object_get(info, "sessionId")), id);
+    assert_string_equal(json_string_value(json_object_get(info, "cwd")), x->dir);
+    assert_true(json_is_array(json_object_get(info, "additionalDirectories")));
+    assert_int_equal(strlen(json_string_value(json_object_get(info, "updatedAt"))), 24);
+    json_decref(r);
+}
+
 /* A producer that respects acp_turn_writable() never lets unsent output grow much past the
  * high-water mark, however much it has to send; draining lets it finish. */
 static void test_backpressure(void **state)
@@ -759,6 +798,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_cancels_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_info_not_history, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_big, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -367,7 +367,7 @@ static void permitted(acp_turn *t, int status, const json_t *result, const char 
         finish(es, "cancelled");
         return;
     }
-    if (!opt || strcmp(opt, "allow")) {
+    if (!opt || strcmp(opt, "allow") != 0) {
         tool_update(t, es, "failed", "permission denied");
         finish(es, "end_turn");
         return;
