@@ -13,6 +13,17 @@
  * fails, the held messages are dropped and the running prompt is answered -32603
  * "session store unavailable: <reason>".
  *
+ * Where the spec leaves a choice, the runtime decides so:
+ *   - a second session/prompt while one runs in the same session: -32600 (the first goes on);
+ *   - requests before initialize: -32600 "ACP connection must be initialized before '<m>'",
+ *     as the official SDK does; a second initialize is answered again (capabilities replaced);
+ *   - session/load of a session already open on this connection closes the open one first (its
+ *     prompt answers cancelled), then loads it afresh; load/resume accept any absolute cwd and
+ *     record it with the additional directories as the session's roots;
+ *   - session/close and session/prompt of a session that is not open: -32002 with
+ *     data.sessionId; session/cancel of one is ignored (a notification);
+ *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602.
+ *
  * Everything runs on one libuv loop thread. Engine callbacks are never called re-entrantly
  * from inside an acp_turn_* / acp_session_* call made by the engine, unless stated. */
 #ifndef ACP_AGENT_H
