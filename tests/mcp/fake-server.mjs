@@ -58,6 +58,9 @@ if (mode === 'silent') {
       case 'tools/call': {
         const name = m.params.name;
         if (name === 'report') {
+          // Notifications we do not use are ignored; the call still completes.
+          send({ method: 'notifications/message', params: { level: 'info', data: 'hello' } });
+          send({ method: 'notifications/made-up', params: { x: 1 } });
           const ping = await ask('ping');
           const unknown = await ask('sampling/createMessage', { messages: [] });
           const roots = await ask('roots/list');

@@ -82,10 +82,10 @@ static void start_server(uv_loop_t *loop, server *s, const char *mode, const cha
 }
 
 /* tests/mcp/http-fake.mjs picks its own port and prints it. */
-static void start_fake(uv_loop_t *loop, server *s)
+static void start_fake(uv_loop_t *loop, server *s, const char *mode)
 {
     memset(s, 0, sizeof *s);
-    char *argv[] = {NODE_BIN, SRC_DIR "/tests/mcp/http-fake.mjs", NULL};
+    char *argv[] = {NODE_BIN, SRC_DIR "/tests/mcp/http-fake.mjs", (char *)mode, NULL};
     char *env[] = {"PATH=/usr/bin:/bin", NULL};
     acp_proc_opts o = {.file = NODE_BIN,
                        .argv = argv,
@@ -237,7 +237,7 @@ static void session_expiry(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     server srv;
-    start_fake(&loop, &srv);
+    start_fake(&loop, &srv, "session");
     ready_wait rw = {0};
     acp_mcp_opts o = {.http = true, .on_change = on_ready, .user = &rw};
     char *json = h_fmt("[{\"type\":\"http\",\"name\":\"f\",\"url\":\"http://127.0.0.1:%d/mcp\","
@@ -270,11 +270,35 @@ static void session_expiry(void **state)
     free(json);
 }
 
+/* The legacy transport's endpoint must stay on the stream's origin: our messages, and the
+ * client's headers with them, never go where a server points. */
+static void sse_foreign_endpoint(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    server srv;
+    start_fake(&loop, &srv, "evil-endpoint");
+    acp_mcp_opts o = {.sse = true};
+    char *json = h_fmt("[{\"type\":\"sse\",\"name\":\"evil\",\"url\":\"http://127.0.0.1:%d/sse\","
+                       "\"headers\":[]}]",
+                       srv.port);
+    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    h_wait(&loop, set);
+    const char *why = NULL;
+    assert_int_equal(acp_mcp_server_status(set, 0, &why), ACP_MCP_FAILED);
+    assert_non_null(strstr(why, "origin"));
+    h_close(&loop, set);
+    stop_server(&loop, &srv);
+    h_loop_end(&loop);
+    assert_null(strstr(srv.out, "POST")); /* nothing was sent anywhere */
+    free(json);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(streamable_http),
-                                       cmocka_unit_test(legacy_sse),
-                                       cmocka_unit_test(session_expiry)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(streamable_http), cmocka_unit_test(legacy_sse),
+        cmocka_unit_test(session_expiry), cmocka_unit_test(sse_foreign_endpoint)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
