@@ -136,19 +136,24 @@ static void post_free(post_req *p)
 static void on_post_done(mcp_http *h, int result, long status, void *user)
 {
     post_req *p = user;
+    sse_tp *t = p->t;
+    bool bad = result || status < 200 || status >= 300;
+    char msg[256];
+    const char *err = mcp_http_error(h);
+    if (result)
+        snprintf(msg, sizeof msg, "POST failed: %s", err ? err : "network error");
+    else
+        snprintf(msg, sizeof msg, "POST answered HTTP %ld", status);
+    /* Freed first: failing the request may stop the transport, which frees every post. */
+    char *id = p->req_id;
+    p->req_id = NULL;
     p->h = NULL;
-    if ((result || status < 200 || status >= 300) && p->req_id) {
-        char msg[256];
-        const char *err = mcp_http_error(h);
-        if (result)
-            snprintf(msg, sizeof msg, "POST failed: %s", err ? err : "network error");
-        else
-            snprintf(msg, sizeof msg, "POST answered HTTP %ld", status);
-        mcp_server_request_failed(p->t->s, (acp_span){p->req_id, strlen(p->req_id)}, msg);
-    } else if (result || status < 200 || status >= 300) {
-        mcp_server_log(p->t->s, "the server refused a notification or response (HTTP %ld)", status);
-    }
     post_free(p);
+    if (bad && id)
+        mcp_server_request_failed(t->s, (acp_span){id, strlen(id)}, msg);
+    else if (bad)
+        mcp_server_log(t->s, "the server refused a notification or response (%s)", msg);
+    free(id);
 }
 
 static const mcp_http_cbs post_cbs = {.on_done = on_post_done};
@@ -185,10 +190,13 @@ static void on_flush(uv_timer_t *tm)
             p->h = mcp_http_start(t->curl, "POST", t->endpoint, (const char *const *)h, out + i,
                                   len, &post_cbs, p);
             if (!p->h) {
-                if (p->req_id)
-                    mcp_server_request_failed(t->s, (acp_span){p->req_id, strlen(p->req_id)},
-                                              "cannot start an HTTP request");
+                char *rid = p->req_id;
+                p->req_id = NULL;
                 post_free(p);
+                if (rid)
+                    mcp_server_request_failed(t->s, (acp_span){rid, strlen(rid)},
+                                              "cannot start an HTTP request");
+                free(rid);
             }
         }
         i += len + 1;
