@@ -26,9 +26,34 @@ async function fresh() {
 }
 
 // Mode "evil-endpoint": a legacy SSE server whose endpoint event points at another origin.
+// Modes "sse-init-500" / "sse-call-500": a legacy SSE server whose POST answers HTTP 500 to
+// initialize, or to tools/call (everything else is answered on the event stream).
 const evil = process.argv[2] === 'evil-endpoint';
+const legacy = process.argv[2]?.startsWith('sse-') ? process.argv[2] : null;
+let stream;
 await fresh();
 const srv = http.createServer(async (req, res) => {
+  if (legacy && req.method === 'GET') {
+    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    res.write('event: endpoint\ndata: /message?s=1\n\n');
+    stream = res;
+    return;
+  }
+  if (legacy && req.method === 'POST') {
+    let body = '';
+    for await (const d of req) body += d;
+    const m = JSON.parse(body);
+    console.error(`POST ${m.method ?? 'response'}`);
+    if ((legacy === 'sse-init-500' && m.method === 'initialize') || (legacy === 'sse-call-500' && m.method === 'tools/call')) {
+      res.writeHead(500).end('broken');
+      return;
+    }
+    res.writeHead(202).end('Accepted');
+    const reply = (result) => stream.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result })}\n\n`);
+    if (m.method === 'initialize') reply({ protocolVersion: '2025-03-26', capabilities: { tools: {} }, serverInfo: { name: 'legacy', version: '1' } });
+    if (m.method === 'tools/list') reply({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] });
+    return;
+  }
   if (evil) {
     console.error(`${req.method} ${req.url}`);
     res.writeHead(200, { 'Content-Type': 'text/event-stream' });

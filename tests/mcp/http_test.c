@@ -294,11 +294,45 @@ static void sse_foreign_endpoint(void **state)
     free(json);
 }
 
+/* POSTs the legacy server refuses: during initialize the server fails, later only the call. */
+static void sse_post_refused(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    server a, b;
+    start_fake(&loop, &a, "sse-init-500");
+    start_fake(&loop, &b, "sse-call-500");
+    acp_mcp_opts o = {.sse = true};
+    char *json = h_fmt("[{\"type\":\"sse\",\"name\":\"a\",\"url\":\"http://127.0.0.1:%d/sse\","
+                       "\"headers\":[]},"
+                       "{\"type\":\"sse\",\"name\":\"b\",\"url\":\"http://127.0.0.1:%d/sse\","
+                       "\"headers\":[]}]",
+                       a.port, b.port);
+    acp_mcp_set *set = h_open(&loop, json, &o, NULL, 0);
+    h_wait(&loop, set);
+    const char *why = NULL;
+    assert_int_equal(acp_mcp_server_status(set, 0, &why), ACP_MCP_FAILED);
+    assert_non_null(strstr(why, "initialize failed: POST answered HTTP 500"));
+    assert_int_equal(acp_mcp_server_status(set, 1, NULL), ACP_MCP_READY);
+    h_call c;
+    h_call_sync(&loop, set, "b", "echo", "{}", &c);
+    assert_int_equal(c.status, ACP_ECLOSED);
+    assert_non_null(strstr(c.error, "HTTP 500"));
+    h_call_clear(&c);
+    assert_int_equal(acp_mcp_server_status(set, 1, NULL), ACP_MCP_READY);
+    h_close(&loop, set);
+    stop_server(&loop, &a);
+    stop_server(&loop, &b);
+    h_loop_end(&loop);
+    free(json);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(streamable_http), cmocka_unit_test(legacy_sse),
-        cmocka_unit_test(session_expiry), cmocka_unit_test(sse_foreign_endpoint)};
+        cmocka_unit_test(session_expiry), cmocka_unit_test(sse_foreign_endpoint),
+        cmocka_unit_test(sse_post_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
