@@ -7,27 +7,38 @@
 #include "acp/rt.h"
 #include "mcp/internal.h"
 
-#define STDERR_LINE_MAX  4096 /* longer lines are cut */
-#define STDERR_LINES_MAX 200  /* lines logged per server; the rest are only counted */
+#define STDERR_LINE_MAX   4096 /* longer lines are cut */
+#define STDERR_BURST      200  /* lines logged at once; beyond, they are only counted ... */
+#define STDERR_PER_SECOND 10   /* ... until the budget refills at this rate */
 
 typedef struct stdio_tp {
     acp_proc *proc;
     acp_transport *tr;
     acp_buf line;
-    bool cut; /* the current line exceeded STDERR_LINE_MAX */
-    size_t logged, dropped;
-    int pending; /* teardown steps not finished */
-    bool eof;    /* the reason given was the end of its stdout */
+    bool cut;      /* the current line exceeded STDERR_LINE_MAX */
+    double budget; /* lines that may be logged now */
+    uint64_t refilled_ms;
+    size_t dropped; /* lines not logged since the last one that was */
+    int pending;    /* teardown steps not finished */
+    bool eof;       /* the reason given was the end of its stdout */
 } stdio_tp;
 
+/* A chatty server must not flood the agent's log: a token bucket, and a count of what it
+ * held back. */
 static void log_line(mcp_server *s, stdio_tp *t)
 {
-    if (t->logged >= STDERR_LINES_MAX) {
+    uint64_t now = uv_now(s->loop);
+    t->budget += (double)(now - t->refilled_ms) * STDERR_PER_SECOND / 1000.0;
+    if (t->budget > STDERR_BURST) t->budget = STDERR_BURST;
+    t->refilled_ms = now;
+    if (t->budget < 1) {
         t->dropped++;
     } else if (acp_buf_cstr(&t->line)) {
+        if (t->dropped) mcp_server_log(s, "%zu more stderr lines not shown", t->dropped);
+        t->dropped = 0;
         mcp_server_scrub(s, t->line.data);
         mcp_server_log(s, "stderr: %s%s", t->line.data, t->cut ? " [cut]" : "");
-        t->logged++;
+        t->budget -= 1;
     }
     t->line.len = 0;
     t->cut = false;
@@ -81,6 +92,8 @@ static void start(mcp_server *s)
         return;
     }
     s->tp = t;
+    t->budget = STDERR_BURST;
+    t->refilled_ms = uv_now(s->loop);
     acp_proc_opts po = {.file = s->command,
                         .argv = s->argv,
                         .env = s->env,

@@ -61,9 +61,10 @@ typedef struct acp_mcp_opts {
     unsigned request_timeout_ms; /* tools/list on list_changed and other requests: 30000 */
     unsigned call_timeout_ms;    /* one tools/call (reset by progress): 600000 */
     unsigned kill_grace_ms;      /* close: stdin closed -> SIGTERM -> SIGKILL steps: 2000 */
-    /* A line of diagnostics about server `name`: its stderr (bounded: at most 4 KiB per line,
-     * and lines beyond a budget are counted, not passed) and our own notes. Never contains
-     * env or header values. NULL: written to our stderr as "mcp[NAME]: LINE". */
+    /* A line of diagnostics about server `name`: its stderr ("stderr: ..." lines, bounded:
+     * at most 4 KiB per line, a burst of 200 lines then 10 a second, the rest counted, not
+     * passed; env values that appear in them are replaced by ***) and our own notes. Never
+     * contains env or header values. NULL: written to our stderr as "mcp[NAME]: LINE". */
     void (*on_log)(const char *name, const char *line, void *user);
     /* Server `index` changed status or its tool list changed. May be NULL. */
     void (*on_change)(acp_mcp_set *s, size_t index, void *user);
