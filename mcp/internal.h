@@ -64,6 +64,7 @@ struct mcp_server {
     json_t *tools;  /* array of Tool objects */
     json_t *paging; /* tools being collected across tools/list pages */
     bool listing, relist;
+    int pages; /* of the tools/list under way */
     bool initialized;
     bool stopping, stopped;
     bool restarting; /* inside mcp_server_reinit(): answers resolving now are not failures */

@@ -14,6 +14,8 @@
 #define DEFAULT_REQUEST_MS 30000
 #define DEFAULT_CALL_MS    600000
 #define DEFAULT_GRACE_MS   2000
+#define MAX_PAGES          1000  /* of one tools/list */
+#define MAX_TOOLS          10000 /* of one server */
 
 /* The revision we ask for first, then the older ones we accept when a server answers with
  * them (MCP lifecycle: the server replies with the version it supports). */
@@ -302,9 +304,15 @@ static void on_tools_list(acp_mcp_call *c, acp_msg *m)
             json_array_append(srv->paging, t);
     }
     const char *next = json_string_value(json_object_get(res, "nextCursor"));
-    if (next && *next) {
+    /* A server that pages forever gets what it listed so far. */
+    if (next && *next && json_array_size(srv->paging) >= MAX_TOOLS)
+        mcp_server_log(srv, "more than %d tools: the rest are ignored", MAX_TOOLS);
+    else if (next && *next && ++srv->pages < MAX_PAGES) {
         list_tools(srv, next);
         return;
+    } else if (next && *next) {
+        mcp_server_log(srv, "tools/list still paging after %d pages: the rest are ignored",
+                       MAX_PAGES);
     }
     json_decref(srv->tools);
     srv->tools = srv->paging;
@@ -329,6 +337,7 @@ static void list_tools(mcp_server *srv, const char *cursor)
             return;
         }
         srv->listing = true;
+        srv->pages = 0;
         json_decref(srv->paging);
         srv->paging = json_array();
     }

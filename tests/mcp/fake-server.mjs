@@ -49,6 +49,12 @@ if (mode === 'silent') {
           result: { protocolVersion: '2025-06-18', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'fake', version: '1' } },
         });
       case 'tools/list': {
+        if (process.env.FAKE_ENDLESS) {
+          // A list that never ends: every page names a next one.
+          const at = Number(m.params?.cursor ?? 0);
+          const page = [0, 1].map((k) => ({ name: `e${at + k}`, inputSchema: { type: 'object' } }));
+          return send({ id: m.id, result: { tools: page, nextCursor: String(at + 2) } });
+        }
         const all = tools();
         const start = m.params?.cursor ? Number(m.params.cursor) : 0;
         const page = all.slice(start, start + 2);

@@ -457,6 +457,27 @@ static void filesystem_roots(void **state)
     free(json);
 }
 
+/* A server that pages tools/list forever is cut off; the tools listed so far are kept. */
+static void endless_paging(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    h_log log = {0};
+    acp_mcp_opts o = {.on_log = h_on_log, .user = &log};
+    char *srv = fake("fk", "paged", "[{\"name\":\"FAKE_ENDLESS\",\"value\":\"1\"}]");
+    char *json = h_fmt("[%s]", srv);
+    acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
+    h_wait(&loop, s);
+    assert_int_equal(acp_mcp_server_status(s, 0, NULL), ACP_MCP_READY);
+    assert_int_equal(acp_mcp_tool_count(s, 0), 2000); /* 1000 pages of 2 */
+    assert_non_null(strstr(log.text, "still paging after 1000 pages"));
+    h_close(&loop, s);
+    h_loop_end(&loop);
+    free(log.text);
+    free(srv);
+    free(json);
+}
+
 static void validation(void **state)
 {
     uv_loop_t loop;
@@ -512,7 +533,7 @@ int main(void)
         cmocka_unit_test(progress_and_cancel), cmocka_unit_test(fake_protocol),
         cmocka_unit_test(crash_mid_call),      cmocka_unit_test(failing_servers),
         cmocka_unit_test(call_timeout),        cmocka_unit_test(teardown_no_process),
-        cmocka_unit_test(filesystem_roots),
+        cmocka_unit_test(filesystem_roots),    cmocka_unit_test(endless_paging),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
