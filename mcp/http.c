@@ -206,7 +206,10 @@ static void response_started(stream *st)
     if (sid && !t->session_id) t->session_id = strdup(sid);
     const char *ct = mcp_http_content_type(st->h);
     st->sse = mcp_http_status(st->h) == 200 && ct && !strncasecmp(ct, "text/event-stream", 17);
-    if (st->sse && !st->parser.on_event) mcp_sse_init(&st->parser, on_event, st);
+    if (st->sse && !st->parser.on_event) {
+        mcp_sse_init(&st->parser, on_event, st);
+        st->parser.max = MAX_JSON_BODY; /* an event holds one message: the same bound */
+    }
     if (st->sse) mcp_sse_restart(&st->parser);
 }
 

@@ -223,6 +223,7 @@ static void start(mcp_server *s)
     uv_timer_init(s->loop, &t->flush);
     t->flush.data = t;
     mcp_sse_init(&t->parser, on_event, t);
+    t->parser.max = (size_t)64 << 20; /* one message per event: the connection's bound */
     size_t n = 0;
     while (s->headers && s->headers[n]) n++;
     char **h = calloc(n + 2, sizeof *h);
