@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -108,6 +109,14 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
             assert_int_equal(acp_turn_text(t, NULL, NULL, big, len), 0);
         }
         free(big);
+        acp_turn_end(t, "end_turn");
+    } else if (text && !strncmp(text, "resolve ", 8)) {
+        /* Answers with the resolved path, or "refused". */
+        char *out = NULL;
+        int rc = acp_session_resolve_path(acp_turn_session(t), text + 8, &out);
+        const char *say = rc == 0 ? out : rc == ACP_EACCES ? "refused" : "error";
+        acp_turn_text(t, NULL, NULL, say, strlen(say));
+        free(out);
         acp_turn_end(t, "end_turn");
     } else if (text && !strncmp(text, "title ", 6)) {
         /* A live-only update and a metadata update: neither is history. */
@@ -643,6 +652,67 @@ static void test_info_not_history(void **state)
     json_decref(r);
 }
 
+static const char *prompt_reply(h *x, int id, const char *sid, const char *text)
+{
+    static char buf[1024];
+    char p[1024];
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]}",
+             sid, text);
+    json_t *r = request(x, id, "session/prompt", p);
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(r); i++) {
+        json_t *u = json_object_get(json_object_get(json_array_get(r, i), "params"), "update");
+        const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        if (t) snprintf(buf, sizeof buf, "%s", t);
+    }
+    json_decref(r);
+    return buf;
+}
+
+/* The root set: relative paths against cwd, symlinks followed, anything outside refused. */
+static void test_resolve_path(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], want[600], link[600];
+    new_session(x, id);
+    char *real = realpath(x->dir, NULL); /* TMPDIR may itself be a symlink */
+    snprintf(want, sizeof want, "%s/new.txt", real);
+    free(real);
+    assert_string_equal(prompt_reply(x, 2, id, "resolve new.txt"), want);
+    assert_string_equal(prompt_reply(x, 3, id, "resolve ../escape.txt"), "refused");
+    assert_string_equal(prompt_reply(x, 4, id, "resolve /etc/passwd"), "refused");
+    snprintf(link, sizeof link, "%s/out", x->dir);
+    assert_int_equal(symlink("/etc", link), 0);
+    assert_string_equal(prompt_reply(x, 5, id, "resolve out/passwd"), "refused");
+}
+
+/* Shutdown (EOF in acp-agent): the running turn answers cancelled, sessions close, on_done. */
+static void test_shutdown(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[300];
+    new_session(x, id);
+    snprintf(p, sizeof p,
+             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"wait\"}]}}",
+             id);
+    send_line(x, "%s", p);
+    turn(x);
+    assert_non_null(x->held);
+    acp_agent_shutdown(x->a);
+    turn(x);
+    int at = find_response(x, 5);
+    assert_true(at >= 0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(x->msgs, at), "result"), "stopReason")),
+                        "cancelled");
+    assert_int_equal(acp_agent_session_count(x->a), 0);
+    assert_null(x->held);
+    assert_int_equal(stored(x, id), 2); /* user message + "waiting": committed on the way out */
+}
+
 /* A producer that respects acp_turn_writable() never lets unsent output grow much past the
  * high-water mark, however much it has to send; draining lets it finish. */
 static void test_backpressure(void **state)
@@ -799,6 +869,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_info_not_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_big, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
