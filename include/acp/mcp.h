@@ -7,10 +7,15 @@
  *     the given `env` on top of a minimal base (PATH=/usr/local/bin:/usr/bin:/bin, HOME, LANG);
  *     NDJSON over its stdin/stdout; its stderr goes to opts.on_log, bounded.
  *   - "http": MCP Streamable HTTP (POST, JSON or SSE answers, Mcp-Session-Id, the GET stream,
- *     Last-Event-ID resumption, DELETE at close).
- *   - "sse": the deprecated HTTP+SSE transport (GET the stream, POST to its `endpoint`).
+ *     Last-Event-ID resumption after the server's retry delay, DELETE at close). A READY server
+ *     that answers 404 to our session id gets a new initialize (the calls in flight fail).
+ *     The client's `headers` go on every request, except those the transport sets itself
+ *     (Accept, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID).
+ *   - "sse": the deprecated HTTP+SSE transport (GET the stream, POST to its `endpoint`, which
+ *     must be on the stream's origin).
  * The handshake is initialize (capabilities: roots with listChanged) -> notifications/initialized
- * -> tools/list (every page). After that the server is READY. A server that cannot start, times
+ * -> tools/list (every page, up to 1000 pages; skipped when the server has no tools
+ * capability). After that the server is READY. A server that cannot start, times
  * out or breaks the protocol becomes FAILED with a reason; it never affects the other servers.
  *
  * Served to the MCP server: roots/list (the set's roots as file:// URIs) and ping. Any other
