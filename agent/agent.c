@@ -148,10 +148,17 @@ int acp_agent_flush(acp_agent *a)
     return rc;
 }
 
+/* Backends that know the store is down already say so (PostgreSQL does); say it once. */
+const char *agent_store_reason(const char *errmsg)
+{
+    static const char prefix[] = "session store unavailable: ";
+    return strncmp(errmsg, prefix, sizeof prefix - 1) == 0 ? errmsg + sizeof prefix - 1 : errmsg;
+}
+
 void agent_reply_store_error(acp_agent *a, acp_req *req)
 {
     acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "session store unavailable: %s",
-                  acp_store_errmsg(a->store));
+                  agent_store_reason(acp_store_errmsg(a->store)));
 }
 
 /* The spec only says clients MUST initialize first; refusing with -32600 and this message is

@@ -115,6 +115,8 @@ bool agent_writable(const acp_agent *a);
 void agent_pump_start(acp_agent *a);
 void agent_mark_dirty(acp_agent *a, acp_session *s);
 void agent_reply_store_error(acp_agent *a, acp_req *req);
+/* A store error message without a leading "session store unavailable: " (callers add it). */
+const char *agent_store_reason(const char *errmsg);
 bool agent_check_init(acp_agent *a, acp_req *req);
 void agent_maybe_done(acp_agent *a);
 void agent_maybe_free(acp_agent *a);

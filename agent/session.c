@@ -259,7 +259,7 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
         if (commit_rc && d[i].prompt) {
             json_decref(d[i].result);
             acp_req_error(d[i].req, ACP_RPC_INTERNAL_ERROR, NULL, "session store unavailable: %s",
-                          errmsg);
+                          agent_store_reason(errmsg));
         } else if (d[i].result || !d[i].code) {
             acp_req_reply(d[i].req, d[i].result);
         } else {
