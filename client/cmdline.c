@@ -65,7 +65,9 @@ int acp_cmdline_split(const char *s, char ***out)
             if (!nv) goto nomem;
             v = nv;
         }
-        if (!(v[n] = strndup(word, w))) goto nomem;
+        if (!(v[n] = malloc(w + 1))) goto nomem;
+        memcpy(v[n], word, w);
+        v[n][w] = 0;
         v[++n] = NULL;
     }
     free(word);

@@ -15,6 +15,7 @@
 
 #define EXIT_AGENT 1
 #define EXIT_USAGE 2
+#define HELP_SHOWN 100 /* not an exit status: stops a command after its --help */
 
 static const char usage_main[] =
     "usage: acp [--agent 'CMD ARGS'] [--json] [--cwd DIR] COMMAND [ARGS]\n"
@@ -175,6 +176,7 @@ static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm 
     app *a = user;
     json_t *options = json_object_get(params, "options");
     const char *id = NULL;
+    render_status_clear(&a->r);
     if (a->perm > 0) {
         id = pick(options, "allow");
     } else if (a->perm == 0 && isatty(STDIN_FILENO)) {
@@ -197,6 +199,7 @@ static void on_sigint(uv_signal_t *h, int signum)
 {
     app *a = h->data;
     if (++a->interrupts > 1 || !a->s) _exit(130); /* the agent sees EOF and exits */
+    render_status_clear(&a->r);
     render_eol(&a->r);
     fprintf(stderr, "acp: cancelling (Ctrl-C again to exit)\n");
     acp_client_session_cancel(a->s);
@@ -438,8 +441,10 @@ static int run_prompt(app *a, const char *text)
     const char *stop = NULL;
     a->interrupts = 0;
     uv_signal_start(&a->sigint, on_sigint, SIGINT);
+    render_status(&a->r, "working… (Ctrl-C cancels)");
     int rc = acp_client_session_prompt(a->s, text, &stop);
     uv_signal_stop(&a->sigint);
+    render_status_clear(&a->r);
     if (rc) return agent_error(a, "prompt failed");
     if (a->json) {
         render_result(&a->r, json_pack("{s:s, s:s}", "sessionId", acp_client_session_id(a->s),
@@ -731,16 +736,23 @@ int main(int argc, char **argv)
             break;
         case 'h':
         case O_HELP:
+            free(cwd_abs);
             fputs(usage_main, stdout);
             return 0;
         case O_VERSION:
+            free(cwd_abs);
             printf("acp %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
             return 0;
         default:
-            return usage_error("unknown option%s", "");
+            free(cwd_abs);
+            return usage_error("unknown option %s (command options go after the COMMAND)",
+                               argv[optind - 1]);
         }
     }
-    if (optind >= argc) return usage_error("a COMMAND is required%s", "");
+    if (optind >= argc) {
+        free(cwd_abs);
+        return usage_error("a COMMAND is required%s", "");
+    }
     /* stdout is often a pipe to a script: big buffered writes, flushed at line ends we
      * choose (render_eol, results). */
     setvbuf(stdout, NULL, _IOFBF, 1 << 20);
@@ -767,6 +779,7 @@ int main(int argc, char **argv)
         rc = print_help(cargc > 1 ? cargv[1] : "");
     else
         rc = usage_error("unknown command '%s'", cmd);
+    if (rc == HELP_SHOWN) rc = 0;
     fflush(stdout);
     if (a.s) acp_client_session_free(a.s);
     close_client(&a);

@@ -34,6 +34,23 @@ static const char *col(render *r, const char *c)
     return r->color ? c : "";
 }
 
+void render_status(render *r, const char *msg)
+{
+    if (r->json || !isatty(STDERR_FILENO)) return;
+    render_eol(r);
+    fprintf(stderr, "\033[2m%s\033[0m", msg);
+    fflush(stderr);
+    r->status = true;
+}
+
+void render_status_clear(render *r)
+{
+    if (!r->status) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    r->status = false;
+}
+
 void render_eol(render *r)
 {
     if (!r->at_bol) fputc('\n', r->out);
@@ -101,6 +118,7 @@ static void plan(render *r, json_t *u)
 void render_update(render *r, const acp_update *u)
 {
     if (r->skip_replay && u->replay) return;
+    render_status_clear(r);
     if (r->json) {
         fwrite(u->params.p, 1, u->params.n, r->out);
         fputc('\n', r->out);

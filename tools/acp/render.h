@@ -17,11 +17,15 @@ typedef struct render {
     acp_update_kind last;
     char last_msg[128]; /* messageId of the last message chunk, "" when none */
     json_t *tools;      /* toolCallId -> title */
+    bool status;        /* a status line is showing on stderr (a TTY) */
 } render;
 
 void render_init(render *r, FILE *out, bool json);
 void render_free(render *r);
 void render_update(render *r, const acp_update *u);
+/* A transient status line on stderr when it is a terminal (cleared by the next output). */
+void render_status(render *r, const char *msg);
+void render_status_clear(render *r);
 /* Ends a streamed reply on a line of its own. */
 void render_eol(render *r);
 /* A JSON result line (--json): the object is printed compactly and released. */
