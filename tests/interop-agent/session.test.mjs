@@ -47,7 +47,7 @@
 // | All Agents MUST support the stdio transport                               | s "mcpServers: a stdio server is accepted; env values never stored"          |
 // | new Agents SHOULD support the HTTP transport                              | s "mcpServers: http accepted iff advertised" (advertised only when real)     |
 // | Clients MUST check http/sse capabilities before using them (client)       | s "mcpServers: http accepted iff advertised"                                 |
-// | Agents SHOULD connect to all MCP servers specified by the Client          | s "mcpServers: /mcp reports every server" (skips until /mcp exists)          |
+// | Agents SHOULD connect to all MCP servers specified by the Client          | s "mcpServers: /mcp reports every server" (each ready; re-made on load)     |
 //
 // 003 session-delete
 // | Clients MUST initialize and check sessionCapabilities.delete (client)     | w "initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)" |
@@ -587,8 +587,57 @@ test("mcpServers: /mcp reports every server", async (t) => {
     return;
   }
   const r = await a.prompt(sid, "/mcp");
-  const text = JSON.stringify(r.updates);
-  assert.match(text, /one: /);
-  assert.match(text, /two: /);
+  const text = textOf(r.updates);
+  for (const name of ["one", "two"]) {
+    const m = text.match(new RegExp(`^${name}: (\\S+) \\((\\d+) tools(?:: ([^)]*))?\\)$`, "m"));
+    assert.ok(m, `/mcp does not report ${name}: ${text}`);
+    assert.equal(m[1], "ready", `${name} not connected: ${m[0]}`);
+    assert.ok(m[3].split(", ").includes("echo"), `${name}: server-everything's echo tool missing: ${m[0]}`);
+  }
+  // issue 3: the session's MCP connections are re-made from the load request, not from the store
+  await a.request("session/close", { sessionId: sid });
+  await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [everything("three", "z")] });
+  const after = textOf((await a.prompt(sid, "/mcp")).updates);
+  assert.match(after, /^three: ready /m);
+  assert.doesNotMatch(after, /^(one|two): /m, "stored MCP servers were reconnected on load");
+  const none = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.end();
+  await none.init();
+  await none.request("session/resume", { sessionId: sid, cwd: dir });
+  assert.match(textOf((await none.prompt(sid, "/mcp")).updates), /no MCP servers/);
+  await none.end();
+});
+
+test("session/resume without mcpServers (optional in the schema) is accepted as []", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = rawAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.end();
+  const b = rawAgent(t, { store });
+  await b.init();
+  const r = await b.request("session/resume", { sessionId: sid, cwd: dir });
+  assert.ok(r.result, JSON.stringify(r));
+  assert.equal((await b.prompt(sid, "ok")).result?.stopReason, "end_turn");
+  await b.end();
+});
+
+test("session/load of a session open on this connection (agent.h choice): the running prompt is cancelled, then it replays", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.prompt(sid, "first");
+  const sleeping = a.prompt(sid, "/sleep 600000");
+  await a.request("session/list", {});
+  const from = a.lines.length;
+  const ld = await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  assert.ok(ld.result, JSON.stringify(ld));
+  assert.equal((await sleeping).result?.stopReason, "cancelled");
+  const users = normalize(a.updatesOf(sid, from).map((e) => e.msg.params.update))
+    .filter((u) => u.sessionUpdate === "user_message_chunk")
+    .map((u) => u.content.text);
+  assert.deepEqual(users, ["first", "/sleep 600000"]);
   await a.end();
 });
