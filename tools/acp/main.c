@@ -599,7 +599,7 @@ static int cmd_sessions(app *a, int argc, char **argv)
         for (size_t i = 0; i < n; i++) json_array_append(sorted, v[i]);
         render_result(&a->r, json_pack("{s:o}", "sessions", sorted));
     } else if (n == 0) {
-        fprintf(stderr, "no sessions%s%s\n", cwd ? " in " : "", cwd ? cwd : "");
+        printf("no sessions%s%s\n", cwd ? " in " : "", cwd ? cwd : "");
     } else {
         printf("%-38s  %-24s  %-30s  %s\n", "ID", "UPDATED", "TITLE", "CWD");
         for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,78 @@
+#!/bin/sh
+# make demo: a short scripted tour of `acp` against `acp-agent` on a fresh session store in a
+# temporary directory. Prints each command and its output; exits non-zero if any step fails.
+#   scripts/demo.sh BUILD_DIR
+set -eu
+
+build=$(cd "${1:?usage: scripts/demo.sh BUILD_DIR}" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+for f in "$build/acp" "$build/acp-agent"; do
+    [ -x "$f" ] || { echo "demo: $f is missing; run 'make' first" >&2; exit 1; }
+done
+node="$root/node_modules/.bin/node"
+[ -x "$node" ] || node=$(command -v node) || { echo "demo: node not found; run 'make npm'" >&2; exit 1; }
+node=$(readlink -f "$node")
+everything="$root/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+[ -f "$everything" ] || { echo "demo: $everything is missing; run 'make npm'" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/acp-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM HUP PIPE
+agent="'$build/acp-agent' --store '$work/sessions.db'"
+mcp="everything=$node $everything"
+
+# `acp` below is the real binary with the demo's agent and working directory. Diagnostics
+# (the agent's and its MCP servers' stderr) go to a log that is shown if a step fails.
+log="$work/stderr.log"
+acp() {
+    "$build/acp" --agent "$agent" --cwd "$work" "$@" 2>>"$log" && return 0
+    echo "demo: step failed: acp $*" >&2
+    cat "$log" >&2
+    exit 1
+}
+if [ -t 1 ]; then bold='\033[1m' cyan='\033[36m' off='\033[0m'; else bold='' cyan='' off=''; fi
+say() { printf "\n${bold}# %s${off}\n" "$*"; }
+show() {
+    printf "${cyan}\$ acp"
+    for a in "$@"; do
+        case $a in *" "*) printf " '%s'" "$a" ;; *) printf ' %s' "$a" ;; esac
+    done
+    printf "${off}\n"
+}
+step() { show "$@"; acp "$@"; }
+
+printf 'libacp demo: acp-agent with a fresh store in %s\n' "$work"
+printf '(acp = %s --agent "acp-agent --store %s/sessions.db")\n' "$build/acp" "$work"
+
+say "What the agent is and what it can do"
+step info
+
+say "A new session with an MCP server (server-everything over stdio)"
+show new --mcp "'everything=node .../server-everything/dist/index.js'"
+id=$(acp new --mcp "$mcp")
+echo "$id"
+
+say "The session's MCP servers, as the agent sees them (resume sends them again)"
+show prompt -s "$id" --mcp "'everything=node .../server-everything/dist/index.js'" /mcp
+acp prompt -s "$id" --mcp "$mcp" /mcp
+
+say "A prompt: the echo engine streams the text back"
+step prompt -s "$id" "Hello from the libacp demo"
+
+say "A title (session_info_update) and a plan"
+step prompt -s "$id" /title Demo session
+step prompt -s "$id" /plan
+
+say "Sessions in this directory, newest first"
+step sessions
+
+say "The conversation, replayed by session/load"
+step history "$id"
+
+say "Resume (no replay), close, delete"
+step resume "$id"
+step close "$id"
+step delete "$id"
+step sessions
+
+printf '\ndemo: every step succeeded\n'
