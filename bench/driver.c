@@ -598,7 +598,10 @@ int main(int argc, char **argv)
         printf("created=%ld\n", done);
     } else if (!strcmp(mode, "list")) {
         char params[1024];
-        snprintf(params, sizeof params, "{\"cwd\":\"%s\"}", g_cwd);
+        if (*g_cwd) /* --cwd '' lists every session, unfiltered */
+            snprintf(params, sizeof params, "{\"cwd\":\"%s\"}", g_cwd);
+        else
+            snprintf(params, sizeof params, "{}");
         double *t = calloc((size_t)repeat, sizeof *t);
         long count = 0;
         bool more = false;
