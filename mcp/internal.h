@@ -104,7 +104,8 @@ void mcp_server_request_failed(mcp_server *s, acp_span id, const char *message);
 bool mcp_server_awaits(const mcp_server *s, acp_span id);
 /* The transport's teardown finished. */
 void mcp_server_stopped(mcp_server *s);
-/* A diagnostic line for opts.on_log (never with secrets). */
+/* A diagnostic line for opts.on_log; secret values in it are replaced (server text may echo
+ * them), as they are in fail reasons and call errors. */
 void mcp_server_log(mcp_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Replaces every secret value inside line with "***" (in place; may shorten it). */
 void mcp_server_scrub(const mcp_server *s, char *line);

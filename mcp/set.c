@@ -104,6 +104,7 @@ void mcp_server_log(mcp_server *s, const char *f, ...)
     char *line = vfmt(f, ap);
     va_end(ap);
     if (!line) return;
+    mcp_server_scrub(s, line); /* server text (errors, stderr) may echo a secret back */
     const acp_mcp_opts *o = &s->set->opts;
     if (o->on_log)
         o->on_log(s->name, line, o->user);
@@ -223,6 +224,7 @@ static void on_response(acp_conn *conn, acp_msg *m, void *user)
             res = NULL;
             err = fmt("MCP server '%s' sent a tools/call result that is not an object", srv->name);
         }
+        if (err) mcp_server_scrub(srv, err);
         if (c->cbs.on_done)
             c->cbs.on_done(c, st, res, st ? (err ? err : "out of memory") : NULL, c->user);
         free(err);
@@ -417,6 +419,7 @@ void mcp_server_fail(mcp_server *srv, const char *f, ...)
     va_start(ap, f);
     char *reason = vfmt(f, ap);
     va_end(ap);
+    if (reason) mcp_server_scrub(srv, reason);
     set_reason(srv, reason ? reason : strdup("out of memory"));
     srv->status = ACP_MCP_FAILED;
     uv_timer_stop(&srv->connect_timer);
@@ -438,6 +441,7 @@ void mcp_server_amend(mcp_server *srv, const char *f, ...)
     char *reason = vfmt(f, ap);
     va_end(ap);
     if (!reason) return;
+    mcp_server_scrub(srv, reason);
     set_reason(srv, reason);
     mcp_server_log(srv, "%s", reason);
     changed(srv);

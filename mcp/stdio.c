@@ -36,7 +36,6 @@ static void log_line(mcp_server *s, stdio_tp *t)
     } else if (acp_buf_cstr(&t->line)) {
         if (t->dropped) mcp_server_log(s, "%zu more stderr lines not shown", t->dropped);
         t->dropped = 0;
-        mcp_server_scrub(s, t->line.data);
         mcp_server_log(s, "stderr: %s%s", t->line.data, t->cut ? " [cut]" : "");
         t->budget -= 1;
     }

@@ -80,6 +80,7 @@ if (mode === 'silent') {
           send({ method: 'notifications/tools/list_changed' });
           return send({ id: m.id, result: { content: [{ type: 'text', text: 'changed' }] } });
         }
+        if (name === 'leak') return send({ id: m.id, error: { code: -32603, message: `cannot use ${process.env.FAKE_SECRET}` } });
         if (name === 'fail') return send({ id: m.id, error: { code: -32602, message: 'bad arguments for fail' } });
         return send({ id: m.id, result: { content: [{ type: 'text', text: `called ${name}` }] } });
       }

@@ -217,6 +217,12 @@ static void fake_protocol(void **state)
     assert_int_equal(c.status, ACP_EPROTO);
     assert_non_null(strstr(c.error, "bad arguments for fail"));
     h_call_clear(&c);
+    /* A server that echoes a secret in its error: the error we pass on has it replaced. */
+    h_call_sync(&loop, s, "fk", "leak", "{}", &c);
+    assert_int_equal(c.status, ACP_EPROTO);
+    assert_null(strstr(c.error, "s3cr3t-value"));
+    assert_non_null(strstr(c.error, "cannot use ***"));
+    h_call_clear(&c);
 
     /* list_changed: the new tool appears once the re-list is done. */
     h_call_sync(&loop, s, "fk", "change", "{}", &c);
