@@ -238,3 +238,51 @@ test("EOF while a permission request is outstanding: agent exits 0, nothing writ
   await a.end();
   assert.ok(!existsSync(join(dir, "held.txt")));
 });
+
+test("$/cancel_request: a running prompt gets exactly one response (-32800 or a result); unknown ids ignored", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  a.notify("$/cancel_request", { requestId: 424242 }); // nothing to cancel: no response
+  const id = 777;
+  const p = a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "/sleep 1500" }] }, id);
+  await a.request("session/list", {});
+  a.notify("$/cancel_request", { requestId: id });
+  const r = await p;
+  if (r.error) assert.equal(r.error.code, -32800, JSON.stringify(r));
+  else assert.ok(["cancelled", "end_turn"].includes(r.result.stopReason), JSON.stringify(r));
+  t.diagnostic(`prompt after $/cancel_request: ${JSON.stringify(r.error ?? r.result)}`);
+  await a.request("session/list", {});
+  assert.equal(a.lines.filter((l) => l.msg.id === id && !l.msg.method).length, 1);
+  assert.ok(!a.lines.some((l) => l.msg.id === 424242));
+  await a.end();
+});
+
+test("lenient decoding: unknown fields and _meta ignored, params omitted for session/list, CRLF and blank lines", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  const init = await a.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, futureCapability: { x: 1 }, _meta: { "vendor.example": true } },
+    clientInfo: { name: "c", version: "1", title: null },
+    _meta: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" },
+  });
+  assert.ok(init.result, JSON.stringify(init));
+  const nw = await a.request("session/new", { cwd: dir, mcpServers: [], futureField: 1, _meta: { k: "v" } });
+  assert.ok(nw.result?.sessionId, JSON.stringify(nw));
+  const pr = await a.request("session/prompt", {
+    sessionId: nw.result.sessionId,
+    prompt: [{ type: "text", text: "annotated", annotations: { audience: ["user"], priority: 0.5 }, _meta: {} }],
+    _meta: {},
+  });
+  assert.equal(pr.result?.stopReason, "end_turn", JSON.stringify(pr));
+  const noParams = await a.request("session/list");
+  assert.equal(noParams.result?.sessions.length, 1, `session/list without params: ${JSON.stringify(noParams)}`);
+  a.send("");
+  a.send("   ");
+  a.send('{"jsonrpc":"2.0","id":"crlf","method":"session/list","params":{}}\r');
+  const crlf = await a.response("crlf");
+  assert.ok(crlf.result, JSON.stringify(crlf));
+  await a.end();
+});
