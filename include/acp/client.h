@@ -110,8 +110,11 @@ typedef struct acp_client_opts {
  * line), ACP_EIO (spawn failed), ACP_ECLOSED (the agent exited), ACP_EPROTO (initialize
  * failed or an unsupported protocolVersion), ACP_ENOMEM. */
 int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg);
-/* Closes the agent's stdin, waits for it briefly, then SIGTERM/SIGKILL to its group; frees
- * every session handle, answers nothing more. NULL is ignored. */
+/* Closes the agent's stdin, waits for it briefly (2 s), then SIGTERM/SIGKILL to its group;
+ * releases every terminal (killing its command), frees every session handle. Permission handles
+ * the application still holds become reply-only (acp_client_perm_reply() just frees them) and
+ * must be replied to before this call. Close your own handles on acp_client_loop() first: this
+ * runs the loop until it is empty. NULL is ignored. */
 void acp_client_free(acp_client *c);
 
 uv_loop_t *acp_client_loop(acp_client *c);
