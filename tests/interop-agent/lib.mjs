@@ -98,10 +98,11 @@ export function storeBytes(storePath) {
 const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
 // Spawns the agent and splits its stdout into lines; onLine(line, msg) gets each one in order.
-// store: null runs the agent without --store (env must then point XDG_STATE_HOME/HOME somewhere safe).
-function spawnAgent(t, { store, args = [], cwd, env = {} }, onLine) {
+// store: a file path or a postgresql:// URI (then pass home: a temp dir for the agent's cwd and XDG
+// state); null runs the agent without --store (env must then point XDG_STATE_HOME/HOME somewhere safe).
+function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {} }, onLine) {
   assert.ok(store || env.XDG_STATE_HOME || env.HOME, "every test uses its own store");
-  const home = store ? store.slice(0, store.lastIndexOf("/")) : (env.XDG_STATE_HOME ?? env.HOME);
+  const home = homeDir ?? (store ? store.slice(0, store.lastIndexOf("/")) : (env.XDG_STATE_HOME ?? env.HOME));
   const xdg = home + "/xdg";
   const proc = spawn(AGENT, [...(store ? ["--store", store] : []), ...args], {
     cwd: cwd ?? home,
