@@ -57,33 +57,41 @@ typedef struct wait {
     json_t *result;
 } wait;
 
+int acp_client_answer(acp_client *c, const char *method, acp_msg *m, json_t **result)
+{
+    *result = NULL;
+    if (acp_msg_is_error(m)) {
+        int code = acp_msg_error_code(m);
+        if (code == ACP_RPC_CONN_CLOSED)
+            return acp_client_seterr(c, ACP_ECLOSED,
+                                     "the agent exited before answering %s; see its messages "
+                                     "above",
+                                     method);
+        c->errcode = code;
+        return acp_client_seterr(c, ACP_EPROTO, "agent error %d on %s: %s", code, method,
+                                 acp_msg_error_message(m));
+    }
+    if (!(*result = acp_msg_result(m)))
+        return acp_client_seterr(c, ACP_EPROTO,
+                                 "the agent's answer to %s is not valid JSON-RPC (a result we "
+                                 "cannot parse)",
+                                 method);
+    json_incref(*result);
+    return 0;
+}
+
 static void on_answer(acp_conn *conn, acp_msg *m, void *user)
 {
     wait *w = user;
     w->done = true;
-    if (acp_msg_is_error(m)) {
-        int code = acp_msg_error_code(m);
-        if (code == ACP_RPC_CONN_CLOSED) {
-            w->status = acp_client_seterr(w->c, ACP_ECLOSED,
-                                          "the agent exited before answering %s; see its "
-                                          "messages above",
-                                          w->method);
-            return;
-        }
-        w->c->errcode = code;
-        w->status = acp_client_seterr(w->c, ACP_EPROTO, "agent error %d on %s: %s", code, w->method,
-                                      acp_msg_error_message(m));
-        return;
-    }
-    w->result = acp_msg_result(m);
-    if (!w->result) {
-        w->status = acp_client_seterr(w->c, ACP_EPROTO,
-                                      "the agent's answer to %s is not valid "
-                                      "JSON-RPC (a result we cannot parse)",
-                                      w->method);
-        return;
-    }
-    json_incref(w->result);
+    w->status = acp_client_answer(w->c, w->method, m, &w->result);
+}
+
+int acp_client_run_once(acp_client *c)
+{
+    if (uv_run(&c->loop, UV_RUN_ONCE) == 0)
+        return acp_client_seterr(c, ACP_ECLOSED, "nothing left to wait for: the agent is gone");
+    return 0;
 }
 
 int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result)

@@ -35,9 +35,10 @@ struct acp_client_session {
     json_t *result;
     acp_roots *roots; /* bounds the fs requests for this session */
     void *user;
-    bool loading;           /* a session/load is in flight: updates are replay */
-    bool prompting;         /* a session/prompt is in flight */
-    acp_client_perm *perms; /* pending permission requests */
+    bool loading;             /* a session/load is in flight: updates are replay */
+    bool prompting;           /* a session/prompt is in flight */
+    struct prompt_op *prompt; /* that prompt, while in flight */
+    acp_client_perm *perms;   /* pending permission requests */
 };
 
 struct acp_client_perm {
@@ -54,6 +55,10 @@ int acp_client_seterr(acp_client *c, int status, const char *fmt, ...)
  * not NULL) is the parsed result, owned by the caller. An agent error is ACP_EPROTO with
  * errmsg/errcode set; ACP_ECLOSED when the agent went away. */
 int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result);
+
+/* The status of a received answer (setting errmsg/errcode on failure), and on success its
+ * result (caller owns). */
+int acp_client_answer(acp_client *c, const char *method, acp_msg *m, json_t **result);
 
 acp_client_session *acp_client_find(acp_client *c, acp_span id_literal);
 acp_client_session *acp_client_find_id(acp_client *c, const char *id);

@@ -8,6 +8,14 @@
 
 #include "client/internal.h"
 
+/* A session/prompt in flight. */
+struct prompt_op {
+    acp_client_session *s;
+    acp_call *call;
+    acp_client_prompt_cb cb;
+    void *user;
+};
+
 acp_client_session *acp_client_find(acp_client *c, acp_span id)
 {
     for (acp_client_session *s = c->sessions; s; s = s->next)
@@ -58,6 +66,10 @@ void acp_client_session_free(acp_client_session *s)
         }
     }
     acp_client_perms_cancel(s, true);
+    if (s->prompt) { /* its answer is of no use to anyone now */
+        acp_conn_forget(c->conn, s->prompt->call);
+        free(s->prompt);
+    }
     acp_roots_free(s->roots);
     json_decref(s->result);
     free(s->id);
@@ -242,12 +254,32 @@ int acp_client_session_resume(acp_client *c, const char *id, const acp_session_o
 static const char *const stops[] = {"end_turn", "max_tokens", "max_turn_requests", "refusal",
                                     "cancelled"};
 
-int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, const char **stop)
+static void on_prompt_answer(acp_conn *conn, acp_msg *m, void *user)
+{
+    struct prompt_op *op = user;
+    acp_client_session *s = op->s;
+    s->prompting = false;
+    s->prompt = NULL;
+    json_t *result;
+    int rc = acp_client_answer(s->c, "session/prompt", m, &result);
+    const char *stop = "unknown";
+    const char *r = json_string_value(json_object_get(result, "stopReason"));
+    for (size_t k = 0; r && k < sizeof stops / sizeof stops[0]; k++)
+        if (strcmp(r, stops[k]) == 0) stop = stops[k];
+    json_decref(result);
+    acp_client_prompt_cb cb = op->cb;
+    void *cb_user = op->user;
+    free(op);
+    cb(s, rc, stop, cb_user);
+}
+
+int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_prompt_cb cb,
+                                    void *user)
 {
     acp_client *c = s->c;
-    if (stop) *stop = "unknown";
     if (s->prompting)
         return acp_client_seterr(c, ACP_EBUSY, "a prompt is already running on session %s", s->id);
+    if (c->gone) return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
     size_t i;
     json_t *b;
     json_array_foreach(blocks, i, b)
@@ -263,20 +295,44 @@ int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, cons
         if (rc) return rc;
     }
     json_t *params = json_pack("{s:s, s:O}", "sessionId", s->id, "prompt", blocks);
-    if (!params) return ACP_ENOMEM;
+    struct prompt_op *op = calloc(1, sizeof *op);
+    if (!params || !op) {
+        json_decref(params);
+        free(op);
+        return ACP_ENOMEM;
+    }
+    *op = (struct prompt_op){.s = s, .cb = cb, .user = user};
+    int rc = acp_conn_call(c->conn, "session/prompt", params, on_prompt_answer, op, &op->call);
+    if (rc) {
+        free(op);
+        return acp_client_seterr(c, rc, "cannot send session/prompt: %s", acp_strerror(rc));
+    }
     s->prompting = true;
-    json_t *result = NULL;
-    int rc = acp_client_call(c, "session/prompt", params, &result);
-    /* The session may have been freed by a callback (delete from on_update is not allowed,
-     * but the loop could have ended it): the handle is still ours here by contract. */
-    s->prompting = false;
-    if (rc) return rc;
-    const char *r = json_string_value(json_object_get(result, "stopReason"));
-    if (stop && r)
-        for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
-            if (strcmp(r, stops[k]) == 0) *stop = stops[k];
-    json_decref(result);
+    s->prompt = op;
     return 0;
+}
+
+typedef struct sync_prompt {
+    bool done;
+    int status;
+    const char *stop;
+} sync_prompt;
+
+static void sync_done(acp_client_session *s, int status, const char *stop, void *user)
+{
+    sync_prompt *sp = user;
+    *sp = (sync_prompt){.done = true, .status = status, .stop = stop};
+}
+
+int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, const char **stop)
+{
+    if (stop) *stop = "unknown";
+    sync_prompt sp = {0};
+    int rc = acp_client_session_prompt_start(s, blocks, sync_done, &sp);
+    while (!rc && !sp.done) rc = acp_client_run_once(s->c);
+    if (rc) return rc;
+    if (stop) *stop = sp.stop;
+    return sp.status;
 }
 
 int acp_client_session_prompt(acp_client_session *s, const char *text, const char **stop)

@@ -112,9 +112,9 @@ typedef struct acp_client_opts {
 int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg);
 /* Closes the agent's stdin, waits for it briefly (2 s), then SIGTERM/SIGKILL to its group;
  * releases every terminal (killing its command), frees every session handle. Permission handles
- * the application still holds become reply-only (acp_client_perm_reply() just frees them) and
- * must be replied to before this call. Close your own handles on acp_client_loop() first: this
- * runs the loop until it is empty. NULL is ignored. */
+ * the application still holds were answered `cancelled` and stay valid: acp_client_perm_reply()
+ * then only frees them. Close your own handles on acp_client_loop() first: this runs the loop
+ * until it is empty. NULL is ignored. */
 void acp_client_free(acp_client *c);
 
 uv_loop_t *acp_client_loop(acp_client *c);
@@ -162,6 +162,17 @@ void *acp_client_session_user(const acp_client_session *s);
  * running on s. */
 int acp_client_session_prompt(acp_client_session *s, const char *text, const char **stop);
 int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, const char **stop);
+/* The same without waiting: cb runs (from the loop, during any blocking call or
+ * acp_client_run_once()) when the turn ends, with the status and stop reason as above. Prompts
+ * on different sessions may run at the same time. If the handle is freed first, the call is
+ * dropped and cb never runs. */
+typedef void (*acp_client_prompt_cb)(acp_client_session *s, int status, const char *stop,
+                                     void *user);
+int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_prompt_cb cb,
+                                    void *user);
+/* Runs the loop once, waiting for something to happen (an update, an answer, a timer of the
+ * application). ACP_ECLOSED when nothing is left that could happen. */
+int acp_client_run_once(acp_client *c);
 /* Sends session/cancel (without waiting) and answers every pending permission request of the
  * session with the `cancelled` outcome, as the spec requires. Safe from callbacks and from
  * handles on the loop. A no-op when no prompt is running. */

@@ -25,6 +25,12 @@ static inline void seen_update(acp_client *c, acp_client_session *s, const acp_u
 {
     seen *k = user;
     k->updates++;
+    /* Per-session counts, for tests that set an int as the session's user pointer; the
+     * update must be the handle's own. */
+    if (s && acp_client_session_user(s)) {
+        if (!acp_json_str_eq(u->session_id, acp_client_session_id(s))) abort();
+        ++*(int *)acp_client_session_user(s);
+    }
     if (u->kind == ACP_UPDATE_OTHER) k->other++;
     if (u->replay) k->replayed++;
     if (u->update.n > k->biggest) k->biggest = u->update.n;

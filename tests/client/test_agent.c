@@ -177,11 +177,55 @@ static void test_fs_callbacks(void **state)
     acp_client_free(c);
 }
 
+typedef struct done {
+    int n;
+    const char *stop[2];
+} done;
+
+static void prompt_done(acp_client_session *s, int status, const char *stop, void *user)
+{
+    done *d = user;
+    assert_int_equal(status, 0);
+    d->stop[d->n++] = stop;
+}
+
+static void test_concurrent(void **state)
+{
+    fixture *f = *state;
+    acp_client *c = open_agent(f, false);
+    acp_session_opts so = {.cwd = f->dir};
+    acp_client_session *a, *b;
+    assert_int_equal(acp_client_session_new(c, &so, &a), 0);
+    assert_int_equal(acp_client_session_new(c, &so, &b), 0);
+    int na = 0, nb = 0;
+    acp_client_session_set_user(a, &na);
+    acp_client_session_set_user(b, &nb);
+    json_t *pa = json_pack("[{s:s, s:s}]", "type", "text", "text", "/stream 300 16");
+    json_t *pb = json_pack("[{s:s, s:s}]", "type", "text", "text", "/stream 200 16");
+    done d = {0};
+    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d), 0);
+    assert_int_equal(acp_client_session_prompt_start(b, pb, prompt_done, &d), 0);
+    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d), ACP_EBUSY);
+    while (d.n < 2) assert_int_equal(acp_client_run_once(c), 0);
+    assert_string_equal(d.stop[0], "end_turn");
+    assert_string_equal(d.stop[1], "end_turn");
+    assert_int_equal(na, 300);
+    assert_int_equal(nb, 200);
+    /* A handle freed with its prompt in flight: the answer is dropped, nothing leaks. */
+    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d), 0);
+    acp_client_session_free(a);
+    json_decref(pa);
+    json_decref(pb);
+    acp_client_free(c);
+    assert_int_equal(d.n, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fs_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
