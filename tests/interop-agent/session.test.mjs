@@ -536,7 +536,7 @@ const everything = (name, secret) => ({
 test("mcpServers: a stdio server is accepted; env values never stored", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store });
+  const a = sdkAgent(t, { store, args: ["--log-level", "info"] }); // logging on: secrets must not be in it
   await a.init();
   const secret = "SECRET-VALUE-5b0c9e1f";
   const sid = await a.newSession(dir, { mcpServers: [everything("ev", secret)] });
@@ -555,7 +555,7 @@ test("mcpServers: a stdio server is accepted; env values never stored", async (t
 
 test("mcpServers: http accepted iff advertised", async (t) => {
   const dir = tempDir(t);
-  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), args: ["--log-level", "info"] });
   const caps = (await a.init()).agentCapabilities;
   const secret = "Bearer HEADER-SECRET-19fe22";
   const http = { type: "http", name: "h", url: "http://127.0.0.1:9/mcp", headers: [{ name: "Authorization", value: secret }] };
