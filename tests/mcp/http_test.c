@@ -145,6 +145,7 @@ static void exercise(uv_loop_t *loop, acp_mcp_set *set, const char *name, ctx *c
 
 static void streamable_http(void **state)
 {
+    int fds = h_fd_count();
     uv_loop_t loop;
     uv_loop_init(&loop);
     server srv;
@@ -187,6 +188,7 @@ static void streamable_http(void **state)
     await_output(&loop, &srv, "Received session termination request");
     stop_server(&loop, &srv);
     h_loop_end(&loop);
+    assert_int_equal(h_fd_count(), fds); /* sockets, pipes and loop fds all closed */
     assert_true(cx.log.text == NULL || strstr(cx.log.text, SECRET) == NULL);
     free(cx.log.text);
     free(json);
@@ -330,6 +332,7 @@ static void sse_post_refused(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    h_uv_warm_up();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(streamable_http), cmocka_unit_test(legacy_sse),
         cmocka_unit_test(session_expiry), cmocka_unit_test(sse_foreign_endpoint),

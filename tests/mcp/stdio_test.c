@@ -376,6 +376,7 @@ static void call_timeout(void **state)
  * server's group is gone after done. */
 static void teardown_no_process(void **state)
 {
+    int fds = h_fd_count();
     uv_loop_t loop;
     uv_loop_init(&loop);
     char *a = everything("a", NULL), *b = fake("b", "paged", NULL);
@@ -402,6 +403,7 @@ static void teardown_no_process(void **state)
         assert_int_equal(errno, ESRCH);
     }
     h_loop_end(&loop);
+    assert_int_equal(h_fd_count(), fds); /* pipes and loop fds all closed */
     /* The call in flight was cancelled on the wire before the server's stdin closed. */
     assert_non_null(log.text);
     assert_non_null(strstr(log.text, "b: stderr: cancelled request"));
@@ -534,6 +536,7 @@ static void validation(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    h_uv_warm_up();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(validation),          cmocka_unit_test(everything_stdio),
         cmocka_unit_test(progress_and_cancel), cmocka_unit_test(fake_protocol),
