@@ -230,6 +230,22 @@ test("chat on a terminal: replies stream, Ctrl-C cancels the turn at the agent, 
   assert.equal(code, 128 + 2, "Ctrl-C at the prompt line ends acp (SIGINT)");
 });
 
+test("permission asked on the terminal: the answer is the user's choice", async () => {
+  const f = join(dir, "asked.txt");
+  const t = onPty(["prompt", `/write ${f} chosen`]);
+  await t.expect(/1\) Allow[\s\S]*choose 1-2/);
+  t.send("1\r");
+  await t.expect(/completed/);
+  assert.equal(await t.exited, 0);
+  assert.equal(readFileSync(f, "utf8"), "chosen");
+  const g = join(dir, "refused.txt");
+  const u = onPty(["prompt", `/write ${g} no`]);
+  await u.expect(/choose 1-2/);
+  u.send("2\r");
+  assert.equal(await u.exited, 0);
+  assert.equal(existsSync(g), false);
+});
+
 test("prompt on a terminal: Ctrl-C cancels, the stop reason is cancelled, exit 0", async () => {
   const t = onPty(["prompt", "/sleep 600000"]);
   await t.expect(/Ctrl-C cancels\)/);

@@ -95,6 +95,7 @@ typedef struct app {
     acp_client_session *s;
     uv_signal_t sigint;
     int interrupts;
+    bool finished; /* the command printed its result: later updates are not shown */
 } app;
 
 static const char * or (const char *s, const char *dflt)
@@ -127,7 +128,7 @@ static int print_help(const char *cmd)
 static void on_update(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
 {
     app *a = user;
-    render_update(&a->r, u);
+    if (!a->finished) render_update(&a->r, u); /* the result line stays the last one */
 }
 
 static const char *pick(json_t *options, const char *prefix)
@@ -146,6 +147,7 @@ static const char *pick(json_t *options, const char *prefix)
 /* Asks on /dev/tty; NULL when there is no terminal or the answer is not an option. */
 static const char *ask(json_t *params)
 {
+    fflush(stdout); /* what led to the question comes first */
     FILE *tty = fopen("/dev/tty", "r+");
     if (!tty) return NULL;
     json_t *options = json_object_get(params, "options");
@@ -416,6 +418,14 @@ static int attach(app *a, sess_args *sa)
     acp_session_opts so;
     sess_opts(a, sa, &so);
     int rc;
+    if (!acp_client_supports(a->c, ACP_CAP_RESUME) &&
+        !acp_client_supports(a->c, ACP_CAP_LOAD_SESSION)) {
+        fprintf(stderr,
+                "acp: cannot continue session %s: agent does not advertise "
+                "sessionCapabilities.resume or loadSession; run without -s\n",
+                sa->id);
+        return EXIT_AGENT;
+    }
     if (acp_client_supports(a->c, ACP_CAP_RESUME)) {
         rc = acp_client_session_resume(a->c, sa->id, &so, &a->s);
     } else {
@@ -780,6 +790,7 @@ int main(int argc, char **argv)
     else
         rc = usage_error("unknown command '%s'", cmd);
     if (rc == HELP_SHOWN) rc = 0;
+    a.finished = true;
     fflush(stdout);
     if (a.s) acp_client_session_free(a.s);
     close_client(&a);

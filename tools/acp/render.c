@@ -169,6 +169,7 @@ void render_update(render *r, const acp_update *u)
     }
     r->last = k;
     json_decref(j);
+    fflush(r->out); /* people read as it comes; --json stays block-buffered */
 }
 
 void render_result(render *r, json_t *obj)
