@@ -382,3 +382,32 @@ test("client fs capabilities are honoured one by one: only what was advertised i
   assert.ok(!existsSync(join(f.cwd, "remote.txt")));
   await b.end();
 });
+
+test("a long /stream in one session does not hold up the other sessions: their turns interleave (raw)", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const s1 = await a.newSession(dir);
+  const s2 = await a.newSession(dir);
+  const from = a.lines.length;
+  const long = a.prompt(s1, "/stream 60000 10");
+  await a.waitFor((m) => m.method === "session/update" && m.params.sessionId === s1, from);
+  const ping = await a.prompt(s2, "ping while s1 streams");
+  const l = await long;
+  const seqOf = (r) => a.lines.findIndex((x) => x.msg === r);
+  assert.equal(l.result?.stopReason, "end_turn");
+  assert.ok(seqOf(ping) < seqOf(l), "session 2's echo waited for session 1's whole stream");
+  // two long streams at once: their chunks alternate on stdout
+  const f2 = a.lines.length;
+  const [x, y] = await Promise.all([a.prompt(s1, "/stream 20000 10"), a.prompt(s2, "/stream 20000 10")]);
+  assert.equal(x.result?.stopReason, "end_turn");
+  assert.equal(y.result?.stopReason, "end_turn");
+  const order = a.lines.slice(f2).filter((e) => e.msg.method === "session/update").map((e) => e.msg.params.sessionId);
+  let switches = 0;
+  for (let i = 1; i < order.length; i++) if (order[i] !== order[i - 1]) switches++;
+  assert.ok(switches >= 2, `the two streams did not interleave (${switches} switches)`);
+  t.diagnostic(`two /stream 20000 10 at once: ${switches} switches between sessions`);
+  assert.equal(a.updatesOf(s1, f2).length, 20000);
+  assert.equal(a.updatesOf(s2, f2).length, 20000);
+  await a.end();
+});
