@@ -103,7 +103,7 @@ static void start_fake(uv_loop_t *loop, server *s, const char *mode)
 static void stop_server(uv_loop_t *loop, server *s)
 {
     bool done = false;
-    acp_proc_stop(s->proc, 2000, h_set_flag, &done);
+    acp_proc_stop(s->proc, 200, h_set_flag, &done); /* our server: no need to wait long */
     h_run_until(loop, &done);
 }
 
