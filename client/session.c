@@ -349,6 +349,9 @@ int acp_client_session_cancel(acp_client_session *s)
     if (!s->prompting) return 0;
     json_t *p = json_pack("{s:s}", "sessionId", s->id);
     int rc = acp_conn_notify(s->c->conn, "session/cancel", p);
+    if (s->c->tr)
+        acp_transport_flush(
+            s->c->tr); /* now, not at the end of the loop turn: the user is waiting */
     /* After session/cancel, pending permission requests MUST be answered `cancelled`. */
     acp_client_perms_cancel(s, false);
     return rc;

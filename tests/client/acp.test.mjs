@@ -182,10 +182,21 @@ test("an agent that advertises nothing: refusals are local and nothing forbidden
   assert.ok(!JSON.stringify(methods).includes("additionalDirectories"));
 });
 
+test("the default agent is acp-agent next to acp", async () => {
+  const r = await new Promise((resolve) => {
+    const p = spawn(ACP, ["--json", "info"], { env: { ...process.env, XDG_STATE_HOME: dir }, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.on("close", (code) => resolve({ code, out }));
+  });
+  assert.equal(r.code, 0);
+  assert.equal(lines(r.out)[0].agentInfo.name, "acp-agent");
+});
+
 // A program on a pty; `expect(re)` waits for output matching re after what the previous
 // expect consumed (no fixed sleeps).
-function onPty(args) {
-  const p = spawn(join(BUILD, "tests", "pty_run"), [ACP, "--agent", agent, "--cwd", dir, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+function onPty(args, agentCmd = agent) {
+  const p = spawn(join(BUILD, "tests", "pty_run"), [ACP, "--agent", agentCmd, "--cwd", dir, ...args], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "", from = 0;
   const waiters = [];
   p.stdout.on("data", (d) => {
@@ -252,4 +263,19 @@ test("prompt on a terminal: Ctrl-C cancels, the stop reason is cancelled, exit 0
   t.send("\x03");
   await t.expect(/turn ended: cancelled/);
   assert.equal(await t.exited, 0);
+});
+
+test("a second Ctrl-C exits when the agent does not end the turn", async () => {
+  const record = join(dir, "hang.jsonl");
+  process.env.ACP_RECORD = record;
+  const minimal = `'${process.execPath}' '${join(SOURCE, "tests/client/ts-agent-minimal.mjs")}'`;
+  const t = onPty(["prompt", "hang"], minimal);
+  await t.expect(/Ctrl-C cancels\)/);
+  t.send("\x03");
+  await t.expect(/cancelling/);
+  t.send("\x03");
+  assert.equal(await t.exited, 130);
+  delete process.env.ACP_RECORD;
+  // The agent (not our child) records the cancel when it reads it: wait for that.
+  while (!readFileSync(record, "utf8").includes('"session/cancel"')) await new Promise((r) => setTimeout(r, 20));
 });

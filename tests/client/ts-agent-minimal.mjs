@@ -29,6 +29,7 @@ const app = acp
     record("session/prompt", params);
     const text = params.prompt.map((b) => b.text ?? "").join("");
     const send = (update) => client.notify("session/update", { sessionId: params.sessionId, update });
+    if (text === "hang") return new Promise(() => {}); // ignores even session/cancel
     if (text === "future") {
       // An update kind from the future: the client must hand it to the application raw.
       await send({ sessionUpdate: "future_kind", payload: [1, 2, 3] });

@@ -201,10 +201,10 @@ static void on_sigint(uv_signal_t *h, int signum)
 {
     app *a = h->data;
     if (++a->interrupts > 1 || !a->s) _exit(130); /* the agent sees EOF and exits */
+    acp_client_session_cancel(a->s);
     render_status_clear(&a->r);
     render_eol(&a->r);
     fprintf(stderr, "acp: cancelling (Ctrl-C again to exit)\n");
-    acp_client_session_cancel(a->s);
 }
 
 /* --- helpers ----------------------------------------------------------------------------- */
