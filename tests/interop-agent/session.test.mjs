@@ -251,6 +251,19 @@ test("root set: cwd and additional dirs readable; outside, .., symlink escapes r
   }
 });
 
+test("a cwd with spaces and non-ASCII characters: listed exactly, filter matches, relative reads work", async (t) => {
+  const base = tempDir(t);
+  const cwd = makeDir(join(base, "my project é 日本"), { "a b.txt": "MARK-SPACE-3e1" });
+  const a = sdkAgent(t, { store: join(base, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(cwd);
+  await a.newSession(base);
+  const l = await a.request("session/list", { cwd });
+  assert.deepEqual(l.sessions.map((s) => [s.sessionId, s.cwd]), [[sid, cwd]]);
+  await readOk(a, sid, "a b.txt", "MARK-SPACE-3e1");
+  await a.end();
+});
+
 test("a root that is itself a symlink: files inside it are readable, escapes still refused", async (t) => {
   const f = rootsFixture(t);
   const cwdLink = join(f.base, "proj-link");

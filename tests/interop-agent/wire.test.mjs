@@ -286,3 +286,24 @@ test("lenient decoding: unknown fields and _meta ignored, params omitted for ses
   assert.ok(crlf.result, JSON.stringify(crlf));
   await a.end();
 });
+
+test("hostile ids and paths: huge or odd sessionIds and cwds get error responses, the agent stays up", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const huge = "s".repeat(200_000);
+  for (const sessionId of [huge, "", "../../etc/passwd", "sess_\u0000nul", "'; DROP TABLE sessions; --"]) {
+    const ld = await a.request("session/load", { sessionId, cwd: dir, mcpServers: [] });
+    assert.ok(ld.error, `load ${JSON.stringify(sessionId.slice(0, 20))}: ${JSON.stringify(ld).slice(0, 200)}`);
+    assert.ok([-32002, -32602].includes(ld.error.code), JSON.stringify(ld.error).slice(0, 200));
+    const pr = await a.prompt(sessionId, "x");
+    assert.ok(pr.error, "prompt to a bogus session answered");
+    const del = await a.request("session/delete", { sessionId });
+    assert.ok(del.result || del.error?.code === -32602, JSON.stringify(del).slice(0, 200));
+  }
+  const longCwd = await a.request("session/new", { cwd: "/" + "d".repeat(100_000), mcpServers: [] });
+  assert.ok(longCwd.result || longCwd.error, "no answer");
+  const sid = await a.newSession(dir);
+  assert.equal((await a.prompt(sid, "still alive")).result?.stopReason, "end_turn");
+  await a.end();
+});
