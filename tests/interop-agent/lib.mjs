@@ -9,6 +9,14 @@
 // Both record every stdout line in order, collect session/update notifications per session in arrival
 // order, and end with end(): close stdin, wait for the exit, and assert exit code 0 (ASan/LSan exit 66 on
 // leaks) with no stray stdout. Every agent and temp dir a test starts is stopped/removed by t.after.
+// Checked on every message of every connection, and asserted by end():
+//   - the message validates against the v1 JSON Schema (schema.mjs, strict) with no custom field
+//     outside _meta, and fs/* calls only when the client advertised them (schemaCheck);
+//   - history updates of a session arrive only while a session/prompt or session/load of it is
+//     unanswered (turnTracker): every turn's updates precede its response, replay precedes the load
+//     response.
+// Use `test` from here (node:test with a guard timeout) so an agent that never answers fails one test.
+// The agent binary can be overridden with ACP_AGENT (e.g. mutate.mjs, or another agent to compare).
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, realpathSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
