@@ -74,4 +74,9 @@ const srv = http.createServer(async (req, res) => {
   }
   await transport.handleRequest(req, res);
 });
+// Gone with the test that started it, even when that test crashed.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) process.exit(0);
+}, 250).unref();
 srv.listen(0, '127.0.0.1', () => console.error(`listening on ${srv.address().port}`));

@@ -10,3 +10,10 @@ net.Server.prototype.listen = function (...args) {
   if (port && typeof port === 'object' && !port.path && !port.host) args[0] = { ...port, host: '127.0.0.1' };
   return listen.apply(this, args);
 };
+
+// A test that dies before stopping its server (a crash, a failed assertion that exits) must not
+// leave the server behind: when the parent is gone the server goes too.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) process.exit(0);
+}, 250).unref();
