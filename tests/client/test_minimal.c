@@ -185,12 +185,55 @@ static void test_agent_gone(void **state)
     free(err);
 }
 
+static void on_perm_first(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
+                          void *user)
+{
+    const char *id = json_string_value(
+        json_object_get(json_array_get(json_object_get(params, "options"), 0), "optionId"));
+    acp_client_perm_reply(p, id);
+}
+
+/* An agent that is neither ours nor the SDK's: string request ids with escapes, a session
+ * id that needs escaping (spelled two ways), unknown result fields, split lines. */
+static void test_raw_agent(void **state)
+{
+    seen k = {0};
+    acp_client_opts o = {.argv = node_agent("raw-agent.mjs"),
+                         .on_update = seen_update,
+                         .on_permission = on_perm_first,
+                         .user = &k};
+    acp_client *c = NULL;
+    assert_int_equal(acp_client_open(&o, &c, NULL), 0);
+    acp_session_opts so = {.cwd = "/tmp"};
+    acp_client_session *s;
+    assert_int_equal(acp_client_session_new(c, &so, &s), 0);
+    assert_string_equal(acp_client_session_id(s), "s\"1\xc3\xa9");
+    int mine = 0;
+    acp_client_session_set_user(s, &mine);
+    const char *stop;
+    assert_int_equal(acp_client_session_prompt(s, "go", &stop), 0);
+    assert_string_equal(stop, "end_turn");
+    assert_int_equal(mine, 1); /* routed to the handle despite the other spelling */
+    acp_buf_cstr(&k.text);
+    json_t *reply = json_loads(k.text.data, 0, NULL);
+    assert_non_null(reply);
+    assert_string_equal(json_string_value(json_object_get(reply, "id")), "perm-\"1\"");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(reply, "result"), "outcome"), "optionId")),
+        "o1");
+    json_decref(reply);
+    acp_buf_free(&k.text);
+    acp_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_updates, setup, teardown),
         cmocka_unit_test(test_agent_gone),
+        cmocka_unit_test(test_raw_agent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
