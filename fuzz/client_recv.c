@@ -22,20 +22,18 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "tests/store/tmpdir.h"
 
-static char base[64]; /* the temporary directory, made once per process */
+static char base[256]; /* the temporary directory, made once per process */
 
 static void cleanup(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+    tmpdir_remove(base);
 }
 
 static void setup(void)
 {
-    snprintf(base, sizeof base, "/tmp/acp-fuzz-client-XXXXXX");
-    if (!mkdtemp(base)) abort();
+    if (tmpdir_make(base, sizeof base, "fuzz-client")) abort();
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/a.txt", base);
     FILE *f = fopen(p, "w");

@@ -21,9 +21,10 @@
 #include <unistd.h>
 
 #include "acp/roots.h"
+#include "tests/store/tmpdir.h"
 
 typedef struct tree {
-    char base[64];
+    char base[256];
     char real[3][PATH_MAX]; /* the roots resolved, for the containment check */
     acp_roots *roots;
 } tree;
@@ -47,15 +48,12 @@ static void mk(const char *kind, const char *rel, const char *target)
 static void cleanup(void)
 {
     acp_roots_free(T.roots);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", T.base);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", T.base);
+    tmpdir_remove(T.base);
 }
 
 static void setup(void)
 {
-    snprintf(T.base, sizeof T.base, "/tmp/acp-fuzz-roots-XXXXXX");
-    if (!mkdtemp(T.base)) abort();
+    if (tmpdir_make(T.base, sizeof T.base, "fuzz-roots")) abort();
     mk("d", "r", NULL);
     mk("d", "r/a", NULL);
     mk("f", "r/a/f", NULL);
