@@ -14,7 +14,8 @@
  * Timers, signals and other handles the application puts on acp_client_loop() run during
  * calls too: that is how the `acp` tool turns Ctrl-C into session/cancel.
  *
- * Not thread-safe; two clients in one process are independent. */
+ * Programs should ignore SIGPIPE (see rt.h): an agent that exits while we write would
+ * otherwise kill the process. Not thread-safe; two clients in one process are independent. */
 #ifndef ACP_CLIENT_H
 #define ACP_CLIENT_H
 
