@@ -52,7 +52,10 @@ bool acp_client_supports(const acp_client *c, acp_agent_cap cap)
 typedef struct wait {
     acp_client *c;
     const char *method;
+    acp_call *call;
     bool done;
+    bool timed_out;
+    unsigned timeout_ms;
     int status;
     json_t *result;
 } wait;
@@ -84,7 +87,19 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
 {
     wait *w = user;
     w->done = true;
-    w->status = acp_client_answer(w->c, w->method, m, &w->result);
+    if (w->timed_out)
+        w->status =
+            acp_client_seterr(w->c, ACP_ETIMEDOUT, "the agent did not answer %s within %u s",
+                              w->method, w->timeout_ms / 1000);
+    else
+        w->status = acp_client_answer(w->c, w->method, m, &w->result);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    wait *w = t->data;
+    w->timed_out = true;
+    acp_conn_abandon(w->c->conn, w->call, ACP_RPC_CONN_CLOSED, "timed out");
 }
 
 int acp_client_run_once(acp_client *c)
@@ -94,7 +109,9 @@ int acp_client_run_once(acp_client *c)
     return 0;
 }
 
-int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result)
+/* acp_client_call() with a deadline (0: none). */
+static int call_within(acp_client *c, const char *method, json_t *params, json_t **result,
+                       unsigned timeout_ms)
 {
     if (result) *result = NULL;
     c->errcode = 0;
@@ -106,21 +123,31 @@ int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **
     if (!params) /* json_pack failed: a string argument was not UTF-8 */
         return acp_client_seterr(c, ACP_EINVAL, "cannot send %s: an argument is not valid UTF-8",
                                  method);
-    wait w = {.c = c, .method = method};
-    int rc = acp_conn_call(c->conn, method, params, on_answer, &w, NULL);
+    wait w = {.c = c, .method = method, .timeout_ms = timeout_ms};
+    int rc = acp_conn_call(c->conn, method, params, on_answer, &w, &w.call);
     if (rc) return acp_client_seterr(c, rc, "cannot send %s: %s", method, acp_strerror(rc));
+    if (timeout_ms) {
+        c->timer.data = &w;
+        uv_timer_start(&c->timer, on_timeout, timeout_ms, 0);
+    }
     while (!w.done) {
         if (uv_run(&c->loop, UV_RUN_ONCE) == 0 && !w.done) {
             /* Nothing left that could answer (cannot happen while the transport is open). */
             return acp_client_seterr(c, ACP_ECLOSED, "the agent connection is gone");
         }
     }
+    uv_timer_stop(&c->timer);
     if (w.status) return w.status;
     if (result)
         *result = w.result;
     else
         json_decref(w.result);
     return 0;
+}
+
+int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result)
+{
+    return call_within(c, method, params, result, 0);
 }
 
 /* --- open / free ------------------------------------------------------------------------ */
@@ -171,7 +198,13 @@ static int initialize(acp_client *c)
                   "writeTextFile", c->opts.fs_write, "terminal", c->opts.terminal, "clientInfo",
                   "name", "libacp", "version", ACP_VERSION_STRING);
     if (!params) return ACP_ENOMEM;
-    int rc = acp_client_call(c, "initialize", params, &c->init);
+    unsigned ms = c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000;
+    int rc = call_within(c, "initialize", params, &c->init, ms);
+    if (rc == ACP_ETIMEDOUT)
+        return acp_client_seterr(c, rc,
+                                 "the agent did not answer initialize within %u s; is it "
+                                 "an ACP agent speaking on stdout? check --agent",
+                                 (ms + 999) / 1000);
     if (rc == ACP_ECLOSED)
         return acp_client_seterr(c, rc,
                                  "the agent exited during initialize; check the agent "
@@ -199,6 +232,7 @@ int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg
         free(c);
         return ACP_ENOMEM;
     }
+    uv_timer_init(&c->loop, &c->timer);
     int rc;
     char **split = NULL, *spawn_err = NULL;
     const char *const *argv = opts->argv;
@@ -264,6 +298,7 @@ void acp_client_free(acp_client *c)
     if (!c) return;
     while (c->sessions) acp_client_session_free(c->sessions);
     acp_client_terminals_free(c);
+    uv_close((uv_handle_t *)&c->timer, NULL);
     int pending = 0;
     if (c->tr) {
         pending++;

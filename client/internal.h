@@ -14,6 +14,7 @@ typedef struct acp_term acp_term;
 
 struct acp_client {
     uv_loop_t loop;
+    uv_timer_t timer; /* the initialize deadline */
     acp_conn *conn;
     acp_proc *proc;
     acp_transport *tr;

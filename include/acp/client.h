@@ -92,6 +92,9 @@ typedef struct acp_client_opts {
     bool terminal;
     /* Largest message accepted from the agent; 0 means 128 MiB (a 32 MiB update escaped). */
     size_t max_message;
+    /* How long initialize may take before acp_client_open() gives up (ACP_ETIMEDOUT): a
+     * program that is not an ACP agent would otherwise hang us. 0 means 30 s. */
+    unsigned init_timeout_ms;
     /* Every session/update, in arrival order. s is NULL for a session this client has no
      * handle for (the agent may talk about any session). */
     void (*on_update)(acp_client *c, acp_client_session *s, const acp_update *u, void *user);
@@ -109,7 +112,7 @@ typedef struct acp_client_opts {
  * *out is owned by the caller (acp_client_free()). On failure *out is NULL and, if errmsg is
  * non-NULL, *errmsg is a malloc'd sentence the caller frees. Returns ACP_EINVAL (bad command
  * line), ACP_EIO (spawn failed), ACP_ECLOSED (the agent exited), ACP_EPROTO (initialize
- * failed or an unsupported protocolVersion), ACP_ENOMEM. */
+ * failed or an unsupported protocolVersion), ACP_ETIMEDOUT, ACP_ENOMEM. */
 int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg);
 /* Closes the agent's stdin, waits for it briefly (2 s), then SIGTERM/SIGKILL to its group;
  * releases every terminal (killing its command), frees every session handle. Permission handles

@@ -180,6 +180,15 @@ static void test_agent_gone(void **state)
     assert_int_equal(acp_client_open(&o2, &c, &err), ACP_ECLOSED);
     assert_non_null(strstr(err, "exited"));
     free(err);
+    /* Not an ACP agent: one that swallows input and never answers runs into the deadline. */
+    acp_client_opts o4 = {.command = "sh -c 'while read x; do :; done'", .init_timeout_ms = 200};
+    assert_int_equal(acp_client_open(&o4, &c, &err), ACP_ETIMEDOUT);
+    assert_non_null(strstr(err, "did not answer initialize"));
+    free(err);
+    /* `cat` echoes our own request back, and then our error answer to it: an error, not a hang. */
+    acp_client_opts o5 = {.command = "cat"};
+    assert_int_equal(acp_client_open(&o5, &c, &err), ACP_EPROTO);
+    free(err);
     /* Unclosed quote. */
     acp_client_opts o3 = {.command = "node 'x"};
     assert_int_equal(acp_client_open(&o3, &c, &err), ACP_EINVAL);
