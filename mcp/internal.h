@@ -110,7 +110,8 @@ void mcp_server_log(mcp_server *s, const char *fmt, ...) __attribute__((format(p
 /* Replaces every secret value inside line with "***" (in place; may shorten it). */
 void mcp_server_scrub(const mcp_server *s, char *line);
 unsigned mcp_server_grace_ms(const mcp_server *s);
-/* The set's curl driver, created on first use (NULL on failure). */
+/* The set's curl driver, created on first use. NULL on failure, and then the server has
+ * failed with the reason (mcp_server_fail). */
 mcp_curl *mcp_server_curl(mcp_server *s);
 
 #endif

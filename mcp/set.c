@@ -9,6 +9,7 @@
 #include "acp/version.h"
 #include "mcp/curl_uv.h"
 #include "mcp/internal.h"
+#include "mcp/libcurl_lazy.h"
 
 #define DEFAULT_CONNECT_MS 10000
 #define DEFAULT_REQUEST_MS 30000
@@ -135,6 +136,11 @@ unsigned mcp_server_grace_ms(const mcp_server *s)
 mcp_curl *mcp_server_curl(mcp_server *s)
 {
     if (!s->set->curl) s->set->curl = mcp_curl_new(s->loop);
+    /* Fails the server with the real reason (libcurl missing, usually); a caller's own
+     * mcp_server_fail() after this is a no-op. */
+    if (!s->set->curl)
+        mcp_server_fail(s, "%s",
+                        mcp_libcurl_error() ? mcp_libcurl_error() : "cannot set up libcurl");
     return s->set->curl;
 }
 
