@@ -41,6 +41,7 @@ struct acp_call {
     acp_response_cb cb;
     void *user;
     bool forgotten;
+    bool cancel_sent; /* the peer is asked once, however many ways the caller gives up */
 };
 
 struct acp_msg {
@@ -499,7 +500,7 @@ static acp_call *call_new(acp_conn *c, acp_response_cb cb, void *user)
 {
     acp_call *call = calloc(1, sizeof *call);
     if (!call) return NULL;
-    *call = (acp_call){c, c->next_id++, cb, user, false};
+    *call = (acp_call){.conn = c, .id = c->next_id++, .cb = cb, .user = user};
     if (calls_put(c, call)) {
         free(call);
         return NULL;
@@ -630,24 +631,26 @@ int acp_conn_notify_end(acp_conn *c)
     return stream_end(c, STREAM_NOTIFY);
 }
 
-static void send_cancel(acp_conn *c, int64_t id)
+static void send_cancel(acp_conn *c, acp_call *call)
 {
+    if (call->cancel_sent || c->closed) return;
+    call->cancel_sent = true;
     char params[48];
-    int n = snprintf(params, sizeof params, "{\"requestId\":%" PRId64 "}", id);
+    int n = snprintf(params, sizeof params, "{\"requestId\":%" PRId64 "}", call->id);
     acp_conn_notify_raw(c, c->opts.cancel_method, params, (size_t)n);
 }
 
 int acp_conn_cancel(acp_conn *c, acp_call *call)
 {
     if (c->closed) return ACP_ECLOSED;
-    send_cancel(c, call->id);
+    send_cancel(c, call);
     return 0;
 }
 
 void acp_conn_forget(acp_conn *c, acp_call *call)
 {
     call->forgotten = true;
-    if (!c->closed) send_cancel(c, call->id);
+    send_cancel(c, call);
 }
 
 static void resolve_local(acp_conn *c, acp_call *call, int code, const char *message)
@@ -665,7 +668,7 @@ static void resolve_local(acp_conn *c, acp_call *call, int code, const char *mes
 
 void acp_conn_abandon(acp_conn *c, acp_call *call, int code, const char *message)
 {
-    if (!c->closed) send_cancel(c, call->id);
+    send_cancel(c, call);
     resolve_local(c, call, code, message);
 }
 

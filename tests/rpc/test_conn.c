@@ -438,6 +438,24 @@ static void cancel_both_directions(void **state)
     acp_conn_free(b);
 }
 
+static void the_peer_is_asked_to_cancel_once(void **state)
+{
+    acp_conn *c = server();
+    struct tally t = {0};
+    acp_call *call;
+    acp_conn_call(c, "hold", NULL, on_resp, &t, &call);
+    free(acp_conn_out_take(c, &(size_t){0}));
+    acp_conn_cancel(c, call);
+    acp_conn_cancel(c, call);
+    acp_conn_forget(c, call); /* e.g. a turn that cancelled its calls, then ended */
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(json_string_value(json_object_get(l.v[0], "method")), "$/cancel_request");
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
 static void cancel_method_is_configurable_for_mcp(void **state)
 {
     acp_conn_opts o = {.cancel_method = "notifications/cancelled"};
@@ -556,6 +574,7 @@ int main(void)
         cmocka_unit_test(handler_error_codes_reach_the_wire),
         cmocka_unit_test(concurrent_requests_both_ways),
         cmocka_unit_test(cancel_both_directions),
+        cmocka_unit_test(the_peer_is_asked_to_cancel_once),
         cmocka_unit_test(cancel_method_is_configurable_for_mcp),
         cmocka_unit_test(eof_resolves_pending_calls),
         cmocka_unit_test(unanswered_requests_are_freed_with_the_connection),
