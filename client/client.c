@@ -298,7 +298,7 @@ void acp_client_free(acp_client *c)
     if (!c) return;
     while (c->sessions) acp_client_session_free(c->sessions);
     acp_client_terminals_free(c);
-    uv_close((uv_handle_t *)&c->timer, NULL);
+    if (c->timer.loop) uv_close((uv_handle_t *)&c->timer, NULL); /* NULL: never initialised */
     int pending = 0;
     if (c->tr) {
         pending++;

@@ -66,9 +66,17 @@ void acp_client_session_free(acp_client_session *s)
         }
     }
     acp_client_perms_cancel(s, true);
-    if (s->prompt) { /* its answer is of no use to anyone now */
-        acp_conn_forget(c->conn, s->prompt->call);
-        free(s->prompt);
+    if (s->prompt) { /* its answer is of no use to anyone now; its waiter is told */
+        struct prompt_op *op = s->prompt;
+        s->prompt = NULL;
+        s->prompting = false;
+        acp_conn_forget(c->conn, op->call);
+        op->cb(s,
+               acp_client_seterr(c, ACP_ECANCELLED,
+                                 "the session handle was freed during "
+                                 "its prompt"),
+               "unknown", op->user);
+        free(op);
     }
     acp_roots_free(s->roots);
     json_decref(s->result);

@@ -168,8 +168,8 @@ int acp_client_session_prompt(acp_client_session *s, const char *text, const cha
 int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, const char **stop);
 /* The same without waiting: cb runs (from the loop, during any blocking call or
  * acp_client_run_once()) when the turn ends, with the status and stop reason as above. Prompts
- * on different sessions may run at the same time. If the handle is freed first, the call is
- * dropped and cb never runs. */
+ * on different sessions may run at the same time. If the handle is freed first, cb runs then
+ * with ACP_ECANCELLED (s still valid during the call) and the agent's answer is dropped. */
 typedef void (*acp_client_prompt_cb)(acp_client_session *s, int status, const char *stop,
                                      void *user);
 int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_prompt_cb cb,
