@@ -237,7 +237,7 @@ int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg
     char **split = NULL, *spawn_err = NULL;
     const char *const *argv = opts->argv;
     if (!argv) {
-        rc = opts->command ? acp_cmdline_split(opts->command, &split) : ACP_EINVAL;
+        rc = opts->command ? acp_client_split_command(opts->command, &split) : ACP_EINVAL;
         if (rc) {
             acp_client_seterr(c, rc,
                               "the agent command line is empty or has an unclosed "
@@ -276,13 +276,13 @@ int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg
     if (opts->terminal) acp_client_terminal_register(c);
     rc = initialize(c);
     if (rc) goto fail;
-    acp_argv_free(split);
+    acp_client_argv_free(split);
     free(spawn_err);
     *out = c;
     return 0;
 fail:
     if (errmsg) *errmsg = strdup(c->err[0] ? c->err : acp_strerror(rc));
-    acp_argv_free(split);
+    acp_client_argv_free(split);
     free(spawn_err);
     acp_client_free(c);
     return rc;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/internal.h"
+#include "acp/client.h"
 
 static void argv_free_n(char **v, size_t n)
 {
@@ -11,7 +11,7 @@ static void argv_free_n(char **v, size_t n)
     free(v);
 }
 
-void acp_argv_free(char **argv)
+void acp_client_argv_free(char **argv)
 {
     if (!argv) return;
     size_t n = 0;
@@ -19,7 +19,7 @@ void acp_argv_free(char **argv)
     argv_free_n(argv, n);
 }
 
-int acp_cmdline_split(const char *s, char ***out)
+int acp_client_split_command(const char *s, char ***out)
 {
     *out = NULL;
     size_t n = 0, cap = 8;
@@ -41,7 +41,7 @@ int acp_cmdline_split(const char *s, char ***out)
             } else if (quote == '"') {
                 if (ch == '"')
                     quote = 0;
-                else if (ch == '\\' && strchr("\"\\$`", s[1]))
+                else if (ch == '\\' && s[1] && strchr("\"\\$`", s[1]))
                     word[w++] = *++s;
                 else
                     word[w++] = ch;

@@ -239,7 +239,7 @@ fail:
     free(t);
 done:
     free(argv);
-    acp_argv_free(envv);
+    acp_client_argv_free(envv);
 }
 
 /* Output as valid UTF-8: bytes that are not (a program may print anything) become U+FFFD. */

@@ -208,6 +208,14 @@ int acp_client_perm_reply(acp_client_perm *p, const char *option_id);
 /* True when the request was already answered `cancelled` by a cancel. */
 bool acp_client_perm_cancelled(const acp_client_perm *p);
 
+/* --- command lines --------------------------------------------------------------------- */
+
+/* Splits a command line into words the way a POSIX shell would (single and double quotes,
+ * backslashes), without any expansion. On success *argv is a NULL-terminated array the caller
+ * frees with acp_client_argv_free(). ACP_EINVAL for an empty line or an unclosed quote. */
+int acp_client_split_command(const char *line, char ***argv);
+void acp_client_argv_free(char **argv);
+
 /* --- names ---------------------------------------------------------------------------- */
 
 const char *acp_update_kind_name(acp_update_kind k); /* "agent_message_chunk", ...; "other" */

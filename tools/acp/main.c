@@ -274,46 +274,22 @@ static char *which(const char *cmd)
     return out;
 }
 
-/* Words of an --mcp value, split shell-like (quotes honoured). */
+/* An --mcp value: NAME=CMD ARGS, the command line split like --agent's. */
 static json_t *mcp_stdio(const char *spec)
 {
     const char *eq = strchr(spec, '=');
-    if (!eq || eq == spec) return NULL;
-    /* Reuse a trivial splitter: spaces separate, quotes group. */
-    json_t *args = json_array();
-    char *word = malloc(strlen(eq));
-    const char *p = eq + 1;
-    char *cmd = NULL;
-    while (*p) {
-        while (*p == ' ') p++;
-        if (!*p) break;
-        size_t w = 0;
-        char q = 0;
-        for (; *p && (q || *p != ' '); p++) {
-            if (!q && (*p == '\'' || *p == '"'))
-                q = *p;
-            else if (q && *p == q)
-                q = 0;
-            else
-                word[w++] = *p;
-        }
-        word[w] = 0;
-        if (!cmd)
-            cmd = strdup(word);
-        else
-            json_array_append_new(args, json_string(word));
-    }
-    free(word);
-    char *abs = cmd ? which(cmd) : NULL;
-    json_t *srv = NULL;
+    char **words = NULL;
+    if (!eq || eq == spec || acp_client_split_command(eq + 1, &words)) return NULL;
+    char *abs = which(words[0]);
+    json_t *srv = NULL, *args = json_array();
+    for (size_t i = 1; words[i]; i++) json_array_append_new(args, json_string(words[i]));
     if (abs)
         srv = json_pack("{s:s%, s:s, s:o, s:[]}", "name", spec, (size_t)(eq - spec), "command", abs,
                         "args", args, "env");
     else
         json_decref(args);
-    if (cmd && !abs) fprintf(stderr, "acp: MCP server command not found: '%s'\n", cmd);
-    free(cmd);
     free(abs);
+    acp_client_argv_free(words);
     return srv;
 }
 
