@@ -300,6 +300,20 @@ static void test_terminal(void **state)
     assert_int_equal(errno, ESRCH);
 }
 
+static void test_modes_config(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(acp_client_session_set_mode(f->s, "code"), 0);
+    assert_int_equal(acp_client_session_set_mode(f->s, "nope"), ACP_EPROTO);
+    assert_int_equal(acp_client_errcode(f->c), -32602);
+    assert_int_equal(acp_client_session_set_config(f->s, "model", "b"), 0);
+    /* The session's state follows the agent's answer (the complete option list). */
+    json_t *opt =
+        json_array_get(json_object_get(acp_client_session_result(f->s), "configOptions"), 0);
+    assert_string_equal(json_string_value(json_object_get(opt, "currentValue")), "b");
+    assert_int_equal(acp_client_session_set_config(f->s, "model", "zzz"), ACP_EPROTO);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* an agent that exits early must not kill the test */
@@ -307,6 +321,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_modes_config, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

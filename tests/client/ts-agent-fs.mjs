@@ -11,6 +11,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const cancelled = new Set();
+const config = { id: "model", name: "Model", type: "select", currentValue: "a", options: [{ value: "a", name: "A" }, { value: "b", name: "B" }] };
 const subst = (v, t) =>
   v === "$T" ? t : Array.isArray(v) ? v.map((x) => subst(x, t))
     : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, subst(x, t)]))
@@ -22,7 +23,21 @@ const app = acp
     protocolVersion: 1,
     agentInfo: { name: "ts-agent-fs", version: "1.0.0" },
   }))
-  .onRequest("session/new", () => ({ sessionId: "fs-" + Math.random().toString(16).slice(2) }))
+  .onRequest("session/new", () => ({
+    sessionId: "fs-" + Math.random().toString(16).slice(2),
+    // Modes and config options make session/set_mode and set_config_option callable.
+    modes: { currentModeId: "ask", availableModes: [{ id: "ask", name: "Ask" }, { id: "code", name: "Code" }] },
+    configOptions: [config],
+  }))
+  .onRequest("session/set_mode", ({ params }) => {
+    if (!["ask", "code"].includes(params.modeId)) throw acp.RequestError.invalidParams({}, "no such mode");
+    return {};
+  })
+  .onRequest("session/set_config_option", ({ params }) => {
+    if (params.configId !== "model" || !["a", "b"].includes(params.value)) throw acp.RequestError.invalidParams({}, "no such value");
+    config.currentValue = params.value;
+    return { configOptions: [config] };
+  })
   .onRequest("session/prompt", async ({ params, client }) => {
     const calls = JSON.parse(params.prompt.map((b) => b.text ?? "").join(""));
     const out = [];
