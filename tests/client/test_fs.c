@@ -300,6 +300,30 @@ static void test_terminal(void **state)
     assert_int_equal(errno, ESRCH);
 }
 
+/* Many reads' worth of multibyte output into a small limit: always the tail, always valid
+ * UTF-8 (the JSON would not parse otherwise), the flag set. */
+static void test_terminal_big(void **state)
+{
+    fixture *f = *state;
+    static const char calls[] =
+        "[{\"method\":\"terminal/create\",\"params\":{\"command\":\"/bin/sh\",\"args\":[\"-c\","
+        "\"yes h\u00e9llo | head -n 30000; echo end\"],\"outputByteLimit\":1001}},"
+        "{\"method\":\"terminal/wait_for_exit\",\"params\":{\"terminalId\":\"$T\"}},"
+        "{\"method\":\"terminal/output\",\"params\":{\"terminalId\":\"$T\"}},"
+        "{\"method\":\"terminal/release\",\"params\":{\"terminalId\":\"$T\"}}]";
+    json_t *out = run(f, calls, NULL);
+    for (size_t i = 0; i < 4; i++) expect_ok(out, i);
+    json_t *r = json_object_get(nth(out, 2), "result");
+    const char *o = json_string_value(json_object_get(r, "output"));
+    size_t n = strlen(o);
+    assert_true(n <= 1001 && n > 990);
+    assert_true(json_is_true(json_object_get(r, "truncated")));
+    assert_string_equal(o + n - 11, "h\xc3\xa9llo\nend\n");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "exitStatus"), "exitCode")), 0);
+    json_decref(out);
+}
+
 static void test_modes_config(void **state)
 {
     fixture *f = *state;
@@ -321,6 +345,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_big, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modes_config, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
