@@ -33,6 +33,7 @@ function run(args, { input, agentCmd = agent, cwd = dir } = {}) {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    p.stdin.on("error", () => {}); // a command that exits before reading its input is fine
     p.stdin.end(input ?? "");
   });
 }
@@ -128,6 +129,15 @@ test("text output: streamed reply, plan as a checklist, tool call lines", async 
   assert.match(plan.stdout, /^ {2}\[ \] /m);
 });
 
+test("prompt text from standard input, relative --add-dir made absolute", async () => {
+  const p = await run(["--json", "prompt", "--add-dir", ".", "-"], { input: "from stdin\nsecond line" });
+  assert.equal(p.code, 0, p.stderr);
+  assert.equal(texts(lines(p.stdout)), "from stdin\nsecond line");
+  const missing = await run(["new", "--add-dir", "no/such/dir"]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /no such directory/);
+});
+
 test("permission requests: --yes writes, --deny and no terminal refuse", async () => {
   const f1 = join(dir, "yes.txt"), f2 = join(dir, "deny.txt"), f3 = join(dir, "notty.txt");
   const y = await run(["prompt", "--yes", `/write ${f1} allowed`]);
@@ -197,6 +207,7 @@ test("the default agent is acp-agent next to acp", async () => {
 // expect consumed (no fixed sleeps).
 function onPty(args, agentCmd = agent) {
   const p = spawn(join(BUILD, "tests", "pty_run"), [ACP, "--agent", agentCmd, "--cwd", dir, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  p.stdin.on("error", () => {});
   let out = "", from = 0;
   const waiters = [];
   p.stdout.on("data", (d) => {

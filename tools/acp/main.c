@@ -305,10 +305,18 @@ typedef struct sess_args {
     const char *id;
     const char *dirs[64];
     size_t ndirs;
+    char *owned[64]; /* dirs made absolute here */
+    size_t nowned;
     json_t *mcp;
     char **words;
     int nwords;
 } sess_args;
+
+static void sess_free(sess_args *sa)
+{
+    json_decref(sa->mcp);
+    for (size_t i = 0; i < sa->nowned; i++) free(sa->owned[i]);
+}
 
 /* Options shared by new, prompt, chat, history, resume, close, delete. */
 static int parse_sess(app *a, const char *cmd, int argc, char **argv, sess_args *sa, bool want_id,
@@ -338,7 +346,7 @@ static int parse_sess(app *a, const char *cmd, int argc, char **argv, sess_args 
             if (optarg[0] != '/') {
                 char *abs = realpath(optarg, NULL);
                 if (!abs) return usage_error("--add-dir: no such directory: '%s'", optarg);
-                sa->dirs[sa->ndirs++] = abs; /* freed at exit with the process */
+                sa->dirs[sa->ndirs++] = sa->owned[sa->nowned++] = abs;
             } else {
                 sa->dirs[sa->ndirs++] = optarg;
             }
@@ -506,7 +514,7 @@ static int cmd_new(app *a, int argc, char **argv)
             printf("%s\n", acp_client_session_id(a->s));
         }
     }
-    json_decref(sa.mcp);
+    sess_free(&sa);
     return rc;
 }
 
@@ -532,7 +540,7 @@ static int cmd_prompt(app *a, int argc, char **argv)
         fprintf(stderr, "session %s\n", acp_client_session_id(a->s));
     if (!rc) rc = run_prompt(a, text ? text : "");
     free(text);
-    json_decref(sa.mcp);
+    sess_free(&sa);
     return rc;
 }
 
@@ -617,7 +625,7 @@ static int cmd_history(app *a, int argc, char **argv)
         else
             render_eol(&a->r);
     }
-    json_decref(sa.mcp);
+    sess_free(&sa);
     return rc;
 }
 
@@ -661,7 +669,7 @@ static int cmd_id(app *a, const char *cmd, int argc, char **argv)
             printf("%s %s\n", done, sa.id);
         }
     }
-    json_decref(sa.mcp);
+    sess_free(&sa);
     return rc;
 }
 
@@ -690,7 +698,7 @@ static int cmd_chat(app *a, int argc, char **argv)
         rc = run_prompt(a, line);
     }
     free(line);
-    json_decref(sa.mcp);
+    sess_free(&sa);
     return rc;
 }
 
