@@ -3,6 +3,7 @@
  * escapes, relative paths), line/limit, permission requests (and the `cancelled` answer a
  * cancel owes them), terminals (truncation at a UTF-8 boundary, a command that ignores
  * SIGTERM, no zombies). */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -17,11 +18,21 @@
 #include "common.h"
 
 typedef struct fixture {
+    int fds; /* open descriptors before the client: the same number must remain after */
     char root[64], outside[64];
     acp_client *c;
     acp_client_session *s;
     seen k;
 } fixture;
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
 
 static void put(const char *path, const char *text)
 {
@@ -59,6 +70,7 @@ static int setup(void **state)
     assert_int_equal(symlink(p, q), 0);
     snprintf(q, sizeof q, "%s/dirlink", f->root);
     assert_int_equal(symlink(f->outside, q), 0);
+    f->fds = count_fds();
     acp_client_opts o = {.argv = node_agent("ts-agent-fs.mjs"),
                          .fs_read = true,
                          .fs_write = true,
@@ -81,6 +93,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     acp_client_free(f->c);
+    assert_int_equal(count_fds(), f->fds); /* agent pipes, terminal pipes: all closed */
     acp_buf_free(&f->k.text);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", f->root, f->outside);
@@ -341,6 +354,10 @@ static void test_modes_config(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* an agent that exits early must not kill the test */
+    /* libuv opens a process-wide pipe once, at the first loop: not ours to count. */
+    uv_loop_t warm;
+    uv_loop_init(&warm);
+    uv_loop_close(&warm);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_read_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
