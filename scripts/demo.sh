@@ -48,12 +48,12 @@ say "What the agent is and what it can do"
 step info
 
 say "A new session with an MCP server (server-everything over stdio)"
-show new --mcp "'everything=node .../server-everything/dist/index.js'"
+show new --mcp "everything=node .../server-everything/dist/index.js"
 id=$(acp new --mcp "$mcp")
 echo "$id"
 
 say "The session's MCP servers, as the agent sees them (resume sends them again)"
-show prompt -s "$id" --mcp "'everything=node .../server-everything/dist/index.js'" /mcp
+show prompt -s "$id" --mcp "everything=node .../server-everything/dist/index.js" /mcp
 acp prompt -s "$id" --mcp "$mcp" /mcp
 
 say "A prompt: the echo engine streams the text back"
