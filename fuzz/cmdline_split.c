@@ -1,5 +1,5 @@
-/* libFuzzer target over the agent command-line splitter (client/cmdline.c), which takes the
- * `acp --agent` string and acp_client_opts.command of any embedding application. Never a
+/* libFuzzer target over the command-line splitter (acp_client_split_command), which takes
+ * the `acp --agent` string and acp_client_opts.command of any embedding application. Never a
  * crash, an out-of-bounds read or a leak; and the words it gives, each quoted back the POSIX
  * way ('...' with ' written as '\''), split again into the same words.
  *
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/internal.h"
+#include "acp/client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, size);
     s[size] = '\0';
     char **v = NULL;
-    int rc = acp_cmdline_split(s, &v);
+    int rc = acp_client_split_command(s, &v);
     if (rc == 0) {
         acp_buf b = {0};
         size_t n = 0;
@@ -29,12 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             acp_buf_putc(&b, '\'');
         }
         char **w = NULL;
-        if (n == 0 || !acp_buf_cstr(&b) || acp_cmdline_split(b.data, &w)) abort();
+        if (n == 0 || !acp_buf_cstr(&b) || acp_client_split_command(b.data, &w)) abort();
         for (size_t i = 0; i <= n; i++)
             if (!w[i] != !v[i] || (v[i] && strcmp(w[i], v[i]))) abort();
-        acp_argv_free(w);
+        acp_client_argv_free(w);
         acp_buf_free(&b);
-        acp_argv_free(v);
+        acp_client_argv_free(v);
     } else if ((rc != ACP_EINVAL && rc != ACP_ENOMEM) || v) {
         abort();
     }
