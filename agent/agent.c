@@ -122,6 +122,14 @@ int acp_agent_flush(acp_agent *a)
         }
         return 0;
     }
+    /* Merged text chunks join this commit: the client is about to see them. */
+    for (acp_session *s = a->dirty; s; s = s->dnext) {
+        s->pend_failed = history_settle(s) != 0;
+        if (s->pend_failed) {
+            s->pend.len = 0;
+            agent_log(a, "session %s: out of memory storing its text", s->id);
+        }
+    }
     int rc = acp_store_pending(a->store) ? acp_store_commit(a->store, NULL) : 0;
     char *err = rc ? strdup(acp_store_errmsg(a->store)) : NULL;
     if (rc) agent_log(a, "store commit failed: %s", err ? err : "");
@@ -137,7 +145,8 @@ int acp_agent_flush(acp_agent *a)
     }
     while (rev) {
         acp_session *n = rev->dnext;
-        session_release(rev, rc, err ? err : "out of memory");
+        int src = rc ? rc : rev->pend_failed ? ACP_ENOMEM : 0;
+        session_release(rev, src, err ? err : "out of memory");
         rev = n;
     }
     free(err);

@@ -14,6 +14,8 @@
 /* Bytes of stored history replayed per loop turn and session. */
 #define AGENT_REPLAY_STEP (2u << 20)
 #define AGENT_LIST_PAGE   50
+/* The longest text (escaped bytes) one stored update of coalesced chunks holds. */
+#define AGENT_COALESCE_MAX (1u << 20)
 
 /* A response that must wait until the session's held messages were released. */
 typedef struct deferred {
@@ -66,6 +68,11 @@ struct acp_session {
     void *data;
     acp_turn *turn;
     acp_buf hold;
+    /* Consecutive text chunks of one message, merged into one stored update (history.c). */
+    acp_buf pend;
+    size_t pend_body; /* where the escaped content.text starts in pend */
+    size_t pend_tail; /* bytes after it: the closing quote and braces */
+    bool pend_failed; /* it could not join the commit: the held output must not go out */
     deferred *defs;
     size_t ndefs, defs_cap;
     bool ready_called;
@@ -131,12 +138,25 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
 void session_activate(acp_session *s);
 void session_close(acp_session *s); /* cancel, force-end, free engine state, MCP; maybe free */
 void session_free(acp_session *s);
-/* Sends (or holds) a session/update whose update object is json[0..n). */
+/* Sends (or holds) a session/update whose update object is json[0..n), storing it first when
+ * persist is true. */
 int session_emit(acp_session *s, const char *json, size_t n, bool persist);
+/* Sends (or holds) it without storing it. */
+int session_send(acp_session *s, const char *json, size_t n);
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
                   bool prompt);
 void session_release(acp_session *s, int commit_rc, const char *errmsg);
 void session_opened_step(acp_session *s); /* answers the open request when all is settled */
+
+/* history.c: every store append of a session goes through these (0 or ACP_ENOMEM). */
+/* Appends the history update json[0..n) after the session's pending merged text. */
+int history_append(acp_session *s, const char *json, size_t n);
+/* Appends a text chunk json[0..n) whose content.text is the last string in it, with its
+ * escaped characters at json[body..end): merged into the pending text when the bytes before
+ * and after them match (same kind and messageId). */
+int history_append_text(acp_session *s, const char *json, size_t n, size_t body, size_t end);
+/* Puts the pending merged text into the store batch (before a commit). */
+int history_settle(acp_session *s);
 
 /* turn.c */
 void turn_start(acp_session *s, acp_req *req, const json_t *prompt);

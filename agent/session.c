@@ -180,6 +180,7 @@ void session_free(acp_session *s)
     }
     free(s->defs);
     acp_buf_free(&s->hold);
+    acp_buf_free(&s->pend);
     acp_roots_free(s->roots);
     free(s->add_dirs);
     free(s->id_json);
@@ -274,11 +275,13 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
 
 int session_emit(acp_session *s, const char *json, size_t n, bool persist)
 {
+    if (persist && history_append(s, json, n)) return ACP_ENOMEM;
+    return session_send(s, json, n);
+}
+
+int session_send(acp_session *s, const char *json, size_t n)
+{
     acp_agent *a = s->a;
-    if (persist) {
-        if (acp_store_append(a->store, s->id, json, n)) return ACP_ENOMEM;
-        agent_mark_dirty(a, s);
-    }
     acp_buf *b = s->dirty ? &s->hold : &a->line;
     size_t idn = strlen(s->id_json), before = b->len;
     if (acp_buf_reserve(b, sizeof env_prefix + idn + 12 + n + 4)) return ACP_ENOMEM;

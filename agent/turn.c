@@ -77,14 +77,13 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
         acp_jw_key(&w, "content");
         acp_jw_json(&w, json_array_get(prompt, i));
         acp_jw_obj_end(&w);
-        if (acp_jw_status(&w) || acp_store_append(a->store, s->id, b->data, b->len)) {
+        if (acp_jw_status(&w) || history_append(s, b->data, b->len)) {
             b->len = 0;
             s->turn = NULL;
             free(t);
             acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
             return;
         }
-        agent_mark_dirty(a, s);
     }
     a->scratch.len = 0;
     if (a->scratch.cap > 1024 * 1024) acp_buf_free(&a->scratch);
@@ -223,11 +222,18 @@ int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const c
     acp_jw_obj(&w);
     acp_jw_kstr(&w, "type", "text");
     acp_jw_key(&w, "text");
+    size_t body = b->len + 1; /* after the opening quote */
     acp_jw_strn(&w, text, n);
+    size_t end = b->len - 1; /* at the closing quote */
     acp_jw_obj_end(&w);
     acp_jw_obj_end(&w);
     int rc = acp_jw_status(&w);
-    if (!rc) rc = session_emit(t->s, b->data, b->len, true);
+    /* Merged only under a messageId: without one nothing says two chunks are one message. */
+    if (!rc && message_id)
+        rc = history_append_text(t->s, b->data, b->len, body, end);
+    else if (!rc)
+        rc = history_append(t->s, b->data, b->len);
+    if (!rc) rc = session_send(t->s, b->data, b->len);
     b->len = 0;
     if (b->cap > 1024 * 1024) acp_buf_free(b);
     return rc;

@@ -88,7 +88,7 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
     h *x = user;
     const char *text = json_string_value(json_object_get(json_array_get(prompt, 0), "text"));
-    int n;
+    int n, m;
     if (text && sscanf(text, "emit %d", &n) == 1) {
         char mid[48], c[32];
         acp_agent_new_id("msg_", mid);
@@ -96,6 +96,46 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
             snprintf(c, sizeof c, "c%d", i);
             assert_int_equal(acp_turn_text(t, NULL, mid, c, strlen(c)), 0);
         }
+        acp_turn_end(t, "end_turn");
+    } else if (text && sscanf(text, "stream %d %d", &n, &m) == 2) {
+        /* n chunks of m bytes under one messageId, all in this loop turn */
+        char mid[48], *c = malloc((size_t)m);
+        acp_agent_new_id("msg_", mid);
+        for (int i = 0; i < n; i++) {
+            memset(c, 'a' + i % 26, (size_t)m);
+            assert_int_equal(acp_turn_text(t, NULL, mid, c, (size_t)m), 0);
+        }
+        free(c);
+        acp_turn_end(t, "end_turn");
+    } else if (text && !strcmp(text, "mix")) {
+        /* What may and may not be merged in the store, in one loop turn. */
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", "a1", 2), 0);
+        const char a2[] = "\"a2\u00e9\n"; /* escaped in JSON: merged as escaped text */
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", a2, sizeof a2 - 1), 0);
+        json_t *u = json_pack("{ss ss ss}", "sessionUpdate", "tool_call", "toolCallId", "call_1",
+                              "title", "between");
+        assert_int_equal(acp_turn_update(t, u), 0);
+        json_decref(u);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", "a3", 2), 0);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", "a4", 2), 0);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_B", "b1", 2), 0);
+        assert_int_equal(acp_turn_text(t, "agent_thought_chunk", "msg_B", "t1", 2), 0);
+        assert_int_equal(acp_turn_text(t, "agent_thought_chunk", "msg_B", "t2", 2), 0);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_B", "b2", 2), 0);
+        assert_int_equal(acp_turn_text(t, NULL, NULL, "n1", 2), 0);
+        assert_int_equal(acp_turn_text(t, NULL, NULL, "n2", 2), 0);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", "a5", 2), 0);
+        /* a live-only update does not end the message in the store */
+        u = json_pack("{ss s[]}", "sessionUpdate", "available_commands_update",
+                      "availableCommands");
+        assert_int_equal(acp_turn_update(t, u), 0);
+        json_decref(u);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", "a6", 2), 0);
+        /* the general path is stored as it came, after the merged text */
+        const char raw[] = "{\"sessionUpdate\":\"agent_message_chunk\",\"messageId\":\"msg_A\","
+                           "\"content\":{\"type\":\"text\",\"text\":\"a7\"}}";
+        assert_int_equal(acp_turn_update_raw(t, raw, sizeof raw - 1, false), 0);
+        assert_int_equal(acp_turn_text(t, NULL, "msg_A", "a8", 2), 0);
         acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "wait")) {
         acp_turn_text(t, NULL, NULL, "waiting", 7);
@@ -339,6 +379,67 @@ static int stored(h *x, const char *id)
     return n;
 }
 
+static int collect_stored(void *user, int64_t seq, const char *json, size_t n)
+{
+    json_t *u = json_loadb(json, n, 0, NULL);
+    assert_non_null(u);
+    json_array_append_new(user, u);
+    return 0;
+}
+
+/* The stored history of a session, parsed (caller decrefs). */
+static json_t *history(h *x, const char *id)
+{
+    json_t *all = json_array();
+    int64_t last_seq;
+    bool done;
+    assert_int_equal(acp_store_replay(x->st, id, 0, 0, collect_stored, all, &last_seq, &done), 0);
+    return all;
+}
+
+/* The session/update objects among messages (new references in a new array). */
+static json_t *updates_of(json_t *msgs)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *u = json_object_get(json_object_get(json_array_get(msgs, i), "params"), "update");
+        if (u) json_array_append(out, u);
+    }
+    return out;
+}
+
+/* Conversation updates as "kind|messageId|text" lines (other kinds as "kind"), with consecutive
+ * text chunks of one message (same kind, same non-null messageId) joined: the form in which a
+ * live turn and its replay must agree. */
+static char *normal_form(json_t *updates)
+{
+    static const char *const conv[] = {"user_message_chunk",  "agent_message_chunk",
+                                       "agent_thought_chunk", "tool_call",
+                                       "tool_call_update",    "plan"};
+    acp_buf b = {0};
+    const char *prev_kind = NULL, *prev_mid = NULL;
+    for (size_t i = 0; i < json_array_size(updates); i++) {
+        json_t *u = json_array_get(updates, i);
+        const char *kind = json_string_value(json_object_get(u, "sessionUpdate"));
+        bool keep = false;
+        for (size_t k = 0; k < sizeof conv / sizeof *conv; k++) keep |= !strcmp(kind, conv[k]);
+        if (!keep) continue;
+        const char *mid = json_string_value(json_object_get(u, "messageId"));
+        const char *txt = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        if (txt && mid && prev_mid && !strcmp(kind, prev_kind) && !strcmp(mid, prev_mid)) {
+            b.len--; /* the newline */
+        } else {
+            acp_buf_printf(&b, "%s|%s|", kind, mid ? mid : "-");
+        }
+        if (txt) acp_buf_printf(&b, "%s", txt);
+        acp_buf_putc(&b, '\n');
+        prev_kind = kind;
+        prev_mid = txt ? mid : NULL;
+    }
+    acp_buf_cstr(&b);
+    return b.data;
+}
+
 /* --- tests ----------------------------------------------------------------------------------- */
 
 static void test_initialize(void **state)
@@ -441,7 +542,7 @@ static void test_hold_until_commit(void **state)
     assert_int_equal(acp_conn_out_len(acp_agent_conn(x->a)), 0);
     assert_int_equal(stored(x, id), 0);
     acp_agent_flush(x->a);
-    assert_int_equal(stored(x, id), 4); /* the user message + 3 chunks */
+    assert_int_equal(stored(x, id), 2); /* the user message + the 3 chunks as one */
     collect(x);
     assert_int_equal(count_updates(x->msgs, "agent_message_chunk"), 3);
     assert_int_equal(find_response(x, 5), 3); /* after the three updates */
@@ -483,6 +584,13 @@ static void test_commit_failure(void **state)
         json_string_value(json_object_get(json_object_get(last(r), "result"), "stopReason")),
         "end_turn");
     json_decref(r);
+    /* Nothing of the failed turns' merged text waited for this commit: only this turn is kept. */
+    json_t *st = history(x, id);
+    assert_int_equal(json_array_size(st), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(st, 1), "content"), "text")),
+                        "c0c1");
+    json_decref(st);
 }
 
 /* load replays the whole history, in order, before its response; resume replays nothing. */
@@ -505,9 +613,8 @@ static void test_replay_order(void **state)
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", id, x->dir);
     json_t *r = request(x, 20, "session/load", p);
     assert_true(json_is_object(json_object_get(last(r), "result")));
-    /* user, c0 c1, user, c0 c1 c2, user, c0..c3 */
-    const char *want[] = {"emit 2", "c0",     "c1", "emit 3", "c0", "c1",
-                          "c2",     "emit 4", "c0", "c1",     "c2", "c3"};
+    /* user, c0 c1, user, c0 c1 c2, user, c0..c3: each message's chunks coalesced */
+    const char *want[] = {"emit 2", "c0c1", "emit 3", "c0c1c2", "emit 4", "c0c1c2c3"};
     size_t n = sizeof want / sizeof *want;
     assert_int_equal(json_array_size(r), n + 1);
     for (size_t i = 0; i < n; i++) {
@@ -855,6 +962,133 @@ static void test_replay_big(void **state)
     assert_int_equal(acp_agent_session_count(x->a), 1);
 }
 
+/* Consecutive text chunks of one message are stored as one update; nothing else is merged,
+ * and the replay tells the same conversation as the live turn, in order. */
+static void test_coalesce(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[400];
+    new_session(x, id);
+    snprintf(p, sizeof p,
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"mix\"}]}", id);
+    json_t *r = request(x, 2, "session/prompt", p);
+    /* live: one notification per chunk, as sent */
+    assert_int_equal(count_updates(r, "agent_message_chunk"), 12);
+    assert_int_equal(count_updates(r, "agent_thought_chunk"), 2);
+    json_t *live = updates_of(r);
+    json_decref(r);
+
+    json_t *st = history(x, id);
+    char *got = normal_form(st), *want_live = normal_form(live);
+    /* the stored rows themselves: merged only within one kind and messageId, never across
+     * another history update or a chunk without messageId */
+    const char *rows[][3] = {
+        {"user_message_chunk", NULL, "mix"},
+        {"agent_message_chunk", "msg_A", "a1\"a2\u00e9\n"},
+        {"tool_call", NULL, NULL},
+        {"agent_message_chunk", "msg_A", "a3a4"},
+        {"agent_message_chunk", "msg_B", "b1"},
+        {"agent_thought_chunk", "msg_B", "t1t2"},
+        {"agent_message_chunk", "msg_B", "b2"},
+        {"agent_message_chunk", NULL, "n1"},
+        {"agent_message_chunk", NULL, "n2"},
+        {"agent_message_chunk", "msg_A", "a5a6"},
+        {"agent_message_chunk", "msg_A", "a7"},
+        {"agent_message_chunk", "msg_A", "a8"},
+    };
+    size_t nrows = sizeof rows / sizeof *rows;
+    assert_int_equal(json_array_size(st), nrows);
+    for (size_t i = 0; i < nrows; i++) {
+        json_t *u = json_array_get(st, i);
+        assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), rows[i][0]);
+        const char *mid = json_string_value(json_object_get(u, "messageId"));
+        const char *txt = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        if (rows[i][1]) assert_string_equal(mid, rows[i][1]);
+        if (rows[i][2] && i > 0) assert_string_equal(txt, rows[i][2]);
+        if (i > 0 && rows[i][2]) /* exactly the fast path's shape: nothing lost or added */
+            assert_int_equal(json_object_size(u), mid ? 3 : 2);
+    }
+    /* the live turn's conversation, the user message first */
+    assert_string_equal(strchr(got, '\n') + 1, want_live);
+    /* session/load replays exactly what is stored */
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", id, x->dir);
+    r = request(x, 3, "session/load", p);
+    json_t *rep = updates_of(r);
+    assert_true(json_equal(rep, st));
+    json_decref(rep);
+    json_decref(r);
+    free(got);
+    free(want_live);
+    json_decref(st);
+    json_decref(live);
+}
+
+/* A long stream is stored as few updates, none with more than AGENT_COALESCE_MAX bytes of text,
+ * whose texts join to what the client received; two sessions streaming in one loop turn keep
+ * their own messages. */
+static void test_coalesce_stream(void **state)
+{
+    h *x = *state;
+    init(x);
+    char a[80], b[80], p[400];
+    new_session(x, a);
+    new_session(x, b);
+    /* both prompts arrive in one read: their chunks share a loop turn and a commit */
+    snprintf(
+        p, sizeof p,
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
+        "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"stream 12000 200\"}]}}",
+        a);
+    char q[400];
+    snprintf(q, sizeof q,
+             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"session/prompt\",\"params\":"
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit 30\"}]}}",
+             b);
+    send_line(x, "%s\n%s", p, q);
+    for (int i = 0; i < 100 && (find_response(x, 5) < 0 || find_response(x, 6) < 0); i++) turn(x);
+    assert_true(find_response(x, 5) >= 0 && find_response(x, 6) >= 0);
+
+    for (int k = 0; k < 2; k++) {
+        const char *sid = k ? b : a;
+        json_t *live = json_array();
+        for (size_t i = 0; i < json_array_size(x->msgs); i++) {
+            json_t *m = json_array_get(x->msgs, i);
+            const char *s =
+                json_string_value(json_object_get(json_object_get(m, "params"), "sessionId"));
+            json_t *u = json_object_get(json_object_get(m, "params"), "update");
+            if (s && !strcmp(s, sid) && u) json_array_append(live, u);
+        }
+        assert_int_equal(count_updates(x->msgs, NULL), 12000 + 30);
+        json_t *st = history(x, sid);
+        /* fewer stored updates than chunks sent */
+        size_t nlive = json_array_size(live), nst = json_array_size(st);
+        assert_int_equal(nlive, k ? 30 : 12000);
+        assert_true(nst < (k ? 3u : 10u)); /* the user message and a few merged updates */
+        assert_true(nst >= (k ? 2u : 4u)); /* 2.4 MB of text cannot fit in one */
+        const char *mid = json_string_value(json_object_get(json_array_get(live, 0), "messageId"));
+        acp_buf want = {0}, have = {0};
+        for (size_t i = 0; i < nlive; i++)
+            acp_buf_printf(&want, "%s",
+                           json_string_value(json_object_get(
+                               json_object_get(json_array_get(live, i), "content"), "text")));
+        for (size_t i = 1; i < nst; i++) {
+            json_t *u = json_array_get(st, i);
+            assert_string_equal(json_string_value(json_object_get(u, "messageId")), mid);
+            const char *txt =
+                json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+            assert_true(strlen(txt) <= (1u << 20));
+            acp_buf_printf(&have, "%s", txt);
+        }
+        assert_int_equal(have.len, want.len);
+        assert_memory_equal(have.data, want.data, want.len);
+        acp_buf_free(&want);
+        acp_buf_free(&have);
+        json_decref(st);
+        json_decref(live);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -872,6 +1106,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resolve_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_big, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce_stream, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
