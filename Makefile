@@ -4,6 +4,7 @@
 #   make demo     deps + build + a scripted tour of acp against acp-agent
 #   make bench    release build + benchmarks beside the official TypeScript SDK
 #   make fuzz     libFuzzer (clang) on the JSON-RPC reader for FUZZ_SECONDS (600)
+#   make fuzz-all every untrusted-input parser under libFuzzer, FUZZ_SECONDS in all
 #   make debug | asan | install | format | clean
 CMAKE      ?= cmake
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -43,11 +44,15 @@ demo: deps npm release
 bench: deps npm release
 	./bench/run.sh build
 
-fuzz: deps
+fuzz-build: deps
 	$(CMAKE) -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACP_FUZZ=ON -DBUILD_TESTING=OFF
-	$(CMAKE) --build build/fuzz -j $(JOBS) --target fuzz_rpc_recv
-	mkdir -p build/fuzz/corpus && cp -n fuzz/corpus/rpc_recv/* build/fuzz/corpus/ 2>/dev/null || true
-	build/fuzz/fuzz_rpc_recv -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus fuzz/corpus/rpc_recv
+	$(CMAKE) --build build/fuzz -j $(JOBS) --target fuzz_all
+
+fuzz: fuzz-build
+	./fuzz/run.sh $(FUZZ_SECONDS) build/fuzz rpc_recv
+
+fuzz-all: fuzz-build
+	./fuzz/run.sh $(FUZZ_SECONDS) build/fuzz
 
 install: release
 	$(CMAKE) --install build
@@ -58,4 +63,4 @@ format:
 clean:
 	rm -rf build
 
-.PHONY: all deps npm release debug asan test demo bench fuzz install format clean
+.PHONY: all deps npm release debug asan test demo bench fuzz fuzz-build fuzz-all install format clean
