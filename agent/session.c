@@ -248,8 +248,9 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     if (!commit_rc && s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
     a->held -= s->hold.len;
     s->hold.len = 0;
-    if (s->hold.cap > 64 * 1024) {
-        /* Keep idle sessions small: a big burst should not pin its buffer. */
+    if (!s->turn && s->hold.cap > 64 * 1024) {
+        /* Keep idle sessions small: a big burst should not pin its buffer. A streaming turn
+         * keeps it, or every loop turn would fault a fresh megabyte in. */
         acp_buf_free(&s->hold);
     }
     size_t n = s->ndefs;
