@@ -165,7 +165,10 @@ bool acp_turn_cancelled(const acp_turn *t);
 int acp_turn_update(acp_turn *t, const json_t *update);
 int acp_turn_update_raw(acp_turn *t, const char *json, size_t n, bool trusted);
 /* A text content chunk of `kind` ("agent_message_chunk" or "agent_thought_chunk"; NULL means
- * agent_message_chunk) with message id `message_id` (NULL: none). text must be UTF-8. */
+ * agent_message_chunk) with message id `message_id` (NULL: none). text must be UTF-8.
+ * Live, every call is its own notification. In the store, consecutive chunks of one kind and
+ * message id are kept as one update (up to 1 MiB of text), so session/load replays them
+ * coalesced, as the spec allows; chunks without a message id are never merged. */
 int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const char *text,
                   size_t n);
 /* A fresh id: prefix + 32 hex digits of 128 random bits, into buf (at least strlen(prefix)+33
