@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "acp/agent.h"
+#include "store/store_impl.h"
 
 /* --- no processes ------------------------------------------------------------------------- */
 
@@ -33,9 +34,27 @@ int __wrap_uv_spawn(uv_loop_t *loop, uv_process_t *h, const uv_process_options_t
 /* --- a minimal engine: the prompt's first text picks what the turn does ------------------- */
 
 typedef struct fz {
-    acp_turn *held; /* a "wait" turn, ended by cancel */
-    bool done;      /* on_done ran */
+    acp_turn *held;     /* a "wait" turn, ended by cancel */
+    acp_turn *stubborn; /* a "stubborn" turn: ignores cancel, the runtime force-ends it */
+    acp_turn *stream;   /* a "stream N" turn, one chunk per writable callback */
+    int left;           /* chunks the stream still owes */
+    bool done;          /* on_done ran */
+    bool fail_commit;   /* "storefail": the next commit fails */
+    const acp_store_ops *real;
+    acp_store_ops ops; /* the store's ops with a commit that can be made to fail */
 } fz;
+
+/* The input being run (one at a time): the failing commit finds its switch here. */
+static fz *cur;
+
+static int commit(acp_store *st, const char *now)
+{
+    if (cur->fail_commit) {
+        cur->fail_commit = false;
+        return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    }
+    return cur->real->commit(st, now);
+}
 
 static const char *first_text(const json_t *prompt)
 {
@@ -54,6 +73,18 @@ static void call_done(acp_turn *t, int status, const json_t *result, const char 
     acp_turn_end(t, "end_turn");
 }
 
+static void stream_more(acp_turn *t, void *user)
+{
+    fz *z = user;
+    if (z->left-- > 0 && !acp_turn_cancelled(t)) {
+        if (acp_turn_writable(t)) acp_turn_text(t, NULL, NULL, "chunk", 5);
+        acp_turn_on_writable(t, stream_more, z);
+        return;
+    }
+    z->stream = NULL;
+    acp_turn_end(t, "end_turn");
+}
+
 static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
     fz *z = user;
@@ -62,6 +93,23 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
     if (!strcmp(text, "wait")) {
         acp_turn_text(t, NULL, NULL, "waiting", 7);
         z->held = t;
+        return;
+    }
+    if (!strcmp(text, "stubborn")) {
+        acp_turn_text(t, NULL, NULL, "not stopping", 12);
+        z->stubborn = t;
+        return;
+    }
+    if (!strcmp(text, "storefail")) {
+        z->fail_commit = true;
+        acp_turn_text(t, NULL, NULL, "lost", 4);
+        return; /* the runtime answers the turn when the commit fails */
+    }
+    int n;
+    if (sscanf(text, "stream %d", &n) == 1 && !z->stream) {
+        z->stream = t;
+        z->left = n < 0 ? 0 : n > 50 ? 50 : n;
+        acp_turn_on_writable(t, stream_more, z);
         return;
     }
     if (!strcmp(text, "fail")) {
@@ -123,7 +171,12 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 static void engine_cancel(acp_turn *t, void *user)
 {
     fz *z = user;
+    if (z->stubborn == t) { /* never ends it: close, delete or shutdown force-end it */
+        z->stubborn = NULL;
+        return;
+    }
     if (z->held == t) z->held = NULL;
+    if (z->stream == t) z->stream = NULL;
     acp_turn_end(t, "cancelled");
 }
 
@@ -131,6 +184,8 @@ static void engine_session_free(acp_session *s, void *user)
 {
     fz *z = user;
     if (z->held && acp_turn_session(z->held) == s) z->held = NULL;
+    if (z->stubborn && acp_turn_session(z->stubborn) == s) z->stubborn = NULL;
+    if (z->stream && acp_turn_session(z->stream) == s) z->stream = NULL;
 }
 
 static void on_log(const char *line, void *user)
@@ -193,7 +248,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uv_loop_t loop;
     if (uv_loop_init(&loop)) abort();
     acp_store *st = store_with_session();
-    fz z = {0};
+    fz z = {.real = st->ops};
+    z.ops = *st->ops;
+    z.ops.commit = commit;
+    st->ops = &z.ops;
+    cur = &z;
     acp_engine e = {.name = "fuzz",
                     .version = "1",
                     .image = true,
@@ -226,6 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     drain(a);
     acp_agent_free(a);
     uv_run(&loop, UV_RUN_DEFAULT);
+    st->ops = z.real;
     acp_store_close(st);
     if (uv_loop_close(&loop)) abort(); /* a handle left open */
     return 0;
