@@ -7,7 +7,8 @@
  * acp_client_open() needs a real agent process (it spawns and initializes one), so this
  * target builds the client from client/internal.h instead: a client with no process and no
  * transport, two session handles made by hand (one of them loading), and the same handler
- * registration acp_client_open() does. fs/write_text_file and terminals stay disabled, so
+ * registration acp_client_open() does, and a prompt running on s1 (ids 0, 1, 2 in turn, so
+ * the input can answer them). fs/write_text_file and terminals stay disabled, so
  * nothing is written and nothing is started; reads are bounded by a root set in a private
  * temporary directory made once per process (removed at exit).
  *
@@ -51,7 +52,25 @@ typedef struct fz {
     acp_client_perm *held[16]; /* requests kept pending until the end */
     size_t nheld;
     size_t updates;
+    int prompts; /* session/prompt calls made (ids 0, 1, 2: the input may answer them) */
 } fz;
+
+static void prompt(acp_client_session *s, fz *z);
+
+static void on_prompt_done(acp_client_session *s, int status, const char *stop, void *user)
+{
+    fz *z = user;
+    if (!stop || (status == 0 && !*stop)) abort();
+    if (status != ACP_ECANCELLED) prompt(s, z); /* the next one, if any is left */
+}
+
+static void prompt(acp_client_session *s, fz *z)
+{
+    if (z->prompts >= 3) return;
+    json_t *blocks = json_pack("[{ss ss}]", "type", "text", "text", "hi");
+    if (acp_client_session_prompt_start(s, blocks, on_prompt_done, z) == 0) z->prompts++;
+    json_decref(blocks);
+}
 
 static bool inside(acp_span outer, acp_span s)
 {
@@ -98,7 +117,6 @@ static void add_session(acp_client *c, const char *id, bool loading)
     if (!s || !(s->id = strdup(id))) abort();
     s->c = c;
     s->loading = loading;
-    s->prompting = !loading;
     if (acp_roots_new(base, NULL, 0, &s->roots, NULL)) abort();
     s->next = c->sessions;
     c->sessions = s;
@@ -136,6 +154,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     acp_client_fs_register(c);
     add_session(c, "s1", false);
     add_session(c, "s2", true);
+    prompt(acp_client_find_id(c, "s1"), &z);
+    prompt(acp_client_find_id(c, "s1"), &z); /* busy: refused, nothing sent */
 
     acp_buf in = {0};
     for (size_t i = 1; i < size; i++) {
