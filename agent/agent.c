@@ -312,6 +312,15 @@ void acp_agent_shutdown(acp_agent *a)
 {
     if (a->shutting_down) return;
     a->shutting_down = true;
+    /* A session still opening is answered first, its replay completed, its MCP servers not
+     * waited for: at EOF the client may have closed only its side and still be reading
+     * (`printf ... | acp-agent`). The session is stored, so "opened" is the truth. */
+    for (acp_session *s = a->sessions; s; s = s->next) {
+        if (!s->open_req) continue;
+        s->mcp_settled = true;
+        replay_finish(s);
+        session_opened_step(s);
+    }
     while (a->sessions) session_close(a->sessions);
     acp_agent_flush(a);
     agent_maybe_done(a);

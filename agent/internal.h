@@ -169,6 +169,8 @@ void turn_writable_run(acp_agent *a);
 void replay_start(acp_session *s);
 void replay_run(acp_agent *a);
 void replay_stop(acp_session *s);
+/* Runs the rest of a replay now, without waiting for the output to drain (shutdown). */
+void replay_finish(acp_session *s);
 
 /* methods.c */
 void methods_register(acp_agent *a);

@@ -92,6 +92,11 @@ static void replay_step(acp_session *s)
     }
 }
 
+void replay_finish(acp_session *s)
+{
+    while (s->replaying) replay_step(s);
+}
+
 void replay_run(acp_agent *a)
 {
     /* One step for each replaying session (the list may change under us: restart after

@@ -307,3 +307,26 @@ test("hostile ids and paths: huge or odd sessionIds and cwds get error responses
   assert.equal((await a.prompt(sid, "still alive")).result?.stopReason, "end_turn");
   await a.end();
 });
+
+test("requests piped with EOF right after them (printf ... | acp-agent): new and load are still answered", async (t) => {
+  // A client may close its side and keep reading; the agent must not drop the answers it owes.
+  const dir = tempDir(t);
+  const run = (...msgs) =>
+    execFileSync(AGENT, ["--store", join(dir, "sessions.db")], {
+      input: msgs.map((m, i) => JSON.stringify({ jsonrpc: "2.0", id: i, ...m })).join("\n") + "\n",
+      cwd: dir,
+    })
+      .toString()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+  const init = { method: "initialize", params: { protocolVersion: 1 } };
+  const created = run(init, { method: "session/new", params: { cwd: dir, mcpServers: [] } });
+  const sessionId = created.find((m) => m.id === 1)?.result?.sessionId;
+  assert.ok(sessionId, `session/new answered: ${JSON.stringify(created)}`);
+  const prompted = run(init, { method: "session/prompt", params: { sessionId: "nope", prompt: [] } },
+    { method: "session/resume", params: { sessionId, cwd: dir } });
+  assert.deepEqual(prompted.find((m) => m.id === 2)?.result, {}, "resume answered");
+  const loaded = run(init, { method: "session/load", params: { sessionId, cwd: dir, mcpServers: [] } });
+  assert.deepEqual(loaded.find((m) => m.id === 1)?.result, {}, `session/load answered: ${JSON.stringify(loaded)}`);
+});
