@@ -514,6 +514,17 @@ static void call_drop(acp_conn *c, acp_call *call)
     free(call);
 }
 
+/* Emits prefix (which ends with ,"params":) + params (stolen) + }. NULL params omits the
+ * member. Frees the prefix. */
+static int emit_params(acp_conn *c, acp_buf *prefix, json_t *params)
+{
+    if (!params) prefix->len -= 10;
+    int rc = emit(c, prefix->data, prefix->len, params, params ? NULL : "", 0, "}\n");
+    acp_buf_free(prefix);
+    json_decref(params);
+    return rc;
+}
+
 static void call_prefix(acp_buf *p, const char *method, int64_t id)
 {
     acp_buf_printf(p, "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":", id);
@@ -535,16 +546,7 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_
     }
     acp_buf p = {0};
     call_prefix(&p, method, call->id);
-    int rc;
-    if (params) {
-        rc = emit(c, p.data, p.len, params, NULL, 0, "}\n");
-    } else {
-        /* Drop the trailing ,"params": for a call without params. */
-        p.len -= 10;
-        rc = emit(c, p.data, p.len, NULL, "", 0, "}\n");
-    }
-    acp_buf_free(&p);
-    json_decref(params);
+    int rc = emit_params(c, &p, params);
     if (rc) {
         call_drop(c, call);
         return rc;
@@ -593,16 +595,7 @@ int acp_conn_notify(acp_conn *c, const char *method, json_t *params)
 {
     acp_buf p = {0};
     notify_prefix(&p, method);
-    int rc;
-    if (params) {
-        rc = emit(c, p.data, p.len, params, NULL, 0, "}\n");
-    } else {
-        p.len -= 10;
-        rc = emit(c, p.data, p.len, NULL, "", 0, "}\n");
-    }
-    acp_buf_free(&p);
-    json_decref(params);
-    return rc;
+    return emit_params(c, &p, params);
 }
 
 int acp_conn_notify_raw(acp_conn *c, const char *method, const char *params, size_t n)

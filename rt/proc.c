@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "acp/rt.h"
+#include "rt/errmsg.h"
 #include "rt/proc_stdio.h"
 
 /* After the leader exited, how long its read pipes may take to reach EOF before on_exit is
@@ -129,16 +130,6 @@ static void on_proc_exit(uv_process_t *h, int64_t status, int term_signal)
     pipes_maybe_drained(p);
 }
 
-static void set_err(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **errmsg, const char *fmt, ...)
-{
-    if (!errmsg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(errmsg, fmt, ap) < 0) *errmsg = NULL;
-    va_end(ap);
-}
-
 static uv_pipe_t *new_pipe(uv_loop_t *loop, acp_proc *p)
 {
     uv_pipe_t *pp = malloc(sizeof *pp);
@@ -154,7 +145,7 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
     *out = NULL;
     if (errmsg) *errmsg = NULL;
     if (!o || !o->file || !o->argv || !o->argv[0]) {
-        set_err(errmsg, "no command to run");
+        rt_set_err(errmsg, "no command to run");
         return ACP_EINVAL;
     }
     acp_proc *p = calloc(1, sizeof *p);
@@ -206,9 +197,10 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
                                        : ACP_EIO;
         struct stat st;
         if (o->cwd && (stat(o->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
-            set_err(errmsg, "cannot run '%s': its directory '%s' is not usable", o->file, o->cwd);
+            rt_set_err(errmsg, "cannot run '%s': its directory '%s' is not usable", o->file,
+                       o->cwd);
         else
-            set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
+            rt_set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
         /* Every initialised handle, the process included, is released through the loop. */
         p->closing = true;
         close_handle(p, (uv_handle_t *)p->in);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "acp/json.h"
+#include "rt/errmsg.h"
 
 /* Linux's own limit on symlinks followed in one resolution. */
 #define MAX_LINKS 40
@@ -23,16 +24,6 @@ struct acp_roots {
     size_t n;
     char **dirs; /* dirs[0] is cwd */
 };
-
-static void set_err(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **errmsg, const char *fmt, ...)
-{
-    if (!errmsg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(errmsg, fmt, ap) < 0) *errmsg = NULL;
-    va_end(ap);
-}
 
 int acp_roots_new(const char *cwd, const char *const *dirs, size_t ndirs, acp_roots **out,
                   char **errmsg)
@@ -43,10 +34,10 @@ int acp_roots_new(const char *cwd, const char *const *dirs, size_t ndirs, acp_ro
         const char *d = i == 0 ? cwd : dirs[i - 1];
         if (d && d[0] == '/') continue;
         if (i == 0)
-            set_err(errmsg, "cwd must be an absolute path: '%s'", d ? d : "");
+            rt_set_err(errmsg, "cwd must be an absolute path: '%s'", d ? d : "");
         else
-            set_err(errmsg, "additionalDirectories[%zu] must be an absolute path: '%s'", i - 1,
-                    d ? d : "");
+            rt_set_err(errmsg, "additionalDirectories[%zu] must be an absolute path: '%s'", i - 1,
+                       d ? d : "");
         return ACP_EINVAL;
     }
     acp_roots *r = calloc(1, sizeof *r);
@@ -187,7 +178,7 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
     *out = NULL;
     if (errmsg) *errmsg = NULL;
     if (!path || !*path) {
-        set_err(errmsg, "path must not be empty");
+        rt_set_err(errmsg, "path must not be empty");
         return ACP_EINVAL;
     }
     acp_buf full = {0}, res = {0}, root = {0};
@@ -199,8 +190,8 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
     int err = walk(full.data, &res);
     if (err == ENOMEM) goto done;
     if (err) {
-        set_err(errmsg, "cannot resolve '%s' safely: %s", path,
-                err == ENOENT ? "'..' after a directory that does not exist" : strerror(err));
+        rt_set_err(errmsg, "cannot resolve '%s' safely: %s", path,
+                   err == ENOENT ? "'..' after a directory that does not exist" : strerror(err));
         rc = ACP_EACCES;
         goto done;
     }
@@ -214,9 +205,10 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
         }
     }
     if (strcmp(path, res.data) == 0)
-        set_err(errmsg, "'%s' is outside the session's directories", path);
+        rt_set_err(errmsg, "'%s' is outside the session's directories", path);
     else
-        set_err(errmsg, "'%s' resolves to '%s', outside the session's directories", path, res.data);
+        rt_set_err(errmsg, "'%s' resolves to '%s', outside the session's directories", path,
+                   res.data);
     rc = ACP_EACCES;
 done:
     acp_buf_free(&full);
@@ -239,8 +231,8 @@ int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode,
         rc = e == ENOENT                               ? ACP_ENOTFOUND
              : e == EACCES || e == EPERM || e == ELOOP ? ACP_EACCES
                                                        : ACP_EIO;
-        set_err(errmsg, "cannot open '%s': %s", path,
-                e == ELOOP ? "it became a symbolic link" : strerror(e));
+        rt_set_err(errmsg, "cannot open '%s': %s", path,
+                   e == ELOOP ? "it became a symbolic link" : strerror(e));
         free(res);
         return rc;
     }
@@ -260,7 +252,7 @@ int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode,
     }
     if (!ok) {
         close(f);
-        set_err(errmsg, "'%s' moved outside the session's directories while being opened", path);
+        rt_set_err(errmsg, "'%s' moved outside the session's directories while being opened", path);
         free(res);
         return ACP_EACCES;
     }
