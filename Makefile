@@ -5,6 +5,7 @@
 #   make bench    release build + benchmarks beside the official TypeScript SDK
 #   make fuzz     libFuzzer (clang) on the JSON-RPC reader for FUZZ_SECONDS (600)
 #   make fuzz-all every untrusted-input parser under libFuzzer, FUZZ_SECONDS in all
+#   make valgrind the unit tests under valgrind (no sanitizers)
 #   make debug | asan | install | format | clean
 CMAKE      ?= cmake
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -41,6 +42,12 @@ test: deps npm asan
 demo: deps npm release
 	./scripts/demo.sh build
 
+# The unit tests again under valgrind (a build without sanitizers): leaks, fd leaks, bad reads.
+valgrind: deps
+	$(CMAKE) -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build build/debug -j $(JOBS)
+	cd build/debug && ctest -j $(JOBS) -T memcheck -R '^(test_|rt_|fuzz_)' --output-on-failure
+
 bench: deps npm release
 	./bench/run.sh build
 
@@ -63,4 +70,4 @@ format:
 clean:
 	rm -rf build
 
-.PHONY: all deps npm release debug asan test demo bench fuzz fuzz-build fuzz-all install format clean
+.PHONY: all deps npm release debug asan valgrind test demo bench fuzz fuzz-build fuzz-all install format clean
