@@ -78,14 +78,4 @@ void acp_client_perms_cancel(acp_client_session *s, bool detach);
  * returns NULL when missing or unknown. */
 acp_client_session *acp_client_req_session(acp_client *c, acp_req *req);
 
-/* The earlier internal spellings of acp_client_split_command(), kept for fuzz/cmdline_split.c. */
-static inline int acp_cmdline_split(const char *s, char ***out)
-{
-    return acp_client_split_command(s, out);
-}
-static inline void acp_argv_free(char **argv)
-{
-    acp_client_argv_free(argv);
-}
-
 #endif
