@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "acp/agent.h"
+#include "fuzz/check_output.h"
 #include "store/store_impl.h"
 
 /* --- no processes ------------------------------------------------------------------------- */
@@ -204,15 +205,7 @@ static void on_done(acp_agent *a, void *user)
 static void drain(acp_agent *a)
 {
     acp_agent_flush(a);
-    size_t len;
-    char *out = acp_conn_out_take(acp_agent_conn(a), &len);
-    if (len && getenv("ACP_FUZZ_TRACE")) fwrite(out, 1, len, stderr); /* to write seeds */
-    for (size_t i = 0; i < len;) {
-        char *nl = memchr(out + i, '\n', len - i);
-        if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
-        i = (size_t)(nl - out) + 1;
-    }
-    free(out);
+    fuzz_check_output(acp_agent_conn(a));
 }
 
 static void turn(uv_loop_t *loop, acp_agent *a)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "fuzz/check_output.h"
 #include "tests/store/tmpdir.h"
 
 static char base[256]; /* the temporary directory, made once per process */
@@ -124,15 +125,7 @@ static void add_session(acp_client *c, const char *id, bool loading)
 
 static void drain(acp_client *c)
 {
-    size_t len;
-    char *out = acp_conn_out_take(c->conn, &len);
-    if (len && getenv("ACP_FUZZ_TRACE")) fwrite(out, 1, len, stderr); /* to write seeds */
-    for (size_t i = 0; i < len;) {
-        char *nl = memchr(out + i, '\n', len - i);
-        if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
-        i = (size_t)(nl - out) + 1;
-    }
-    free(out);
+    fuzz_check_output(c->conn);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

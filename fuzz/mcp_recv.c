@@ -21,6 +21,7 @@
 
 #include "acp/mcp.h"
 #include "acp/rt.h"
+#include "fuzz/check_output.h"
 
 #define SECRET "sekrit-Value-42"
 
@@ -108,15 +109,7 @@ static void closed(void *user)
 static void drain(void)
 {
     if (!F.conn) return;
-    size_t len;
-    char *out = acp_conn_out_take(F.conn, &len);
-    if (len && getenv("ACP_FUZZ_TRACE")) fwrite(out, 1, len, stderr);
-    for (size_t i = 0; i < len;) {
-        char *nl = memchr(out + i, '\n', len - i);
-        if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
-        i = (size_t)(nl - out) + 1;
-    }
-    free(out);
+    fuzz_check_output(F.conn);
 }
 
 /* Once READY: call the first tool (or "t") and change the roots. */

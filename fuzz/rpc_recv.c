@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "acp/rpc.h"
+#include "fuzz/check_output.h"
 
 static void on_echo(acp_conn *c, acp_req *r, void *user)
 {
@@ -50,18 +51,6 @@ static void on_note(acp_conn *c, acp_msg *m, void *user)
     if (p) acp_conn_call(c, "peer/echo", json_incref(p), on_resp, NULL, NULL);
 }
 
-static void check_output(acp_conn *c)
-{
-    size_t len;
-    char *out = acp_conn_out_take(c, &len);
-    for (size_t i = 0; i < len;) {
-        char *nl = memchr(out + i, '\n', len - i);
-        if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
-        i = (size_t)(nl - out) + 1;
-    }
-    free(out);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     acp_conn_opts o = {.max_message = 1024};
@@ -72,15 +61,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     acp_conn_on(c, "note", NULL, on_note, NULL);
     /* Responses to our own calls: make a few so ids 0..3 are pending. */
     for (int i = 0; i < 4; i++) acp_conn_call(c, "x", NULL, on_resp, NULL, NULL);
-    check_output(c);
+    fuzz_check_output(c);
     /* The first byte picks the piece size, so splits at odd offsets are explored too. */
     size_t piece = size ? (size_t)data[0] % 17 + 1 : 1;
     for (size_t i = 0; i < size; i += piece) {
         acp_conn_recv(c, (const char *)data + i, size - i < piece ? size - i : piece);
-        check_output(c);
+        fuzz_check_output(c);
     }
     acp_conn_eof(c);
-    check_output(c);
+    fuzz_check_output(c);
     acp_conn_free(c);
     return 0;
 }

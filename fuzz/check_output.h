@@ -1,0 +1,26 @@
+/* Shared by the fuzz targets that drive a connection: whatever it produced must be complete
+ * lines of valid JSON. Takes (and frees) the output. ACP_FUZZ_TRACE=1 copies it to stderr, to
+ * write seeds by hand. */
+#ifndef ACP_FUZZ_CHECK_OUTPUT_H
+#define ACP_FUZZ_CHECK_OUTPUT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/rpc.h"
+
+static inline void fuzz_check_output(acp_conn *c)
+{
+    size_t len;
+    char *out = acp_conn_out_take(c, &len);
+    if (len && getenv("ACP_FUZZ_TRACE")) fwrite(out, 1, len, stderr);
+    for (size_t i = 0; i < len;) {
+        char *nl = memchr(out + i, '\n', len - i);
+        if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
+        i = (size_t)(nl - out) + 1;
+    }
+    free(out);
+}
+
+#endif
