@@ -375,8 +375,7 @@ static int pg_create(acp_store *st, const acp_store_session *s)
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
-    const char *v[6] = {s->id,    s->cwd,        s->add_dirs ? s->add_dirs : "[]",
-                        s->title, s->created_at, s->updated_at};
+    const char *v[6] = {s->id, s->cwd, s->add_dirs, s->title, s->created_at, s->updated_at};
     long n = 0;
     if ((rc = exec_cmd(p, Q_CREATE, 6, v, &n))) return rc;
     if (n == 0) return acp_store_fail(st, ACP_EINVAL, "session %s already exists", s->id);
@@ -427,7 +426,7 @@ static int pg_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
-    const char *v[3] = {id, cwd, add_dirs ? add_dirs : "[]"};
+    const char *v[3] = {id, cwd, add_dirs};
     long n = 0;
     if ((rc = exec_cmd(p, Q_SET_ROOTS, 3, v, &n))) return rc;
     return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
@@ -542,11 +541,8 @@ static int pg_commit(acp_store *st, const char *now)
 {
     pg_store *p = (pg_store *)st;
     const acp_store_batch *b = &st->batch;
-    if (b->nitems == 0) return 0;
     int rc = ready(p);
     if (rc) return rc;
-    char stamp[ACP_STORE_TIME_LEN + 1];
-    if (!now) acp_store_now(stamp), now = stamp;
 
     size_t ns = b->nsess;
     size_t *order = malloc(ns * sizeof *order), *off = malloc(ns * sizeof *off),
@@ -633,8 +629,8 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
         PQclear(r);
         pos = stopped ? last : top;
     }
-    if (last_seq) *last_seq = last;
-    if (done) *done = pos >= hi;
+    *last_seq = last;
+    *done = pos >= hi;
     return rc;
 }
 
@@ -643,7 +639,6 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
 {
     pg_store *p = (pg_store *)st;
     char at[ACP_STORE_TIME_LEN + 1], *after_id = NULL, lim[24];
-    *next_cursor = NULL;
     if (cursor && acp_store_cursor_decode(cursor, at, &after_id))
         return acp_store_fail(st, ACP_EINVAL, "malformed cursor");
     int rc = ready(p);
@@ -662,7 +657,7 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
         row_session(r, i, &s);
         rc = cb(user, &s);
     }
-    if (!rc && (unsigned)rows > limit && limit > 0) {
+    if (!rc && (unsigned)rows > limit) {
         acp_store_session s;
         row_session(r, (int)limit - 1, &s);
         if (acp_store_cursor_encode(s.updated_at, s.id, next_cursor))

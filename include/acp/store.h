@@ -126,6 +126,10 @@ int acp_store_delete(acp_store *st, const char *id);
 
 /* --- For backend implementers (the files of store/) ------------------------------------ */
 
+/* The generic layer checks every argument before it calls an op, so ops do not check again:
+ * ids, cwd and add_dirs are non-NULL, timestamps well-formed, commit gets a non-empty batch
+ * and a `now`, replay non-NULL last_seq/done, list a limit > 0 and *next_cursor already NULL. */
+
 typedef struct acp_store_ops {
     const char *name;
     void (*close)(acp_store *st);
