@@ -340,6 +340,36 @@ static void init(h *x)
     json_decref(r);
 }
 
+/* Sends session/prompt with one text block (text needing no JSON escaping) and does not wait. */
+static void send_prompt(h *x, int id, const char *sid, const char *text)
+{
+    send_line(x,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/prompt\",\"params\":"
+              "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]}}",
+              id, sid, text);
+}
+
+/* session/prompt with one text block, as request() (text needing no JSON escaping). */
+static json_t *prompt(h *x, int id, const char *sid, const char *text)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]}",
+             sid, text);
+    return request(x, id, "session/prompt", p);
+}
+
+/* The stopReason of a prompt's response message. */
+static const char *stop_reason(json_t *response)
+{
+    return json_string_value(json_object_get(json_object_get(response, "result"), "stopReason"));
+}
+
+/* How many sessions a session/list answer (last of msgs) holds. */
+static size_t listed(json_t *msgs)
+{
+    return json_array_size(json_object_get(json_object_get(last(msgs), "result"), "sessions"));
+}
+
 /* Creates a session in x->dir; the id is written to id (80 bytes). */
 static void new_session(h *x, char *id)
 {
@@ -493,8 +523,7 @@ static void test_validation(void **state)
     assert_int_equal(error_code(r), ACP_RPC_INVALID_PARAMS);
     json_decref(r);
 
-    r = request(x, 6, "session/prompt",
-                "{\"sessionId\":\"sess_nope\",\"prompt\":[{\"type\":\"text\",\"text\":\"hi\"}]}");
+    r = prompt(x, 6, "sess_nope", "hi");
     assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
     assert_string_equal(
         json_string_value(json_object_get(
@@ -531,13 +560,9 @@ static void test_hold_until_commit(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], p[300];
+    char id[80];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit 3\"}]}}",
-             id);
-    send_line(x, "%s", p);
+    send_prompt(x, 5, id, "emit 3");
     /* The engine ran inside recv: its updates and the response exist but are held. */
     assert_int_equal(acp_conn_out_len(acp_agent_conn(x->a)), 0);
     assert_int_equal(stored(x, id), 0);
@@ -553,12 +578,10 @@ static void test_commit_failure(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], p[300];
+    char id[80];
     new_session(x, id);
     fail_commits = true;
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit 5\"}]}", id);
-    json_t *r = request(x, 5, "session/prompt", p);
+    json_t *r = prompt(x, 5, id, "emit 5");
     assert_int_equal(count_updates(r, NULL), 0);
     assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
     assert_string_equal(error_message(r), "session store unavailable: disk I/O error (injected)");
@@ -566,9 +589,7 @@ static void test_commit_failure(void **state)
     assert_int_equal(stored(x, id), 0);
 
     /* A turn still running when its commit fails is answered at once and told to stop. */
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"wait\"}]}", id);
-    r = request(x, 6, "session/prompt", p);
+    r = prompt(x, 6, id, "wait");
     assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
     assert_int_equal(count_updates(r, NULL), 0);
     json_decref(r);
@@ -576,13 +597,9 @@ static void test_commit_failure(void **state)
     assert_int_equal(x->cancels, 1);
 
     fail_commits = false;
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit 2\"}]}", id);
-    r = request(x, 7, "session/prompt", p);
+    r = prompt(x, 7, id, "emit 2");
     assert_int_equal(count_updates(r, "agent_message_chunk"), 2);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(last(r), "result"), "stopReason")),
-        "end_turn");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
     json_decref(r);
     /* Nothing of the failed turns' merged text waited for this commit: only this turn is kept. */
     json_t *st = history(x, id);
@@ -601,10 +618,9 @@ static void test_replay_order(void **state)
     char id[80], p[400];
     new_session(x, id);
     for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p,
-                 "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit %d\"}]}", id,
-                 2 + i);
-        json_decref(request(x, 10 + i, "session/prompt", p));
+        char text[16];
+        snprintf(text, sizeof text, "emit %d", 2 + i);
+        json_decref(prompt(x, 10 + i, id, text));
     }
     /* A fresh agent on the same store, like a restarted process. */
     agent_stop(x);
@@ -637,17 +653,11 @@ static void test_busy_cancel_close(void **state)
     init(x);
     char id[80], p[300];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"wait\"}]}}",
-             id);
-    send_line(x, "%s", p);
+    send_prompt(x, 5, id, "wait");
     turn(x);
     assert_non_null(x->held);
     /* A second prompt on the same session while one runs: refused. */
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit 1\"}]}", id);
-    json_t *r = request(x, 6, "session/prompt", p);
+    json_t *r = prompt(x, 6, id, "emit 1");
     assert_int_equal(error_code(r), ACP_RPC_INVALID_REQUEST);
     json_decref(r);
     /* session/cancel: the engine fails while cancelling, the answer is still `cancelled`. */
@@ -658,43 +668,31 @@ static void test_busy_cancel_close(void **state)
     for (int i = 0; i < 10 && find_response(x, 5) < 0; i++) turn(x);
     int at = find_response(x, 5);
     assert_true(at >= 0);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_array_get(x->msgs, at), "result"), "stopReason")),
-                        "cancelled");
+    assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
     x->cancel_fails = false;
 
     /* close during a running turn: the prompt answers cancelled before close answers. */
-    snprintf(p, sizeof p,
-             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/prompt\",\"params\":"
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"wait\"}]}}",
-             id);
-    send_line(x, "%s", p);
+    send_prompt(x, 7, id, "wait");
     turn(x);
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", id);
     r = request(x, 8, "session/close", p);
     at = find_in(r, 7);
     assert_true(at >= 0 && at < (int)json_array_size(r) - 1);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_array_get(r, at), "result"), "stopReason")),
-                        "cancelled");
+    assert_string_equal(stop_reason(json_array_get(r, at)), "cancelled");
     json_decref(r);
     assert_int_equal(acp_agent_session_count(x->a), 0);
     /* Closed, not deleted: still listed; prompts now get -32002. */
     r = request(x, 9, "session/list", "{}");
-    assert_int_equal(
-        json_array_size(json_object_get(json_object_get(last(r), "result"), "sessions")), 1);
+    assert_int_equal(listed(r), 1);
     json_decref(r);
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"x\"}]}",
-             id);
-    r = request(x, 10, "session/prompt", p);
+    r = prompt(x, 10, id, "x");
     assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
     json_decref(r);
     /* delete: gone from the list and from disk. */
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", id);
     json_decref(request(x, 11, "session/delete", p));
     r = request(x, 12, "session/list", "{}");
-    assert_int_equal(
-        json_array_size(json_object_get(json_object_get(last(r), "result"), "sessions")), 0);
+    assert_int_equal(listed(r), 0);
     json_decref(r);
     acp_store_session s = {0};
     assert_int_equal(acp_store_get(x->st, id, &s), ACP_ENOTFOUND);
@@ -726,8 +724,7 @@ static void test_list_pages(void **state)
     assert_int_equal(error_code(r), ACP_RPC_INVALID_PARAMS);
     json_decref(r);
     r = request(x, 5, "session/list", "{\"cwd\":\"/nowhere\"}");
-    assert_int_equal(
-        json_array_size(json_object_get(json_object_get(last(r), "result"), "sessions")), 0);
+    assert_int_equal(listed(r), 0);
     json_decref(r);
 }
 
@@ -736,13 +733,9 @@ static void test_info_not_history(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], p[300];
+    char id[80];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"title Mon projet "
-             "\u00e9t\u00e9\"}]}",
-             id);
-    json_t *r = request(x, 2, "session/prompt", p);
+    json_t *r = prompt(x, 2, id, "title Mon projet \u00e9t\u00e9");
     assert_int_equal(count_updates(r, "session_info_update"), 1);
     assert_int_equal(count_updates(r, "available_commands_update"), 1);
     json_decref(r);
@@ -762,10 +755,7 @@ static void test_info_not_history(void **state)
 static const char *prompt_reply(h *x, int id, const char *sid, const char *text)
 {
     static char buf[1024];
-    char p[1024];
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]}",
-             sid, text);
-    json_t *r = request(x, id, "session/prompt", p);
+    json_t *r = prompt(x, id, sid, text);
     buf[0] = '\0';
     for (size_t i = 0; i < json_array_size(r); i++) {
         json_t *u = json_object_get(json_object_get(json_array_get(r, i), "params"), "update");
@@ -799,22 +789,16 @@ static void test_shutdown(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], p[300];
+    char id[80];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"wait\"}]}}",
-             id);
-    send_line(x, "%s", p);
+    send_prompt(x, 5, id, "wait");
     turn(x);
     assert_non_null(x->held);
     acp_agent_shutdown(x->a);
     turn(x);
     int at = find_response(x, 5);
     assert_true(at >= 0);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_array_get(x->msgs, at), "result"), "stopReason")),
-                        "cancelled");
+    assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
     assert_int_equal(acp_agent_session_count(x->a), 0);
     assert_null(x->held);
     assert_int_equal(stored(x, id), 2); /* user message + "waiting": committed on the way out */
@@ -826,13 +810,9 @@ static void test_backpressure(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], p[300];
+    char id[80];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"flood 640\"}]}}",
-             id);
-    send_line(x, "%s", p); /* 40 MiB to send */
+    send_prompt(x, 5, id, "flood 640"); /* 40 MiB to send */
     acp_conn *c = acp_agent_conn(x->a);
     for (int i = 0; i < 50; i++) {
         uv_run(&x->loop, UV_RUN_NOWAIT);
@@ -880,8 +860,7 @@ static void test_store_down(void **state)
     json_decref(r);
     fail_all = false;
     r = request(x, 3, "session/list", "{}");
-    assert_int_equal(
-        json_array_size(json_object_get(json_object_get(last(r), "result"), "sessions")), 0);
+    assert_int_equal(listed(r), 0);
     json_decref(r);
 }
 
@@ -890,13 +869,9 @@ static void test_cancel_cancels_calls(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], p[300];
+    char id[80];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"call\"}]}}",
-             id);
-    send_line(x, "%s", p);
+    send_prompt(x, 5, id, "call");
     turn(x);
     assert_int_equal(x->call_rc, 0);
     json_t *req = json_array_get(x->msgs, json_array_size(x->msgs) - 1);
@@ -921,9 +896,7 @@ static void test_cancel_cancels_calls(void **state)
     assert_true(cancel_sent);
     int at = find_response(x, 5);
     assert_true(at >= 0);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_array_get(x->msgs, at), "result"), "stopReason")),
-                        "cancelled");
+    assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
     /* The turn ended, so the late answer reaches nobody. */
     send_line(
         x,
@@ -941,9 +914,7 @@ static void test_replay_big(void **state)
     init(x);
     char id[80], p[800];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"big 12\"}]}", id);
-    json_decref(request(x, 2, "session/prompt", p));
+    json_decref(prompt(x, 2, id, "big 12"));
     snprintf(p, sizeof p,
              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/load\",\"params\":"
              "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}}",
@@ -972,9 +943,7 @@ static void test_coalesce(void **state)
     init(x);
     char id[80], p[400];
     new_session(x, id);
-    snprintf(p, sizeof p,
-             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"mix\"}]}", id);
-    json_t *r = request(x, 2, "session/prompt", p);
+    json_t *r = prompt(x, 2, id, "mix");
     /* live: one notification per chunk, as sent */
     assert_int_equal(count_updates(r, "agent_message_chunk"), 12);
     assert_int_equal(count_updates(r, "agent_thought_chunk"), 2);
