@@ -25,6 +25,11 @@ static int setup(void **state)
     snprintf(f->record, sizeof f->record, "/tmp/acp-test-minimal-%d.jsonl", (int)getpid());
     unlink(f->record);
     setenv("ACP_RECORD", f->record, 1);
+    /* The prestate, when given, is the agentCapabilities the agent answers. */
+    if (*state)
+        setenv("ACP_AGENT_CAPS", *state, 1);
+    else
+        unsetenv("ACP_AGENT_CAPS");
     acp_client_opts o = {
         .argv = node_agent("ts-agent-minimal.mjs"), .on_update = seen_update, .user = &f->k};
     char *err = NULL;
@@ -82,6 +87,14 @@ static void test_refusals(void **state)
     acp_client *c = f->c;
     for (int cap = ACP_CAP_LOAD_SESSION; cap <= ACP_CAP_PROMPT_RESOURCE; cap++)
         assert_false(acp_client_supports(c, (acp_agent_cap)cap));
+    if (getenv("ACP_AGENT_CAPS")) { /* the agent's answer really spelled them false and null */
+        json_t *ac = json_object_get(acp_client_init_result(c), "agentCapabilities");
+        assert_true(json_is_false(json_object_get(ac, "loadSession")));
+        json_t *sc = json_object_get(ac, "sessionCapabilities");
+        assert_true(json_is_null(json_object_get(sc, "delete")));
+        assert_true(json_is_null(json_object_get(sc, "additionalDirectories")));
+        assert_true(json_is_false(json_object_get(json_object_get(ac, "mcpCapabilities"), "http")));
+    }
 
     const char *dirs[] = {"/tmp", NULL};
     acp_session_opts with_dirs = {.cwd = "/tmp", .add_dirs = dirs};
@@ -239,9 +252,16 @@ static void test_raw_agent(void **state)
 
 int main(void)
 {
+    static const char null_caps[] =
+        "{\"loadSession\":false,\"sessionCapabilities\":{\"resume\":null,\"close\":null,"
+        "\"list\":null,\"delete\":null,\"additionalDirectories\":null},"
+        "\"mcpCapabilities\":{\"http\":false,\"sse\":false},"
+        "\"promptCapabilities\":{\"image\":false,\"audio\":false,\"embeddedContext\":false}}";
     signal(SIGPIPE, SIG_IGN); /* an agent that exits early must not kill the test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        /* false and null advertise nothing either ("omitted or null": not supported). */
+        cmocka_unit_test_prestate_setup_teardown(test_refusals, setup, teardown, (void *)null_caps),
         cmocka_unit_test_setup_teardown(test_raw_updates, setup, teardown),
         cmocka_unit_test(test_agent_gone),
         cmocka_unit_test(test_raw_agent),

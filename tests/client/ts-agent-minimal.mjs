@@ -2,7 +2,8 @@
 // capabilities, and records the method of every message it receives (one per line) in the
 // file named by $ACP_RECORD, with the params of session/new so a test can see whether
 // additionalDirectories or http/sse MCP servers were ever sent. Tests use it to prove that
-// libacp's client never calls what an agent did not advertise.
+// libacp's client never calls what an agent did not advertise. $ACP_AGENT_CAPS, when set, is
+// the agentCapabilities it answers (capabilities set to false or null: still not advertised).
 import { appendFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -18,7 +19,10 @@ const app = acp
   .agent()
   .onRequest("initialize", ({ params }) => {
     record("initialize", params);
-    return { protocolVersion: 1, agentInfo: { name: "ts-agent-minimal", version: "1.0.0" } };
+    // $ACP_AGENT_CAPS: agentCapabilities spelled another way that still advertises nothing
+    // (false and null rather than omitted).
+    const caps = process.env.ACP_AGENT_CAPS ? { agentCapabilities: JSON.parse(process.env.ACP_AGENT_CAPS) } : {};
+    return { protocolVersion: 1, ...caps, agentInfo: { name: "ts-agent-minimal", version: "1.0.0" } };
   })
   .onRequest("session/new", ({ params }) => {
     record("session/new", params);
