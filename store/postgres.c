@@ -354,11 +354,6 @@ static int ready(pg_store *p)
     return rc;
 }
 
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
 /* Fills s with views into row i of a COLS result (valid while r lives). */
 static void row_session(const PGresult *r, int i, acp_store_session *s)
 {
@@ -394,19 +389,9 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     }
     acp_store_session v;
     row_session(r, 0, &v);
-    memset(out, 0, sizeof *out);
-    out->id = strdup(v.id);
-    out->cwd = strdup(v.cwd);
-    out->add_dirs = strdup(v.add_dirs);
-    out->title = dup_or_null(v.title);
-    memcpy(out->created_at, v.created_at, sizeof out->created_at);
-    memcpy(out->updated_at, v.updated_at, sizeof out->updated_at);
+    rc = acp_store_session_copy(out, &v);
     PQclear(r);
-    if (!out->id || !out->cwd || !out->add_dirs || (v.title && !out->title)) {
-        acp_store_session_clear(out);
-        return acp_store_fail(st, ACP_ENOMEM, "out of memory");
-    }
-    return 0;
+    return rc ? acp_store_fail(st, rc, "out of memory") : 0;
 }
 
 static int pg_set_info(acp_store *st, const char *id, bool set_title, const char *title,

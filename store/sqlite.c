@@ -284,16 +284,27 @@ static int sq_create(acp_store *st, const acp_store_session *in)
     return fail(s, "create");
 }
 
-static char *dup_col(sqlite3_stmt *q, int i)
-{
-    const char *t = (const char *)sqlite3_column_text(q, i);
-    return t ? strdup(t) : NULL;
-}
-
 static void copy_time(char *dst, sqlite3_stmt *q, int i)
 {
     const char *t = (const char *)sqlite3_column_text(q, i);
     snprintf(dst, ACP_STORE_TIME_LEN + 1, "%s", t ? t : "");
+}
+
+/* Fills s with views into the current row of a COLS statement (valid until it steps or
+ * resets). ACP_ENOMEM when SQLite could not convert a column that is not NULL. */
+static int row_session(sqlite3_stmt *q, acp_store_session *s)
+{
+    *s = (acp_store_session){
+        .id = (char *)sqlite3_column_text(q, 0),
+        .cwd = (char *)sqlite3_column_text(q, 1),
+        .add_dirs = (char *)sqlite3_column_text(q, 2),
+        .title = (char *)sqlite3_column_text(q, 3),
+    };
+    copy_time(s->created_at, q, 4);
+    copy_time(s->updated_at, q, 5);
+    bool nomem = !s->id || !s->cwd || !s->add_dirs ||
+                 (!s->title && sqlite3_column_type(q, 3) != SQLITE_NULL);
+    return nomem ? ACP_ENOMEM : 0;
 }
 
 static int sq_get(acp_store *st, const char *id, acp_store_session *out)
@@ -308,20 +319,11 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
         return rc == SQLITE_DONE ? acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id)
                                  : fail(s, "get");
     }
-    out->id = dup_col(q, 0);
-    out->cwd = dup_col(q, 1);
-    out->add_dirs = dup_col(q, 2);
-    out->title = dup_col(q, 3);
-    copy_time(out->created_at, q, 4);
-    copy_time(out->updated_at, q, 5);
-    bool nomem = !out->id || !out->cwd || !out->add_dirs ||
-                 (!out->title && sqlite3_column_type(q, 3) != SQLITE_NULL);
+    acp_store_session row;
+    rc = row_session(q, &row);
+    if (!rc) rc = acp_store_session_copy(out, &row);
     sqlite3_reset(q);
-    if (nomem) {
-        acp_store_session_clear(out);
-        return ACP_ENOMEM;
-    }
-    return 0;
+    return rc;
 }
 
 /* Runs a single-row UPDATE already bound; ENOTFOUND when it matched no session. */
@@ -475,18 +477,8 @@ static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     char *next = NULL;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (n == limit) break; /* the extra row: more follow */
-        acp_store_session row = {
-            .id = (char *)sqlite3_column_text(q, 0),
-            .cwd = (char *)sqlite3_column_text(q, 1),
-            .add_dirs = (char *)sqlite3_column_text(q, 2),
-            .title = (char *)sqlite3_column_text(q, 3),
-        };
-        copy_time(row.created_at, q, 4);
-        copy_time(row.updated_at, q, 5);
-        if (!row.id || !row.cwd || !row.add_dirs) {
-            ret = ACP_ENOMEM;
-            break;
-        }
+        acp_store_session row;
+        if ((ret = row_session(q, &row))) break;
         if (++n == limit && (ret = acp_store_cursor_encode(row.updated_at, row.id, &next))) break;
         if ((ret = cb(user, &row)) != 0) break;
     }

@@ -87,6 +87,19 @@ void acp_store_session_clear(acp_store_session *s)
     memset(s, 0, sizeof *s);
 }
 
+int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
+{
+    *out = (acp_store_session){.id = strdup(in->id),
+                               .cwd = strdup(in->cwd),
+                               .add_dirs = strdup(in->add_dirs),
+                               .title = in->title ? strdup(in->title) : NULL};
+    memcpy(out->created_at, in->created_at, sizeof out->created_at);
+    memcpy(out->updated_at, in->updated_at, sizeof out->updated_at);
+    if (out->id && out->cwd && out->add_dirs && (out->title || !in->title)) return 0;
+    acp_store_session_clear(out);
+    return ACP_ENOMEM;
+}
+
 static int bad(acp_store *st, const char *what)
 {
     return acp_store_fail(st, ACP_EINVAL, "store: invalid %s", what);

@@ -76,6 +76,10 @@ static inline const char *acp_store_batch_json(const acp_store_batch *b, size_t 
 int acp_store_cursor_encode(const char *updated_at, const char *id, char **out);
 int acp_store_cursor_decode(const char *cursor, char updated_at[ACP_STORE_TIME_LEN + 1], char **id);
 
+/* Copies in (borrowed strings, e.g. views into a result row) into out, which then owns its
+ * strings (acp_store_session_clear()). ACP_ENOMEM leaves out cleared. */
+int acp_store_session_copy(acp_store_session *out, const acp_store_session *in);
+
 /* True if s is exactly an ACP_STORE_TIME_LEN-char "YYYY-MM-DDTHH:MM:SS.mmmZ". */
 bool acp_store_time_valid(const char *s);
 
