@@ -379,11 +379,10 @@ static void start_get(http_tp *t, stream *st)
     }
 }
 
-static void post(http_tp *t, const char *line, size_t n)
+static void post(mcp_server *s, const char *line, size_t n, acp_span id)
 {
-    acp_span v = {line, n}, id = {0};
-    bool request = acp_json_member(v, "method", &(acp_span){0}) && acp_json_member(v, "id", &id);
-    stream *st = stream_new(t, false, request ? id.p : NULL, id.n);
+    http_tp *t = s->tp;
+    stream *st = stream_new(t, false, id.n ? id.p : NULL, id.n);
     char **h = st ? headers(t, "Accept: application/json, text/event-stream", NULL) : NULL;
     if (st && h)
         st->h = mcp_http_start(t->curl, "POST", t->s->url, (const char *const *)h, line, n,
@@ -402,15 +401,7 @@ static void post(http_tp *t, const char *line, size_t n)
 static void on_flush(uv_timer_t *tm)
 {
     http_tp *t = tm->data;
-    size_t n;
-    char *out = acp_conn_out_take(t->s->conn, &n);
-    for (size_t i = 0; out && i < n && !t->stopping;) {
-        char *nl = memchr(out + i, '\n', n - i);
-        size_t len = nl ? (size_t)(nl - (out + i)) : n - i;
-        if (len) post(t, out + i, len);
-        i += len + 1;
-    }
-    free(out);
+    mcp_server_drain(t->s, post);
 }
 
 static void on_output(mcp_server *s)

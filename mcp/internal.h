@@ -83,6 +83,11 @@ static inline char *mcp_memdup(const char *p, size_t n)
     return s;
 }
 
+/* For transports that send each message on its own (HTTP): takes the conn's output and
+ * hands send() one message at a time (a line, without its LF) with id set to the JSON id
+ * text when it is a request (else empty), until the output ends or the server stops. */
+void mcp_server_drain(mcp_server *s,
+                      void (*send)(mcp_server *s, const char *msg, size_t n, acp_span id));
 /* The transport is ready for messages: set.c starts the handshake. */
 void mcp_server_open(mcp_server *s);
 /* The transport failed (can't start, peer gone, protocol broken): status FAILED with reason

@@ -28,6 +28,7 @@ struct sse_tp {
     bool started;
     char *endpoint;
     post_req *posts;
+    const char **post_headers; /* the same for every POST: made once, at start */
     uv_timer_t flush;
     bool stopping;
 };
@@ -158,51 +159,44 @@ static void on_post_done(mcp_http *h, int result, long status, void *user)
 
 static const mcp_http_cbs post_cbs = {.on_done = on_post_done};
 
-static char **post_headers(mcp_server *s)
+/* first, then the client's headers (borrowed: the server's configuration outlives us). */
+static const char **headers(const mcp_server *s, const char *first)
 {
     size_t n = 0;
     while (s->headers && s->headers[n]) n++;
-    char **h = calloc(n + 2, sizeof *h);
+    const char **h = calloc(n + 2, sizeof *h);
     if (!h) return NULL;
-    h[0] = "Content-Type: application/json";
+    h[0] = first;
     for (size_t i = 0; i < n; i++) h[i + 1] = s->headers[i];
     return h;
+}
+
+static void post(mcp_server *s, const char *msg, size_t n, acp_span id)
+{
+    sse_tp *t = s->tp;
+    post_req *p = calloc(1, sizeof *p);
+    if (!p) return;
+    p->t = t;
+    if (id.n) p->req_id = mcp_memdup(id.p, id.n);
+    p->next = t->posts;
+    if (p->next) p->next->prev = p;
+    t->posts = p;
+    p->h = mcp_http_start(t->curl, "POST", t->endpoint, t->post_headers, msg, n, &post_cbs, p);
+    if (!p->h) {
+        char *rid = p->req_id;
+        p->req_id = NULL;
+        post_free(p);
+        if (rid)
+            mcp_server_request_failed(s, (acp_span){rid, strlen(rid)},
+                                      "cannot start an HTTP request");
+        free(rid);
+    }
 }
 
 static void on_flush(uv_timer_t *tm)
 {
     sse_tp *t = tm->data;
-    size_t n;
-    char *out = acp_conn_out_take(t->s->conn, &n);
-    char **h = out ? post_headers(t->s) : NULL;
-    for (size_t i = 0; h && i < n && !t->stopping;) {
-        char *nl = memchr(out + i, '\n', n - i);
-        size_t len = nl ? (size_t)(nl - (out + i)) : n - i;
-        acp_span v = {out + i, len}, id = {0};
-        post_req *p = len ? calloc(1, sizeof *p) : NULL;
-        if (p) {
-            p->t = t;
-            if (acp_json_member(v, "method", &(acp_span){0}) && acp_json_member(v, "id", &id))
-                p->req_id = mcp_memdup(id.p, id.n);
-            p->next = t->posts;
-            if (p->next) p->next->prev = p;
-            t->posts = p;
-            p->h = mcp_http_start(t->curl, "POST", t->endpoint, (const char *const *)h, out + i,
-                                  len, &post_cbs, p);
-            if (!p->h) {
-                char *rid = p->req_id;
-                p->req_id = NULL;
-                post_free(p);
-                if (rid)
-                    mcp_server_request_failed(t->s, (acp_span){rid, strlen(rid)},
-                                              "cannot start an HTTP request");
-                free(rid);
-            }
-        }
-        i += len + 1;
-    }
-    free(h);
-    free(out);
+    mcp_server_drain(t->s, post);
 }
 
 static void on_output(mcp_server *s)
@@ -224,16 +218,11 @@ static void start(mcp_server *s)
     t->flush.data = t;
     mcp_sse_init(&t->parser, on_event, t);
     t->parser.max = (size_t)64 << 20; /* one message per event: the connection's bound */
-    size_t n = 0;
-    while (s->headers && s->headers[n]) n++;
-    char **h = calloc(n + 2, sizeof *h);
+    t->post_headers = headers(s, "Content-Type: application/json");
+    const char **h = headers(s, "Accept: text/event-stream");
     static const mcp_http_cbs get_cbs = {.on_data = on_get_data, .on_done = on_get_done};
-    if (h && (t->curl = mcp_server_curl(s))) {
-        h[0] = "Accept: text/event-stream";
-        for (size_t i = 0; i < n; i++) h[i + 1] = s->headers[i];
-        t->get =
-            mcp_http_start(t->curl, "GET", s->url, (const char *const *)h, NULL, 0, &get_cbs, t);
-    }
+    if (h && t->post_headers && (t->curl = mcp_server_curl(s)))
+        t->get = mcp_http_start(t->curl, "GET", s->url, h, NULL, 0, &get_cbs, t);
     free(h);
     if (!t->get) mcp_server_fail(s, "cannot start the event stream request");
 }
@@ -244,6 +233,7 @@ static void on_flush_closed(uv_handle_t *h)
     mcp_server *s = t->s;
     mcp_sse_free(&t->parser);
     free(t->endpoint);
+    free(t->post_headers);
     free(t);
     s->tp = NULL;
     mcp_server_stopped(s);

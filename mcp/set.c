@@ -460,6 +460,23 @@ void mcp_server_recv(mcp_server *srv, const char *msg, size_t n)
         mcp_server_fail(srv, "out of memory");
 }
 
+void mcp_server_drain(mcp_server *srv, void (*send)(mcp_server *, const char *, size_t, acp_span))
+{
+    size_t n;
+    char *out = acp_conn_out_take(srv->conn, &n);
+    for (size_t i = 0; out && i < n && !srv->stopping;) {
+        char *nl = memchr(out + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (out + i)) : n - i;
+        acp_span v = {out + i, len}, id = {0};
+        if (len && acp_json_member(v, "method", &(acp_span){0}) && acp_json_member(v, "id", &id))
+            send(srv, v.p, len, id);
+        else if (len)
+            send(srv, v.p, len, (acp_span){0});
+        i += len + 1;
+    }
+    free(out);
+}
+
 static bool id_is(const acp_mcp_call *c, acp_span id)
 {
     char buf[32];
