@@ -124,6 +124,7 @@ typedef struct page {
     int n;
     char *id[1024];
     char *cwd[1024];
+    char *add_dirs[1024];
     char *title[1024];
     char updated[1024][ACP_STORE_TIME_LEN + 1];
 } page;
@@ -136,6 +137,7 @@ static int on_row(void *user, const acp_store_session *s)
     assert_non_null(s->add_dirs);
     p->id[p->n] = strdup(s->id);
     p->cwd[p->n] = strdup(s->cwd);
+    p->add_dirs[p->n] = strdup(s->add_dirs);
     p->title[p->n] = s->title ? strdup(s->title) : NULL;
     memcpy(p->updated[p->n], s->updated_at, ACP_STORE_TIME_LEN + 1);
     p->n++;
@@ -147,6 +149,7 @@ static void page_free(page *p)
     for (int i = 0; i < p->n; i++) {
         free(p->id[i]);
         free(p->cwd[i]);
+        free(p->add_dirs[i]);
         free(p->title[i]);
     }
     p->n = 0;
@@ -267,6 +270,8 @@ static void t_set_roots(void **state)
     char *next = (char *)"x";
     assert_int_equal(acp_store_list(f->st, "/new", NULL, 10, on_row, &p, &next), 0);
     assert_int_equal(p.n, 1);
+    assert_string_equal(p.cwd[0], "/new");
+    assert_string_equal(p.add_dirs[0], "[\"/extra\"]");
     assert_null(next);
     page_free(&p);
     assert_int_equal(acp_store_list(f->st, "/old", NULL, 10, on_row, &p, &next), 0);
