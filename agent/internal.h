@@ -143,6 +143,9 @@ void session_free(acp_session *s);
 int session_emit(acp_session *s, const char *json, size_t n, bool persist);
 /* Sends (or holds) it without storing it. */
 int session_send(acp_session *s, const char *json, size_t n);
+/* Appends to b one session/update line for the session whose id is the JSON string
+ * id_json[0..idn), with update object json[0..n): 0 or ACP_ENOMEM (b unchanged). */
+int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
                   bool prompt);
 void session_release(acp_session *s, int commit_rc, const char *errmsg);

@@ -4,9 +4,6 @@
 
 #include "agent/internal.h"
 
-static const char env_prefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
-                                 "{\"sessionId\":";
-
 void replay_start(acp_session *s)
 {
     acp_agent *a = s->a;
@@ -40,19 +37,7 @@ struct step {
 static int add_line(void *user, int64_t seq, const char *json, size_t n)
 {
     struct step *st = user;
-    acp_buf *b = st->b;
-    if (acp_buf_reserve(b, sizeof env_prefix + st->idn + 13 + n)) return ACP_ENOMEM;
-    memcpy(b->data + b->len, env_prefix, sizeof env_prefix - 1);
-    b->len += sizeof env_prefix - 1;
-    memcpy(b->data + b->len, st->id, st->idn);
-    b->len += st->idn;
-    memcpy(b->data + b->len, ",\"update\":", 10);
-    b->len += 10;
-    memcpy(b->data + b->len, json, n);
-    b->len += n;
-    memcpy(b->data + b->len, "}}\n", 3);
-    b->len += 3;
-    return 0;
+    return session_envelope(st->b, st->id, st->idn, json, n);
 }
 
 static void replay_step(acp_session *s)

@@ -280,17 +280,24 @@ int session_emit(acp_session *s, const char *json, size_t n, bool persist)
     return session_send(s, json, n);
 }
 
+int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n)
+{
+    static const char mid[] = ",\"update\":";
+    if (acp_buf_reserve(b, sizeof env_prefix + idn + sizeof mid + n + 3)) return ACP_ENOMEM;
+    acp_buf_append(b, env_prefix, sizeof env_prefix - 1);
+    acp_buf_append(b, id_json, idn);
+    acp_buf_append(b, mid, sizeof mid - 1);
+    acp_buf_append(b, json, n);
+    acp_buf_append(b, "}}\n", 3);
+    return 0;
+}
+
 int session_send(acp_session *s, const char *json, size_t n)
 {
     acp_agent *a = s->a;
     acp_buf *b = s->dirty ? &s->hold : &a->line;
-    size_t idn = strlen(s->id_json), before = b->len;
-    if (acp_buf_reserve(b, sizeof env_prefix + idn + 12 + n + 4)) return ACP_ENOMEM;
-    acp_buf_append(b, env_prefix, sizeof env_prefix - 1);
-    acp_buf_append(b, s->id_json, idn);
-    acp_buf_append(b, ",\"update\":", 10);
-    acp_buf_append(b, json, n);
-    acp_buf_append(b, "}}\n", 3);
+    size_t before = b->len;
+    if (session_envelope(b, s->id_json, strlen(s->id_json), json, n)) return ACP_ENOMEM;
     if (b == &a->line) {
         int rc = acp_conn_out_append(a->conn, b->data, b->len);
         b->len = 0;
