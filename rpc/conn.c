@@ -1089,22 +1089,15 @@ void acp_conn_eof(acp_conn *c)
     }
     c->closed = true;
     acp_buf_free(&c->in);
-    /* Resolve every pending call (callbacks cannot add new ones: closed). The table is
-     * emptied first so a callback may abandon or forget other calls safely. */
-    size_t n = c->ncalls, k = 0;
-    acp_call **all = n ? malloc(n * sizeof *all) : NULL;
-    if (n && !all) return; /* they are freed with the connection */
-    for (size_t i = 0; i < c->calls_cap; i++)
-        if (c->calls[i]) all[k++] = c->calls[i];
-    if (c->calls) memset(c->calls, 0, c->calls_cap * sizeof *c->calls);
-    c->ncalls = 0;
-    for (k = 0; k < n; k++) {
-        acp_msg m = {0};
-        m.code = ACP_RPC_CONN_CLOSED;
-        m.message = "connection closed: the peer went away before answering";
-        m.error = (acp_span){"{}", 2};
-        if (!all[k]->forgotten) all[k]->cb(c, &m, all[k]->user);
-        free(all[k]);
-    }
-    free(all);
+    /* Resolve every pending call (callbacks cannot add new ones: closed). Each is taken out
+     * of the table before its callback runs, and the table is walked afresh, so a callback may
+     * abandon or forget other calls safely; a deletion can shift a later entry behind the
+     * cursor, hence the outer loop. */
+    while (c->ncalls)
+        for (size_t i = 0; i < c->calls_cap;)
+            if (c->calls[i])
+                resolve_local(c, c->calls[i], ACP_RPC_CONN_CLOSED,
+                              "connection closed: the peer went away before answering");
+            else
+                i++;
 }

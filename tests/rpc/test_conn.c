@@ -499,6 +499,58 @@ static void eof_resolves_pending_calls(void **state)
     acp_conn_free(c);
 }
 
+/* acp_conn_eof() promises that a callback it runs may abandon or forget other pending calls:
+ * each call then resolves exactly once (a forgotten one never), and nothing is used after it
+ * was freed (ASan would say). */
+#define EOF_CALLS 40
+struct eof_giveup {
+    acp_call *call[EOF_CALLS];
+    bool gone[EOF_CALLS]; /* resolved, or given up by the test */
+    int fired[EOF_CALLS], closed_code;
+    int first; /* the call whose callback gave up on the others */
+    bool gave_up;
+};
+struct eof_slot {
+    struct eof_giveup *g;
+    int i;
+};
+static void on_eof_giveup(acp_conn *c, acp_msg *m, void *user)
+{
+    struct eof_slot *s = user;
+    struct eof_giveup *g = s->g;
+    g->fired[s->i]++;
+    g->gone[s->i] = true;
+    if (acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED) g->closed_code++;
+    if (g->gave_up) return;
+    g->gave_up = true; /* the first callback gives up on every other call */
+    g->first = s->i;
+    for (int i = 0; i < EOF_CALLS; i++) {
+        if (g->gone[i]) continue;
+        g->gone[i] = true;
+        if (i % 2)
+            acp_conn_abandon(c, g->call[i], ACP_RPC_CANCELLED, "given up");
+        else
+            acp_conn_forget(c, g->call[i]);
+    }
+}
+
+static void eof_callbacks_may_give_up_other_calls(void **state)
+{
+    acp_conn *c = server();
+    struct eof_giveup g = {0};
+    struct eof_slot slots[EOF_CALLS];
+    for (int i = 0; i < EOF_CALLS; i++) {
+        slots[i] = (struct eof_slot){&g, i};
+        assert_int_equal(acp_conn_call(c, "x", NULL, on_eof_giveup, &slots[i], &g.call[i]), 0);
+    }
+    acp_conn_eof(c);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    assert_int_equal(g.closed_code, 1); /* only the first resolved by the EOF itself */
+    /* the first call by the EOF, the other odd ones abandoned, the even ones forgotten */
+    for (int i = 0; i < EOF_CALLS; i++) assert_int_equal(g.fired[i], i == g.first || i % 2 ? 1 : 0);
+    acp_conn_free(c);
+}
+
 static void unanswered_requests_are_freed_with_the_connection(void **state)
 {
     acp_conn *c = server();
@@ -577,6 +629,7 @@ int main(void)
         cmocka_unit_test(the_peer_is_asked_to_cancel_once),
         cmocka_unit_test(cancel_method_is_configurable_for_mcp),
         cmocka_unit_test(eof_resolves_pending_calls),
+        cmocka_unit_test(eof_callbacks_may_give_up_other_calls),
         cmocka_unit_test(unanswered_requests_are_freed_with_the_connection),
         cmocka_unit_test(streamed_messages_and_redirect),
         cmocka_unit_test(own_ids_are_unique),
