@@ -1,6 +1,6 @@
-/* fs/read_text_file and fs/write_text_file, confined to the session's root set: every path is
- * resolved (symlinks followed) by acp_roots at the time of the access, and the final open uses
- * O_NOFOLLOW so a link swapped in after the check is not followed. */
+/* fs/read_text_file and fs/write_text_file, confined to the session's root set: every file is
+ * opened through acp_roots_open, which resolves symlinks at the time of the access and checks
+ * the file actually opened, so a link swapped in after the check is not followed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -10,28 +10,31 @@
 
 #include "client/internal.h"
 
-/* Resolves the request's `path` inside the session's roots, or answers the request. */
-static char *resolve(acp_client *c, acp_req *req, acp_client_session **sp)
+/* Opens the request's `path` inside the session's roots with acp_roots_open (symlinks
+ * resolved, the file actually opened checked again), or answers the request and returns -1.
+ * On success *real is the resolved path (caller frees). */
+static int open_in_roots(acp_client *c, acp_req *req, int flags, char **real)
 {
     acp_client_session *s = acp_client_req_session(c, req);
-    if (!s) return NULL;
+    if (!s) return -1;
     const char *path = json_string_value(json_object_get(acp_req_params(req), "path"));
     if (!path || path[0] != '/') {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "path must be an absolute path: '%s'",
                       path ? path : "");
-        return NULL;
+        return -1;
     }
-    char *real = NULL, *msg = NULL;
-    int rc = acp_roots_resolve(s->roots, path, &real, &msg);
+    int fd;
+    char *msg = NULL;
+    int rc = acp_roots_open(s->roots, path, flags, 0666, &fd, real, &msg);
     if (rc) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "'%s' is outside the session's root set (%s)", path,
-                      msg ? msg : acp_strerror(rc));
+        int code = rc == ACP_ENOTFOUND ? ACP_RPC_NOT_FOUND
+                   : rc == ACP_EIO     ? ACP_RPC_INTERNAL_ERROR
+                                       : ACP_RPC_INVALID_PARAMS; /* outside, or not allowed */
+        acp_req_error(req, code, NULL, "%s", msg ? msg : acp_strerror(rc));
         free(msg);
-        return NULL;
+        return -1;
     }
-    *sp = s;
-    return real;
+    return fd;
 }
 
 static void fs_error(acp_req *req, const char *what, const char *path, int err)
@@ -66,7 +69,6 @@ static bool get_uint(json_t *params, const char *key, json_int_t *v, bool *given
 static void on_read(acp_conn *conn, acp_req *req, void *user)
 {
     acp_client *c = user;
-    acp_client_session *s;
     json_t *params = acp_req_params(req);
     json_int_t line = 1, limit = 0;
     bool has_line, has_limit;
@@ -76,12 +78,12 @@ static void on_read(acp_conn *conn, acp_req *req, void *user)
                       "line (1-based) and limit must be non-negative integers");
         return;
     }
-    char *real = resolve(c, req, &s);
-    if (!real) return;
-    int fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char *real;
+    int fd = open_in_roots(c, req, O_RDONLY, &real);
+    if (fd < 0) return;
     acp_buf b = {0};
-    int err = fd < 0 ? errno : read_all(fd, &b);
-    if (fd >= 0) close(fd);
+    int err = read_all(fd, &b);
+    close(fd);
     if (err) {
         fs_error(req, "read", real, err);
         goto out;
@@ -120,16 +122,15 @@ out:
 static void on_write(acp_conn *conn, acp_req *req, void *user)
 {
     acp_client *c = user;
-    acp_client_session *s;
     json_t *content = json_object_get(acp_req_params(req), "content");
     if (!json_is_string(content)) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "content (a string) is required");
         return;
     }
-    char *real = resolve(c, req, &s);
-    if (!real) return;
-    int fd = open(real, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-    int err = fd < 0 ? errno : 0;
+    char *real;
+    int fd = open_in_roots(c, req, O_WRONLY | O_CREAT | O_TRUNC, &real);
+    if (fd < 0) return;
+    int err = 0;
     const char *p = json_string_value(content);
     size_t n = json_string_length(content);
     while (!err && n) {
@@ -140,7 +141,7 @@ static void on_write(acp_conn *conn, acp_req *req, void *user)
         else
             p += k, n -= (size_t)k;
     }
-    if (fd >= 0 && close(fd) && !err) err = errno;
+    if (close(fd) && !err) err = errno;
     if (err)
         fs_error(req, "write", real, err);
     else
