@@ -202,12 +202,13 @@ static int fail_result(pg_store *p, PGresult *r, const char *what)
     return acp_store_fail(&p->base, ACP_ESTORE, "postgresql %s: %s", what, msg);
 }
 
-/* Runs a prepared statement with text parameters (lens/fmts may be NULL). *out receives
- * the result (caller PQclear()s) when it has status `want`. */
-static int exec(pg_store *p, int q, int n, const char *const *vals, const int *lens,
-                const int *fmts, ExecStatusType want, PGresult **out)
+/* Runs a prepared statement with text parameters (the one binary parameter, commit's text[],
+ * goes through send_append). *out receives the result (caller PQclear()s) when it has
+ * status `want`. */
+static int exec(pg_store *p, int q, int n, const char *const *vals, ExecStatusType want,
+                PGresult **out)
 {
-    PGresult *r = PQexecPrepared(p->conn, stmts[q].name, n, vals, lens, fmts, 0);
+    PGresult *r = PQexecPrepared(p->conn, stmts[q].name, n, vals, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != want) return fail_result(p, r, stmts[q].name + 4);
     *out = r;
     return 0;
@@ -216,7 +217,7 @@ static int exec(pg_store *p, int q, int n, const char *const *vals, const int *l
 static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, long *affected)
 {
     PGresult *r = NULL;
-    int rc = exec(p, q, n, vals, NULL, NULL, PGRES_COMMAND_OK, &r);
+    int rc = exec(p, q, n, vals, PGRES_COMMAND_OK, &r);
     if (rc) return rc;
     if (affected) *affected = strtol(PQcmdTuples(r), NULL, 10);
     PQclear(r);
@@ -382,7 +383,7 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     pg_store *p = (pg_store *)st;
     PGresult *r = NULL;
     int rc = ready(p);
-    if (rc || (rc = exec(p, Q_GET, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+    if (rc || (rc = exec(p, Q_GET, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
         return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
@@ -575,7 +576,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     pg_store *p = (pg_store *)st;
     PGresult *r = NULL;
     int rc = ready(p);
-    if (rc || (rc = exec(p, Q_LAST_SEQ, 1, &id, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+    if (rc || (rc = exec(p, Q_LAST_SEQ, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
         return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
@@ -599,7 +600,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
         snprintf(from, sizeof from, "%lld", (long long)pos);
         snprintf(to, sizeof to, "%lld", (long long)top);
         const char *v[3] = {id, from, to};
-        if ((rc = exec(p, Q_REPLAY, 3, v, NULL, NULL, PGRES_TUPLES_OK, &r))) return rc;
+        if ((rc = exec(p, Q_REPLAY, 3, v, PGRES_TUPLES_OK, &r))) return rc;
         int n = PQntuples(r), given = 0;
         size_t got = 0;
         for (; given < n && !stopped; given++) {
@@ -635,7 +636,7 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     if (cursor) v[n++] = at, v[n++] = after_id;
     q = cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_ALL_AFTER : Q_LIST_ALL);
     PGresult *r = NULL;
-    if ((rc = exec(p, q, n, v, NULL, NULL, PGRES_TUPLES_OK, &r))) goto out;
+    if ((rc = exec(p, q, n, v, PGRES_TUPLES_OK, &r))) goto out;
     int rows = PQntuples(r);
     for (int i = 0; i < rows && (unsigned)i < limit && !rc; i++) {
         acp_store_session s;
