@@ -507,6 +507,12 @@ static void validation(void **state)
         {"[{\"type\":\"http\",\"name\":\"h\",\"url\":\"http://127.0.0.1:1/\",\"headers\":[]}]",
          "mcpServers[0]: type \"http\" is not supported by this agent", 0},
         {"[{\"type\":\"ws\",\"name\":\"h\",\"url\":\"ws://x\",\"headers\":[]}]", "type must be", 0},
+        /* mcpCapabilities.sse false: the agent does not support SSE, as with http above. */
+        {"[{\"type\":\"sse\",\"name\":\"s\",\"url\":\"http://127.0.0.1:1/sse\",\"headers\":[]}]",
+         "mcpServers[0]: type \"sse\" is not supported by this agent", 1},
+        {"[{\"type\":\"http\",\"name\":\"h\",\"url\":\"http://x/\","
+         "\"headers\":[{\"name\":\"X A\",\"value\":\"secret\"}]}]",
+         "headers[0].name is not an HTTP header name", 1},
         {"[{\"type\":\"http\",\"name\":\"h\",\"url\":\"http://x/\","
          "\"headers\":[{\"name\":\"X-A\",\"value\":\"secret\\r\\nX-B: 1\"}]}]",
          "headers[0].value contains a line break", 1},
@@ -529,6 +535,20 @@ static void validation(void **state)
     assert_int_equal(acp_mcp_set_new(&loop, json_null(), NULL, NULL, 0, &s, NULL), 0);
     assert_int_equal(acp_mcp_set_count(s), 0);
     h_wait(&loop, s);
+    h_close(&loop, s);
+    /* Only http(s) URLs: libcurl would otherwise read file:// or speak other protocols. The
+     * config is valid JSON-wise, so the server fails instead of the whole set. */
+    json_t *j = json_loads("[{\"type\":\"http\",\"name\":\"f\",\"url\":\"file:///etc/passwd\","
+                           "\"headers\":[]}]",
+                           0, NULL);
+    assert_non_null(j);
+    acp_mcp_opts o = {.http = true};
+    assert_int_equal(acp_mcp_set_new(&loop, j, &o, NULL, 0, &s, NULL), 0);
+    json_decref(j);
+    h_wait(&loop, s);
+    const char *why = NULL;
+    assert_int_equal(acp_mcp_server_status(s, 0, &why), ACP_MCP_FAILED);
+    assert_non_null(strstr(why, "url must start with http:// or https://"));
     h_close(&loop, s);
     h_loop_end(&loop);
 }
