@@ -62,6 +62,15 @@ server_down() {
         true
 }
 
+# Stops the cluster recorded in STATE, if any, and removes its files and the record.
+forget() {
+    [ -f "$state/dir" ] || return 0
+    old=$(cat "$state/dir")
+    [ -d "$old/data" ] && server_down "$old"
+    rm -rf "$old"
+    rm -f "$state/dir" "$state/conninfo" "$state/uri"
+}
+
 state_dir() {
     [ -f "$state/dir" ] || {
         echo "pg-test-cluster: no cluster recorded in $state" >&2
@@ -73,13 +82,7 @@ state_dir() {
 case $cmd in
 start)
     mkdir -p "$state"
-    # A cluster left behind by an interrupted run is stopped first.
-    if [ -f "$state/dir" ]; then
-        old=$(cat "$state/dir")
-        [ -d "$old/data" ] && server_down "$old"
-        rm -rf "$old"
-        rm -f "$state/dir" "$state/conninfo" "$state/uri"
-    fi
+    forget # a cluster left behind by an interrupted run
     # Under /tmp, short: a unix socket path must fit in 107 bytes.
     dir=$(mktemp -d /tmp/acp-pg.XXXXXX)
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
@@ -103,11 +106,7 @@ start)
     cat "$state/conninfo"
     ;;
 stop)
-    [ -f "$state/dir" ] || exit 0
-    dir=$(cat "$state/dir")
-    [ -d "$dir/data" ] && server_down "$dir"
-    rm -rf "$dir"
-    rm -f "$state/dir" "$state/conninfo" "$state/uri"
+    forget
     ;;
 down)
     dir=$(state_dir)
