@@ -466,7 +466,7 @@ static int stream_end(acp_conn *c, enum stream_kind kind)
         b->len = c->stream_start;
         return rc;
     }
-    output_appeared(c, b == &c->out ? c->stream_start : 1);
+    output_appeared(c, c->stream_start); /* a no-op when redirected */
     return 0;
 }
 
@@ -514,22 +514,22 @@ static void call_drop(acp_conn *c, acp_call *call)
     free(call);
 }
 
-/* Emits prefix (which ends with ,"params":) + params (stolen) + }. NULL params omits the
- * member. Frees the prefix. */
-static int emit_params(acp_conn *c, acp_buf *prefix, json_t *params)
+/* Emits prefix (which ends with ,"params":, unless building it failed: prc) + params (stolen)
+ * + }. NULL params omits the member. Frees the prefix. */
+static int emit_params(acp_conn *c, acp_buf *prefix, int prc, json_t *params)
 {
-    if (!params) prefix->len -= 10;
-    int rc = emit(c, prefix->data, prefix->len, params, params ? NULL : "", 0, "}\n");
+    if (!prc && !params) prefix->len -= 10;
+    int rc = prc ? prc : emit(c, prefix->data, prefix->len, params, params ? NULL : "", 0, "}\n");
     acp_buf_free(prefix);
     json_decref(params);
     return rc;
 }
 
-static void call_prefix(acp_buf *p, const char *method, int64_t id)
+static int call_prefix(acp_buf *p, const char *method, int64_t id)
 {
-    acp_buf_printf(p, "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":", id);
-    acp_json_escape(p, method, strlen(method));
-    acp_buf_append(p, ",\"params\":", 10);
+    int rc = acp_buf_printf(p, "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":", id);
+    rc = rc ? rc : acp_json_escape(p, method, strlen(method));
+    return rc ? rc : acp_buf_append(p, ",\"params\":", 10);
 }
 
 int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_cb cb, void *user,
@@ -545,8 +545,7 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_
         return ACP_ENOMEM;
     }
     acp_buf p = {0};
-    call_prefix(&p, method, call->id);
-    int rc = emit_params(c, &p, params);
+    int rc = emit_params(c, &p, call_prefix(&p, method, call->id), params);
     if (rc) {
         call_drop(c, call);
         return rc;
@@ -562,7 +561,11 @@ acp_jw *acp_conn_call_begin(acp_conn *c, const char *method, acp_response_cb cb,
     acp_call *call = call_new(c, cb, user);
     if (!call) return NULL;
     acp_buf p = {0};
-    call_prefix(&p, method, call->id);
+    if (call_prefix(&p, method, call->id)) {
+        acp_buf_free(&p);
+        call_drop(c, call);
+        return NULL;
+    }
     acp_jw *w = stream_begin(c, STREAM_CALL, p.data, p.len);
     acp_buf_free(&p);
     c->stream_call = call;
@@ -584,25 +587,24 @@ int64_t acp_call_id(const acp_call *call)
     return call->id;
 }
 
-static void notify_prefix(acp_buf *p, const char *method)
+static int notify_prefix(acp_buf *p, const char *method)
 {
-    acp_buf_append(p, "{\"jsonrpc\":\"2.0\",\"method\":", 26);
-    acp_json_escape(p, method, strlen(method));
-    acp_buf_append(p, ",\"params\":", 10);
+    int rc = acp_buf_append(p, "{\"jsonrpc\":\"2.0\",\"method\":", 26);
+    rc = rc ? rc : acp_json_escape(p, method, strlen(method));
+    return rc ? rc : acp_buf_append(p, ",\"params\":", 10);
 }
 
 int acp_conn_notify(acp_conn *c, const char *method, json_t *params)
 {
     acp_buf p = {0};
-    notify_prefix(&p, method);
-    return emit_params(c, &p, params);
+    return emit_params(c, &p, notify_prefix(&p, method), params);
 }
 
 int acp_conn_notify_raw(acp_conn *c, const char *method, const char *params, size_t n)
 {
     acp_buf p = {0};
-    notify_prefix(&p, method);
-    int rc = emit(c, p.data, p.len, NULL, params, n, "}\n");
+    int rc = notify_prefix(&p, method);
+    if (!rc) rc = emit(c, p.data, p.len, NULL, params, n, "}\n");
     acp_buf_free(&p);
     return rc;
 }
@@ -614,7 +616,7 @@ acp_jw *acp_conn_notify_begin(acp_conn *c, const char *method)
     c->stream = STREAM_NOTIFY;
     c->stream_start = c->target->len;
     acp_jw_init(&c->jw, c->target);
-    notify_prefix(c->target, method);
+    c->jw.status = notify_prefix(c->target, method); /* stream_end() undoes a failed prefix */
     c->jw.after_key = true;
     return &c->jw;
 }
@@ -803,13 +805,8 @@ static void handle_request(acp_conn *c, const char *method, acp_span id, acp_spa
     r->id_key = id_key(id);
     bool nomem = !r->method || !r->id || !r->id_key;
     if (!nomem && params.n && acp_json_kind(params) != 'z') {
-        r->params_text = malloc(params.n + 1);
-        nomem = !r->params_text;
-        if (!nomem) {
-            memcpy(r->params_text, params.p, params.n);
-            r->params_text[params.n] = '\0';
-            r->params_len = params.n;
-        }
+        nomem = !(r->params_text = dup_span(params));
+        r->params_len = params.n;
     }
     r->next = c->reqs;
     if (c->reqs) c->reqs->prev = r;

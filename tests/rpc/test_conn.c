@@ -599,6 +599,35 @@ static void streamed_messages_and_redirect(void **state)
     acp_conn_free(c);
 }
 
+/* Every message leaves whole or not at all: a method name that is not UTF-8 cannot be
+ * written, so nothing is (no line with a hole where the method was), and no call is left
+ * pending for a request that never left. */
+static void a_method_that_is_not_utf8_sends_nothing(void **state)
+{
+    acp_conn *c = server();
+    struct tally t = {0};
+    const char *bad = "bad\xff";
+    assert_int_equal(acp_conn_notify(c, bad, json_object()), ACP_EINVAL);
+    assert_int_equal(acp_conn_notify(c, bad, NULL), ACP_EINVAL);
+    assert_int_equal(acp_conn_notify_raw(c, bad, "{}", 2), ACP_EINVAL);
+    assert_int_equal(acp_conn_call(c, bad, NULL, on_resp, &t, NULL), ACP_EINVAL);
+    assert_null(acp_conn_call_begin(c, bad, on_resp, &t, NULL));
+    acp_jw *w = acp_conn_notify_begin(c, bad);
+    acp_jw_obj(w);
+    acp_jw_obj_end(w);
+    assert_int_equal(acp_conn_notify_end(c), ACP_EINVAL);
+    assert_int_equal(acp_conn_out_len(c), 0);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    /* and the connection goes on working */
+    assert_int_equal(acp_conn_notify(c, "ok", NULL), 0);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.raw[0], "{\"jsonrpc\":\"2.0\",\"method\":\"ok\"}");
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
 static void own_ids_are_unique(void **state)
 {
     acp_conn *c = server();
@@ -632,6 +661,7 @@ int main(void)
         cmocka_unit_test(eof_callbacks_may_give_up_other_calls),
         cmocka_unit_test(unanswered_requests_are_freed_with_the_connection),
         cmocka_unit_test(streamed_messages_and_redirect),
+        cmocka_unit_test(a_method_that_is_not_utf8_sends_nothing),
         cmocka_unit_test(own_ids_are_unique),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
