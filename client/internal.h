@@ -37,8 +37,7 @@ struct acp_client_session {
     acp_roots *roots; /* bounds the fs requests for this session */
     void *user;
     bool loading;             /* a session/load is in flight: updates are replay */
-    bool prompting;           /* a session/prompt is in flight */
-    struct prompt_op *prompt; /* that prompt, while in flight */
+    struct prompt_op *prompt; /* the session/prompt in flight, or NULL */
     acp_client_perm *perms;   /* pending permission requests */
 };
 

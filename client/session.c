@@ -69,7 +69,6 @@ void acp_client_session_free(acp_client_session *s)
     if (s->prompt) { /* its answer is of no use to anyone now; its waiter is told */
         struct prompt_op *op = s->prompt;
         s->prompt = NULL;
-        s->prompting = false;
         acp_conn_forget(c->conn, op->call);
         op->cb(s,
                acp_client_seterr(c, ACP_ECANCELLED,
@@ -266,7 +265,6 @@ static void on_prompt_answer(acp_conn *conn, acp_msg *m, void *user)
 {
     struct prompt_op *op = user;
     acp_client_session *s = op->s;
-    s->prompting = false;
     s->prompt = NULL;
     json_t *result;
     int rc = acp_client_answer(s->c, "session/prompt", m, &result);
@@ -285,7 +283,7 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
                                     void *user)
 {
     acp_client *c = s->c;
-    if (s->prompting)
+    if (s->prompt)
         return acp_client_seterr(c, ACP_EBUSY, "a prompt is already running on session %s", s->id);
     if (c->gone) return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
     size_t i;
@@ -315,7 +313,6 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
         free(op);
         return acp_client_seterr(c, rc, "cannot send session/prompt: %s", acp_strerror(rc));
     }
-    s->prompting = true;
     s->prompt = op;
     return 0;
 }
@@ -354,7 +351,7 @@ int acp_client_session_prompt(acp_client_session *s, const char *text, const cha
 
 int acp_client_session_cancel(acp_client_session *s)
 {
-    if (!s->prompting) return 0;
+    if (!s->prompt) return 0;
     json_t *p = json_pack("{s:s}", "sessionId", s->id);
     int rc = acp_conn_notify(s->c->conn, "session/cancel", p);
     if (s->c->tr)
