@@ -163,12 +163,6 @@ static char **headers(http_tp *t, const char *accept, const char *last_id)
     return h;
 }
 
-static void free_headers(char **h)
-{
-    for (char **p = h; p && *p; p++) free(*p);
-    free(h);
-}
-
 /* --- incoming messages ---------------------------------------------------------------- */
 
 /* One JSON-RPC message from the server, on any stream. */
@@ -370,7 +364,7 @@ static void start_get(http_tp *t, stream *st)
     st->h = h ? mcp_http_start(t->curl, "GET", t->s->url, (const char *const *)h, NULL, 0,
                                &stream_cbs, st)
               : NULL;
-    free_headers(h);
+    mcp_strv_free(h);
     if (!st->h) {
         hold(st);
         if (st->req_id) fail_request(st, "cannot open a GET stream");
@@ -387,7 +381,7 @@ static void post(mcp_server *s, const char *line, size_t n, acp_span id)
     if (st && h)
         st->h = mcp_http_start(t->curl, "POST", t->s->url, (const char *const *)h, line, n,
                                &stream_cbs, st);
-    free_headers(h);
+    mcp_strv_free(h);
     if (st && !st->h) {
         hold(st);
         if (st->req_id) fail_request(st, "cannot start an HTTP request");
@@ -473,7 +467,7 @@ static void stop(mcp_server *s)
     if (h)
         t->del =
             mcp_http_start(t->curl, "DELETE", s->url, (const char *const *)h, NULL, 0, &del_cbs, t);
-    free_headers(h);
+    mcp_strv_free(h);
     if (t->del)
         uv_timer_start(&t->grace, on_grace, mcp_server_grace_ms(s), 0);
     else

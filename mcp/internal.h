@@ -88,6 +88,13 @@ static inline char *mcp_memdup(const char *p, size_t n)
  * text when it is a request (else empty), until the output ends or the server stops. */
 void mcp_server_drain(mcp_server *s,
                       void (*send)(mcp_server *s, const char *msg, size_t n, acp_span id));
+/* Frees a NULL-terminated array of strings and the strings; NULL is fine. */
+static inline void mcp_strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++) free(*p);
+    free(v);
+}
+
 /* The transport is ready for messages: set.c starts the handshake. */
 void mcp_server_open(mcp_server *s);
 /* The transport failed (can't start, peer gone, protocol broken): status FAILED with reason

@@ -89,13 +89,6 @@ static char *fmt(const char *f, ...)
     return s;
 }
 
-static void free_strv(char **v)
-{
-    if (!v) return;
-    for (char **p = v; *p; p++) free(*p);
-    free(v);
-}
-
 /* --- logging and change reports ------------------------------------------------------- */
 
 void mcp_server_log(mcp_server *s, const char *f, ...)
@@ -811,11 +804,11 @@ static int copy_roots(acp_mcp_set *s, const char *const *roots, size_t n)
     if (!v) return ACP_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         if (!(v[i] = strdup(roots[i]))) {
-            free_strv(v);
+            mcp_strv_free(v);
             return ACP_ENOMEM;
         }
     }
-    free_strv(s->roots);
+    mcp_strv_free(s->roots);
     s->roots = v;
     s->nroots = n;
     return 0;
@@ -954,11 +947,11 @@ static void free_server(mcp_server *srv)
     acp_conn_free(srv->conn);
     free(srv->name);
     free(srv->command);
-    free_strv(srv->argv);
-    free_strv(srv->env);
-    free_strv(srv->secrets);
+    mcp_strv_free(srv->argv);
+    mcp_strv_free(srv->env);
+    mcp_strv_free(srv->secrets);
     free(srv->url);
-    free_strv(srv->headers);
+    mcp_strv_free(srv->headers);
     free(srv->reason);
     free(srv->protocol);
     json_decref(srv->info);
@@ -979,7 +972,7 @@ static void release(acp_mcp_set *s)
     }
     for (size_t i = 0; i < s->n; i++) free_server(&s->servers[i]);
     free(s->servers);
-    free_strv(s->roots);
+    mcp_strv_free(s->roots);
     void (*done)(void *) = s->done;
     void *user = s->done_user;
     free(s);
