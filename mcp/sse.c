@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "acp/error.h"
+#include "mcp/internal.h"
 
 void mcp_sse_init(mcp_sse *p, int (*on_event)(void *, const char *, const char *, size_t),
                   void *user)
@@ -57,10 +58,8 @@ static int field(mcp_sse *p, const char *s, size_t n)
         if (acp_buf_append(&p->event, v, vlen)) return ACP_ENOMEM;
     } else if (nlen == 2 && memcmp(s, "id", 2) == 0) {
         if (memchr(v, '\0', vlen)) return 0; /* the standard ignores such ids */
-        char *id = malloc(vlen + 1);         /* not strndup: v is not NUL-terminated */
+        char *id = mcp_memdup(v, vlen);
         if (!id) return ACP_ENOMEM;
-        memcpy(id, v, vlen);
-        id[vlen] = '\0';
         free(p->last_id);
         p->last_id = id;
     } else if (nlen == 5 && memcmp(s, "retry", 5) == 0) {
