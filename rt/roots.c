@@ -173,6 +173,23 @@ static bool inside(const char *path, const char *root)
     return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* Whether the resolved path lies inside one of r's roots, each resolved now (a root may be a
+ * symlink, and where it points is what counts): 1 inside, 0 not, ENOMEM as -1. */
+static int inside_roots(const acp_roots *r, const char *path)
+{
+    acp_buf root = {0};
+    int in = 0;
+    for (size_t i = 0; i < r->n && !in; i++) {
+        int err = walk(r->dirs[i], &root);
+        if (err == ENOMEM)
+            in = -1;
+        else if (err == 0 && inside(path, root.data))
+            in = 1;
+    }
+    acp_buf_free(&root);
+    return in;
+}
+
 int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **errmsg)
 {
     *out = NULL;
@@ -181,7 +198,7 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
         rt_set_err(errmsg, "path must not be empty");
         return ACP_EINVAL;
     }
-    acp_buf full = {0}, res = {0}, root = {0};
+    acp_buf full = {0}, res = {0};
     int rc = ACP_ENOMEM;
     if (path[0] != '/' &&
         (acp_buf_append(&full, r->dirs[0], strlen(r->dirs[0])) || acp_buf_putc(&full, '/')))
@@ -195,14 +212,12 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
         rc = ACP_EACCES;
         goto done;
     }
-    for (size_t i = 0; i < r->n; i++) {
-        err = walk(r->dirs[i], &root);
-        if (err == ENOMEM) goto done;
-        if (err == 0 && inside(res.data, root.data)) {
-            *out = acp_buf_take(&res, NULL);
-            rc = 0;
-            goto done;
-        }
+    int in = inside_roots(r, res.data);
+    if (in < 0) goto done;
+    if (in) {
+        *out = acp_buf_take(&res, NULL);
+        rc = 0;
+        goto done;
     }
     if (strcmp(path, res.data) == 0)
         rt_set_err(errmsg, "'%s' is outside the session's directories", path);
@@ -213,7 +228,6 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
 done:
     acp_buf_free(&full);
     acp_buf_free(&res);
-    acp_buf_free(&root);
     return rc;
 }
 
@@ -240,17 +254,8 @@ int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode,
     char link[64], now[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", f);
     ssize_t n = readlink(link, now, sizeof now - 1);
-    bool ok = false;
-    if (n > 0) {
-        now[n] = '\0';
-        acp_buf root = {0};
-        for (size_t i = 0; i < r->n && !ok; i++) {
-            int err = walk(r->dirs[i], &root);
-            ok = err == 0 && inside(now, root.data);
-        }
-        acp_buf_free(&root);
-    }
-    if (!ok) {
+    if (n > 0) now[n] = '\0';
+    if (n <= 0 || inside_roots(r, now) != 1) {
         close(f);
         rt_set_err(errmsg, "'%s' moved outside the session's directories while being opened", path);
         free(res);
