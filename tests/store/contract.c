@@ -225,6 +225,46 @@ static void t_create_get(void **state)
     acp_store_session_clear(&out);
 }
 
+/* The longest id the header promises (ACP_STORE_ID_MAX bytes) is stored, listed, paged past
+ * with a cursor and replayed on every backend; one byte more is ACP_EINVAL. */
+static void t_longest_id(void **state)
+{
+    fx *f = *state;
+    char a[ACP_STORE_ID_MAX + 2], b[ACP_STORE_ID_MAX + 1];
+    memset(a, 'a', sizeof a - 1);
+    a[sizeof a - 1] = '\0';
+    memset(b, 'b', sizeof b - 1);
+    b[sizeof b - 1] = '\0';
+    acp_store_session s = {.id = a, .cwd = "/w", .add_dirs = "[]"};
+    memcpy(s.created_at, "2026-01-01T00:00:00.000Z", ACP_STORE_TIME_LEN + 1);
+    memcpy(s.updated_at, s.created_at, ACP_STORE_TIME_LEN + 1);
+    assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL); /* one byte over */
+    a[ACP_STORE_ID_MAX] = '\0';
+    assert_int_equal(acp_store_create(f->st, &s), 0);
+    mk(f->st, b, "/w", "2026-01-01T00:00:00.000Z");
+    append(f->st, a, "{\"n\":1}");
+    assert_int_equal(acp_store_commit(f->st, "2026-01-02T00:00:00.000Z"), 0);
+    got g = {0};
+    replay_all(f->st, a, &g);
+    assert_int_equal(g.n, 1);
+    got_free(&g);
+
+    page p = {0};
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 1, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.id[0], a); /* the commit made it the newest */
+    assert_non_null(next);
+    page_free(&p);
+    char *cursor = next;
+    assert_int_equal(acp_store_list(f->st, NULL, cursor, 1, on_row, &p, &next), 0);
+    free(cursor);
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.id[0], b);
+    assert_null(next);
+    page_free(&p);
+}
+
 static void t_set_info(void **state)
 {
     fx *f = *state;
@@ -879,6 +919,7 @@ int store_contract_run(const store_contract_env *env)
         T(t_batch_many_sessions), T(t_replay_chunks), T(t_empty_commit), T(t_append_deleted),
         T(t_list_order),          T(t_list_cwd),      T(t_last_page),    T(t_pagination_churn),
         T(t_bad_cursors),         T(t_delete),        T(t_two_handles),  T(t_errmsg),
+        T(t_longest_id),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
