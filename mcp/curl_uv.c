@@ -129,6 +129,8 @@ static int on_curl_timer(CURLM *m, long ms, void *userp)
     return 0;
 }
 
+static void on_reaper(uv_timer_t *t);
+
 static void http_free(mcp_http *h)
 {
     if (h->added) curl_multi_remove_handle(h->c->multi, h->easy);
@@ -136,6 +138,14 @@ static void http_free(mcp_http *h)
     curl_slist_free_all(h->headers);
     free(h->body);
     free(h);
+}
+
+/* Onto the dead list, for the reaper to release from the loop. h->aborted is already set. */
+static void bury(mcp_http *h)
+{
+    h->next_dead = h->c->dead;
+    h->c->dead = h;
+    uv_timer_start(&h->c->reaper, on_reaper, 0, 0);
 }
 
 static void reap(mcp_curl *c)
@@ -162,9 +172,7 @@ static void on_reaper(uv_timer_t *t)
         } else {
             h->aborted = true;
             if (h->cbs.on_done) h->cbs.on_done(h, CURLE_OUT_OF_MEMORY, 0, h->user);
-            h->next_dead = c->dead;
-            c->dead = h;
-            uv_timer_start(&c->reaper, on_reaper, 0, 0);
+            bury(h);
         }
     }
 }
@@ -181,13 +189,9 @@ static void check_done(mcp_curl *c)
         if (!h || h->aborted) continue; /* the reaper releases it */
         curl_multi_remove_handle(c->multi, h->easy);
         h->added = false;
-        long status = 0;
-        curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
         h->aborted = true; /* no callback after on_done, whatever it does */
-        if (h->cbs.on_done) h->cbs.on_done(h, (int)rc, status, h->user);
-        h->next_dead = c->dead;
-        c->dead = h;
-        uv_timer_start(&c->reaper, on_reaper, 0, 0);
+        if (h->cbs.on_done) h->cbs.on_done(h, (int)rc, mcp_http_status(h), h->user);
+        bury(h);
     }
 }
 
@@ -302,9 +306,7 @@ void mcp_http_abort(mcp_http *h)
 {
     if (h->aborted) return;
     h->aborted = true;
-    h->next_dead = h->c->dead;
-    h->c->dead = h;
-    uv_timer_start(&h->c->reaper, on_reaper, 0, 0);
+    bury(h);
 }
 
 long mcp_http_status(mcp_http *h)
