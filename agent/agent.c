@@ -170,6 +170,12 @@ void agent_reply_store_error(acp_agent *a, acp_req *req)
                   agent_store_reason(acp_store_errmsg(a->store)));
 }
 
+void agent_reply_not_found(acp_req *req, const char *id)
+{
+    acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
+                  "session not found: %s", id);
+}
+
 /* The spec only says clients MUST initialize first; refusing with -32600 and this message is
  * what the official SDK agent does (REQUIREMENTS.md §1.3), so clients see one behaviour. */
 bool agent_check_init(acp_agent *a, acp_req *req)

@@ -122,6 +122,8 @@ bool agent_writable(const acp_agent *a);
 void agent_pump_start(acp_agent *a);
 void agent_mark_dirty(acp_agent *a, acp_session *s);
 void agent_reply_store_error(acp_agent *a, acp_req *req);
+/* -32002 for a session id that is neither open nor stored, the id in error.data.sessionId. */
+void agent_reply_not_found(acp_req *req, const char *id);
 /* A store error message without a leading "session store unavailable: " (callers add it). */
 const char *agent_store_reason(const char *errmsg);
 bool agent_check_init(acp_agent *a, acp_req *req);

@@ -67,12 +67,6 @@ static const char *session_id_param(acp_req *req)
     return NULL;
 }
 
-static void not_found(acp_req *req, const char *id)
-{
-    acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
-                  "session not found: %s", id);
-}
-
 /* Answers a request about session s after the session's held output (if any) went out. */
 static void reply_after(acp_session *s, acp_req *req)
 {
@@ -157,7 +151,7 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
     int rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
     if (rc) {
         if (rc == ACP_ENOTFOUND)
-            not_found(req, id);
+            agent_reply_not_found(req, id);
         else
             agent_reply_store_error(a, req);
         acp_mcp_set_close(s->mcp, NULL, NULL);
@@ -194,7 +188,7 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
     if (!id) return;
     acp_session *s = session_find(a, id);
     if (!s) {
-        not_found(req, id);
+        agent_reply_not_found(req, id);
         return;
     }
     /* A closed session that still holds output is kept until the flush: reply after it. */
@@ -354,7 +348,7 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     }
     acp_session *s = session_find(a, id);
     if (!s) {
-        not_found(req, id);
+        agent_reply_not_found(req, id);
         return;
     }
     if (s->state != SESS_READY) {

@@ -55,8 +55,7 @@ static void replay_step(acp_session *s)
         acp_req *req = s->open_req;
         s->open_req = NULL;
         if (rc == ACP_ENOTFOUND) {
-            acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", s->id),
-                          "session not found: %s", s->id);
+            agent_reply_not_found(req, s->id);
         } else if (rc == ACP_ESTORE) {
             agent_reply_store_error(a, req);
         } else {

@@ -91,8 +91,7 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
         if (rc) {
             acp_roots_free(roots);
             if (rc == ACP_ENOTFOUND)
-                acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
-                              "session not found: %s", id);
+                agent_reply_not_found(req, id);
             else if (rc == ACP_ESTORE)
                 agent_reply_store_error(a, req);
             else
