@@ -410,37 +410,35 @@ void acp_scan_envelope(const char *line, size_t n, acp_envelope *env)
                                                                : ACP_ENV_SCALAR;
 }
 
+struct prefix_ctx {
+    const char *end; /* of the prefix */
+    acp_span *id;
+    bool *has_method, found;
+};
+
+static bool prefix_fn(acp_span key, acp_span val, void *ctx)
+{
+    struct prefix_ctx *f = ctx;
+    /* A number cut at the end of the prefix would look complete: require a delimiter. */
+    scanner after = {(const unsigned char *)val.p + val.n, (const unsigned char *)f->end, 0, 0};
+    skip_ws(&after);
+    if (after.p == after.end) return true;
+    if (acp_json_str_eq(key, "id") && !f->found) {
+        *f->id = val;
+        f->found = true;
+    } else if (acp_json_str_eq(key, "method")) {
+        *f->has_method = true;
+    }
+    return false;
+}
+
 bool acp_scan_prefix_id(const char *p, size_t n, acp_span *id, bool *has_method)
 {
     scanner s = {(const unsigned char *)p, (const unsigned char *)p + n, 0, ACP_SCAN_MAX_DEPTH};
+    struct prefix_ctx f = {p + n, id, has_method, false};
     *has_method = false;
-    bool found = false;
     skip_ws(&s);
-    if (s.p >= s.end || *s.p != '{') return false;
-    s.p++;
-    for (;;) {
-        skip_ws(&s);
-        const unsigned char *k = s.p;
-        if (s.p >= s.end || *s.p != '"' || !scan_string(&s)) return found;
-        acp_span key = {(const char *)k, (size_t)(s.p - k)};
-        skip_ws(&s);
-        if (s.p >= s.end || *s.p != ':') return found;
-        s.p++;
-        skip_ws(&s);
-        const unsigned char *v = s.p;
-        if (!scan_value(&s)) return found;
-        /* A number cut at the end of the prefix would look complete: require a delimiter. */
-        skip_ws(&s);
-        if (s.p >= s.end) return found;
-        acp_span val = {(const char *)v, (size_t)(s.p - v)};
-        if (acp_json_str_eq(key, "id") && !found) {
-            while (val.n && strchr(" \t\r\n", val.p[val.n - 1])) val.n--;
-            *id = val;
-            found = true;
-        } else if (acp_json_str_eq(key, "method")) {
-            *has_method = true;
-        }
-        if (*s.p != ',') return found;
-        s.p++;
-    }
+    bool stopped;
+    walk_object(&s, prefix_fn, &f, &stopped); /* the prefix ends mid-object: what it found */
+    return f.found;
 }
