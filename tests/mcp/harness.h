@@ -212,26 +212,31 @@ __attribute__((unused)) static void h_uv_warm_up(void)
     uv_loop_close(&loop);
 }
 
+/* The parent and process group of pid, from /proc/<pid>/stat. False when it is gone. */
+__attribute__((unused)) static bool h_proc_stat(int pid, int *ppid, int *pgrp)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *rp = strrchr(buf, ')'); /* the command name before it may hold anything */
+    char state;
+    return rp && sscanf(rp + 2, "%c %d %d", &state, ppid, pgrp) == 3;
+}
+
 /* Our direct children (pid), up to max. */
 __attribute__((unused)) static size_t h_children(int *out, size_t max)
 {
     size_t n = 0;
     DIR *d = opendir("/proc");
     struct dirent *e;
+    int ppid, pgrp;
     while (d && (e = readdir(d)) && n < max) {
         int pid = atoi(e->d_name);
-        if (pid <= 0) continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t k = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[k] = 0;
-        char *rp = strrchr(buf, ')');
-        int ppid = 0;
-        char state;
-        if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == getpid()) out[n++] = pid;
+        if (pid > 0 && h_proc_stat(pid, &ppid, &pgrp) && ppid == getpid()) out[n++] = pid;
     }
     if (d) closedir(d);
     return n;
@@ -243,21 +248,10 @@ __attribute__((unused)) static bool h_group_alive(int pgid)
     DIR *d = opendir("/proc");
     struct dirent *e;
     bool alive = false;
+    int ppid, pgrp;
     while (d && (e = readdir(d)) && !alive) {
         int pid = atoi(e->d_name);
-        if (pid <= 0) continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t k = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[k] = 0;
-        char *rp = strrchr(buf, ')');
-        int ppid = 0, pgrp = 0;
-        char state;
-        if (rp && sscanf(rp + 2, "%c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid)
-            alive = true;
+        alive = pid > 0 && h_proc_stat(pid, &ppid, &pgrp) && pgrp == pgid;
     }
     if (d) closedir(d);
     return alive;
