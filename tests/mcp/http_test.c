@@ -57,6 +57,20 @@ static void await_output(uv_loop_t *loop, server *s, const char *text)
     if (s->exited && !strstr(s->out, text)) fail_msg("server exited:\n%s", s->out);
 }
 
+/* Runs argv with its stderr collected in s->out (s was zeroed by the caller). */
+static void spawn(uv_loop_t *loop, server *s, char **argv, char **env)
+{
+    acp_proc_opts o = {.file = argv[0],
+                       .argv = argv,
+                       .env = env,
+                       .pipe_stderr = true,
+                       .on_stderr = on_output,
+                       .on_exit = on_exit_cb,
+                       .user = s};
+    char *err = NULL;
+    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+}
+
 /* stdout and stderr both go to on_output: streamableHttp logs with console.log. */
 static void start_server(uv_loop_t *loop, server *s, const char *mode, const char *ready)
 {
@@ -69,15 +83,7 @@ static void start_server(uv_loop_t *loop, server *s, const char *mode, const cha
                     NODE_BIN,   "--import",   LOCALHOST,
                     EVERYTHING, (char *)mode, NULL};
     char *env[] = {port, "PATH=/usr/bin:/bin", NULL};
-    acp_proc_opts o = {.file = "/bin/sh",
-                       .argv = argv,
-                       .env = env,
-                       .pipe_stderr = true,
-                       .on_stderr = on_output,
-                       .on_exit = on_exit_cb,
-                       .user = s};
-    char *err = NULL;
-    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+    spawn(loop, s, argv, env);
     await_output(loop, s, ready);
 }
 
@@ -87,15 +93,7 @@ static void start_fake(uv_loop_t *loop, server *s, const char *mode)
     memset(s, 0, sizeof *s);
     char *argv[] = {NODE_BIN, SRC_DIR "/tests/mcp/http-fake.mjs", (char *)mode, NULL};
     char *env[] = {"PATH=/usr/bin:/bin", NULL};
-    acp_proc_opts o = {.file = NODE_BIN,
-                       .argv = argv,
-                       .env = env,
-                       .pipe_stderr = true,
-                       .on_stderr = on_output,
-                       .on_exit = on_exit_cb,
-                       .user = s};
-    char *err = NULL;
-    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+    spawn(loop, s, argv, env);
     await_output(loop, s, "\n");
     assert_int_equal(sscanf(s->out, "listening on %d", &s->port), 1);
 }
