@@ -306,6 +306,69 @@ static void handler_error_codes_reach_the_wire(void **state)
     acp_conn_free(c);
 }
 
+/* "Notifications never receive responses (success or error)": not for a method nobody
+ * handles, one that only has a request handler, bad params or a method that is no string. */
+static void notifications_are_never_answered(void **state)
+{
+    acp_conn *c = server();
+    feed(c, "{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":{}}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"nope\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"_ext/nope\",\"params\":{\"a\":1}}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":5}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":7}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"s\":\"yes\"}}\n");
+    assert_int_equal(acp_conn_out_len(c), 0);
+    assert_int_equal(handled, 0);
+    assert_int_equal(notes, 1); /* the one good notification did arrive */
+    assert_string_equal(last_note, "yes");
+    acp_conn_free(c);
+}
+
+/* "Decoders MUST accept unknown codes": an error response reaches the caller with its code,
+ * message and data as the peer sent them; one without a usable code and message still
+ * resolves the call, as an internal error. */
+struct got_error {
+    int code;
+    char message[64], data_k[16];
+    bool is_error;
+};
+static void on_got_error(acp_conn *c, acp_msg *m, void *user)
+{
+    struct got_error *g = user;
+    g->is_error = acp_msg_is_error(m);
+    g->code = acp_msg_error_code(m);
+    snprintf(g->message, sizeof g->message, "%s", acp_msg_error_message(m));
+    const char *k = json_string_value(json_object_get(acp_msg_error_data(m), "k"));
+    snprintf(g->data_k, sizeof g->data_k, "%s", k ? k : "");
+}
+
+static void error_responses_keep_unknown_codes(void **state)
+{
+    acp_conn *c = server();
+    struct got_error a = {0}, b = {0};
+    acp_call *ca, *cb;
+    acp_conn_call(c, "x", NULL, on_got_error, &a, &ca);
+    acp_conn_call(c, "y", NULL, on_got_error, &b, &cb);
+    free(acp_conn_out_take(c, &(size_t){0}));
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":4242,\"message\":"
+             "\"custom\",\"data\":{\"k\":\"v\"}}}\n"
+             "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":\"x\"}}\n",
+             (long long)acp_call_id(ca), (long long)acp_call_id(cb));
+    feed(c, line);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    assert_true(a.is_error);
+    assert_int_equal(a.code, 4242);
+    assert_string_equal(a.message, "custom");
+    assert_string_equal(a.data_k, "v");
+    assert_true(b.is_error);
+    assert_int_equal(b.code, ACP_RPC_INTERNAL_ERROR);
+    assert_true(strlen(b.message) > 5);
+    assert_int_equal(acp_conn_out_len(c), 0); /* responses are never answered */
+    acp_conn_free(c);
+}
+
 /* --- both directions ------------------------------------------------------------------------ */
 
 /* Moves bytes between two connections until both are quiet. */
@@ -470,6 +533,37 @@ static void cancel_method_is_configurable_for_mcp(void **state)
     lines_take(c, &l);
     assert_int_equal(l.n, 1);
     assert_int_equal(err_code(l.v[0]), ACP_RPC_CANCELLED);
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
+/* A cancellation names its target by id value: a string id matches however either side
+ * escaped it; a request already answered is not answered again. */
+static void cancel_matches_ids_by_value(void **state)
+{
+    acp_conn *c = server();
+    acp_conn_on(c, "hold", on_hold, NULL, NULL);
+    cancel_seen = 0;
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":\"r\\u0031\",\"method\":\"hold\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":1}}\n");
+    assert_int_equal(cancel_seen, 0); /* the number 1 is not the string "r1" */
+    feed(c, "{\"jsonrpc\":\"2.0\",\"method\":\"$/"
+            "cancel_request\",\"params\":{\"requestId\":\"r1\"}}\n");
+    assert_int_equal(cancel_seen, 1);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(err_code(l.v[0]), ACP_RPC_CANCELLED);
+    assert_string_equal(l.raw[0] + strlen("{\"jsonrpc\":\"2.0\",\"id\":"),
+                        "\"r\\u0031\",\"error\":{\"code\":-32800,\"message\":\"cancelled by "
+                        "the peer\"}}"); /* echoed as sent */
+    lines_free(&l);
+    /* finished before the cancel arrived: the normal answer stands, the cancel is ignored */
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":2}}\n");
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_non_null(json_object_get(l.v[0], "result"));
     lines_free(&l);
     acp_conn_free(c);
 }
@@ -653,10 +747,13 @@ int main(void)
         cmocka_unit_test(bad_id_types_are_invalid_requests),
         cmocka_unit_test(protocol_errors),
         cmocka_unit_test(handler_error_codes_reach_the_wire),
+        cmocka_unit_test(notifications_are_never_answered),
+        cmocka_unit_test(error_responses_keep_unknown_codes),
         cmocka_unit_test(concurrent_requests_both_ways),
         cmocka_unit_test(cancel_both_directions),
         cmocka_unit_test(the_peer_is_asked_to_cancel_once),
         cmocka_unit_test(cancel_method_is_configurable_for_mcp),
+        cmocka_unit_test(cancel_matches_ids_by_value),
         cmocka_unit_test(eof_resolves_pending_calls),
         cmocka_unit_test(eof_callbacks_may_give_up_other_calls),
         cmocka_unit_test(unanswered_requests_are_freed_with_the_connection),
