@@ -158,16 +158,24 @@ int acp_agent_flush(acp_agent *a)
 }
 
 /* Backends that know the store is down already say so (PostgreSQL does); say it once. */
-const char *agent_store_reason(const char *errmsg)
+const char *agent_store_sentence(const char *errmsg, char *buf, size_t n)
 {
     static const char prefix[] = "session store unavailable: ";
-    return strncmp(errmsg, prefix, sizeof prefix - 1) == 0 ? errmsg + sizeof prefix - 1 : errmsg;
+    if (!strncmp(errmsg, prefix, sizeof prefix - 1)) return errmsg;
+    snprintf(buf, n, "%s%s", prefix, errmsg);
+    return buf;
+}
+
+void agent_store_error(acp_req *req, const char *errmsg)
+{
+    char msg[1024];
+    acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s",
+                  agent_store_sentence(errmsg, msg, sizeof msg));
 }
 
 void agent_reply_store_error(acp_agent *a, acp_req *req)
 {
-    acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "session store unavailable: %s",
-                  agent_store_reason(acp_store_errmsg(a->store)));
+    agent_store_error(req, acp_store_errmsg(a->store));
 }
 
 void agent_reply_not_found(acp_req *req, const char *id)

@@ -121,11 +121,12 @@ void agent_log(acp_agent *a, const char *fmt, ...) __attribute__((format(printf,
 bool agent_writable(const acp_agent *a);
 void agent_pump_start(acp_agent *a);
 void agent_mark_dirty(acp_agent *a, acp_session *s);
-void agent_reply_store_error(acp_agent *a, acp_req *req);
+void agent_reply_store_error(acp_agent *a, acp_req *req); /* the store's own last error */
+void agent_store_error(acp_req *req, const char *errmsg); /* -32603 with that sentence */
 /* -32002 for a session id that is neither open nor stored, the id in error.data.sessionId. */
 void agent_reply_not_found(acp_req *req, const char *id);
-/* A store error message without a leading "session store unavailable: " (callers add it). */
-const char *agent_store_reason(const char *errmsg);
+/* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
+const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
 void agent_maybe_done(acp_agent *a);
 void agent_maybe_free(acp_agent *a);

@@ -259,8 +259,7 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     for (size_t i = 0; i < n; i++) {
         if (commit_rc && d[i].prompt) {
             json_decref(d[i].result);
-            acp_req_error(d[i].req, ACP_RPC_INTERNAL_ERROR, NULL, "session store unavailable: %s",
-                          agent_store_reason(errmsg));
+            agent_store_error(d[i].req, errmsg);
         } else if (d[i].result || !d[i].code) {
             acp_req_reply(d[i].req, d[i].result);
         } else {

@@ -136,10 +136,9 @@ void turn_force_end(acp_turn *t)
 
 void turn_store_failed(acp_turn *t, const char *errmsg)
 {
-    char msg[600];
-    snprintf(msg, sizeof msg, "session store unavailable: %s", agent_store_reason(errmsg));
+    char buf[1024];
     /* The prompt must be answered; the engine learns through cancel and ends the turn. */
-    turn_decide(t, NULL, ACP_RPC_INTERNAL_ERROR, msg);
+    turn_decide(t, NULL, ACP_RPC_INTERNAL_ERROR, agent_store_sentence(errmsg, buf, sizeof buf));
     turn_forget_calls(t);
     acp_agent *a = t->s->a;
     if (!t->cancelled) {
