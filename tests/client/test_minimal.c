@@ -157,6 +157,67 @@ static void test_refusals(void **state)
     free(rec);
 }
 
+/* o[k] as a string, "(missing)" when it is not one (assert_string_equal needs a string). */
+static const char *field(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "(missing)";
+}
+
+/* One recorded message's params, by method (the first such line; caller owns). */
+static json_t *recorded(const char *rec, const char *method)
+{
+    for (const char *line = rec; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        json_t *m = json_loadb(line, n, 0, NULL);
+        if (m && strcmp(field(m, "method"), method) == 0) {
+            json_t *p = json_incref(json_object_get(m, "params"));
+            json_decref(m);
+            return p;
+        }
+        json_decref(m);
+        line += n + (nl != NULL);
+    }
+    fail_msg("no %s was sent", method);
+    return NULL;
+}
+
+/* With loadSession, resume and close advertised, load and resume carry the session ID, the
+ * working directory and the MCP servers, as the pages require, and close the session ID. (The
+ * agent answers them method-not-found; only what was sent matters here.) */
+static void test_required_params(void **state)
+{
+    fixture *f = *state;
+    acp_client *c = f->c;
+    json_t *mcp =
+        json_pack("[{s:s, s:s, s:[], s:[]}]", "name", "fs", "command", "/bin/true", "args", "env");
+    acp_session_opts so = {.cwd = "/tmp", .mcp_servers = mcp};
+    acp_client_session *s = NULL;
+    assert_int_equal(acp_client_session_load(c, "s-load", &so, &s), ACP_EPROTO);
+    assert_int_equal(acp_client_errcode(c), -32601);
+    acp_session_opts no_mcp = {.cwd = "/tmp"};
+    assert_int_equal(acp_client_session_resume(c, "s-resume", &no_mcp, &s), ACP_EPROTO);
+    assert_int_equal(acp_client_close_id(c, "s-close"), ACP_EPROTO);
+    json_decref(mcp);
+
+    char *rec = record_text(f);
+    json_t *load = recorded(rec, "session/load"), *resume = recorded(rec, "session/resume"),
+           *close = recorded(rec, "session/close");
+    assert_string_equal(field(load, "sessionId"), "s-load");
+    assert_string_equal(field(load, "cwd"), "/tmp");
+    json_t *srv = json_array_get(json_object_get(load, "mcpServers"), 0);
+    assert_string_equal(field(srv, "command"), "/bin/true");
+    assert_string_equal(field(resume, "sessionId"), "s-resume");
+    assert_string_equal(field(resume, "cwd"), "/tmp");
+    assert_true(json_is_array(json_object_get(resume, "mcpServers"))); /* [] when none */
+    assert_string_equal(field(close, "sessionId"), "s-close");
+    json_decref(load);
+    json_decref(resume);
+    json_decref(close);
+    free(rec);
+}
+
 static void test_raw_updates(void **state)
 {
     fixture *f = *state;
@@ -257,11 +318,15 @@ int main(void)
         "\"list\":null,\"delete\":null,\"additionalDirectories\":null},"
         "\"mcpCapabilities\":{\"http\":false,\"sse\":false},"
         "\"promptCapabilities\":{\"image\":false,\"audio\":false,\"embeddedContext\":false}}";
+    static const char some_caps[] =
+        "{\"loadSession\":true,\"sessionCapabilities\":{\"resume\":{},\"close\":{}}}";
     signal(SIGPIPE, SIG_IGN); /* an agent that exits early must not kill the test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         /* false and null advertise nothing either ("omitted or null": not supported). */
         cmocka_unit_test_prestate_setup_teardown(test_refusals, setup, teardown, (void *)null_caps),
+        cmocka_unit_test_prestate_setup_teardown(test_required_params, setup, teardown,
+                                                 (void *)some_caps),
         cmocka_unit_test_setup_teardown(test_raw_updates, setup, teardown),
         cmocka_unit_test(test_agent_gone),
         cmocka_unit_test(test_raw_agent),
