@@ -137,6 +137,17 @@ static bool unhold(stream *st)
     return gone;
 }
 
+/* One header line into *slot; false (and *slot NULL) on ENOMEM. */
+static bool put(char **slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool put(char **slot, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(slot, fmt, ap) < 0) *slot = NULL; /* asprintf leaves it undefined then */
+    va_end(ap);
+    return *slot != NULL;
+}
+
 /* Request headers for every exchange: ours, then the client's (which may not override the
  * protocol headers: those come first and servers take the first). */
 static char **headers(http_tp *t, const char *accept, const char *last_id)
@@ -147,17 +158,15 @@ static char **headers(http_tp *t, const char *accept, const char *last_id)
     char **h = calloc(nuser + 6, sizeof *h);
     if (!h) return NULL;
     size_t k = 0;
-    bool ok = true;
-    ok &= (h[k++] = strdup(accept)) != NULL;
-    if (!strncmp(accept, "Accept: application/json", 24))
-        ok &= (h[k++] = strdup("Content-Type: application/json")) != NULL;
-    if (t->session_id) ok &= asprintf(&h[k++], "Mcp-Session-Id: %s", t->session_id) > 0;
-    if (s->protocol) ok &= asprintf(&h[k++], "MCP-Protocol-Version: %s", s->protocol) > 0;
-    if (last_id) ok &= asprintf(&h[k++], "Last-Event-ID: %s", last_id) > 0;
-    for (size_t i = 0; i < nuser && ok; i++) ok &= (h[k++] = strdup(s->headers[i])) != NULL;
-    if (!ok) {
-        for (size_t i = 0; i < k; i++) free(h[i]);
-        free(h);
+    bool ok = put(&h[k++], "%s", accept);
+    if (ok && !strncmp(accept, "Accept: application/json", 24))
+        ok = put(&h[k++], "Content-Type: application/json");
+    if (ok && t->session_id) ok = put(&h[k++], "Mcp-Session-Id: %s", t->session_id);
+    if (ok && s->protocol) ok = put(&h[k++], "MCP-Protocol-Version: %s", s->protocol);
+    if (ok && last_id) ok = put(&h[k++], "Last-Event-ID: %s", last_id);
+    for (size_t i = 0; i < nuser && ok; i++) ok = put(&h[k++], "%s", s->headers[i]);
+    if (!ok) { /* the lines so far, then the NULL of the one that failed */
+        mcp_strv_free(h);
         return NULL;
     }
     return h;
