@@ -864,6 +864,20 @@ static void test_store_down(void **state)
     json_decref(r);
 }
 
+/* Where in msgs the $/cancel_request for client request call_id is, or -1. */
+static int find_cancel_request(json_t *msgs, json_int_t call_id)
+{
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *m = json_array_get(msgs, i);
+        if (json_is_string(json_object_get(m, "method")) &&
+            !strcmp(json_string_value(json_object_get(m, "method")), "$/cancel_request") &&
+            json_integer_value(json_object_get(json_object_get(m, "params"), "requestId")) ==
+                call_id)
+            return (int)i;
+    }
+    return -1;
+}
+
 /* Cancelling a turn sends $/cancel_request for its outstanding client requests. */
 static void test_cancel_cancels_calls(void **state)
 {
@@ -884,16 +898,7 @@ static void test_cancel_cancels_calls(void **state)
         x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
         id);
     for (int i = 0; i < 10 && find_response(x, 5) < 0; i++) turn(x);
-    bool cancel_sent = false;
-    for (size_t i = 0; i < json_array_size(x->msgs); i++) {
-        json_t *m = json_array_get(x->msgs, i);
-        if (json_is_string(json_object_get(m, "method")) &&
-            !strcmp(json_string_value(json_object_get(m, "method")), "$/cancel_request") &&
-            json_integer_value(json_object_get(json_object_get(m, "params"), "requestId")) ==
-                call_id)
-            cancel_sent = true;
-    }
-    assert_true(cancel_sent);
+    assert_true(find_cancel_request(x->msgs, call_id) >= 0);
     int at = find_response(x, 5);
     assert_true(at >= 0);
     assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
@@ -904,6 +909,31 @@ static void test_cancel_cancels_calls(void **state)
         (long long)call_id);
     turn(x);
     assert_false(x->call_done);
+}
+
+/* session/close cancels "as if session/cancel had been called" (000 session-setup): the engine
+ * is told, the turn's client requests get $/cancel_request, and the prompt answers cancelled,
+ * all before close answers. */
+static void test_close_cancels_calls(void **state)
+{
+    h *x = *state;
+    init(x);
+    char id[80], p[120];
+    new_session(x, id);
+    send_prompt(x, 5, id, "call");
+    turn(x);
+    assert_int_equal(x->call_rc, 0);
+    json_int_t call_id = json_integer_value(json_object_get(last(x->msgs), "id"));
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", id);
+    json_t *r = request(x, 6, "session/close", p);
+    assert_true(json_is_object(json_object_get(last(r), "result")));
+    int cancel = find_cancel_request(r, call_id), at = find_in(r, 5);
+    assert_true(cancel >= 0);
+    assert_true(at >= 0 && at < (int)json_array_size(r) - 1);
+    assert_string_equal(stop_reason(json_array_get(r, at)), "cancelled");
+    json_decref(r);
+    assert_int_equal(x->cancels, 1);
+    assert_int_equal(acp_agent_session_count(x->a), 0);
 }
 
 /* A history longer than one replay step goes out over several loop turns, in order, and the
@@ -1071,6 +1101,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_busy_cancel_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_cancels_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_cancels_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_info_not_history, setup, teardown),
