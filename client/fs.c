@@ -55,6 +55,16 @@ static int read_all(int fd, acp_buf *b)
     }
 }
 
+/* The start of the line n lines after p (end when there are fewer). */
+static const char *skip_lines(const char *p, const char *end, json_int_t n)
+{
+    for (; n > 0 && p < end; n--) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    return p;
+}
+
 /* line: 1-based first line (null or absent: 1); limit: at most that many lines. */
 static bool get_uint(json_t *params, const char *key, json_int_t *v, bool *given)
 {
@@ -88,20 +98,9 @@ static void on_read(acp_conn *conn, acp_req *req, void *user)
         fs_error(req, "read", real, err);
         goto out;
     }
-    const char *p = b.data ? b.data : "", *end = p + b.len;
-    for (json_int_t i = 1; i < line && p < end; i++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        p = nl ? nl + 1 : end;
-    }
-    const char *q = p;
-    if (has_limit) {
-        for (json_int_t i = 0; i < limit && q < end; i++) {
-            const char *nl = memchr(q, '\n', (size_t)(end - q));
-            q = nl ? nl + 1 : end;
-        }
-    } else {
-        q = end;
-    }
+    const char *text = b.data ? b.data : "", *end = text + b.len;
+    const char *p = skip_lines(text, end, line - 1);
+    const char *q = has_limit ? skip_lines(p, end, limit) : end;
     acp_buf tmp = {0};
     if (acp_json_escape(&tmp, p, (size_t)(q - p))) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "'%s' is not UTF-8 text", real);
