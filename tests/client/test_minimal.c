@@ -136,6 +136,16 @@ static void test_refusals(void **state)
     expect_enotsup(c, acp_client_session_prompt_blocks(s, image, &stop),
                    "promptCapabilities.image");
     json_decref(image);
+    json_t *audio =
+        json_pack("[{s:s, s:s, s:s}]", "type", "audio", "data", "AAAA", "mimeType", "audio/wav");
+    expect_enotsup(c, acp_client_session_prompt_blocks(s, audio, &stop),
+                   "promptCapabilities.audio");
+    json_decref(audio);
+    json_t *resource = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "resource", "resource", "uri",
+                                 "file:///tmp/x", "text", "x");
+    expect_enotsup(c, acp_client_session_prompt_blocks(s, resource, &stop),
+                   "promptCapabilities.embeddedContext");
+    json_decref(resource);
 
     /* The handle survived the refused close, and still prompts. */
     assert_int_equal(acp_client_session_prompt(s, "hello", &stop), 0);
