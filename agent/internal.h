@@ -140,7 +140,7 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
                           bool must_exist);
 void session_activate(acp_session *s);
 void session_close(acp_session *s); /* cancel, force-end, free engine state, MCP; maybe free */
-void session_free(acp_session *s);
+void session_free(acp_session *s);  /* also stops the MCP servers of one never activated */
 /* Sends (or holds) a session/update whose update object is json[0..n), storing it first when
  * persist is true. */
 int session_emit(acp_session *s, const char *json, size_t n, bool persist);

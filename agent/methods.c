@@ -120,8 +120,6 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
         else
             acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "cannot create the session: %s",
                           acp_strerror(rc));
-        acp_mcp_set_close(s->mcp, NULL, NULL);
-        s->mcp = NULL;
         session_free(s);
         return;
     }
@@ -154,8 +152,6 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
             agent_reply_not_found(req, id);
         else
             agent_reply_store_error(a, req);
-        acp_mcp_set_close(s->mcp, NULL, NULL);
-        s->mcp = NULL;
         session_free(s);
         return;
     }

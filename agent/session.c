@@ -172,6 +172,8 @@ static void session_unlink(acp_session *s)
 
 void session_free(acp_session *s)
 {
+    /* Only a session that never became active still has its set: nothing waits for it. */
+    if (s->mcp) acp_mcp_set_close(s->mcp, NULL, NULL);
     for (size_t i = 0; i < s->ndefs; i++) {
         /* Only reached when the agent is being freed: the requests die with the conn. */
         json_decref(s->defs[i].result);
