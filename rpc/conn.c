@@ -295,29 +295,28 @@ int acp_conn_out_append(acp_conn *c, const char *bytes, size_t n)
     return 0;
 }
 
-/* Appends one whole message (prefix + value + suffix) to the target, or nothing. */
-static int emit(acp_conn *c, const char *prefix, size_t plen, const json_t *value, const char *raw,
+/* Messages are written straight into the target, and one that fails is cut off again, so
+ * the output only ever holds whole messages. This one began at `start`, and writing its prefix
+ * (which ends with a key) returned prc: it gets its value and suffix, or it is removed. */
+static int emit(acp_conn *c, size_t start, int prc, const json_t *value, const char *raw,
                 size_t rawlen, const char *suffix)
 {
     acp_buf *b = c->target;
-    size_t before = c->out.len, start = b->len;
     acp_jw w;
     acp_jw_init(&w, b);
-    int rc = acp_buf_append(b, prefix, plen) ? ACP_ENOMEM : 0;
-    if (!rc) {
-        w.after_key = true; /* the prefix ends with a key */
-        if (raw)
-            acp_jw_raw(&w, raw, rawlen);
-        else
-            acp_jw_json(&w, value);
-        rc = acp_jw_status(&w);
-    }
+    w.status = prc;
+    w.after_key = true;
+    if (raw)
+        acp_jw_raw(&w, raw, rawlen);
+    else
+        acp_jw_json(&w, value);
+    int rc = acp_jw_status(&w);
     if (!rc && acp_buf_append(b, suffix, strlen(suffix))) rc = ACP_ENOMEM;
     if (rc) {
         b->len = start;
         return rc;
     }
-    output_appeared(c, before);
+    output_appeared(c, start);
     return 0;
 }
 
@@ -343,10 +342,8 @@ static int send_error_id(acp_conn *c, const char *id, size_t idlen, int code, js
     json_t *msg = json_string(message);
     json_object_set_new(err, "message", msg ? msg : json_string("(message was not valid UTF-8)"));
     if (data) json_object_set_new(err, "data", data);
-    acp_buf p = {0};
-    int rc = response_prefix(&p, id, idlen, "error");
-    if (!rc) rc = emit(c, p.data, p.len, err, NULL, 0, "}\n");
-    acp_buf_free(&p);
+    size_t start = c->target->len;
+    int rc = emit(c, start, response_prefix(c->target, id, idlen, "error"), err, NULL, 0, "}\n");
     json_decref(err);
     return rc;
 }
@@ -407,10 +404,9 @@ void *acp_req_user(const acp_req *r)
 static int reply(acp_req *r, const json_t *result, const char *raw, size_t rawlen)
 {
     acp_conn *c = r->conn;
-    acp_buf p = {0};
-    int rc = response_prefix(&p, r->id, strlen(r->id), "result");
-    if (!rc) rc = emit(c, p.data, p.len, result, raw, rawlen, "}\n");
-    acp_buf_free(&p);
+    size_t start = c->target->len;
+    int prc = response_prefix(c->target, r->id, strlen(r->id), "result");
+    int rc = emit(c, start, prc, result, raw, rawlen, "}\n");
     req_free(r);
     return rc;
 }
@@ -442,13 +438,12 @@ int acp_req_error(acp_req *r, int code, json_t *data, const char *fmt, ...)
 
 /* --- streamed messages ------------------------------------------------------------------- */
 
-static acp_jw *stream_begin(acp_conn *c, enum stream_kind kind, const char *prefix, size_t plen)
+/* The message began at start, and its prefix is in the target already. */
+static acp_jw *stream_begin(acp_conn *c, enum stream_kind kind, size_t start)
 {
-    if (c->stream != STREAM_NONE) return NULL;
     c->stream = kind;
-    c->stream_start = c->target->len;
+    c->stream_start = start;
     acp_jw_init(&c->jw, c->target);
-    if (acp_buf_append(c->target, prefix, plen)) c->jw.status = ACP_ENOMEM;
     c->jw.after_key = true;
     return &c->jw;
 }
@@ -473,15 +468,14 @@ static int stream_end(acp_conn *c, enum stream_kind kind)
 acp_jw *acp_req_reply_begin(acp_req *r)
 {
     acp_conn *c = r->conn;
-    acp_buf p = {0};
-    if (response_prefix(&p, r->id, strlen(r->id), "result")) {
-        acp_buf_free(&p);
+    if (c->stream != STREAM_NONE) return NULL;
+    size_t start = c->target->len;
+    if (response_prefix(c->target, r->id, strlen(r->id), "result")) {
+        c->target->len = start;
         return NULL;
     }
-    acp_jw *w = stream_begin(c, STREAM_REPLY, p.data, p.len);
-    acp_buf_free(&p);
-    if (w) c->stream_req = r;
-    return w;
+    c->stream_req = r;
+    return stream_begin(c, STREAM_REPLY, start);
 }
 
 int acp_req_reply_end(acp_req *r)
@@ -514,13 +508,12 @@ static void call_drop(acp_conn *c, acp_call *call)
     free(call);
 }
 
-/* Emits prefix (which ends with ,"params":, unless building it failed: prc) + params (stolen)
- * + }. NULL params omits the member. Frees the prefix. */
-static int emit_params(acp_conn *c, acp_buf *prefix, int prc, json_t *params)
+/* emit() for a request or notification whose prefix ends with ,"params": and params (stolen)
+ * as its value. NULL params omits the member. */
+static int emit_params(acp_conn *c, size_t start, int prc, json_t *params)
 {
-    if (!prc && !params) prefix->len -= 10;
-    int rc = prc ? prc : emit(c, prefix->data, prefix->len, params, params ? NULL : "", 0, "}\n");
-    acp_buf_free(prefix);
+    if (!prc && !params) c->target->len -= 10;
+    int rc = emit(c, start, prc, params, params ? NULL : "", 0, "}\n");
     json_decref(params);
     return rc;
 }
@@ -544,8 +537,8 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_
         json_decref(params);
         return ACP_ENOMEM;
     }
-    acp_buf p = {0};
-    int rc = emit_params(c, &p, call_prefix(&p, method, call->id), params);
+    size_t start = c->target->len;
+    int rc = emit_params(c, start, call_prefix(c->target, method, call->id), params);
     if (rc) {
         call_drop(c, call);
         return rc;
@@ -560,17 +553,15 @@ acp_jw *acp_conn_call_begin(acp_conn *c, const char *method, acp_response_cb cb,
     if (c->closed || c->stream != STREAM_NONE) return NULL;
     acp_call *call = call_new(c, cb, user);
     if (!call) return NULL;
-    acp_buf p = {0};
-    if (call_prefix(&p, method, call->id)) {
-        acp_buf_free(&p);
+    size_t start = c->target->len;
+    if (call_prefix(c->target, method, call->id)) {
+        c->target->len = start;
         call_drop(c, call);
         return NULL;
     }
-    acp_jw *w = stream_begin(c, STREAM_CALL, p.data, p.len);
-    acp_buf_free(&p);
     c->stream_call = call;
     if (out) *out = call;
-    return w;
+    return stream_begin(c, STREAM_CALL, start);
 }
 
 int acp_conn_call_end(acp_conn *c)
@@ -596,29 +587,24 @@ static int notify_prefix(acp_buf *p, const char *method)
 
 int acp_conn_notify(acp_conn *c, const char *method, json_t *params)
 {
-    acp_buf p = {0};
-    return emit_params(c, &p, notify_prefix(&p, method), params);
+    size_t start = c->target->len;
+    return emit_params(c, start, notify_prefix(c->target, method), params);
 }
 
 int acp_conn_notify_raw(acp_conn *c, const char *method, const char *params, size_t n)
 {
-    acp_buf p = {0};
-    int rc = notify_prefix(&p, method);
-    if (!rc) rc = emit(c, p.data, p.len, NULL, params, n, "}\n");
-    acp_buf_free(&p);
-    return rc;
+    size_t start = c->target->len;
+    return emit(c, start, notify_prefix(c->target, method), NULL, params, n, "}\n");
 }
 
 acp_jw *acp_conn_notify_begin(acp_conn *c, const char *method)
 {
-    /* The hot path (session/update): build the prefix straight into the target. */
     if (c->stream != STREAM_NONE) return NULL;
-    c->stream = STREAM_NOTIFY;
-    c->stream_start = c->target->len;
-    acp_jw_init(&c->jw, c->target);
-    c->jw.status = notify_prefix(c->target, method); /* stream_end() undoes a failed prefix */
-    c->jw.after_key = true;
-    return &c->jw;
+    size_t start = c->target->len;
+    int prc = notify_prefix(c->target, method);
+    acp_jw *w = stream_begin(c, STREAM_NOTIFY, start);
+    w->status = prc; /* stream_end() undoes a failed prefix */
+    return w;
 }
 
 int acp_conn_notify_end(acp_conn *c)
