@@ -151,7 +151,7 @@ static char **make_env(json_t *env)
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *val = json_string_value(json_object_get(e, "value"));
         if (!name || !val || !*name || strchr(name, '=')) continue;
-        if (asprintf(&v[k], "%s=%s", name, val) < 0) break;
+        if (asprintf(&v[k], "%s=%s", name, val) < 0) goto nomem;
         k++;
     }
     for (size_t i = 0; i < n; i++) {
@@ -160,9 +160,14 @@ static char **make_env(json_t *env)
             size_t len = strcspn(v[j], "=");
             overridden = strncmp(environ[i], v[j], len + 1) == 0;
         }
-        if (!overridden) v[k++] = strdup(environ[i]);
+        if (!overridden && !(v[k++] = strdup(environ[i]))) goto nomem;
     }
     return v;
+nomem:
+    /* v[k] is undefined after a failed asprintf and NULL after a failed strdup: stop before it. */
+    v[k] = NULL;
+    acp_client_argv_free(v);
+    return NULL;
 }
 
 static void on_create(acp_conn *conn, acp_req *req, void *user)
