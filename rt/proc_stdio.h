@@ -11,8 +11,4 @@
  * either is not piped, already taken, read by the proc itself (on_stdout) or p is stopping. */
 int acp_proc_take_stdio(acp_proc *p, uv_stream_t **child_stdin, uv_stream_t **child_stdout);
 
-/* Opens a transport over two initialised streams (may be the same one), taking them over. */
-int acp_transport_open_streams(uv_loop_t *loop, acp_conn *conn, uv_stream_t *in, uv_stream_t *out,
-                               const acp_transport_opts *opts, acp_transport **out_t);
-
 #endif

@@ -383,17 +383,6 @@ fail:
     return rc;
 }
 
-int acp_transport_open_streams(uv_loop_t *loop, acp_conn *conn, uv_stream_t *in, uv_stream_t *out,
-                               const acp_transport_opts *opts, acp_transport **out_t)
-{
-    int rc = setup(loop, conn, opts, out_t);
-    if (rc) return rc;
-    (*out_t)->in = in;
-    (*out_t)->out = out;
-    start(*out_t);
-    return 0;
-}
-
 int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
                             const acp_transport_opts *opts, acp_transport **out)
 {
@@ -401,12 +390,15 @@ int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
     uv_stream_t *child_in, *child_out;
     int rc = acp_proc_take_stdio(p, &child_in, &child_out);
     if (rc) return rc;
-    rc = acp_transport_open_streams(loop, conn, child_out, child_in, opts, out);
-    if (rc) {
+    if ((rc = setup(loop, conn, opts, out))) {
         uv_close((uv_handle_t *)child_in, free_handle);
         uv_close((uv_handle_t *)child_out, free_handle);
+        return rc;
     }
-    return rc;
+    (*out)->in = child_out;
+    (*out)->out = child_in;
+    start(*out);
+    return 0;
 }
 
 /* --- state and closing -------------------------------------------------------------- */
