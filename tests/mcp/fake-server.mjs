@@ -1,7 +1,8 @@
 // A small stdio MCP server for the cases the npm servers do not cover: paginated tools/list,
 // requests from the server to the client (ping, roots/list, an unknown method), a tool that
 // crashes the server, one that never answers, a tool list that changes, a chatty stderr.
-// Mode (argv[2]): "paged" (default) or "silent" (reads its input, never answers).
+// Mode (argv[2]): "paged" (default), "old" (paged, but initialize answers revision 2024-11-05)
+// or "silent" (reads its input, never answers).
 import readline from 'node:readline';
 
 const mode = process.argv[2] || 'paged';
@@ -46,7 +47,7 @@ if (mode === 'silent') {
         seen.initialize = m.params;
         return send({
           id: m.id,
-          result: { protocolVersion: '2025-06-18', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'fake', version: '1' } },
+          result: { protocolVersion: mode === 'old' ? '2024-11-05' : '2025-06-18', capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'fake', version: '1' } },
         });
       case 'tools/list': {
         if (process.env.FAKE_ENDLESS) {

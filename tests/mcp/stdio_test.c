@@ -486,6 +486,37 @@ static void endless_paging(void **state)
     free(json);
 }
 
+/* A server answering initialize with a revision we do not speak fails (MCP lifecycle: the
+ * client disconnects); "SERVER.TOOL" goes to the longest server name that matches, so a
+ * server named "a" does not shadow one named "a.b". */
+static void version_and_dotted_names(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    char *old = fake("old", "old", NULL);
+    char *a = fake("a", "paged", NULL), *ab = fake("a.b", "paged", NULL);
+    char *json = h_fmt("[%s,%s,%s]", old, a, ab);
+    acp_mcp_set *s = h_open(&loop, json, NULL, NULL, 0);
+    h_wait(&loop, s);
+    const char *why = NULL;
+    assert_int_equal(acp_mcp_server_status(s, 0, &why), ACP_MCP_FAILED);
+    assert_non_null(strstr(why, "'2024-11-05', not one we support"));
+    assert_int_equal(acp_mcp_server_status(s, 1, NULL), ACP_MCP_READY);
+    assert_int_equal(acp_mcp_server_status(s, 2, NULL), ACP_MCP_READY);
+    size_t si = 0, ti = 0;
+    assert_int_equal(acp_mcp_tool_find(s, "a.b.t1", &si, &ti), 0);
+    assert_int_equal(si, 2);
+    assert_string_equal(acp_mcp_tool_name(s, si, ti), "t1");
+    assert_int_equal(acp_mcp_tool_find(s, "a.t2", &si, &ti), 0);
+    assert_int_equal(si, 1);
+    h_close(&loop, s);
+    h_loop_end(&loop);
+    free(old);
+    free(a);
+    free(ab);
+    free(json);
+}
+
 static void validation(void **state)
 {
     uv_loop_t loop;
@@ -558,11 +589,17 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     h_uv_warm_up();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(validation),          cmocka_unit_test(everything_stdio),
-        cmocka_unit_test(progress_and_cancel), cmocka_unit_test(fake_protocol),
-        cmocka_unit_test(crash_mid_call),      cmocka_unit_test(failing_servers),
-        cmocka_unit_test(call_timeout),        cmocka_unit_test(teardown_no_process),
-        cmocka_unit_test(filesystem_roots),    cmocka_unit_test(endless_paging),
+        cmocka_unit_test(validation),
+        cmocka_unit_test(everything_stdio),
+        cmocka_unit_test(progress_and_cancel),
+        cmocka_unit_test(fake_protocol),
+        cmocka_unit_test(crash_mid_call),
+        cmocka_unit_test(failing_servers),
+        cmocka_unit_test(call_timeout),
+        cmocka_unit_test(teardown_no_process),
+        cmocka_unit_test(filesystem_roots),
+        cmocka_unit_test(endless_paging),
+        cmocka_unit_test(version_and_dotted_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
