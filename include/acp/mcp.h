@@ -10,7 +10,8 @@
  *     Last-Event-ID resumption after the server's retry delay, DELETE at close). A READY server
  *     that answers 404 to our session id gets a new initialize (the calls in flight fail).
  *     The client's `headers` go on every request, except those the transport sets itself
- *     (Accept, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID).
+ *     (Accept, Content-Type, Content-Length, Mcp-Session-Id, MCP-Protocol-Version,
+ *     Last-Event-ID).
  *   - "sse": the deprecated HTTP+SSE transport (GET the stream, POST to its `endpoint`, which
  *     must be on the stream's origin).
  * The handshake is initialize (capabilities: roots with listChanged) -> notifications/initialized
@@ -114,7 +115,7 @@ const char *acp_mcp_server_name(const acp_mcp_set *s, size_t i); /* borrowed, se
 /* "stdio", "http" or "sse". */
 const char *acp_mcp_server_transport(const acp_mcp_set *s, size_t i);
 /* Status, and with reason non-NULL, why it FAILED ("command must be an absolute path: 'npx'",
- * "initialize timed out after 10000 ms", ...; NULL otherwise). The reason is borrowed until
+ * "no answer to initialize within 10000 ms", ...; NULL otherwise). The reason is borrowed until
  * the status changes. */
 enum acp_mcp_status acp_mcp_server_status(const acp_mcp_set *s, size_t i, const char **reason);
 /* The protocol revision the server agreed to and its serverInfo object; NULL until READY.
