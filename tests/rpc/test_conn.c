@@ -96,6 +96,22 @@ static acp_conn *server(void)
     return c;
 }
 
+/* Records what an error response to one of our calls carried. */
+struct got_error {
+    int code;
+    char message[64], data_k[16];
+    bool is_error;
+};
+static void on_got_error(acp_conn *c, acp_msg *m, void *user)
+{
+    struct got_error *g = user;
+    g->is_error = acp_msg_is_error(m);
+    g->code = acp_msg_error_code(m);
+    snprintf(g->message, sizeof g->message, "%s", acp_msg_error_message(m));
+    const char *k = json_string_value(json_object_get(acp_msg_error_data(m), "k"));
+    snprintf(g->data_k, sizeof g->data_k, "%s", k ? k : "");
+}
+
 /* --- framing ------------------------------------------------------------------------------ */
 
 static void split_at_every_offset(void **state)
@@ -187,6 +203,29 @@ static void oversize_line_is_answered_and_connection_survives(void **state)
     assert_int_equal(l.n, 1);
     assert_non_null(json_object_get(l.v[0], "result"));
     lines_free(&l);
+    acp_conn_free(c);
+}
+
+/* An answer to our own call that is over the limit fails that call (the peer gets no error
+ * response: it sent a response, not a request), and the connection goes on. */
+static void oversize_response_fails_its_call(void **state)
+{
+    acp_conn_opts o = {.max_message = 100};
+    acp_conn *c = acp_conn_new(&o);
+    struct got_error g = {0};
+    acp_call *call;
+    assert_int_equal(acp_conn_call(c, "x", NULL, on_got_error, &g, &call), 0);
+    free(acp_conn_out_take(c, &(size_t){0}));
+    char big[400];
+    snprintf(big, sizeof big, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"p\":\"%0250d\"}}\n",
+             (long long)acp_call_id(call), 0);
+    acp_conn_recv(c, big, 40); /* the limit is hit while buffering */
+    acp_conn_recv(c, big + 40, strlen(big) - 40);
+    assert_true(g.is_error);
+    assert_int_equal(g.code, ACP_RPC_INTERNAL_ERROR);
+    assert_non_null(strstr(g.message, "exceeds the limit"));
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    assert_int_equal(acp_conn_out_len(c), 0);
     acp_conn_free(c);
 }
 
@@ -327,21 +366,6 @@ static void notifications_are_never_answered(void **state)
 /* "Decoders MUST accept unknown codes": an error response reaches the caller with its code,
  * message and data as the peer sent them; one without a usable code and message still
  * resolves the call, as an internal error. */
-struct got_error {
-    int code;
-    char message[64], data_k[16];
-    bool is_error;
-};
-static void on_got_error(acp_conn *c, acp_msg *m, void *user)
-{
-    struct got_error *g = user;
-    g->is_error = acp_msg_is_error(m);
-    g->code = acp_msg_error_code(m);
-    snprintf(g->message, sizeof g->message, "%s", acp_msg_error_message(m));
-    const char *k = json_string_value(json_object_get(acp_msg_error_data(m), "k"));
-    snprintf(g->data_k, sizeof g->data_k, "%s", k ? k : "");
-}
-
 static void error_responses_keep_unknown_codes(void **state)
 {
     acp_conn *c = server();
@@ -743,6 +767,7 @@ int main(void)
         cmocka_unit_test(split_at_every_offset),
         cmocka_unit_test(byte_by_byte_and_unterminated_last_line),
         cmocka_unit_test(oversize_line_is_answered_and_connection_survives),
+        cmocka_unit_test(oversize_response_fails_its_call),
         cmocka_unit_test(ids_are_echoed_verbatim),
         cmocka_unit_test(bad_id_types_are_invalid_requests),
         cmocka_unit_test(protocol_errors),
