@@ -835,12 +835,13 @@ static void handle_notification(acp_conn *c, const char *method, acp_span params
 static bool parse_int_id(acp_span id, int64_t *out)
 {
     if (acp_json_kind(id) != 'n' || id.n > 19) return false;
-    int64_t v = 0;
+    uint64_t v = 0; /* 19 digits fit; the peer may send any of them */
     for (size_t i = 0; i < id.n; i++) {
         if (id.p[i] < '0' || id.p[i] > '9') return false;
-        v = v * 10 + (id.p[i] - '0');
+        v = v * 10 + (uint64_t)(id.p[i] - '0');
     }
-    *out = v;
+    if (v > INT64_MAX) return false;
+    *out = (int64_t)v;
     return true;
 }
 

@@ -255,6 +255,39 @@ static void ids_are_echoed_verbatim(void **state)
     acp_conn_free(c);
 }
 
+/* A response's id is matched against our own (small, non-negative integers); any other
+ * number, however large, is simply unknown: logged and ignored, never answered. */
+static int logs, resolved;
+static void count_log(acp_conn *c, const char *message, void *user)
+{
+    logs++;
+}
+static void count_resolved(acp_conn *c, acp_msg *m, void *user)
+{
+    resolved++;
+}
+
+static void responses_with_foreign_ids_are_ignored(void **state)
+{
+    acp_conn_opts o = {.on_log = count_log};
+    acp_conn *c = acp_conn_new(&o);
+    acp_conn_call(c, "x", NULL, count_resolved, NULL, NULL);
+    free(acp_conn_out_take(c, &(size_t){0}));
+    logs = resolved = 0;
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":9999999999999999999,\"result\":{}}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"result\":{}}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":123456789012345678901234567890,\"result\":{}}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":-0,\"result\":{}}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":0.0,\"result\":{}}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":\"0\",\"result\":{}}\n");
+    assert_int_equal(logs, 6);
+    assert_int_equal(resolved, 0);
+    assert_int_equal(acp_conn_pending_calls(c), 1);
+    assert_int_equal(acp_conn_out_len(c), 0);
+    acp_conn_eof(c);
+    acp_conn_free(c);
+}
+
 static void bad_id_types_are_invalid_requests(void **state)
 {
     acp_conn *c = server();
@@ -769,6 +802,7 @@ int main(void)
         cmocka_unit_test(oversize_line_is_answered_and_connection_survives),
         cmocka_unit_test(oversize_response_fails_its_call),
         cmocka_unit_test(ids_are_echoed_verbatim),
+        cmocka_unit_test(responses_with_foreign_ids_are_ignored),
         cmocka_unit_test(bad_id_types_are_invalid_requests),
         cmocka_unit_test(protocol_errors),
         cmocka_unit_test(handler_error_codes_reach_the_wire),
