@@ -420,3 +420,10 @@ int acp_session_resolve_path(const acp_session *s, const char *path, char **out)
     free(err);
     return rc;
 }
+
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
+                          char **errmsg)
+{
+    *errmsg = NULL;
+    return acp_roots_open(s->roots, path, flags, mode, fd, NULL, errmsg);
+}

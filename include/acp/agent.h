@@ -143,6 +143,11 @@ acp_turn *acp_session_turn(const acp_session *s);
  * directory. *out is malloc'd (caller frees) on success. ACP_EACCES outside the roots,
  * ACP_ENOTFOUND / ACP_EIO when resolution fails, ACP_ENOMEM. */
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out);
+/* Resolves `path` as above and open(2)s it (flags and mode as open's, O_CLOEXEC added) with no
+ * race between the check and the open (acp_roots_open). On success *fd is the caller's. Errors
+ * as acp_roots_open(), with a malloc'd reason in *errmsg (caller frees; may be NULL on ENOMEM). */
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
+                          char **errmsg);
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
  * (user_message_chunk, agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update,

@@ -267,23 +267,23 @@ static void read_done(acp_turn *t, int status, const json_t *result, const char 
     finish(es, "end_turn");
 }
 
-static char *read_local(const char *path, size_t *n, int *err)
+/* The file's text, opened through the roots so that nothing swapped in after the check is
+ * read; NULL with a malloc'd reason in *why (or NULL: out of memory). */
+static char *read_local(acp_session *s, const char *path, size_t *n, char **why)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        *err = errno;
-        return NULL;
-    }
+    int fd;
+    if (acp_session_open_path(s, path, O_RDONLY, 0, &fd, why)) return NULL;
     acp_buf b = {0};
     char tmp[65536];
     ssize_t k;
     while ((k = read(fd, tmp, sizeof tmp)) > 0 && b.len < LOCAL_READ_MAX)
         acp_buf_append(&b, tmp, (size_t)k);
-    *err = k < 0 ? errno : 0;
+    int err = k < 0 ? errno : 0;
     close(fd);
     *n = b.len;
-    if (*err) {
+    if (err) {
         acp_buf_free(&b);
+        *why = strdup(strerror(err));
         return NULL;
     }
     acp_buf_cstr(&b);
@@ -311,11 +311,12 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
         return;
     }
     size_t n = 0;
-    int err = 0;
-    char *text = read_local(real, &n, &err);
+    char *why = NULL;
+    char *text = read_local(s, real, &n, &why);
     free(real);
     if (!text) {
-        tool_update(t, es, "failed", strerror(err));
+        tool_update(t, es, "failed", why ? why : "out of memory");
+        free(why);
         acp_turn_end(t, "end_turn");
         return;
     }
@@ -334,21 +335,24 @@ static void write_done(acp_turn *t, int status, const json_t *result, const char
     finish(es, "end_turn");
 }
 
-static int write_local(const char *path, const char *text)
+/* Writes text to the file, opened through the roots like read_local: 0, or -1 with a malloc'd
+ * reason in *why (or NULL: out of memory). */
+static int write_local(acp_session *s, const char *path, const char *text, char **why)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return errno;
+    int fd;
+    if (acp_session_open_path(s, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, why)) return -1;
     size_t n = strlen(text), off = 0;
-    while (off < n) {
+    int err = 0;
+    while (off < n && !err) {
         ssize_t k = write(fd, text + off, n - off);
-        if (k < 0) {
-            int e = errno;
-            close(fd);
-            return e;
-        }
-        off += (size_t)k;
+        if (k < 0)
+            err = errno;
+        else
+            off += (size_t)k;
     }
-    return close(fd) ? errno : 0;
+    if (close(fd) && !err) err = errno;
+    if (err) *why = strdup(strerror(err));
+    return err ? -1 : 0;
 }
 
 static void permitted(acp_turn *t, int status, const json_t *result, const char *error, void *user)
@@ -384,11 +388,12 @@ static void permitted(acp_turn *t, int status, const json_t *result, const char 
         }
         return;
     }
-    int err = write_local(es->path, es->text);
-    if (err)
-        tool_update(t, es, "failed", strerror(err));
+    char *why = NULL;
+    if (write_local(s, es->path, es->text, &why))
+        tool_update(t, es, "failed", why ? why : "out of memory");
     else
         tool_update(t, es, "completed", "written");
+    free(why);
     finish(es, "end_turn");
 }
 
