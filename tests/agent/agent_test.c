@@ -1,6 +1,7 @@
 /* The agent runtime driven in-process: bytes into its acp_conn, the loop turned by hand,
  * acp_agent_flush() where the transport would call it, output parsed back. A real SQLite store
  * in a temporary directory; a test engine whose behaviour the prompt text selects. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +158,16 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         const char *say = rc == 0 ? out : rc == ACP_EACCES ? "refused" : "error";
         acp_turn_text(t, NULL, NULL, say, strlen(say));
         free(out);
+        acp_turn_end(t, "end_turn");
+    } else if (text && !strncmp(text, "open ", 5)) {
+        /* Answers "opened", "refused" (outside the roots) or the reason it could not open. */
+        int fd = -1;
+        char *why = NULL;
+        int rc = acp_session_open_path(acp_turn_session(t), text + 5, O_RDONLY, 0, &fd, &why);
+        const char *say = rc == 0 ? "opened" : rc == ACP_EACCES ? "refused" : why ? why : "error";
+        acp_turn_text(t, NULL, NULL, say, strlen(say));
+        if (fd >= 0) close(fd);
+        free(why);
         acp_turn_end(t, "end_turn");
     } else if (text && !strncmp(text, "title ", 6)) {
         /* A live-only update and a metadata update: neither is history. */
@@ -782,6 +793,15 @@ static void test_resolve_path(void **state)
     snprintf(link, sizeof link, "%s/out", x->dir);
     assert_int_equal(symlink("/etc", link), 0);
     assert_string_equal(prompt_reply(x, 5, id, "resolve out/passwd"), "refused");
+    /* Opening goes through the same check; what it cannot open it says why. */
+    snprintf(want, sizeof want, "%s/here.txt", x->dir);
+    FILE *f = fopen(want, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_string_equal(prompt_reply(x, 6, id, "open here.txt"), "opened");
+    assert_string_equal(prompt_reply(x, 7, id, "open out/passwd"), "refused");
+    assert_string_equal(prompt_reply(x, 8, id, "open /etc/passwd"), "refused");
+    assert_non_null(strstr(prompt_reply(x, 9, id, "open missing.txt"), "missing.txt"));
 }
 
 /* Shutdown (EOF in acp-agent): the running turn answers cancelled, sessions close, on_done. */
