@@ -98,8 +98,7 @@ static int on_get_data(mcp_http *h, const char *p, size_t n, void *user)
         long st = mcp_http_status(h);
         if (st != 200 || !ct || strncasecmp(ct, "text/event-stream", 17)) {
             t->get = NULL;
-            mcp_server_fail(t->s, "GET %s answered HTTP %ld, not an event stream", "the SSE URL",
-                            st);
+            mcp_server_fail(t->s, "GET the SSE URL answered HTTP %ld, not an event stream", st);
             return 1;
         }
     }
