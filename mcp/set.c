@@ -270,21 +270,25 @@ static void become_ready(mcp_server *srv)
 
 static void list_tools(mcp_server *srv, const char *cursor);
 
+/* The tools/list under way is abandoned: what it collected goes. */
+static void drop_listing(mcp_server *srv)
+{
+    json_decref(srv->paging);
+    srv->paging = NULL;
+    srv->listing = false;
+}
+
 static void on_tools_list(acp_mcp_call *c, acp_msg *m)
 {
     mcp_server *srv = c->srv;
     if (srv->status == ACP_MCP_FAILED || srv->status == ACP_MCP_CLOSED || srv->restarting) {
-        json_decref(srv->paging);
-        srv->paging = NULL;
-        srv->listing = false;
+        drop_listing(srv);
         return;
     }
     json_t *res = acp_msg_is_error(m) ? NULL : acp_msg_result(m);
     json_t *tools = res ? json_object_get(res, "tools") : NULL;
     if (!json_is_array(tools)) {
-        srv->listing = false;
-        json_decref(srv->paging);
-        srv->paging = NULL;
+        drop_listing(srv);
         if (c->local == ACP_ETIMEDOUT) {
             mcp_server_log(srv, "tools/list timed out; keeping the previous tool list");
         } else if (srv->status == ACP_MCP_CONNECTING) {
@@ -620,9 +624,8 @@ void mcp_server_reinit(mcp_server *srv, const char *why)
     acp_conn_free(srv->conn);
     srv->conn = fresh;
     srv->initialized = false;
-    srv->listing = srv->relist = false;
-    json_decref(srv->paging);
-    srv->paging = NULL;
+    drop_listing(srv);
+    srv->relist = false;
     free(srv->protocol);
     srv->protocol = NULL;
     json_decref(srv->caps);
