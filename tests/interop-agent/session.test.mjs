@@ -297,6 +297,18 @@ async function converse(a, sid, turns) {
   return expected;
 }
 
+// A session holding the given turns, stored by an agent process that has exited since.
+async function storedConversation(t, turns) {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const expected = await converse(a, sid, turns);
+  await a.end();
+  return { dir, store, sid, expected };
+}
+
 // Every kind of history: echo, plan, a multi-chunk message, info, tool calls (write with permission, read).
 const TURNS = [
   "hello world, first message",
@@ -348,13 +360,7 @@ test("session/load replays the entire conversation in order, user messages with 
 });
 
 test("session/load: byte order on stdout, every replayed update before the response (raw)", async (t) => {
-  const dir = tempDir(t);
-  const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store });
-  await a.init();
-  const sid = await a.newSession(dir);
-  const expected = await converse(a, sid, [...TURNS, "/stream 200 50"]);
-  await a.end();
+  const { dir, store, sid, expected } = await storedConversation(t, [...TURNS, "/stream 200 50"]);
   const b = rawAgent(t, { store });
   await b.init();
   const from = b.lines.length;
@@ -372,13 +378,7 @@ test("session/load: byte order on stdout, every replayed update before the respo
 });
 
 test("session/load in a fresh agent process (persistence), then prompting continues the conversation", async (t) => {
-  const dir = tempDir(t);
-  const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store });
-  await a.init();
-  const sid = await a.newSession(dir);
-  const expected = await converse(a, sid, TURNS.slice(0, 3));
-  await a.end();
+  const { dir, store, sid, expected } = await storedConversation(t, TURNS.slice(0, 3));
   const b = sdkAgent(t, { store });
   await b.init();
   const { sessions } = await b.request("session/list", {});
@@ -422,13 +422,7 @@ test("session/load: unknown id -> -32002; missing params -> -32602", async (t) =
 // ---- session/resume ----------------------------------------------------------------------------------
 
 test("session/resume: no update before the response (byte level), then a prompt works", async (t) => {
-  const dir = tempDir(t);
-  const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store });
-  await a.init();
-  const sid = await a.newSession(dir);
-  const expected = await converse(a, sid, TURNS.slice(0, 3));
-  await a.end();
+  const { dir, store, sid, expected } = await storedConversation(t, TURNS.slice(0, 3));
   const b = rawAgent(t, { store });
   await b.init();
   const from = b.lines.length;
