@@ -175,6 +175,9 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
                               "availableCommands");
         assert_int_equal(acp_turn_update(t, u), 0);
         json_decref(u);
+        u = json_pack("{ss ss ss}", "sessionUpdate", "notice", "severity", "info", "title", "n");
+        assert_int_equal(acp_turn_update(t, u), 0); /* live-only: SHOULD NOT be replayed */
+        json_decref(u);
         u = json_pack("{ss ss}", "sessionUpdate", "session_info_update", "title", text + 6);
         assert_int_equal(acp_turn_update(t, u), 0);
         json_decref(u);
@@ -739,7 +742,8 @@ static void test_list_pages(void **state)
     json_decref(r);
 }
 
-/* session_info_update is recorded for session/list; live-only kinds are not history. */
+/* session_info_update is recorded for session/list; live-only kinds (available commands, a
+ * notice: "SHOULD NOT be replayed") are not history. */
 static void test_info_not_history(void **state)
 {
     h *x = *state;
@@ -749,6 +753,7 @@ static void test_info_not_history(void **state)
     json_t *r = prompt(x, 2, id, "title Mon projet \u00e9t\u00e9");
     assert_int_equal(count_updates(r, "session_info_update"), 1);
     assert_int_equal(count_updates(r, "available_commands_update"), 1);
+    assert_int_equal(count_updates(r, "notice"), 1);
     json_decref(r);
     assert_int_equal(stored(x, id), 1); /* only the user message */
     r = request(x, 3, "session/list", "{}");
