@@ -481,7 +481,16 @@ acp_jw *acp_req_reply_begin(acp_req *r)
 int acp_req_reply_end(acp_req *r)
 {
     acp_conn *c = r->conn;
-    if (c->stream_req != r) return ACP_EINVAL;
+    if (c->stream_req != r) {
+        /* reply_begin failed (another message was being streamed): the request is still
+         * answered and freed, as every answer promises, unless that would cut into the
+         * other message. */
+        if (c->stream == STREAM_NONE)
+            acp_req_error(r, ACP_RPC_INTERNAL_ERROR, NULL, "internal error: no reply was streamed");
+        else
+            req_free(r);
+        return ACP_EINVAL;
+    }
     c->stream_req = NULL;
     int rc = stream_end(c, STREAM_REPLY);
     req_free(r);

@@ -130,7 +130,9 @@ int acp_req_reply(acp_req *r, json_t *result);
 /* result is one valid JSON value as text, copied. */
 int acp_req_reply_raw(acp_req *r, const char *json, size_t n);
 /* Stream the result: write exactly one JSON value with the returned writer, then call
- * acp_req_reply_end(). Nothing else may be sent on the connection in between. */
+ * acp_req_reply_end(). Nothing else may be sent on the connection in between. begin returns
+ * NULL when another message is being streamed; reply_end then still frees the request
+ * (answering -32603 when it can) and returns ACP_EINVAL. */
 acp_jw *acp_req_reply_begin(acp_req *r);
 int acp_req_reply_end(acp_req *r);
 /* An error response. data is stolen (may be NULL); message is printf-style and should be a

@@ -779,6 +779,34 @@ static void a_method_that_is_not_utf8_sends_nothing(void **state)
     acp_conn_free(c);
 }
 
+/* Every answer frees the request, also a streamed one whose begin failed. */
+static void reply_end_without_a_stream_still_answers(void **state)
+{
+    acp_conn *c = server();
+    acp_conn_on(c, "hold", on_hold, NULL, NULL);
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hold\"}\n");
+    acp_req *r1 = held;
+    feed(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hold\"}\n");
+    acp_req *r2 = held;
+    acp_jw *w = acp_conn_notify_begin(c, "busy"); /* a message is being streamed */
+    assert_null(acp_req_reply_begin(r1));
+    assert_int_equal(acp_req_reply_end(r1), ACP_EINVAL); /* freed, nothing cut in */
+    acp_jw_obj(w);
+    acp_jw_obj_end(w);
+    assert_int_equal(acp_conn_notify_end(c), 0);
+    /* With no stream open, the request is answered. */
+    assert_int_equal(acp_req_reply_end(r2), ACP_EINVAL);
+    assert_int_equal(acp_conn_pending_requests(c), 0);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 2); /* the streamed notification, whole; the error for id 2 */
+    assert_string_equal(json_string_value(json_object_get(l.v[0], "method")), "busy");
+    assert_int_equal(json_integer_value(json_object_get(l.v[1], "id")), 2);
+    assert_int_equal(err_code(l.v[1]), ACP_RPC_INTERNAL_ERROR);
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
 static void own_ids_are_unique(void **state)
 {
     acp_conn *c = server();
@@ -818,6 +846,7 @@ int main(void)
         cmocka_unit_test(unanswered_requests_are_freed_with_the_connection),
         cmocka_unit_test(streamed_messages_and_redirect),
         cmocka_unit_test(a_method_that_is_not_utf8_sends_nothing),
+        cmocka_unit_test(reply_end_without_a_stream_still_answers),
         cmocka_unit_test(own_ids_are_unique),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
