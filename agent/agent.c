@@ -21,6 +21,20 @@ void agent_log(acp_agent *a, const char *fmt, ...)
     a->opts.on_log(line, a->opts.user);
 }
 
+int agent_fail(acp_agent *a, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->errmsg, sizeof a->errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *acp_agent_errmsg(const acp_agent *a)
+{
+    return a->errmsg;
+}
+
 void acp_agent_new_id(const char *prefix, char *buf)
 {
     unsigned char r[16];
@@ -211,6 +225,9 @@ static void on_unknown(acp_conn *c, acp_req *req, void *user)
 void agent_maybe_free(acp_agent *a)
 {
     if (!a->freeing || a->handles_open || a->closing_mcp || a->tr) return;
+    calls_agent_free(a);
+    auth_free_all(a);
+    ext_free_all(a);
     acp_conn_free(a->conn);
     json_decref(a->client_caps);
     acp_buf_free(&a->scratch);

@@ -26,7 +26,8 @@ typedef struct deferred {
     bool prompt; /* a prompt's response: becomes the store error if the commit fails */
 } deferred;
 
-/* An agent -> client request of a turn. */
+/* An agent -> client request (call.c owns its layout): it belongs to a turn, a session or an
+ * authenticate request, and goes away with its owner. */
 typedef struct pcall {
     acp_turn *t;
     acp_call *call;
@@ -34,6 +35,19 @@ typedef struct pcall {
     void *user;
     struct pcall *next;
 } pcall;
+/* A tool call of a turn (tool.c). */
+typedef struct tool tool;
+
+/* A session's modes and config options with their current values (config.c). */
+typedef struct cfg {
+    const acp_config_option *opts; /* the engine's, or `own` after acp_session_set_config_options */
+    size_t nopts;
+    void *own;      /* one allocation holding a deep copy of replaced options, or NULL */
+    size_t *sel;    /* per select option: index of its current value */
+    bool *on;       /* per boolean option: its value */
+    size_t mode;    /* index into engine modes (when the engine has any) */
+    json_t *stored; /* the state the store held when the session opened (values to restore) */
+} cfg;
 
 enum sess_state {
     SESS_OPENING, /* new/load/resume not answered yet */
@@ -48,6 +62,8 @@ struct acp_turn {
     bool cancelled;
     bool decided; /* the response is fixed (answered or deferred): updates refused */
     pcall *calls;
+    tool *tools;         /* tool calls begun in this turn (tool.c) */
+    acp_terminal *terms; /* terminals created for this turn (terminal.c) */
     void (*on_writable)(acp_turn *t, void *user);
     void *writable_user;
     acp_turn *wnext; /* in the agent's writable-waiters list */
@@ -76,6 +92,15 @@ struct acp_session {
     deferred *defs;
     size_t ndefs, defs_cap;
     bool ready_called;
+    pcall *calls;        /* session-scoped client calls (call.c) */
+    acp_terminal *terms; /* session-scoped terminals (terminal.c) */
+    cfg cfg;
+    json_t *meta;              /* _meta of the new/load/resume result */
+    const json_t *open_params; /* during session_setup only */
+    /* From the stored row while opening (load: sent as session_info_update after the
+     * replay); freed once the session is answered. */
+    char *title;
+    char updated_at[ACP_STORE_TIME_LEN + 1];
 
     /* Opening (new/load/resume): the request, and what it still waits for. */
     acp_req *open_req;
@@ -84,6 +109,24 @@ struct acp_session {
     acp_session *rnext; /* in the agent's replay list */
     bool replaying;
 };
+
+/* One authenticate request the engine has not answered yet (auth.c). */
+struct acp_auth {
+    acp_agent *a;
+    acp_req *req; /* NULL once answered (cancelled or shut down): the handle waits for the engine */
+    const char *method;
+    pcall *calls; /* request-scoped elicitations */
+    acp_auth *next;
+};
+
+/* A registered extension method (ext.c). */
+typedef struct ext_handler {
+    acp_agent *a;
+    acp_request_cb on_request;
+    acp_notify_cb on_notify;
+    void *user;
+    struct ext_handler *next;
+} ext_handler;
 
 struct acp_agent {
     uv_loop_t *loop;
@@ -94,6 +137,13 @@ struct acp_agent {
     acp_transport *tr;
     bool initialized;
     json_t *client_caps;
+    json_t *init_params;
+    bool authenticated;
+    acp_auth *auths; /* authenticate requests the engine still holds */
+    ext_handler *exts;
+    acp_terminal *orphans; /* terminals whose owner went away before terminal/create answered */
+    json_t *elicit_ids;    /* outstanding URL elicitation ids (object used as a set; call.c) */
+    char errmsg[512];
 
     acp_session *sessions; /* active (opening or ready) */
     size_t nsessions;
@@ -128,6 +178,8 @@ void agent_reply_not_found(acp_req *req, const char *id);
 /* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
 const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
+/* Sets the message acp_agent_errmsg() returns and returns code. */
+int agent_fail(acp_agent *a, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void agent_maybe_done(acp_agent *a);
 void agent_maybe_free(acp_agent *a);
 
@@ -180,5 +232,36 @@ void replay_finish(acp_session *s);
 
 /* methods.c */
 void methods_register(acp_agent *a);
+
+/* config.c: modes and config options. */
+/* Sets the session's options from the engine and the stored state (JSON text or NULL). */
+int cfg_init(acp_session *s, const char *stored);
+void cfg_free(acp_session *s);
+/* Writes the "modes" and "configOptions" members (when the session has them) into the
+ * object being written by w. */
+void cfg_write_result(acp_session *s, acp_jw *w);
+void cfg_register(acp_agent *a); /* session/set_mode, session/set_config_option */
+
+/* auth.c */
+void auth_register(acp_agent *a);                 /* authenticate, logout */
+void auth_write_methods(acp_agent *a, acp_jw *w); /* the authMethods array */
+/* False after answering -32000 when the engine requires authentication and the connection
+ * has none. */
+bool agent_check_auth(acp_agent *a, acp_req *req);
+void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
+void auth_free_all(acp_agent *a);
+
+/* ext.c */
+void ext_free_all(acp_agent *a);
+
+/* call.c, tool.c, terminal.c: the client calls of turns, sessions and authenticate requests.
+ * The owner hooks below are called by turn.c, session.c and auth.c. */
+void calls_turn_cancelled(acp_turn *t); /* $/cancel_request; permission/elicitation resolve */
+/* Before the turn's response is fixed: open tool calls are reported failed, the turn's
+ * terminals released, its calls forgotten. */
+void calls_turn_ended(acp_turn *t);
+void calls_session_closed(acp_session *s); /* forget calls, release terminals */
+void calls_auth_ended(acp_auth *au);       /* forget its elicitations */
+void calls_agent_free(acp_agent *a);       /* orphan terminals, elicitation ids */
 
 #endif

@@ -214,6 +214,8 @@ void session_close(acp_session *s)
         s->open_req = NULL;
     }
     if (s->ready_called && a->eng.session_free) a->eng.session_free(s, a->eng.user);
+    /* After the engine let go of them: what it did not release is released now. */
+    calls_session_closed(s);
     session_unlink(s);
     s->state = SESS_CLOSED;
     if (s->mcp) {

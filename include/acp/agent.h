@@ -31,6 +31,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <uv.h>
 
@@ -46,12 +47,114 @@ extern "C" {
 typedef struct acp_agent acp_agent;
 typedef struct acp_session acp_session;
 typedef struct acp_turn acp_turn;
+typedef struct acp_terminal acp_terminal;
 
-/* The engine: what an agent author provides. Strings are borrowed for the agent's lifetime.
- * Every callback may be NULL except prompt. */
+/* --- What the engine describes (copied by acp_agent_new unless stated) ---------------------- */
+
+/* A session mode (SessionMode). description may be NULL. */
+typedef struct acp_mode {
+    const char *id, *name, *description;
+} acp_mode;
+
+/* One value of a select config option (SessionConfigSelectOption). description may be NULL.
+ * Grouped values (SessionConfigSelectGroup): consecutive values with the same group id form
+ * one group named group_name; either every value of an option has a group or none has. */
+typedef struct acp_config_value {
+    const char *value, *name, *description;
+    const char *group, *group_name;
+} acp_config_value;
+
+/* A session config option (SessionConfigOption). description and category may be NULL
+ * (category: "mode", "model", "model_config", "thought_level", or "_custom"). A select option
+ * has values[0..nvalues) and starts at default_value (NULL: the first); a boolean option starts
+ * at default_bool. Boolean options reach only clients that advertised
+ * session.configOptions.boolean; others see the option as a select of "true" / "false" (the
+ * spec's fallback), and the engine sees a boolean either way. An option with category "mode"
+ * whose values are the mode ids is kept in step with the session mode. */
+typedef struct acp_config_option {
+    const char *id, *name, *description, *category;
+    bool boolean;
+    const acp_config_value *values;
+    size_t nvalues;
+    const char *default_value;
+    bool default_bool;
+} acp_config_option;
+
+/* An authentication method (AuthMethod). description may be NULL. A `terminal` method (the
+ * client runs the agent program itself with args appended and env set, then reconnects) is
+ * advertised only to clients whose auth.terminal is true and can never be passed to
+ * authenticate; any other is an `agent` method, answered by engine.authenticate. args and env
+ * ("NAME=value") are NULL-terminated arrays, each may be NULL. (The env_var type of
+ * rfds/auth-methods.mdx is in neither the stable nor the unstable schema: not offered.) */
+typedef struct acp_auth_method {
+    const char *id, *name, *description;
+    bool terminal;
+    const char *const *args;
+    const char *const *env;
+} acp_auth_method;
+
+/* One authenticate request, answered by the engine exactly once with acp_auth_accept() or
+ * acp_auth_refuse(), now or later (a browser sign-in may take minutes). */
+typedef struct acp_auth acp_auth;
+
+/* Lifecycle capabilities an engine can switch off (acp_engine.disable): they are not
+ * advertised, and their methods answer -32601 as the spec lets a client expect. */
+enum acp_engine_disable {
+    ACP_DISABLE_LOAD = 1 << 0,    /* loadSession: the engine cannot rebuild its own state */
+    ACP_DISABLE_RESUME = 1 << 1,  /* sessionCapabilities.resume */
+    ACP_DISABLE_LIST = 1 << 2,    /* sessionCapabilities.list */
+    ACP_DISABLE_DELETE = 1 << 3,  /* sessionCapabilities.delete */
+    ACP_DISABLE_CLOSE = 1 << 4,   /* sessionCapabilities.close */
+    ACP_DISABLE_ADD_DIRS = 1 << 5 /* additionalDirectories (a non-empty list is -32602) */
+};
+
+/* The engine: what an agent author provides. Strings, arrays and JSON values are borrowed for
+ * the agent's lifetime. Every callback may be NULL except prompt. */
 typedef struct acp_engine {
     const char *name, *title, *version;  /* agentInfo (title may be NULL) */
     bool image, audio, embedded_context; /* promptCapabilities: block types accepted */
+    unsigned disable;                    /* acp_engine_disable bits */
+    /* _meta of the initialize result and of agentCapabilities (where the spec says to
+     * advertise extensions). NULL: none. */
+    const json_t *meta, *caps_meta;
+
+    /* Modes and config options every session starts with (see acp_config_option). The
+     * runtime answers session/set_mode and session/set_config_option (after asking the hooks
+     * below), stores the current values with the session, and returns them in the new, load
+     * and resume results. nmodes 0: the session has no modes; default_mode NULL: modes[0]. */
+    const acp_mode *modes;
+    size_t nmodes;
+    const char *default_mode;
+    const acp_config_option *config_options;
+    size_t nconfig_options;
+    /* Vetoes for a client's change, asked after the value was checked against the options
+     * and before it is stored: return 0 to accept, or a JSON-RPC error code to refuse, with
+     * an optional malloc'd sentence in *message (the runtime frees it). Read the current
+     * values with acp_session_mode() / acp_session_config*(), not from these calls: a change
+     * the store cannot record is answered with an error and not made. For a boolean option
+     * value is NULL and on holds the value. */
+    int (*set_mode)(acp_session *s, const char *mode_id, char **message, void *user);
+    int (*set_config)(acp_session *s, const char *config_id, const char *value, bool on,
+                      char **message, void *user);
+
+    /* Authentication. auth_required: session/new, load, resume, prompt, list, delete,
+     * set_mode and set_config_option answer -32000 until an authenticate succeeded on this
+     * connection (or acp_agent_set_authenticated()). authenticate gets each request for an
+     * advertised agent-type method (unknown and terminal ids are refused -32602 first).
+     * logout, when set, is advertised as agentCapabilities.auth.logout; return 0 or a JSON-RPC
+     * error code as the vetoes above. After a logout the connection is unauthenticated again
+     * (sessions already open stay open; their prompts get -32000). */
+    const acp_auth_method *auth_methods;
+    size_t nauth_methods;
+    bool auth_required;
+    void (*authenticate)(acp_auth *au, const char *method_id, void *user);
+    int (*logout)(acp_agent *a, char **message, void *user);
+
+    /* The session is about to be answered (new, load after its replay, resume): its modes and
+     * config values are already restored from the store. The engine may adjust them
+     * (acp_session_set_config_options(), acp_session_set_mode()) and set the result's _meta
+     * (acp_session_set_meta()); nothing it sends here is history. */
+    void (*session_setup)(acp_session *s, void *user);
     /* An active session exists: after session/new, load or resume was answered (the engine
      * typically sends available_commands_update here). */
     void (*session_ready)(acp_session *s, void *user);
@@ -120,6 +223,49 @@ const json_t *acp_agent_client_caps(const acp_agent *a);
 bool acp_agent_client_has(const acp_agent *a, const char *path);
 /* Number of active (open) sessions. */
 size_t acp_agent_session_count(const acp_agent *a);
+/* The client's whole initialize params (clientInfo, _meta, ...; borrowed; an empty object
+ * before initialize). */
+const json_t *acp_agent_init_params(const acp_agent *a);
+/* The message of the last call on this agent that failed (ACP_ENOTSUP names the capability
+ * the client did not advertise; ACP_EINVAL says what is wrong). Borrowed until the next call;
+ * "" when none. */
+const char *acp_agent_errmsg(const acp_agent *a);
+
+/* --- Authentication --------------------------------------------------------------------- */
+
+/* Whether the connection is authenticated (engine.auth_required gates on it). An engine that
+ * finds valid credentials at start (say, written by a terminal login) sets it itself. */
+bool acp_agent_authenticated(const acp_agent *a);
+void acp_agent_set_authenticated(acp_agent *a, bool yes);
+
+acp_agent *acp_auth_agent(const acp_auth *au);
+const char *acp_auth_method_id(const acp_auth *au); /* the advertised method id (borrowed) */
+const json_t *acp_auth_params(const acp_auth *au);  /* the request's params (_meta, ...) */
+/* True once the client cancelled the request ($/cancel_request) or the connection shut down:
+ * it was then answered -32800 already, and accept/refuse only free the handle. */
+bool acp_auth_cancelled(const acp_auth *au);
+/* Answers {} and marks the connection authenticated. The handle is freed. */
+void acp_auth_accept(acp_auth *au);
+/* Answers a JSON-RPC error (code 0: -32000 auth_required). The handle is freed. */
+void acp_auth_refuse(acp_auth *au, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* --- Extension methods -------------------------------------------------------------------- */
+
+/* Registers handlers for an extension method of the client (a name starting with '_', else
+ * ACP_EINVAL), as acp_conn_on() does: the request handler owns req and answers it with the
+ * acp_req_* functions. Requests before initialize are refused -32600 like every method; a
+ * method nobody registered gets -32601 and an unknown notification is ignored (the spec's
+ * rules). A later registration replaces an earlier one. 0, ACP_EINVAL or ACP_ENOMEM. */
+int acp_agent_on_ext(acp_agent *a, const char *method, acp_request_cb on_request,
+                     acp_notify_cb on_notify, void *user);
+/* Extension requests and notifications to the client ('_' names only, ACP_EINVAL
+ * otherwise). Session updates held for the store go out first, so an extension message never
+ * overtakes an update sent before it. params is stolen (NULL: omitted). Calls as
+ * acp_conn_call(); 0, ACP_EINVAL, ACP_ECLOSED or ACP_ENOMEM. */
+int acp_agent_ext_call(acp_agent *a, const char *method, json_t *params, acp_response_cb cb,
+                       void *user, acp_call **out);
+int acp_agent_ext_notify(acp_agent *a, const char *method, json_t *params);
 
 /* --- Sessions ----------------------------------------------------------------------------- */
 
@@ -151,14 +297,48 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
  * (user_message_chunk, agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update,
- * plan) are appended to the store and held until committed; session_info_update is recorded
- * with acp_store_set_info (title, updatedAt) before it is sent; other kinds are only sent.
- * 0, ACP_EINVAL (not an object with a sessionUpdate string, or bad UTF-8), ACP_ESTORE,
- * ACP_ECLOSED (session closed), ACP_ENOMEM. */
+ * plan, compaction_update, compaction_summary_chunk) are appended to the store and held until
+ * committed, and session/load replays them in the order they were sent; session_info_update is
+ * recorded with acp_store_set_info (title, updatedAt) before it is sent; other kinds (notice,
+ * usage_update, available_commands_update, ...) are only sent.
+ * The runtime gates what the client must have opted into, so engines need not:
+ *   - notice needs session.notices and compaction_* need session.compaction: ACP_ENOTSUP
+ *     otherwise (acp_agent_errmsg() names the capability). Send what matters as an agent
+ *     message instead (the schema's advice for notices; what agents did before compaction);
+ *   - current_mode_update and config_option_update are the runtime's: ACP_EINVAL, use
+ *     acp_session_set_mode() / acp_session_set_config*().
+ * 0, ACP_EINVAL (not an object with a sessionUpdate string, or bad UTF-8), ACP_ENOTSUP,
+ * ACP_ESTORE, ACP_ECLOSED (session closed), ACP_ENOMEM. */
 int acp_session_update(acp_session *s, const json_t *update);
 /* The same with the update object as JSON text (validated unless trusted is true: only pass
  * true for text you produced yourself). The text is copied. */
 int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted);
+
+/* --- Modes and config options of a session ------------------------------------------------ */
+
+/* The current mode id (borrowed until it changes), or NULL when the session has no modes. */
+const char *acp_session_mode(const acp_session *s);
+/* The current value of a select option (borrowed until it changes); NULL when there is no
+ * such select option. */
+const char *acp_session_config(const acp_session *s, const char *config_id);
+/* The current value of a boolean option: 0, or ACP_ENOTFOUND. */
+int acp_session_config_bool(const acp_session *s, const char *config_id, bool *on);
+/* Changes made by the engine itself: stored, then announced with current_mode_update /
+ * config_option_update (once the session is open; before that they go in the result).
+ * 0, ACP_EINVAL (unknown id or value), ACP_ESTORE, ACP_ECLOSED, ACP_ENOMEM. */
+int acp_session_set_mode(acp_session *s, const char *mode_id);
+int acp_session_set_config(acp_session *s, const char *config_id, const char *value);
+int acp_session_set_config_bool(acp_session *s, const char *config_id, bool on);
+/* Replaces the session's config options (copied; say, a model list that arrived later).
+ * Current values are kept where the option still has them, else the new default. Announced
+ * with config_option_update once the session is open. 0, ACP_EINVAL (a malformed option:
+ * see acp_agent_errmsg()), ACP_ESTORE, ACP_ECLOSED, ACP_ENOMEM. */
+int acp_session_set_config_options(acp_session *s, const acp_config_option *opts, size_t n);
+/* _meta for the new/load/resume result (copied; NULL clears). Meant for session_setup. */
+int acp_session_set_meta(acp_session *s, const json_t *meta);
+/* The params of the request that opened the session (its _meta, ...). Borrowed: valid in
+ * session_setup only, NULL elsewhere. */
+const json_t *acp_session_open_params(const acp_session *s);
 
 /* --- Turns (one session/prompt) ----------------------------------------------------------- */
 
@@ -195,17 +375,162 @@ bool acp_turn_writable(const acp_turn *t);
  * turn ended or was force-ended. */
 void acp_turn_on_writable(acp_turn *t, void (*cb)(acp_turn *t, void *user), void *user);
 
-/* Client calls on behalf of the turn. sessionId is added to params (an object, stolen; NULL
- * means {}). Methods gated by a client capability (fs/read_text_file: fs.readTextFile,
- * fs/write_text_file: fs.writeTextFile, terminal methods: terminal, elicitation/create:
- * elicitation.<mode>) fail with ACP_ENOTSUP when it was not advertised; nothing is sent.
- * cb gets status 0 and the result (borrowed for the call), or ACP_EPROTO with the client's
- * error message, or ACP_ECLOSED (the connection ended). When the turn is cancelled, each call
- * still outstanding gets $/cancel_request and cb runs with whatever the client answers; once
- * the turn has ended (by any means) its outstanding calls are forgotten and cb never runs. */
+/* The prompt request's _meta (borrowed for the turn), or NULL. */
+const json_t *acp_turn_meta(const acp_turn *t);
+
+/* --- Calling the client --------------------------------------------------------------------
+ *
+ * Every agent->client request belongs to a turn (acp_turn_*: when the turn is cancelled it
+ * gets $/cancel_request; once the turn has ended, by any means, it is forgotten and its
+ * callback never runs) or to a session (acp_session_*: forgotten when the session closes), as
+ * the engine chooses. Methods gated by a client capability fail with ACP_ENOTSUP when it was
+ * not advertised, and nothing is sent: fs/read_text_file (fs.readTextFile),
+ * fs/write_text_file (fs.writeTextFile), terminal/... (terminal), elicitation/create
+ * (elicitation.form / elicitation.url for its mode). Requests wait behind the session's
+ * uncommitted updates, so they never overtake what explains them. Callbacks get status 0, or
+ * ACP_EPROTO with the client's error message or a sentence saying how its answer is malformed
+ * (only that call fails), or ACP_ECLOSED (the connection ended). */
+
+/* Any method, with sessionId added to params (an object, stolen; NULL means {}). result is
+ * borrowed for the callback. */
 typedef void (*acp_turn_call_cb)(acp_turn *t, int status, const json_t *result, const char *error,
                                  void *user);
 int acp_turn_call(acp_turn *t, const char *method, json_t *params, acp_turn_call_cb cb, void *user);
+typedef void (*acp_session_call_cb)(acp_session *s, int status, const json_t *result,
+                                    const char *error, void *user);
+int acp_session_call(acp_session *s, const char *method, json_t *params, acp_session_call_cb cb,
+                     void *user);
+
+/* Tool calls of a turn (tool_call, then tool_call_update patches), stored in history like
+ * every update. The handle belongs to the turn: a tool call still pending or in progress when
+ * the turn ends is reported `failed` before the prompt's response (the history must not keep
+ * a call that never finishes), and the handle is freed then. */
+typedef struct acp_tool_call acp_tool_call;
+/* What to report. Every member may be NULL: begin needs title; in an update only what is set
+ * is sent. kind is a ToolKind ("read", "edit", "delete", "move", "search", "execute", "think",
+ * "fetch", "switch_mode", "other"); status a ToolCallStatus ("pending", "in_progress",
+ * "completed", "failed"). content (ToolCallContent[]) and locations (ToolCallLocation[]) are
+ * borrowed JSON arrays and replace the client's collections; text appends one text content
+ * item and terminal a terminal item (its output shown by the client, also after release) to
+ * that content; path adds one location. */
+typedef struct acp_tool_info {
+    const char *title, *name, *kind, *status;
+    const json_t *content, *locations, *raw_input, *raw_output, *meta;
+    const char *text;
+    const acp_terminal *terminal;
+    const char *path;
+} acp_tool_info;
+/* Sends tool_call with a fresh toolCallId (status pending unless info->status says
+ * otherwise). *out belongs to the turn. 0, ACP_EINVAL (no title, unknown kind or status,
+ * malformed content or locations, a relative path: see acp_agent_errmsg()), ACP_ECLOSED (the
+ * turn's response is decided), ACP_ESTORE, ACP_ENOMEM. */
+int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **out);
+/* A tool_call_update with what info sets. After completed or failed: ACP_EINVAL. */
+int acp_tool_call_update(acp_tool_call *tc, const acp_tool_info *info);
+/* Status completed with info's content (info may be NULL), or failed with message as a text
+ * content item (message may be NULL). */
+int acp_tool_call_complete(acp_tool_call *tc, const acp_tool_info *info);
+int acp_tool_call_fail(acp_tool_call *tc, const char *message);
+const char *acp_tool_call_id(const acp_tool_call *tc); /* borrowed, the handle's lifetime */
+
+/* session/request_permission for a tool call of the turn (its id, title and kind are sent).
+ * opts[0..n) are copied: id, name, kind ("allow_once", "allow_always", "reject_once",
+ * "reject_always"). cb gets option_id (borrowed, one of opts) and its kind, or option_id NULL
+ * when the outcome is `cancelled`: the client's answer, or the turn's cancellation (then cb
+ * runs at once, without waiting for the client, and $/cancel_request goes out). An answer
+ * naming no offered option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. */
+typedef struct acp_perm_option {
+    const char *id, *name, *kind;
+} acp_perm_option;
+typedef void (*acp_perm_cb)(acp_turn *t, int status, const char *option_id, const char *kind,
+                            const char *error, void *user);
+int acp_turn_request_permission(acp_turn *t, const acp_tool_call *tc, const acp_perm_option *opts,
+                                size_t n, acp_perm_cb cb, void *user);
+
+/* fs/read_text_file (line and limit: 0 for none; line is 1-based) and fs/write_text_file.
+ * path is resolved against cwd and must be inside the session's root set (checked after
+ * resolving symlinks): ACP_EACCES otherwise, and nothing is sent. The read's text is borrowed
+ * for the callback. */
+typedef void (*acp_fs_read_cb)(acp_session *s, int status, const char *text, size_t n,
+                               const char *error, void *user);
+typedef void (*acp_done_cb)(acp_session *s, int status, const char *error, void *user);
+int acp_turn_read_text_file(acp_turn *t, const char *path, unsigned line, unsigned limit,
+                            acp_fs_read_cb cb, void *user);
+int acp_session_read_text_file(acp_session *s, const char *path, unsigned line, unsigned limit,
+                               acp_fs_read_cb cb, void *user);
+int acp_turn_write_text_file(acp_turn *t, const char *path, const char *text, size_t n,
+                             acp_done_cb cb, void *user);
+int acp_session_write_text_file(acp_session *s, const char *path, const char *text, size_t n,
+                                acp_done_cb cb, void *user);
+
+/* Terminals (terminal/create ... release). The handle is the engine's until it calls
+ * acp_terminal_release(); the runtime releases it itself when its owner goes away: the turn
+ * ends (a turn's terminal), the session closes (a session's terminal), the agent shuts down.
+ * The spec says the agent MUST release: with this API it always does, also when the client
+ * has not yet answered terminal/create (the release follows the answer), also after the
+ * client closed our input (the release is still written: a half-closed client reads on).
+ * After a release the handle is invalid and no callback of it runs. */
+typedef struct acp_terminal_opts {
+    const char *command;        /* required */
+    const char *const *args;    /* NULL-terminated; NULL: none */
+    const char *const *env;     /* "NAME=value", NULL-terminated; NULL: none */
+    const char *cwd;            /* absolute, inside the roots; NULL: the client's choice */
+    uint64_t output_byte_limit; /* 0: none */
+} acp_terminal_opts;
+typedef struct acp_terminal_exit {
+    bool exited;        /* false: still running (terminal/output only) */
+    long exit_code;     /* -1: none (killed by a signal) */
+    const char *signal; /* borrowed, NULL: none */
+} acp_terminal_exit;
+typedef void (*acp_terminal_cb)(acp_terminal *term, int status, const char *error, void *user);
+typedef void (*acp_terminal_output_cb)(acp_terminal *term, int status, const char *output, size_t n,
+                                       bool truncated, const acp_terminal_exit *exit,
+                                       const char *error, void *user);
+typedef void (*acp_terminal_exit_cb)(acp_terminal *term, int status, const acp_terminal_exit *exit,
+                                     const char *error, void *user);
+/* Sends terminal/create; cb runs once the client answered (status 0: acp_terminal_id() is
+ * set). On failure of the call itself nothing is sent and *out is NULL; when cb reports a
+ * failure the handle is freed right after cb returns. */
+int acp_turn_terminal_create(acp_turn *t, const acp_terminal_opts *o, acp_terminal_cb cb,
+                             void *user, acp_terminal **out);
+int acp_session_terminal_create(acp_session *s, const acp_terminal_opts *o, acp_terminal_cb cb,
+                                void *user, acp_terminal **out);
+const char *acp_terminal_id(const acp_terminal *term); /* NULL until created */
+acp_session *acp_terminal_session(const acp_terminal *term);
+/* terminal/output, terminal/wait_for_exit and terminal/kill (the terminal stays valid after a
+ * kill: read its output, then release it). ACP_EINVAL before the id is known. */
+int acp_terminal_output(acp_terminal *term, acp_terminal_output_cb cb, void *user);
+int acp_terminal_wait_for_exit(acp_terminal *term, acp_terminal_exit_cb cb, void *user);
+int acp_terminal_kill(acp_terminal *term, acp_terminal_cb cb, void *user);
+void acp_terminal_release(acp_terminal *term);
+
+/* elicitation/create. Form mode when form is set (requestedSchema, borrowed; the answer's
+ * content is checked against it: the properties' types, enums and required names), URL mode
+ * when url is set: the runtime makes the elicitationId (unique on the connection) and returns
+ * it in id_out (at least 48 bytes) for acp_agent_elicit_complete(). The spec forbids form
+ * mode for secrets: use URL mode, and never fall back to a form when the client has no URL
+ * mode. tool_call (optional) ties a session elicitation to a tool call. cb gets the action
+ * ("accept", "decline", "cancel", or another string the client sent) and, for accept, the
+ * content (borrowed; NULL when none). When a turn's elicitation is cancelled with the turn, cb
+ * runs at once with "cancel" and $/cancel_request goes out. */
+typedef struct acp_elicit {
+    const char *message;
+    const json_t *form;
+    const char *url;
+    const acp_tool_call *tool_call;
+} acp_elicit;
+typedef void (*acp_elicit_cb)(acp_session *s, int status, const char *action, const json_t *content,
+                              const char *error, void *user);
+int acp_turn_elicit(acp_turn *t, const acp_elicit *e, char *id_out, acp_elicit_cb cb, void *user);
+int acp_session_elicit(acp_session *s, const acp_elicit *e, char *id_out, acp_elicit_cb cb,
+                       void *user);
+/* A request-scoped elicitation during an authenticate request (the scope the schema gives
+ * to sign-in flows outside a session): cb gets s NULL. */
+int acp_auth_elicit(acp_auth *au, const acp_elicit *e, char *id_out, acp_elicit_cb cb, void *user);
+/* elicitation/complete for a URL elicitation of this connection still outstanding (its
+ * external interaction finished). ACP_ENOTFOUND for an id the client was never sent or that
+ * was completed already. */
+int acp_agent_elicit_complete(acp_agent *a, const char *elicitation_id);
 
 #ifdef __cplusplus
 }

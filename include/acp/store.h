@@ -42,6 +42,8 @@ typedef struct acp_store_session {
     char *cwd;
     char *add_dirs; /* additionalDirectories as a JSON array text, "[]" when none */
     char *title;    /* NULL: no title */
+    char *state;    /* the agent's per-session state (modes, config values) as JSON object
+                     * text; NULL: none recorded */
     char created_at[ACP_STORE_TIME_LEN + 1];
     char updated_at[ACP_STORE_TIME_LEN + 1];
 } acp_store_session;
@@ -82,6 +84,13 @@ int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char
 /* Records the roots a load/resume activated (cwd and additional directories as JSON array
  * text), committed before returning, so session/list reports the current ones. */
 int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
+
+/* Records the session's state (JSON object text, at most 1 MiB; NULL clears it), committed
+ * before returning. It is returned by acp_store_get() and left out of acp_store_list(). The
+ * agent keeps the current mode and config values here. ACP_ENOTFOUND if the session is
+ * absent (deleted, perhaps by another process), ACP_EINVAL for text that is not a JSON
+ * object or too long. */
+int acp_store_set_state(acp_store *st, const char *id, const char *state);
 
 /* Adds one update (its JSON text, n bytes with no NUL among them, copied) for session id
  * (non-NULL) to the pending batch. Nothing reaches the database until acp_store_commit().
@@ -138,6 +147,7 @@ typedef struct acp_store_ops {
     int (*set_info)(acp_store *st, const char *id, bool set_title, const char *title,
                     const char *updated_at);
     int (*set_roots)(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
+    int (*set_state)(acp_store *st, const char *id, const char *state);
     /* The batch (ids and texts, in append order) is kept by the generic layer; commit gets it. */
     int (*commit)(acp_store *st, const char *now);
     int (*replay)(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,

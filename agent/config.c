@@ -1,0 +1,2 @@
+/* Modes and config options. (Being written.) */
+#include "agent/internal.h"

@@ -1,0 +1,6 @@
+/* Extension methods. (Being written.) */
+#include "agent/internal.h"
+
+void ext_free_all(acp_agent *a)
+{
+}

@@ -1,0 +1,2 @@
+/* Terminals. (Being written.) */
+#include "agent/internal.h"

@@ -1,0 +1,2 @@
+/* Tool calls. (Being written.) */
+#include "agent/internal.h"
