@@ -23,7 +23,7 @@
 #include "store/backends.h"
 #include "store/store_impl.h"
 
-#define SCHEMA_VERSION   1
+#define SCHEMA_VERSION   2
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
@@ -64,6 +64,10 @@ static const char *const migrations[SCHEMA_VERSION] = {
     " seq bigint NOT NULL,"
     " body text NOT NULL,"
     " PRIMARY KEY (session_id, seq));",
+    /* v1 -> v2: the agent's per-session state. A nullable column without a default is a
+     * catalog change only (no table rewrite), so the migration's ACCESS EXCLUSIVE lock is
+     * held for moments even on a large store. */
+    "ALTER TABLE acp_sessions ADD COLUMN state text;",
 };
 
 enum {
@@ -71,6 +75,7 @@ enum {
     Q_GET,
     Q_SET_INFO,
     Q_SET_ROOTS,
+    Q_SET_STATE,
     Q_APPEND,
     Q_LAST_SEQ,
     Q_REPLAY,
@@ -83,6 +88,7 @@ enum {
     Q_COUNT
 };
 
+/* COLS leaves state out: only get returns it, so list ships no more than it shows. */
 #define COLS       "id, cwd, add_dirs, title, created_at, updated_at"
 #define LIST_ORDER " ORDER BY updated_at DESC, id DESC LIMIT "
 
@@ -93,12 +99,13 @@ static const struct {
     [Q_CREATE] = {"acp_create",
                   "INSERT INTO acp_sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
                   " ON CONFLICT (id) DO NOTHING"},
-    [Q_GET] = {"acp_get", "SELECT " COLS " FROM acp_sessions WHERE id = $1"},
+    [Q_GET] = {"acp_get", "SELECT " COLS ", state FROM acp_sessions WHERE id = $1"},
     [Q_SET_INFO] = {"acp_set_info",
                     "UPDATE acp_sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
                     " updated_at = COALESCE($4, updated_at) WHERE id = $1"},
     [Q_SET_ROOTS] = {"acp_set_roots",
                      "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"},
+    [Q_SET_STATE] = {"acp_set_state", "UPDATE acp_sessions SET state = $2 WHERE id = $1"},
     /* The row lock taken by the UPDATE orders concurrent committers of one session; a
      * session deleted meanwhile matches no row, and then nothing is inserted. */
     [Q_APPEND] = {"acp_append",
@@ -355,9 +362,10 @@ static int ready(pg_store *p)
     return rc;
 }
 
-/* Fills s with views into row i of a COLS result (valid while r lives). */
+/* Fills s with views into row i of a COLS result (valid while r lives); state stays NULL. */
 static void row_session(const PGresult *r, int i, acp_store_session *s)
 {
+    s->state = NULL;
     s->id = PQgetvalue(r, i, 0);
     s->cwd = PQgetvalue(r, i, 1);
     s->add_dirs = PQgetvalue(r, i, 2);
@@ -390,6 +398,7 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     }
     acp_store_session v;
     row_session(r, 0, &v);
+    v.state = PQgetisnull(r, 0, 6) ? NULL : PQgetvalue(r, 0, 6);
     rc = acp_store_session_copy(out, &v);
     PQclear(r);
     return rc ? acp_store_fail(st, rc, "out of memory") : 0;
@@ -415,6 +424,17 @@ static int pg_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     const char *v[3] = {id, cwd, add_dirs};
     long n = 0;
     if ((rc = exec_cmd(p, Q_SET_ROOTS, 3, v, &n))) return rc;
+    return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+}
+
+static int pg_set_state(acp_store *st, const char *id, const char *state)
+{
+    pg_store *p = (pg_store *)st;
+    int rc = ready(p);
+    if (rc) return rc;
+    const char *v[2] = {id, state};
+    long n = 0;
+    if ((rc = exec_cmd(p, Q_SET_STATE, 2, v, &n))) return rc;
     return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
 }
 
@@ -684,6 +704,7 @@ static const acp_store_ops pg_ops = {
     .get = pg_get,
     .set_info = pg_set_info,
     .set_roots = pg_set_roots,
+    .set_state = pg_set_state,
     .commit = pg_commit,
     .replay = pg_replay,
     .list = pg_list,

@@ -44,6 +44,9 @@ static const char *const migrations[] = {
     " json TEXT NOT NULL,"
     " PRIMARY KEY (sid, seq)"
     ") STRICT;",
+    /* v1 -> v2: the agent's per-session state. ADD COLUMN rewrites the table's definition,
+     * not its rows, so a store of any size migrates at once. */
+    "ALTER TABLE sessions ADD COLUMN state TEXT;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -52,6 +55,7 @@ enum {
     Q_GET,
     Q_SET_INFO,
     Q_SET_ROOTS,
+    Q_SET_STATE,
     Q_BUMP,
     Q_INSERT,
     Q_SID,
@@ -65,6 +69,7 @@ enum {
     Q_COUNT
 };
 
+/* COLS leaves state out: only get returns it, so list reads no more than it shows. */
 #define COLS  "id, cwd, add_dirs, title, created_at, updated_at"
 #define ORDER " ORDER BY updated_at DESC, id DESC LIMIT ?4"
 /* The keyset: strictly after (updated_at, id) in list order. */
@@ -72,10 +77,11 @@ enum {
 
 static const char *const sql[Q_COUNT] = {
     [Q_CREATE] = "INSERT INTO sessions (" COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [Q_GET] = "SELECT " COLS " FROM sessions WHERE id = ?1",
+    [Q_GET] = "SELECT " COLS ", state FROM sessions WHERE id = ?1",
     [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
                    " updated_at = coalesce(?4, updated_at) WHERE id = ?1",
     [Q_SET_ROOTS] = "UPDATE sessions SET cwd = ?2, add_dirs = ?3 WHERE id = ?1",
+    [Q_SET_STATE] = "UPDATE sessions SET state = ?2 WHERE id = ?1",
     [Q_BUMP] = "UPDATE sessions SET last_seq = last_seq + ?2, updated_at = ?3 WHERE id = ?1"
                " RETURNING sid, last_seq",
     [Q_INSERT] = "INSERT INTO updates (sid, seq, json) VALUES (?1, ?2, ?3)",
@@ -321,6 +327,10 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     }
     acp_store_session row;
     rc = row_session(q, &row);
+    if (!rc) {
+        row.state = (char *)sqlite3_column_text(q, 6);
+        if (!row.state && sqlite3_column_type(q, 6) != SQLITE_NULL) rc = ACP_ENOMEM;
+    }
     if (!rc) rc = acp_store_session_copy(out, &row);
     sqlite3_reset(q);
     return rc;
@@ -358,6 +368,16 @@ static int sq_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     bind_text(q, 2, cwd);
     bind_text(q, 3, add_dirs);
     return update_one(s, q, "set roots", id);
+}
+
+static int sq_set_state(acp_store *st, const char *id, const char *state)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_SET_STATE);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    bind_text(q, 2, state);
+    return update_one(s, q, "set state", id);
 }
 
 /* Reserves count seqs for each session of the batch: one UPDATE ... RETURNING per session,
@@ -526,6 +546,7 @@ static const acp_store_ops sqlite_ops = {
     .get = sq_get,
     .set_info = sq_set_info,
     .set_roots = sq_set_roots,
+    .set_state = sq_set_state,
     .commit = sq_commit,
     .replay = sq_replay,
     .list = sq_list,

@@ -4,8 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/json.h"
 #include "store/backends.h"
 #include "store/store_impl.h"
+
+/* acp_store_set_state's limit (the header's "at most 1 MiB"): a session's state is a handful
+ * of mode and option ids, so anything near this is a bug upstream, not data to keep. */
+#define STATE_MAX ((size_t)1 << 20)
+/* The scanner recurses once per nesting level; the agent's state is a few levels deep, and
+ * this is the depth the rpc layer allows for whole messages. */
+#define STATE_MAX_DEPTH 256
 
 void acp_store_init(acp_store *st, const acp_store_ops *ops)
 {
@@ -84,6 +92,7 @@ void acp_store_session_clear(acp_store_session *s)
     free(s->cwd);
     free(s->add_dirs);
     free(s->title);
+    free(s->state);
     memset(s, 0, sizeof *s);
 }
 
@@ -92,10 +101,13 @@ int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
     *out = (acp_store_session){.id = strdup(in->id),
                                .cwd = strdup(in->cwd),
                                .add_dirs = strdup(in->add_dirs),
-                               .title = in->title ? strdup(in->title) : NULL};
+                               .title = in->title ? strdup(in->title) : NULL,
+                               .state = in->state ? strdup(in->state) : NULL};
     memcpy(out->created_at, in->created_at, sizeof out->created_at);
     memcpy(out->updated_at, in->updated_at, sizeof out->updated_at);
-    if (out->id && out->cwd && out->add_dirs && (out->title || !in->title)) return 0;
+    if (out->id && out->cwd && out->add_dirs && (out->title || !in->title) &&
+        (out->state || !in->state))
+        return 0;
     acp_store_session_clear(out);
     return ACP_ENOMEM;
 }
@@ -138,6 +150,29 @@ int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     if (!id) return bad(st, "session id");
     if (!cwd || !add_dirs) return bad(st, "session roots");
     return st->ops->set_roots(st, id, cwd, add_dirs);
+}
+
+/* A JSON object, judged by its first character after the whitespace JSON allows around a
+ * value (acp_json_kind() looks only at the first byte it is given). */
+static bool is_object(const char *s, size_t n)
+{
+    size_t i = strspn(s, " \t\n\r");
+    return acp_json_kind((acp_span){s + i, n - i}) == 'o';
+}
+
+int acp_store_set_state(acp_store *st, const char *id, const char *state)
+{
+    acp_store_clear_err(st);
+    if (!id) return bad(st, "session id");
+    if (state) {
+        /* strnlen: a runaway string is refused without reading all of it */
+        size_t n = strnlen(state, STATE_MAX + 1);
+        if (n > STATE_MAX)
+            return acp_store_fail(st, ACP_EINVAL, "store: session state over %zu bytes", STATE_MAX);
+        if (acp_json_validate(state, n, STATE_MAX_DEPTH) || !is_object(state, n))
+            return acp_store_fail(st, ACP_EINVAL, "store: session state is not a JSON object");
+    }
+    return st->ops->set_state(st, id, state);
 }
 
 int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,

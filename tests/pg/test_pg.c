@@ -124,7 +124,7 @@ static long count(const fx *f, const char *sql)
 static void t_migration(void **state)
 {
     fx *f = *state;
-    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 1);
+    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 2);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_schema"), 1);
     acp_store *again = open_ok(f->where); /* idempotent */
     acp_store_close(again);
@@ -138,7 +138,90 @@ static void t_migration(void **state)
     assert_null(st);
     assert_non_null(strstr(err, "newer"));
     free(err);
-    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 1"), 0);
+    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 2"), 0);
+}
+
+/* A v1 store as the first release left it (store/postgres.c's v1 migration, copied verbatim:
+ * that text is what databases in the field hold) with one session of two updates. */
+#define V1_STORE                                                                                   \
+    "CREATE TABLE acp_schema (version integer NOT NULL);"                                          \
+    "CREATE TABLE acp_sessions ("                                                                  \
+    " id text COLLATE \"C\" PRIMARY KEY,"                                                          \
+    " cwd text COLLATE \"C\" NOT NULL,"                                                            \
+    " add_dirs text NOT NULL,"                                                                     \
+    " title text,"                                                                                 \
+    " created_at text COLLATE \"C\" NOT NULL,"                                                     \
+    " updated_at text COLLATE \"C\" NOT NULL,"                                                     \
+    " next_seq bigint NOT NULL DEFAULT 1);"                                                        \
+    "CREATE INDEX acp_sessions_by_time ON acp_sessions (updated_at DESC, id DESC);"                \
+    "CREATE INDEX acp_sessions_by_cwd_time ON acp_sessions (cwd, updated_at DESC, id DESC);"       \
+    "CREATE TABLE acp_updates ("                                                                   \
+    " session_id text COLLATE \"C\" NOT NULL,"                                                     \
+    " seq bigint NOT NULL,"                                                                        \
+    " body text NOT NULL,"                                                                         \
+    " PRIMARY KEY (session_id, seq));"                                                             \
+    "INSERT INTO acp_schema VALUES (1);"                                                           \
+    "INSERT INTO acp_sessions VALUES ('old', '/p', '[\"/q\"]', 'Old one',"                         \
+    " '2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z', 3);"                                 \
+    "INSERT INTO acp_updates VALUES ('old', 1, '{\"k\":1}'), ('old', 2, '{\"k\":2}');"
+
+/* Opening a v1 store migrates it to v2 (the state column) in place: its sessions and their
+ * history are kept, the new column starts empty, and set_state works on the old sessions. */
+static void t_migrate_v1_to_v2(void **state)
+{
+    (void)state;
+    char name[64], sql[128];
+    char *where = pg_env_new_db(base, name);
+    assert_non_null(where);
+    assert_int_equal(pg_env_exec(where, V1_STORE), 0);
+    acp_store *st = open_ok(where);
+    char *v = pg_env_value(where, "SELECT string_agg(version::text, ',') FROM acp_schema");
+    assert_string_equal(v, "2");
+    free(v);
+    v = pg_env_value(where, "SELECT string_agg(column_name, ',' ORDER BY ordinal_position)"
+                            " FROM information_schema.columns WHERE table_name = 'acp_sessions'"
+                            " AND table_schema = current_schema()");
+    assert_string_equal(v, "id,cwd,add_dirs,title,created_at,updated_at,next_seq,state");
+    free(v);
+
+    acp_store_session s;
+    assert_int_equal(acp_store_get(st, "old", &s), 0);
+    assert_string_equal(s.cwd, "/p");
+    assert_string_equal(s.add_dirs, "[\"/q\"]");
+    assert_string_equal(s.title, "Old one");
+    assert_string_equal(s.created_at, "2025-01-01T00:00:00.000Z");
+    assert_string_equal(s.updated_at, "2025-01-02T00:00:00.000Z");
+    assert_null(s.state);
+    acp_store_session_clear(&s);
+    append(st, "old", "{\"k\":3}");
+    assert_int_equal(acp_store_commit(st, NULL), 0);
+    got g = {0};
+    replay_all(st, "old", &g);
+    assert_int_equal(g.n, 3);
+    for (int i = 0; i < 3; i++) assert_int_equal(g.seq[i], i + 1);
+    assert_string_equal(g.json[0], "{\"k\":1}");
+    assert_string_equal(g.json[2], "{\"k\":3}");
+    got_free(&g);
+
+    assert_int_equal(acp_store_set_state(st, "old", "{\"mode\":\"code\"}"), 0);
+    assert_int_equal(acp_store_set_state(st, "gone", "{}"), ACP_ENOTFOUND);
+    acp_store_close(st);
+    v = pg_env_value(where, "SELECT state FROM acp_sessions WHERE id = 'old'");
+    assert_string_equal(v, "{\"mode\":\"code\"}");
+    free(v);
+
+    /* opened again: nothing left to migrate, the state is there */
+    st = open_ok(where);
+    assert_int_equal(acp_store_get(st, "old", &s), 0);
+    assert_string_equal(s.state, "{\"mode\":\"code\"}");
+    acp_store_session_clear(&s);
+    acp_store_close(st);
+    v = pg_env_value(where, "SELECT string_agg(version::text, ',') FROM acp_schema");
+    assert_string_equal(v, "2");
+    free(v);
+    free(where);
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
+    assert_int_equal(pg_env_exec(base, sql), 0);
 }
 
 /* The store can share a database with another application's "sessions" and "updates". */
@@ -427,6 +510,7 @@ static void t_delete_rows(void **state)
     append(f->st, "keep", "{}");
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'd'"), 10);
+    assert_int_equal(acp_store_set_state(f->st, "d", "{\"secret\":true}"), 0);
     assert_int_equal(acp_store_delete(f->st, "d"), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'd'"), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_sessions WHERE id = 'd'"), 0);
@@ -642,6 +726,7 @@ int main(void)
     if (!(base = pg_env_conninfo("pg"))) return PG_ENV_SKIP;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(t_migration, setup, teardown),
+        cmocka_unit_test(t_migrate_v1_to_v2),
         cmocka_unit_test(t_foreign_tables),
         cmocka_unit_test_setup_teardown(t_concurrent_first_open, setup, teardown),
         cmocka_unit_test_setup_teardown(t_processes_append, setup, teardown),

@@ -154,7 +154,7 @@ static void t_fresh_file_settings(void **state)
     assert_int_equal(sb.st_mode & 077, 0);
     acp_store_close(st);
     assert_raw(f->db, "PRAGMA journal_mode", "wal"); /* persistent in the file */
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "1");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
     assert_raw(f->db,
                "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_list"
                " WHERE strict = 1 AND schema = 'main' ORDER BY name)",
@@ -192,7 +192,7 @@ static void t_migrate_from_v0(void **state)
     assert_int_equal(acp_store_append(st, "a", "{}", 2), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     acp_store_close(st);
-    assert_raw(f->db, "SELECT version FROM schema_version", "1");
+    assert_raw(f->db, "SELECT version FROM schema_version", "2");
     assert_raw(f->db, "SELECT x FROM notes", "keep me");
     /* opening again changes nothing */
     st = open_ok(f->db);
@@ -200,25 +200,41 @@ static void t_migrate_from_v0(void **state)
     assert_raw(f->db, "SELECT count(*) FROM schema_version", "1");
 }
 
-/* A v1 file written by hand, as the first release wrote it: it opens, reads, and appends
- * continue its sequence. This pins the v1 on-disk format. */
+/* A v1 file as the first release wrote it: its migrate() made schema_version and ran the
+ * v0 -> v1 entry of store/sqlite.c's migrations (copied here verbatim: that text is what
+ * files in the field hold), then one session of two updates was stored. */
+#define V1_FILE                                                                                    \
+    "PRAGMA journal_mode = WAL;"                                                                   \
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT;"                 \
+    "CREATE TABLE sessions ("                                                                      \
+    " sid INTEGER PRIMARY KEY,"                                                                    \
+    " id TEXT NOT NULL UNIQUE,"                                                                    \
+    " cwd TEXT NOT NULL,"                                                                          \
+    " add_dirs TEXT NOT NULL,"                                                                     \
+    " title TEXT,"                                                                                 \
+    " created_at TEXT NOT NULL,"                                                                   \
+    " updated_at TEXT NOT NULL,"                                                                   \
+    " last_seq INTEGER NOT NULL DEFAULT 0"                                                         \
+    ") STRICT;"                                                                                    \
+    "CREATE INDEX sessions_by_time ON sessions (updated_at DESC, id DESC);"                        \
+    "CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id DESC);"                    \
+    "CREATE TABLE updates ("                                                                       \
+    " sid INTEGER NOT NULL,"                                                                       \
+    " seq INTEGER NOT NULL,"                                                                       \
+    " json TEXT NOT NULL,"                                                                         \
+    " PRIMARY KEY (sid, seq)"                                                                      \
+    ") STRICT;"                                                                                    \
+    "DELETE FROM schema_version; INSERT INTO schema_version VALUES (1);"                           \
+    "INSERT INTO sessions VALUES (7, 'old', '/p', '[\"/q\"]', 'Old one',"                          \
+    " '2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z', 2);"                                 \
+    "INSERT INTO updates VALUES (7, 1, '{\"k\":1}'), (7, 2, '{\"k\":2}');"
+
+/* A v1 file opens, reads, and appends continue its sequence. This pins the v1 on-disk
+ * format. */
 static void t_open_v1_file(void **state)
 {
     fx *f = *state;
-    raw_exec(f->db,
-             "PRAGMA journal_mode = WAL;"
-             "CREATE TABLE schema_version (version INTEGER NOT NULL) STRICT;"
-             "INSERT INTO schema_version VALUES (1);"
-             "CREATE TABLE sessions (sid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
-             " cwd TEXT NOT NULL, add_dirs TEXT NOT NULL, title TEXT, created_at TEXT NOT NULL,"
-             " updated_at TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0) STRICT;"
-             "CREATE INDEX sessions_by_time ON sessions (updated_at DESC, id DESC);"
-             "CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id DESC);"
-             "CREATE TABLE updates (sid INTEGER NOT NULL, seq INTEGER NOT NULL,"
-             " json TEXT NOT NULL, PRIMARY KEY (sid, seq)) STRICT;"
-             "INSERT INTO sessions VALUES (7, 'old', '/p', '[\"/q\"]', 'Old one',"
-             " '2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z', 2);"
-             "INSERT INTO updates VALUES (7, 1, '{\"k\":1}'), (7, 2, '{\"k\":2}');");
+    raw_exec(f->db, V1_FILE);
     acp_store *st = open_ok(f->db);
     acp_store_session s;
     assert_int_equal(acp_store_get(st, "old", &s), 0);
@@ -236,6 +252,49 @@ static void t_open_v1_file(void **state)
     assert_int_equal(h.n, 3);
     assert_int_equal(h.bad, 0);
     acp_store_close(st);
+}
+
+/* Opening a v1 file migrates it to v2 (the state column) in place: its sessions and their
+ * history are kept, the new column starts empty, and set_state works on the old sessions. */
+static void t_migrate_v1_to_v2(void **state)
+{
+    fx *f = *state;
+    raw_exec(f->db, V1_FILE);
+    acp_store *st = open_ok(f->db);
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
+    assert_raw(f->db, "SELECT group_concat(name, ',') FROM pragma_table_info('sessions')",
+               "sid,id,cwd,add_dirs,title,created_at,updated_at,last_seq,state");
+    assert_raw(f->db, "SELECT count(*) FROM sessions WHERE sid = 7 AND state IS NULL", "1");
+
+    acp_store_session s;
+    assert_int_equal(acp_store_get(st, "old", &s), 0);
+    assert_string_equal(s.cwd, "/p");
+    assert_string_equal(s.add_dirs, "[\"/q\"]");
+    assert_string_equal(s.title, "Old one");
+    assert_string_equal(s.created_at, "2025-01-01T00:00:00.000Z");
+    assert_string_equal(s.updated_at, "2025-01-02T00:00:00.000Z");
+    assert_null(s.state);
+    acp_store_session_clear(&s);
+    hist h = {.fmt = "{\"k\":%lld}"};
+    int64_t last;
+    bool done;
+    assert_int_equal(acp_store_replay(st, "old", 0, 0, check_cb, &h, &last, &done), 0);
+    assert_int_equal(h.n, 2);
+    assert_int_equal(h.bad, 0);
+
+    assert_int_equal(acp_store_set_state(st, "old", "{\"mode\":\"code\"}"), 0);
+    assert_int_equal(acp_store_set_state(st, "gone", "{}"), ACP_ENOTFOUND);
+    acp_store_close(st);
+    assert_raw(f->db, "SELECT state FROM sessions WHERE id = 'old'", "{\"mode\":\"code\"}");
+
+    /* opened again: nothing left to migrate, the state is there */
+    st = open_ok(f->db);
+    assert_int_equal(acp_store_get(st, "old", &s), 0);
+    assert_string_equal(s.state, "{\"mode\":\"code\"}");
+    acp_store_session_clear(&s);
+    acp_store_close(st);
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
+    assert_raw(f->db, "PRAGMA integrity_check", "ok");
 }
 
 static void t_newer_version_refused(void **state)
@@ -524,7 +583,7 @@ static void t_concurrent_first_open(void **state)
     }
     assert_raw(f->db, "SELECT count(*) FROM sessions", "6");
     assert_raw(f->db, "SELECT count(*) FROM updates", "6");
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "1");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
 }
 
 /* --- secure delete --------------------------------------------------------------------- */
@@ -564,6 +623,7 @@ static void t_delete_leaves_no_bytes(void **state)
     mk(st, "keep");
     mk(st, "victim");
     assert_int_equal(acp_store_set_info(st, "victim", true, "TITLE-MARK-31337", NULL), 0);
+    assert_int_equal(acp_store_set_state(st, "victim", "{\"m\":\"STATE-MARK-2718\"}"), 0);
     char u[3000];
     for (int i = 0; i < 300; i++) {
         /* small and overflowing rows, so both leaf cells and overflow pages are freed */
@@ -578,9 +638,11 @@ static void t_delete_leaves_no_bytes(void **state)
     assert_int_equal(acp_store_delete(other, "nothing-here"), 0);
     assert_true(store_has(f->db, "SECRET-MARK-8472")); /* the test can see the bytes */
     assert_true(store_has(f->db, "TITLE-MARK-31337"));
+    assert_true(store_has(f->db, "STATE-MARK-2718"));
     assert_int_equal(acp_store_delete(st, "victim"), 0);
     assert_false(store_has(f->db, "SECRET-MARK-8472"));
     assert_false(store_has(f->db, "TITLE-MARK-31337"));
+    assert_false(store_has(f->db, "STATE-MARK-2718"));
     assert_true(store_has(f->db, "KEPT-MARK-5150"));
     /* and it stays gone as the store is used and closed */
     mk(other, "later");
@@ -596,11 +658,10 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(t_fresh_file_settings),   T(t_migrate_from_v0),
-        T(t_open_v1_file),          T(t_newer_version_refused),
-        T(t_open_errors),           T(t_failed_writes_are_atomic),
-        T(t_kill_mid_transaction),  T(t_two_processes_one_session),
-        T(t_concurrent_first_open), T(t_delete_leaves_no_bytes),
+        T(t_fresh_file_settings),      T(t_migrate_from_v0),        T(t_open_v1_file),
+        T(t_migrate_v1_to_v2),         T(t_newer_version_refused),  T(t_open_errors),
+        T(t_failed_writes_are_atomic), T(t_kill_mid_transaction),   T(t_two_processes_one_session),
+        T(t_concurrent_first_open),    T(t_delete_leaves_no_bytes),
     };
 #undef T
     return cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
