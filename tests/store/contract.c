@@ -135,6 +135,7 @@ static int on_row(void *user, const acp_store_session *s)
     assert_true(p->n < 1024);
     assert_non_null(s->id);
     assert_non_null(s->add_dirs);
+    assert_null(s->state); /* list never carries state */
     p->id[p->n] = strdup(s->id);
     p->cwd[p->n] = strdup(s->cwd);
     p->add_dirs[p->n] = strdup(s->add_dirs);
@@ -910,16 +911,235 @@ static void t_errmsg(void **state)
     free(err);
 }
 
+/* --- session state --------------------------------------------------------------------- */
+
+/* Asserts that session id's state is exactly want (NULL: none). */
+static void assert_state(acp_store *st, const char *id, const char *want)
+{
+    acp_store_session out;
+    assert_int_equal(acp_store_get(st, id, &out), 0);
+    if (want) {
+        assert_non_null(out.state);
+        assert_int_equal(strlen(out.state), strlen(want));
+        assert_memory_equal(out.state, want, strlen(want));
+    } else {
+        assert_null(out.state);
+    }
+    acp_store_session_clear(&out);
+}
+
+/* An object of exactly n bytes: {"p":"zzz...z"}. Caller frees. */
+static char *object_of(size_t n)
+{
+    char *j = malloc(n + 1);
+    assert_non_null(j);
+    memset(j, 'z', n);
+    memcpy(j, "{\"p\":\"", 6);
+    memcpy(j + n - 2, "\"}", 2);
+    j[n] = '\0';
+    return j;
+}
+
+/* Set, overwrite and clear; the text comes back byte for byte, whitespace, escapes and raw
+ * UTF-8 included; the rest of the session is left alone. */
+static void t_state_set_get(void **state)
+{
+    fx *f = *state;
+    acp_store_session s = {.id = "a", .cwd = "/w", .add_dirs = "[\"/x\"]", .title = "T"};
+    memcpy(s.created_at, "2026-01-01T00:00:00.000Z", ACP_STORE_TIME_LEN + 1);
+    memcpy(s.updated_at, s.created_at, ACP_STORE_TIME_LEN + 1);
+    assert_int_equal(acp_store_create(f->st, &s), 0);
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    assert_state(f->st, "a", NULL); /* none recorded yet */
+
+    const char *one = "{\"mode\":\"code\",\"config\":{\"model\":\"m1\"}}";
+    assert_int_equal(acp_store_set_state(f->st, "a", one), 0);
+    assert_string_equal(acp_store_errmsg(f->st), "");
+    assert_state(f->st, "a", one);
+    assert_state(f->st, "b", NULL); /* only the session named */
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "a", &out), 0);
+    assert_string_equal(out.cwd, "/w");
+    assert_string_equal(out.add_dirs, "[\"/x\"]");
+    assert_string_equal(out.title, "T");
+    acp_store_session_clear(&out);
+    assert_null(out.state);
+
+    const char *odd = " \n{\"t\" : \"a\\\\b\\n\\u00e9 é 😀 \\\"q\\\"\",\n\t\"n\":1.50e+3 } ";
+    assert_int_equal(acp_store_set_state(f->st, "a", odd), 0); /* overwrite */
+    assert_state(f->st, "a", odd);
+    assert_int_equal(acp_store_set_state(f->st, "a", "{}"), 0);
+    assert_state(f->st, "a", "{}");
+    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0); /* clears */
+    assert_state(f->st, "a", NULL);
+    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0); /* clearing again is fine */
+    assert_state(f->st, "a", NULL);
+
+    /* the largest state the header allows, 1 MiB, is kept whole */
+    char *big = object_of((size_t)1 << 20);
+    assert_int_equal(acp_store_set_state(f->st, "b", big), 0);
+    assert_state(f->st, "b", big);
+    free(big);
+}
+
+/* A session that is not there, never was or was deleted (by this handle or another, as
+ * another process would), is ACP_ENOTFOUND, and set_state does not bring it back. */
+static void t_state_missing(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(acp_store_set_state(f->st, "ghost", "{\"m\":1}"), ACP_ENOTFOUND);
+    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_int_equal(acp_store_set_state(f->st, "ghost", NULL), ACP_ENOTFOUND);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
+
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_set_state(f->st, "a", "{\"m\":1}"), 0);
+    assert_int_equal(acp_store_delete(f->st, "a"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", "{\"m\":2}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
+
+    acp_store *other = open_where(f->where);
+    assert_int_equal(acp_store_delete(other, "b"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "b", "{\"m\":3}"), ACP_ENOTFOUND);
+    acp_store_close(other);
+    assert_int_equal(acp_store_get(f->st, "b", &out), ACP_ENOTFOUND);
+
+    page p = {0};
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 50, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 0);
+    assert_null(next);
+}
+
+/* Anything but a JSON object of at most 1 MiB is ACP_EINVAL, with a message, and the state
+ * stored before is still there afterwards. */
+static void t_state_invalid(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    const char *kept = "{\"mode\":\"ask\"}";
+    assert_int_equal(acp_store_set_state(f->st, "a", kept), 0);
+    char *over = object_of(((size_t)1 << 20) + 1);
+    const char *bad[] = {
+        "",
+        "   ",
+        "not json",
+        "{\"mode\":}",
+        "{\"mode\":\"ask\"",
+        "{\"mode\":\"ask\"} {}", /* two values */
+        "{\"mode\":\"ask\"}x",
+        "[]",
+        "[{\"mode\":\"ask\"}]",
+        "\"{}\"",
+        "42",
+        "null",
+        "true",
+        "{\"s\":\"\xff\"}", /* not UTF-8 */
+        "{'mode':'ask'}",
+        over,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = acp_store_set_state(f->st, "a", bad[i]);
+        if (rc != ACP_EINVAL) print_error("state %zu (%.40s) accepted\n", i, bad[i]);
+        assert_int_equal(rc, ACP_EINVAL);
+        assert_string_not_equal(acp_store_errmsg(f->st), "");
+        assert_state(f->st, "a", kept);
+    }
+    free(over);
+    /* a bad id is refused before anything else */
+    assert_int_equal(acp_store_set_state(f->st, NULL, "{}"), ACP_EINVAL);
+    /* an invalid text for a session that does not exist: the text is what is wrong */
+    assert_int_equal(acp_store_set_state(f->st, "ghost", "[]"), ACP_EINVAL);
+    assert_state(f->st, "a", kept);
+}
+
+/* State is durable: it survives closing the store, and another handle (process) sees it. */
+static void t_state_reopen(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_set_state(f->st, "a", "{\"mode\":\"code\"}"), 0);
+    acp_store *other = open_where(f->where);
+    assert_state(other, "a", "{\"mode\":\"code\"}");
+    assert_int_equal(acp_store_set_state(other, "b", "{\"mode\":\"plan\"}"), 0);
+    acp_store_close(other);
+    acp_store_close(f->st);
+    f->st = NULL; /* teardown's, should the open fail */
+    f->st = open_where(f->where);
+    assert_state(f->st, "a", "{\"mode\":\"code\"}");
+    assert_state(f->st, "b", "{\"mode\":\"plan\"}");
+    /* and so does clearing it */
+    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0);
+    acp_store_close(f->st);
+    f->st = NULL;
+    f->st = open_where(f->where);
+    assert_state(f->st, "a", NULL);
+    assert_state(f->st, "b", "{\"mode\":\"plan\"}");
+}
+
+/* Listing leaves state out (on_row asserts it is NULL) on every kind of page: all sessions
+ * or one cwd, first page or after a cursor. */
+static void t_state_not_listed(void **state)
+{
+    fx *f = *state;
+    char t[ACP_STORE_TIME_LEN + 1], id[16];
+    for (int i = 0; i < 4; i++) {
+        stamp(t, i);
+        snprintf(id, sizeof id, "s%d", i);
+        mk(f->st, id, "/w", t);
+        assert_int_equal(acp_store_set_state(f->st, id, "{\"mode\":\"code\"}"), 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        const char *cwd = k ? "/w" : NULL;
+        page p = {0};
+        char *next = NULL, *end = NULL;
+        assert_int_equal(acp_store_list(f->st, cwd, NULL, 2, on_row, &p, &next), 0);
+        assert_non_null(next);
+        assert_int_equal(acp_store_list(f->st, cwd, next, 2, on_row, &p, &end), 0);
+        assert_int_equal(p.n, 4);
+        assert_null(end);
+        free(next);
+        page_free(&p);
+    }
+    assert_state(f->st, "s0", "{\"mode\":\"code\"}"); /* still stored */
+}
+
+/* Delete takes the state with the session: an id used again starts with none. */
+static void t_state_delete(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
+    assert_int_equal(acp_store_set_state(f->st, "a", "{\"mode\":\"a\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "b", "{\"mode\":\"b\"}"), 0);
+    assert_int_equal(acp_store_delete(f->st, "a"), 0);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
+    assert_state(f->st, "b", "{\"mode\":\"b\"}");
+    mk(f->st, "a", "/w", "2026-01-02T00:00:00.000Z");
+    assert_state(f->st, "a", NULL);
+}
+
 int store_contract_run(const store_contract_env *env)
 {
     void *e = (void *)env;
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
     const struct CMUnitTest tests[] = {
-        T(t_create_get),          T(t_set_info),      T(t_set_roots),    T(t_append_commit_replay),
-        T(t_batch_many_sessions), T(t_replay_chunks), T(t_empty_commit), T(t_append_deleted),
-        T(t_list_order),          T(t_list_cwd),      T(t_last_page),    T(t_pagination_churn),
-        T(t_bad_cursors),         T(t_delete),        T(t_two_handles),  T(t_errmsg),
-        T(t_longest_id),
+        T(t_create_get),          T(t_set_info),
+        T(t_set_roots),           T(t_append_commit_replay),
+        T(t_batch_many_sessions), T(t_replay_chunks),
+        T(t_empty_commit),        T(t_append_deleted),
+        T(t_list_order),          T(t_list_cwd),
+        T(t_last_page),           T(t_pagination_churn),
+        T(t_bad_cursors),         T(t_delete),
+        T(t_two_handles),         T(t_errmsg),
+        T(t_longest_id),          T(t_state_set_get),
+        T(t_state_missing),       T(t_state_invalid),
+        T(t_state_reopen),        T(t_state_not_listed),
+        T(t_state_delete),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
