@@ -230,6 +230,8 @@ void agent_maybe_free(acp_agent *a)
     ext_free_all(a);
     acp_conn_free(a->conn);
     json_decref(a->client_caps);
+    json_decref(a->init_params);
+    json_decref(a->elicit_ids);
     acp_buf_free(&a->scratch);
     acp_buf_free(&a->line);
     free(a);
@@ -252,11 +254,20 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     a->eng = *engine;
     if (opts) a->opts = *opts;
     a->client_caps = json_object();
+    a->init_params = json_object();
+    if (cfg_check_engine(a) || auth_check_engine(a)) {
+        agent_log(a, "invalid engine: %s", a->errmsg);
+        json_decref(a->client_caps);
+        json_decref(a->init_params);
+        free(a);
+        return ACP_EINVAL;
+    }
     acp_conn_opts co = {.on_request = on_unknown, .on_log = conn_log, .user = a};
     a->conn = acp_conn_new(&co);
-    if (!a->conn || !a->client_caps) {
+    if (!a->conn || !a->client_caps || !a->init_params) {
         acp_conn_free(a->conn);
         json_decref(a->client_caps);
+        json_decref(a->init_params);
         free(a);
         return ACP_ENOMEM;
     }
@@ -282,6 +293,11 @@ acp_store *acp_agent_store(const acp_agent *a)
 acp_conn *acp_agent_conn(acp_agent *a)
 {
     return a->conn;
+}
+
+const json_t *acp_agent_init_params(const acp_agent *a)
+{
+    return a->init_params;
 }
 
 const json_t *acp_agent_client_caps(const acp_agent *a)
@@ -352,6 +368,7 @@ void acp_agent_shutdown(acp_agent *a)
         replay_finish(s);
         session_opened_step(s);
     }
+    auth_shutdown(a);
     while (a->sessions) session_close(a->sessions);
     acp_agent_flush(a);
     agent_maybe_done(a);
@@ -363,6 +380,7 @@ void acp_agent_free(acp_agent *a)
     a->freeing = true;
     a->shutting_down = true;
     a->done_called = true; /* no on_done from here */
+    auth_shutdown(a);
     while (a->sessions) session_close(a->sessions);
     acp_agent_flush(a);
     /* Sessions still holding output were released by the flush; free any left. */

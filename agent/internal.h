@@ -203,6 +203,10 @@ int session_send(acp_session *s, const char *json, size_t n);
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
                   bool prompt);
+/* Answers a request about session s (result stolen; NULL: {}), or the JSON text json[0..n),
+ * after the session's held output, if any, went out. */
+void session_reply(acp_session *s, acp_req *req, json_t *result);
+void session_reply_raw(acp_session *s, acp_req *req, const char *json, size_t n);
 void session_release(acp_session *s, int commit_rc, const char *errmsg);
 void session_opened_step(acp_session *s); /* answers the open request when all is settled */
 
@@ -236,6 +240,7 @@ void methods_register(acp_agent *a);
 /* config.c: modes and config options. */
 /* Sets the session's options from the engine and the stored state (JSON text or NULL). */
 int cfg_init(acp_session *s, const char *stored);
+int cfg_check_engine(acp_agent *a); /* ACP_EINVAL (acp_agent_errmsg says why) or 0 */
 void cfg_free(acp_session *s);
 /* Writes the "modes" and "configOptions" members (when the session has them) into the
  * object being written by w. */
@@ -250,6 +255,7 @@ void auth_write_methods(acp_agent *a, acp_jw *w); /* the authMethods array */
 bool agent_check_auth(acp_agent *a, acp_req *req);
 void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
 void auth_free_all(acp_agent *a);
+int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_agent_errmsg says why) or 0 */
 
 /* ext.c */
 void ext_free_all(acp_agent *a);

@@ -6,13 +6,31 @@
 
 /* --- initialize ------------------------------------------------------------------------------ */
 
+static void write_marker(acp_jw *w, const char *key)
+{
+    acp_jw_key(w, key);
+    acp_jw_obj(w);
+    acp_jw_obj_end(w);
+}
+
+static void write_meta(acp_jw *w, const json_t *meta)
+{
+    if (!json_is_object(meta)) return;
+    acp_jw_key(w, "_meta");
+    acp_jw_json(w, meta);
+}
+
 static void h_initialize(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    json_t *caps = json_object_get(acp_req_params(req), "clientCapabilities");
+    json_t *params = acp_req_params(req);
+    json_t *caps = json_object_get(params, "clientCapabilities");
     json_decref(a->client_caps);
+    json_decref(a->init_params);
     a->client_caps = json_is_object(caps) ? json_incref(caps) : json_object();
+    a->init_params = json_incref(params);
     a->initialized = true;
+    unsigned off = a->eng.disable;
 
     acp_jw *w = acp_req_reply_begin(req);
     if (!w) return;
@@ -21,7 +39,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
     acp_jw_kint(w, "protocolVersion", 1);
     acp_jw_key(w, "agentCapabilities");
     acp_jw_obj(w);
-    acp_jw_kbool(w, "loadSession", true);
+    acp_jw_kbool(w, "loadSession", !(off & ACP_DISABLE_LOAD));
     acp_jw_key(w, "promptCapabilities");
     acp_jw_obj(w);
     acp_jw_kbool(w, "image", a->eng.image);
@@ -35,23 +53,34 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
     acp_jw_obj_end(w);
     acp_jw_key(w, "sessionCapabilities");
     acp_jw_obj(w);
-    static const char *const sc[] = {"list", "delete", "resume", "close", "additionalDirectories"};
-    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) {
-        acp_jw_key(w, sc[i]);
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } sc[] = {{"list", ACP_DISABLE_LIST},
+              {"delete", ACP_DISABLE_DELETE},
+              {"resume", ACP_DISABLE_RESUME},
+              {"close", ACP_DISABLE_CLOSE},
+              {"additionalDirectories", ACP_DISABLE_ADD_DIRS}};
+    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
+        if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
+    acp_jw_obj_end(w);
+    if (a->eng.logout) {
+        acp_jw_key(w, "auth");
         acp_jw_obj(w);
+        write_marker(w, "logout");
         acp_jw_obj_end(w);
     }
-    acp_jw_obj_end(w);
+    write_meta(w, a->eng.caps_meta);
     acp_jw_obj_end(w);
     acp_jw_key(w, "authMethods");
-    acp_jw_arr(w);
-    acp_jw_arr_end(w);
+    auth_write_methods(a, w);
     acp_jw_key(w, "agentInfo");
     acp_jw_obj(w);
     acp_jw_kstr(w, "name", a->eng.name ? a->eng.name : "libacp-agent");
     if (a->eng.title) acp_jw_kstr(w, "title", a->eng.title);
     acp_jw_kstr(w, "version", a->eng.version ? a->eng.version : "0");
     acp_jw_obj_end(w);
+    write_meta(w, a->eng.meta);
     acp_jw_obj_end(w);
     acp_req_reply_end(req);
 }
@@ -67,13 +96,6 @@ static const char *session_id_param(acp_req *req)
     return NULL;
 }
 
-/* Answers a request about session s after the session's held output (if any) went out. */
-static void reply_after(acp_session *s, acp_req *req)
-{
-    if (s && s->dirty && !session_defer(s, req, NULL, 0, NULL, false)) return;
-    acp_req_reply(req, NULL);
-}
-
 /* --- new / load / resume ------------------------------------------------------------------- */
 
 static void mcp_settled(void *user)
@@ -83,14 +105,45 @@ static void mcp_settled(void *user)
     session_opened_step(s);
 }
 
+/* After a load's replay: the session's title and last activity, which are not history (the
+ * client would otherwise never learn them). Best effort: the load itself succeeded. */
+static void send_info(acp_session *s)
+{
+    acp_buf b = {0};
+    acp_jw w;
+    acp_jw_init(&w, &b);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "sessionUpdate", "session_info_update");
+    if (s->title) acp_jw_kstr(&w, "title", s->title);
+    acp_jw_kstr(&w, "updatedAt", s->updated_at);
+    acp_jw_obj_end(&w);
+    if (!acp_jw_status(&w)) session_send(s, b.data, b.len);
+    acp_buf_free(&b);
+}
+
 void session_opened_step(acp_session *s)
 {
     acp_agent *a = s->a;
     if (!s->open_req || !s->mcp_settled || (s->want_replay && !s->replay_done)) return;
     acp_req *req = s->open_req;
     s->open_req = NULL;
-    json_t *result = s->is_new ? json_pack("{ss}", "sessionId", s->id) : json_object();
-    acp_req_reply(req, result);
+    if (a->eng.session_setup) {
+        s->open_params = acp_req_params(req);
+        a->eng.session_setup(s, a->eng.user);
+        s->open_params = NULL;
+    }
+    if (s->want_replay && s->updated_at[0]) send_info(s);
+    free(s->title);
+    s->title = NULL;
+    acp_jw *w = acp_req_reply_begin(req);
+    if (w) {
+        acp_jw_obj(w);
+        if (s->is_new) acp_jw_kstr(w, "sessionId", s->id);
+        cfg_write_result(s, w);
+        write_meta(w, s->meta);
+        acp_jw_obj_end(w);
+        acp_req_reply_end(req);
+    }
     s->state = SESS_READY;
     s->ready_called = true;
     if (a->eng.session_ready) a->eng.session_ready(s, a->eng.user);
@@ -105,7 +158,7 @@ static void open_wait(acp_session *s)
 static void h_new(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
     char id[48];
     acp_agent_new_id("sess_", id);
     acp_session *s = session_open(a, req, id, true, false);
@@ -131,7 +184,7 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
 
 static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
 {
-    if (!agent_check_init(a, req)) return;
+    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     /* Loading a session that is open here starts it afresh: the old one is closed (its
@@ -190,13 +243,13 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
     /* A closed session that still holds output is kept until the flush: reply after it. */
     bool held = s->dirty;
     session_close(s);
-    reply_after(held ? s : NULL, req);
+    session_reply(held ? s : NULL, req, NULL);
 }
 
 static void h_delete(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
@@ -208,7 +261,7 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
         agent_reply_store_error(a, req);
         return;
     }
-    reply_after(held, req);
+    session_reply(held, req, NULL);
 }
 
 static void list_one(acp_jw *w, const acp_store_session *ss)
@@ -243,7 +296,7 @@ static int list_collect(void *user, const acp_store_session *ss)
 static void h_list(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
     json_t *p = acp_req_params(req);
     json_t *cwd = json_object_get(p, "cwd"), *cursor = json_object_get(p, "cursor");
     if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
@@ -298,7 +351,7 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
 static void h_prompt(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     json_t *prompt = json_object_get(acp_req_params(req), "prompt");
@@ -372,13 +425,17 @@ static void n_cancel(acp_conn *c, acp_msg *m, void *user)
 void methods_register(acp_agent *a)
 {
     acp_conn *c = a->conn;
+    unsigned off = a->eng.disable;
     acp_conn_on(c, "initialize", h_initialize, NULL, a);
     acp_conn_on(c, "session/new", h_new, NULL, a);
-    acp_conn_on(c, "session/load", h_load, NULL, a);
-    acp_conn_on(c, "session/resume", h_resume, NULL, a);
-    acp_conn_on(c, "session/close", h_close, NULL, a);
-    acp_conn_on(c, "session/delete", h_delete, NULL, a);
-    acp_conn_on(c, "session/list", h_list, NULL, a);
+    /* A switched-off capability is not advertised and its method stays unknown (-32601). */
+    if (!(off & ACP_DISABLE_LOAD)) acp_conn_on(c, "session/load", h_load, NULL, a);
+    if (!(off & ACP_DISABLE_RESUME)) acp_conn_on(c, "session/resume", h_resume, NULL, a);
+    if (!(off & ACP_DISABLE_CLOSE)) acp_conn_on(c, "session/close", h_close, NULL, a);
+    if (!(off & ACP_DISABLE_DELETE)) acp_conn_on(c, "session/delete", h_delete, NULL, a);
+    if (!(off & ACP_DISABLE_LIST)) acp_conn_on(c, "session/list", h_list, NULL, a);
     acp_conn_on(c, "session/prompt", h_prompt, NULL, a);
     acp_conn_on(c, "session/cancel", NULL, n_cancel, a);
+    cfg_register(a);
+    auth_register(a);
 }

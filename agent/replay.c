@@ -32,18 +32,38 @@ struct step {
     acp_buf *b;
     const char *id;
     size_t idn;
+    bool compaction; /* the client takes compaction updates */
 };
+
+/* A stored compaction update or summary chunk. Our writers put sessionUpdate first, so the
+ * common case is a prefix compare; other text is scanned. */
+static bool is_compaction(const char *json, size_t n)
+{
+    static const char pre[] = "{\"sessionUpdate\":\"";
+    static const char comp[] = "compaction_";
+    size_t p = sizeof pre - 1;
+    if (n > p && !memcmp(json, pre, p))
+        return n > p + sizeof comp - 1 && !memcmp(json + p, comp, sizeof comp - 1);
+    acp_span kind;
+    return acp_json_member((acp_span){json, n}, "sessionUpdate", &kind) &&
+           (acp_json_str_eq(kind, "compaction_update") ||
+            acp_json_str_eq(kind, "compaction_summary_chunk"));
+}
 
 static int add_line(void *user, int64_t seq, const char *json, size_t n)
 {
     struct step *st = user;
+    /* The history keeps compactions in their place; a client that never opted into them
+     * must not get them (the spec's MUST NOT), also not on a load. */
+    if (!st->compaction && is_compaction(json, n)) return 0;
     return session_envelope(st->b, st->id, st->idn, json, n);
 }
 
 static void replay_step(acp_session *s)
 {
     acp_agent *a = s->a;
-    struct step st = {&a->line, s->id_json, strlen(s->id_json)};
+    struct step st = {&a->line, s->id_json, strlen(s->id_json),
+                      acp_agent_client_has(a, "session.compaction")};
     a->line.len = 0;
     int64_t last = s->replay_seq;
     bool done = false;

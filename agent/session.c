@@ -32,6 +32,12 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
     }
     json_t *dirs = json_object_get(params, "additionalDirectories");
     size_t nd = json_is_array(dirs) ? json_array_size(dirs) : 0;
+    if (nd && (a->eng.disable & ACP_DISABLE_ADD_DIRS)) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "additionalDirectories is not supported by this agent "
+                      "(sessionCapabilities.additionalDirectories is not advertised)");
+        return NULL;
+    }
     if (dirs && !json_is_null(dirs) && !json_is_array(dirs)) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
                       "additionalDirectories must be an array of absolute paths");
@@ -83,11 +89,10 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "mcpServers must be an array");
         return NULL;
     }
+    /* After validating the params, before starting any MCP server. */
+    acp_store_session row = {0};
     if (must_exist) {
-        /* After validating the params, before starting any MCP server. */
-        acp_store_session row = {0};
         int rc = acp_store_get(a->store, id, &row);
-        acp_store_session_clear(&row);
         if (rc) {
             acp_roots_free(roots);
             if (rc == ACP_ENOTFOUND)
@@ -106,6 +111,13 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
     s->id = strdup(id);
     acp_buf b = {0};
     if (!s->id) goto nomem;
+    /* What the client learns about a loaded session besides its history. */
+    memcpy(s->updated_at, row.updated_at, sizeof s->updated_at);
+    s->title = row.title;
+    row.title = NULL;
+    int crc = cfg_init(s, row.state);
+    acp_store_session_clear(&row);
+    if (crc) goto nomem;
     if (acp_json_escape(&b, s->id, strlen(s->id)) || !acp_buf_cstr(&b)) {
         acp_buf_free(&b);
         goto nomem;
@@ -141,6 +153,7 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_r
     s->state = SESS_OPENING;
     return s;
 nomem:
+    acp_store_session_clear(&row);
     if (s)
         session_free(s);
     else
@@ -180,6 +193,9 @@ void session_free(acp_session *s)
         free(s->defs[i].message);
     }
     free(s->defs);
+    cfg_free(s);
+    json_decref(s->meta);
+    free(s->title);
     acp_buf_free(&s->hold);
     acp_buf_free(&s->pend);
     acp_roots_free(s->roots);
@@ -242,6 +258,26 @@ int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const 
                                      .message = message ? strdup(message) : NULL,
                                      .prompt = prompt};
     return 0;
+}
+
+void session_reply(acp_session *s, acp_req *req, json_t *result)
+{
+    if (s && s->dirty && !session_defer(s, req, result, 0, NULL, false)) return;
+    acp_req_reply(req, result);
+}
+
+void session_reply_raw(acp_session *s, acp_req *req, const char *json, size_t n)
+{
+    if (s && s->dirty) {
+        json_t *result = json_loadb(json, n, 0, NULL);
+        if (result) {
+            session_reply(s, req, result);
+            return;
+        }
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    acp_req_reply_raw(req, json, n);
 }
 
 void session_release(acp_session *s, int commit_rc, const char *errmsg)
@@ -309,15 +345,36 @@ int session_send(acp_session *s, const char *json, size_t n)
     return 0;
 }
 
-/* Which history kinds are persisted; everything else is live-only. */
-static int kind_of(acp_span kind)
+enum kind { K_LIVE, K_HISTORY, K_INFO };
+
+/* What becomes of an update kind: history (persisted, replayed), the session row's info, or
+ * live only. An error (with its reason set) for what this client must not get or what the
+ * runtime sends itself. */
+static int kind_of(acp_session *s, acp_span kind, enum kind *k)
 {
     static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
                                        "agent_thought_chunk", "tool_call",
-                                       "tool_call_update",    "plan"};
+                                       "tool_call_update",    "plan",
+                                       "compaction_update",   "compaction_summary_chunk"};
+    /* The capability each gated kind needs; the spec's MUST NOTs (Notice, CompactionUpdate). */
+    static const struct {
+        const char *kind, *cap;
+    } gated[] = {{"notice", "session.notices"},
+                 {"compaction_update", "session.compaction"},
+                 {"compaction_summary_chunk", "session.compaction"}};
+    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
+        if (acp_json_str_eq(kind, gated[i].kind) && !acp_agent_client_has(s->a, gated[i].cap))
+            return agent_fail(s->a, ACP_ENOTSUP, "the client did not advertise %s: no %s",
+                              gated[i].cap, gated[i].kind);
+    if (acp_json_str_eq(kind, "current_mode_update") ||
+        acp_json_str_eq(kind, "config_option_update"))
+        return agent_fail(s->a, ACP_EINVAL,
+                          "the runtime sends mode and config updates: use acp_session_set_mode() "
+                          "or acp_session_set_config*()");
+    *k = K_LIVE;
     for (size_t i = 0; i < sizeof hist / sizeof *hist; i++)
-        if (acp_json_str_eq(kind, hist[i])) return 1;
-    if (acp_json_str_eq(kind, "session_info_update")) return 2;
+        if (acp_json_str_eq(kind, hist[i])) *k = K_HISTORY;
+    if (acp_json_str_eq(kind, "session_info_update")) *k = K_INFO;
     return 0;
 }
 
@@ -349,12 +406,11 @@ int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trus
     if (acp_json_kind(obj) != 'o' || !acp_json_member(obj, "sessionUpdate", &kind) ||
         acp_json_kind(kind) != 's')
         return ACP_EINVAL;
-    int k = kind_of(kind);
-    if (k == 2) {
-        int rc = record_info(s, json, n);
-        if (rc) return rc;
-    }
-    return session_emit(s, json, n, k == 1);
+    enum kind k;
+    int rc = kind_of(s, kind, &k);
+    if (rc) return rc;
+    if (k == K_INFO && (rc = record_info(s, json, n))) return rc;
+    return session_emit(s, json, n, k == K_HISTORY);
 }
 
 int acp_session_update(acp_session *s, const json_t *update)
@@ -392,6 +448,22 @@ size_t acp_session_root_count(const acp_session *s)
 const char *acp_session_root(const acp_session *s, size_t i)
 {
     return acp_roots_at(s->roots, i);
+}
+
+int acp_session_set_meta(acp_session *s, const json_t *meta)
+{
+    if (meta && !json_is_object(meta))
+        return agent_fail(s->a, ACP_EINVAL, "_meta must be an object");
+    json_t *copy = meta ? json_deep_copy(meta) : NULL;
+    if (meta && !copy) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
+    json_decref(s->meta);
+    s->meta = copy;
+    return 0;
+}
+
+const json_t *acp_session_open_params(const acp_session *s)
+{
+    return s->open_params;
 }
 
 acp_mcp_set *acp_session_mcp(const acp_session *s)

@@ -646,7 +646,12 @@ static void test_replay_order(void **state)
     /* user, c0 c1, user, c0 c1 c2, user, c0..c3: each message's chunks coalesced */
     const char *want[] = {"emit 2", "c0c1", "emit 3", "c0c1c2", "emit 4", "c0c1c2c3"};
     size_t n = sizeof want / sizeof *want;
-    assert_int_equal(json_array_size(r), n + 1);
+    /* then the session's title and last activity (not history), then the response */
+    assert_int_equal(json_array_size(r), n + 2);
+    json_t *info = json_object_get(json_object_get(json_array_get(r, n), "params"), "update");
+    assert_string_equal(json_string_value(json_object_get(info, "sessionUpdate")),
+                        "session_info_update");
+    assert_int_equal(strlen(json_string_value(json_object_get(info, "updatedAt"))), 24);
     for (size_t i = 0; i < n; i++) {
         json_t *u = json_object_get(json_object_get(json_array_get(r, i), "params"), "update");
         const char *txt = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
@@ -747,7 +752,9 @@ static void test_list_pages(void **state)
 static void test_info_not_history(void **state)
 {
     h *x = *state;
-    init(x);
+    json_decref(
+        request(x, 1, "initialize",
+                "{\"protocolVersion\":1,\"clientCapabilities\":{\"session\":{\"notices\":{}}}}"));
     char id[80];
     new_session(x, id);
     json_t *r = prompt(x, 2, id, "title Mon projet \u00e9t\u00e9");
@@ -979,7 +986,7 @@ static void test_replay_big(void **state)
     for (; turns < 100 && find_response(x, 3) < 0; turns++) turn(x);
     assert_true(turns > 2);
     int at = find_response(x, 3);
-    assert_int_equal(at, 13); /* the user message and 12 chunks before it */
+    assert_int_equal(at, 14); /* the user message, 12 chunks and the session info before it */
     for (int i = 1; i <= 12; i++) {
         json_t *u =
             json_object_get(json_object_get(json_array_get(x->msgs, i), "params"), "update");
@@ -1041,6 +1048,7 @@ static void test_coalesce(void **state)
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", id, x->dir);
     r = request(x, 3, "session/load", p);
     json_t *rep = updates_of(r);
+    json_array_remove(rep, json_array_size(rep) - 1); /* the session info after the replay */
     assert_true(json_equal(rep, st));
     json_decref(rep);
     json_decref(r);
