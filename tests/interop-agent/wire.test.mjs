@@ -326,7 +326,7 @@ test("requests piped with EOF right after them (printf ... | acp-agent): new and
   assert.ok(sessionId, `session/new answered: ${JSON.stringify(created)}`);
   const prompted = run(init, { method: "session/prompt", params: { sessionId: "nope", prompt: [] } },
     { method: "session/resume", params: { sessionId, cwd: dir } });
-  assert.deepEqual(prompted.find((m) => m.id === 2)?.result, {}, "resume answered");
+  assert.equal(prompted.find((m) => m.id === 2)?.result?.modes?.currentModeId, "code", "resume answered (with the session's modes)");
   const loaded = run(init, { method: "session/load", params: { sessionId, cwd: dir, mcpServers: [] } });
-  assert.deepEqual(loaded.find((m) => m.id === 1)?.result, {}, `session/load answered: ${JSON.stringify(loaded)}`);
+  assert.equal(loaded.find((m) => m.id === 1)?.result?.modes?.currentModeId, "code", `session/load answered: ${JSON.stringify(loaded)}`);
 });

@@ -33,6 +33,7 @@ typedef struct echo_sess {
     char *path, *text;
     /* /call */
     acp_mcp_call *call;
+    unsigned long long used; /* /usage: tokens (about 4 bytes each) this session has seen */
 } echo_sess;
 
 static const struct {
@@ -46,7 +47,57 @@ static const struct {
     {"write", "Write a file inside the session's roots (asks permission)", "PATH TEXT"},
     {"mcp", "List the session's MCP servers and their tools", NULL},
     {"call", "Call an MCP tool", "SERVER TOOL JSON"},
+    {"notice", "Send a notice (an agent message when the client takes no notices)", "TEXT"},
+    {"compact", "Compact the context: a compaction entry kept in the history", NULL},
+    {"usage", "Report the context window usage", NULL},
+    {"mode", "Switch the session mode from the agent's side", "MODE"},
+    {"set", "Set a config option from the agent's side", "OPTION VALUE"},
 };
+
+/* --- modes, config options, authentication ------------------------------------------------- */
+
+static const acp_mode modes[] = {
+    {"ask", "Ask", "Answers and reads files; no writes or terminal commands"},
+    {"code", "Code", "Reads, writes and runs commands, asking first"},
+};
+
+static const acp_config_value models[] = {
+    {.value = "echo-small", .name = "Echo small", .description = "Echoes the prompt once"},
+    {.value = "echo-large", .name = "Echo large", .description = "Echoes the prompt twice"},
+};
+
+static const acp_config_option options[] = {
+    {.id = "model",
+     .name = "Model",
+     .category = "model",
+     .values = models,
+     .nvalues = 2,
+     .default_value = "echo-small"},
+    {.id = "verbose",
+     .name = "Verbose",
+     .description = "Start each reply with a thought naming the mode and model",
+     .boolean = true},
+};
+
+static const acp_auth_method auth_methods[] = {
+    {.id = "echo-token",
+     .name = "Echo token",
+     .description = "Succeeds when the agent's environment holds the token variable"},
+};
+
+static void authenticate(acp_auth *au, const char *method_id, void *user)
+{
+    const char *var = user, *val = getenv(var);
+    if (val && *val)
+        acp_auth_accept(au);
+    else
+        acp_auth_refuse(au, ACP_RPC_AUTH_REQUIRED, "%s is not set in the agent's environment", var);
+}
+
+static int logout(acp_agent *a, char **message, void *user)
+{
+    return 0; /* the runtime forgets the connection's sign-in; nothing of ours to drop */
+}
 
 /* --- helpers --------------------------------------------------------------------------------- */
 
@@ -126,14 +177,30 @@ static void tool_update(acp_turn *t, echo_sess *es, const char *status, const ch
 
 static void echo_text(acp_turn *t, const char *text, size_t n)
 {
+    acp_session *s = acp_turn_session(t);
+    echo_sess *es = acp_session_data(s);
+    bool verbose = false;
+    acp_session_config_bool(s, "verbose", &verbose);
+    if (verbose) {
+        char line[160];
+        snprintf(line, sizeof line, "mode: %s, model: %s", acp_session_mode(s),
+                 acp_session_config(s, "model"));
+        acp_turn_text(t, "agent_thought_chunk", NULL, line, strlen(line));
+    }
+    /* echo-large answers with the text twice: a config change shows in the very next reply */
+    int times = !strcmp(acp_session_config(s, "model"), "echo-large") ? 2 : 1;
     char mid[48];
     acp_agent_new_id("msg_", mid);
-    while (n) {
-        size_t k = utf8_cut(text, n, ECHO_CHUNK);
-        acp_turn_text(t, NULL, mid, text, k);
-        text += k;
-        n -= k;
+    for (int i = 0; i < times; i++) {
+        const char *p = text;
+        for (size_t left = n; left;) {
+            size_t k = utf8_cut(p, left, ECHO_CHUNK);
+            acp_turn_text(t, NULL, mid, p, k);
+            p += k;
+            left -= k;
+        }
     }
+    if (es) es->used += 2 * n / 4;
     acp_turn_end(t, "end_turn");
 }
 
@@ -594,6 +661,88 @@ static void cmd_call(acp_turn *t, echo_sess *es, const char *args)
     es->call = c;
 }
 
+/* --- /notice, /compact, /usage, /mode, /set ------------------------------------------------- */
+
+/* What the runtime refuses for lack of a client capability is said as an agent message
+ * instead, as the schema advises for notices. */
+static void cmd_notice(acp_turn *t, const char *args)
+{
+    json_t *u = json_pack("{ss ss ss}", "sessionUpdate", "notice", "severity", "info", "title",
+                          *args ? args : "notice");
+    int rc = acp_turn_update(t, u);
+    json_decref(u);
+    if (rc == ACP_ENOTSUP) {
+        char line[600];
+        snprintf(line, sizeof line, "notice: %s", *args ? args : "notice");
+        say(t, line);
+    }
+    acp_turn_end(t, "end_turn");
+}
+
+static void cmd_compact(acp_turn *t, echo_sess *es)
+{
+    char cid[48], summary[160];
+    acp_agent_new_id("cmp_", cid);
+    snprintf(summary, sizeof summary,
+             "The echo engine compacted this session's context (%llu tokens so far).", es->used);
+    json_t *u = json_pack("{ss ss ss}", "sessionUpdate", "compaction_update", "compactionId", cid,
+                          "status", "in_progress");
+    int rc = acp_turn_update(t, u);
+    json_decref(u);
+    if (rc == ACP_ENOTSUP) { /* what agents did before compaction updates existed */
+        say(t, "Context compacted (the client takes no compaction updates).");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    u = json_pack("{ss ss s{ss ss}}", "sessionUpdate", "compaction_summary_chunk", "compactionId",
+                  cid, "content", "type", "text", "text", summary);
+    acp_turn_update(t, u);
+    json_decref(u);
+    u = json_pack("{ss ss ss}", "sessionUpdate", "compaction_update", "compactionId", cid, "status",
+                  "completed");
+    acp_turn_update(t, u);
+    json_decref(u);
+    es->used /= 4;
+    acp_turn_end(t, "end_turn");
+}
+
+static void cmd_usage(acp_turn *t, echo_sess *es)
+{
+    json_t *u = json_pack("{ss sI sI s{sf ss}}", "sessionUpdate", "usage_update", "used",
+                          (json_int_t)es->used, "size", (json_int_t)128000, "cost", "amount", 0.0,
+                          "currency", "USD");
+    acp_turn_update(t, u);
+    json_decref(u);
+    acp_turn_end(t, "end_turn");
+}
+
+/* Changes made from the agent's side: the runtime stores them and tells the client. */
+static void cmd_mode(acp_turn *t, const char *args)
+{
+    acp_session *s = acp_turn_session(t);
+    if (acp_session_set_mode(s, args)) say(t, acp_agent_errmsg(acp_session_agent(s)));
+    acp_turn_end(t, "end_turn");
+}
+
+static void cmd_set(acp_turn *t, const char *args)
+{
+    acp_session *s = acp_turn_session(t);
+    char id[64], value[128];
+    int rc;
+    if (sscanf(args, "%63s %127s", id, value) != 2) {
+        say(t, "usage: /set OPTION VALUE");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    bool on = false;
+    if (!acp_session_config_bool(s, id, &on))
+        rc = acp_session_set_config_bool(s, id, !strcmp(value, "true") || !strcmp(value, "on"));
+    else
+        rc = acp_session_set_config(s, id, value);
+    if (rc) say(t, acp_agent_errmsg(acp_session_agent(s)));
+    acp_turn_end(t, "end_turn");
+}
+
 /* --- engine callbacks ------------------------------------------------------------------------ */
 
 static void session_ready(acp_session *s, void *user)
@@ -665,6 +814,7 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
         return;
     }
     const char *p = text.data;
+    es->used += text.len / 4;
     if (p[0] != '/') {
         echo_text(t, p, text.len);
         acp_buf_free(&text);
@@ -674,7 +824,13 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
     const char *args = p + 1 + cl;
     while (*args == ' ' || *args == '\t' || *args == '\n') args++;
 #define IS(name) (cl == strlen(name) && !strncmp(p + 1, name, cl))
-    if (IS("stream"))
+    /* The ask mode's promise: nothing is written and no command runs. */
+    if ((IS("write") || IS("term")) && !strcmp(acp_session_mode(acp_turn_session(t)), "ask")) {
+        char line[64];
+        snprintf(line, sizeof line, "/%.*s is not allowed in ask mode", (int)cl, p + 1);
+        say(t, line);
+        acp_turn_end(t, "end_turn");
+    } else if (IS("stream"))
         cmd_stream(t, es, args);
     else if (IS("sleep"))
         cmd_sleep(t, es, args);
@@ -690,21 +846,44 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
         cmd_mcp(t);
     else if (IS("call"))
         cmd_call(t, es, args);
+    else if (IS("notice"))
+        cmd_notice(t, args);
+    else if (IS("compact"))
+        cmd_compact(t, es);
+    else if (IS("usage"))
+        cmd_usage(t, es);
+    else if (IS("mode"))
+        cmd_mode(t, args);
+    else if (IS("set"))
+        cmd_set(t, args);
     else
         echo_text(t, p, text.len); /* not a command of ours: echo it like any text */
 #undef IS
     acp_buf_free(&text);
 }
 
-void echo_engine(acp_engine *e)
+void echo_engine(acp_engine *e, const char *auth_env)
 {
     *e = (acp_engine){.name = "acp-agent",
                       .title = "libacp echo agent",
                       .version = ACP_VERSION_STRING,
                       /* image and audio stay off, so clients can see -32602 for them */
                       .embedded_context = true,
+                      .modes = modes,
+                      .nmodes = 2,
+                      .default_mode = "code",
+                      .config_options = options,
+                      .nconfig_options = 2,
                       .session_ready = session_ready,
                       .prompt = prompt,
                       .cancel = cancel,
                       .session_free = session_gone};
+    if (auth_env) {
+        e->auth_methods = auth_methods;
+        e->nauth_methods = 1;
+        e->auth_required = true;
+        e->authenticate = authenticate;
+        e->logout = logout;
+        e->user = (void *)auth_env;
+    }
 }

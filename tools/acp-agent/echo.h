@@ -1,12 +1,18 @@
 /* The echo engine: a test agent that exercises the protocol (like MCP's server-everything).
  * A prompt not starting with '/' is echoed back; slash commands stream, sleep, set the title,
- * send a plan, read and write files inside the root set, and use the session's MCP servers. */
+ * send a plan, read and write files inside the root set, use the session's MCP servers, and
+ * exercise the rest of ACP v1: notices, compaction, usage, modes and config options from the
+ * agent's side, terminals, permissions and elicitation. Modes `ask` (no writes or terminal
+ * commands) and `code`; config options `model` (echo-small, echo-large: the echo twice) and
+ * `verbose` (a thought naming the mode and model before each reply). */
 #ifndef ACP_AGENT_ECHO_H
 #define ACP_AGENT_ECHO_H
 
 #include "acp/agent.h"
 
-/* Fills *e with the echo engine (static strings; no allocation). */
-void echo_engine(acp_engine *e);
+/* Fills *e with the echo engine (static strings; no allocation). auth_env non-NULL: the one
+ * auth method "echo-token" is required, and authenticate succeeds only while that environment
+ * variable is set and non-empty (borrowed: must outlive the agent). */
+void echo_engine(acp_engine *e, const char *auth_env);
 
 #endif

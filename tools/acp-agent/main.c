@@ -10,7 +10,8 @@
 #include "tools/acp-agent/echo.h"
 
 static const char usage[] =
-    "usage: acp-agent [--store PATH|URI] [--log-level quiet|info] [--help] [--version]\n"
+    "usage: acp-agent [--store PATH|URI] [--auth env:VAR] [--log-level quiet|info] [--help]\n"
+    "                 [--version]\n"
     "\n"
     "An ACP agent on stdin/stdout (logs on stderr) with the built-in echo engine.\n"
     "Sessions persist in the store: an SQLite file path (default\n"
@@ -18,8 +19,13 @@ static const char usage[] =
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
     "MCP servers stopped, everything committed; exit status 0.\n"
     "\n"
+    "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
+    "succeeds while VAR is set and non-empty in the agent's environment.\n"
+    "\n"
     "Echo engine: a prompt is echoed back; commands: /stream N BYTES, /sleep MS,\n"
-    "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON.\n";
+    "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
+    "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE.\n"
+    "Modes ask and code; config options model (echo-small, echo-large) and verbose.\n";
 
 struct prog {
     int verbose;
@@ -63,7 +69,7 @@ static char *default_store(void)
 
 int main(int argc, char **argv)
 {
-    const char *where = NULL;
+    const char *where = NULL, *auth_env = NULL;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -76,6 +82,13 @@ int main(int argc, char **argv)
             where = argv[++i];
         } else if (!strncmp(argv[i], "--store=", 8)) {
             where = argv[i] + 8;
+        } else if (!strcmp(argv[i], "--auth") && i + 1 < argc) {
+            const char *spec = argv[++i];
+            if (strncmp(spec, "env:", 4) || !spec[4]) {
+                fprintf(stderr, "acp-agent: --auth takes env:VAR, not '%s'\n", spec);
+                return 2;
+            }
+            auth_env = spec + 4;
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
             prog.verbose = strcmp(argv[++i], "quiet") != 0;
         } else {
@@ -107,7 +120,7 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     acp_engine eng;
-    echo_engine(&eng);
+    echo_engine(&eng, auth_env);
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {
         .on_log = log_line, .on_done = on_done, .user = &prog, .mcp_http = true, .mcp_sse = true};
