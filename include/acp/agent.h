@@ -22,7 +22,20 @@
  *     record it with the additional directories as the session's roots;
  *   - session/close and session/prompt of a session that is not open: -32002 with
  *     data.sessionId; session/cancel of one is ignored (a notification);
- *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602.
+ *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602;
+ *   - a session/load's replay ends with a session_info_update carrying the stored title and
+ *     updatedAt, before the response; a session/resume sends it right after its response;
+ *   - compaction updates are history (replayed in place) but never reach a client without
+ *     session.compaction, also not on a load; notices are live only;
+ *   - session/set_mode and set_config_option: an unknown session -32002, one still opening
+ *     -32600, an unknown mode / option / value or a value of the wrong type -32602 (the state
+ *     unchanged), the store failing -32603; the client's own change is not echoed back as an
+ *     update, a dependent change (the "mode" option and the mode) is;
+ *   - with engine.auth_required, session/new, load, resume, prompt, list, delete, set_mode and
+ *     set_config_option get -32000 until authenticate succeeds; close and cancel always work
+ *     (freeing resources must never need a sign-in);
+ *   - authenticate with an unknown id or a terminal method's id: -32602; a pending one is
+ *     answered -32800 on $/cancel_request and at shutdown.
  *
  * Everything runs on one libuv loop thread. Engine callbacks are never called re-entrantly
  * from inside an acp_turn_* / acp_session_* call made by the engine, unless stated. */
@@ -187,7 +200,9 @@ typedef struct acp_agent_opts {
 
 /* Creates an agent on `loop` using `store` (borrowed; must outlive the agent) and the engine
  * (copied). opts may be NULL. The agent owns one acp_conn (acp_agent_conn). *out is owned by
- * the caller: acp_agent_free(). 0 or ACP_ENOMEM. */
+ * the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config options or auth
+ * methods are malformed: duplicate or missing ids, a default that is not a value; the reason
+ * goes to opts.on_log) or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
