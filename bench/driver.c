@@ -2,8 +2,8 @@
  * benchmarks compare agents and nothing else (the same client, the same reads, the same
  * clock for build/acp-agent and the TypeScript-SDK peer).
  *
- *   acp-bench-driver MODE [-n N] [-b BYTES] [-s SESSION] [-k SERVERS] [-r REPEAT]
- *                    [--cwd DIR] [--mcp 'ABS_CMD ARG...'] -- AGENT_CMD ARG...
+ *   acp-bench-driver MODE [-n N] [-b BYTES] [-s SESSION] [-k SERVERS] [-r REPEAT] [-p DEPTH]
+ *                    [--cwd DIR] [--mcp 'ABS_CMD ARG...'] [--ping] -- AGENT_CMD ARG...
  *
  * Modes (each prints one line of key=value figures on stdout):
  *   cold     spawn + initialize + session/new round trip, -r times, fresh process each time
@@ -14,6 +14,15 @@
  *   newmany  -n session/new requests, 64 in flight (to populate a store)
  *   list     session/list first page, -r times
  *   mcp      session/new with -k stdio MCP servers, then "/mcp" until all are ready
+ *   config   session/new, then -r runs of -n session/set_config_option requests (`model`,
+ *            alternating echo-large / echo-small, so every one is a change), -p in flight at a
+ *            time (1, the default: each waits for the previous answer, so the figure is the
+ *            round trip); every answer must carry the value just set as the model's
+ *            currentValue. Round trips per second, median of the runs, and the agent's CPU per
+ *            round trip. Then the agent is killed (SIGKILL) and a fresh one must give back the
+ *            last value in its session/load result: the values were stored before the answers.
+ *            --ping sends `_bench/ping` instead, which no agent knows: the -32601 round trip,
+ *            the floor under any request (no load check then).
  *
  *   acp-bench-driver canned
  * is the other way round: an agent on stdin/stdout that answers initialize and session/new and
@@ -381,6 +390,23 @@ static long vmrss_kb(pid_t pid)
     return kb;
 }
 
+/* The agent's user + system CPU time so far (all its threads: Node's GC and I/O threads too). */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return 0;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -485,15 +511,87 @@ static int canned(void)
     }
 }
 
+/* --- config: session/set_config_option round trips ------------------------------------- */
+
+static const char *const config_values[] = {"echo-large", "echo-small"};
+
+/* Sends request k of the config mode (k counts from 0 over all runs): set_config_option of the
+ * model to config_values[k % 2], or the unknown _bench/ping. */
+static int config_send(agent *a, const char *sid, long k, bool ping)
+{
+    char params[256];
+    if (ping) {
+        snprintf(params, sizeof params, "{\"sessionId\":\"%s\"}", sid);
+        return agent_call(a, "_bench/ping", params);
+    }
+    snprintf(params, sizeof params,
+             "{\"sessionId\":\"%s\",\"configId\":\"model\",\"value\":\"%s\"}", sid,
+             config_values[k % 2]);
+    return agent_call(a, "session/set_config_option", params);
+}
+
+/* Whether `text` (a result) says the model's currentValue is v: the answer is the complete
+ * list, and only the model option can have an echo-* current value. */
+static bool has_current(span text, const char *v)
+{
+    char needle[64];
+    int n = snprintf(needle, sizeof needle, "\"currentValue\":\"%s\"", v);
+    return memmem(text.p, text.n, needle, (size_t)n) != NULL;
+}
+
+/* Checks the answer to request k (see config_send); dies on a wrong one. */
+static void config_check(span line, long k, bool ping)
+{
+    span v;
+    if (ping) {
+        if (!member(line, "error", &v) || !memmem(v.p, v.n, "-32601", 6))
+            die("_bench/ping: expected a -32601 error, got %.*s", (int)line.n, line.p);
+        return;
+    }
+    if (!is_result_ok(line, &v)) die("session/set_config_option failed");
+    span opts;
+    if (!member(v, "configOptions", &opts) || !has_current(opts, config_values[k % 2]))
+        die("session/set_config_option: the answer lacks model=%s: %.*s", config_values[k % 2],
+            (int)line.n, line.p);
+}
+
+/* One run: n requests from request number k0 on, at most depth in flight. */
+static void config_run(agent *a, const char *sid, long k0, long n, long depth, bool ping)
+{
+    long sent = 0, done = 0;
+    int first = a->next_id;
+    while (done < n) {
+        while (sent < n && sent - done < depth) config_send(a, sid, k0 + sent++, ping);
+        span line = agent_line(a), v;
+        if (member(line, "method", &v)) {
+            /* a notification (the agent announces nothing for the client's own change, but
+             * may send others); a request from the agent would get no answer here */
+            if (member(line, "id", &v))
+                die("config: unexpected agent request %.*s", (int)line.n, line.p);
+            continue;
+        }
+        if (!member(line, "id", &v)) continue;
+        long id = span_int(v);
+        if (id < first || id >= first + sent) continue;
+        config_check(line, k0 + (id - first), ping);
+        done++;
+    }
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     if (argc == 2 && !strcmp(argv[1], "canned")) return canned();
     if (argc < 2) die("usage: acp-bench-driver MODE [options] -- AGENT ARGS...");
     const char *mode = argv[1], *session = NULL;
-    long n = 1000, bytes = 200, repeat = 10, k = 1;
+    long n = 1000, bytes = 200, repeat = 10, k = 1, depth = 1;
+    bool ping = false;
     int i = 2;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (!strcmp(argv[i], "--ping")) {
+            ping = true;
+            continue;
+        }
         if (i + 1 >= argc) die("option %s needs a value", argv[i]);
         if (!strcmp(argv[i], "-n"))
             n = atol(argv[++i]);
@@ -505,6 +603,8 @@ int main(int argc, char **argv)
             repeat = atol(argv[++i]);
         else if (!strcmp(argv[i], "-k"))
             k = atol(argv[++i]);
+        else if (!strcmp(argv[i], "-p"))
+            depth = atol(argv[++i]);
         else if (!strcmp(argv[i], "--cwd"))
             g_cwd = argv[++i];
         else if (!strcmp(argv[i], "--mcp"))
@@ -647,6 +747,46 @@ int main(int argc, char **argv)
         printf("mcp_ready_ms=%.1f new_ms=%.1f servers=%ld polls=%ld children_cpu_ms=%.0f\n",
                dt * 1e3, t_new * 1e3, k, polls, cpu * 1e3);
         return 0;
+    } else if (!strcmp(mode, "config")) {
+        if (n < 1 || repeat < 1 || depth < 1) die("config needs -n, -r and -p of at least 1");
+        char *sid = new_session(&a, NULL);
+        double *rate = calloc((size_t)repeat, sizeof *rate);
+        double cpu = 0, acpu = 0;
+        for (long r = 0; r < repeat; r++) {
+            double t0 = now_s(), c0 = self_cpu_s(), a0 = proc_cpu_s(a.pid);
+            config_run(&a, sid, r * n, n, depth, ping);
+            double dt = now_s() - t0;
+            cpu += self_cpu_s() - c0;
+            acpu += proc_cpu_s(a.pid) - a0;
+            rate[r] = (double)n / dt;
+        }
+        long total = n * repeat;
+        qsort(rate, (size_t)repeat, sizeof *rate, cmp_double);
+        /* The durability check: no clean shutdown, a fresh process, the last value back. */
+        const char *last = config_values[(total - 1) % 2];
+        bool persisted = false;
+        if (!ping) {
+            kill(a.pid, SIGKILL);
+            agent_stop(&a);
+            agent_spawn(&a, cmd);
+            initialize(&a);
+            char params[512];
+            snprintf(params, sizeof params,
+                     "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", sid, g_cwd);
+            span result = call_ok(&a, "session/load", params, NULL), opts;
+            persisted = member(result, "configOptions", &opts) && has_current(opts, last);
+            if (!persisted)
+                die("config: after kill -9, session/load does not give back model=%s: %.*s", last,
+                    (int)result.n, result.p);
+        }
+        printf("%s_rt_per_s=%.0f rt_per_s_min=%.0f rt_per_s_max=%.0f us_per_rt=%.1f depth=%ld "
+               "runs=%ld n=%ld agent_cpu_us_per_rt=%.1f driver_cpu_us_per_rt=%.2f "
+               "driver_cpu_ms=%.1f%s\n",
+               ping ? "ping" : "config", rate[repeat / 2], rate[0], rate[repeat - 1],
+               1e6 / rate[repeat / 2], depth, repeat, n, acpu * 1e6 / (double)total,
+               cpu * 1e6 / (double)total, cpu * 1e3, ping ? "" : (persisted ? " persisted=1" : ""));
+        free(rate);
+        free(sid);
     } else {
         die("unknown mode %s", mode);
     }

