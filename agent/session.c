@@ -406,7 +406,7 @@ int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trus
     if (acp_json_kind(obj) != 'o' || !acp_json_member(obj, "sessionUpdate", &kind) ||
         acp_json_kind(kind) != 's')
         return ACP_EINVAL;
-    enum kind k;
+    enum kind k = K_LIVE;
     int rc = kind_of(s, kind, &k);
     if (rc) return rc;
     if (k == K_INFO && (rc = record_info(s, json, n))) return rc;
