@@ -11,7 +11,9 @@
 // leaks) with no stray stdout. Every agent and temp dir a test starts is stopped/removed by t.after.
 // Checked on every message of every connection, and asserted by end():
 //   - the message validates against the v1 JSON Schema (schema.mjs, strict) with no custom field
-//     outside _meta, and fs/* calls only when the client advertised them (schemaCheck);
+//     outside _meta, and respects the capabilities the client advertised in its initialize (fs/*,
+//     terminal/*, elicitation modes, notices, compaction, boolean config options, terminal auth
+//     methods) and the agent's own (logout only when advertised) (schemaCheck);
 //   - history updates of a session arrive only while a session/prompt or session/load of it is
 //     unanswered (turnTracker): every turn's updates precede its response, replay precedes the load
 //     response.
@@ -19,7 +21,7 @@
 // The agent binary can be overridden with ACP_AGENT (e.g. mutate.mjs, or another agent to compare).
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, realpathSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, rmSync, realpathSync, mkdirSync, writeFileSync, readdirSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
@@ -30,10 +32,28 @@ import { validate, unknownKeys } from "./schema.mjs";
 
 export { acp };
 
-// Checks one message from the agent against the schema. `methodOf(id)` names the request a response
-// answers; `caps` are the client's fs capabilities. Returns a list of violations (empty when fine).
+const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+// Checks one message from the agent against the schema and the peer's capabilities. `methodOf(id)`
+// names the request a response answers; `caps` is the clientCapabilities of the client's initialize
+// (the legacy form {readTextFile, writeTextFile} still means the fs capabilities alone); `agentInit`
+// is the agent's initialize result when known (for the auth.logout rule). Returns a list of
+// violations (empty when fine). Capability rules (initialization.mdx: omitted = unsupported; an
+// object marker means supported, omitted or null means not):
+//   fs/read_text_file, fs/write_text_file  only with fs.readTextFile / fs.writeTextFile true
+//   terminal/*                              only with terminal true (terminals.mdx MUST NOT)
+//   elicitation/create                      only for a mode the client advertised (elicitation.mdx)
+//   elicitation/complete                    only to a client with URL elicitation
+//   notice updates                          only with session.notices (schema Notice MUST)
+//   compaction_update / _summary_chunk      only with session.compaction (v1-draft/prompt-turn MUST NOT)
+//   type "boolean" config options           only with session.configOptions.boolean, in every result
+//                                           and config_option_update (session-config-options MUST NOT)
+//   authMethods of type "terminal"          only with auth.terminal true (schema AuthMethodTerminal)
+//   logout                                  answered iff agentCapabilities.auth.logout was advertised
 const RESPONSE = {
   initialize: "InitializeResponse",
+  authenticate: "AuthenticateResponse",
+  logout: "LogoutResponse",
   "session/new": "NewSessionResponse",
   "session/load": "LoadSessionResponse",
   "session/resume": "ResumeSessionResponse",
@@ -41,31 +61,90 @@ const RESPONSE = {
   "session/delete": "DeleteSessionResponse",
   "session/close": "CloseSessionResponse",
   "session/prompt": "PromptResponse",
+  "session/set_mode": "SetSessionModeResponse",
+  "session/set_config_option": "SetSessionConfigOptionResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
   "fs/read_text_file": "ReadTextFileRequest",
   "fs/write_text_file": "WriteTextFileRequest",
+  "terminal/create": "CreateTerminalRequest",
+  "terminal/output": "TerminalOutputRequest",
+  "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+  "terminal/kill": "KillTerminalRequest",
+  "terminal/release": "ReleaseTerminalRequest",
+  "elicitation/create": "CreateElicitationRequest",
 };
-const AGENT_NOTIFICATION = { "session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification" };
-export function schemaCheck(msg, methodOf, caps = {}) {
+const AGENT_NOTIFICATION = {
+  "session/update": "SessionNotification",
+  "$/cancel_request": "CancelRequestNotification",
+  "elicitation/complete": "CompleteElicitationNotification",
+};
+const FULL_CAPS = ["fs", "terminal", "session", "auth", "elicitation", "_meta"];
+/** clientCapabilities in full form; the legacy fs-only object {readTextFile, writeTextFile} is wrapped. */
+export function clientCaps(caps) {
+  if (!isObj(caps)) return {};
+  if (Object.keys(caps).some((k) => FULL_CAPS.includes(k)) || !("readTextFile" in caps || "writeTextFile" in caps)) return caps;
+  return { fs: caps };
+}
+/** True when the capability object advertises `path` (dotted): true, or a marker object. */
+export function hasCap(caps, path) {
+  let v = caps;
+  for (const k of path.split(".")) v = isObj(v) ? v[k] : undefined;
+  return v === true || isObj(v);
+}
+function booleanOptions(configOptions) {
+  return Array.isArray(configOptions) ? configOptions.filter((o) => isObj(o) && o.type === "boolean").map((o) => o.id) : [];
+}
+export function schemaCheck(msg, methodOf, caps = {}, agentInit = null) {
   const bad = [];
+  const cc = clientCaps(caps);
   const check = (type, value, what) => {
     const r = validate(type, value);
     if (r) bad.push(`${what}: ${r}`);
     for (const k of unknownKeys(value, type)) bad.push(`${what}: custom field ${k} outside _meta (extensibility.mdx MUST NOT)`);
   };
+  const noBooleans = (configOptions, what) => {
+    if (hasCap(cc, "session.configOptions.boolean")) return;
+    for (const id of booleanOptions(configOptions))
+      bad.push(`${what}: config option ${id} of type "boolean" without the client's session.configOptions.boolean (session-config-options.mdx MUST NOT)`);
+  };
   if ("method" in msg) {
     const table = "id" in msg ? AGENT_REQUEST : AGENT_NOTIFICATION;
     if (!table[msg.method]) bad.push(`agent sent ${"id" in msg ? "request" : "notification"} ${msg.method}, which a v1 client without extensions does not know`);
     else check(table[msg.method], msg.params, msg.method);
-    if (msg.method === "fs/read_text_file" && !caps.readTextFile) bad.push("fs/read_text_file without the client's readTextFile capability");
-    if (msg.method === "fs/write_text_file" && !caps.writeTextFile) bad.push("fs/write_text_file without the client's writeTextFile capability");
-  } else if ("error" in msg) {
-    check("Error", msg.error, "error");
+    const p = isObj(msg.params) ? msg.params : {};
+    if (msg.method === "fs/read_text_file" && !hasCap(cc, "fs.readTextFile")) bad.push("fs/read_text_file without the client's readTextFile capability");
+    if (msg.method === "fs/write_text_file" && !hasCap(cc, "fs.writeTextFile")) bad.push("fs/write_text_file without the client's writeTextFile capability");
+    if (msg.method.startsWith("terminal/") && cc.terminal !== true) bad.push(`${msg.method} without the client's terminal capability (terminals.mdx MUST NOT)`);
+    if (msg.method === "elicitation/create" && !(typeof p.mode === "string" && hasCap(cc, `elicitation.${p.mode}`)))
+      bad.push(`elicitation/create in mode ${JSON.stringify(p.mode)}, which the client did not advertise (elicitation.mdx MUST NOT)`);
+    if (msg.method === "elicitation/complete" && !hasCap(cc, "elicitation.url")) bad.push("elicitation/complete to a client without URL elicitation");
+    if (msg.method === "session/update" && isObj(p.update)) {
+      const kind = p.update.sessionUpdate;
+      if (kind === "notice" && !hasCap(cc, "session.notices")) bad.push("notice update without the client's session.notices (schema Notice: MUST only)");
+      if ((kind === "compaction_update" || kind === "compaction_summary_chunk") && !hasCap(cc, "session.compaction"))
+        bad.push(`${kind} without the client's session.compaction (prompt-turn MUST NOT)`);
+      if (kind === "config_option_update") noBooleans(p.update.configOptions, "config_option_update");
+    }
   } else {
     const m = methodOf(msg.id);
-    if (m && RESPONSE[m]) check(RESPONSE[m], msg.result, `${m} result`);
+    if ("error" in msg) {
+      check("Error", msg.error, "error");
+      if (m === "logout" && msg.error?.code === -32601 && agentInit && isObj(agentInit.agentCapabilities?.auth?.logout))
+        bad.push("logout answered -32601 although agentCapabilities.auth.logout was advertised");
+    } else {
+      if (m && RESPONSE[m]) check(RESPONSE[m], msg.result, `${m} result`);
+      const r = isObj(msg.result) ? msg.result : {};
+      if (["session/new", "session/load", "session/resume", "session/set_config_option"].includes(m)) noBooleans(r.configOptions, `${m} result`);
+      if (m === "initialize") {
+        if (!hasCap(cc, "auth.terminal"))
+          for (const am of Array.isArray(r.authMethods) ? r.authMethods : [])
+            if (am?.type === "terminal") bad.push(`authMethods offers terminal method ${am.id} without the client's auth.terminal (schema AuthMethodTerminal MUST)`);
+      }
+      if (m === "logout" && agentInit && !isObj(agentInit.agentCapabilities?.auth?.logout))
+        bad.push("logout succeeded although agentCapabilities.auth.logout was not advertised (clients MUST NOT call it: advertise what works)");
+    }
   }
   return bad;
 }
@@ -103,7 +182,6 @@ export function storeBytes(storePath) {
   return Buffer.concat(parts);
 }
 
-const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
 // Spawns the agent and splits its stdout into lines; onLine(line, msg) gets each one in order.
 // store: a file path or a postgresql:// URI (then pass home: a temp dir for the agent's cwd and XDG
@@ -222,13 +300,183 @@ function turnTracker(violations) {
   };
 }
 
-/** Default answers a client gives to agent→client requests; tests override per agent. */
+/** The answer a client gives to session/request_permission under a policy: "allow" (the first allow_*
+ * option), "deny" (the first reject_*), "cancel" (outcome cancelled), one of the four option kinds
+ * (exactly that kind), or a function(params) returning the whole result. */
 function permissionAnswer(policy, params) {
+  if (typeof policy === "function") return policy(params);
   if (policy === "cancel") return { outcome: { outcome: "cancelled" } };
-  const want = policy === "deny" ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
+  const KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"];
+  const want = KINDS.includes(policy) ? [policy] : policy === "deny" ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
   const opt = params.options.find((o) => want.includes(o.kind));
   assert.ok(opt, `permission request offers no ${want.join("/")} option: ${JSON.stringify(params.options)}`);
   return { outcome: { outcome: "selected", optionId: opt.optionId } };
+}
+
+/** The answer to elicitation/create under a policy: "accept" (content {name: "libacp", count: 3}),
+ * "decline", "cancel", "malformed" (accept with count a string), an object (sent as is) or a
+ * function(params) returning the result. */
+export const ELICIT_CONTENT = { name: "libacp", count: 3 };
+function elicitationAnswer(policy, params) {
+  if (typeof policy === "function") return policy(params);
+  if (isObj(policy)) return policy;
+  if (policy === "accept") return { action: "accept", content: ELICIT_CONTENT };
+  if (policy === "decline") return { action: "decline" };
+  if (policy === "cancel") return { action: "cancel" };
+  if (policy === "malformed") return { action: "accept", content: { name: "libacp", count: "three" } };
+  throw new Error(`unknown elicitation policy ${policy}`);
+}
+
+/** Plain-object deep merge: b's values win, objects merge key by key (null replaces). */
+function deepMerge(a, b) {
+  if (!isObj(a) || !isObj(b)) return b === undefined ? a : b;
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = deepMerge(a[k], v);
+  return out;
+}
+
+// A client's terminals (terminals.mdx) behind the SDK client's terminal/* handlers. terminal/create
+// spawns the command in its own process group (stdout and stderr into one buffer, truncated from the
+// beginning at a character boundary past outputByteLimit, as the spec asks of a client);
+// wait_for_exit resolves at exit, or answers -32800 when the agent cancels the request; kill kills
+// the group and keeps the terminal; release kills it when still running and forgets the id. Every
+// call is recorded in h.terminalCalls ({method, params}) in the order the SDK handled them; an id used
+// after its release is a violation (the id "becomes invalid for all other terminal/* methods").
+function terminalHost(t, h) {
+  const live = new Map(); // terminalId -> {proc, chunks, exit, waiters, limit}
+  const released = new Set();
+  let n = 0;
+  const killGroup = (x) => {
+    if (x.exit) return;
+    try {
+      process.kill(-x.proc.pid, "SIGKILL");
+    } catch {}
+  };
+  t.after(() => {
+    for (const x of live.values()) killGroup(x);
+  });
+  h.terminalProcs = []; // {terminalId, pid, exited: () => bool}
+  const get = (method, params) => {
+    const x = live.get(params.terminalId);
+    if (x) return x;
+    if (released.has(params.terminalId)) h.violations.push(`${method} for terminal ${params.terminalId} after its release (terminals.mdx: the id is invalid)`);
+    throw acp.RequestError.invalidParams({ terminalId: params.terminalId }, `unknown terminal ${params.terminalId}`);
+  };
+  const exited = (x, code, signal) => {
+    if (x.exit) return;
+    x.exit = { exitCode: signal ? null : code, signal: signal ?? null };
+    for (const w of x.waiters.splice(0)) w();
+  };
+  const output = (x) => {
+    let buf = Buffer.concat(x.chunks);
+    let truncated = false;
+    if (x.limit != null && buf.length > x.limit) {
+      buf = buf.subarray(buf.length - x.limit);
+      while (buf.length && (buf[0] & 0xc0) === 0x80) buf = buf.subarray(1);
+      truncated = true;
+    }
+    return { output: buf.toString("utf8"), truncated };
+  };
+  return {
+    create(params) {
+      if (params.cwd != null && !existsSync(params.cwd)) throw acp.RequestError.invalidParams({ cwd: params.cwd }, `no directory ${params.cwd}`);
+      const env = { ...process.env };
+      for (const e of params.env ?? []) env[e.name] = e.value;
+      const proc = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      const terminalId = `term-${++n}`;
+      const x = { proc, chunks: [], exit: null, waiters: [], limit: params.outputByteLimit ?? null };
+      proc.stdout.on("data", (d) => x.chunks.push(d));
+      proc.stderr.on("data", (d) => x.chunks.push(d));
+      proc.on("close", (code, signal) => exited(x, code, signal));
+      proc.on("error", () => exited(x, 127, null));
+      live.set(terminalId, x);
+      h.terminalProcs.push({ terminalId, pid: proc.pid, exited: () => x.exit !== null });
+      return { terminalId };
+    },
+    output(params) {
+      const x = get("terminal/output", params);
+      return { ...output(x), ...(x.exit ? { exitStatus: x.exit } : {}) };
+    },
+    waitForExit(params, signal) {
+      const x = get("terminal/wait_for_exit", params);
+      if (x.exit) return x.exit;
+      return new Promise((resolve, reject) => {
+        x.waiters.push(() => resolve(x.exit));
+        signal?.addEventListener("abort", () => reject(acp.RequestError.requestCancelled({ terminalId: params.terminalId })), { once: true });
+      });
+    },
+    kill(params) {
+      killGroup(get("terminal/kill", params));
+      return {};
+    },
+    release(params) {
+      const x = get("terminal/release", params);
+      killGroup(x);
+      live.delete(params.terminalId);
+      released.add(params.terminalId);
+      return {};
+    },
+  };
+}
+
+// A resolver per held request: the test answers it with resolve(result); when the agent cancels the
+// request ($/cancel_request) it is answered as a correct client would (cancelledAnswer).
+function holdRequest(list, params, signal, cancelledAnswer) {
+  return new Promise((resolve) => {
+    const e = { params, resolve, cancelled: false };
+    list.push(e);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        e.cancelled = true;
+        resolve(cancelledAnswer);
+      },
+      { once: true },
+    );
+  });
+}
+
+// Waiters on the received lines of a connection, shared by both clients: resolves with the first
+// entry (already received or future) for which pred(msg, entry) holds; rejected once stdout closed.
+function lineWaiters(h, entries) {
+  h.waiters = [];
+  h.waitFor = (pred, from = 0) => {
+    for (let i = from; i < entries.length; i++) if (pred(entries[i].msg, entries[i])) return Promise.resolve(entries[i]);
+    return new Promise((resolve, reject) =>
+      h.waiters.push({
+        reject,
+        test: (e) => {
+          if (e.seq >= from && pred(e.msg, e)) {
+            resolve(e);
+            return true;
+          }
+          return false;
+        },
+      }),
+    );
+  };
+  return {
+    received: (e) => (h.waiters = h.waiters.filter((w) => !w.test(e))),
+    closed: (err) => {
+      for (const w of h.waiters) w.reject(err());
+      h.waiters = [];
+    },
+  };
+}
+
+// The capabilities the client advertised (its latest initialize) and the agent's answer, as seen on
+// the wire: what schemaCheck judges every agent message against.
+function peerTracker(h) {
+  h.clientCaps = {};
+  h.agentInit = null;
+  return {
+    sent(msg) {
+      if (msg.method === "initialize" && "id" in msg) h.clientCaps = isObj(msg.params?.clientCapabilities) ? msg.params.clientCapabilities : {};
+    },
+    received(msg, method) {
+      if (method === "initialize" && isObj(msg.result)) h.agentInit = msg.result;
+    },
+  };
 }
 
 /**
@@ -236,9 +484,22 @@ function permissionAnswer(policy, params) {
  * opts: store (required), args, cwd (the agent process's cwd), env,
  *       fs: false | {read: (path) => string, caps?: {readTextFile, writeTextFile}} — advertises fs
  *           capabilities (both unless caps says otherwise) and answers fs requests,
- *       permission: "allow" | "deny" | "cancel".
+ *       permission: "allow" | "deny" | "cancel" | "hold" | "allow_once" | "allow_always" |
+ *           "reject_once" | "reject_always" | function(params) -> result (see permissionAnswer);
+ *           "hold" keeps each request in heldPermissions ({params, resolve(result), cancelled}),
+ *           answered `cancelled` by itself if the agent sends $/cancel_request for it,
+ *       terminal: true — advertises terminal: true and runs terminal/* for real (terminalHost:
+ *           terminalCalls, terminalProcs),
+ *       elicitation: {form = true, url = false, answer = "accept"} — advertises those modes and
+ *           answers elicitation/create per elicitationAnswer ("hold": heldElicitations, like
+ *           permissions); elicitation/complete notifications land in elicitationCompletes,
+ *       clientCapabilities: merged (deeply) over what the above advertise, e.g.
+ *           {session: {notices: {}, compaction: {}, configOptions: {boolean: {}}}}.
+ * Whatever is advertised, every agent→client request is recorded (permissions, fsReads, fsWrites,
+ * terminalCalls, elicitations); a method the client did not advertise is answered -32601 and the
+ * schema check reports the call as a violation.
  * Returns {ctx (ClientContext), init(), newSession(cwd, extra), prompt(sid, text), updates(sid), all, msgs,
- *          fsReads, fsWrites, permissions, end(), kill9()}.
+ *          waitFor(pred, from), requestsOf(prefix), closeStdin(), end(), kill9(), ...the records}.
  */
 export function sdkAgent(t, opts) {
   const h = {
@@ -250,42 +511,64 @@ export function sdkAgent(t, opts) {
     fsReads: [],
     fsWrites: [],
     permissions: [],
+    heldPermissions: [],
+    terminalCalls: [],
+    elicitations: [],
+    heldElicitations: [],
+    elicitationCompletes: [],
     permission: opts.permission ?? "allow",
   };
   let controller;
   const readable = new ReadableStream({ start: (c) => (controller = c) });
   const fsCaps = opts.fs ? { readTextFile: true, writeTextFile: true, ...opts.fs.caps } : {};
+  const elic = opts.elicitation ? { form: true, url: false, answer: "accept", ...opts.elicitation } : null;
+  h.elicitation = elic?.answer;
   h.turns = turnTracker(h.violations);
+  const peer = peerTracker(h);
+  const waits = lineWaiters(h, h.msgs);
   h.st = spawnAgent(t, opts, (line, msg) => {
     const seq = h.msgs.length;
-    h.msgs.push({ seq, msg });
-    h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id)), fsCaps));
+    const e = { seq, msg };
+    h.msgs.push(e);
+    const method = "method" in msg ? undefined : h.sent.get(JSON.stringify(msg.id));
+    peer.received(msg, method);
+    h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id)), h.clientCaps, h.agentInit));
     h.turns.received(msg, seq);
     if (msg.method === "session/update" && isObj(msg.params)) {
-      const e = { seq, sessionId: msg.params.sessionId, update: msg.params.update };
-      h.all.push(e);
-      if (!h.bySession.has(e.sessionId)) h.bySession.set(e.sessionId, []);
-      h.bySession.get(e.sessionId).push(e);
+      const u = { seq, sessionId: msg.params.sessionId, update: msg.params.update };
+      h.all.push(u);
+      if (!h.bySession.has(u.sessionId)) h.bySession.set(u.sessionId, []);
+      h.bySession.get(u.sessionId).push(u);
     }
     controller.enqueue(msg);
+    waits.received(e);
   });
   h.st.proc.stdout.on("end", () => {
     try {
       controller.close();
     } catch {}
   });
+  h.st.proc.on("close", (code, signal) => waits.closed(() => new Error(`acp-agent closed stdout (exit ${code}, signal ${signal}) while a line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`)));
   const writable = new WritableStream({
     write(msg) {
       if ("id" in msg && "method" in msg) h.sent.set(JSON.stringify(msg.id), msg.method);
       h.turns.sent(msg);
-      if (!h.st.exited) h.st.proc.stdin.write(JSON.stringify(msg) + "\n");
+      peer.sent(msg);
+      if (!h.st.exited && !h.st.stdinClosed) h.st.proc.stdin.write(JSON.stringify(msg) + "\n");
     },
   });
+  const terms = terminalHost(t, h);
+  const terminal = (method, fn) => (ctx) => {
+    h.terminalCalls.push({ method, params: ctx.params });
+    if (!opts.terminal) throw acp.RequestError.methodNotFound(method);
+    return fn(ctx.params, ctx.signal);
+  };
   const app = acp
     .client({ name: "libacp-interop" })
     .onNotification("session/update", () => {}) // recorded by the tap above, in arrival order
-    .onRequest("session/request_permission", ({ params }) => {
+    .onRequest("session/request_permission", ({ params, signal }) => {
       h.permissions.push(params);
+      if (h.permission === "hold") return holdRequest(h.heldPermissions, params, signal, { outcome: { outcome: "cancelled" } });
       return permissionAnswer(h.permission, params);
     })
     .onRequest("fs/read_text_file", ({ params }) => {
@@ -297,22 +580,51 @@ export function sdkAgent(t, opts) {
       h.fsWrites.push(params);
       if (!opts.fs) throw acp.RequestError.methodNotFound("fs/write_text_file");
       return {};
+    })
+    .onRequest("terminal/create", terminal("terminal/create", (p) => terms.create(p)))
+    .onRequest("terminal/output", terminal("terminal/output", (p) => terms.output(p)))
+    .onRequest("terminal/wait_for_exit", terminal("terminal/wait_for_exit", (p, signal) => terms.waitForExit(p, signal)))
+    .onRequest("terminal/kill", terminal("terminal/kill", (p) => terms.kill(p)))
+    .onRequest("terminal/release", terminal("terminal/release", (p) => terms.release(p)))
+    .onRequest("elicitation/create", ({ params, signal }) => {
+      h.elicitations.push(params);
+      if (!elic) throw acp.RequestError.methodNotFound("elicitation/create");
+      if (h.elicitation === "hold") return holdRequest(h.heldElicitations, params, signal, { action: "cancel" });
+      return elicitationAnswer(h.elicitation, params);
+    })
+    .onNotification("elicitation/complete", ({ params }) => {
+      h.elicitationCompletes.push(params);
     });
   h.conn = app.connect({ readable, writable });
   h.ctx = h.conn.agent;
   // When the agent dies the SDK only says "ACP connection closed": add the exit status and stderr.
+  // An error response from a live agent (a numeric code) is the answer itself: no waiting.
   const explain = async (e) => {
+    if (Number.isInteger(e?.code) && !h.st.exited && !h.st.proc.stdout.readableEnded) throw e;
     if (!h.st.exited) await Promise.race([h.st.exit, new Promise((r) => setTimeout(r, 2000))]);
     if (h.st.exited) e.message += ` (acp-agent exit ${h.st.exited.code}, signal ${h.st.exited.signal}; stray stdout ${JSON.stringify(h.st.stray)}; stderr:\n${h.st.stderr.slice(-3000)})`;
     throw e;
   };
   h.request = (method, params) => h.ctx.request(method, params).catch(explain);
+  h.notify = (method, params) => h.ctx.notify(method, params);
   h.updates = (sid) => (h.bySession.get(sid) ?? []).map((e) => e.update);
-  h.init = async (params = {}) => {
+  /** Agent→client requests on the wire whose method starts with prefix: [{seq, msg}]. */
+  h.requestsOf = (prefix) => h.msgs.filter((e) => "id" in e.msg && typeof e.msg.method === "string" && e.msg.method.startsWith(prefix));
+  /** Closes the agent's stdin (EOF) and keeps reading its stdout. */
+  h.closeStdin = () => {
+    h.st.stdinClosed = true;
+    h.st.proc.stdin.end();
+  };
+  h.clientCapabilities = () => {
     const fs = opts.fs ? fsCaps : { readTextFile: false, writeTextFile: false };
+    const base = { fs, terminal: !!opts.terminal };
+    if (elic) base.elicitation = { ...(elic.form ? { form: {} } : {}), ...(elic.url ? { url: {} } : {}) };
+    return deepMerge(base, opts.clientCapabilities ?? {});
+  };
+  h.init = async (params = {}) => {
     h.initResult = await h.request("initialize", {
       protocolVersion: 1,
-      clientCapabilities: { fs, terminal: false },
+      clientCapabilities: h.clientCapabilities(),
       clientInfo: { name: "libacp-interop", version: "0.0.0" },
       ...params,
     });
@@ -320,6 +632,7 @@ export function sdkAgent(t, opts) {
   };
   h.newSession = async (cwd, extra = {}) => {
     const r = await h.request("session/new", { cwd, mcpServers: [], ...extra });
+    h.lastSession = r;
     return r.sessionId;
   };
   // One prompt turn: the updates of this session that arrived between send and response.
@@ -346,20 +659,28 @@ export function sdkAgent(t, opts) {
 
 /**
  * Raw NDJSON client. opts: store (required), args, cwd, env,
- * permission ("allow" | "deny" | "cancel" | "hold": kept unanswered in `held`, answer with reply()).
+ * permission: as sdkAgent's, or "hold": kept unanswered in `held`, answer with reply(),
+ * handlers: {method: (msg, h) => void} for agent→client requests, answered by hand (h.reply,
+ *           h.replyError, h.send: malformed, late or never).
  * lines: every stdout line {seq, raw, msg}. request() resolves with the whole response message (never
- * throws on error responses). Agent→client requests: session/request_permission answered per policy,
- * anything else gets -32601 (the raw client advertises no capabilities).
+ * throws on error responses). Agent→client requests without a handler: session/request_permission
+ * answered per policy, anything else -32601. The schema check judges the agent against the
+ * clientCapabilities of the raw client's own initialize (none unless it sends some).
  */
 export function rawAgent(t, opts) {
-  const h = { lines: [], waiters: [], responses: new Map(), nextId: 1, permission: opts.permission ?? "allow", held: [] };
+  const h = { lines: [], responses: new Map(), nextId: 1, permission: opts.permission ?? "allow", held: [] };
   h.violations = [];
   h.sent = new Map();
   h.turns = turnTracker(h.violations);
+  const peer = peerTracker(h);
+  const waits = lineWaiters(h, h.lines);
+  const handlers = opts.handlers ?? {};
   h.st = spawnAgent(t, opts, (raw, msg) => {
     const e = { seq: h.lines.length, raw, msg };
     h.lines.push(e);
-    h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id))));
+    const method = "method" in msg ? undefined : h.sent.get(JSON.stringify(msg.id));
+    peer.received(msg, method);
+    h.violations.push(...schemaCheck(msg, (id) => h.sent.get(JSON.stringify(id)), h.clientCaps, h.agentInit));
     h.turns.received(msg, e.seq);
     if ("id" in msg && !("method" in msg)) {
       const key = JSON.stringify(msg.id);
@@ -369,25 +690,31 @@ export function rawAgent(t, opts) {
         w.resolve(msg);
       }
     } else if ("id" in msg && "method" in msg) {
-      if (msg.method === "session/request_permission" && h.permission === "hold") h.held.push(msg);
+      if (handlers[msg.method]) handlers[msg.method](msg, h);
+      else if (msg.method === "session/request_permission" && h.permission === "hold") h.held.push(msg);
       else if (msg.method === "session/request_permission")
         h.send({ jsonrpc: "2.0", id: msg.id, result: permissionAnswer(h.permission, msg.params) });
       else h.send({ jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "Method not found" } });
     }
-    h.waiters = h.waiters.filter((w) => !w.test(e));
+    waits.received(e);
   });
   // Once stdout has closed nothing more can arrive: fail every wait with the agent's exit status
   // instead of leaving the test hanging.
   h.st.proc.on("close", (code, signal) => {
     const err = () => new Error(`acp-agent closed stdout (exit ${code}, signal ${signal}) while a response/line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`);
     for (const w of h.responses.values()) w.reject(err());
-    for (const w of h.waiters) w.reject(err());
     h.responses.clear();
-    h.waiters = [];
+    waits.closed(err);
   });
   /** Writes a message (object) or raw text (string, newline appended). */
   h.send = (m) => {
-    if (!h.st.exited) h.st.proc.stdin.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
+    if (typeof m !== "string") peer.sent(m);
+    if (!h.st.exited && !h.st.stdinClosed) h.st.proc.stdin.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
+  };
+  /** Closes the agent's stdin (EOF) and keeps reading its stdout. */
+  h.closeStdin = () => {
+    h.st.stdinClosed = true;
+    h.st.proc.stdin.end();
   };
   /** Sends a request; id defaults to a fresh integer. Resolves with the response message. */
   // A request fired and never awaited (a /stream cut short by kill -9) must not become an unhandled
@@ -410,22 +737,7 @@ export function rawAgent(t, opts) {
   h.response = (id) => expect(id);
   h.notify = (method, params) => h.send({ jsonrpc: "2.0", method, params });
   h.reply = (id, result) => h.send({ jsonrpc: "2.0", id, result });
-  /** Resolves with the first line (already received or future) for which pred(msg, line) holds. */
-  h.waitFor = (pred, from = 0) => {
-    for (let i = from; i < h.lines.length; i++) if (pred(h.lines[i].msg, h.lines[i])) return Promise.resolve(h.lines[i]);
-    return new Promise((resolve, reject) =>
-      h.waiters.push({
-        reject,
-        test: (e) => {
-          if (e.seq >= from && pred(e.msg, e)) {
-            resolve(e);
-            return true;
-          }
-          return false;
-        },
-      }),
-    );
-  };
+  h.replyError = (id, code, message, data) => h.send({ jsonrpc: "2.0", id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
   h.nextLine = () => h.waitFor(() => true, h.lines.length);
   h.init = async (params = {}) => {
     const r = await h.request("initialize", { protocolVersion: 1, clientCapabilities: {}, ...params });
@@ -441,6 +753,9 @@ export function rawAgent(t, opts) {
   /** session/update lines (seq + update) for a session, optionally in [from, to). */
   h.updatesOf = (sid, from = 0, to = Infinity) =>
     h.lines.filter((e) => e.seq >= from && e.seq < to && e.msg.method === "session/update" && e.msg.params?.sessionId === sid);
+  /** Agent→client requests whose method starts with prefix, from line `from` on. */
+  h.requestsOf = (prefix, from = 0) =>
+    h.lines.filter((e) => e.seq >= from && "id" in e.msg && typeof e.msg.method === "string" && e.msg.method.startsWith(prefix));
   h.end = (o) => endAgent(h.st, o, h.violations);
   h.kill9 = () => kill9(h.st);
   return h;
@@ -457,6 +772,8 @@ export const textOf = (updates, kind = "agent_message_chunk") =>
 
 // The kinds that make up a conversation (what session/load must replay). Live-only kinds
 // (available_commands_update, session_info_update, usage_update, notices) are left out of comparisons.
+// Compaction entities are history too ("a compaction keeps its position in the session timeline and
+// is part of replay"); only clients with session.compaction ever see them.
 export const CONVERSATION = new Set([
   "user_message_chunk",
   "agent_message_chunk",
@@ -464,7 +781,11 @@ export const CONVERSATION = new Set([
   "tool_call",
   "tool_call_update",
   "plan",
+  "compaction_update",
+  "compaction_summary_chunk",
 ]);
+// The ContentChunk kinds: one message may be split into chunks (and coalesced on replay).
+const MESSAGE_CHUNKS = new Set(["user_message_chunk", "agent_message_chunk", "agent_thought_chunk"]);
 
 /**
  * Normal form of a conversation for comparing a live run with its replay: conversation kinds only,
@@ -475,7 +796,7 @@ export function normalize(updates) {
   const out = [];
   for (const u of updates) {
     if (!CONVERSATION.has(u.sessionUpdate)) continue;
-    if (u.sessionUpdate.endsWith("_chunk") && u.content?.type === "text") {
+    if (MESSAGE_CHUNKS.has(u.sessionUpdate) && u.content?.type === "text") {
       const last = out[out.length - 1];
       if (last && last.sessionUpdate === u.sessionUpdate && last._mid === (u.messageId ?? null)) {
         last.content.text += u.content.text;

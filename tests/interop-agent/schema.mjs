@@ -5,9 +5,9 @@
 // items are skipped), so they would hide an agent's mistakes. This validator ignores the schema's
 // x-deserialize-* leniency hints: what an agent writes must be valid as written. It implements the
 // keywords the schema uses: $ref, type, const, enum, properties, required, additionalProperties, items,
-// allOf, anyOf, oneOf (as anyOf: the discriminators make variants exclusive), not, minimum, maximum and
-// integer formats. On top, unknownKeys() flags object keys that the schema names nowhere
-// (extensibility.mdx: custom fields only under _meta).
+// allOf, anyOf, oneOf (as anyOf: the discriminators make variants exclusive), not, minimum, maximum,
+// minLength, maxLength and integer formats. On top, unknownKeys() flags object keys that the schema
+// names nowhere (extensibility.mdx: custom fields only under _meta).
 import { readFileSync } from "node:fs";
 
 const schema = JSON.parse(
@@ -57,6 +57,11 @@ function check(s, v, path) {
   }
   if ("const" in s && v !== s.const) return `${path}: expected ${JSON.stringify(s.const)}, got ${JSON.stringify(v)?.slice(0, 80)}`;
   if (s.enum && !s.enum.includes(v)) return `${path}: ${JSON.stringify(v)} not in ${JSON.stringify(s.enum)}`;
+  if (typeof v === "string") {
+    const len = [...v].length;
+    if (s.minLength !== undefined && len < s.minLength) return `${path}: ${JSON.stringify(v)} shorter than ${s.minLength}`;
+    if (s.maxLength !== undefined && len > s.maxLength) return `${path}: string longer than ${s.maxLength}`;
+  }
   if (typeof v === "number") {
     if (s.minimum !== undefined && v < s.minimum) return `${path}: ${v} < ${s.minimum}`;
     if (s.maximum !== undefined && v > s.maximum) return `${path}: ${v} > ${s.maximum}`;
@@ -119,6 +124,9 @@ const KNOWN = new Set();
   }
 })(schema);
 const FREE = new Set(["_meta", "rawInput", "rawOutput", "data"]);
+// Keys whose object value is a map with names of the sender's choosing (ElicitationSchema.properties:
+// property names; AuthMethodTerminal.env: variable names): its keys are data, its values are checked.
+const MAPS = new Set(["properties", "env"]);
 
 /** Object keys (with their paths) that the schema names nowhere: custom fields outside _meta. */
 export function unknownKeys(v, path = "") {
@@ -127,6 +135,8 @@ export function unknownKeys(v, path = "") {
   else if (v && typeof v === "object")
     for (const [k, x] of Object.entries(v)) {
       if (!KNOWN.has(k)) out.push(`${path}.${k}`);
+      else if (MAPS.has(k) && x && typeof x === "object" && !Array.isArray(x))
+        for (const [name, y] of Object.entries(x)) out.push(...unknownKeys(y, `${path}.${k}.${name}`));
       else if (!FREE.has(k)) out.push(...unknownKeys(x, `${path}.${k}`));
     }
   return out;
