@@ -5,6 +5,7 @@
  *
  * Values are kept by id, so a stored value that the engine no longer offers falls back to the
  * option's default instead of failing the load. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,10 +47,19 @@ static int check_option(acp_agent *a, const acp_config_option *o)
             return agent_fail(
                 a, ACP_EINVAL,
                 "config option '%s': either every value has a group (with a name) or none", o->id);
-        for (size_t k = 0; k < i; k++)
+        for (size_t k = 0; k < i; k++) {
             if (!strcmp(o->values[k].value, v->value))
                 return agent_fail(a, ACP_EINVAL, "config option '%s': value '%s' twice", o->id,
                                   v->value);
+            /* A group is written as one SessionConfigSelectGroup: its values must be
+             * consecutive, or its id would appear twice. */
+            if (grouped && k + 1 < i && !strcmp(o->values[k].group, v->group) &&
+                strcmp(o->values[i - 1].group, v->group))
+                return agent_fail(
+                    a, ACP_EINVAL,
+                    "config option '%s': the values of group '%s' must be consecutive", o->id,
+                    v->group);
+        }
         found |= o->default_value && !strcmp(o->default_value, v->value);
     }
     if (!found)
@@ -136,12 +146,14 @@ static const acp_config_option *mode_option(const cfg *c, size_t *at)
 
 /* --- values ----------------------------------------------------------------------------------- */
 
-/* Sets option i of the new description `o` to the first valid of: prev (the value it had),
- * the stored one, the default. */
+/* Sets option i to the first valid of: prev (the value the option had before its description
+ * was replaced), else when it had none the value stored when the session opened, else the
+ * default. A value the user moved away from is never brought back. */
 static void settle_value(cfg *c, size_t i, const json_t *prev)
 {
     const acp_config_option *o = &c->opts[i];
-    const json_t *stored = json_object_get(json_object_get(c->stored, "config"), o->id);
+    const json_t *stored =
+        prev ? NULL : json_object_get(json_object_get(c->stored, "config"), o->id);
     if (o->boolean) {
         c->on[i] = json_is_boolean(prev)     ? json_is_true(prev)
                    : json_is_boolean(stored) ? json_is_true(stored)
@@ -181,6 +193,8 @@ static int settle(cfg *c, const json_t *prev)
     return 0;
 }
 
+static void sync_option_to_mode(acp_session *s, bool *opt_moved);
+
 int cfg_init(acp_session *s, const char *stored)
 {
     const acp_engine *e = &s->a->eng;
@@ -193,7 +207,10 @@ int cfg_init(acp_session *s, const char *stored)
         if (!find_mode(e, json_string_value(json_object_get(c->stored, "mode")), &c->mode))
             find_mode(e, e->default_mode, &c->mode);
     }
-    return settle(c, NULL);
+    int rc = settle(c, NULL);
+    bool moved; /* the mode wins over the option's own default */
+    if (!rc) sync_option_to_mode(s, &moved);
+    return rc;
 }
 
 void cfg_free(acp_session *s)
@@ -583,14 +600,23 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
         *c = old;
         return agent_fail(a, rc, "out of memory");
     }
+    size_t old_mode = c->mode;
+    bool mode_moved = false;
+    sync_mode_to_option(s, &mode_moved);
+    if ((rc = save(s))) { /* nothing changed: the store and the client keep the old list */
+        free(c->own);
+        free(c->sel);
+        free(c->on);
+        *c = old;
+        c->mode = old_mode;
+        return rc;
+    }
     free(old.own);
     free(old.sel);
     free(old.on);
-    bool mode_moved = false;
-    sync_mode_to_option(s, &mode_moved);
-    rc = save(s);
-    if (!rc && mode_moved) rc = announce(s, true);
-    return rc ? rc : announce(s, false);
+    if (mode_moved) announce(s, true);
+    announce(s, false);
+    return 0;
 }
 
 /* --- session/set_mode, session/set_config_option -----------------------------------------------
@@ -636,6 +662,40 @@ static void reply_failed(acp_session *s, acp_req *req, int rc)
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_agent_errmsg(s->a));
 }
 
+/* Asks the engine's vetoes about a client's change to mode m, or to option i (value v, or on):
+ * false after answering the refusal. The mode and the "mode" option move together, so a
+ * change to one is also put to the other's hook: neither can be used to get round the other. */
+static bool vetoed(acp_session *s, acp_req *req, size_t m, size_t i, size_t v, bool on)
+{
+    const acp_engine *e = &s->a->eng;
+    size_t mi, mv;
+    const acp_config_option *mo = mode_option(&s->cfg, &mi);
+    if (m == SIZE_MAX && mo && i == mi && find_mode(e, mo->values[v].value, &mv) &&
+        mv != s->cfg.mode)
+        m = mv;
+    if (i == SIZE_MAX && mo && find_value(mo, e->modes[m].id, &mv) && mv != s->cfg.sel[mi]) {
+        i = mi;
+        v = mv;
+    }
+    char *msg = NULL;
+    int code = 0;
+    if (m != SIZE_MAX && e->set_mode) code = e->set_mode(s, e->modes[m].id, &msg, e->user);
+    const char *what = "the agent refused the mode";
+    if (!code && i != SIZE_MAX && e->set_config) {
+        const acp_config_option *o = &s->cfg.opts[i];
+        free(msg);
+        msg = NULL;
+        code = e->set_config(s, o->id, o->boolean ? NULL : o->values[v].value, on, &msg, e->user);
+        what = "the agent refused the value";
+    }
+    if (code) {
+        refuse(req, code, msg, what);
+        return false;
+    }
+    free(msg);
+    return true;
+}
+
 static void h_set_mode(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
@@ -657,13 +717,7 @@ static void h_set_mode(acp_conn *c, acp_req *req, void *user)
                       json_string_value(id));
         return;
     }
-    char *msg = NULL;
-    int code = a->eng.set_mode ? a->eng.set_mode(s, a->eng.modes[m].id, &msg, a->eng.user) : 0;
-    if (code) {
-        refuse(req, code, msg, "the agent refused the mode");
-        return;
-    }
-    free(msg);
+    if (!vetoed(s, req, m, SIZE_MAX, 0, false)) return;
     int rc = change_mode(s, m, QUIET_MODE);
     if (rc)
         reply_failed(s, req, rc);
@@ -729,16 +783,7 @@ static void h_set_config(acp_conn *c, acp_req *req, void *user)
                       "config option '%s' has no value '%s'", id, json_string_value(value));
         return;
     }
-    char *msg = NULL;
-    int code = a->eng.set_config
-                   ? a->eng.set_config(s, o->id, o->boolean ? NULL : o->values[v].value, on, &msg,
-                                       a->eng.user)
-                   : 0;
-    if (code) {
-        refuse(req, code, msg, "the agent refused the value");
-        return;
-    }
-    free(msg);
+    if (!vetoed(s, req, SIZE_MAX, i, v, on)) return;
     int rc = change_option(s, i, v, on, QUIET_CONFIG);
     if (rc) {
         reply_failed(s, req, rc);

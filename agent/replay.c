@@ -36,14 +36,17 @@ struct step {
 };
 
 /* A stored compaction update or summary chunk. Our writers put sessionUpdate first, so the
- * common case is a prefix compare; other text is scanned. */
+ * common case is a prefix compare; other text, and a kind written with escapes, is scanned. */
 static bool is_compaction(const char *json, size_t n)
 {
     static const char pre[] = "{\"sessionUpdate\":\"";
     static const char comp[] = "compaction_";
-    size_t p = sizeof pre - 1;
-    if (n > p && !memcmp(json, pre, p))
-        return n > p + sizeof comp - 1 && !memcmp(json + p, comp, sizeof comp - 1);
+    size_t p = sizeof pre - 1, c = sizeof comp - 1;
+    if (n > p + c && !memcmp(json, pre, p)) {
+        if (!memcmp(json + p, comp, c)) return true;
+        const char *end = memchr(json + p, '"', n - p);
+        if (end && !memchr(json + p, '\\', (size_t)(end - json) - p)) return false;
+    }
     acp_span kind;
     return acp_json_member((acp_span){json, n}, "sessionUpdate", &kind) &&
            (acp_json_str_eq(kind, "compaction_update") ||

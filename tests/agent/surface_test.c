@@ -11,8 +11,8 @@
  * compared whole with json_equal(): a missing or an extra member fails, as the schema's exact
  * shapes require.
  *
- * Tests named test_bug_* are expected to FAIL against the runtime as it is: each documents a
- * runtime bug (see the comment above it). */
+ * Tests named test_fixed_* each pin a runtime bug this suite found (the comment above each
+ * says what went wrong). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1080,8 +1080,11 @@ static void test_set_mode(void **state)
                       json_pack("{ss so}", "sessionUpdate", "config_option_update", "configOptions",
                                 want_options("plan", "large", false, "low", false)));
     json_decref(r);
+    /* both vetoes were asked: the mode's, then the mode option's (which moves with it) */
     assert_int_equal(x->set_mode_calls, 1);
-    assert_string_equal(x->seen_id, "plan");
+    assert_int_equal(x->set_config_calls, 1);
+    assert_string_equal(x->seen_id, "mode");
+    assert_string_equal(x->seen_value, "plan");
     assert_string_equal(x->seen_before, "code");
     assert_values(x, "plan", "large", false, "low");
 
@@ -1141,7 +1144,8 @@ static void test_set_config_option(void **state)
     assert_json(result_of(r), json_pack("{so}", "configOptions",
                                         want_options("plan", "small", false, "low", false)));
     json_decref(r);
-    assert_int_equal(x->set_mode_calls, 0); /* the option's hook was asked */
+    /* the option's hook was asked, and the mode's too: neither veto can be gone round */
+    assert_int_equal(x->set_mode_calls, 1);
     assert_string_equal(x->seen_id, "mode");
 
     r = set_config(x, id, "effort", "'high'", false);
@@ -1272,6 +1276,11 @@ static void test_vetoes(void **state)
     char id[80];
     new_session(x, id);
     json_t *r = set_mode(x, id, "'plan'");
+    assert_int_equal(json_array_size(r), 1);
+    expect_error_d(r, -32042, "plan mode needs a plan first", NULL);
+    assert_values(x, "code", "large", false, "low");
+    /* the mode option cannot get round the mode's veto */
+    r = set_config(x, id, "mode", "'plan'", false);
     assert_int_equal(json_array_size(r), 1);
     expect_error_d(r, -32042, "plan mode needs a plan first", NULL);
     assert_values(x, "code", "large", false, "low");
@@ -2447,15 +2456,16 @@ static void test_invalid_engine(void **state)
     new_session(x, id);
 }
 
-/* --- runtime bugs --------------------------------------------------------------------------- */
+/* --- runtime bugs, fixed
+ * --------------------------------------------------------------------------- */
 
-/* BUG (agent/replay.c, is_compaction): the fast path decides on a prefix compare of the raw
+/* Was a bug (agent/replay.c, is_compaction): the fast path decides on a prefix compare of the raw
  * stored text. A stored compaction update whose kind is written with a JSON escape
  * ("compaction\u005fupdate", valid JSON naming the same kind, accepted by the runtime's gate,
  * which decodes escapes) matches the `{"sessionUpdate":"` prefix, fails the "compaction_"
  * compare, and is returned as "not compaction" without the decoding fallback: it is replayed
  * to a client without session.compaction, which the schema forbids. Expected: left out. */
-static void test_bug_compaction_escaped_kind_replayed(void **state)
+static void test_fixed_compaction_escaped_kind_replayed(void **state)
 {
     h *x = *state;
     init(x, CAPS_ALL);
@@ -2475,14 +2485,14 @@ static void test_bug_compaction_escaped_kind_replayed(void **state)
     assert_int_equal(n, 2); /* the session info and the response */
 }
 
-/* BUG (agent/config.c, cfg_init): a new session's mode comes from engine.default_mode and the
+/* Was a bug (agent/config.c, cfg_init): a new session's mode comes from engine.default_mode and the
  * category "mode" option's value from its own default, with no sync between them, so an
  * engine whose mode option defaults differently (here: default_mode "plan", the option's
  * default its first value "ask") answers session/new with modes.currentModeId "plan" and the
  * mode option at "ask" - out of step, against the spec's "keep them in sync" and the header's
  * "kept in step with the session mode". Expected: the two agree (the mode winning), or
  * acp_agent_new() refuses the description (ACP_EINVAL). */
-static void test_bug_mode_option_default_out_of_sync(void **state)
+static void test_fixed_mode_option_default_out_of_sync(void **state)
 {
     h *x = *state;
     static const acp_config_option mode_only[] = {
@@ -2512,12 +2522,12 @@ static void test_bug_mode_option_default_out_of_sync(void **state)
     assert_string_equal(acp_session_config(x->sess, "mode"), acp_session_mode(x->sess));
 }
 
-/* BUG (agent/config.c, acp_session_set_config_options): when the store cannot record the new
+/* Was a bug (agent/config.c, acp_session_set_config_options): when the store cannot record the new
  * options (save() fails) the call returns ACP_ESTORE but keeps the new options and values in
  * memory, unannounced: the engine's getters and the next set_config_option answer show a list
  * the client was never told about and the store does not hold. Every other change (commit())
  * is rolled back when the store fails. Expected: ACP_ESTORE and nothing changed. */
-static void test_bug_replace_options_store_failure_not_rolled_back(void **state)
+static void test_fixed_replace_options_store_failure_not_rolled_back(void **state)
 {
     h *x = *state;
     init(x, CAPS_BOOL);
@@ -2536,14 +2546,14 @@ static void test_bug_replace_options_store_failure_not_rolled_back(void **state)
     json_decref(r);
 }
 
-/* BUG (agent/config.c, settle_value via acp_session_set_config_options): the header promises
+/* Was a bug (agent/config.c, settle_value via acp_session_set_config_options): the header promises
  * "Current values are kept where the option still has them, else the new default", but when
  * the current value is not in the new list the value stored when the session was opened is
  * tried before the default. A session loaded with model "cloud-1", then set to "small" by the
  * client, gets "cloud-1" back (a value the user moved away from) when the engine replaces the
  * model list with [large, cloud-1] (default large). Expected: "large". (The stored value is
  * right for an option that had no current value, as test_replace_options shows.) */
-static void test_bug_replace_options_resurrects_stale_value(void **state)
+static void test_fixed_replace_options_resurrects_stale_value(void **state)
 {
     h *x = *state;
     static const acp_config_value models3[] = {
@@ -2567,11 +2577,11 @@ static void test_bug_replace_options_resurrects_stale_value(void **state)
     assert_string_equal(acp_session_config(x->sess, "model"), "large");
 }
 
-/* BUG (agent/config.c, check_option / write_option): values of one group that are not
+/* Was a bug (agent/config.c, check_option / write_option): values of one group that are not
  * consecutive are written as two SessionConfigSelectGroup entries with the same group id
  * (the schema: "Unique identifier for this group"). Expected: acp_agent_new() refuses such a
  * description (ACP_EINVAL), or the groups written have unique ids. */
-static void test_bug_split_group_duplicate_ids(void **state)
+static void test_fixed_split_group_duplicate_ids(void **state)
 {
     h *x = *state;
     static const acp_config_value split[] = {
@@ -2632,13 +2642,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ext_outgoing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_meta_passthrough, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_engine, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bug_compaction_escaped_kind_replayed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bug_mode_option_default_out_of_sync, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bug_replace_options_store_failure_not_rolled_back,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bug_replace_options_resurrects_stale_value, setup,
+        cmocka_unit_test_setup_teardown(test_fixed_compaction_escaped_kind_replayed, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_bug_split_group_duplicate_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_mode_option_default_out_of_sync, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_replace_options_store_failure_not_rolled_back,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_replace_options_resurrects_stale_value, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_split_group_duplicate_ids, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
