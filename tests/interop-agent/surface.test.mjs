@@ -1,0 +1,654 @@
+// The rest of the ACP v1 agent surface of acp-agent, with the official SDK as the client wherever it can
+// say it (a raw NDJSON client where the SDK would hide the wire: malformed and late replies, byte order):
+// session modes, config options (select and boolean), authenticate / logout, notices, compaction,
+// usage, session_info_update after load/resume, client terminals (/term), permission requests (/ask),
+// form elicitation (/elicit), and the capability gates on each of them. Spec: session-modes.mdx,
+// session-config-options.mdx, authentication.mdx, terminals.mdx, elicitation.mdx, v1-draft/prompt-turn.mdx
+// (notices, compaction), tool-calls.mdx (REQUIREMENTS §4, §6.2, §6.3, §6.11, §6.12, §8.8-8.14, §9.1,
+// §9.4-9.6). The MUST/SHOULD rows these tests stand for are in the table at the top of session.test.mjs
+// (file letter u).
+//
+// Every message the agent writes is also checked by lib.mjs schemaCheck against the v1 schema and the
+// capabilities the client advertised (terminal/*, elicitation modes, notices, compaction, boolean config
+// options, terminal auth methods, logout); the first test proves those checks fire.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import {
+  test,
+  tempDir,
+  sdkAgent,
+  rawAgent,
+  schemaCheck,
+  textOf,
+  normalize,
+  userMsg,
+  ELICIT_CONTENT,
+  CONVERSATION,
+  ISO8601,
+} from "./lib.mjs";
+
+// ---- helpers -----------------------------------------------------------------------------------------
+
+/** Rejects after ms with a message naming what never came (a guard, not a measurement). */
+function soon(p, what, ms = 10_000) {
+  let timer;
+  const guard = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+  });
+  return Promise.race([p, guard]).finally(() => clearTimeout(timer));
+}
+
+/** Polls pred every 10 ms until it holds. */
+async function until(pred, what, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** An SDK request that must fail with `code`, its message naming every word. */
+async function refused(p, code, ...words) {
+  await assert.rejects(p, (e) => {
+    assert.equal(e.code, code, `expected ${code}, got ${e.code}: ${e.message}`);
+    for (const w of words) assert.ok(String(e.message).includes(w), `error message does not name ${w}: ${e.message}`);
+    return true;
+  });
+}
+
+const TOOL = new Set(["tool_call", "tool_call_update"]);
+/** The tool call updates of one toolCallId (or of the first tool call) in order. */
+function toolUpdates(updates, id) {
+  const tc = updates.filter((u) => TOOL.has(u.sessionUpdate));
+  const tid = id ?? tc.find((u) => u.sessionUpdate === "tool_call")?.toolCallId;
+  return tc.filter((u) => u.toolCallId === tid);
+}
+const lastStatus = (tus) => tus.filter((u) => u.status != null).at(-1)?.status;
+/** Text of every content item of the updates (tool call content and message chunks). */
+function allText(updates) {
+  let s = "";
+  for (const u of updates) {
+    if (u.content?.type === "text") s += u.content.text + "\n";
+    for (const c of Array.isArray(u.content) ? u.content : []) if (c.type === "content" && c.content?.type === "text") s += c.content.text + "\n";
+  }
+  return s;
+}
+const terminalIdsIn = (tus) =>
+  tus.flatMap((u) => (Array.isArray(u.content) ? u.content : []).filter((c) => c.type === "terminal").map((c) => c.terminalId));
+
+/** A prompt turn of the raw client: the response message and the session's updates before it. */
+async function rawTurn(a, sid, text) {
+  const from = a.lines.length;
+  const resp = await a.prompt(sid, text);
+  const at = a.lines.findIndex((l) => l.msg === resp);
+  return { resp, updates: a.updatesOf(sid, from, at).map((e) => e.msg.params.update) };
+}
+
+/** With verbose on, every reply starts with the thought "mode: M, model: X": the session's state. */
+async function probe(a, sid, text = "probe") {
+  const r = await a.prompt(sid, text);
+  assert.equal(r.stopReason, "end_turn");
+  return { thought: textOf(r.updates, "agent_thought_chunk"), reply: textOf(r.updates) };
+}
+
+const values = (configOptions) => Object.fromEntries(configOptions.map((o) => [o.id, o.currentValue]));
+
+/** The echo engine's modes and options as a result (new/load/resume) shows them. */
+function checkSetup(result, { mode, model, verbose, booleans }) {
+  assert.equal(result.modes?.currentModeId, mode, `modes: ${JSON.stringify(result.modes)}`);
+  assert.deepEqual(
+    result.modes.availableModes.map((m) => m.id),
+    ["ask", "code"],
+  );
+  for (const m of result.modes.availableModes) assert.ok(typeof m.name === "string" && m.name.length > 0);
+  const opts = result.configOptions;
+  assert.deepEqual(
+    opts.map((o) => o.id),
+    ["model", "verbose"],
+    "options in the agent's priority order",
+  );
+  const [m, v] = opts;
+  assert.equal(m.type, "select");
+  assert.equal(m.category, "model");
+  assert.deepEqual(
+    m.options.map((x) => x.value),
+    ["echo-small", "echo-large"],
+  );
+  assert.equal(m.currentValue, model);
+  if (booleans) {
+    assert.equal(v.type, "boolean");
+    assert.equal(v.currentValue, verbose);
+  } else {
+    assert.equal(v.type, "select", "a boolean option must reach a client without configOptions.boolean as a select");
+    assert.deepEqual(v.options.map((x) => x.value).sort(), ["false", "true"]);
+    assert.equal(v.currentValue, String(verbose));
+  }
+}
+
+const BOOL_CAPS = { session: { configOptions: { boolean: {} } } };
+const TOKEN_VAR = "ACP_ITEST_ECHO_TOKEN";
+const authArgs = ["--auth", `env:${TOKEN_VAR}`];
+
+// ---- the harness's capability checks -------------------------------------------------------------------
+
+test("harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)", () => {
+  const none = () => undefined;
+  const upd = (update) => ({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update } });
+  const req = (method, params) => ({ jsonrpc: "2.0", id: 1, method, params });
+  const flagged = (msg, caps, re, methodOf = none, init = null) => {
+    const v = schemaCheck(msg, methodOf, caps, init);
+    assert.ok(v.some((x) => re.test(x)), `${JSON.stringify(msg).slice(0, 120)} with ${JSON.stringify(caps)}: ${JSON.stringify(v)}`);
+  };
+  const clean = (msg, caps, methodOf = none, init = null) => assert.deepEqual(schemaCheck(msg, methodOf, caps, init), []);
+  // terminal/*
+  const create = req("terminal/create", { sessionId: "s", command: "/bin/sh", args: ["-c", "true"] });
+  clean(create, { terminal: true });
+  for (const caps of [{}, { terminal: false }, { fs: { readTextFile: true } }]) flagged(create, caps, /terminal capability/);
+  flagged(req("terminal/release", { sessionId: "s", terminalId: "t" }), {}, /terminal capability/);
+  // elicitation/create per mode
+  const form = req("elicitation/create", {
+    sessionId: "s",
+    message: "Name?",
+    mode: "form",
+    requestedSchema: { type: "object", properties: { name: { type: "string" }, count: { type: "integer" } }, required: ["name"] },
+  });
+  clean(form, { elicitation: { form: {} } });
+  for (const caps of [{}, { elicitation: {} }, { elicitation: { form: null, url: {} } }]) flagged(form, caps, /did not advertise/);
+  const url = req("elicitation/create", { sessionId: "s", message: "Sign in", mode: "url", elicitationId: "e1", url: "https://example.com/x" });
+  clean(url, { elicitation: { url: {} } });
+  flagged(url, { elicitation: { form: {} } }, /did not advertise/);
+  flagged({ jsonrpc: "2.0", method: "elicitation/complete", params: { elicitationId: "e1" } }, { elicitation: { form: {} } }, /URL elicitation/);
+  // notices, compaction
+  const notice = upd({ sessionUpdate: "notice", severity: "info", title: "hi" });
+  clean(notice, { session: { notices: {} } });
+  flagged(notice, { session: { notices: null } }, /session\.notices/);
+  flagged(upd({ sessionUpdate: "notice", severity: "info", title: "" }), { session: { notices: {} } }, /shorter than 1/);
+  for (const u of [
+    { sessionUpdate: "compaction_update", compactionId: "c", status: "in_progress" },
+    { sessionUpdate: "compaction_summary_chunk", compactionId: "c", content: { type: "text", text: "x" } },
+  ]) {
+    clean(upd(u), { session: { compaction: {} } });
+    flagged(upd(u), {}, /session\.compaction/);
+  }
+  // boolean config options, in config_option_update and in results
+  const bool = [{ id: "verbose", name: "Verbose", type: "boolean", currentValue: true }];
+  clean(upd({ sessionUpdate: "config_option_update", configOptions: bool }), BOOL_CAPS);
+  flagged(upd({ sessionUpdate: "config_option_update", configOptions: bool }), {}, /boolean/);
+  for (const m of ["session/new", "session/load", "session/resume", "session/set_config_option"]) {
+    const res = { jsonrpc: "2.0", id: 7, result: { ...(m === "session/new" ? { sessionId: "s" } : {}), configOptions: bool } };
+    clean(res, BOOL_CAPS, () => m);
+    flagged(res, {}, /boolean/, () => m);
+  }
+  // terminal auth methods, logout
+  const init = { jsonrpc: "2.0", id: 1, result: { protocolVersion: 1, authMethods: [{ type: "terminal", id: "login", name: "Log in", args: ["--login"], env: { A_VAR: "1" } }] } };
+  clean(init, { auth: { terminal: true } }, () => "initialize");
+  flagged(init, {}, /auth\.terminal/, () => "initialize");
+  const noLogout = { protocolVersion: 1, agentCapabilities: {} };
+  const withLogout = { protocolVersion: 1, agentCapabilities: { auth: { logout: {} } } };
+  flagged({ jsonrpc: "2.0", id: 3, result: {} }, {}, /not advertised/, () => "logout", noLogout);
+  clean({ jsonrpc: "2.0", id: 3, result: {} }, {}, () => "logout", withLogout);
+  flagged({ jsonrpc: "2.0", id: 3, error: { code: -32601, message: "Method not found" } }, {}, /was advertised/, () => "logout", withLogout);
+  // new response shapes
+  flagged({ jsonrpc: "2.0", id: 4, result: {} }, {}, /configOptions/, () => "session/set_config_option");
+  clean({ jsonrpc: "2.0", id: 4, result: {} }, {}, () => "session/set_mode");
+  flagged({ jsonrpc: "2.0", id: 4, result: { x: 1 } }, {}, /custom field/, () => "authenticate");
+  // the legacy fs-only caps still work
+  clean(req("fs/read_text_file", { sessionId: "s", path: "/x" }), { readTextFile: true });
+  flagged(req("fs/write_text_file", { sessionId: "s", path: "/x", content: "" }), { readTextFile: true }, /writeTextFile/);
+});
+
+// ---- modes and config options ------------------------------------------------------------------------
+
+test("session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const created = await a.request("session/new", { cwd: dir, mcpServers: [] });
+  checkSetup(created, { mode: "code", model: "echo-small", verbose: false, booleans: false });
+  const sid = created.sessionId;
+  await a.request("session/close", { sessionId: sid });
+  checkSetup(await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] }), { mode: "code", model: "echo-small", verbose: false, booleans: false });
+  await a.request("session/close", { sessionId: sid });
+  checkSetup(await a.request("session/resume", { sessionId: sid, cwd: dir, mcpServers: [] }), { mode: "code", model: "echo-small", verbose: false, booleans: false });
+  // the defaults at work: code mode allows /write (asks first), echo-small echoes once, no thought
+  const r = await a.prompt(sid, "once");
+  assert.equal(textOf(r.updates), "once");
+  assert.equal(textOf(r.updates, "agent_thought_chunk"), "");
+  await a.end();
+});
+
+test("boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store, clientCapabilities: BOOL_CAPS });
+  await a.init();
+  const created = await a.request("session/new", { cwd: dir, mcpServers: [] });
+  checkSetup(created, { mode: "code", model: "echo-small", verbose: false, booleans: true });
+  const sid = created.sessionId;
+  const set = await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", type: "boolean", value: true });
+  checkSetup({ modes: created.modes, configOptions: set.configOptions }, { mode: "code", model: "echo-small", verbose: true, booleans: true });
+  const r = await a.prompt(sid, "/set model echo-large");
+  const cou = r.updates.filter((u) => u.sessionUpdate === "config_option_update");
+  assert.equal(cou.length, 1, `one config_option_update: ${JSON.stringify(r.updates)}`);
+  checkSetup({ modes: created.modes, configOptions: cou[0].configOptions }, { mode: "code", model: "echo-large", verbose: true, booleans: true });
+  await a.end();
+
+  // the same stored session, to a client that takes no boolean options: a select, "true"
+  const b = sdkAgent(t, { store });
+  await b.init();
+  const loaded = await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  checkSetup(loaded, { mode: "code", model: "echo-large", verbose: true, booleans: false });
+  const off = await b.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "false" });
+  checkSetup({ modes: loaded.modes, configOptions: off.configOptions }, { mode: "code", model: "echo-large", verbose: false, booleans: false });
+  const r2 = await b.prompt(sid, "/set verbose true");
+  const cou2 = r2.updates.filter((u) => u.sessionUpdate === "config_option_update");
+  assert.equal(cou2.length, 1);
+  checkSetup({ modes: loaded.modes, configOptions: cou2[0].configOptions }, { mode: "code", model: "echo-large", verbose: true, booleans: false });
+  assert.equal((await probe(b, sid)).thought, "mode: code, model: echo-large");
+  await b.end();
+});
+
+test("session/set_mode: {} and the mode takes effect (ask refuses /write, code allows it), also while a prompt runs", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
+  assert.equal((await probe(a, sid)).thought, "mode: code, model: echo-small");
+  assert.deepEqual(await a.request("session/set_mode", { sessionId: sid, modeId: "ask" }), {});
+  assert.equal((await probe(a, sid)).thought, "mode: ask, model: echo-small");
+  const w = await a.prompt(sid, "/write in-ask.txt nope");
+  assert.equal(textOf(w.updates), "/write is not allowed in ask mode");
+  assert.equal(a.permissions.length, 0, "ask mode asked for permission to write");
+  assert.ok(!existsSync(join(dir, "in-ask.txt")));
+  // "The current mode can be changed at any point during a session, whether the Agent is idle or
+  // generating a response."
+  const sleeping = a.prompt(sid, "/sleep 400");
+  assert.deepEqual(await a.request("session/set_mode", { sessionId: sid, modeId: "code" }), {});
+  assert.deepEqual(await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" }).then((r) => values(r.configOptions)), {
+    model: "echo-large",
+    verbose: "true",
+  });
+  assert.equal((await sleeping).stopReason, "end_turn");
+  assert.equal((await probe(a, sid, "ab")).thought, "mode: code, model: echo-large");
+  const w2 = await a.prompt(sid, "/write in-code.txt yes");
+  assert.equal(w2.stopReason, "end_turn");
+  assert.equal(a.permissions.length, 1);
+  assert.equal(readFileSync(join(dir, "in-code.txt"), "utf8"), "yes");
+  await a.end();
+});
+
+test("session/set_mode: an unknown mode id or a non-string -> -32602 naming it, mode unchanged; unknown session -> -32002", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
+  await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
+  await refused(a.request("session/set_mode", { sessionId: sid, modeId: "architect" }), -32602, "architect");
+  await refused(a.request("session/set_mode", { sessionId: sid, modeId: "ASK" }), -32602, "ASK");
+  await refused(a.request("session/set_mode", { sessionId: sid, modeId: 1 }), -32602, "modeId");
+  await refused(a.request("session/set_mode", { sessionId: sid }), -32602, "modeId");
+  await refused(a.request("session/set_mode", { sessionId: "sess_unknown_0000", modeId: "code" }), -32002);
+  assert.equal((await probe(a, sid)).thought, "mode: ask, model: echo-small", "a refused set_mode changed the mode");
+  await a.request("session/close", { sessionId: sid });
+  const loaded = await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  assert.equal(loaded.modes.currentModeId, "ask");
+  await a.end();
+});
+
+test("session/set_config_option: the complete option list comes back; echo-large echoes twice, verbose adds the thought", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r1 = await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" });
+  checkSetup({ modes: a.lastSession.modes, configOptions: r1.configOptions }, { mode: "code", model: "echo-large", verbose: false, booleans: false });
+  const twice = await a.prompt(sid, "abc");
+  assert.equal(textOf(twice.updates), "abcabc");
+  assert.equal(textOf(twice.updates, "agent_thought_chunk"), "");
+  const r2 = await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
+  assert.deepEqual(values(r2.configOptions), { model: "echo-large", verbose: "true" });
+  const p = await probe(a, sid, "xy");
+  assert.equal(p.thought, "mode: code, model: echo-large");
+  assert.equal(p.reply, "xyxy");
+  await a.end();
+});
+
+test("session/set_config_option: unknown option, a value not among the options, wrong value types -> -32602 naming it; state unchanged", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store, clientCapabilities: BOOL_CAPS });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", type: "boolean", value: true });
+  const bad = [
+    [{ configId: "temperature", value: "hot" }, "temperature"],
+    [{ configId: "model", value: "echo-huge" }, "echo-huge"],
+    [{ configId: "model", value: "Echo-Large" }, "Echo-Large"],
+    [{ configId: "model", value: 3 }, "model"],
+    [{ configId: "model", type: "boolean", value: true }, "model"],
+    [{ configId: "verbose", type: "boolean", value: "yes" }, "verbose"],
+    [{ configId: "verbose", type: "boolean", value: 1 }, "verbose"],
+    [{ configId: "verbose", value: "false" }, "verbose"], // a boolean option takes type "boolean" from this client
+    [{ configId: "model" }, "model"],
+    [{ configId: 5, value: "echo-large" }, "configId"],
+  ];
+  for (const [params, word] of bad) await refused(a.request("session/set_config_option", { sessionId: sid, ...params }), -32602, word);
+  await refused(a.request("session/set_config_option", { sessionId: "sess_unknown_0000", configId: "model", value: "echo-large" }), -32002);
+  const p = await probe(a, sid, "once");
+  assert.equal(p.thought, "mode: code, model: echo-small", "a refused set_config_option changed a value");
+  assert.equal(p.reply, "once");
+  await a.end();
+
+  // a client shown the select fallback: the boolean form and values outside "true"/"false" are refused
+  const b = sdkAgent(t, { store });
+  await b.init();
+  await b.request("session/resume", { sessionId: sid, cwd: dir, mcpServers: [] });
+  await refused(b.request("session/set_config_option", { sessionId: sid, configId: "verbose", type: "boolean", value: false }), -32602, "verbose");
+  await refused(b.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "maybe" }), -32602, "verbose");
+  assert.equal((await probe(b, sid)).thought, "mode: code, model: echo-small");
+  await b.end();
+});
+
+test("/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const v = await a.prompt(sid, "/set verbose true");
+  const vu = v.updates.filter((u) => u.sessionUpdate === "config_option_update");
+  assert.equal(vu.length, 1);
+  assert.deepEqual(values(vu[0].configOptions), { model: "echo-small", verbose: "true" }, "config_option_update carries every option");
+  const m = await a.prompt(sid, "/mode ask");
+  assert.deepEqual(
+    m.updates.filter((u) => u.sessionUpdate === "current_mode_update"),
+    [{ sessionUpdate: "current_mode_update", currentModeId: "ask" }],
+  );
+  assert.equal((await probe(a, sid)).thought, "mode: ask, model: echo-small");
+  const s = await a.prompt(sid, "/set model echo-large");
+  const su = s.updates.filter((u) => u.sessionUpdate === "config_option_update");
+  assert.equal(su.length, 1);
+  assert.deepEqual(values(su[0].configOptions), { model: "echo-large", verbose: "true" });
+  for (const cmd of ["/mode turbo", "/set model echo-giant", "/set colour blue"]) {
+    const r = await a.prompt(sid, cmd);
+    assert.equal(r.stopReason, "end_turn");
+    assert.ok(!r.updates.some((u) => u.sessionUpdate === "current_mode_update" || u.sessionUpdate === "config_option_update"), `${cmd} announced a change`);
+    assert.ok(textOf(r.updates).length > 0, `${cmd}: no message saying why nothing changed`);
+  }
+  assert.equal((await probe(a, sid)).thought, "mode: ask, model: echo-large");
+  await a.end();
+});
+
+test("modes and config options persist across a restart (SQLite): load and resume return them, replies follow them", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
+  await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" });
+  await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
+  await a.end();
+
+  const b = sdkAgent(t, { store });
+  await b.init();
+  checkSetup(await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] }), { mode: "ask", model: "echo-large", verbose: true, booleans: false });
+  const p = await probe(b, sid, "hi");
+  assert.deepEqual(p, { thought: "mode: ask, model: echo-large", reply: "hihi" });
+  // changes made from the agent's side persist too
+  await b.prompt(sid, "/mode code");
+  await b.prompt(sid, "/set model echo-small");
+  await b.end();
+
+  const c = sdkAgent(t, { store, clientCapabilities: BOOL_CAPS });
+  await c.init();
+  checkSetup(await c.request("session/resume", { sessionId: sid, cwd: dir, mcpServers: [] }), { mode: "code", model: "echo-small", verbose: true, booleans: true });
+  assert.deepEqual(await probe(c, sid, "yo"), { thought: "mode: code, model: echo-small", reply: "yo" });
+  await c.end();
+});
+
+// ---- authentication --------------------------------------------------------------------------------
+
+test("--auth env:VAR: one agent-type method echo-token and auth.logout; before authenticate new, load, resume, prompt, list, delete, set_mode -> -32000", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const pre = sdkAgent(t, { store }); // a session stored by an agent without --auth
+  await pre.init();
+  const sid = await pre.newSession(dir);
+  await pre.prompt(sid, "stored before auth");
+  await pre.end();
+
+  const a = sdkAgent(t, { store, args: authArgs, env: { [TOKEN_VAR]: "s3cret" } });
+  const init = await a.init();
+  assert.equal(init.authMethods.length, 1, JSON.stringify(init.authMethods));
+  const m = init.authMethods[0];
+  assert.equal(m.id, "echo-token");
+  assert.ok(typeof m.name === "string" && m.name.length > 0);
+  assert.ok(m.type === undefined || m.type === "agent", `an agent-type method, got type ${m.type}`);
+  assert.deepEqual(init.agentCapabilities.auth?.logout, {}, "logout is supported, so auth.logout: {} is advertised");
+  const gated = [
+    ["session/new", { cwd: dir, mcpServers: [] }],
+    ["session/load", { sessionId: sid, cwd: dir, mcpServers: [] }],
+    ["session/resume", { sessionId: sid, cwd: dir, mcpServers: [] }],
+    ["session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "x" }] }],
+    ["session/list", {}],
+    ["session/delete", { sessionId: sid }],
+    ["session/set_mode", { sessionId: sid, modeId: "ask" }],
+    ["session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" }],
+  ];
+  for (const [method, params] of gated) await refused(a.request(method, params), -32000);
+  assert.deepEqual(await a.request("authenticate", { methodId: "echo-token" }), {});
+  const { sessions } = await a.request("session/list", {});
+  assert.ok(sessions.some((s) => s.sessionId === sid), "the stored session is listed once authenticated");
+  await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  assert.equal(textOf((await a.prompt(sid, "after auth")).updates), "after auth");
+  await a.end();
+});
+
+test("authenticate: an unknown method id -> -32602 naming it; echo-token with VAR unset or empty -> an error and still unauthenticated", async (t) => {
+  const dir = tempDir(t);
+  for (const env of [{ [TOKEN_VAR]: null }, { [TOKEN_VAR]: "" }]) {
+    const a = sdkAgent(t, { store: join(dir, "sessions.db"), args: authArgs, env });
+    await a.init();
+    await refused(a.request("authenticate", { methodId: "password" }), -32602, "password");
+    await refused(a.request("authenticate", {}), -32602, "methodId");
+    await assert.rejects(a.request("authenticate", { methodId: "echo-token" }), (e) => {
+      assert.ok(Number.isInteger(e.code), `authenticate without the token must fail: ${e.message}`);
+      assert.ok(e.message.includes(TOKEN_VAR), `the refusal should say which variable is missing: ${e.message}`);
+      return true;
+    });
+    await refused(a.request("session/new", { cwd: dir, mcpServers: [] }), -32000);
+    await a.end();
+  }
+});
+
+test("logout: {}, then sessions need authentication again (open ones too); authenticate restores them", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), args: authArgs, env: { [TOKEN_VAR]: "s3cret" } });
+  await a.init();
+  await a.request("authenticate", { methodId: "echo-token" });
+  const sid = await a.newSession(dir);
+  assert.equal(textOf((await a.prompt(sid, "signed in")).updates), "signed in");
+  assert.deepEqual(await a.request("logout", {}), {});
+  await refused(a.request("session/new", { cwd: dir, mcpServers: [] }), -32000);
+  await refused(a.request("session/list", {}), -32000);
+  // authentication.mdx: Clients SHOULD be prepared for active session operations to fail after logout
+  await refused(a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "x" }] }), -32000);
+  assert.deepEqual(await a.request("authenticate", { methodId: "echo-token" }), {});
+  assert.equal(textOf((await a.prompt(sid, "again")).updates), "again");
+  await a.end();
+});
+
+test("without --auth: no authMethods and no auth.logout; logout -> -32601, authenticate -> -32602", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  const init = await a.init();
+  assert.deepEqual(init.authMethods ?? [], []);
+  assert.ok(init.agentCapabilities.auth?.logout == null, "auth.logout advertised without any sign-in");
+  await refused(a.request("logout", {}), -32601);
+  await refused(a.request("authenticate", { methodId: "echo-token" }), -32602, "echo-token");
+  await a.newSession(dir); // nothing is gated
+  await a.end();
+});
+
+// ---- notices, compaction, usage, session_info_update ---------------------------------------------------
+
+test("/notice: a notice update with session.notices, else an agent message \"notice: TEXT\"; notices are never replayed", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store, clientCapabilities: { session: { notices: {} } } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r = await a.prompt(sid, "/notice disk almost full");
+  const notices = r.updates.filter((u) => u.sessionUpdate === "notice");
+  assert.equal(notices.length, 1, JSON.stringify(r.updates));
+  assert.ok(notices[0].title.includes("disk almost full"), JSON.stringify(notices[0]));
+  assert.equal(typeof notices[0].severity, "string");
+  assert.equal(textOf(r.updates), "", "a client that takes notices got the fallback message too");
+  await a.request("session/close", { sessionId: sid });
+  const before = a.updates(sid).length;
+  await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const replay = a.updates(sid).slice(before);
+  assert.ok(
+    replay.some((u) => u.sessionUpdate === "user_message_chunk" && u.content.text === "/notice disk almost full"),
+    "the turn itself is history",
+  );
+  assert.ok(!replay.some((u) => u.sessionUpdate === "notice"), "a live-only notice was replayed");
+  await a.end();
+
+  const b = sdkAgent(t, { store });
+  await b.init();
+  const s2 = await b.newSession(dir);
+  const r2 = await b.prompt(s2, "/notice hi there");
+  assert.equal(textOf(r2.updates), "notice: hi there");
+  assert.ok(!r2.updates.some((u) => u.sessionUpdate === "notice"));
+  await b.end();
+});
+
+const COMPACTION = new Set(["compaction_update", "compaction_summary_chunk"]);
+
+/** Checks one compaction entity: in_progress first, summary chunks, exactly one terminal status last. */
+function checkCompaction(updates) {
+  const c = updates.filter((u) => COMPACTION.has(u.sessionUpdate));
+  assert.ok(c.length >= 2, `no compaction reported: ${JSON.stringify(updates)}`);
+  const id = c[0].compactionId;
+  assert.ok(typeof id === "string" && id.length > 0);
+  assert.ok(c.every((u) => u.compactionId === id), "one compaction, one compactionId");
+  assert.deepEqual([c[0].sessionUpdate, c[0].status], ["compaction_update", "in_progress"]);
+  const statuses = c.filter((u) => u.sessionUpdate === "compaction_update").map((u) => u.status);
+  assert.deepEqual(statuses.slice(1), ["completed"], `exactly one terminal status, last: ${statuses}`);
+  assert.equal(c.at(-1).sessionUpdate, "compaction_update", "summary chunks come only before the terminal update");
+  const summary = c.filter((u) => u.sessionUpdate === "compaction_summary_chunk").map((u) => u.content.text).join("");
+  assert.ok(summary.length > 0, "no summary");
+  return id;
+}
+
+test("/compact with session.compaction: in_progress, a summary, completed under one compactionId; session/load replays it in its timeline position", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const caps = { session: { compaction: {} } };
+  const a = sdkAgent(t, { store, clientCapabilities: caps });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const expected = [];
+  let compactionId;
+  for (const text of ["before the compaction", "/compact", "after the compaction"]) {
+    const r = await a.prompt(sid, text);
+    assert.equal(r.stopReason, "end_turn");
+    if (text === "/compact") compactionId = checkCompaction(r.updates);
+    expected.push(userMsg(text), ...r.updates);
+  }
+  await a.end();
+  const b = sdkAgent(t, { store, clientCapabilities: caps });
+  await b.init();
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const replay = b.updates(sid).filter((u) => CONVERSATION.has(u.sessionUpdate));
+  assert.deepEqual(normalize(replay), normalize(expected));
+  // its place: after the user's /compact, before the next user message
+  const kinds = normalize(replay).map((u) => (u.sessionUpdate === "user_message_chunk" ? `user:${u.content.text}` : u.sessionUpdate));
+  const at = kinds.indexOf("user:/compact");
+  assert.ok(at >= 0 && kinds.indexOf("compaction_update") > at && kinds.lastIndexOf("compaction_update") < kinds.indexOf("user:after the compaction"), kinds.join(" "));
+  assert.equal(checkCompaction(replay), compactionId, "the replay keeps the compactionId");
+  await b.end();
+});
+
+test("/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store, clientCapabilities: { session: { compaction: {} } } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const expected = [];
+  for (const text of ["one", "/compact", "two"]) {
+    const r = await a.prompt(sid, text);
+    expected.push(userMsg(text), ...r.updates.filter((u) => !COMPACTION.has(u.sessionUpdate)));
+  }
+  await a.end();
+  const b = sdkAgent(t, { store });
+  await b.init();
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const replay = b.updates(sid);
+  assert.ok(!replay.some((u) => COMPACTION.has(u.sessionUpdate)), "compaction replayed to a client without session.compaction");
+  assert.deepEqual(normalize(replay), normalize(expected), "the rest of the history replays whole and in order");
+  const r = await b.prompt(sid, "/compact");
+  assert.equal(r.stopReason, "end_turn");
+  assert.ok(textOf(r.updates).length > 0, "no message in place of the compaction updates");
+  assert.ok(!r.updates.some((u) => COMPACTION.has(u.sessionUpdate)));
+  await b.end();
+});
+
+test("/usage: a usage_update with used <= size and a cost", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.prompt(sid, "some words to count ".repeat(50));
+  const r = await a.prompt(sid, "/usage");
+  const u = r.updates.filter((x) => x.sessionUpdate === "usage_update");
+  assert.equal(u.length, 1, JSON.stringify(r.updates));
+  assert.ok(Number.isInteger(u[0].used) && Number.isInteger(u[0].size), JSON.stringify(u[0]));
+  assert.ok(u[0].size > 0 && u[0].used > 0 && u[0].used <= u[0].size, JSON.stringify(u[0]));
+  assert.equal(typeof u[0].cost?.amount, "number");
+  assert.equal(typeof u[0].cost?.currency, "string");
+  await a.end();
+});
+
+test("session_info_update with the stored title and updatedAt: after a load's replay and before its response; right after a resume's response (raw)", async (t) => {
+  const dir = tempDir(t);
+  const store = join(dir, "sessions.db");
+  const a = sdkAgent(t, { store });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.prompt(sid, "hello");
+  await a.prompt(sid, "/title Stored title");
+  await a.end();
+
+  const b = rawAgent(t, { store });
+  await b.init();
+  const listed = (await b.request("session/list", {})).result.sessions.find((s) => s.sessionId === sid);
+  const from = b.lines.length;
+  const resp = await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
+  const respSeq = b.lines.findIndex((l) => l.msg === resp);
+  const ups = b.updatesOf(sid, from);
+  const info = ups.filter((e) => e.msg.params.update.sessionUpdate === "session_info_update");
+  assert.equal(info.length, 1, JSON.stringify(ups.map((e) => e.msg.params.update.sessionUpdate)));
+  const lastHistory = ups.filter((e) => CONVERSATION.has(e.msg.params.update.sessionUpdate)).at(-1);
+  assert.ok(lastHistory.seq < info[0].seq && info[0].seq < respSeq, "session_info_update must follow the replay and precede the load response");
+  assert.equal(info[0].msg.params.update.title, "Stored title");
+  assert.match(info[0].msg.params.update.updatedAt, ISO8601);
+  assert.equal(info[0].msg.params.update.updatedAt, listed.updatedAt, "the same updatedAt as session/list");
+  await b.end();
+
+  const c = rawAgent(t, { store });
+  await c.init();
+  const from2 = c.lines.length;
+  const resp2 = await c.request("session/resume", { sessionId: sid, cwd: dir, mcpServers: [] });
+  assert.ok(resp2.result, JSON.stringify(resp2));
+  const resp2Seq = c.lines.findIndex((l) => l.msg === resp2);
+  assert.deepEqual(c.updatesOf(sid, from2, resp2Seq), [], "nothing may precede the resume response");
+  const info2 = await soon(c.waitFor((m) => m.method === "session/update" && m.params.update.sessionUpdate === "session_info_update", resp2Seq), "session_info_update after resume");
+  assert.equal(info2.msg.params.update.title, "Stored title");
+  await c.end();
+});
