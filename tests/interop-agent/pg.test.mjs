@@ -2,6 +2,8 @@
 // many agent processes on many hosts"; everything above the store is backend-blind). A throwaway
 // cluster (scripts/pg-test-cluster.sh: unix socket only, no TCP) is started for this file and stopped
 // after it; each test gets its own database. Skipped when no PostgreSQL server is installed.
+// The session state (mode, config option values) is stored beside the history: the last test
+// restarts the agent on it as surface.test.mjs does on SQLite.
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -165,4 +167,36 @@ test("PostgreSQL store: list pagination with deletions between pages, exact cwd 
   assert.deepEqual([...mine].filter((id) => !seen.has(id) && !deleted.has(id)), [], "sessions skipped");
   assert.equal((await a.request("session/list", { cursor: "bogus" })).error?.code, -32602);
   await a.end();
+});
+
+test("PostgreSQL store: modes and config options persist across a restart; load and resume return them, replies follow them", async (t) => {
+  const db = newDb(t);
+  if (!db) return;
+  const home = tempDir(t);
+  const a = sdkAgent(t, { store: db.uri, home });
+  await a.init();
+  const sid = await a.newSession(home);
+  await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
+  await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" });
+  await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
+  await a.end();
+  const current = (r) => [r.modes?.currentModeId, Object.fromEntries(r.configOptions.map((o) => [o.id, o.currentValue]))];
+  const turn = async (c, text) => {
+    const r = await c.prompt(sid, text);
+    const of = (kind) => r.updates.filter((u) => u.sessionUpdate === kind).map((u) => u.content.text).join("");
+    return [of("agent_thought_chunk"), of("agent_message_chunk")];
+  };
+  const b = sdkAgent(t, { store: db.uri, home });
+  await b.init();
+  assert.deepEqual(current(await b.request("session/load", { sessionId: sid, cwd: home, mcpServers: [] })), ["ask", { model: "echo-large", verbose: "true" }]);
+  assert.deepEqual(await turn(b, "pg"), ["mode: ask, model: echo-large", "pgpg"]);
+  await b.prompt(sid, "/mode code"); // changes from the agent's side are stored too
+  await b.prompt(sid, "/set model echo-small");
+  await b.end();
+  // a client that takes boolean options sees the stored verbose as a boolean
+  const c = sdkAgent(t, { store: db.uri, home, clientCapabilities: { session: { configOptions: { boolean: {} } } } });
+  await c.init();
+  assert.deepEqual(current(await c.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] })), ["code", { model: "echo-small", verbose: true }]);
+  assert.deepEqual(await turn(c, "pg"), ["mode: code, model: echo-small", "pg"]);
+  await c.end();
 });
