@@ -310,6 +310,12 @@ test("session/set_config_option: the complete option list comes back; echo-large
   assert.equal(textOf(twice.updates, "agent_thought_chunk"), "");
   const r2 = await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
   assert.deepEqual(values(r2.configOptions), { model: "echo-large", verbose: "true" });
+  // schema: "Unknown type values with string payloads also gracefully deserialize into" a value id
+  for (const type of ["select", "_vendor_kind"]) {
+    const r = await a.request("session/set_config_option", { sessionId: sid, configId: "model", type, value: "echo-small" });
+    assert.equal(values(r.configOptions).model, "echo-small", `type ${type}`);
+    await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" });
+  }
   const p = await probe(a, sid, "xy");
   assert.equal(p.thought, "mode: code, model: echo-large");
   assert.equal(p.reply, "xyxy");
@@ -495,7 +501,7 @@ test("without --auth: no authMethods and no auth.logout; logout -> -32601, authe
 
 // ---- notices, compaction, usage, session_info_update ---------------------------------------------------
 
-test("/notice: a notice update with session.notices, else an agent message \"notice: TEXT\"; notices are never replayed", async (t) => {
+test("/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
   const a = sdkAgent(t, { store, clientCapabilities: { session: { notices: {} } } });
@@ -518,7 +524,8 @@ test("/notice: a notice update with session.notices, else an agent message \"not
   assert.ok(!replay.some((u) => u.sessionUpdate === "notice"), "a live-only notice was replayed");
   await a.end();
 
-  const b = sdkAgent(t, { store });
+  // omitted and null both mean unsupported
+  const b = sdkAgent(t, { store, clientCapabilities: { session: { notices: null } } });
   await b.init();
   const s2 = await b.newSession(dir);
   const r2 = await b.prompt(s2, "/notice hi there");
@@ -560,17 +567,24 @@ test("/compact with session.compaction: in_progress, a summary, completed under 
     if (text === "/compact") compactionId = checkCompaction(r.updates);
     expected.push(userMsg(text), ...r.updates);
   }
+  // schema CompactionUpdate: the id is unique within the session
+  const again = checkCompaction((await a.prompt(sid, "/compact")).updates);
+  assert.notEqual(again, compactionId, "two compactions of one session share a compactionId");
+  await a.request("session/close", { sessionId: sid });
   await a.end();
   const b = sdkAgent(t, { store, clientCapabilities: caps });
   await b.init();
   await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   const replay = b.updates(sid).filter((u) => CONVERSATION.has(u.sessionUpdate));
-  assert.deepEqual(normalize(replay), normalize(expected));
+  const second = replay.findLastIndex((u) => u.sessionUpdate === "user_message_chunk" && u.content.text === "/compact");
+  assert.ok(second > replay.findIndex((u) => u.sessionUpdate === "user_message_chunk" && u.content.text === "/compact"), "the second /compact turn is not replayed");
+  assert.equal(checkCompaction(replay.slice(second)), again);
+  assert.deepEqual(normalize(replay.slice(0, second)), normalize(expected));
   // its place: after the user's /compact, before the next user message
-  const kinds = normalize(replay).map((u) => (u.sessionUpdate === "user_message_chunk" ? `user:${u.content.text}` : u.sessionUpdate));
+  const kinds = normalize(replay.slice(0, second)).map((u) => (u.sessionUpdate === "user_message_chunk" ? `user:${u.content.text}` : u.sessionUpdate));
   const at = kinds.indexOf("user:/compact");
   assert.ok(at >= 0 && kinds.indexOf("compaction_update") > at && kinds.lastIndexOf("compaction_update") < kinds.indexOf("user:after the compaction"), kinds.join(" "));
-  assert.equal(checkCompaction(replay), compactionId, "the replay keeps the compactionId");
+  assert.equal(checkCompaction(replay.slice(0, second)), compactionId, "the replay keeps the compactionId");
   await b.end();
 });
 
@@ -586,7 +600,7 @@ test("/compact without session.compaction: an agent message; a stored compaction
     expected.push(userMsg(text), ...r.updates.filter((u) => !COMPACTION.has(u.sessionUpdate)));
   }
   await a.end();
-  const b = sdkAgent(t, { store });
+  const b = sdkAgent(t, { store, clientCapabilities: { session: { compaction: null } } });
   await b.init();
   await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   const replay = b.updates(sid);
