@@ -84,10 +84,10 @@ static int create_params(acp_session *s, const acp_terminal_opts *o, json_t **ou
     json_t *args = o->args ? json_array() : NULL, *env = o->env ? json_array() : NULL;
     int rc = p && (args || !o->args) && (env || !o->env) ? 0 : ACP_ENOMEM;
     if (!p) rc = agent_fail(a, ACP_EINVAL, "a terminal's command is not valid UTF-8");
-    for (const char *const *v = o->args; !rc && *v; v++)
+    for (const char *const *v = o->args; !rc && v && *v; v++)
         if (json_array_append_new(args, json_string(*v)))
             rc = agent_fail(a, ACP_EINVAL, "a terminal argument is not valid UTF-8");
-    for (const char *const *v = o->env; !rc && *v; v++) {
+    for (const char *const *v = o->env; !rc && v && *v; v++) {
         const char *eq = strchr(*v, '=');
         if (!eq || eq == *v)
             rc = agent_fail(a, ACP_EINVAL, "a terminal's environment entry is not NAME=value: %s",
