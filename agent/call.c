@@ -179,15 +179,19 @@ void calls_turn_cancelled(acp_turn *t)
     acp_conn *c = s->a->conn;
     size_t before;
     bool held = call_hold(s, &before);
-    for (pcall *p = t->calls; p; p = p->next) acp_conn_cancel(c, p->call);
+    for (pcall *p = t->calls; p; p = p->next) {
+        p->cancelling = true;
+        acp_conn_cancel(c, p->call);
+    }
     for (acp_terminal *term = t->terms; term; term = term->next)
         if (term->create) acp_conn_cancel(c, term->create);
     if (held) call_unhold(s, before);
     /* The client must answer a cancelled turn's permission requests `cancelled` (prompt-turn),
-     * and a form or URL is moot too: the engine hears so now. Each callback may end the turn. */
+     * and a form or URL is moot too: the engine hears so now. Each callback may end the turn,
+     * or ask again (that call waits for the client's answer). */
     while (s->turn == t) {
         pcall *p = t->calls;
-        while (p && !p->cancelled) p = p->next;
+        while (p && !(p->cancelled && p->cancelling)) p = p->next;
         if (!p) break;
         json_t *r = json_loads(p->cancelled, 0, NULL);
         pcall_unlink(p);

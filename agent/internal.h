@@ -57,6 +57,7 @@ struct pcall {
     json_t *data;          /* what the answer is checked against (options, form); owned */
     acp_terminal *term;    /* terminal/output, wait_for_exit, kill: forgotten with its release */
     const char *cancelled; /* permission, elicitation: the answer a turn's cancel gives at once */
+    bool cancelling;       /* the turn's cancel reached it (calls made after it wait) */
 };
 /* A tool call of a turn (tool.c): the handle behind acp_tool_call, freed with the turn. */
 typedef struct acp_tool_call {
