@@ -299,6 +299,7 @@ static void new_session(h *x, char *id)
     char p[400];
     snprintf(p, sizeof p, "{\"cwd\":\"%s\",\"mcpServers\":[]}", x->dir);
     json_t *r = request(x, 1001, "session/new", p);
+    assert_int_equal(json_array_size(r), 1); /* nothing before the answer */
     snprintf(id, 80, "%s", str_at(json_object_get(last(r), "result"), "sessionId"));
     json_decref(r);
     turn(x);
