@@ -26,17 +26,63 @@ typedef struct deferred {
     bool prompt; /* a prompt's response: becomes the store error if the commit fails */
 } deferred;
 
-/* An agent -> client request (call.c owns its layout): it belongs to a turn, a session or an
- * authenticate request, and goes away with its owner. */
-typedef struct pcall {
+/* An agent -> client request (call.c). It belongs to one owner, in whose `calls` list it
+ * sits until the answer came: a turn (t), else a session (s), else an authenticate request
+ * (au). When the owner goes away it is forgotten: $/cancel_request goes out, the callback never
+ * runs. */
+typedef struct pcall pcall;
+/* Checks the client's answer and calls the engine back: status 0 with the result, or
+ * ACP_EPROTO / ACP_ECLOSED with error (a sentence). */
+typedef void (*pcall_answer)(pcall *p, int status, const json_t *result, const char *error);
+struct pcall {
+    acp_agent *a;
     acp_turn *t;
+    acp_session *s; /* the session it is about (also for a turn's); NULL for an au's */
+    acp_auth *au;
+    pcall *next;
     acp_call *call;
-    acp_turn_call_cb cb;
+    pcall_answer answer;
+    union { /* the engine's callback, as the method's answer gives it (may be NULL) */
+        acp_turn_call_cb turn;
+        acp_session_call_cb session;
+        acp_perm_cb perm;
+        acp_fs_read_cb read;
+        acp_done_cb done;
+        acp_elicit_cb elicit;
+        acp_terminal_cb term;
+        acp_terminal_output_cb output;
+        acp_terminal_exit_cb exit;
+    } cb;
     void *user;
-    struct pcall *next;
-} pcall;
-/* A tool call of a turn (tool.c). */
-typedef struct tool tool;
+    json_t *data;          /* what the answer is checked against (options, form); owned */
+    acp_terminal *term;    /* terminal/output, wait_for_exit, kill: forgotten with its release */
+    const char *cancelled; /* permission, elicitation: the answer a turn's cancel gives at once */
+    bool cancelling;       /* the turn's cancel reached it (calls made after it wait) */
+};
+/* A tool call of a turn (tool.c): the handle behind acp_tool_call, freed with the turn. */
+typedef struct acp_tool_call {
+    acp_turn *t;
+    struct acp_tool_call *next;
+    char id[48];
+    char *title, *kind; /* as last reported: a permission request describes the call by them */
+    bool done;          /* completed or failed: no more updates */
+} tool;
+
+/* A terminal (terminal.c). It belongs to a turn (t), else a session (s), until released; one
+ * released before terminal/create was answered is an orphan on a->orphans (t and s NULL),
+ * whose release follows the answer. */
+struct acp_terminal {
+    acp_agent *a;
+    acp_turn *t;
+    acp_session *s;
+    acp_terminal *next; /* in t->terms, s->terms or a->orphans */
+    char *sid;          /* the session's id, for an orphan's release */
+    char *id;           /* the client's terminalId: NULL until created */
+    acp_call *create;   /* terminal/create, until answered */
+    acp_terminal_cb cb; /* for the create */
+    void *user;
+    bool failing; /* in the callback of a failed create: freed right after it */
+};
 
 /* A session's modes and config options with their current values (config.c). */
 typedef struct cfg {
@@ -59,6 +105,7 @@ struct acp_turn {
     acp_session *s;
     acp_req *req;         /* the session/prompt request; NULL once answered */
     const json_t *prompt; /* borrowed from req's params */
+    json_t *meta;         /* the prompt's params._meta (a reference: req goes when answered) */
     bool cancelled;
     bool decided; /* the response is fixed (answered or deferred): updates refused */
     pcall *calls;
@@ -262,12 +309,51 @@ void ext_free_all(acp_agent *a);
 
 /* call.c, tool.c, terminal.c: the client calls of turns, sessions and authenticate requests.
  * The owner hooks below are called by turn.c, session.c and auth.c. */
-void calls_turn_cancelled(acp_turn *t); /* $/cancel_request; permission/elicitation resolve */
-/* Before the turn's response is fixed: open tool calls are reported failed, the turn's
- * terminals released, its calls forgotten. */
+/* After the engine heard of the cancel (and if the turn still runs): $/cancel_request for each
+ * of the turn's calls; permission and elicitation calls resolve as cancelled at once. */
+void calls_turn_cancelled(acp_turn *t);
+/* Before the turn's response is fixed: its calls are forgotten and, unless the response was
+ * decided already (the store failed: nothing more of the turn can be stored), its open tool
+ * calls are reported failed and its terminals released. */
 void calls_turn_ended(acp_turn *t);
+/* The turn is freed: terminals still held (after a store failure) are released, the tool
+ * call handles freed. */
+void calls_turn_free(acp_turn *t);
 void calls_session_closed(acp_session *s); /* forget calls, release terminals */
 void calls_auth_ended(acp_auth *au);       /* forget its elicitations */
 void calls_agent_free(acp_agent *a);       /* orphan terminals, elicitation ids */
+/* A commit failed: the held updates of s are dropped, our requests and notifications held
+ * with them (in s->hold) are kept, so that nothing the engine waits for or the client must
+ * hear (a terminal/release) is lost. */
+void calls_hold_failed(acp_session *s);
+
+/* Output about session s (NULL: none) waits behind its uncommitted updates: while it has
+ * some, the connection writes into s->hold from call_hold (true) to call_unhold. */
+bool call_hold(acp_session *s, size_t *before);
+void call_unhold(acp_session *s, size_t before);
+/* Sends method about session s (sessionId first) or authenticate request au (requestId, the
+ * request's id as received), then the members of params (an object or NULL; stolen), behind
+ * s's held updates. As acp_conn_call: cb NULL wants no answer, and is sent after EOF too. */
+int call_send(acp_agent *a, acp_session *s, acp_auth *au, const char *method, json_t *params,
+              acp_response_cb cb, void *user, acp_call **out);
+/* The status a response gives a call: 0 and *result, or ACP_EPROTO / ACP_ECLOSED and *error. */
+int call_status(acp_msg *m, const json_t **result, const char **error);
+/* Fails with ACP_ENOTSUP (and says which capability) when method needs one the client did not
+ * advertise. */
+int call_gate(acp_agent *a, const char *method, const json_t *params);
+/* Starts a call like *tmpl (owner t, else s, else au; answer, cb, user, data, term,
+ * cancelled; s and a are filled in): refused when the owner can take no more calls or the
+ * capability is missing, else sent (params as call_send) and linked to its owner. params and
+ * tmpl->data are stolen, also on failure. 0, ACP_ECLOSED, ACP_ENOTSUP, ACP_EINVAL, ACP_ENOMEM. */
+int pcall_start(const pcall *tmpl, const char *method, json_t *params);
+/* Unlinks p from its owner, sends $/cancel_request, frees it: its callback never runs. */
+void pcall_forget(pcall *p);
+
+/* tool.c */
+void tools_turn_ended(acp_turn *t); /* open tool calls are reported failed */
+void tools_free(acp_turn *t);
+
+/* terminal.c */
+void terminals_agent_free(acp_agent *a); /* orphans still waiting for terminal/create */
 
 #endif

@@ -132,10 +132,8 @@ void session_opened_step(acp_session *s)
         a->eng.session_setup(s, a->eng.user);
         s->open_params = NULL;
     }
-    /* A load tells the title after its replay; a resume, which must send nothing before its
-     * response, right after it. */
-    bool info = !s->is_new && s->updated_at[0];
-    if (info && s->want_replay) send_info(s);
+    /* A load tells the title after its replay (a resume restores context silently). */
+    if (s->want_replay && s->updated_at[0]) send_info(s);
     acp_jw *w = acp_req_reply_begin(req);
     if (w) {
         acp_jw_obj(w);
@@ -145,7 +143,6 @@ void session_opened_step(acp_session *s)
         acp_jw_obj_end(w);
         acp_req_reply_end(req);
     }
-    if (info && !s->want_replay) send_info(s);
     free(s->title);
     s->title = NULL;
     s->state = SESS_READY;

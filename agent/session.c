@@ -284,8 +284,10 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
 {
     acp_agent *a = s->a;
     s->dirty = false;
-    if (!commit_rc && s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
     a->held -= s->hold.len;
+    /* A failed commit drops the updates it held, not our requests held behind them. */
+    if (commit_rc) calls_hold_failed(s);
+    if (s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
     s->hold.len = 0;
     if (!s->turn && s->hold.cap > 64 * 1024) {
         /* Keep idle sessions small: a big burst should not pin its buffer. A streaming turn

@@ -23,23 +23,12 @@ static void turn_unwait(acp_turn *t)
     }
 }
 
-/* Forgets the turn's outstanding client calls: their callbacks never run. */
-static void turn_forget_calls(acp_turn *t)
-{
-    acp_conn *c = t->s->a->conn;
-    while (t->calls) {
-        pcall *p = t->calls;
-        t->calls = p->next;
-        acp_conn_forget(c, p->call);
-        free(p);
-    }
-}
-
 static void turn_free(acp_turn *t)
 {
     turn_unwait(t);
-    turn_forget_calls(t);
+    calls_turn_free(t);
     if (t->s->turn == t) t->s->turn = NULL;
+    json_decref(t->meta);
     free(t);
 }
 
@@ -87,6 +76,8 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
     }
     a->scratch.len = 0;
     if (a->scratch.cap > 1024 * 1024) acp_buf_free(&a->scratch);
+    json_t *meta = json_object_get(acp_req_params(req), "_meta");
+    t->meta = json_is_object(meta) ? json_incref(meta) : NULL;
     a->eng.prompt(t, prompt, a->eng.user);
 }
 
@@ -94,15 +85,21 @@ void turn_cancel(acp_turn *t)
 {
     if (t->cancelled) return;
     t->cancelled = true;
-    acp_agent *a = t->s->a;
-    for (pcall *p = t->calls; p; p = p->next) acp_conn_cancel(a->conn, p->call);
+    acp_session *s = t->s;
+    acp_agent *a = s->a;
     if (!t->decided && a->eng.cancel) a->eng.cancel(t, a->eng.user);
+    /* The engine hears first; if it did not end the turn (which forgets its client calls),
+     * they are cancelled now, and what it may wait for (a permission) resolves cancelled. */
+    if (s->turn == t) calls_turn_cancelled(t);
 }
 
 /* Fixes the response (now, or after the session's held output is released). */
 static void turn_decide(acp_turn *t, json_t *result, int code, const char *message)
 {
     acp_session *s = t->s;
+    /* Before the response: the turn's last updates (failed tool calls) and requests (terminal
+     * releases) must precede it on the wire. */
+    calls_turn_ended(t);
     t->decided = true;
     acp_req *req = t->req;
     t->req = NULL;
@@ -137,9 +134,11 @@ void turn_force_end(acp_turn *t)
 void turn_store_failed(acp_turn *t, const char *errmsg)
 {
     char buf[1024];
-    /* The prompt must be answered; the engine learns through cancel and ends the turn. */
+    /* The prompt must be answered; the engine learns through cancel and ends the turn. Decided
+     * first: nothing more of the turn can be stored (calls_turn_ended only forgets its calls;
+     * its terminals are released when the engine ends the turn). */
+    t->decided = true;
     turn_decide(t, NULL, ACP_RPC_INTERNAL_ERROR, agent_store_sentence(errmsg, buf, sizeof buf));
-    turn_forget_calls(t);
     acp_agent *a = t->s->a;
     if (!t->cancelled) {
         t->cancelled = true;
@@ -238,6 +237,11 @@ int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const c
     return rc;
 }
 
+const json_t *acp_turn_meta(const acp_turn *t)
+{
+    return t->meta;
+}
+
 bool acp_turn_writable(const acp_turn *t)
 {
     return agent_writable(t->s->a);
@@ -284,77 +288,4 @@ void turn_writable_run(acp_agent *a)
         t->on_writable = NULL;
         if (cb) cb(t, t->writable_user);
     }
-}
-
-/* --- client calls ---------------------------------------------------------------------------- */
-
-static void call_done(acp_conn *c, acp_msg *m, void *user)
-{
-    pcall *p = user;
-    acp_turn *t = p->t;
-    for (pcall **q = &t->calls; *q; q = &(*q)->next) {
-        if (*q == p) {
-            *q = p->next;
-            break;
-        }
-    }
-    acp_turn_call_cb cb = p->cb;
-    void *u = p->user;
-    free(p);
-    if (acp_msg_is_error(m)) {
-        int st = acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED ? ACP_ECLOSED : ACP_EPROTO;
-        cb(t, st, NULL, acp_msg_error_message(m), u);
-    } else {
-        json_t *r = acp_msg_result(m);
-        cb(t, r ? 0 : ACP_EPROTO, r, r ? NULL : "the client's result does not parse", u);
-    }
-}
-
-int acp_turn_call(acp_turn *t, const char *method, json_t *params, acp_turn_call_cb cb, void *user)
-{
-    acp_session *s = t->s;
-    acp_agent *a = s->a;
-    const char *need = NULL;
-    if (!strcmp(method, "fs/read_text_file"))
-        need = "fs.readTextFile";
-    else if (!strcmp(method, "fs/write_text_file"))
-        need = "fs.writeTextFile";
-    else if (!strncmp(method, "terminal/", 9))
-        need = "terminal";
-    int rc = 0;
-    if (t->decided)
-        rc = ACP_ECLOSED;
-    else if (need && !acp_agent_client_has(a, need))
-        rc = ACP_ENOTSUP;
-    else if (params && !json_is_object(params))
-        rc = ACP_EINVAL;
-    else if (!params && !(params = json_object()))
-        rc = ACP_ENOMEM;
-    if (rc) {
-        json_decref(params);
-        return rc;
-    }
-    json_object_set_new(params, "sessionId", json_string(s->id));
-    pcall *p = calloc(1, sizeof *p);
-    if (!p) {
-        json_decref(params);
-        return ACP_ENOMEM;
-    }
-    p->t = t;
-    p->cb = cb;
-    p->user = user;
-    /* Held with the session's updates when some are uncommitted: requests must not overtake
-     * the updates that explain them. */
-    size_t before = s->hold.len;
-    if (s->dirty) acp_conn_redirect(a->conn, &s->hold);
-    rc = acp_conn_call(a->conn, method, params, call_done, p, &p->call);
-    acp_conn_redirect(a->conn, NULL);
-    a->held += s->hold.len - before;
-    if (rc) {
-        free(p);
-        return rc;
-    }
-    p->next = t->calls;
-    t->calls = p;
-    return 0;
 }

@@ -503,7 +503,8 @@ static acp_call *call_new(acp_conn *c, acp_response_cb cb, void *user)
 {
     acp_call *call = calloc(1, sizeof *call);
     if (!call) return NULL;
-    *call = (acp_call){.conn = c, .id = c->next_id++, .cb = cb, .user = user};
+    /* Without cb the answer is swallowed like a forgotten call's, silently. */
+    *call = (acp_call){.conn = c, .id = c->next_id++, .cb = cb, .user = user, .forgotten = !cb};
     if (calls_put(c, call)) {
         free(call);
         return NULL;
@@ -537,7 +538,8 @@ static int call_prefix(acp_buf *p, const char *method, int64_t id)
 int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_cb cb, void *user,
                   acp_call **out)
 {
-    if (c->closed) {
+    /* Nobody waits for an answer to a call without cb, so it can go out after EOF too. */
+    if (c->closed && cb) {
         json_decref(params);
         return ACP_ECLOSED;
     }
@@ -548,18 +550,18 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_
     }
     size_t start = c->target->len;
     int rc = emit_params(c, start, call_prefix(c->target, method, call->id), params);
-    if (rc) {
-        call_drop(c, call);
+    if (rc || (!cb && c->closed)) {
+        call_drop(c, call); /* after EOF no answer can come: only the id was needed */
         return rc;
     }
-    if (out) *out = call;
+    if (out) *out = cb ? call : NULL;
     return 0;
 }
 
 acp_jw *acp_conn_call_begin(acp_conn *c, const char *method, acp_response_cb cb, void *user,
                             acp_call **out)
 {
-    if (c->closed || c->stream != STREAM_NONE) return NULL;
+    if ((c->closed && cb) || c->stream != STREAM_NONE) return NULL;
     acp_call *call = call_new(c, cb, user);
     if (!call) return NULL;
     size_t start = c->target->len;
@@ -569,7 +571,7 @@ acp_jw *acp_conn_call_begin(acp_conn *c, const char *method, acp_response_cb cb,
         return NULL;
     }
     c->stream_call = call;
-    if (out) *out = call;
+    if (out) *out = cb ? call : NULL;
     return stream_begin(c, STREAM_CALL, start);
 }
 
@@ -578,7 +580,7 @@ int acp_conn_call_end(acp_conn *c)
     acp_call *call = c->stream_call;
     c->stream_call = NULL;
     int rc = stream_end(c, STREAM_CALL);
-    if (rc && call) call_drop(c, call);
+    if (call && (rc || (!call->cb && c->closed))) call_drop(c, call); /* as in acp_conn_call */
     return rc;
 }
 

@@ -24,7 +24,7 @@
  *     data.sessionId; session/cancel of one is ignored (a notification);
  *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602;
  *   - a session/load's replay ends with a session_info_update carrying the stored title and
- *     updatedAt, before the response; a session/resume sends it right after its response;
+ *     updatedAt, before the response (a session/resume sends nothing: it restores silently);
  *   - compaction updates are history (replayed in place) but never reach a client without
  *     session.compaction, also not on a load; notices are live only;
  *   - session/set_mode and set_config_option: an unknown session -32002, one still opening
@@ -404,7 +404,8 @@ const json_t *acp_turn_meta(const acp_turn *t);
  * (elicitation.form / elicitation.url for its mode). Requests wait behind the session's
  * uncommitted updates, so they never overtake what explains them. Callbacks get status 0, or
  * ACP_EPROTO with the client's error message or a sentence saying how its answer is malformed
- * (only that call fails), or ACP_ECLOSED (the connection ended). */
+ * (only that call fails), or ACP_ECLOSED (the connection ended). A session's calls are refused
+ * with ACP_ECLOSED before it is open (in session_setup). */
 
 /* Any method, with sessionId added to params (an object, stolen; NULL means {}). result is
  * borrowed for the callback. */
@@ -452,8 +453,9 @@ const char *acp_tool_call_id(const acp_tool_call *tc); /* borrowed, the handle's
  * opts[0..n) are copied: id, name, kind ("allow_once", "allow_always", "reject_once",
  * "reject_always"). cb gets option_id (borrowed, one of opts) and its kind, or option_id NULL
  * when the outcome is `cancelled`: the client's answer, or the turn's cancellation (then cb
- * runs at once, without waiting for the client, and $/cancel_request goes out). An answer
- * naming no offered option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. */
+ * runs at once, without waiting for the client, and $/cancel_request goes out; "at once" is
+ * right after engine.cancel returned, unless that ended the turn). An answer naming no offered
+ * option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. */
 typedef struct acp_perm_option {
     const char *id, *name, *kind;
 } acp_perm_option;
@@ -527,7 +529,7 @@ void acp_terminal_release(acp_terminal *term);
  * mode. tool_call (optional) ties a session elicitation to a tool call. cb gets the action
  * ("accept", "decline", "cancel", or another string the client sent) and, for accept, the
  * content (borrowed; NULL when none). When a turn's elicitation is cancelled with the turn, cb
- * runs at once with "cancel" and $/cancel_request goes out. */
+ * runs at once (as a permission's) with "cancel" and $/cancel_request goes out. */
 typedef struct acp_elicit {
     const char *message;
     const json_t *form;

@@ -158,9 +158,12 @@ json_t *acp_msg_error_data(acp_msg *m);              /* NULL when absent */
 
 /* --- Outgoing ----------------------------------------------------------------------- */
 
-/* Sends a request. params is stolen (NULL omits "params"). cb is required. On success, *out
- * (optional) receives a handle valid until cb returns. On failure nothing was sent and cb
- * will not be called. After acp_conn_eof() this fails with ACP_ECLOSED. */
+/* Sends a request. params is stolen (NULL omits "params"). On success, *out (optional)
+ * receives a handle valid until cb returns. On failure nothing was sent and cb will not be
+ * called. After acp_conn_eof() this fails with ACP_ECLOSED.
+ * cb NULL means no answer is wanted: the response is consumed silently whenever it comes,
+ * *out is set to NULL, and the request is still written after acp_conn_eof() (a half-closed
+ * peer may read on: the agent releases terminals so). */
 int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_cb cb, void *user,
                   acp_call **out);
 /* Same, streaming params: write one JSON value with the writer, then acp_conn_call_end(). */

@@ -822,6 +822,73 @@ static void own_ids_are_unique(void **state)
     acp_conn_free(c);
 }
 
+/* A call without a callback wants no answer: its response is consumed without a word, and it
+ * is still written after EOF (a half-closed peer reads on), where it leaves nothing pending. */
+static void calls_without_a_callback(void **state)
+{
+    acp_conn_opts o = {.on_log = count_log};
+    acp_conn *c = acp_conn_new(&o);
+    acp_call *call = (acp_call *)1;
+    assert_int_equal(
+        acp_conn_call(c, "terminal/release", json_pack("{ss}", "t", "1"), NULL, NULL, &call), 0);
+    assert_null(call);
+    assert_int_equal(acp_conn_call(c, "terminal/release", NULL, NULL, NULL, NULL), 0);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 2);
+    json_int_t id0 = json_integer_value(json_object_get(l.v[0], "id"));
+    json_int_t id1 = json_integer_value(json_object_get(l.v[1], "id"));
+    assert_string_equal(json_string_value(json_object_get(l.v[0], "method")), "terminal/release");
+    lines_free(&l);
+    assert_int_equal(acp_conn_pending_calls(c), 2);
+    logs = 0;
+    char in[200];
+    snprintf(in, sizeof in,
+             "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}\n"
+             "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32603,\"message\":\"no\"}}\n",
+             (long long)id0, (long long)id1);
+    feed(c, in);
+    assert_int_equal(logs, 0);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    assert_int_equal(acp_conn_out_len(c), 0);
+
+    /* One still open at EOF resolves silently too. */
+    assert_int_equal(acp_conn_call(c, "x", NULL, NULL, NULL, NULL), 0);
+    acp_conn_eof(c);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    free(acp_conn_out_take(c, &(size_t){0}));
+    /* After EOF: with a callback refused, without one written and not kept. */
+    struct tally t = {0};
+    assert_int_equal(acp_conn_call(c, "x", NULL, on_resp, &t, NULL), ACP_ECLOSED);
+    assert_int_equal(acp_conn_out_len(c), 0);
+    assert_int_equal(acp_conn_call(c, "terminal/release", json_pack("{ss}", "terminalId", "t1"),
+                                   NULL, NULL, NULL),
+                     0);
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(json_string_value(json_object_get(l.v[0], "method")), "terminal/release");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(l.v[0], "params"), "terminalId")), "t1");
+    lines_free(&l);
+    /* The streamed form, likewise. */
+    assert_null(acp_conn_call_begin(c, "x", on_resp, &t, NULL));
+    acp_jw *w = acp_conn_call_begin(c, "terminal/release", NULL, NULL, &call);
+    assert_non_null(w);
+    assert_null(call);
+    acp_jw_obj(w);
+    acp_jw_kstr(w, "terminalId", "t2");
+    acp_jw_obj_end(w);
+    assert_int_equal(acp_conn_call_end(c), 0);
+    lines_take(c, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(l.v[0], "params"), "terminalId")), "t2");
+    lines_free(&l);
+    assert_int_equal(acp_conn_pending_calls(c), 0);
+    assert_int_equal(logs, 0);
+    acp_conn_free(c); /* LeakSanitizer checks nothing was kept */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -848,6 +915,7 @@ int main(void)
         cmocka_unit_test(a_method_that_is_not_utf8_sends_nothing),
         cmocka_unit_test(reply_end_without_a_stream_still_answers),
         cmocka_unit_test(own_ids_are_unique),
+        cmocka_unit_test(calls_without_a_callback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,8 +23,8 @@ typedef struct echo_sess {
     uv_timer_t *timer; /* allocated: its close callback frees it after the session is gone */
     acp_turn *t;
     enum job job;
-    char mid[48];  /* message id of the current reply */
-    char tcid[48]; /* tool call id of the current tool call */
+    char mid[48];      /* message id of the current reply */
+    acp_tool_call *tc; /* the current tool call (the turn's: gone when it ends) */
     /* /stream */
     unsigned long long left;
     size_t bytes;
@@ -115,6 +115,7 @@ static void job_clear(echo_sess *es)
     es->chunk = es->path = es->text = NULL;
     es->job = JOB_NONE;
     es->t = NULL;
+    es->tc = NULL;
 }
 
 static void finish(echo_sess *es, const char *reason)
@@ -150,26 +151,21 @@ static json_t *content_item(json_t *block)
     return json_pack("{ss so}", "type", "content", "content", block);
 }
 
-static void tool_call(acp_turn *t, echo_sess *es, const char *title, const char *kind,
-                      const char *status, const char *path, json_t *raw_input)
+/* Begins es's tool call, or says why it cannot and ends the turn: false then. */
+static bool tool_begin(acp_turn *t, echo_sess *es, const acp_tool_info *info)
 {
-    acp_agent_new_id("call_", es->tcid);
-    json_t *u = json_pack("{ss ss ss ss ss}", "sessionUpdate", "tool_call", "toolCallId", es->tcid,
-                          "title", title, "kind", kind, "status", status);
-    if (path) json_object_set_new(u, "locations", json_pack("[{ss}]", "path", path));
-    if (raw_input) json_object_set_new(u, "rawInput", raw_input);
-    acp_turn_update(t, u);
-    json_decref(u);
+    es->t = t;
+    if (!acp_tool_call_begin(t, info, &es->tc)) return true;
+    say(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+    finish(es, "end_turn");
+    return false;
 }
 
-/* A tool_call_update with a status and, when text is not NULL, a text content item. */
-static void tool_update(acp_turn *t, echo_sess *es, const char *status, const char *text)
+/* Reports the current tool call failed and ends the turn. */
+static void tool_failed(echo_sess *es, const char *message)
 {
-    json_t *u = json_pack("{ss ss}", "sessionUpdate", "tool_call_update", "toolCallId", es->tcid);
-    if (status) json_object_set_new(u, "status", json_string(status));
-    if (text) json_object_set_new(u, "content", json_pack("[o]", content_item(text_block(text))));
-    acp_turn_update(t, u);
-    json_decref(u);
+    acp_tool_call_fail(es->tc, message);
+    finish(es, "end_turn");
 }
 
 /* --- echo, /stream ------------------------------------------------------------------------------
@@ -300,38 +296,40 @@ static void cmd_plan(acp_turn *t)
 /* --- /read, /write ------------------------------------------------------------------------------
  */
 
-/* Resolves path inside the roots, or reports a failed tool call and ends the turn. */
-static char *inside(acp_turn *t, echo_sess *es, const char *verb, const char *kind,
-                    const char *path)
+/* Begins the tool call about path, resolved inside the roots: the resolved path (malloc'd),
+ * or NULL after reporting the call failed and ending the turn. */
+static char *file_tool(acp_turn *t, echo_sess *es, const char *verb, const char *kind,
+                       const char *status, const char *path)
 {
-    acp_session *s = acp_turn_session(t);
-    char *real = NULL;
-    int rc = acp_session_resolve_path(s, path, &real);
-    if (!rc) return real;
     char title[512], msg[600];
     snprintf(title, sizeof title, "%s %s", verb, path);
+    char *real = NULL;
+    int rc = acp_session_resolve_path(acp_turn_session(t), path, &real);
+    if (!tool_begin(
+            t, es,
+            &(acp_tool_info){.title = title, .kind = kind, .status = status, .path = real})) {
+        free(real);
+        return NULL;
+    }
+    if (!rc) return real;
     snprintf(msg, sizeof msg, "%s: %s", path,
              rc == ACP_EACCES ? "outside the session's roots" : acp_strerror(rc));
-    tool_call(t, es, title, kind, "failed", NULL, NULL);
-    tool_update(t, es, "failed", msg);
-    acp_turn_end(t, "end_turn");
+    tool_failed(es, msg);
     return NULL;
 }
 
-static void read_done(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+static void read_done(acp_session *s, int status, const char *text, size_t n, const char *error,
+                      void *user)
 {
     echo_sess *es = user;
-    const char *text = json_string_value(json_object_get(result, "content"));
-    if (status || !text) {
-        tool_update(t, es, "failed", error ? error : "the client returned no content");
-    } else {
-        tool_update(t, es, "completed", text);
-        echo_text(t, text, strlen(text)); /* ends the turn */
-        es->t = NULL;
-        es->job = JOB_NONE;
+    if (status) {
+        tool_failed(es, error);
         return;
     }
-    finish(es, "end_turn");
+    acp_turn *t = es->t;
+    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
+    job_clear(es);
+    echo_text(t, text, n); /* ends the turn */
 }
 
 /* The file's text, opened through the roots so that nothing swapped in after the check is
@@ -360,21 +358,13 @@ static char *read_local(acp_session *s, const char *path, size_t *n, char **why)
 static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
 {
     acp_session *s = acp_turn_session(t);
-    char *real = inside(t, es, "Read", "read", args);
+    char *real = file_tool(t, es, "Read", "read", "in_progress", args);
     if (!real) return;
-    char title[512];
-    snprintf(title, sizeof title, "Read %s", args);
-    tool_call(t, es, title, "read", "in_progress", real, NULL);
     if (acp_agent_client_has(acp_session_agent(s), "fs.readTextFile")) {
-        es->t = t;
         es->job = JOB_CLIENT;
-        int rc =
-            acp_turn_call(t, "fs/read_text_file", json_pack("{ss}", "path", real), read_done, es);
+        int rc = acp_turn_read_text_file(t, real, 0, 0, read_done, es);
         free(real);
-        if (rc) {
-            tool_update(t, es, "failed", acp_strerror(rc));
-            finish(es, "end_turn");
-        }
+        if (rc) tool_failed(es, acp_agent_errmsg(acp_session_agent(s)));
         return;
     }
     size_t n = 0;
@@ -382,23 +372,24 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
     char *text = read_local(s, real, &n, &why);
     free(real);
     if (!text) {
-        tool_update(t, es, "failed", why ? why : "out of memory");
+        tool_failed(es, why ? why : "out of memory");
         free(why);
-        acp_turn_end(t, "end_turn");
         return;
     }
-    tool_update(t, es, "completed", text);
+    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
+    job_clear(es);
     echo_text(t, text, n);
     free(text);
 }
 
-static void write_done(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+static void write_done(acp_session *s, int status, const char *error, void *user)
 {
     echo_sess *es = user;
-    if (status)
-        tool_update(t, es, "failed", error ? error : acp_strerror(status));
-    else
-        tool_update(t, es, "completed", "written");
+    if (status) {
+        tool_failed(es, error);
+        return;
+    }
+    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
     finish(es, "end_turn");
 }
 
@@ -422,50 +413,45 @@ static int write_local(acp_session *s, const char *path, const char *text, char 
     return err ? -1 : 0;
 }
 
-static void permitted(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+static void permitted(acp_turn *t, int status, const char *option, const char *kind,
+                      const char *error, void *user)
 {
     echo_sess *es = user;
-    json_t *outcome = json_object_get(result, "outcome");
-    const char *kind = json_string_value(json_object_get(outcome, "outcome"));
-    const char *opt = json_string_value(json_object_get(outcome, "optionId"));
-    if (status || !kind) {
-        tool_update(t, es, "failed", error ? error : "no permission outcome");
-        finish(es, "end_turn");
+    if (status) {
+        tool_failed(es, error);
         return;
     }
-    if (!strcmp(kind, "cancelled")) {
-        tool_update(t, es, "failed", "permission request cancelled");
+    if (!option) {
+        acp_tool_call_fail(es->tc, "permission request cancelled");
         finish(es, "cancelled");
         return;
     }
-    if (!opt || strcmp(opt, "allow") != 0) {
-        tool_update(t, es, "failed", "permission denied");
-        finish(es, "end_turn");
+    if (strcmp(option, "allow") != 0) {
+        tool_failed(es, "permission denied");
         return;
     }
-    tool_update(t, es, "in_progress", NULL);
+    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress"});
     acp_session *s = acp_turn_session(t);
-    if (acp_agent_client_has(acp_session_agent(s), "fs.writeTextFile")) {
-        int rc = acp_turn_call(t, "fs/write_text_file",
-                               json_pack("{ss ss}", "path", es->path, "content", es->text),
-                               write_done, es);
-        if (rc) {
-            tool_update(t, es, "failed", acp_strerror(rc));
-            finish(es, "end_turn");
-        }
+    acp_agent *a = acp_session_agent(s);
+    if (acp_agent_client_has(a, "fs.writeTextFile")) {
+        if (acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es))
+            tool_failed(es, acp_agent_errmsg(a));
         return;
     }
     char *why = NULL;
-    if (write_local(s, es->path, es->text, &why))
-        tool_update(t, es, "failed", why ? why : "out of memory");
-    else
-        tool_update(t, es, "completed", "written");
+    if (write_local(s, es->path, es->text, &why)) {
+        tool_failed(es, why ? why : "out of memory");
+    } else {
+        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
+        finish(es, "end_turn");
+    }
     free(why);
-    finish(es, "end_turn");
 }
 
 static void cmd_write(acp_turn *t, echo_sess *es, const char *args)
 {
+    static const acp_perm_option opts[] = {{"allow", "Allow", "allow_once"},
+                                           {"reject", "Reject", "reject_once"}};
     size_t pl = strcspn(args, " \t");
     char *path = strndup(args, pl);
     const char *text = args + pl + (args[pl] != '\0');
@@ -475,28 +461,13 @@ static void cmd_write(acp_turn *t, echo_sess *es, const char *args)
         acp_turn_end(t, "end_turn");
         return;
     }
-    char *real = inside(t, es, "Write", "edit", path);
-    if (!real) {
-        free(path);
-        return;
-    }
-    char title[512];
-    snprintf(title, sizeof title, "Write %s", path);
+    es->path = file_tool(t, es, "Write", "edit", "pending", path);
     free(path);
-    tool_call(t, es, title, "edit", "pending", real, NULL);
-    es->path = real;
+    if (!es->path) return;
     es->text = strdup(text);
-    es->t = t;
     es->job = JOB_CLIENT;
-    json_t *params = json_pack("{s{ss ss ss} s[{ss ss ss} {ss ss ss}]}", "toolCall", "toolCallId",
-                               es->tcid, "title", title, "kind", "edit", "options", "optionId",
-                               "allow", "name", "Allow", "kind", "allow_once", "optionId", "reject",
-                               "name", "Reject", "kind", "reject_once");
-    int rc = acp_turn_call(t, "session/request_permission", params, permitted, es);
-    if (rc) {
-        tool_update(t, es, "failed", acp_strerror(rc));
-        finish(es, "end_turn");
-    }
+    if (!es->text || acp_turn_request_permission(t, es->tc, opts, 2, permitted, es))
+        tool_failed(es, "could not ask for permission");
 }
 
 /* --- /mcp, /call -------------------------------------------------------------------------------
@@ -586,7 +557,7 @@ static void call_progress(acp_mcp_call *c, double progress, double total, const 
     else
         snprintf(line, sizeof line, "progress %g%s%s", progress, message ? ": " : "",
                  message ? message : "");
-    tool_update(es->t, es, "in_progress", line);
+    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .text = line});
 }
 
 static void call_done(acp_mcp_call *c, int status, const json_t *result, const char *error,
@@ -595,9 +566,8 @@ static void call_done(acp_mcp_call *c, int status, const json_t *result, const c
     echo_sess *es = user;
     if (es->call != c) return; /* cancelled by us: the turn is handled there */
     es->call = NULL;
-    acp_turn *t = es->t;
     if (status) {
-        tool_update(t, es, "failed", error ? error : acp_strerror(status));
+        acp_tool_call_fail(es->tc, error ? error : acp_strerror(status));
         finish(es, status == ACP_ECANCELLED ? "cancelled" : "end_turn");
         return;
     }
@@ -610,13 +580,11 @@ static void call_done(acp_mcp_call *c, int status, const json_t *result, const c
         json_t *b = map_content(v);
         if (b) json_array_append_new(content, content_item(b));
     }
-    json_t *u = json_pack("{ss ss ss so}", "sessionUpdate", "tool_call_update", "toolCallId",
-                          es->tcid, "status",
-                          json_is_true(json_object_get(result, "isError")) ? "failed" : "completed",
-                          "content", content);
-    json_object_set(u, "rawOutput", (json_t *)result);
-    acp_turn_update(t, u);
-    json_decref(u);
+    bool failed = json_is_true(json_object_get(result, "isError"));
+    acp_tool_call_update(es->tc, &(acp_tool_info){.status = failed ? "failed" : "completed",
+                                                  .content = content,
+                                                  .raw_output = result});
+    json_decref(content);
     finish(es, "end_turn");
 }
 
@@ -640,10 +608,15 @@ static void cmd_call(acp_turn *t, echo_sess *es, const char *args)
     }
     char title[600];
     snprintf(title, sizeof title, "%s.%s", server, tool);
-    tool_call(t, es, title, "other", "in_progress", NULL, json_incref(input));
+    if (!tool_begin(
+            t, es,
+            &(acp_tool_info){
+                .title = title, .kind = "other", .status = "in_progress", .raw_input = input})) {
+        json_decref(input);
+        return;
+    }
     acp_mcp_set *m = acp_session_mcp(acp_turn_session(t));
     acp_mcp_call_cbs cbs = {.on_progress = call_progress, .on_done = call_done};
-    es->t = t;
     es->job = JOB_MCP;
     acp_mcp_call *c = NULL;
     int rc = m ? acp_mcp_call_tool(m, server, tool, input, &cbs, es, &c) : ACP_ENOTFOUND;
@@ -654,8 +627,7 @@ static void cmd_call(acp_turn *t, echo_sess *es, const char *args)
                  rc == ACP_ENOTFOUND ? "no such MCP server"
                  : rc == ACP_ECLOSED ? "the MCP server is not ready"
                                      : acp_strerror(rc));
-        tool_update(t, es, "failed", msg);
-        finish(es, "end_turn");
+        tool_failed(es, msg);
         return;
     }
     es->call = c;

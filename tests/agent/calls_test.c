@@ -1,0 +1,1799 @@
+/* Agent -> client calls (call.c, tool.c, terminal.c, elicit.c) driven in-process as in
+ * agent_test.c: bytes into the agent's acp_conn, the loop turned by hand, acp_agent_flush()
+ * where the transport would call it, the output parsed back and answered as a client would.
+ * The engine only holds each turn: the tests make their calls on it directly. A real SQLite
+ * store in a temporary directory. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "acp/agent.h"
+#include "agent/internal.h" /* struct acp_auth: an authenticate request made by hand */
+#include "store/store_impl.h"
+#include "tests/store/tmpdir.h"
+
+#define FULL_CAPS                                                                                  \
+    "{\"fs\":{\"readTextFile\":true,\"writeTextFile\":true},\"terminal\":true,"                    \
+    "\"elicitation\":{\"form\":{},\"url\":{}}}"
+
+/* --- a store whose commits can be made to fail -------------------------------------------- */
+
+static bool fail_commits;
+static acp_store_ops wrapped_ops;
+static const acp_store_ops *real_ops;
+
+static int failing_commit(acp_store *st, const char *now)
+{
+    if (fail_commits) return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    return real_ops->commit(st, now);
+}
+
+/* --- harness ---------------------------------------------------------------------------------- */
+
+typedef struct h {
+    uv_loop_t loop;
+    char dir[256], real[PATH_MAX], db[300];
+    acp_store *st;
+    acp_agent *a;
+    json_t *msgs;       /* every message received and not yet consumed, in order */
+    acp_turn *t;        /* the running turn: the engine holds it */
+    acp_session *ts;    /* its session */
+    acp_session *s;     /* the session made ready last */
+    int cancels;        /* the engine's cancel hook ran */
+    bool end_on_cancel; /* ...and ends the turn */
+    int logs;
+    acp_auth *au;
+} h;
+
+static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
+{
+    h *x = user;
+    x->t = t;
+    x->ts = acp_turn_session(t);
+}
+
+static void engine_cancel(acp_turn *t, void *user)
+{
+    h *x = user;
+    x->cancels++;
+    if (!x->end_on_cancel) return;
+    if (x->t == t) x->t = NULL;
+    acp_turn_end(t, "cancelled");
+}
+
+static void engine_ready(acp_session *s, void *user)
+{
+    h *x = user;
+    x->s = s;
+}
+
+static void engine_session_free(acp_session *s, void *user)
+{
+    h *x = user;
+    if (x->s == s) x->s = NULL;
+    if (x->ts == s) x->t = NULL; /* force-ended: no turn runs any more */
+}
+
+static void count_log(const char *line, void *user)
+{
+    h *x = user;
+    x->logs++;
+}
+
+static void agent_start(h *x)
+{
+    acp_engine e = {.name = "calls-engine",
+                    .version = "1",
+                    .prompt = engine_prompt,
+                    .cancel = engine_cancel,
+                    .session_ready = engine_ready,
+                    .session_free = engine_session_free,
+                    .user = x};
+    acp_agent_opts o = {.on_log = count_log, .user = x};
+    assert_int_equal(acp_agent_new(&x->loop, x->st, &e, &o, &x->a), 0);
+}
+
+static void agent_stop(h *x)
+{
+    acp_agent_free(x->a);
+    x->a = NULL;
+    uv_run(&x->loop, UV_RUN_DEFAULT);
+}
+
+static int setup(void **state)
+{
+    h *x = calloc(1, sizeof *x);
+    assert_int_equal(tmpdir_make(x->dir, sizeof x->dir, "calls"), 0);
+    assert_non_null(realpath(x->dir, x->real));
+    snprintf(x->db, sizeof x->db, "%s/s.db", x->dir);
+    uv_loop_init(&x->loop);
+    char *err = NULL;
+    assert_int_equal(acp_store_open(x->db, &x->st, &err), 0);
+    real_ops = x->st->ops;
+    wrapped_ops = *real_ops;
+    wrapped_ops.commit = failing_commit;
+    x->st->ops = &wrapped_ops;
+    fail_commits = false;
+    x->msgs = json_array();
+    agent_start(x);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    h *x = *state;
+    if (x->a) agent_stop(x);
+    x->st->ops = real_ops;
+    acp_store_close(x->st);
+    assert_int_equal(uv_loop_close(&x->loop), 0);
+    json_decref(x->msgs);
+    tmpdir_remove(x->dir);
+    free(x);
+    return 0;
+}
+
+/* Moves the connection's output into x->msgs, one parsed message per line. */
+static void collect(h *x)
+{
+    size_t n;
+    char *out = acp_conn_out_take(acp_agent_conn(x->a), &n);
+    for (char *p = out, *e; p && p < out + n; p = e + 1) {
+        e = memchr(p, '\n', (size_t)(out + n - p));
+        assert_non_null(e);
+        json_t *m = json_loadb(p, (size_t)(e - p), 0, NULL);
+        if (!m) fail_msg("unparsable output line: %.*s", (int)(e - p), p);
+        json_array_append_new(x->msgs, m);
+    }
+    free(out);
+}
+
+/* One loop turn as the transport would run it: callbacks, then commit-and-release. */
+static void turn(h *x)
+{
+    uv_run(&x->loop, UV_RUN_NOWAIT);
+    acp_agent_flush(x->a);
+    collect(x);
+}
+
+static void send_line(h *x, const char *fmt, ...)
+{
+    char *line, *full;
+    va_list ap;
+    va_start(ap, fmt);
+    assert_true(vasprintf(&line, fmt, ap) > 0);
+    va_end(ap);
+    assert_true(asprintf(&full, "%s\n", line) > 0);
+    acp_conn_recv(acp_agent_conn(x->a), full, strlen(full));
+    free(full);
+    free(line);
+}
+
+static const char *method_of(const json_t *m)
+{
+    return json_string_value(json_object_get(m, "method"));
+}
+
+static json_t *params_of(const json_t *m)
+{
+    return json_object_get(m, "params");
+}
+
+static const char *str_at(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+/* Where in x->msgs the response to our request id is, or -1. */
+static int find_response(h *x, json_int_t id)
+{
+    for (size_t i = 0; i < json_array_size(x->msgs); i++) {
+        json_t *m = json_array_get(x->msgs, i);
+        if (!method_of(m) && json_integer_value(json_object_get(m, "id")) == id) return (int)i;
+    }
+    return -1;
+}
+
+/* Where in x->msgs the first message with this method is (from index from), or -1. */
+static int find_method(h *x, const char *method, int from)
+{
+    for (size_t i = (size_t)from; i < json_array_size(x->msgs); i++) {
+        const char *m = method_of(json_array_get(x->msgs, i));
+        if (m && !strcmp(m, method)) return (int)i;
+    }
+    return -1;
+}
+
+/* Where the $/cancel_request for our call id is, or -1. */
+static int find_cancel(h *x, json_int_t call_id)
+{
+    for (int i = 0; (i = find_method(x, "$/cancel_request", i)) >= 0; i++)
+        if (json_integer_value(json_object_get(params_of(json_array_get(x->msgs, (size_t)i)),
+                                               "requestId")) == call_id)
+            return i;
+    return -1;
+}
+
+/* Removes the first message with this method from x->msgs and returns it (a new reference),
+ * turning the loop first. Fails the test when there is none. */
+static json_t *take(h *x, const char *method)
+{
+    turn(x);
+    int at = find_method(x, method, 0);
+    assert_true(at >= 0);
+    json_t *m = json_incref(json_array_get(x->msgs, (size_t)at));
+    json_array_remove(x->msgs, (size_t)at);
+    return m;
+}
+
+static json_int_t id_of(const json_t *m)
+{
+    return json_integer_value(json_object_get(m, "id"));
+}
+
+/* Answers the agent's request req (the result as JSON text) and consumes req. */
+static void answer(h *x, json_t *req, const char *result)
+{
+    send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}", (long long)id_of(req), result);
+    json_decref(req);
+    turn(x);
+}
+
+static void answer_error(h *x, json_t *req, int code, const char *message)
+{
+    send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":%d,\"message\":\"%s\"}}",
+              (long long)id_of(req), code, message);
+    json_decref(req);
+    turn(x);
+}
+
+/* Nothing more was written. */
+static void quiet(h *x)
+{
+    size_t n = json_array_size(x->msgs);
+    turn(x);
+    assert_int_equal(json_array_size(x->msgs), n);
+}
+
+/* Sends a request and turns the loop until its response arrived: the messages up to and
+ * including the response, taken out of x->msgs (caller decrefs). */
+static json_t *request(h *x, int id, const char *method, const char *params)
+{
+    send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}", id, method,
+              params);
+    int at = -1;
+    for (int i = 0; i < 100 && (at = find_response(x, id)) < 0; i++) turn(x);
+    assert_true(at >= 0);
+    json_t *got = json_array();
+    for (int i = 0; i <= at; i++) {
+        json_array_append(got, json_array_get(x->msgs, 0));
+        json_array_remove(x->msgs, 0);
+    }
+    return got;
+}
+
+static json_t *last(json_t *msgs)
+{
+    return json_array_get(msgs, json_array_size(msgs) - 1);
+}
+
+/* initialize with these clientCapabilities (JSON text). */
+static void init(h *x, const char *caps)
+{
+    char p[512];
+    snprintf(p, sizeof p, "{\"protocolVersion\":1,\"clientCapabilities\":%s}", caps);
+    json_decref(request(x, 1000, "initialize", p));
+}
+
+/* A session in x->dir (x->s); its id into id (80 bytes). */
+static void new_session(h *x, char *id)
+{
+    char p[400];
+    snprintf(p, sizeof p, "{\"cwd\":\"%s\",\"mcpServers\":[]}", x->dir);
+    json_t *r = request(x, 1001, "session/new", p);
+    assert_int_equal(json_array_size(r), 1); /* nothing before the answer */
+    snprintf(id, 80, "%s", str_at(json_object_get(last(r), "result"), "sessionId"));
+    json_decref(r);
+    turn(x);
+    assert_non_null(x->s);
+    json_array_clear(x->msgs);
+}
+
+/* Starts a prompt (request id) the engine holds in x->t. */
+static void hold_turn(h *x, int id, const char *sid)
+{
+    x->t = NULL;
+    send_line(x,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/prompt\",\"params\":"
+              "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"hold\"}]}}",
+              id, sid);
+    turn(x);
+    assert_non_null(x->t);
+}
+
+/* Turns the loop until the response to request id came; returns its index in x->msgs. */
+static int wait_response(h *x, json_int_t id)
+{
+    int at = -1;
+    for (int i = 0; i < 100 && (at = find_response(x, id)) < 0; i++) turn(x);
+    assert_true(at >= 0);
+    return at;
+}
+
+/* Ends the held turn; returns the index of the prompt's response (request id) in x->msgs. */
+static int end_turn(h *x, int id)
+{
+    acp_turn_end(x->t, "end_turn");
+    x->t = NULL;
+    return wait_response(x, id);
+}
+
+static const char *stop_reason(h *x, int at)
+{
+    return str_at(json_object_get(json_array_get(x->msgs, (size_t)at), "result"), "stopReason");
+}
+
+/* The update object of the message at index i of msgs, or NULL. */
+static json_t *update_at(json_t *msgs, size_t i)
+{
+    return json_object_get(params_of(json_array_get(msgs, i)), "update");
+}
+
+static json_t *updates_of(json_t *msgs)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(msgs); i++)
+        if (update_at(msgs, i)) json_array_append(out, update_at(msgs, i));
+    return out;
+}
+
+static int collect_stored(void *user, int64_t seq, const char *json, size_t n)
+{
+    json_t *u = json_loadb(json, n, 0, NULL);
+    assert_non_null(u);
+    json_array_append_new(user, u);
+    return 0;
+}
+
+/* The stored history of a session, parsed (caller decrefs). */
+static json_t *history(h *x, const char *id)
+{
+    json_t *all = json_array();
+    int64_t last_seq;
+    bool done;
+    assert_int_equal(acp_store_replay(x->st, id, 0, 0, collect_stored, all, &last_seq, &done), 0);
+    return all;
+}
+
+static void assert_json(const json_t *got, const char *want)
+{
+    json_t *w = json_loads(want, 0, NULL);
+    assert_non_null(w);
+    if (!json_equal(got, w)) {
+        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+        char *e = json_dumps(w, JSON_COMPACT | JSON_SORT_KEYS);
+        print_error("got  %s\nwant %s\n", g ? g : "NULL", e);
+        free(g);
+        free(e);
+        json_decref(w);
+        fail();
+    }
+    json_decref(w);
+}
+
+static void assert_errmsg(h *x, const char *part)
+{
+    if (!strstr(acp_agent_errmsg(x->a), part))
+        fail_msg("errmsg \"%s\" lacks \"%s\"", acp_agent_errmsg(x->a), part);
+}
+
+/* --- what callbacks got -------------------------------------------------------------------- */
+
+typedef struct got {
+    int calls, status;
+    char error[512], text[256], option[64], kind[64], action[64], signal[32];
+    size_t n;
+    bool null_option, truncated, exited;
+    long code;
+    json_t *json; /* a result or the elicitation content (a copy), NULL when none */
+    acp_session *s;
+    acp_turn *t;
+    acp_terminal *term;
+    bool end_turn;  /* the callback ends its turn (then x->t must be forgotten by the test) */
+    bool release;   /* the callback releases its terminal */
+    bool ask_again; /* the permission callback asks again, about tc */
+    acp_tool_call *tc;
+} got;
+
+static void got_base(got *g, int status, const char *error)
+{
+    g->calls++;
+    g->status = status;
+    snprintf(g->error, sizeof g->error, "%s", error ? error : "");
+}
+
+static void got_json(got *g, const json_t *v)
+{
+    json_decref(g->json);
+    g->json = v ? json_deep_copy(v) : NULL;
+}
+
+static void got_clear(got *g)
+{
+    json_decref(g->json);
+    memset(g, 0, sizeof *g);
+}
+
+#define COPY(dst, src) snprintf(dst, sizeof dst, "%s", (src) ? (src) : "")
+
+static void on_read(acp_session *s, int st, const char *text, size_t n, const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->s = s;
+    g->n = n;
+    if (text) memcpy(g->text, text, n < sizeof g->text ? n : sizeof g->text);
+}
+
+static void on_done(acp_session *s, int st, const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->s = s;
+}
+
+static void on_perm(acp_turn *t, int st, const char *opt, const char *kind, const char *err,
+                    void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->t = t;
+    g->null_option = !opt;
+    COPY(g->option, opt);
+    COPY(g->kind, kind);
+    if (g->ask_again) { /* a stubborn engine: cancelled, it asks again */
+        g->ask_again = false;
+        acp_perm_option o = {"allow", "Allow", "allow_once"};
+        assert_int_equal(acp_turn_request_permission(t, g->tc, &o, 1, on_perm, g), 0);
+    }
+    if (g->end_turn) acp_turn_end(t, "cancelled");
+}
+
+static void on_elicit(acp_session *s, int st, const char *action, const json_t *content,
+                      const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->s = s;
+    COPY(g->action, action);
+    got_json(g, content);
+    if (g->end_turn) acp_turn_end(acp_session_turn(s), "cancelled");
+}
+
+static void on_term(acp_terminal *term, int st, const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->term = term;
+    if (g->release) acp_terminal_release(term);
+}
+
+static void on_output(acp_terminal *term, int st, const char *out, size_t n, bool truncated,
+                      const acp_terminal_exit *e, const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->term = term;
+    g->n = n;
+    if (out) memcpy(g->text, out, n < sizeof g->text ? n : sizeof g->text);
+    g->truncated = truncated;
+    g->exited = e->exited;
+    g->code = e->exit_code;
+    COPY(g->signal, e->signal);
+}
+
+static void on_exit_(acp_terminal *term, int st, const acp_terminal_exit *e, const char *err,
+                     void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->term = term;
+    g->exited = e->exited;
+    g->code = e->exit_code;
+    COPY(g->signal, e->signal);
+}
+
+static void on_turn_call(acp_turn *t, int st, const json_t *result, const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->t = t;
+    got_json(g, result);
+}
+
+static void on_session_call(acp_session *s, int st, const json_t *result, const char *err, void *u)
+{
+    got *g = u;
+    got_base(g, st, err);
+    g->s = s;
+    got_json(g, result);
+}
+
+/* --- capability gates --------------------------------------------------------------------- */
+
+/* Without the capability nothing is sent (file-system.mdx, terminals.mdx: MUST NOT attempt;
+ * elicitation.mdx: MUST NOT request a mode the client has not advertised), and the message
+ * names the capability. */
+static void test_gates(void **state)
+{
+    h *x = *state;
+    init(x, "{\"fs\":{\"readTextFile\":false},\"terminal\":false,"
+            "\"elicitation\":{\"form\":null,\"url\":null}}");
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    acp_session *s = x->s;
+    got g = {0};
+    assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), ACP_ENOTSUP);
+    assert_errmsg(x, "fs.readTextFile");
+    assert_int_equal(acp_session_read_text_file(s, "a.txt", 0, 0, on_read, &g), ACP_ENOTSUP);
+    assert_int_equal(acp_turn_write_text_file(t, "a.txt", "x", 1, on_done, &g), ACP_ENOTSUP);
+    assert_errmsg(x, "fs.writeTextFile");
+    assert_int_equal(acp_session_write_text_file(s, "a.txt", "x", 1, on_done, &g), ACP_ENOTSUP);
+    acp_terminal *term = (acp_terminal *)&g;
+    acp_terminal_opts o = {.command = "ls"};
+    assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), ACP_ENOTSUP);
+    assert_null(term);
+    assert_errmsg(x, "terminal");
+    assert_int_equal(acp_session_terminal_create(s, &o, on_term, &g, &term), ACP_ENOTSUP);
+    json_t *form = json_pack("{ss s{}}", "type", "object", "properties");
+    char eid[48];
+    assert_int_equal(
+        acp_turn_elicit(t, &(acp_elicit){.message = "m", .form = form}, eid, on_elicit, &g),
+        ACP_ENOTSUP);
+    assert_errmsg(x, "elicitation.form");
+    assert_int_equal(acp_session_elicit(s, &(acp_elicit){.message = "m", .url = "https://e.x/"},
+                                        eid, on_elicit, &g),
+                     ACP_ENOTSUP);
+    assert_errmsg(x, "elicitation.url");
+    /* the raw calls are gated the same way */
+    assert_int_equal(
+        acp_turn_call(t, "terminal/output", json_pack("{ss}", "terminalId", "t"), on_turn_call, &g),
+        ACP_ENOTSUP);
+    assert_int_equal(acp_session_call(s, "fs/read_text_file", json_pack("{ss}", "path", "/a"),
+                                      on_session_call, &g),
+                     ACP_ENOTSUP);
+    assert_int_equal(acp_turn_call(t, "elicitation/create",
+                                   json_pack("{ss ss ss ss}", "message", "m", "mode", "url", "url",
+                                             "https://e.x/", "elicitationId", "e1"),
+                                   on_turn_call, &g),
+                     ACP_ENOTSUP);
+    assert_errmsg(x, "elicitation.url");
+    quiet(x);
+    assert_int_equal(g.calls, 0);
+
+    /* A second initialize replaces the capabilities: form mode only. */
+    init(x, "{\"elicitation\":{\"form\":{}}}");
+    assert_int_equal(acp_turn_elicit(t, &(acp_elicit){.message = "m", .url = "https://e.x/"}, eid,
+                                     on_elicit, &g),
+                     ACP_ENOTSUP);
+    assert_int_equal(
+        acp_turn_elicit(t, &(acp_elicit){.message = "m", .form = form}, eid, on_elicit, &g), 0);
+    json_decref(take(x, "elicitation/create"));
+    json_decref(form);
+    end_turn(x, 5);
+}
+
+/* --- fs ------------------------------------------------------------------------------------- */
+
+static void test_fs(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80], want[PATH_MAX + 16];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    got g = {0};
+    /* relative to cwd, resolved: the client gets the absolute path */
+    assert_int_equal(acp_turn_read_text_file(t, "a.txt", 3, 10, on_read, &g), 0);
+    json_t *req = take(x, "fs/read_text_file");
+    snprintf(want, sizeof want, "%s/a.txt", x->real);
+    assert_string_equal(str_at(params_of(req), "path"), want);
+    assert_string_equal(str_at(params_of(req), "sessionId"), sid);
+    assert_int_equal(json_integer_value(json_object_get(params_of(req), "line")), 3);
+    assert_int_equal(json_integer_value(json_object_get(params_of(req), "limit")), 10);
+    answer(x, req, "{\"content\":\"h\\u00e9llo\\nworld\"}");
+    assert_int_equal(g.calls, 1);
+    assert_int_equal(g.status, 0);
+    assert_ptr_equal(g.s, x->s);
+    assert_int_equal(g.n, 12);
+    assert_memory_equal(g.text, "h\xc3\xa9llo\nworld", 12);
+    /* no line or limit: not sent */
+    assert_int_equal(acp_turn_read_text_file(t, want, 0, 0, on_read, &g), 0);
+    req = take(x, "fs/read_text_file");
+    assert_null(json_object_get(params_of(req), "line"));
+    assert_null(json_object_get(params_of(req), "limit"));
+    answer(x, req, "{\"content\":\"\"}");
+    assert_int_equal(g.calls, 2);
+    assert_int_equal(g.n, 0);
+
+    /* outside the roots, also through a symlink: refused, nothing sent */
+    char link[PATH_MAX + 16];
+    snprintf(link, sizeof link, "%s/escape", x->dir);
+    assert_int_equal(symlink("/etc", link), 0);
+    const char *outside[] = {"/etc/passwd", "../x.txt", "escape/passwd"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(acp_turn_read_text_file(t, outside[i], 0, 0, on_read, &g), ACP_EACCES);
+        assert_errmsg(x, "outside the session's roots");
+        assert_int_equal(acp_turn_write_text_file(t, outside[i], "x", 1, on_done, &g), ACP_EACCES);
+        assert_int_equal(acp_session_write_text_file(x->s, outside[i], "x", 1, on_done, &g),
+                         ACP_EACCES);
+    }
+    assert_int_equal(acp_turn_read_text_file(t, NULL, 0, 0, on_read, &g), ACP_EINVAL);
+    quiet(x);
+    assert_int_equal(g.calls, 2);
+
+    /* write: the text as content; {} and null both mean done */
+    got w = {0};
+    assert_int_equal(acp_turn_write_text_file(t, "b.txt", "new\ntext", 8, on_done, &w), 0);
+    req = take(x, "fs/write_text_file");
+    snprintf(want, sizeof want, "%s/b.txt", x->real);
+    json_t *exp = json_pack("{ss ss ss}", "sessionId", sid, "path", want, "content", "new\ntext");
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    answer(x, req, "null");
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.status, 0);
+    assert_int_equal(acp_session_write_text_file(x->s, "b.txt", "", 0, on_done, &w), 0);
+    answer(x, take(x, "fs/write_text_file"), "{}");
+    assert_int_equal(w.calls, 2);
+    assert_int_equal(w.status, 0);
+    end_turn(x, 5);
+}
+
+/* --- malformed answers ---------------------------------------------------------------------- */
+
+/* Makes a call with `start`, answers it with result (JSON text; NULL: a JSON-RPC error) and
+ * checks that only that call failed with ACP_EPROTO and a sentence containing why. */
+#define EXPECT_EPROTO(x, g, start, method, result, why)                                            \
+    do {                                                                                           \
+        int calls_ = (g)->calls;                                                                   \
+        assert_int_equal((start), 0);                                                              \
+        json_t *req_ = take(x, method);                                                            \
+        if (result)                                                                                \
+            answer(x, req_, result);                                                               \
+        else                                                                                       \
+            answer_error(x, req_, -32002, "the client says no");                                   \
+        assert_int_equal((g)->calls, calls_ + 1);                                                  \
+        assert_int_equal((g)->status, ACP_EPROTO);                                                 \
+        if (!strstr((g)->error, why)) fail_msg("error \"%s\" lacks \"%s\"", (g)->error, why);      \
+    } while (0)
+
+static const char *nothing = NULL;
+
+static void test_malformed_answers(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    got g = {0};
+    EXPECT_EPROTO(x, &g, acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g),
+                  "fs/read_text_file", "{\"content\":5}",
+                  "the client's fs/read_text_file answer has no string content");
+    EXPECT_EPROTO(x, &g, acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g),
+                  "fs/read_text_file", nothing, "the client says no");
+    EXPECT_EPROTO(x, &g, acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g),
+                  "fs/read_text_file", "{\"content\":\"a\",\"content\":\"b\"}", "does not parse");
+    EXPECT_EPROTO(x, &g, acp_turn_write_text_file(t, "a.txt", "x", 1, on_done, &g),
+                  "fs/write_text_file", "5", "fs/write_text_file answer is not an object");
+
+    acp_tool_call *tc;
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Edit"}, &tc), 0);
+    acp_perm_option opts[] = {{"allow", "Allow", "allow_once"}, {"no", "No", "reject_once"}};
+    EXPECT_EPROTO(x, &g, acp_turn_request_permission(t, tc, opts, 2, on_perm, &g),
+                  "session/request_permission",
+                  "{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"always\"}}",
+                  "neither cancelled nor one of the options offered");
+    EXPECT_EPROTO(x, &g, acp_turn_request_permission(t, tc, opts, 2, on_perm, &g),
+                  "session/request_permission", "{\"outcome\":\"cancelled\"}", "neither cancelled");
+    EXPECT_EPROTO(x, &g, acp_turn_request_permission(t, tc, opts, 2, on_perm, &g),
+                  "session/request_permission", "{\"outcome\":{\"outcome\":\"selected\"}}",
+                  "neither cancelled");
+
+    acp_terminal *term;
+    acp_terminal_opts o = {.command = "ls"};
+    EXPECT_EPROTO(x, &g, acp_turn_terminal_create(t, &o, on_term, &g, &term), "terminal/create",
+                  "{\"terminalId\":7}", "the client's terminal/create answer has no string");
+    assert_ptr_equal(g.term, term); /* and freed right after the callback (ASan) */
+    assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), 0);
+    answer(x, take(x, "terminal/create"), "{\"terminalId\":\"term_1\"}");
+    assert_int_equal(g.status, 0);
+    EXPECT_EPROTO(x, &g, acp_terminal_output(term, on_output, &g), "terminal/output",
+                  "{\"output\":\"x\"}", "terminal/output answer needs");
+    EXPECT_EPROTO(x, &g, acp_terminal_output(term, on_output, &g), "terminal/output",
+                  "{\"output\":\"x\",\"truncated\":false,\"exitStatus\":{\"exitCode\":-1}}",
+                  "terminal/output answer needs");
+    assert_false(g.exited);
+    EXPECT_EPROTO(x, &g, acp_terminal_output(term, on_output, &g), "terminal/output",
+                  "{\"output\":\"x\",\"truncated\":false,\"exitStatus\":7}",
+                  "terminal/output answer needs");
+    EXPECT_EPROTO(x, &g, acp_terminal_wait_for_exit(term, on_exit_, &g), "terminal/wait_for_exit",
+                  "{\"exitCode\":\"0\"}", "terminal/wait_for_exit answer needs");
+    EXPECT_EPROTO(x, &g, acp_terminal_wait_for_exit(term, on_exit_, &g), "terminal/wait_for_exit",
+                  "{\"exitCode\":4294967296}", "exitCode");
+    EXPECT_EPROTO(x, &g, acp_terminal_wait_for_exit(term, on_exit_, &g), "terminal/wait_for_exit",
+                  "{\"signal\":9}", "signal");
+    EXPECT_EPROTO(x, &g, acp_terminal_kill(term, on_term, &g), "terminal/kill", "\"x\"",
+                  "terminal/kill answer is not an object");
+
+    json_t *form = json_pack("{s{s{ss}}}", "properties", "a", "type", "string");
+    acp_elicit e = {.message = "m", .form = form};
+    EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
+                  "{\"content\":{}}", "has no string action");
+    EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
+                  "{\"action\":\"decline\",\"content\":{\"a\":\"x\"}}", "content");
+    EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
+                  "{\"action\":\"accept\",\"content\":[1]}", "content");
+    json_decref(form);
+    EXPECT_EPROTO(x, &g, acp_turn_call(t, "_x/y", NULL, on_turn_call, &g), "_x/y", nothing,
+                  "the client says no");
+
+    /* The connection goes on: every method still works. */
+    int calls = g.calls;
+    assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), 0);
+    answer(x, take(x, "fs/read_text_file"), "{\"content\":\"fine\"}");
+    assert_int_equal(g.calls, calls + 1);
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.text, "fine");
+    assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), 0);
+    answer(x, take(x, "terminal/wait_for_exit"), "{\"exitCode\":3}");
+    assert_int_equal(g.status, 0);
+    assert_true(g.exited);
+    assert_int_equal(g.code, 3);
+    acp_terminal_release(term);
+    json_decref(take(x, "terminal/release"));
+    assert_int_equal(acp_tool_call_complete(tc, NULL), 0);
+    end_turn(x, 5);
+    got_clear(&g);
+}
+
+/* --- owners --------------------------------------------------------------------------------- */
+
+/* A turn's call is forgotten when the turn ends: $/cancel_request goes out before the
+ * response, and a late answer reaches nobody (and is not even logged as unknown). */
+static void test_late_answer(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    got g = {0};
+    assert_int_equal(acp_turn_read_text_file(x->t, "a.txt", 0, 0, on_read, &g), 0);
+    json_t *req = take(x, "fs/read_text_file");
+    int at = end_turn(x, 5);
+    int cancel = find_cancel(x, id_of(req));
+    assert_true(cancel >= 0 && cancel < at);
+    json_array_clear(x->msgs);
+    int logs = x->logs;
+    answer(x, req, "{\"content\":\"late\"}");
+    assert_int_equal(g.calls, 0);
+    assert_int_equal(x->logs, logs);
+    quiet(x);
+    /* the next turn's calls work */
+    hold_turn(x, 6, sid);
+    assert_int_equal(acp_turn_read_text_file(x->t, "a.txt", 0, 0, on_read, &g), 0);
+    answer(x, take(x, "fs/read_text_file"), "{\"content\":\"now\"}");
+    assert_int_equal(g.calls, 1);
+    assert_string_equal(g.text, "now");
+    end_turn(x, 6);
+}
+
+/* Session calls outside a turn: sessionId added (the engine's own replaced), the result handed
+ * over; a call made during a turn but owned by the session outlives the turn; the session's
+ * calls are forgotten when it closes. */
+static void test_session_calls(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80], p[120];
+    new_session(x, sid);
+    acp_session *s = x->s;
+    got g = {0};
+    assert_int_equal(acp_session_call(s, "_x/ping", json_pack("{si ss}", "n", 1, "sessionId", "x"),
+                                      on_session_call, &g),
+                     0);
+    json_t *req = take(x, "_x/ping");
+    json_t *exp = json_pack("{ss si}", "sessionId", sid, "n", 1);
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    answer(x, req, "{\"pong\":true}");
+    assert_int_equal(g.calls, 1);
+    assert_ptr_equal(g.s, s);
+    assert_json(g.json, "{\"pong\":true}");
+    assert_int_equal(acp_session_call(s, "_x/ping", json_pack("[]"), on_session_call, &g),
+                     ACP_EINVAL);
+    assert_int_equal(acp_session_call(s, "_x/ping", NULL, on_session_call, &g), 0);
+    answer(x, take(x, "_x/ping"), "{}");
+    assert_int_equal(g.calls, 2);
+
+    /* owned by the session, made in a turn: answered after the turn ended */
+    hold_turn(x, 5, sid);
+    got r = {0};
+    assert_int_equal(acp_session_read_text_file(s, "a.txt", 0, 0, on_read, &r), 0);
+    req = take(x, "fs/read_text_file");
+    int at = end_turn(x, 5);
+    assert_true(at >= 0);
+    assert_int_equal(find_cancel(x, id_of(req)), -1);
+    answer(x, req, "{\"content\":\"still\"}");
+    assert_int_equal(r.calls, 1);
+    assert_string_equal(r.text, "still");
+
+    /* closing the session forgets its calls before close is answered */
+    assert_int_equal(acp_session_read_text_file(s, "a.txt", 0, 0, on_read, &r), 0);
+    req = take(x, "fs/read_text_file");
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
+    json_t *closed = request(x, 7, "session/close", p);
+    json_array_extend(x->msgs, closed);
+    int cancel = find_cancel(x, id_of(req));
+    assert_true(cancel >= 0 && cancel < find_response(x, 7));
+    json_decref(closed);
+    answer(x, req, "{\"content\":\"too late\"}");
+    assert_int_equal(r.calls, 1);
+    got_clear(&g);
+}
+
+/* Requests wait behind the session's uncommitted updates (they never overtake what explains
+ * them); a failed commit drops those updates but not the requests held with them. */
+static void test_hold_order(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    got g = {0};
+    assert_int_equal(acp_turn_text(x->t, NULL, NULL, "looking", 7), 0);
+    assert_int_equal(acp_turn_read_text_file(x->t, "a.txt", 0, 0, on_read, &g), 0);
+    assert_int_equal(acp_conn_out_len(acp_agent_conn(x->a)), 0); /* both held */
+    turn(x);
+    int chunk = find_method(x, "session/update", 0), req = find_method(x, "fs/read_text_file", 0);
+    assert_true(chunk >= 0 && chunk < req);
+    json_t *r = take(x, "fs/read_text_file");
+    answer(x, r, "{\"content\":\"\"}");
+    end_turn(x, 5);
+    json_array_clear(x->msgs);
+
+    /* outside a turn: the commit fails, the update is dropped, the request goes out */
+    fail_commits = true;
+    json_t *u = json_pack("{ss s{ss ss}}", "sessionUpdate", "agent_message_chunk", "content",
+                          "type", "text", "text", "lost");
+    assert_int_equal(acp_session_update(x->s, u), 0);
+    json_decref(u);
+    assert_int_equal(acp_session_read_text_file(x->s, "a.txt", 0, 0, on_read, &g), 0);
+    turn(x);
+    fail_commits = false;
+    assert_int_equal(find_method(x, "session/update", 0), -1);
+    answer(x, take(x, "fs/read_text_file"), "{\"content\":\"kept\"}");
+    assert_int_equal(g.calls, 2);
+    assert_string_equal(g.text, "kept");
+}
+
+/* acp_turn_meta: the prompt's _meta for the whole turn. */
+static void test_turn_meta(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    send_line(x,
+              "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/prompt\",\"params\":"
+              "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"m\"}],"
+              "\"_meta\":{\"traceparent\":\"00-ab-cd-01\"}}}",
+              sid);
+    turn(x);
+    assert_non_null(x->t);
+    assert_json(acp_turn_meta(x->t), "{\"traceparent\":\"00-ab-cd-01\"}");
+    end_turn(x, 5);
+    hold_turn(x, 6, sid);
+    assert_null(acp_turn_meta(x->t));
+    end_turn(x, 6);
+}
+
+/* --- permission ----------------------------------------------------------------------------- */
+
+static void test_permission(void **state)
+{
+    h *x = *state;
+    init(x, "{}"); /* a baseline method: no capability needed */
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    acp_tool_call *tc;
+    assert_int_equal(
+        acp_tool_call_begin(t, &(acp_tool_info){.title = "Write a.txt", .kind = "edit"}, &tc), 0);
+    /* the request describes the call as last reported */
+    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.title = "Write b.txt"}), 0);
+    acp_perm_option opts[] = {{"allow", "Allow", "allow_once"},
+                              {"always", "Always", "allow_always"},
+                              {"reject", "Reject", "reject_once"}};
+    got g = {0};
+    assert_int_equal(acp_turn_request_permission(t, tc, opts, 3, on_perm, &g), 0);
+    json_t *req = take(x, "session/request_permission");
+    json_t *exp =
+        json_pack("{ss s{ss ss ss} s[{ss ss ss} {ss ss ss} {ss ss ss}]}", "sessionId", sid,
+                  "toolCall", "toolCallId", acp_tool_call_id(tc), "title", "Write b.txt", "kind",
+                  "edit", "options", "optionId", "allow", "name", "Allow", "kind", "allow_once",
+                  "optionId", "always", "name", "Always", "kind", "allow_always", "optionId",
+                  "reject", "name", "Reject", "kind", "reject_once");
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    answer(x, req, "{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"always\"}}");
+    assert_int_equal(g.calls, 1);
+    assert_int_equal(g.status, 0);
+    assert_ptr_equal(g.t, t);
+    assert_string_equal(g.option, "always");
+    assert_string_equal(g.kind, "allow_always");
+    /* the client's own cancelled outcome */
+    assert_int_equal(acp_turn_request_permission(t, tc, opts, 1, on_perm, &g), 0);
+    answer(x, take(x, "session/request_permission"), "{\"outcome\":{\"outcome\":\"cancelled\"}}");
+    assert_int_equal(g.calls, 2);
+    assert_int_equal(g.status, 0);
+    assert_true(g.null_option);
+    /* refused: no tool call, no options, a bad kind */
+    assert_int_equal(acp_turn_request_permission(t, NULL, opts, 3, on_perm, &g), ACP_EINVAL);
+    assert_int_equal(acp_turn_request_permission(t, tc, opts, 0, on_perm, &g), ACP_EINVAL);
+    acp_perm_option bad[] = {{"x", "X", "allow_sometimes"}};
+    assert_int_equal(acp_turn_request_permission(t, tc, bad, 1, on_perm, &g), ACP_EINVAL);
+    assert_errmsg(x, "allow_once");
+    quiet(x);
+    assert_int_equal(acp_tool_call_complete(tc, NULL), 0);
+    end_turn(x, 5);
+}
+
+/* session/cancel: the engine hears first; then the turn's calls get $/cancel_request and the
+ * permission and elicitation it waits for resolve as cancelled at once, without waiting for
+ * the client (a permission asked again from the callback waits: no endless loop); when the
+ * engine ends the turn the answer is cancelled, and the client's late answers are ignored. */
+static void test_cancel_resolves_at_once(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    acp_tool_call *tc;
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Run"}, &tc), 0);
+    acp_perm_option opts[] = {{"allow", "Allow", "allow_once"}};
+    got p = {.ask_again = true, .tc = tc}, e = {0}, r = {0};
+    assert_int_equal(acp_turn_request_permission(t, tc, opts, 1, on_perm, &p), 0);
+    json_t *form = json_pack("{s{}}", "properties");
+    assert_int_equal(
+        acp_turn_elicit(t, &(acp_elicit){.message = "?", .form = form}, NULL, on_elicit, &e), 0);
+    json_decref(form);
+    assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &r), 0);
+    json_t *preq = take(x, "session/request_permission"), *ereq = take(x, "elicitation/create");
+    json_t *rreq = take(x, "fs/read_text_file");
+    json_array_clear(x->msgs);
+    send_line(
+        x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
+        sid);
+    turn(x);
+    assert_int_equal(find_response(x, 5), -1); /* the engine has not ended the turn yet */
+    assert_int_equal(x->cancels, 1);
+    assert_int_equal(p.calls, 1); /* its second request waited for the client: forgotten */
+    assert_int_equal(p.status, 0);
+    assert_true(p.null_option);
+    assert_int_equal(e.calls, 1);
+    assert_int_equal(e.status, 0);
+    assert_string_equal(e.action, "cancel");
+    assert_null(e.json);
+    assert_int_equal(r.calls, 0); /* a read is not answered for the client: forgotten */
+    acp_turn_end(t, "end_turn");
+    x->t = NULL;
+    int at = wait_response(x, 5);
+    /* the permission asked again was still open: forgotten with the turn, before its end */
+    int again = find_method(x, "session/request_permission", 0);
+    assert_true(again >= 0);
+    int again_cancel = find_cancel(x, id_of(json_array_get(x->msgs, (size_t)again)));
+    assert_true(again_cancel > again && again_cancel < at);
+    json_t *reqs[] = {preq, ereq, rreq};
+    for (size_t i = 0; i < 3; i++) {
+        int c = find_cancel(x, id_of(reqs[i]));
+        assert_true(c >= 0 && c < at);
+    }
+    assert_string_equal(stop_reason(x, at), "cancelled");
+    /* the open tool call was reported failed before the response */
+    int upd = find_method(x, "session/update", 0);
+    assert_true(upd >= 0 && upd < at);
+    assert_string_equal(str_at(update_at(x->msgs, (size_t)upd), "status"), "failed");
+    /* the client answers as the spec says it must: nobody listens any more */
+    answer(x, preq, "{\"outcome\":{\"outcome\":\"cancelled\"}}");
+    answer(x, ereq, "{\"action\":\"cancel\"}");
+    answer_error(x, rreq, -32800, "cancelled");
+    assert_int_equal(p.calls + e.calls + r.calls, 2);
+}
+
+/* --- tool calls ----------------------------------------------------------------------------- */
+
+static void test_tool_calls(void **state)
+{
+    h *x = *state;
+    init(x, "{}");
+    char sid[80], p[400], path[PATH_MAX + 16];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    snprintf(path, sizeof path, "%s/a.txt", x->real);
+    json_t *input = json_pack("{ss}", "path", "a.txt");
+    acp_tool_call *tc;
+    assert_int_equal(acp_tool_call_begin(t,
+                                         &(acp_tool_info){.title = "Read a.txt",
+                                                          .name = "read_file",
+                                                          .kind = "read",
+                                                          .path = path,
+                                                          .raw_input = input},
+                                         &tc),
+                     0);
+    json_decref(input);
+    const char *id = acp_tool_call_id(tc);
+    assert_int_equal(strncmp(id, "call_", 5), 0);
+    turn(x);
+    json_t *exp =
+        json_pack("{ss ss ss ss ss ss s[{ss}] s{ss}}", "sessionUpdate", "tool_call", "toolCallId",
+                  id, "title", "Read a.txt", "name", "read_file", "kind", "read", "status",
+                  "pending", "locations", "path", path, "rawInput", "path", "a.txt");
+    assert_true(json_equal(update_at(x->msgs, 0), exp));
+    json_decref(exp);
+    assert_int_equal(
+        acp_tool_call_update(tc, &(acp_tool_info){.status = "in_progress", .text = "reading"}), 0);
+    turn(x);
+    exp = json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
+                    "toolCallId", id, "status", "in_progress", "content", "type", "content",
+                    "content", "type", "text", "text", "reading");
+    assert_true(json_equal(update_at(x->msgs, 1), exp));
+    json_decref(exp);
+    json_t *content =
+        json_pack("[{ss ss s:n ss}]", "type", "diff", "path", path, "oldText", "newText", "new");
+    json_t *output = json_pack("{si}", "bytes", 3);
+    json_t *meta = json_pack("{ss}", "x.dev/why", "test");
+    assert_int_equal(acp_tool_call_complete(tc, &(acp_tool_info){.content = content,
+                                                                 .raw_output = output,
+                                                                 .text = "done",
+                                                                 .meta = meta}),
+                     0);
+    json_decref(content);
+    json_decref(output);
+    json_decref(meta);
+    turn(x);
+    exp = json_pack("{ss ss ss s[{ss ss s:n ss} {ss s{ss ss}}] s{si} s{ss}}", "sessionUpdate",
+                    "tool_call_update", "toolCallId", id, "status", "completed", "content", "type",
+                    "diff", "path", path, "oldText", "newText", "new", "type", "content", "content",
+                    "type", "text", "text", "done", "rawOutput", "bytes", 3, "_meta", "x.dev/why",
+                    "test");
+    assert_true(json_equal(update_at(x->msgs, 2), exp));
+    json_decref(exp);
+    /* finished: no more updates */
+    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.text = "more"}), ACP_EINVAL);
+    assert_errmsg(x, "completed or failed already");
+    assert_int_equal(acp_tool_call_fail(tc, "late"), ACP_EINVAL);
+
+    /* begun in progress, then failed with a message */
+    acp_tool_call *tc2;
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.title = "Run", .kind = "execute", .status = "in_progress"}, &tc2),
+        0);
+    assert_int_equal(acp_tool_call_fail(tc2, "boom"), 0);
+    turn(x);
+    exp = json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
+                    "toolCallId", acp_tool_call_id(tc2), "status", "failed", "content", "type",
+                    "content", "content", "type", "text", "text", "boom");
+    assert_true(json_equal(update_at(x->msgs, 4), exp));
+    json_decref(exp);
+    assert_int_equal(acp_tool_call_update(tc2, NULL), ACP_EINVAL);
+
+    /* what the schema would not take is refused, and nothing is sent */
+    json_array_clear(x->msgs);
+    acp_tool_call *no = NULL;
+    const struct {
+        acp_tool_info in;
+        const char *why;
+    } bad[] = {
+        {{.kind = "read"}, "title"},
+        {{.title = "T", .kind = "bake"}, "unknown tool kind"},
+        {{.title = "T", .status = "cancelled"}, "unknown tool call status"},
+        {{.title = "T", .path = "rel/a.txt"}, "absolute"},
+        {{.title = "T", .text = "\xff"}, "UTF-8"},
+        {{.title = "\xc3"}, "UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(acp_tool_call_begin(t, &bad[i].in, &no), ACP_EINVAL);
+        assert_null(no);
+        assert_errmsg(x, bad[i].why);
+    }
+    const char *bad_content[] = {
+        "{}",
+        "[{\"type\":\"image\"}]",
+        "[{\"type\":\"content\",\"content\":\"text\"}]",
+        "[{\"type\":\"diff\",\"path\":\"rel\",\"newText\":\"x\"}]",
+        "[{\"type\":\"diff\",\"path\":\"/a\"}]",
+        "[{\"type\":\"terminal\"}]",
+        "[7]",
+    };
+    for (size_t i = 0; i < sizeof bad_content / sizeof *bad_content; i++) {
+        json_t *c = json_loads(bad_content[i], 0, NULL);
+        assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .content = c}, &no),
+                         ACP_EINVAL);
+        json_decref(c);
+    }
+    json_t *locs = json_pack("[{ss}]", "path", "rel");
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .locations = locs}, &no),
+                     ACP_EINVAL);
+    assert_errmsg(x, "locations[0]");
+    json_decref(locs);
+    json_t *m = json_string("meta");
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .meta = m}, &no),
+                     ACP_EINVAL);
+    json_decref(m);
+    quiet(x);
+
+    /* stored as sent, and session/load replays exactly that */
+    acp_tool_call *tc3;
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Last"}, &tc3), 0);
+    assert_int_equal(acp_tool_call_complete(tc3, NULL), 0);
+    end_turn(x, 5);
+    json_t *st = history(x, sid);
+    assert_int_equal(json_array_size(st), 1 + 7);
+    assert_string_equal(str_at(json_array_get(st, 1), "sessionUpdate"), "tool_call");
+    json_array_clear(x->msgs);
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", sid, x->dir);
+    json_t *r = request(x, 6, "session/load", p);
+    json_t *rep = updates_of(r);
+    json_array_remove(rep, json_array_size(rep) - 1); /* the session info after the replay */
+    assert_true(json_equal(rep, st));
+    json_decref(rep);
+    json_decref(r);
+    json_decref(st);
+}
+
+/* A tool call still open when the turn ends is reported failed before the response (and
+ * stored so); not after a store failure decided the turn, since nothing more can be stored. */
+static void test_tool_call_auto_failed(void **state)
+{
+    h *x = *state;
+    init(x, "{}");
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_tool_call *open, *done;
+    assert_int_equal(acp_tool_call_begin(x->t, &(acp_tool_info){.title = "Open"}, &open), 0);
+    assert_int_equal(acp_tool_call_begin(x->t, &(acp_tool_info){.title = "Done"}, &done), 0);
+    assert_int_equal(acp_tool_call_complete(done, NULL), 0);
+    char open_id[48];
+    snprintf(open_id, sizeof open_id, "%s", acp_tool_call_id(open));
+    int at = end_turn(x, 5);
+    /* tool_call, tool_call, update (Done completed), update (Open failed), response */
+    assert_int_equal(at, 4);
+    json_t *u = update_at(x->msgs, 3);
+    assert_string_equal(str_at(u, "toolCallId"), open_id);
+    assert_string_equal(str_at(u, "status"), "failed");
+    assert_int_equal(json_object_size(u), 3);
+    json_t *st = history(x, sid);
+    assert_true(json_equal(json_array_get(st, json_array_size(st) - 1), u));
+    json_decref(st);
+    json_array_clear(x->msgs);
+
+    /* the store fails while a tool call is open: the prompt is answered with the store error
+     * and the engine told to stop; when it ends the turn, no update follows */
+    hold_turn(x, 6, sid);
+    acp_turn *t = x->t;
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Lost"}, &open), 0);
+    fail_commits = true;
+    at = wait_response(x, 6);
+    fail_commits = false;
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(x->msgs, (size_t)at), "error"), "code")),
+                     ACP_RPC_INTERNAL_ERROR);
+    assert_int_equal(x->cancels, 1);
+    got g = {0};
+    /* decided: no more updates or calls for this turn */
+    assert_int_equal(acp_tool_call_update(open, &(acp_tool_info){.text = "x"}), ACP_ECLOSED);
+    assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), ACP_ENOTSUP);
+    assert_int_equal(acp_turn_call(t, "_x/y", NULL, on_turn_call, &g), ACP_ECLOSED);
+    json_array_clear(x->msgs);
+    acp_turn_end(t, "end_turn");
+    x->t = NULL;
+    quiet(x);
+    st = history(x, sid); /* the second turn's user message is the last stored */
+    assert_string_equal(str_at(json_array_get(st, json_array_size(st) - 1), "sessionUpdate"),
+                        "user_message_chunk");
+    json_decref(st);
+}
+
+/* --- terminals ------------------------------------------------------------------------------ */
+
+/* Creates a terminal of the held turn (or of session s when t is NULL) and answers its create
+ * with id. */
+static acp_terminal *terminal(h *x, acp_turn *t, acp_session *s, const char *id, got *g)
+{
+    acp_terminal *term;
+    acp_terminal_opts o = {.command = "sleep", .args = (const char *[]){"100", NULL}};
+    assert_int_equal(t ? acp_turn_terminal_create(t, &o, on_term, g, &term)
+                       : acp_session_terminal_create(s, &o, on_term, g, &term),
+                     0);
+    char result[80];
+    snprintf(result, sizeof result, "{\"terminalId\":\"%s\"}", id);
+    answer(x, take(x, "terminal/create"), result);
+    assert_int_equal(g->status, 0);
+    assert_string_equal(acp_terminal_id(term), id);
+    return term;
+}
+
+/* Where the terminal/release of terminal id is in x->msgs, or -1. */
+static int find_release(h *x, const char *id)
+{
+    for (int i = 0; (i = find_method(x, "terminal/release", i)) >= 0; i++)
+        if (!strcmp(str_at(params_of(json_array_get(x->msgs, (size_t)i)), "terminalId"), id))
+            return i;
+    return -1;
+}
+
+static void test_terminal(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->t;
+    got g = {0};
+    acp_terminal *term;
+    acp_terminal_opts o = {.command = "make",
+                           .args = (const char *[]){"-j", "4", NULL},
+                           .env = (const char *[]){"CC=clang", "EMPTY=", "A=b=c", NULL},
+                           .cwd = x->dir,
+                           .output_byte_limit = 1000};
+    assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), 0);
+    assert_null(acp_terminal_id(term));
+    assert_ptr_equal(acp_terminal_session(term), x->s);
+    /* nothing can be asked of it before its id is known */
+    assert_int_equal(acp_terminal_output(term, on_output, &g), ACP_EINVAL);
+    assert_errmsg(x, "not answered yet");
+    assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), ACP_EINVAL);
+    assert_int_equal(acp_terminal_kill(term, on_term, &g), ACP_EINVAL);
+    acp_tool_call *tc;
+    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .terminal = term}, &tc),
+                     ACP_EINVAL);
+    json_t *req = take(x, "terminal/create");
+    json_t *exp = json_pack("{ss ss s[ss] s[{ss ss} {ss ss} {ss ss}] ss si}", "sessionId", sid,
+                            "command", "make", "args", "-j", "4", "env", "name", "CC", "value",
+                            "clang", "name", "EMPTY", "value", "", "name", "A", "value", "b=c",
+                            "cwd", x->real, "outputByteLimit", 1000);
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    answer(x, req, "{\"terminalId\":\"term_1\"}");
+    assert_int_equal(g.calls, 1);
+    assert_int_equal(g.status, 0);
+    assert_ptr_equal(g.term, term);
+    assert_string_equal(acp_terminal_id(term), "term_1");
+
+    /* shown in a tool call */
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.title = "make", .kind = "execute", .terminal = term}, &tc),
+        0);
+    turn(x);
+    assert_json(json_object_get(update_at(x->msgs, 0), "content"),
+                "[{\"type\":\"terminal\",\"terminalId\":\"term_1\"}]");
+    json_array_clear(x->msgs);
+
+    /* output: running, then exited */
+    assert_int_equal(acp_terminal_output(term, on_output, &g), 0);
+    req = take(x, "terminal/output");
+    exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1");
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    answer(x, req, "{\"output\":\"building\",\"truncated\":false}");
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.text, "building");
+    assert_false(g.exited);
+    assert_int_equal(acp_terminal_output(term, on_output, &g), 0);
+    answer(x, take(x, "terminal/output"),
+           "{\"output\":\"done\",\"truncated\":true,\"exitStatus\":{\"exitCode\":0,"
+           "\"signal\":null}}");
+    assert_int_equal(g.status, 0);
+    assert_true(g.truncated);
+    assert_true(g.exited);
+    assert_int_equal(g.code, 0);
+    assert_string_equal(g.signal, "");
+    /* wait_for_exit: a signal and no code */
+    assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), 0);
+    answer(x, take(x, "terminal/wait_for_exit"), "{\"exitCode\":null,\"signal\":\"SIGKILL\"}");
+    assert_int_equal(g.status, 0);
+    assert_true(g.exited);
+    assert_int_equal(g.code, -1);
+    assert_string_equal(g.signal, "SIGKILL");
+    /* kill keeps the terminal; release lets it go */
+    int calls = g.calls;
+    assert_int_equal(acp_terminal_kill(term, on_term, &g), 0);
+    answer(x, take(x, "terminal/kill"), "{}");
+    assert_int_equal(g.calls, calls + 1);
+    assert_int_equal(g.status, 0);
+    assert_int_equal(acp_tool_call_complete(tc, &(acp_tool_info){.terminal = term}), 0);
+    acp_terminal_release(term);
+    turn(x);
+    int upd = find_method(x, "session/update", 0), rel = find_release(x, "term_1");
+    assert_true(upd >= 0 && upd < rel); /* shown before it is released (terminals.mdx) */
+    exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1");
+    assert_true(json_equal(params_of(json_array_get(x->msgs, (size_t)rel)), exp));
+    json_decref(exp);
+    json_array_clear(x->msgs);
+
+    /* refused before anything is sent */
+    acp_terminal *no = (acp_terminal *)&g;
+    const struct {
+        acp_terminal_opts o;
+        int rc;
+        const char *why;
+    } bad[] = {
+        {{.command = NULL}, ACP_EINVAL, "needs a command"},
+        {{.command = "ls", .env = (const char *[]){"NOEQUALS", NULL}}, ACP_EINVAL, "NAME=value"},
+        {{.command = "ls", .env = (const char *[]){"=x", NULL}}, ACP_EINVAL, "NAME=value"},
+        {{.command = "ls", .cwd = "rel"}, ACP_EINVAL, "absolute"},
+        {{.command = "ls", .cwd = "/etc"}, ACP_EACCES, "outside the session's roots"},
+        {{.command = "ls", .args = (const char *[]){"\xff", NULL}}, ACP_EINVAL, "UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(acp_turn_terminal_create(t, &bad[i].o, on_term, &g, &no), bad[i].rc);
+        assert_null(no);
+        assert_errmsg(x, bad[i].why);
+    }
+    quiet(x);
+    end_turn(x, 5);
+}
+
+/* A terminal of the turn is released when the turn ends, before the response; its pending
+ * calls are forgotten ($/cancel_request) and their late answers reach nobody. */
+static void test_terminal_released_on_turn_end(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    got g = {0};
+    acp_terminal *term = terminal(x, x->t, NULL, "term_e", &g);
+    assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), 0);
+    json_t *wait = take(x, "terminal/wait_for_exit");
+    int calls = g.calls;
+    int at = end_turn(x, 5);
+    int rel = find_release(x, "term_e"), cancel = find_cancel(x, id_of(wait));
+    assert_true(rel >= 0 && rel < at);
+    assert_true(cancel >= 0 && cancel < rel);
+    answer(x, wait, "{\"exitCode\":0}");
+    assert_int_equal(g.calls, calls);
+}
+
+/* session/cancel: the engine ends the turn in its cancel hook; the terminal is released
+ * before the cancelled response. */
+static void test_terminal_released_on_cancel(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    got g = {0};
+    terminal(x, x->t, NULL, "term_c", &g);
+    x->end_on_cancel = true;
+    send_line(
+        x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
+        sid);
+    int at = wait_response(x, 5);
+    assert_string_equal(stop_reason(x, at), "cancelled");
+    int rel = find_release(x, "term_c");
+    assert_true(rel >= 0 && rel < at);
+}
+
+/* session/close releases the session's terminals and the running turn's, before close is
+ * answered. */
+static void test_terminal_released_on_close(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80], p[120];
+    new_session(x, sid);
+    got g = {0};
+    terminal(x, NULL, x->s, "term_s", &g);
+    hold_turn(x, 5, sid);
+    terminal(x, x->t, NULL, "term_t", &g);
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
+    json_t *r = request(x, 6, "session/close", p);
+    json_array_extend(x->msgs, r);
+    json_decref(r);
+    int at = find_response(x, 6), prompt = find_response(x, 5);
+    assert_true(prompt >= 0 && prompt < at);
+    assert_string_equal(stop_reason(x, prompt), "cancelled");
+    int rs = find_release(x, "term_s"), rt = find_release(x, "term_t");
+    assert_true(rs >= 0 && rs < at);
+    assert_true(rt >= 0 && rt < prompt);
+    assert_int_equal(acp_agent_session_count(x->a), 0);
+}
+
+/* Shutdown releases every terminal; after EOF on our input the releases are still written
+ * (a half-closed client reads on). */
+static void test_terminal_released_on_shutdown(void **state)
+{
+    h *x = *state;
+    for (int eof = 0; eof < 2; eof++) {
+        if (eof) {
+            agent_stop(x);
+            agent_start(x);
+            json_array_clear(x->msgs);
+        }
+        init(x, FULL_CAPS);
+        char sid[80];
+        new_session(x, sid);
+        got g = {0};
+        terminal(x, NULL, x->s, "term_s", &g);
+        hold_turn(x, 5, sid);
+        acp_terminal *tt = terminal(x, x->t, NULL, "term_t", &g);
+        assert_int_equal(acp_terminal_output(tt, on_output, &g), 0);
+        json_decref(take(x, "terminal/output"));
+        int calls = g.calls;
+        if (eof) acp_conn_eof(acp_agent_conn(x->a));
+        /* at EOF the pending output call fails ECLOSED: the connection ended */
+        if (eof) assert_int_equal(g.calls, calls + 1);
+        if (eof) assert_int_equal(g.status, ACP_ECLOSED);
+        acp_agent_shutdown(x->a);
+        turn(x);
+        assert_true(find_release(x, "term_s") >= 0);
+        assert_true(find_release(x, "term_t") >= 0);
+        assert_true(find_response(x, 5) >= 0);
+        assert_int_equal(acp_agent_session_count(x->a), 0);
+    }
+}
+
+/* A terminal released (here: its turn ended) before the client answered terminal/create is
+ * released once the id arrives, even after its session closed; one whose create fails needs
+ * nothing; and one still waiting when the agent is freed does not leak. */
+static void test_terminal_orphans(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80], sid2[80], p[120];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_terminal_opts o = {.command = "ls"};
+    acp_terminal *t1, *t2, *t3;
+    got g = {0};
+    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t1), 0);
+    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t2), 0);
+    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t3), 0);
+    json_t *c1 = take(x, "terminal/create"), *c2 = take(x, "terminal/create");
+    json_t *c3 = take(x, "terminal/create");
+    end_turn(x, 5);
+    assert_int_equal(find_method(x, "terminal/release", 0), -1);
+    json_array_clear(x->msgs);
+    answer(x, c1, "{\"terminalId\":\"orphan_1\"}");
+    json_t *rel = take(x, "terminal/release");
+    json_t *exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "orphan_1");
+    assert_true(json_equal(params_of(rel), exp));
+    json_decref(rel);
+    answer_error(x, c2, -32603, "could not spawn");
+    quiet(x);
+    /* the session closes; the answer comes afterwards */
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
+    json_decref(request(x, 6, "session/close", p));
+    answer(x, c3, "{\"terminalId\":\"orphan_3\"}");
+    rel = take(x, "terminal/release");
+    json_object_set_new(exp, "terminalId", json_string("orphan_3"));
+    assert_true(json_equal(params_of(rel), exp));
+    json_decref(rel);
+    json_decref(exp);
+    assert_int_equal(g.calls, 0); /* released: no callback of theirs runs */
+    /* one still waiting at the end: freed with the agent (LeakSanitizer) */
+    new_session(x, sid2);
+    hold_turn(x, 7, sid2);
+    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t1), 0);
+    end_turn(x, 7);
+}
+
+/* --- elicitation ---------------------------------------------------------------------------- */
+
+static const char form_text[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"name\":{\"type\":\"string\"},"
+    "\"color\":{\"type\":\"string\",\"enum\":[\"red\",\"green\"]},"
+    "\"size\":{\"type\":\"string\",\"oneOf\":[{\"const\":\"s\",\"title\":\"S\"},"
+    "{\"const\":\"m\",\"title\":\"M\"}]},"
+    "\"age\":{\"type\":\"integer\"},\"ratio\":{\"type\":\"number\"},\"ok\":{\"type\":\"boolean\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]}},"
+    "\"picks\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"const\":\"x\",\"title\":\"X\"}]}},"
+    "\"free\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"ext\":{\"type\":\"_color_picker\"}},"
+    "\"required\":[\"name\"]}";
+
+/* Asks the form in the held turn and answers with result; returns what the callback got. */
+static void ask(h *x, const json_t *form, const char *result, got *g)
+{
+    got_clear(g);
+    assert_int_equal(acp_turn_elicit(x->t, &(acp_elicit){.message = "Tell me", .form = form}, NULL,
+                                     on_elicit, g),
+                     0);
+    answer(x, take(x, "elicitation/create"), result);
+    assert_int_equal(g->calls, 1);
+}
+
+static void test_elicit_form(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80], eid[48] = "untouched";
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    json_t *form = json_loads(form_text, 0, NULL);
+    assert_non_null(form);
+    acp_tool_call *tc;
+    assert_int_equal(acp_tool_call_begin(x->t, &(acp_tool_info){.title = "Ask"}, &tc), 0);
+    got g = {0};
+    assert_int_equal(
+        acp_turn_elicit(x->t, &(acp_elicit){.message = "Tell me", .form = form, .tool_call = tc},
+                        eid, on_elicit, &g),
+        0);
+    assert_string_equal(eid, ""); /* only URL elicitations have an id */
+    json_t *req = take(x, "elicitation/create");
+    json_t *exp =
+        json_pack("{ss ss ss ss sO}", "sessionId", sid, "toolCallId", acp_tool_call_id(tc),
+                  "message", "Tell me", "mode", "form", "requestedSchema", form);
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    const char full[] = "{\"name\":\"n\",\"color\":\"red\",\"size\":\"m\",\"age\":3,\"ratio\":0.5,"
+                        "\"ok\":true,\"tags\":[\"a\",\"b\"],\"picks\":[\"x\"],\"free\":[\"any\"],"
+                        "\"ext\":{\"r\":1}}";
+    char result[512];
+    snprintf(result, sizeof result, "{\"action\":\"accept\",\"content\":%s}", full);
+    answer(x, req, result);
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.action, "accept");
+    assert_ptr_equal(g.s, x->s);
+    assert_json(g.json, full);
+    /* a number for a number may be an integer; null content is no content */
+    ask(x, form, "{\"action\":\"accept\",\"content\":{\"name\":\"n\",\"ratio\":2}}", &g);
+    assert_int_equal(g.status, 0);
+    ask(x, form, "{\"action\":\"decline\",\"content\":null}", &g);
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.action, "decline");
+    assert_null(g.json);
+    ask(x, form, "{\"action\":\"_later\"}", &g); /* an extension's action is passed on */
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.action, "_later");
+
+    /* content that does not answer the form: that call fails, with the field named */
+    const char *bad[][2] = {
+        {"{\"name\":5}", "malformed field name"},
+        {"{\"name\":\"n\",\"color\":\"blue\"}", "malformed field color"},
+        {"{\"name\":\"n\",\"size\":\"xl\"}", "malformed field size"},
+        {"{\"name\":\"n\",\"age\":1.5}", "malformed field age"},
+        {"{\"name\":\"n\",\"ratio\":\"1\"}", "malformed field ratio"},
+        {"{\"name\":\"n\",\"ok\":\"yes\"}", "malformed field ok"},
+        {"{\"name\":\"n\",\"tags\":[\"c\"]}", "malformed field tags"},
+        {"{\"name\":\"n\",\"tags\":\"a\"}", "malformed field tags"},
+        {"{\"name\":\"n\",\"picks\":[\"y\"]}", "malformed field picks"},
+        {"{\"name\":\"n\",\"free\":[1]}", "malformed field free"},
+        {"{\"name\":\"n\",\"extra\":1}", "unrequested field extra"},
+        {"{\"color\":\"red\"}", "misses the required field name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(result, sizeof result, "{\"action\":\"accept\",\"content\":%s}", bad[i][0]);
+        ask(x, form, result, &g);
+        assert_int_equal(g.status, ACP_EPROTO);
+        if (!strstr(g.error, bad[i][1])) fail_msg("%s: \"%s\"", bad[i][0], g.error);
+        assert_null(g.json);
+    }
+    ask(x, form, "{\"action\":\"accept\"}", &g); /* accepted, but name is required */
+    assert_int_equal(g.status, ACP_EPROTO);
+
+    /* the answer is checked against the form as sent, whatever the engine does to it later */
+    assert_int_equal(
+        acp_turn_elicit(x->t, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g), 0);
+    json_object_del(form, "required");
+    answer(x, take(x, "elicitation/create"), "{\"action\":\"accept\",\"content\":{}}");
+    assert_int_equal(g.status, ACP_EPROTO);
+
+    /* refused: no message, not exactly one mode, a form that is not an object */
+    json_t *str = json_string("form");
+    const acp_elicit refused[] = {
+        {.form = form},
+        {.message = "m"},
+        {.message = "m", .form = form, .url = "https://e.x/"},
+        {.message = "m", .form = str},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        assert_int_equal(acp_turn_elicit(x->t, &refused[i], NULL, on_elicit, &g), ACP_EINVAL);
+    json_decref(str);
+    quiet(x);
+
+    /* a session's elicitation, outside the turn */
+    assert_int_equal(acp_tool_call_complete(tc, NULL), 0);
+    end_turn(x, 5);
+    got_clear(&g);
+    assert_int_equal(
+        acp_session_elicit(x->s, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g),
+        0);
+    answer(x, take(x, "elicitation/create"), "{\"action\":\"cancel\"}");
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.action, "cancel");
+    json_decref(form);
+    got_clear(&g);
+}
+
+static void test_elicit_url(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80], id1[48], id2[48];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    got g = {0};
+    assert_int_equal(
+        acp_turn_elicit(x->t,
+                        &(acp_elicit){.message = "Sign in", .url = "https://example.com/login?x=1"},
+                        id1, on_elicit, &g),
+        0);
+    assert_int_equal(strncmp(id1, "elic_", 5), 0);
+    assert_int_equal(strlen(id1), 5 + 32);
+    json_t *req = take(x, "elicitation/create");
+    json_t *exp = json_pack("{ss ss ss ss ss}", "sessionId", sid, "message", "Sign in", "mode",
+                            "url", "url", "https://example.com/login?x=1", "elicitationId", id1);
+    assert_true(json_equal(params_of(req), exp));
+    json_decref(exp);
+    answer(x, req, "{\"action\":\"accept\"}");
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.action, "accept");
+    assert_null(g.json);
+    assert_int_equal(acp_session_elicit(x->s, &(acp_elicit){.message = "b", .url = "https://b/"},
+                                        id2, on_elicit, &g),
+                     0);
+    assert_string_not_equal(id1, id2);
+    json_decref(take(x, "elicitation/create"));
+
+    /* complete: after what the session sent before it */
+    assert_int_equal(acp_turn_text(x->t, NULL, NULL, "opened the page", 15), 0);
+    assert_int_equal(acp_agent_elicit_complete(x->a, id1), 0);
+    turn(x);
+    int upd = find_method(x, "session/update", 0), done = find_method(x, "elicitation/complete", 0);
+    assert_true(upd >= 0 && upd < done);
+    exp = json_pack("{ss}", "elicitationId", id1);
+    assert_true(json_equal(params_of(json_array_get(x->msgs, (size_t)done)), exp));
+    json_decref(exp);
+    /* once only; unknown ids are not found */
+    assert_int_equal(acp_agent_elicit_complete(x->a, id1), ACP_ENOTFOUND);
+    assert_int_equal(acp_agent_elicit_complete(x->a, "elic_nope"), ACP_ENOTFOUND);
+    assert_int_equal(acp_agent_elicit_complete(x->a, NULL), ACP_ENOTFOUND);
+    json_array_clear(x->msgs);
+    quiet(x);
+    assert_int_equal(acp_agent_elicit_complete(x->a, id2), 0);
+    json_decref(take(x, "elicitation/complete"));
+    end_turn(x, 5);
+}
+
+/* --- an authenticate request's elicitation ---------------------------------------------------- */
+
+/* Stands in for auth.c's authenticate handler: holds the request as an acp_auth. */
+static void on_fake_auth(acp_conn *c, acp_req *req, void *user)
+{
+    h *x = user;
+    x->au = calloc(1, sizeof *x->au);
+    *x->au = (acp_auth){.a = x->a, .req = req, .method = "login"};
+}
+
+/* Request-scoped: requestId is the authenticate request's id exactly as the client wrote it
+ * (here a string with an escape and a number in exponent form), no sessionId; cb gets s NULL;
+ * calls_auth_ended forgets what is pending. */
+static void test_auth_elicit(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    acp_conn_on(acp_agent_conn(x->a), "_test/authenticate", on_fake_auth, NULL, x);
+    /* jansson would rewrite both (as "a\u00e9 1" and 1.0): the raw text must pass */
+    const char *ids[] = {"\"a\\u00e9 1\"", "1.0e0"};
+    for (size_t i = 0; i < 2; i++) {
+        send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"_test/authenticate\"}", ids[i]);
+        assert_non_null(x->au);
+        got g = {0};
+        char eid[48];
+        assert_int_equal(acp_auth_elicit(x->au,
+                                         &(acp_elicit){.message = "Sign in", .url = "https://s/"},
+                                         eid, on_elicit, &g),
+                         0);
+        /* the raw line: the id's text as received */
+        acp_agent_flush(x->a);
+        size_t n;
+        char *out = acp_conn_out_take(acp_agent_conn(x->a), &n);
+        char want[128];
+        snprintf(want, sizeof want, "\"requestId\":%s,", ids[i]);
+        assert_non_null(memmem(out, n, want, strlen(want)));
+        assert_null(memmem(out, n, "sessionId", 9));
+        json_t *req = json_loadb(out, n - 1, 0, NULL);
+        free(out);
+        assert_non_null(req);
+        answer(x, req, "{\"action\":\"accept\"}");
+        assert_int_equal(g.calls, 1);
+        assert_int_equal(g.status, 0);
+        assert_null(g.s);
+        assert_int_equal(acp_agent_elicit_complete(x->a, eid), 0);
+        json_decref(take(x, "elicitation/complete"));
+        /* a tool call belongs to a session */
+        acp_tool_call *tc = (acp_tool_call *)&g;
+        assert_int_equal(
+            acp_auth_elicit(x->au,
+                            &(acp_elicit){.message = "m", .url = "https://s/", .tool_call = tc},
+                            eid, on_elicit, &g),
+            ACP_EINVAL);
+        /* the request ends: what is pending is forgotten */
+        json_t *form = json_pack("{s{}}", "properties");
+        assert_int_equal(acp_auth_elicit(x->au, &(acp_elicit){.message = "m", .form = form}, NULL,
+                                         on_elicit, &g),
+                         0);
+        json_decref(form);
+        req = take(x, "elicitation/create");
+        calls_auth_ended(x->au);
+        acp_req_reply(x->au->req, NULL);
+        x->au->req = NULL;
+        turn(x);
+        int cancel = find_cancel(x, id_of(req));
+        assert_true(cancel >= 0 && cancel < (int)json_array_size(x->msgs) - 1); /* then the reply */
+        assert_int_equal(acp_auth_elicit(x->au, &(acp_elicit){.message = "m", .url = "https://s/"},
+                                         eid, on_elicit, &g),
+                         ACP_ECLOSED);
+        answer(x, req, "{\"action\":\"decline\"}");
+        assert_int_equal(g.calls, 1);
+        free(x->au);
+        x->au = NULL;
+        json_array_clear(x->msgs);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hold_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_turn_meta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_resolves_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tool_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tool_call_auto_failed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_released_on_turn_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_released_on_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_released_on_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_released_on_shutdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_orphans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_elicit_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_elicit_url, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_auth_elicit, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
