@@ -33,6 +33,9 @@ typedef struct echo_sess {
     char *path, *text;
     /* /call */
     acp_mcp_call *call;
+    /* /term (the turn's: the runtime releases it if we do not) */
+    acp_terminal *term;
+    char *command;
     unsigned long long used; /* /usage: tokens (about 4 bytes each) this session has seen */
 } echo_sess;
 
@@ -52,6 +55,9 @@ static const struct {
     {"usage", "Report the context window usage", NULL},
     {"mode", "Switch the session mode from the agent's side", "MODE"},
     {"set", "Set a config option from the agent's side", "OPTION VALUE"},
+    {"term", "Run a shell command in a client terminal (asks permission)", "COMMAND"},
+    {"ask", "Ask for permission and say which option was chosen", NULL},
+    {"elicit", "Ask the user for a name and a count (a form elicitation)", NULL},
 };
 
 /* --- modes, config options, authentication ------------------------------------------------- */
@@ -109,10 +115,13 @@ static void job_clear(echo_sess *es)
         es->call = NULL; /* on_done, run from inside the cancel, sees it is not wanted */
         acp_mcp_call_cancel(c);
     }
+    if (es->term) acp_terminal_release(es->term);
+    es->term = NULL;
     free(es->chunk);
     free(es->path);
     free(es->text);
-    es->chunk = es->path = es->text = NULL;
+    free(es->command);
+    es->chunk = es->path = es->text = es->command = NULL;
     es->job = JOB_NONE;
     es->t = NULL;
     es->tc = NULL;
@@ -715,6 +724,170 @@ static void cmd_set(acp_turn *t, const char *args)
     acp_turn_end(t, "end_turn");
 }
 
+/* --- /term, /ask, /elicit -------------------------------------------------------------------- */
+
+/* The command's output ends the tool call: the terminal stays embedded (the client keeps
+ * showing it after the release), the text is the output we read. */
+static void term_output(acp_terminal *term, int status, const char *output, size_t n,
+                        bool truncated, const acp_terminal_exit *exit, const char *error,
+                        void *user)
+{
+    echo_sess *es = user;
+    if (status) {
+        tool_failed(es, error);
+        return;
+    }
+    json_t *raw = json_pack("{sb}", "truncated", truncated);
+    if (exit && exit->exited && exit->exit_code >= 0)
+        json_object_set_new(raw, "exitCode", json_integer(exit->exit_code));
+    if (exit && exit->signal) json_object_set_new(raw, "signal", json_string(exit->signal));
+    char *text = strndup(output, n);
+    acp_tool_info info = {.status =
+                              exit && exit->exited && exit->exit_code == 0 ? "completed" : "failed",
+                          .terminal = term,
+                          .text = text ? text : "",
+                          .raw_output = raw};
+    acp_tool_call_update(es->tc, &info);
+    free(text);
+    json_decref(raw);
+    finish(es, "end_turn"); /* releases the terminal */
+}
+
+static void term_exited(acp_terminal *term, int status, const acp_terminal_exit *exit,
+                        const char *error, void *user)
+{
+    echo_sess *es = user;
+    if (status || acp_terminal_output(term, term_output, es)) tool_failed(es, error);
+}
+
+static void term_created(acp_terminal *term, int status, const char *error, void *user)
+{
+    echo_sess *es = user;
+    if (status) {
+        es->term = NULL; /* a failed create frees the handle */
+        tool_failed(es, error);
+        return;
+    }
+    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .terminal = term});
+    if (acp_terminal_wait_for_exit(term, term_exited, es))
+        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_terminal_session(term))));
+}
+
+static void term_permitted(acp_turn *t, int status, const char *option, const char *kind,
+                           const char *error, void *user)
+{
+    echo_sess *es = user;
+    if (status) {
+        tool_failed(es, error);
+    } else if (!option) {
+        acp_tool_call_fail(es->tc, "permission request cancelled");
+        finish(es, "cancelled");
+    } else if (strcmp(option, "allow")) {
+        tool_failed(es, "permission denied");
+    } else {
+        const char *argv[] = {"-c", es->command, NULL};
+        acp_terminal_opts o = {
+            .command = "/bin/sh", .args = argv, .cwd = acp_session_cwd(acp_turn_session(t))};
+        if (acp_turn_terminal_create(t, &o, term_created, es, &es->term))
+            tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+    }
+}
+
+static void cmd_term(acp_turn *t, echo_sess *es, const char *args)
+{
+    static const acp_perm_option opts[] = {{"allow", "Run it", "allow_once"},
+                                           {"reject", "Don't run it", "reject_once"}};
+    if (!*args) {
+        say(t, "usage: /term COMMAND");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    char title[600];
+    snprintf(title, sizeof title, "Run: %s", args);
+    json_t *input = json_pack("{ss}", "command", args);
+    bool ok =
+        tool_begin(t, es, &(acp_tool_info){.title = title, .kind = "execute", .raw_input = input});
+    json_decref(input);
+    if (!ok) return;
+    es->job = JOB_CLIENT;
+    if (!acp_agent_client_has(acp_session_agent(acp_turn_session(t)), "terminal")) {
+        tool_failed(es, "the client offers no terminal (clientCapabilities.terminal)");
+        return;
+    }
+    es->command = strdup(args);
+    if (!es->command || acp_turn_request_permission(t, es->tc, opts, 2, term_permitted, es))
+        tool_failed(es, "could not ask for permission");
+}
+
+static void asked(acp_turn *t, int status, const char *option, const char *kind, const char *error,
+                  void *user)
+{
+    echo_sess *es = user;
+    char line[300];
+    if (status) {
+        tool_failed(es, error);
+        return;
+    }
+    snprintf(line, sizeof line, "permission: %s%s", option ? "selected " : "cancelled",
+             option ? option : "");
+    if (option)
+        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = line});
+    else
+        acp_tool_call_fail(es->tc, "permission request cancelled");
+    say(t, line);
+    finish(es, option ? "end_turn" : "cancelled");
+}
+
+static void cmd_ask(acp_turn *t, echo_sess *es)
+{
+    static const acp_perm_option opts[] = {{"allow_once", "Allow once", "allow_once"},
+                                           {"allow_always", "Allow always", "allow_always"},
+                                           {"reject_once", "Reject once", "reject_once"},
+                                           {"reject_always", "Reject always", "reject_always"}};
+    if (!tool_begin(t, es, &(acp_tool_info){.title = "Ask for permission", .kind = "other"}))
+        return;
+    es->job = JOB_CLIENT;
+    if (acp_turn_request_permission(t, es->tc, opts, 4, asked, es))
+        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+}
+
+static void elicited(acp_session *s, int status, const char *action, const json_t *content,
+                     const char *error, void *user)
+{
+    echo_sess *es = user;
+    char line[700];
+    char *js = content ? json_dumps(content, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (status)
+        snprintf(line, sizeof line, "elicitation failed: %s", error ? error : acp_strerror(status));
+    else
+        snprintf(line, sizeof line, "elicitation: %s%s%s", action, js ? " " : "", js ? js : "");
+    free(js);
+    say(es->t, line);
+    finish(es, "end_turn");
+}
+
+static void cmd_elicit(acp_turn *t, echo_sess *es)
+{
+    acp_agent *a = acp_session_agent(acp_turn_session(t));
+    if (!acp_agent_client_has(a, "elicitation.form")) {
+        say(t, "The client does not support form elicitation (elicitation.form): nothing asked.");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    json_t *form = json_pack("{ss s{s{ss ss} s{ss ss}} s[s]}", "type", "object", "properties",
+                             "name", "type", "string", "title", "Name", "count", "type", "integer",
+                             "title", "Count", "required", "name");
+    es->t = t;
+    es->job = JOB_CLIENT;
+    acp_elicit e = {.message = "Tell the echo agent your name and a count", .form = form};
+    int rc = acp_turn_elicit(t, &e, NULL, elicited, es);
+    json_decref(form);
+    if (rc) {
+        say(t, acp_agent_errmsg(a));
+        finish(es, "end_turn");
+    }
+}
+
 /* --- engine callbacks ------------------------------------------------------------------------ */
 
 static void session_ready(acp_session *s, void *user)
@@ -828,6 +1001,12 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
         cmd_mode(t, args);
     else if (IS("set"))
         cmd_set(t, args);
+    else if (IS("term"))
+        cmd_term(t, es, args);
+    else if (IS("ask"))
+        cmd_ask(t, es);
+    else if (IS("elicit"))
+        cmd_elicit(t, es);
     else
         echo_text(t, p, text.len); /* not a command of ours: echo it like any text */
 #undef IS

@@ -24,7 +24,8 @@ static const char usage[] =
     "\n"
     "Echo engine: a prompt is echoed back; commands: /stream N BYTES, /sleep MS,\n"
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
-    "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE.\n"
+    "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
+    "/elicit.\n"
     "Modes ask and code; config options model (echo-small, echo-large) and verbose.\n";
 
 struct prog {
