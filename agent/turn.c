@@ -29,6 +29,7 @@ static void turn_free(acp_turn *t)
     calls_turn_free(t);
     if (t->s->turn == t) t->s->turn = NULL;
     json_decref(t->meta);
+    json_decref((json_t *)t->prompt);
     free(t);
 }
 
@@ -48,7 +49,9 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
     }
     t->s = s;
     t->req = req;
-    t->prompt = prompt;
+    /* Our own reference: the engine may read the prompt until it ends the turn, and a store
+     * failure answers (and frees) the request before that. */
+    t->prompt = json_incref((json_t *)prompt);
     s->turn = t;
     acp_req_on_cancel(req, on_req_cancel, t);
 
@@ -69,6 +72,7 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
         if (acp_jw_status(&w) || history_append(s, b->data, b->len)) {
             b->len = 0;
             s->turn = NULL;
+            json_decref((json_t *)t->prompt);
             free(t);
             acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
             return;
