@@ -53,6 +53,7 @@ typedef struct h {
     acp_agent *a;
     json_t *msgs; /* every message received and not yet consumed, in order */
     acp_turn *held;
+    const json_t *held_prompt; /* the held turn's prompt: the engine may read it until it ends */
     bool cancel_fails;
     int cancels;
     int call_rc, call_status; /* acp_turn_call's return; status given to its callback */
@@ -87,6 +88,7 @@ static void call_cb(acp_turn *t, int status, const json_t *result, const char *e
 
 static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
+    ((h *)user)->held_prompt = prompt;
     h *x = user;
     const char *text = json_string_value(json_object_get(json_array_get(prompt, 0), "text"));
     int n, m;
@@ -206,6 +208,10 @@ static void engine_cancel(acp_turn *t, void *user)
 {
     h *x = user;
     x->cancels++;
+    /* Still valid here, also after a store failure answered the request (ASan checks). */
+    if (x->held == t)
+        assert_non_null(
+            json_string_value(json_object_get(json_array_get(x->held_prompt, 0), "text")));
     if (x->held == t) x->held = NULL;
     if (x->cancel_fails)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "exception while cancelling");
