@@ -1,9 +1,10 @@
 // Session setup of acp-agent, driven by the official TypeScript SDK (and a raw client for byte order):
 // session/new, session/load, session/resume, session/close, additional workspace roots, the root set.
 //
-// Every MUST / SHOULD of the two seed pages, mapped to the test(s) that would fail if it broke
-// (w = wire.test.mjs, s = session.test.mjs, p = prompt.test.mjs, l = list-delete.test.mjs,
-// c = crash.test.mjs; test names are exact). "client rule" = a duty of the Client: the agent-side
+// Every MUST / SHOULD of the two seed pages and of the rest of the surface (004), mapped to the test(s)
+// that would fail if it broke (w = wire.test.mjs, s = session.test.mjs, p = prompt.test.mjs,
+// l = list-delete.test.mjs, c = crash.test.mjs, u = surface.test.mjs, g = pg.test.mjs; test names are
+// exact). "client rule" = a duty of the Client: the agent-side
 // counterpart (the capability it advertises, or its answer to a client that breaks the rule) is tested.
 //
 // 000 session-setup
@@ -60,6 +61,123 @@
 // | soft or hard delete (issue 3: hard, history removed from disk)            | l "session/delete removes the history from disk (the store no longer holds a unique marker)" |
 // | session/load on a deleted session: impl-defined (issue 3: -32002)         | l "session/delete: {} ; gone from list (also after a restart) ; load -> -32002 ; prompt refused" |
 // | deleting an active session: impl-defined (issue 3: closes it first)       | l "session/delete during /sleep: the prompt answers cancelled, then the session is gone" |
+//
+// 004 the rest of the surface (u = surface.test.mjs, g = pg.test.mjs)
+// | sentence                                                                  | test |
+// |---------------------------------------------------------------------------|------------------------------------------------------------------------------|
+// | **session-modes (and the schema's SetSessionModeRequest)**                | |
+// | During Session Setup the Agent MAY return modes and the current one       | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | the mode must be one of availableModes (schema; impl: else -32602)        | u "session/set_mode: an unknown mode id or a non-string -> -32602 naming it, mode unchanged; unknown session -> -32002" |
+// | the mode can change at any point, idle or generating (page text)          | u "session/set_mode: {} and the mode takes effect (ask refuses /write, code allows it), also while a prompt runs" |
+// | agent-side change: current_mode_update with currentModeId (schema)        | u "/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing" |
+// | **session-config-options**                                                | |
+// | If an Agent provides configOptions, Clients SHOULD use them (client)      | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | During Session Setup the Agent MAY return config options (MAY)            | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | Agents SHOULD place higher-priority options first (model before verbose)  | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | Agents MAY include boolean options only after the Client advertises       | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
+// | Agents MUST NOT include type boolean unless the Client advertised support | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |   (older Clients: omit it or provide a select fallback: the echo engine)  | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
+// | Each config option MAY include a category (model: "model")                | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | Agents MUST always provide a default value for every config option        | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | select value must be one of options; boolean value must be a boolean      | u "session/set_config_option: unknown option, a value not among the options, wrong value types -> -32602 naming it; state unchanged" |
+// | The Agent MUST respond with the complete list of options and values       | u "session/set_config_option: the complete option list comes back; echo-large echoes twice, verbose adds the thought" |
+// |                                                                           | u "session/set_config_option: unknown option, a value not among the options, wrong value types -> -32602 naming it; state unchanged" |
+// | config_option_update carries the complete configuration state             | u "/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing" |
+// |                                                                           | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
+// | value changes at any point, idle or generating (page text)                | u "session/set_mode: {} and the mode takes effect (ask refuses /write, code allows it), also while a prompt runs" |
+// | mode-like configuration SHOULD be sent both as modes and as an option     | (not testable with the echo engine: see the note below) |
+// | Agents SHOULD keep both in sync                                           | (not testable with the echo engine: see the note below) |
+// | mode and values persist with the session (load/resume MAY return them)    | u "modes and config options persist across a restart (SQLite): load and resume return them, replies follow them" |
+// |                                                                           | g "PostgreSQL store: modes and config options persist across a restart; load and resume return them, replies follow them" |
+// | **authentication**                                                        | |
+// | session/new MAY return auth_required (-32000) before authentication       | u "--auth env:VAR: one agent-type method echo-token and auth.logout; before authenticate new, load, resume, prompt, list, delete, set_mode -> -32000" |
+// | methodId: one of the advertised methods (impl: unknown -> -32602)         | u "authenticate: an unknown method id -> -32602 naming it; echo-token with VAR unset or empty -> an error and still unauthenticated" |
+// | On success the Agent returns an empty result; sessions then work          | u "--auth env:VAR: one agent-type method echo-token and auth.logout; before authenticate new, load, resume, prompt, list, delete, set_mode -> -32000" |
+// | auth.logout omitted/null: Clients MUST NOT call it (agent: advertise it   | u "without --auth: no authMethods and no auth.logout; logout -> -32601, authenticate -> -32602" |
+// |                                                                           | u "--auth env:VAR: one agent-type method echo-token and auth.logout; before authenticate new, load, resume, prompt, list, delete, set_mode -> -32000" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |   iff it works; -32601 when not advertised)                               | |
+// | after logout, new sessions require authentication again                   | u "logout: {}, then sessions need authentication again (open ones too); authenticate restores them" |
+// | Clients SHOULD be prepared for session operations failing after logout    | u "logout: {}, then sessions need authentication again (open ones too); authenticate restores them" |
+// | Agents MUST advertise terminal methods only with auth.terminal (schema)   | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// | Clients MUST NOT pass a terminal method to authenticate (client)          | |
+// | **terminals**                                                             | |
+// | Agents MUST verify the terminal capability before terminal methods        | u "/term without the client's terminal capability: a failed tool call, no terminal/* request" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// | terminal false or absent: the Agent MUST NOT call any terminal method     | u "/term without the client's terminal capability: a failed tool call, no terminal/* request" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// | The Agent MUST release the terminal with terminal/release                 | u "/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)" |
+// |                                                                           | u "/term with a non-zero exit: the tool call fails with the output; the terminal is still released" |
+// |                                                                           | u "/term cancelled mid-command: the prompt answers cancelled, terminal/release still goes out and the command dies" |
+// |                                                                           | u "/term when the client closes the agent's stdin mid-command (EOF): terminal/release is still written, the agent exits 0" |
+// |                                                                           | u "malformed terminal/wait_for_exit or terminal/output answers: the tool call fails, the terminal is still released (raw)" |
+// |                                                                           | u "a late terminal/create answer, after the turn was cancelled: the agent releases the terminal it then learns of; stray answers are ignored (raw)" |
+// |                                                                           | u "session/close or session/delete while /term or /ask waits on the client: the prompt answers cancelled before the close/delete response, no update after it, the terminal released (raw)" |
+// |                                                                           | u "EOF while a turn waits on the client (/ask, /elicit, /term): the turn answers cancelled like any running turn, a terminal is released, the agent exits 0 (raw)" |
+// | The Agent MUST still call terminal/release after a kill                   | u "/term cancelled mid-command: the prompt answers cancelled, terminal/release still goes out and the command dies" |
+// | The terminal must be added to the tool call before release (schema)       | u "/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)" |
+// | After release the id is invalid for other terminal/* methods              | u "/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)" |
+// | Client truncation at a character boundary (client: lib.mjs terminalHost)  | |
+// | **elicitation (agent side; the Client MUSTs are lib.mjs's to keep)**      | |
+// | Agents MUST NOT request a mode the Client has not advertised              | u "/elicit without form elicitation (none, URL only, form: null): an agent message saying so, no elicitation/create on the wire" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// | Agents SHOULD provide a graceful fallback when the mode is unavailable    | u "/elicit without form elicitation (none, URL only, form: null): an agent message saying so, no elicitation/create on the wire" |
+// | Agents SHOULD validate submitted values again                             | u "/elicit accepted with content that breaks the requested schema (count a string, name missing): that call fails with a message naming the field (SDK)" |
+// | Form mode MUST NOT be used to request secrets or credentials              | u "/elicit with elicitation.form: elicitation/create form, requestedSchema name (string, required) and count (integer); accept echoes the content (SDK)" |
+// | Agents SHOULD NOT include clickable URLs in a form-mode request           | u "/elicit with elicitation.form: elicitation/create form, requestedSchema name (string, required) and count (integer); accept echoes the content (SDK)" |
+// | Agents MUST NOT assume an elicitation succeeds; MUST handle decline,      | u "/elicit declined or cancelled: 'elicitation: decline' / 'elicitation: cancel'" |
+// |                                                                           | u "/elicit accepted with content that breaks the requested schema (count a string, name missing): that call fails with a message naming the field (SDK)" |
+// |                                                                           | u "/elicit answered with no action, a non-object result or an error, or late after a cancel: that call fails, the connection lives (raw)" |
+// |                                                                           | u "/elicit: a decline or cancel that carries extra members (content, _meta) is still a decline or cancel (SDK)" |
+// |   cancel and failures                                                     | |
+// | Agents MUST bind each elicitation to the receiving Client connection      | u "/elicit answered with no action, a non-object result or an error, or late after a cancel: that call fails, the connection lives (raw)" |
+// |   (answers to ids it never sent, or late ones, are not acted on)          | |
+// | URL mode: unique elicitationId, elicitation/complete to the same Client   | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |   (echo has no URL flow; schemaCheck gates elicitation/complete)          | |
+// | **tool calls and permission (beyond 002 prompt-turn)**                    | |
+// | The Agent MAY request permission before executing a tool call             | u "/ask: a permission request with allow_once, allow_always, reject_once, reject_always; the reply names the selected optionId (SDK)" |
+// |                                                                           | u "/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)" |
+// | cancelled turn: the Client MUST answer "cancelled" (client; agent side:   | u "/ask: session/cancel while the permission request waits -> the prompt answers cancelled" |
+// |                                                                           | p "session/cancel while a permission request is pending: prompt cancelled, nothing written" |
+// |   the prompt answers cancelled, a late answer is not acted on)            | u "/ask answered with an option never offered, a malformed outcome, or late: that call fails with a message, the connection lives (raw)" |
+// | the Agent handles the cancelled outcome                                   | u "/ask answered cancelled: 'permission: cancelled'" |
+// |                                                                           | u "/term with permission rejected: no terminal is created and the tool call does not complete" |
+// | tool_call kind execute for commands; reported before running (SHOULD)     | u "/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)" |
+// | a Client's malformed answer fails only that call (agent.h; no crash)      | u "terminal/create answered with an error or a malformed result: that tool call fails with a message, the connection lives (raw)" |
+// |                                                                           | u "malformed terminal/wait_for_exit or terminal/output answers: the tool call fails, the terminal is still released (raw)" |
+// |                                                                           | u "/ask answered with an option never offered, a malformed outcome, or late: that call fails with a message, the connection lives (raw)" |
+// |                                                                           | u "/elicit answered with no action, a non-object result or an error, or late after a cancel: that call fails, the connection lives (raw)" |
+// | session/close MUST cancel as if session/cancel, then free (also while a   | u "session/close or session/delete while /term or /ask waits on the client: the prompt answers cancelled before the close/delete response, no update after it, the terminal released (raw)" |
+// |   turn waits on the client: the prompt answers first, nothing after close)| |
+// | EOF: running turns are cancelled (acp-agent --help; also those waiting    | u "EOF while a turn waits on the client (/ask, /elicit, /term): the turn answers cancelled like any running turn, a terminal is released, the agent exits 0 (raw)" |
+// |   on the client)                                                          | |
+// | **notices, compaction, usage, session_info_update (v1-draft, schema)**    | |
+// | Agents MUST only send notices with session.notices (schema Notice)        | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// | Otherwise Agents may use an agent message                                 | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
+// | notices SHOULD NOT be included in session replay                          | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
+// | The Agent MUST NOT send compaction_* unless session.compaction            | u "/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client" |
+// |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |   (also not in the replay of a stored compaction)                         | u "/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client" |
+// | The Agent MAY report compaction as one ID-addressed timeline entity       | u "/compact with session.compaction: in_progress, a summary, completed under one compactionId; session/load replays it in its timeline position" |
+// | compaction: exactly one terminal status; chunks before it (RFD)           | u "/compact with session.compaction: in_progress, a summary, completed under one compactionId; session/load replays it in its timeline position" |
+// | a compaction keeps its timeline position and is part of replay            | u "/compact with session.compaction: in_progress, a summary, completed under one compactionId; session/load replays it in its timeline position" |
+// | The Agent MAY report context and cost with usage_update                   | u "/usage: a usage_update with used <= size and a cost" |
+// | session_info_update: title/updatedAt persist and show in session/list     | p "/title: session_info_update, shown by session/list, persisted across a restart" |
+// |                                                                           | u "session_info_update with the stored title and updatedAt after a load's replay, before its response; nothing before a resume's response (raw)" |
+// | load: the stored title and updatedAt reach the client, before the response| u "session_info_update with the stored title and updatedAt after a load's replay, before its response; nothing before a resume's response (raw)" |
+// | **extensibility**                                                         | |
+// | Upon a custom request implementations MUST respond with its id            | w "unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored" |
+// | unrecognized custom method -> "Method not found" (-32601)                 | w "unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored" |
+// | implementations SHOULD ignore unrecognized notifications                  | w "unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored" |
+// | Implementations MUST NOT add custom fields at the root of a spec type     | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |                                                                           | w "lenient decoding: unknown fields and _meta ignored, params omitted for session/list, CRLF and blank lines" |
+// |   (every agent message of every test: lib.mjs schemaCheck)                | |
+// | extensions SHOULD be advertised in _meta of capabilities (echo has none)  | |
+// Not met, reported: the echo engine offers modes but no category "mode" config option, so the
+// transition SHOULDs (send both, keep them in sync) are not exercised end to end (the runtime's sync is
+// covered by tests/agent).
 //
 // Every message the agent writes in every test is also validated against the v1 JSON Schema and for
 // custom fields outside _meta (lib.mjs schemaCheck), and every agent must exit 0 at EOF (ASan: 66).

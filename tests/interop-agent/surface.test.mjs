@@ -629,7 +629,7 @@ test("/usage: a usage_update with used <= size and a cost", async (t) => {
   await a.end();
 });
 
-test("session_info_update with the stored title and updatedAt: after a load's replay and before its response; right after a resume's response (raw)", async (t) => {
+test("session_info_update with the stored title and updatedAt after a load's replay, before its response; nothing before a resume's response (raw)", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
   const a = sdkAgent(t, { store });
@@ -662,7 +662,574 @@ test("session_info_update with the stored title and updatedAt: after a load's re
   assert.ok(resp2.result, JSON.stringify(resp2));
   const resp2Seq = c.lines.findIndex((l) => l.msg === resp2);
   assert.deepEqual(c.updatesOf(sid, from2, resp2Seq), [], "nothing may precede the resume response");
-  const info2 = await soon(c.waitFor((m) => m.method === "session/update" && m.params.update.sessionUpdate === "session_info_update", resp2Seq), "session_info_update after resume");
-  assert.equal(info2.msg.params.update.title, "Stored title");
+  // a resume restores silently (the agent's choice); the title stays where session/list shows it
+  assert.equal((await c.request("session/list", {})).result.sessions.find((s) => s.sessionId === sid).title, "Stored title");
   await c.end();
+});
+
+// ---- /term: client terminals ----------------------------------------------------------------------------
+
+/** The wire position of a received message (tap order). */
+const seqOf = (a, pred) => a.msgs.find((e) => pred(e.msg))?.seq ?? -1;
+
+test("/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const cmd = "printf 'term-out-%s\\n' 42; echo term-err >&2";
+  const r = await a.prompt(sid, `/term ${cmd}`);
+  assert.equal(r.stopReason, "end_turn");
+  const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release");
+  const tus = toolUpdates(r.updates);
+  assert.ok(tus.length > 0 && tus[0].sessionUpdate === "tool_call", `no tool_call: ${JSON.stringify(r.updates)}`);
+  assert.equal(tus[0].kind, "execute");
+  const tcid = tus[0].toolCallId;
+  assert.equal(a.permissions.length, 1, "no session/request_permission before running the command");
+  assert.equal(a.permissions[0].toolCall.toolCallId, tcid);
+  const creates = a.requestsOf("terminal/create");
+  assert.equal(creates.length, 1);
+  const cp = creates[0].msg.params;
+  assert.deepEqual([cp.sessionId, cp.command, cp.args], [sid, "/bin/sh", ["-c", cmd]]);
+  if (cp.cwd != null) assert.ok(cp.cwd.startsWith("/"), "terminal cwd must be absolute");
+  const terminalId = a.terminalProcs[0].terminalId;
+  assert.ok(terminalIdsIn(tus).includes(terminalId), `the terminal is not embedded in the tool call: ${JSON.stringify(tus)}`);
+  // the order on the wire
+  const at = {
+    toolCall: a.all.find((e) => e.update.sessionUpdate === "tool_call" && e.update.toolCallId === tcid).seq,
+    permission: seqOf(a, (m) => m.method === "session/request_permission"),
+    create: creates[0].seq,
+    embedded: a.all.find((e) => e.update.toolCallId === tcid && terminalIdsIn([e.update]).includes(terminalId)).seq,
+    wait: seqOf(a, (m) => m.method === "terminal/wait_for_exit" && m.params.terminalId === terminalId),
+    output: seqOf(a, (m) => m.method === "terminal/output" && m.params.terminalId === terminalId),
+    completed: a.all.find((e) => e.update.toolCallId === tcid && e.update.status === "completed")?.seq ?? -1,
+    release: release.seq,
+  };
+  const order = ["toolCall", "permission", "create", "wait", "output", "completed", "release"];
+  for (let i = 1; i < order.length; i++)
+    assert.ok(at[order[i - 1]] >= 0 && at[order[i - 1]] < at[order[i]], `${order[i - 1]} must precede ${order[i]}: ${JSON.stringify(at)}`);
+  assert.ok(at.embedded < at.release, "the terminal must be added to the tool call before terminal/release (schema Terminal)");
+  assert.equal(lastStatus(tus), "completed");
+  assert.ok(allText(tus).includes("term-out-42"), `the output is not in the tool call: ${allText(tus)}`);
+  assert.deepEqual(release.msg.params, { sessionId: sid, terminalId });
+  assert.equal(a.requestsOf("terminal/release").length, 1, "released twice");
+  await until(() => a.terminalProcs[0].exited(), "the command to be gone");
+  await a.end();
+});
+
+test("/term with a non-zero exit: the tool call fails with the output; the terminal is still released", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r = await a.prompt(sid, "/term echo term-fail-out; exit 3");
+  assert.equal(r.stopReason, "end_turn");
+  const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release");
+  const tus = toolUpdates(r.updates);
+  assert.equal(lastStatus(tus), "failed", `exit 3 must fail the tool call: ${JSON.stringify(tus)}`);
+  assert.ok(allText(tus).includes("term-fail-out"));
+  assert.equal(release.msg.params.terminalId, a.terminalProcs[0].terminalId);
+  await a.end();
+});
+
+test("/term without the client's terminal capability: a failed tool call, no terminal/* request", async (t) => {
+  const dir = tempDir(t);
+  for (const clientCapabilities of [{}, { terminal: false }]) {
+    const a = sdkAgent(t, { store: join(dir, "sessions.db"), clientCapabilities });
+    await a.init();
+    const sid = await a.newSession(dir);
+    const r = await a.prompt(sid, "/term echo never-run");
+    assert.equal(r.stopReason, "end_turn");
+    const tus = toolUpdates(r.updates);
+    assert.ok(tus.length > 0, `no tool call: ${JSON.stringify(r.updates)}`);
+    assert.equal(lastStatus(tus), "failed");
+    assert.ok(allText(r.updates).length > 0, "no word on why the command did not run");
+    assert.deepEqual(a.requestsOf("terminal/"), [], "terminal/* without the client's terminal capability");
+    assert.deepEqual(a.terminalCalls, []);
+    await a.end();
+  }
+});
+
+test("/term in ask mode: refused with a message, no permission asked, no terminal/*", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
+  await a.init();
+  const sid = await a.newSession(dir);
+  await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
+  const r = await a.prompt(sid, "/term touch should-not-exist");
+  assert.equal(textOf(r.updates), "/term is not allowed in ask mode");
+  assert.equal(a.permissions.length, 0);
+  assert.deepEqual(a.requestsOf("terminal/"), []);
+  assert.ok(!existsSync(join(dir, "should-not-exist")));
+  await a.end();
+});
+
+test("/term with permission rejected: no terminal is created and the tool call does not complete", async (t) => {
+  const dir = tempDir(t);
+  for (const permission of ["deny", "cancel"]) {
+    const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true, permission });
+    await a.init();
+    const sid = await a.newSession(dir);
+    const r = await a.prompt(sid, "/term touch refused-run");
+    assert.ok(r.stopReason, "the turn must end");
+    assert.equal(a.permissions.length, 1);
+    assert.deepEqual(a.requestsOf("terminal/"), [], `a terminal was created although permission was ${permission}`);
+    assert.notEqual(lastStatus(toolUpdates(r.updates)), "completed");
+    assert.ok(!existsSync(join(dir, "refused-run")));
+    await a.end();
+  }
+});
+
+test("/term cancelled mid-command: the prompt answers cancelled, terminal/release still goes out and the command dies", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "/term sleep 30");
+  await soon(a.waitFor((m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit");
+  const terminalId = a.terminalProcs[0].terminalId;
+  await a.notify("session/cancel", { sessionId: sid });
+  const r = await soon(p, "the cancelled prompt's response");
+  assert.equal(r.stopReason, "cancelled");
+  const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release after cancel");
+  assert.equal(release.msg.params.terminalId, terminalId);
+  await until(() => a.terminalProcs[0].exited(), "the command to be killed by the release", 10_000);
+  const st = lastStatus(toolUpdates(r.updates));
+  assert.ok(st === "failed" || st === "completed", `the tool call is left ${st} (history must not keep a call that never finishes)`);
+  // the session goes on
+  assert.equal(textOf((await a.prompt(sid, "still here")).updates), "still here");
+  await a.end();
+});
+
+test("/term when the client closes the agent's stdin mid-command (EOF): terminal/release is still written, the agent exits 0", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
+  await a.init();
+  const sid = await a.newSession(dir);
+  a.prompt(sid, "/term sleep 30").catch(() => {}); // the connection ends under it
+  await soon(a.waitFor((m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit");
+  const terminalId = a.terminalProcs[0].terminalId;
+  a.closeStdin();
+  const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release after EOF");
+  assert.deepEqual(release.msg.params, { sessionId: sid, terminalId });
+  await a.end();
+});
+
+// Raw clients with the terminal capability: terminal/* answered by hand.
+function rawTerminalAgent(t, dir, handlers) {
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "terminal/release": (m, h) => h.reply(m.id, {}), ...handlers } });
+  return a;
+}
+
+test("terminal/create answered with an error or a malformed result: that tool call fails with a message, the connection lives (raw)", async (t) => {
+  const dir = tempDir(t);
+  const answers = [
+    ["error", (m, h) => h.replyError(m.id, -32603, "no pty left on this client")],
+    ["no terminalId", (m, h) => h.reply(m.id, {})],
+    ["terminalId a number", (m, h) => h.reply(m.id, { terminalId: 42 })],
+    ["result null", (m, h) => h.reply(m.id, null)],
+  ];
+  for (const [what, answer] of answers) {
+    const a = rawTerminalAgent(t, dir, { "terminal/create": answer });
+    await a.init({ clientCapabilities: { terminal: true } });
+    const sid = await a.newSession(dir);
+    const { resp, updates } = await rawTurn(a, sid, "/term echo hi");
+    assert.equal(resp.result?.stopReason, "end_turn", `${what}: ${JSON.stringify(resp)}`);
+    const tus = toolUpdates(updates);
+    assert.equal(lastStatus(tus), "failed", `${what}: ${JSON.stringify(tus)}`);
+    assert.ok(allText(updates).trim().length > 0, `${what}: the failure says nothing`);
+    if (what === "error") assert.ok(allText(updates).includes("no pty left on this client"), `the client's error is not passed on: ${allText(updates)}`);
+    assert.deepEqual(
+      a.requestsOf("terminal/").map((e) => e.msg.method),
+      ["terminal/create"],
+      `${what}: terminal/* for a terminal that was never created`,
+    );
+    const next = await rawTurn(a, sid, "alive");
+    assert.equal(textOf(next.updates), "alive", `${what}: the connection did not survive`);
+    await a.end();
+  }
+});
+
+test("malformed terminal/wait_for_exit or terminal/output answers: the tool call fails, the terminal is still released (raw)", async (t) => {
+  const dir = tempDir(t);
+  const cases = [
+    ["wait_for_exit exitCode a string", { "terminal/wait_for_exit": (m, h) => h.reply(m.id, { exitCode: "zero" }) }],
+    ["wait_for_exit error", { "terminal/wait_for_exit": (m, h) => h.replyError(m.id, -32603, "lost the process") }],
+    ["output not a string", { "terminal/wait_for_exit": (m, h) => h.reply(m.id, { exitCode: 0 }), "terminal/output": (m, h) => h.reply(m.id, { output: 7, truncated: "no" }) }],
+  ];
+  for (const [what, handlers] of cases) {
+    const a = rawTerminalAgent(t, dir, {
+      "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
+      "terminal/output": (m, h) => h.reply(m.id, { output: "ok\n", truncated: false, exitStatus: { exitCode: 0 } }),
+      ...handlers,
+    });
+    await a.init({ clientCapabilities: { terminal: true } });
+    const sid = await a.newSession(dir);
+    const { resp, updates } = await rawTurn(a, sid, "/term echo ok");
+    assert.equal(resp.result?.stopReason, "end_turn", `${what}: ${JSON.stringify(resp)}`);
+    assert.equal(lastStatus(toolUpdates(updates)), "failed", `${what}: ${JSON.stringify(toolUpdates(updates))}`);
+    const rel = await soon(a.waitFor((m) => m.method === "terminal/release"), `${what}: terminal/release`);
+    assert.equal(rel.msg.params.terminalId, "t-1");
+    assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+    await a.end();
+  }
+});
+
+test("a late terminal/create answer, after the turn was cancelled: the agent releases the terminal it then learns of; stray answers are ignored (raw)", async (t) => {
+  const dir = tempDir(t);
+  const held = [];
+  const a = rawTerminalAgent(t, dir, { "terminal/create": (m) => held.push(m) });
+  await a.init({ clientCapabilities: { terminal: true } });
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "/term sleep 5");
+  await until(() => held.length === 1, "terminal/create");
+  a.notify("session/cancel", { sessionId: sid });
+  const resp = await soon(p, "the cancelled prompt's response");
+  assert.equal(resp.result?.stopReason, "cancelled", JSON.stringify(resp));
+  const from = a.lines.length;
+  a.reply(held[0].id, { terminalId: "late-1" });
+  const rel = await soon(a.waitFor((m) => m.method === "terminal/release", from), "terminal/release of the late terminal");
+  assert.deepEqual(rel.msg.params, { sessionId: sid, terminalId: "late-1" });
+  assert.deepEqual(
+    a.requestsOf("terminal/", from).map((e) => e.msg.method),
+    ["terminal/release"],
+    "a terminal of a cancelled turn is released, not used",
+  );
+  // answers to ids the agent never used, or used already, change nothing
+  a.reply(987654321, { terminalId: "nobody-asked" });
+  a.reply(held[0].id, { terminalId: "late-again" });
+  a.send({ jsonrpc: "2.0", id: "not-ours", error: { code: -32603, message: "stray" } });
+  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive");
+  assert.ok(!a.requestsOf("terminal/").some((e) => ["nobody-asked", "late-again"].includes(e.msg.params.terminalId)));
+  await a.end();
+});
+
+// ---- /ask: permission requests --------------------------------------------------------------------------
+
+const PERMISSION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"];
+
+test("/ask: a permission request with allow_once, allow_always, reject_once, reject_always; the reply names the selected optionId (SDK)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  for (const kind of PERMISSION_KINDS) {
+    a.permission = kind;
+    const n = a.permissions.length;
+    const r = await a.prompt(sid, "/ask");
+    assert.equal(r.stopReason, "end_turn");
+    assert.equal(a.permissions.length, n + 1, "no session/request_permission");
+    const req = a.permissions.at(-1);
+    assert.equal(req.sessionId, sid);
+    assert.deepEqual(req.options.map((o) => o.kind).sort(), [...PERMISSION_KINDS].sort());
+    assert.equal(new Set(req.options.map((o) => o.optionId)).size, 4, "optionIds must be distinct");
+    const tus = toolUpdates(r.updates);
+    assert.ok(tus.length > 0 && tus[0].toolCallId === req.toolCall.toolCallId, "the permission is for the turn's tool call");
+    const chosen = req.options.find((o) => o.kind === kind).optionId;
+    assert.equal(textOf(r.updates), `permission: selected ${chosen}`);
+  }
+  await a.end();
+});
+
+test("/ask answered cancelled: 'permission: cancelled'", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), permission: "cancel" });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r = await a.prompt(sid, "/ask");
+  assert.equal(a.permissions.length, 1);
+  assert.equal(textOf(r.updates), "permission: cancelled");
+  await a.end();
+});
+
+test("/ask: session/cancel while the permission request waits -> the prompt answers cancelled", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), permission: "hold" });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "/ask");
+  await until(() => a.heldPermissions.length === 1, "session/request_permission");
+  await a.notify("session/cancel", { sessionId: sid });
+  // prompt-turn.mdx: the Client MUST answer pending permission requests with "cancelled"
+  a.heldPermissions[0].resolve({ outcome: { outcome: "cancelled" } });
+  const r = await soon(p, "the cancelled prompt's response");
+  assert.equal(r.stopReason, "cancelled");
+  assert.ok(!textOf(r.updates).includes("selected"));
+  a.permission = "allow_once";
+  assert.ok(textOf((await a.prompt(sid, "/ask")).updates).startsWith("permission: selected "), "the session goes on");
+  await a.end();
+});
+
+test("/ask answered with an option never offered, a malformed outcome, or late: that call fails with a message, the connection lives (raw)", async (t) => {
+  const dir = tempDir(t);
+  const answers = [
+    ["unknown optionId", { outcome: { outcome: "selected", optionId: "bogus-option" } }],
+    ["selected without optionId", { outcome: { outcome: "selected" } }],
+    ["outcome a number", { outcome: 42 }],
+    ["empty result", {}],
+    ["result a string", "yes"],
+  ];
+  for (const [what, result] of answers) {
+    const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "session/request_permission": (m, h) => h.reply(m.id, result) } });
+    await a.init();
+    const sid = await a.newSession(dir);
+    const { resp, updates } = await rawTurn(a, sid, "/ask");
+    assert.ok(resp.result?.stopReason || resp.error, `${what}: ${JSON.stringify(resp)}`);
+    const text = allText(updates);
+    assert.ok(!/permission: selected/.test(text), `${what}: a malformed answer was taken as a selection: ${text}`);
+    assert.ok(text.trim().length > 0 || resp.error?.message, `${what}: the failure says nothing`);
+    assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+    await a.end();
+  }
+  // late: answered after the turn was cancelled
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), permission: "hold" });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "/ask");
+  const req = await soon(a.waitFor((m) => m.method === "session/request_permission"), "session/request_permission");
+  a.notify("session/cancel", { sessionId: sid });
+  const resp = await soon(p, "the cancelled prompt's response");
+  assert.equal(resp.result?.stopReason, "cancelled");
+  const from = a.lines.length;
+  a.reply(req.msg.id, { outcome: { outcome: "selected", optionId: req.msg.params.options[0].optionId } });
+  const next = await rawTurn(a, sid, "alive");
+  assert.equal(textOf(next.updates), "alive");
+  assert.ok(!a.updatesOf(sid, from).some((e) => allText([e.msg.params.update]).includes("permission:")), "a late answer was acted on");
+  await a.end();
+});
+
+// ---- /elicit: form elicitation ----------------------------------------------------------------------------
+
+/** "elicitation: accept {...}" -> the JSON after the action, parsed. */
+function acceptedContent(text) {
+  const m = /^elicitation: accept (.*)$/s.exec(text);
+  assert.ok(m, `not an accept reply: ${JSON.stringify(text)}`);
+  return JSON.parse(m[1]);
+}
+
+test("/elicit with elicitation.form: elicitation/create form, requestedSchema name (string, required) and count (integer); accept echoes the content (SDK)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: { answer: "accept" } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const r = await a.prompt(sid, "/elicit");
+  assert.equal(r.stopReason, "end_turn");
+  assert.equal(a.elicitations.length, 1, "no elicitation/create");
+  const e = a.elicitations[0];
+  assert.equal(e.mode, "form");
+  assert.equal(e.sessionId, sid);
+  assert.ok(typeof e.message === "string" && e.message.length > 0);
+  const s = e.requestedSchema;
+  assert.ok(s.type === undefined || s.type === "object");
+  assert.equal(s.properties.name.type, "string");
+  assert.equal(s.properties.count.type, "integer");
+  assert.ok(s.required?.includes("name"), `name must be required: ${JSON.stringify(s.required)}`);
+  // elicitation.mdx: form mode MUST NOT ask for secrets; no clickable URLs in a form request
+  assert.ok(!Object.keys(s.properties).some((k) => /pass|secret|token|key|credential/i.test(k)), Object.keys(s.properties).join());
+  assert.ok(!/https?:\/\//.test(JSON.stringify(e)), "a URL in a form-mode request");
+  assert.deepEqual(acceptedContent(textOf(r.updates)), ELICIT_CONTENT);
+  // a second one with other content: the reply is this answer's, not a constant
+  a.elicitation = { action: "accept", content: { name: "zweite Antwort ✓", count: -7 } };
+  assert.deepEqual(acceptedContent(textOf((await a.prompt(sid, "/elicit")).updates)), { name: "zweite Antwort ✓", count: -7 });
+  await a.end();
+});
+
+test("/elicit declined or cancelled: 'elicitation: decline' / 'elicitation: cancel'", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: { answer: "decline" } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  assert.equal(textOf((await a.prompt(sid, "/elicit")).updates), "elicitation: decline");
+  a.elicitation = "cancel";
+  assert.equal(textOf((await a.prompt(sid, "/elicit")).updates), "elicitation: cancel");
+  assert.equal(a.elicitations.length, 2);
+  await a.end();
+});
+
+test("/elicit without form elicitation (none, URL only, form: null): an agent message saying so, no elicitation/create on the wire", async (t) => {
+  const dir = tempDir(t);
+  const variants = [
+    ["no elicitation", {}],
+    ["URL only", { elicitation: { form: false, url: true } }],
+    ["form: null", { clientCapabilities: { elicitation: { form: null, url: null } } }],
+    ["elicitation: {}", { clientCapabilities: { elicitation: {} } }],
+  ];
+  for (const [what, opts] of variants) {
+    const a = sdkAgent(t, { store: join(dir, "sessions.db"), ...opts });
+    await a.init();
+    const sid = await a.newSession(dir);
+    const r = await a.prompt(sid, "/elicit");
+    assert.equal(r.stopReason, "end_turn", what);
+    assert.match(textOf(r.updates), /form/i, `${what}: the message should say form elicitation is missing: ${textOf(r.updates)}`);
+    assert.deepEqual(a.requestsOf("elicitation/"), [], `${what}: elicitation/create to a client without form mode`);
+    assert.deepEqual(a.elicitations, []);
+    await a.end();
+  }
+});
+
+test("/elicit accepted with content that breaks the requested schema (count a string, name missing): that call fails with a message naming the field (SDK)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: { answer: "malformed" } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const cases = [
+    ["malformed", "count"], // {name, count: "three"}
+    [{ action: "accept", content: { name: "x", count: 2.5 } }, "count"],
+    [{ action: "accept", content: { count: 3 } }, "name"],
+    [{ action: "accept" }, "name"],
+    [{ action: "accept", content: { name: 5 } }, "name"],
+  ];
+  for (const [answer, field] of cases) {
+    a.elicitation = answer;
+    const r = await a.prompt(sid, "/elicit");
+    assert.equal(r.stopReason, "end_turn", JSON.stringify(answer));
+    const text = allText(r.updates);
+    assert.ok(!text.includes("elicitation: accept"), `content breaking the schema was accepted: ${text}`);
+    assert.ok(text.includes(field), `the failure should name ${field}: ${text}`);
+  }
+  a.elicitation = "accept";
+  assert.deepEqual(acceptedContent(textOf((await a.prompt(sid, "/elicit")).updates)), ELICIT_CONTENT, "the connection lives");
+  await a.end();
+});
+
+test("/elicit answered with no action, a non-object result or an error, or late after a cancel: that call fails, the connection lives (raw)", async (t) => {
+  const dir = tempDir(t);
+  const answers = [
+    ["no action", (m, h) => h.reply(m.id, { content: { name: "x" } })],
+    ["result a string", (m, h) => h.reply(m.id, "accept")],
+    ["action a number", (m, h) => h.reply(m.id, { action: 1 })],
+    ["error", (m, h) => h.replyError(m.id, -32603, "the form window crashed")],
+  ];
+  const caps = { elicitation: { form: {} } };
+  for (const [what, answer] of answers) {
+    const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "elicitation/create": answer } });
+    await a.init({ clientCapabilities: caps });
+    const sid = await a.newSession(dir);
+    const { resp, updates } = await rawTurn(a, sid, "/elicit");
+    assert.equal(a.requestsOf("elicitation/create").length, 1, what);
+    assert.equal(resp.result?.stopReason, "end_turn", `${what}: ${JSON.stringify(resp)}`);
+    const text = allText(updates);
+    assert.ok(!text.includes("elicitation: accept"), `${what}: ${text}`);
+    assert.ok(text.trim().length > 0, `${what}: the failure says nothing`);
+    if (what === "error") assert.ok(text.includes("the form window crashed"), `the client's error is not passed on: ${text}`);
+    assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+    await a.end();
+  }
+  const held = [];
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "elicitation/create": (m) => held.push(m) } });
+  await a.init({ clientCapabilities: caps });
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "/elicit");
+  await until(() => held.length === 1, "elicitation/create");
+  a.notify("session/cancel", { sessionId: sid });
+  assert.equal((await soon(p, "the cancelled prompt's response")).result?.stopReason, "cancelled");
+  const from = a.lines.length;
+  a.reply(held[0].id, { action: "accept", content: { name: "late", count: 1 } });
+  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive");
+  assert.ok(!a.updatesOf(sid, from).some((e) => allText([e.msg.params.update]).includes("elicitation:")), "a late answer was acted on");
+  await a.end();
+});
+
+// ---- closing a session under a running client call --------------------------------------------------------
+
+test("session/close or session/delete while /term or /ask waits on the client: the prompt answers cancelled before the close/delete response, no update after it, the terminal released (raw)", async (t) => {
+  const dir = tempDir(t);
+  const problems = [];
+  const cases = [
+    ["/term sleep 20", "terminal/wait_for_exit", "session/close"],
+    ["/term sleep 20", "terminal/wait_for_exit", "session/delete"],
+    ["/ask", "session/request_permission", "session/close"],
+    ["/elicit", "elicitation/create", "session/close"],
+  ];
+  for (const [cmd, waitsOn, how] of cases) {
+    const what = `${cmd} + ${how}`;
+    const hold = () => {};
+    const a = rawAgent(t, {
+      store: join(dir, "sessions.db"),
+      handlers: {
+        "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
+        "terminal/release": (m, h) => h.reply(m.id, {}),
+        "terminal/wait_for_exit": hold,
+        "elicitation/create": hold,
+        "session/request_permission": (m, h) =>
+          cmd === "/ask" ? hold() : h.reply(m.id, { outcome: { outcome: "selected", optionId: m.params.options.find((o) => o.kind.startsWith("allow")).optionId } }),
+      },
+    });
+    await a.init({ clientCapabilities: { terminal: true, elicitation: { form: {} } } });
+    const sid = await a.newSession(dir);
+    const from = a.lines.length;
+    const prompt = a.prompt(sid, cmd);
+    await soon(a.waitFor((m) => m.method === waitsOn, from), `${what}: ${waitsOn}`);
+    const closed = await soon(a.request(how, { sessionId: sid }), `${what}: the ${how} response`);
+    assert.deepEqual(closed.result, {}, `${what}: ${JSON.stringify(closed)}`);
+    const p = await soon(prompt, `${what}: the prompt response`);
+    assert.equal(p.result?.stopReason, "cancelled", `${what}: ${JSON.stringify(p)}`);
+    await a.request("session/list", {}); // a round trip: whatever was queued is out
+    const at = (m) => a.lines.findIndex((l) => l.msg === m);
+    const order = a.lines.slice(from).map((l) => l.msg.method ?? (l.msg === p ? "prompt response" : l.msg === closed ? `${how} response` : "response")).join(", ");
+    // session-setup.mdx: cancel as if session/cancel (the prompt answers cancelled), then free
+    if (!(at(p) < at(closed))) problems.push(`${what}: the ${how} response overtook the cancelled prompt's: ${order}`);
+    if (a.updatesOf(sid, at(closed)).length) problems.push(`${what}: session/update for a session already closed/deleted: ${order}`);
+    if (cmd.startsWith("/term") && a.requestsOf("terminal/release", from).length !== 1) problems.push(`${what}: the terminal was not released once: ${order}`);
+    const list = (await a.request("session/list", {})).result.sessions.map((s) => s.sessionId);
+    if (list.includes(sid) !== (how === "session/close")) problems.push(`${what}: listed after ${how}: ${list.includes(sid)}`);
+    await a.end();
+  }
+  assert.deepEqual(problems, []);
+});
+
+test("EOF while a turn waits on the client (/ask, /elicit, /term): the turn answers cancelled like any running turn, a terminal is released, the agent exits 0 (raw)", async (t) => {
+  // acp-agent --help: "EOF on stdin, SIGTERM or SIGINT: running turns are cancelled"; agent.h:
+  // acp_agent_shutdown() "Cancels every turn". A /sleep answers cancelled at EOF (wire.test.mjs); a turn
+  // blocked on a client request is a running turn too.
+  const dir = tempDir(t);
+  const problems = [];
+  for (const [cmd, waitsOn] of [
+    ["/sleep 20000", null],
+    ["/ask", "session/request_permission"],
+    ["/elicit", "elicitation/create"],
+    ["/term sleep 20", "terminal/wait_for_exit"],
+  ]) {
+    const hold = () => {};
+    const a = rawAgent(t, {
+      store: join(dir, "sessions.db"),
+      handlers: {
+        "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
+        "terminal/wait_for_exit": hold,
+        "elicitation/create": hold,
+        "session/request_permission": (m, h) =>
+          cmd === "/ask" ? hold() : h.reply(m.id, { outcome: { outcome: "selected", optionId: m.params.options.find((o) => o.kind.startsWith("allow")).optionId } }),
+      },
+    });
+    await a.init({ clientCapabilities: { terminal: true, elicitation: { form: {} } } });
+    const sid = await a.newSession(dir);
+    const from = a.lines.length;
+    const prompt = a.prompt(sid, cmd);
+    if (waitsOn) await soon(a.waitFor((m) => m.method === waitsOn, from), `${cmd}: ${waitsOn}`);
+    else await a.request("session/list", {});
+    a.closeStdin();
+    const p = await soon(prompt, `${cmd}: the prompt response after EOF`);
+    if (p.result?.stopReason !== "cancelled") problems.push(`${cmd}: EOF answered the running turn ${JSON.stringify(p.result ?? p.error)}, not cancelled`);
+    if (cmd.startsWith("/term") && a.requestsOf("terminal/release", from).length !== 1) problems.push(`${cmd}: no terminal/release after EOF`);
+    await a.end();
+  }
+  assert.deepEqual(problems, []);
+});
+
+test("/elicit: a decline or cancel that carries extra members (content, _meta) is still a decline or cancel (SDK)", async (t) => {
+  // The schema's decline and cancel variants do not forbid other members, and agents decode leniently
+  // (REQUIREMENTS §5): elicitation.mdx "Agents MUST handle decline, cancel".
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: {} });
+  await a.init();
+  const sid = await a.newSession(dir);
+  for (const [answer, text] of [
+    [{ action: "decline", content: { name: "typed before declining" } }, "elicitation: decline"],
+    [{ action: "cancel", content: {} }, "elicitation: cancel"],
+    [{ action: "decline", _meta: { "vendor.example/reason": "user closed the form" } }, "elicitation: decline"],
+  ]) {
+    a.elicitation = answer;
+    assert.equal(textOf((await a.prompt(sid, "/elicit")).updates), text, JSON.stringify(answer));
+  }
+  await a.end();
 });
