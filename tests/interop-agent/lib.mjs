@@ -87,11 +87,16 @@ export function clientCaps(caps) {
   if (Object.keys(caps).some((k) => FULL_CAPS.includes(k)) || !("readTextFile" in caps || "writeTextFile" in caps)) return caps;
   return { fs: caps };
 }
-/** True when the capability object advertises `path` (dotted): true, or a marker object. */
+// The boolean capabilities; every other one is a marker object ({} = supported, omitted or null = not).
+// A value of the wrong type is malformed and, as the schema's x-deserialize-default-on-error says (and
+// the SDK does), decodes to the default: unsupported. So `notices: true` or `terminal: "true"` advertise
+// nothing.
+const BOOLEAN_CAPS = new Set(["terminal", "fs.readTextFile", "fs.writeTextFile", "auth.terminal"]);
+/** True when the capability object advertises `path` (dotted): a boolean cap true, a marker an object. */
 export function hasCap(caps, path) {
   let v = caps;
   for (const k of path.split(".")) v = isObj(v) ? v[k] : undefined;
-  return v === true || isObj(v);
+  return BOOLEAN_CAPS.has(path) ? v === true : isObj(v);
 }
 function booleanOptions(configOptions) {
   return Array.isArray(configOptions) ? configOptions.filter((o) => isObj(o) && o.type === "boolean").map((o) => o.id) : [];

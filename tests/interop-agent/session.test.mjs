@@ -65,6 +65,12 @@
 // 004 the rest of the surface (u = surface.test.mjs, g = pg.test.mjs)
 // | sentence                                                                  | test |
 // |---------------------------------------------------------------------------|------------------------------------------------------------------------------|
+// | **capabilities (initialization.mdx), for the gates below**                | |
+// | capabilities omitted MUST be treated as UNSUPPORTED (null and malformed   | u "malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)" |
+// |                                                                           | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
+// |                                                                           | u "/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client" |
+// |                                                                           | u "/elicit without form elicitation (none, URL only, form: null): an agent message saying so, no elicitation/create on the wire" |
+// |   values too: the schema decodes them to the default)                     | |
 // | **session-modes (and the schema's SetSessionModeRequest)**                | |
 // | During Session Setup the Agent MAY return modes and the current one       | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
 // | the mode must be one of availableModes (schema; impl: else -32602)        | u "session/set_mode: an unknown mode id or a non-string -> -32602 naming it, mode unchanged; unknown session -> -32002" |
@@ -77,6 +83,7 @@
 // | Agents MAY include boolean options only after the Client advertises       | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
 // | Agents MUST NOT include type boolean unless the Client advertised support | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
 // |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |                                                                           | u "malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)" |
 // |   (older Clients: omit it or provide a select fallback: the echo engine)  | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
 // | Each config option MAY include a category (model: "model")                | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
 // | Agents MUST always provide a default value for every config option        | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
@@ -107,6 +114,7 @@
 // |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
 // | terminal false or absent: the Agent MUST NOT call any terminal method     | u "/term without the client's terminal capability: a failed tool call, no terminal/* request" |
 // |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |                                                                           | u "malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)" |
 // | The Agent MUST release the terminal with terminal/release                 | u "/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)" |
 // |                                                                           | u "/term with a non-zero exit: the tool call fails with the output; the terminal is still released" |
 // |                                                                           | u "/term cancelled mid-command: the prompt answers cancelled, terminal/release still goes out and the command dies" |
@@ -122,6 +130,7 @@
 // | **elicitation (agent side; the Client MUSTs are lib.mjs's to keep)**      | |
 // | Agents MUST NOT request a mode the Client has not advertised              | u "/elicit without form elicitation (none, URL only, form: null): an agent message saying so, no elicitation/create on the wire" |
 // |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |                                                                           | u "malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)" |
 // | Agents SHOULD provide a graceful fallback when the mode is unavailable    | u "/elicit without form elicitation (none, URL only, form: null): an agent message saying so, no elicitation/create on the wire" |
 // | Agents SHOULD validate submitted values again                             | u "/elicit accepted with content that breaks the requested schema (count a string, name missing): that call fails with a message naming the field (SDK)" |
 // | Form mode MUST NOT be used to request secrets or credentials              | u "/elicit with elicitation.form: elicitation/create form, requestedSchema name (string, required) and count (integer); accept echoes the content (SDK)" |
@@ -155,10 +164,12 @@
 // | **notices, compaction, usage, session_info_update (v1-draft, schema)**    | |
 // | Agents MUST only send notices with session.notices (schema Notice)        | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
 // |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |                                                                           | u "malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)" |
 // | Otherwise Agents may use an agent message                                 | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
 // | notices SHOULD NOT be included in session replay                          | u "/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed" |
 // | The Agent MUST NOT send compaction_* unless session.compaction            | u "/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client" |
 // |                                                                           | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
+// |                                                                           | u "malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)" |
 // |   (also not in the replay of a stored compaction)                         | u "/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client" |
 // | The Agent MAY report compaction as one ID-addressed timeline entity       | u "/compact with session.compaction: in_progress, a summary, completed under one compactionId; session/load replays it in its timeline position" |
 // | compaction: exactly one terminal status; chunks before it (RFD)           | u "/compact with session.compaction: in_progress, a summary, completed under one compactionId; session/load replays it in its timeline position" |

@@ -163,6 +163,9 @@ test("harness: schemaCheck reports each capability rule it enforces (so a clean 
   const notice = upd({ sessionUpdate: "notice", severity: "info", title: "hi" });
   clean(notice, { session: { notices: {} } });
   flagged(notice, { session: { notices: null } }, /session\.notices/);
+  flagged(notice, { session: { notices: true } }, /session\.notices/); // malformed marker: unsupported
+  flagged(create, { terminal: "true" }, /terminal capability/);
+  flagged(form, { elicitation: { form: true } }, /did not advertise/);
   flagged(upd({ sessionUpdate: "notice", severity: "info", title: "" }), { session: { notices: {} } }, /shorter than 1/);
   for (const u of [
     { sessionUpdate: "compaction_update", compactionId: "c", status: "in_progress" },
@@ -1231,5 +1234,33 @@ test("/elicit: a decline or cancel that carries extra members (content, _meta) i
     a.elicitation = answer;
     assert.equal(textOf((await a.prompt(sid, "/elicit")).updates), text, JSON.stringify(answer));
   }
+  await a.end();
+});
+
+test("malformed capability markers (true instead of {}, 'true' for terminal) advertise nothing: no notice, compaction, elicitation/create, terminal/* or boolean option (raw)", async (t) => {
+  // initialization.mdx: omitted capabilities are unsupported; the schema marks each of these
+  // x-deserialize-default-on-error (a malformed value decodes as the default: null / false), and the
+  // official SDK decodes {notices: true, compaction: true, form: true, boolean: true, terminal: "true"}
+  // to none of them. An agent that reads `true` as `{}` sends what the client never opted into.
+  const dir = tempDir(t);
+  const a = rawAgent(t, {
+    store: join(dir, "sessions.db"),
+    handlers: { "elicitation/create": (m, h) => h.reply(m.id, { action: "decline" }), "terminal/create": (m, h) => h.replyError(m.id, -32601, "Method not found") },
+  });
+  await a.init({
+    clientCapabilities: { terminal: "true", elicitation: { form: true }, session: { notices: true, compaction: true, configOptions: { boolean: true } } },
+  });
+  const r = await a.request("session/new", { cwd: dir, mcpServers: [] });
+  const problems = [];
+  if (r.result.configOptions.some((o) => o.type === "boolean")) problems.push("a boolean config option for configOptions.boolean: true");
+  const sid = r.result.sessionId;
+  for (const cmd of ["/notice hi", "/compact", "/elicit", "/term echo hi"]) {
+    const from = a.lines.length;
+    await a.prompt(sid, cmd);
+    const sent = a.lines.slice(from).map((l) => l.msg.params?.update?.sessionUpdate ?? l.msg.method).filter((k) => k && /notice|compaction|elicitation|terminal/.test(k));
+    if (sent.length) problems.push(`${cmd}: sent ${[...new Set(sent)].join(", ")}`);
+  }
+  assert.deepEqual(problems, []);
+  a.violations.length = 0; // reported above, one line per command
   await a.end();
 });
