@@ -307,6 +307,7 @@ const json_t *acp_agent_client_caps(const acp_agent *a)
 
 bool acp_agent_client_has(const acp_agent *a, const char *path)
 {
+    const char *whole = path;
     const json_t *v = a->client_caps;
     char part[64];
     while (v && *path) {
@@ -317,8 +318,14 @@ bool acp_agent_client_has(const acp_agent *a, const char *path)
         v = json_is_object(v) ? json_object_get(v, part) : NULL;
         path += n + (path[n] == '.');
     }
-    /* Boolean capabilities are true; marker capabilities ({} means supported) are objects. */
-    return json_is_true(v) || json_is_object(v);
+    /* Boolean capabilities must be true; marker capabilities ({} means supported) objects: a
+     * value of the wrong type is a malformed optional field, read as its default (unsupported),
+     * as the schema's default-on-error decoding (and the official SDK) reads it. */
+    static const char *const booleans[] = {"fs.readTextFile", "fs.writeTextFile", "terminal",
+                                           "auth.terminal"};
+    for (size_t i = 0; i < sizeof booleans / sizeof *booleans; i++)
+        if (!strcmp(whole, booleans[i])) return json_is_true(v);
+    return json_is_object(v);
 }
 
 size_t acp_agent_session_count(const acp_agent *a)

@@ -121,6 +121,16 @@ static void on_answer(acp_conn *c, acp_msg *m, void *user)
     const json_t *result;
     const char *error;
     int st = call_status(m, &result, &error);
+    /* The client went away (EOF) while the turn waited on it: that ends the turn as shutdown
+     * does, cancelled, not as a failed call the engine would turn into end_turn. */
+    acp_turn *t = p->t;
+    if (st == ACP_ECLOSED && t && acp_conn_closed(c)) {
+        turn_cancel(t);
+        if (p->s->turn != t || t->decided) {
+            pcall_free(p);
+            return;
+        }
+    }
     p->answer(p, st, result, error);
     pcall_free(p);
 }

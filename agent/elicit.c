@@ -82,14 +82,15 @@ static void elicit_answer(pcall *p, int status, const json_t *result, const char
     char why[512];
     if (!status) {
         const char *act = json_string_value(json_object_get(result, "action"));
-        content = json_object_get(result, "content");
-        if (json_is_null(content)) content = NULL;
         bool accept = act && !strcmp(act, "accept");
+        /* Content belongs to an accept; what else an answer carries is ignored (the schema's
+         * other actions allow extra members, and decoding is lenient). */
+        content = accept ? json_object_get(result, "content") : NULL;
+        if (json_is_null(content)) content = NULL;
         if (!act)
             error = "the client's elicitation/create answer has no string action";
-        else if (content && (!accept || !json_is_object(content)))
-            error = "the client's elicitation/create answer has content that is not an object "
-                    "of an accept";
+        else if (content && !json_is_object(content))
+            error = "the client's elicitation/create answer has content that is not an object";
         else if (accept && p->data && !answers(p->data, content, why, sizeof why))
             error = why;
         if (error) {

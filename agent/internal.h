@@ -238,8 +238,11 @@ acp_session *session_find(acp_agent *a, const char *id);
 acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required,
                           bool must_exist);
 void session_activate(acp_session *s);
-void session_close(acp_session *s); /* cancel, force-end, free engine state, MCP; maybe free */
-void session_free(acp_session *s);  /* also stops the MCP servers of one never activated */
+/* Cancels its turn (force-ending it), frees the engine's state, stops the MCP servers. True
+ * when s stays until its held output (the turn's last updates and response, say) is released:
+ * an answer about it must follow that output (session_reply). False: s was freed. */
+bool session_close(acp_session *s);
+void session_free(acp_session *s); /* also stops the MCP servers of one never activated */
 /* Sends (or holds) a session/update whose update object is json[0..n), storing it first when
  * persist is true. */
 int session_emit(acp_session *s, const char *json, size_t n, bool persist);

@@ -241,10 +241,8 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
         agent_reply_not_found(req, id);
         return;
     }
-    /* A closed session that still holds output is kept until the flush: reply after it. */
-    bool held = s->dirty;
-    session_close(s);
-    session_reply(held ? s : NULL, req, NULL);
+    /* The cancelled turn's last updates and response go first: reply after them. */
+    session_reply(session_close(s) ? s : NULL, req, NULL);
 }
 
 static void h_delete(acp_conn *c, acp_req *req, void *user)
@@ -254,9 +252,8 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
-    /* A closed session that still holds output is kept until the flush: reply after it. */
-    acp_session *held = s && s->dirty ? s : NULL;
-    if (s) session_close(s);
+    /* The cancelled turn's last updates and response go first: reply after them. */
+    acp_session *held = s && session_close(s) ? s : NULL;
     int rc = acp_store_delete(a->store, id);
     if (rc) {
         agent_reply_store_error(a, req);

@@ -215,10 +215,10 @@ static void mcp_closed(void *user)
         agent_maybe_done(a);
 }
 
-void session_close(acp_session *s)
+bool session_close(acp_session *s)
 {
     acp_agent *a = s->a;
-    if (s->state == SESS_CLOSED) return;
+    if (s->state == SESS_CLOSED) return s->dirty;
     if (s->turn) {
         turn_cancel(s->turn);
         if (s->turn) turn_force_end(s->turn);
@@ -239,7 +239,9 @@ void session_close(acp_session *s)
         acp_mcp_set_close(s->mcp, mcp_closed, a);
         s->mcp = NULL;
     }
-    if (!s->dirty) session_free(s);
+    if (s->dirty) return true;
+    session_free(s);
+    return false;
 }
 
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,

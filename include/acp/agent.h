@@ -232,9 +232,10 @@ acp_store *acp_agent_store(const acp_agent *a);
 /* The client's initialize params.clientCapabilities (borrowed; an empty object before
  * initialize). */
 const json_t *acp_agent_client_caps(const acp_agent *a);
-/* True when the client advertised the capability at a dotted path: a boolean that is true
- * ("fs.readTextFile", "fs.writeTextFile", "terminal") or a marker object ("elicitation.form",
- * "session.notices"). Omitted and null are unsupported (the spec's rule). */
+/* True when the client advertised the capability at a dotted path: one of the boolean ones
+ * that is true ("fs.readTextFile", "fs.writeTextFile", "terminal", "auth.terminal"), or any
+ * other that is a marker object ("elicitation.form", "session.notices", extensions). Omitted
+ * and null are unsupported (the spec's rule), and so is a value of the wrong type. */
 bool acp_agent_client_has(const acp_agent *a, const char *path);
 /* Number of active (open) sessions. */
 size_t acp_agent_session_count(const acp_agent *a);
