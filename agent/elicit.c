@@ -33,7 +33,13 @@ static bool fits(const json_t *prop, const json_t *v)
     if (!type) return true;
     if (!strcmp(type, "string")) return json_is_string(v) && chosen(prop, v);
     if (!strcmp(type, "number")) return json_is_number(v);
-    if (!strcmp(type, "integer")) return json_is_integer(v);
+    /* JSON Schema's integer is a number with no fraction: 3.0 is one (within the range where
+     * a double holds every integer, so the cast is defined). */
+    if (!strcmp(type, "integer")) {
+        double d = json_real_value(v);
+        return json_is_integer(v) ||
+               (json_is_real(v) && d > -9e15 && d < 9e15 && d == (double)(long long)d);
+    }
     if (!strcmp(type, "boolean")) return json_is_boolean(v);
     if (strcmp(type, "array")) return true;
     if (!json_is_array(v)) return false;
