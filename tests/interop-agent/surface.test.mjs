@@ -1133,6 +1133,19 @@ test("/elicit answered with no action, a non-object result or an error, or late 
   await a.end();
 });
 
+test("/elicit accepted with count written 3.0: an integer in JSON Schema's sense, accepted (raw)", async (t) => {
+  const dir = tempDir(t);
+  // JSON.stringify would write 3: the answer goes out as text so the agent sees 3.0
+  const answer = (m, h) => h.send(`{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"result":{"action":"accept","content":{"name":"n","count":3.0}}}`);
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "elicitation/create": answer } });
+  await a.init({ clientCapabilities: { elicitation: { form: {} } } });
+  const sid = await a.newSession(dir);
+  const { resp, updates } = await rawTurn(a, sid, "/elicit");
+  assert.equal(resp.result?.stopReason, "end_turn");
+  assert.ok(allText(updates).startsWith("elicitation: accept"), allText(updates));
+  await a.end();
+});
+
 // ---- closing a session under a running client call --------------------------------------------------------
 
 test("session/close or session/delete while /term or /ask waits on the client: the prompt answers cancelled before the close/delete response, no update after it, the terminal released (raw)", async (t) => {
