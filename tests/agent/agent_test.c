@@ -1,27 +1,14 @@
-/* The agent runtime driven in-process: bytes into its acp_conn, the loop turned by hand,
- * acp_agent_flush() where the transport would call it, output parsed back. A real SQLite store
- * in a temporary directory; a test engine whose behaviour the prompt text selects. */
+/* The agent runtime driven in-process through harness.h: bytes into its acp_conn, the loop
+ * turned by hand, acp_agent_flush() where the transport would call it, output parsed back. A real
+ * SQLite store in a temporary directory; a test engine whose behaviour the prompt text selects. */
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
-#include "acp/agent.h"
-#include "store/store_impl.h"
-#include "tests/store/tmpdir.h"
+#include "harness.h"
 
 /* --- a store whose commits can be made to fail -------------------------------------------- */
 
 static bool fail_commits; /* test-only switch read by failing_commit */
-static acp_store_ops wrapped_ops;
-static const acp_store_ops *real_ops;
 
 static int failing_commit(acp_store *st, const char *now)
 {
@@ -44,14 +31,9 @@ static int failing_list(acp_store *st, const char *cwd, const char *cursor, unsi
     return real_ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
 }
 
-/* --- harness ---------------------------------------------------------------------------------- */
+/* --- the engine, whose behaviour the prompt text selects ------------------------------------ */
 
-typedef struct h {
-    uv_loop_t loop;
-    char dir[256], db[300];
-    acp_store *st;
-    acp_agent *a;
-    json_t *msgs; /* every message received and not yet consumed, in order */
+struct eng_state {
     acp_turn *held;
     const json_t *held_prompt; /* the held turn's prompt: the engine may read it until it ends */
     bool cancel_fails;
@@ -59,7 +41,7 @@ typedef struct h {
     int call_rc, call_status; /* acp_turn_call's return; status given to its callback */
     bool call_done;
     int flood_left; /* 64 KiB chunks the "flood" turn still has to send */
-} h;
+};
 
 #define FLOOD_CHUNK (64 * 1024)
 
@@ -69,11 +51,11 @@ static void flood_more(acp_turn *t, void *user)
     static char chunk[FLOOD_CHUNK];
     memset(chunk, 'f', sizeof chunk);
     /* Produce only while the output has room, then wait to be called back. */
-    while (x->flood_left > 0 && acp_turn_writable(t)) {
+    while (x->e->flood_left > 0 && acp_turn_writable(t)) {
         assert_int_equal(acp_turn_text(t, NULL, "m", chunk, sizeof chunk), 0);
-        x->flood_left--;
+        x->e->flood_left--;
     }
-    if (x->flood_left)
+    if (x->e->flood_left)
         acp_turn_on_writable(t, flood_more, x);
     else
         acp_turn_end(t, "end_turn");
@@ -82,14 +64,14 @@ static void flood_more(acp_turn *t, void *user)
 static void call_cb(acp_turn *t, int status, const json_t *result, const char *error, void *user)
 {
     h *x = user;
-    x->call_done = true;
-    x->call_status = status;
+    x->e->call_done = true;
+    x->e->call_status = status;
 }
 
 static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
-    ((h *)user)->held_prompt = prompt;
     h *x = user;
+    x->e->held_prompt = prompt;
     const char *text = json_string_value(json_object_get(json_array_get(prompt, 0), "text"));
     int n, m;
     if (text && sscanf(text, "emit %d", &n) == 1) {
@@ -142,7 +124,7 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "wait")) {
         acp_turn_text(t, NULL, NULL, "waiting", 7);
-        x->held = t;
+        x->e->held = t;
     } else if (text && sscanf(text, "big %d", &n) == 1) {
         /* n updates of 512 KiB each: history longer than one replay step */
         size_t len = 512 * 1024;
@@ -186,17 +168,17 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         assert_int_equal(acp_turn_update_raw(t, "{\"sessionUpdate\":", 17, false), ACP_EINVAL);
         acp_turn_end(t, "end_turn");
     } else if (text && sscanf(text, "flood %d", &n) == 1) {
-        x->flood_left = n;
+        x->e->flood_left = n;
         acp_turn_on_writable(t, flood_more, x);
     } else if (text && !strcmp(text, "call")) {
         /* fs/read_text_file was not advertised by the client: refused before anything is sent */
         assert_int_equal(
             acp_turn_call(t, "fs/read_text_file", json_pack("{ss}", "path", "/x"), call_cb, x),
             ACP_ENOTSUP);
-        x->call_rc = acp_turn_call(
+        x->e->call_rc = acp_turn_call(
             t, "session/request_permission",
             json_pack("{s{ss} s[]}", "toolCall", "toolCallId", "t1", "options"), call_cb, x);
-        x->held = t;
+        x->e->held = t;
     } else if (text && !strcmp(text, "fail")) {
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "engine broke");
     } else {
@@ -207,52 +189,31 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 static void engine_cancel(acp_turn *t, void *user)
 {
     h *x = user;
-    x->cancels++;
+    x->e->cancels++;
     /* Still valid here, also after a store failure answered the request (ASan checks). */
-    if (x->held == t)
+    if (x->e->held == t)
         assert_non_null(
-            json_string_value(json_object_get(json_array_get(x->held_prompt, 0), "text")));
-    if (x->held == t) x->held = NULL;
-    if (x->cancel_fails)
+            json_string_value(json_object_get(json_array_get(x->e->held_prompt, 0), "text")));
+    if (x->e->held == t) x->e->held = NULL;
+    if (x->e->cancel_fails)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "exception while cancelling");
     else
         acp_turn_end(t, "cancelled");
 }
 
-static void agent_start(h *x)
-{
-    acp_engine e = {.name = "test-engine",
-                    .version = "1",
-                    .prompt = engine_prompt,
-                    .cancel = engine_cancel,
-                    .user = x};
-    assert_int_equal(acp_agent_new(&x->loop, x->st, &e, NULL, &x->a), 0);
-}
-
-static void agent_stop(h *x)
-{
-    acp_agent_free(x->a);
-    x->a = NULL;
-    uv_run(&x->loop, UV_RUN_DEFAULT);
-}
-
 static int setup(void **state)
 {
-    h *x = calloc(1, sizeof *x);
-    assert_int_equal(tmpdir_make(x->dir, sizeof x->dir, "agent"), 0);
-    snprintf(x->db, sizeof x->db, "%s/s.db", x->dir);
-    uv_loop_init(&x->loop);
-    char *err = NULL;
-    assert_int_equal(acp_store_open(x->db, &x->st, &err), 0);
-    real_ops = x->st->ops;
-    wrapped_ops = *real_ops;
-    wrapped_ops.commit = failing_commit;
-    wrapped_ops.create = failing_create;
-    wrapped_ops.list = failing_list;
+    h *x = h_new("agent", sizeof(eng_state));
+    x->ops.commit = failing_commit;
+    x->ops.create = failing_create;
+    x->ops.list = failing_list;
     fail_all = false;
-    x->st->ops = &wrapped_ops;
     fail_commits = false;
-    x->msgs = json_array();
+    x->eng = (acp_engine){.name = "test-engine",
+                          .version = "1",
+                          .prompt = engine_prompt,
+                          .cancel = engine_cancel,
+                          .user = x};
     agent_start(x);
     *state = x;
     return 0;
@@ -260,113 +221,16 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    h *x = *state;
-    if (x->a) agent_stop(x);
-    x->st->ops = real_ops;
-    acp_store_close(x->st);
-    assert_int_equal(uv_loop_close(&x->loop), 0);
-    json_decref(x->msgs);
-    tmpdir_remove(x->dir);
-    free(x);
+    h_free(*state);
     return 0;
 }
 
-/* Moves the connection's output into x->msgs, one parsed message per line. */
-static void collect(h *x)
-{
-    size_t n;
-    char *out = acp_conn_out_take(acp_agent_conn(x->a), &n);
-    for (char *p = out, *e; p && p < out + n; p = e + 1) {
-        e = memchr(p, '\n', (size_t)(out + n - p));
-        assert_non_null(e);
-        json_error_t err;
-        json_t *m = json_loadb(p, (size_t)(e - p), 0, &err);
-        assert_non_null(m);
-        json_array_append_new(x->msgs, m);
-    }
-    free(out);
-}
-
-/* One loop turn as the transport would run it: callbacks, then commit-and-release. */
-static void turn(h *x)
-{
-    uv_run(&x->loop, UV_RUN_NOWAIT);
-    acp_agent_flush(x->a);
-    collect(x);
-}
-
-static void send_line(h *x, const char *fmt, ...)
-{
-    char *line, *full;
-    va_list ap;
-    va_start(ap, fmt);
-    assert_true(vasprintf(&line, fmt, ap) > 0);
-    va_end(ap);
-    assert_true(asprintf(&full, "%s\n", line) > 0);
-    acp_conn_recv(acp_agent_conn(x->a), full, strlen(full));
-    free(full);
-    free(line);
-}
-
-static int find_in(json_t *msgs, json_int_t id)
-{
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *m = json_array_get(msgs, i);
-        if (!json_object_get(m, "method") && json_integer_value(json_object_get(m, "id")) == id)
-            return (int)i;
-    }
-    return -1;
-}
-
-static int find_response(h *x, json_int_t id)
-{
-    return find_in(x->msgs, id);
-}
-
-/* Sends a request (params as JSON text) and turns the loop until its response arrived.
- * Returns every message up to and including the response (caller decrefs); they are removed
- * from x->msgs. */
-static json_t *request(h *x, int id, const char *method, const char *params)
-{
-    send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}", id, method,
-              params);
-    int at = -1;
-    for (int i = 0; i < 1000 && (at = find_response(x, id)) < 0; i++) turn(x);
-    assert_true(at >= 0);
-    json_t *got = json_array();
-    for (int i = 0; i <= at; i++)
-        json_array_append(got, json_array_get(x->msgs, 0)), json_array_remove(x->msgs, 0);
-    return got;
-}
-
-static json_t *last(json_t *msgs)
-{
-    return json_array_get(msgs, json_array_size(msgs) - 1);
-}
-
-static int error_code(json_t *msgs)
-{
-    return (int)json_integer_value(json_object_get(json_object_get(last(msgs), "error"), "code"));
-}
-
-static const char *error_message(json_t *msgs)
-{
-    return json_string_value(json_object_get(json_object_get(last(msgs), "error"), "message"));
-}
+/* --- requests ------------------------------------------------------------------------------- */
 
 static void init(h *x)
 {
     json_t *r = request(x, 1000, "initialize", "{\"protocolVersion\":1}");
     json_decref(r);
-}
-
-/* Sends session/prompt with one text block (text needing no JSON escaping) and does not wait. */
-static void send_prompt(h *x, int id, const char *sid, const char *text)
-{
-    send_line(x,
-              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/prompt\",\"params\":"
-              "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]}}",
-              id, sid, text);
 }
 
 /* session/prompt with one text block, as request() (text needing no JSON escaping). */
@@ -378,16 +242,10 @@ static json_t *prompt(h *x, int id, const char *sid, const char *text)
     return request(x, id, "session/prompt", p);
 }
 
-/* The stopReason of a prompt's response message. */
-static const char *stop_reason(json_t *response)
-{
-    return json_string_value(json_object_get(json_object_get(response, "result"), "stopReason"));
-}
-
 /* How many sessions a session/list answer (last of msgs) holds. */
 static size_t listed(json_t *msgs)
 {
-    return json_array_size(json_object_get(json_object_get(last(msgs), "result"), "sessions"));
+    return json_array_size(json_object_get(result_of(msgs), "sessions"));
 }
 
 /* Creates a session in x->dir; the id is written to id (80 bytes). */
@@ -396,66 +254,10 @@ static void new_session(h *x, char *id)
     char p[400];
     snprintf(p, sizeof p, "{\"cwd\":\"%s\",\"mcpServers\":[]}", x->dir);
     json_t *r = request(x, 1001, "session/new", p);
-    const char *sid =
-        json_string_value(json_object_get(json_object_get(last(r), "result"), "sessionId"));
+    const char *sid = jstr(result_of(r), "sessionId");
     assert_non_null(sid);
     snprintf(id, 80, "%s", sid);
     json_decref(r);
-}
-
-static size_t count_updates(json_t *msgs, const char *kind)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *u = json_object_get(json_object_get(json_array_get(msgs, i), "params"), "update");
-        const char *k = json_string_value(json_object_get(u, "sessionUpdate"));
-        if (k && (!kind || !strcmp(k, kind))) n++;
-    }
-    return n;
-}
-
-static int count_stored(void *user, int64_t seq, const char *json, size_t n)
-{
-    (*(int *)user)++;
-    return 0;
-}
-
-static int stored(h *x, const char *id)
-{
-    int n = 0;
-    int64_t last_seq;
-    bool done;
-    assert_int_equal(acp_store_replay(x->st, id, 0, 0, count_stored, &n, &last_seq, &done), 0);
-    return n;
-}
-
-static int collect_stored(void *user, int64_t seq, const char *json, size_t n)
-{
-    json_t *u = json_loadb(json, n, 0, NULL);
-    assert_non_null(u);
-    json_array_append_new(user, u);
-    return 0;
-}
-
-/* The stored history of a session, parsed (caller decrefs). */
-static json_t *history(h *x, const char *id)
-{
-    json_t *all = json_array();
-    int64_t last_seq;
-    bool done;
-    assert_int_equal(acp_store_replay(x->st, id, 0, 0, collect_stored, all, &last_seq, &done), 0);
-    return all;
-}
-
-/* The session/update objects among messages (new references in a new array). */
-static json_t *updates_of(json_t *msgs)
-{
-    json_t *out = json_array();
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *u = json_object_get(json_object_get(json_array_get(msgs, i), "params"), "update");
-        if (u) json_array_append(out, u);
-    }
-    return out;
 }
 
 /* Conversation updates as "kind|messageId|text" lines (other kinds as "kind"), with consecutive
@@ -613,8 +415,8 @@ static void test_commit_failure(void **state)
     assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
     assert_int_equal(count_updates(r, NULL), 0);
     json_decref(r);
-    assert_null(x->held);
-    assert_int_equal(x->cancels, 1);
+    assert_null(x->e->held);
+    assert_int_equal(x->e->cancels, 1);
 
     fail_commits = false;
     r = prompt(x, 7, id, "emit 2");
@@ -654,12 +456,12 @@ static void test_replay_order(void **state)
     size_t n = sizeof want / sizeof *want;
     /* then the session's title and last activity (not history), then the response */
     assert_int_equal(json_array_size(r), n + 2);
-    json_t *info = json_object_get(json_object_get(json_array_get(r, n), "params"), "update");
+    json_t *info = update_at(r, n);
     assert_string_equal(json_string_value(json_object_get(info, "sessionUpdate")),
                         "session_info_update");
     assert_int_equal(strlen(json_string_value(json_object_get(info, "updatedAt"))), 24);
     for (size_t i = 0; i < n; i++) {
-        json_t *u = json_object_get(json_object_get(json_array_get(r, i), "params"), "update");
+        json_t *u = update_at(r, i);
         const char *txt = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
         assert_string_equal(txt, want[i]);
         const char *kind = json_string_value(json_object_get(u, "sessionUpdate"));
@@ -680,13 +482,13 @@ static void test_busy_cancel_close(void **state)
     new_session(x, id);
     send_prompt(x, 5, id, "wait");
     turn(x);
-    assert_non_null(x->held);
+    assert_non_null(x->e->held);
     /* A second prompt on the same session while one runs: refused. */
     json_t *r = prompt(x, 6, id, "emit 1");
     assert_int_equal(error_code(r), ACP_RPC_INVALID_REQUEST);
     json_decref(r);
     /* session/cancel: the engine fails while cancelling, the answer is still `cancelled`. */
-    x->cancel_fails = true;
+    x->e->cancel_fails = true;
     send_line(
         x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
         id);
@@ -694,7 +496,7 @@ static void test_busy_cancel_close(void **state)
     int at = find_response(x, 5);
     assert_true(at >= 0);
     assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
-    x->cancel_fails = false;
+    x->e->cancel_fails = false;
 
     /* close during a running turn: the prompt answers cancelled before close answers. */
     send_prompt(x, 7, id, "wait");
@@ -787,7 +589,7 @@ static const char *prompt_reply(h *x, int id, const char *sid, const char *text)
     json_t *r = prompt(x, id, sid, text);
     buf[0] = '\0';
     for (size_t i = 0; i < json_array_size(r); i++) {
-        json_t *u = json_object_get(json_object_get(json_array_get(r, i), "params"), "update");
+        json_t *u = update_at(r, i);
         const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
         if (t) snprintf(buf, sizeof buf, "%s", t);
     }
@@ -800,11 +602,9 @@ static void test_resolve_path(void **state)
 {
     h *x = *state;
     init(x);
-    char id[80], want[600], link[600];
+    char id[80], want[PATH_MAX + 16], link[600];
     new_session(x, id);
-    char *real = realpath(x->dir, NULL); /* TMPDIR may itself be a symlink */
-    snprintf(want, sizeof want, "%s/new.txt", real);
-    free(real);
+    snprintf(want, sizeof want, "%s/new.txt", x->real);
     assert_string_equal(prompt_reply(x, 2, id, "resolve new.txt"), want);
     assert_string_equal(prompt_reply(x, 3, id, "resolve ../escape.txt"), "refused");
     assert_string_equal(prompt_reply(x, 4, id, "resolve /etc/passwd"), "refused");
@@ -831,14 +631,14 @@ static void test_shutdown(void **state)
     new_session(x, id);
     send_prompt(x, 5, id, "wait");
     turn(x);
-    assert_non_null(x->held);
+    assert_non_null(x->e->held);
     acp_agent_shutdown(x->a);
     turn(x);
     int at = find_response(x, 5);
     assert_true(at >= 0);
     assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
     assert_int_equal(acp_agent_session_count(x->a), 0);
-    assert_null(x->held);
+    assert_null(x->e->held);
     assert_int_equal(stored(x, id), 2); /* user message + "waiting": committed on the way out */
 }
 
@@ -859,7 +659,7 @@ static void test_backpressure(void **state)
     size_t queued = acp_conn_out_len(c);
     assert_true(queued >= (4u << 20));                         /* it filled the output... */
     assert_true(queued < (4u << 20) + 2 * FLOOD_CHUNK + 4096); /* ...and stopped there */
-    assert_true(x->flood_left > 0);
+    assert_true(x->e->flood_left > 0);
     /* Drain like a reader would; the response ends the output. */
     size_t total = 0;
     bool answered = false;
@@ -875,7 +675,7 @@ static void test_backpressure(void **state)
         free(out);
     }
     assert_true(answered);
-    assert_int_equal(x->flood_left, 0);
+    assert_int_equal(x->e->flood_left, 0);
     assert_true(total >= 640u * FLOOD_CHUNK);
 }
 
@@ -902,20 +702,6 @@ static void test_store_down(void **state)
     json_decref(r);
 }
 
-/* Where in msgs the $/cancel_request for client request call_id is, or -1. */
-static int find_cancel_request(json_t *msgs, json_int_t call_id)
-{
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *m = json_array_get(msgs, i);
-        if (json_is_string(json_object_get(m, "method")) &&
-            !strcmp(json_string_value(json_object_get(m, "method")), "$/cancel_request") &&
-            json_integer_value(json_object_get(json_object_get(m, "params"), "requestId")) ==
-                call_id)
-            return (int)i;
-    }
-    return -1;
-}
-
 /* Cancelling a turn sends $/cancel_request for its outstanding client requests. */
 static void test_cancel_cancels_calls(void **state)
 {
@@ -925,7 +711,7 @@ static void test_cancel_cancels_calls(void **state)
     new_session(x, id);
     send_prompt(x, 5, id, "call");
     turn(x);
-    assert_int_equal(x->call_rc, 0);
+    assert_int_equal(x->e->call_rc, 0);
     json_t *req = json_array_get(x->msgs, json_array_size(x->msgs) - 1);
     assert_string_equal(json_string_value(json_object_get(req, "method")),
                         "session/request_permission");
@@ -936,7 +722,7 @@ static void test_cancel_cancels_calls(void **state)
         x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
         id);
     for (int i = 0; i < 10 && find_response(x, 5) < 0; i++) turn(x);
-    assert_true(find_cancel_request(x->msgs, call_id) >= 0);
+    assert_true(find_cancel(x->msgs, call_id) >= 0);
     int at = find_response(x, 5);
     assert_true(at >= 0);
     assert_string_equal(stop_reason(json_array_get(x->msgs, at)), "cancelled");
@@ -946,7 +732,7 @@ static void test_cancel_cancels_calls(void **state)
         "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32800,\"message\":\"cancelled\"}}",
         (long long)call_id);
     turn(x);
-    assert_false(x->call_done);
+    assert_false(x->e->call_done);
 }
 
 /* session/close cancels "as if session/cancel had been called" (000 session-setup): the engine
@@ -960,17 +746,17 @@ static void test_close_cancels_calls(void **state)
     new_session(x, id);
     send_prompt(x, 5, id, "call");
     turn(x);
-    assert_int_equal(x->call_rc, 0);
+    assert_int_equal(x->e->call_rc, 0);
     json_int_t call_id = json_integer_value(json_object_get(last(x->msgs), "id"));
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", id);
     json_t *r = request(x, 6, "session/close", p);
     assert_true(json_is_object(json_object_get(last(r), "result")));
-    int cancel = find_cancel_request(r, call_id), at = find_in(r, 5);
+    int cancel = find_cancel(r, call_id), at = find_in(r, 5);
     assert_true(cancel >= 0);
     assert_true(at >= 0 && at < (int)json_array_size(r) - 1);
     assert_string_equal(stop_reason(json_array_get(r, at)), "cancelled");
     json_decref(r);
-    assert_int_equal(x->cancels, 1);
+    assert_int_equal(x->e->cancels, 1);
     assert_int_equal(acp_agent_session_count(x->a), 0);
 }
 
@@ -994,8 +780,7 @@ static void test_replay_big(void **state)
     int at = find_response(x, 3);
     assert_int_equal(at, 14); /* the user message, 12 chunks and the session info before it */
     for (int i = 1; i <= 12; i++) {
-        json_t *u =
-            json_object_get(json_object_get(json_array_get(x->msgs, i), "params"), "update");
+        json_t *u = update_at(x->msgs, i);
         const char *txt = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
         assert_int_equal(strlen(txt), 512 * 1024);
         assert_int_equal(txt[0], 'a' + (i - 1) % 26);

@@ -1,24 +1,12 @@
-/* Agent -> client calls (call.c, tool.c, terminal.c, elicit.c) driven in-process as in
- * agent_test.c: bytes into the agent's acp_conn, the loop turned by hand, acp_agent_flush()
- * where the transport would call it, the output parsed back and answered as a client would.
- * The engine only holds each turn: the tests make their calls on it directly. A real SQLite
- * store in a temporary directory. */
-#include <limits.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* Agent -> client calls (call.c, tool.c, terminal.c, elicit.c) driven in-process through
+ * harness.h: bytes into the agent's acp_conn, the loop turned by hand, acp_agent_flush() where
+ * the transport would call it, the output parsed back and answered as a client would. The
+ * engine only holds each turn: the tests make their calls on it directly. A real SQLite store in
+ * a temporary directory. */
 #include <unistd.h>
 
-#include <cmocka.h>
-
-#include "acp/agent.h"
 #include "agent/internal.h" /* struct acp_auth: an authenticate request made by hand */
-#include "store/store_impl.h"
-#include "tests/store/tmpdir.h"
+#include "harness.h"
 
 #define FULL_CAPS                                                                                  \
     "{\"fs\":{\"readTextFile\":true,\"writeTextFile\":true},\"terminal\":true,"                    \
@@ -27,8 +15,6 @@
 /* --- a store whose commits can be made to fail -------------------------------------------- */
 
 static bool fail_commits;
-static acp_store_ops wrapped_ops;
-static const acp_store_ops *real_ops;
 
 static int failing_commit(acp_store *st, const char *now)
 {
@@ -36,14 +22,9 @@ static int failing_commit(acp_store *st, const char *now)
     return real_ops->commit(st, now);
 }
 
-/* --- harness ---------------------------------------------------------------------------------- */
+/* --- the engine: it only holds each turn ------------------------------------------------------ */
 
-typedef struct h {
-    uv_loop_t loop;
-    char dir[256], real[PATH_MAX], db[300];
-    acp_store *st;
-    acp_agent *a;
-    json_t *msgs;       /* every message received and not yet consumed, in order */
+struct eng_state {
     acp_turn *t;        /* the running turn: the engine holds it */
     acp_session *ts;    /* its session */
     acp_session *s;     /* the session made ready last */
@@ -51,78 +32,56 @@ typedef struct h {
     bool end_on_cancel; /* ...and ends the turn */
     int logs;
     acp_auth *au;
-} h;
+};
 
 static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
     h *x = user;
-    x->t = t;
-    x->ts = acp_turn_session(t);
+    x->e->t = t;
+    x->e->ts = acp_turn_session(t);
 }
 
 static void engine_cancel(acp_turn *t, void *user)
 {
     h *x = user;
-    x->cancels++;
-    if (!x->end_on_cancel) return;
-    if (x->t == t) x->t = NULL;
+    x->e->cancels++;
+    if (!x->e->end_on_cancel) return;
+    if (x->e->t == t) x->e->t = NULL;
     acp_turn_end(t, "cancelled");
 }
 
 static void engine_ready(acp_session *s, void *user)
 {
     h *x = user;
-    x->s = s;
+    x->e->s = s;
 }
 
 static void engine_session_free(acp_session *s, void *user)
 {
     h *x = user;
-    if (x->s == s) x->s = NULL;
-    if (x->ts == s) x->t = NULL; /* force-ended: no turn runs any more */
+    if (x->e->s == s) x->e->s = NULL;
+    if (x->e->ts == s) x->e->t = NULL; /* force-ended: no turn runs any more */
 }
 
 static void count_log(const char *line, void *user)
 {
     h *x = user;
-    x->logs++;
-}
-
-static void agent_start(h *x)
-{
-    acp_engine e = {.name = "calls-engine",
-                    .version = "1",
-                    .prompt = engine_prompt,
-                    .cancel = engine_cancel,
-                    .session_ready = engine_ready,
-                    .session_free = engine_session_free,
-                    .user = x};
-    acp_agent_opts o = {.on_log = count_log, .user = x};
-    assert_int_equal(acp_agent_new(&x->loop, x->st, &e, &o, &x->a), 0);
-}
-
-static void agent_stop(h *x)
-{
-    acp_agent_free(x->a);
-    x->a = NULL;
-    uv_run(&x->loop, UV_RUN_DEFAULT);
+    x->e->logs++;
 }
 
 static int setup(void **state)
 {
-    h *x = calloc(1, sizeof *x);
-    assert_int_equal(tmpdir_make(x->dir, sizeof x->dir, "calls"), 0);
-    assert_non_null(realpath(x->dir, x->real));
-    snprintf(x->db, sizeof x->db, "%s/s.db", x->dir);
-    uv_loop_init(&x->loop);
-    char *err = NULL;
-    assert_int_equal(acp_store_open(x->db, &x->st, &err), 0);
-    real_ops = x->st->ops;
-    wrapped_ops = *real_ops;
-    wrapped_ops.commit = failing_commit;
-    x->st->ops = &wrapped_ops;
+    h *x = h_new("calls", sizeof(eng_state));
+    x->ops.commit = failing_commit;
     fail_commits = false;
-    x->msgs = json_array();
+    x->eng = (acp_engine){.name = "calls-engine",
+                          .version = "1",
+                          .prompt = engine_prompt,
+                          .cancel = engine_cancel,
+                          .session_ready = engine_ready,
+                          .session_free = engine_session_free,
+                          .user = x};
+    x->opts = (acp_agent_opts){.on_log = count_log, .user = x};
     agent_start(x);
     *state = x;
     return 0;
@@ -130,113 +89,22 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    h *x = *state;
-    if (x->a) agent_stop(x);
-    x->st->ops = real_ops;
-    acp_store_close(x->st);
-    assert_int_equal(uv_loop_close(&x->loop), 0);
-    json_decref(x->msgs);
-    tmpdir_remove(x->dir);
-    free(x);
+    h_free(*state);
     return 0;
 }
 
-/* Moves the connection's output into x->msgs, one parsed message per line. */
-static void collect(h *x)
-{
-    size_t n;
-    char *out = acp_conn_out_take(acp_agent_conn(x->a), &n);
-    for (char *p = out, *e; p && p < out + n; p = e + 1) {
-        e = memchr(p, '\n', (size_t)(out + n - p));
-        assert_non_null(e);
-        json_t *m = json_loadb(p, (size_t)(e - p), 0, NULL);
-        if (!m) fail_msg("unparsable output line: %.*s", (int)(e - p), p);
-        json_array_append_new(x->msgs, m);
-    }
-    free(out);
-}
-
-/* One loop turn as the transport would run it: callbacks, then commit-and-release. */
-static void turn(h *x)
-{
-    uv_run(&x->loop, UV_RUN_NOWAIT);
-    acp_agent_flush(x->a);
-    collect(x);
-}
-
-static void send_line(h *x, const char *fmt, ...)
-{
-    char *line, *full;
-    va_list ap;
-    va_start(ap, fmt);
-    assert_true(vasprintf(&line, fmt, ap) > 0);
-    va_end(ap);
-    assert_true(asprintf(&full, "%s\n", line) > 0);
-    acp_conn_recv(acp_agent_conn(x->a), full, strlen(full));
-    free(full);
-    free(line);
-}
-
-static const char *method_of(const json_t *m)
-{
-    return json_string_value(json_object_get(m, "method"));
-}
-
-static json_t *params_of(const json_t *m)
-{
-    return json_object_get(m, "params");
-}
-
-static const char *str_at(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(obj, key));
-}
-
-/* Where in x->msgs the response to our request id is, or -1. */
-static int find_response(h *x, json_int_t id)
-{
-    for (size_t i = 0; i < json_array_size(x->msgs); i++) {
-        json_t *m = json_array_get(x->msgs, i);
-        if (!method_of(m) && json_integer_value(json_object_get(m, "id")) == id) return (int)i;
-    }
-    return -1;
-}
-
-/* Where in x->msgs the first message with this method is (from index from), or -1. */
-static int find_method(h *x, const char *method, int from)
-{
-    for (size_t i = (size_t)from; i < json_array_size(x->msgs); i++) {
-        const char *m = method_of(json_array_get(x->msgs, i));
-        if (m && !strcmp(m, method)) return (int)i;
-    }
-    return -1;
-}
-
-/* Where the $/cancel_request for our call id is, or -1. */
-static int find_cancel(h *x, json_int_t call_id)
-{
-    for (int i = 0; (i = find_method(x, "$/cancel_request", i)) >= 0; i++)
-        if (json_integer_value(json_object_get(params_of(json_array_get(x->msgs, (size_t)i)),
-                                               "requestId")) == call_id)
-            return i;
-    return -1;
-}
+/* --- talking to the agent as a client ------------------------------------------------------- */
 
 /* Removes the first message with this method from x->msgs and returns it (a new reference),
  * turning the loop first. Fails the test when there is none. */
 static json_t *take(h *x, const char *method)
 {
     turn(x);
-    int at = find_method(x, method, 0);
+    int at = find_method(x->msgs, method, 0);
     assert_true(at >= 0);
     json_t *m = json_incref(json_array_get(x->msgs, (size_t)at));
     json_array_remove(x->msgs, (size_t)at);
     return m;
-}
-
-static json_int_t id_of(const json_t *m)
-{
-    return json_integer_value(json_object_get(m, "id"));
 }
 
 /* Answers the agent's request req (the result as JSON text) and consumes req. */
@@ -263,28 +131,6 @@ static void quiet(h *x)
     assert_int_equal(json_array_size(x->msgs), n);
 }
 
-/* Sends a request and turns the loop until its response arrived: the messages up to and
- * including the response, taken out of x->msgs (caller decrefs). */
-static json_t *request(h *x, int id, const char *method, const char *params)
-{
-    send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}", id, method,
-              params);
-    int at = -1;
-    for (int i = 0; i < 100 && (at = find_response(x, id)) < 0; i++) turn(x);
-    assert_true(at >= 0);
-    json_t *got = json_array();
-    for (int i = 0; i <= at; i++) {
-        json_array_append(got, json_array_get(x->msgs, 0));
-        json_array_remove(x->msgs, 0);
-    }
-    return got;
-}
-
-static json_t *last(json_t *msgs)
-{
-    return json_array_get(msgs, json_array_size(msgs) - 1);
-}
-
 /* initialize with these clientCapabilities (JSON text). */
 static void init(h *x, const char *caps)
 {
@@ -293,106 +139,35 @@ static void init(h *x, const char *caps)
     json_decref(request(x, 1000, "initialize", p));
 }
 
-/* A session in x->dir (x->s); its id into id (80 bytes). */
+/* A session in x->dir (x->e->s); its id into id (80 bytes). */
 static void new_session(h *x, char *id)
 {
     char p[400];
     snprintf(p, sizeof p, "{\"cwd\":\"%s\",\"mcpServers\":[]}", x->dir);
     json_t *r = request(x, 1001, "session/new", p);
     assert_int_equal(json_array_size(r), 1); /* nothing before the answer */
-    snprintf(id, 80, "%s", str_at(json_object_get(last(r), "result"), "sessionId"));
+    snprintf(id, 80, "%s", jstr(result_of(r), "sessionId"));
     json_decref(r);
     turn(x);
-    assert_non_null(x->s);
+    assert_non_null(x->e->s);
     json_array_clear(x->msgs);
 }
 
-/* Starts a prompt (request id) the engine holds in x->t. */
+/* Starts a prompt (request id) the engine holds in x->e->t. */
 static void hold_turn(h *x, int id, const char *sid)
 {
-    x->t = NULL;
-    send_line(x,
-              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/prompt\",\"params\":"
-              "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"hold\"}]}}",
-              id, sid);
+    x->e->t = NULL;
+    send_prompt(x, id, sid, "hold");
     turn(x);
-    assert_non_null(x->t);
-}
-
-/* Turns the loop until the response to request id came; returns its index in x->msgs. */
-static int wait_response(h *x, json_int_t id)
-{
-    int at = -1;
-    for (int i = 0; i < 100 && (at = find_response(x, id)) < 0; i++) turn(x);
-    assert_true(at >= 0);
-    return at;
+    assert_non_null(x->e->t);
 }
 
 /* Ends the held turn; returns the index of the prompt's response (request id) in x->msgs. */
 static int end_turn(h *x, int id)
 {
-    acp_turn_end(x->t, "end_turn");
-    x->t = NULL;
+    acp_turn_end(x->e->t, "end_turn");
+    x->e->t = NULL;
     return wait_response(x, id);
-}
-
-static const char *stop_reason(h *x, int at)
-{
-    return str_at(json_object_get(json_array_get(x->msgs, (size_t)at), "result"), "stopReason");
-}
-
-/* The update object of the message at index i of msgs, or NULL. */
-static json_t *update_at(json_t *msgs, size_t i)
-{
-    return json_object_get(params_of(json_array_get(msgs, i)), "update");
-}
-
-static json_t *updates_of(json_t *msgs)
-{
-    json_t *out = json_array();
-    for (size_t i = 0; i < json_array_size(msgs); i++)
-        if (update_at(msgs, i)) json_array_append(out, update_at(msgs, i));
-    return out;
-}
-
-static int collect_stored(void *user, int64_t seq, const char *json, size_t n)
-{
-    json_t *u = json_loadb(json, n, 0, NULL);
-    assert_non_null(u);
-    json_array_append_new(user, u);
-    return 0;
-}
-
-/* The stored history of a session, parsed (caller decrefs). */
-static json_t *history(h *x, const char *id)
-{
-    json_t *all = json_array();
-    int64_t last_seq;
-    bool done;
-    assert_int_equal(acp_store_replay(x->st, id, 0, 0, collect_stored, all, &last_seq, &done), 0);
-    return all;
-}
-
-static void assert_json(const json_t *got, const char *want)
-{
-    json_t *w = json_loads(want, 0, NULL);
-    assert_non_null(w);
-    if (!json_equal(got, w)) {
-        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
-        char *e = json_dumps(w, JSON_COMPACT | JSON_SORT_KEYS);
-        print_error("got  %s\nwant %s\n", g ? g : "NULL", e);
-        free(g);
-        free(e);
-        json_decref(w);
-        fail();
-    }
-    json_decref(w);
-}
-
-static void assert_errmsg(h *x, const char *part)
-{
-    if (!strstr(acp_agent_errmsg(x->a), part))
-        fail_msg("errmsg \"%s\" lacks \"%s\"", acp_agent_errmsg(x->a), part);
 }
 
 /* --- what callbacks got -------------------------------------------------------------------- */
@@ -407,7 +182,7 @@ typedef struct got {
     acp_session *s;
     acp_turn *t;
     acp_terminal *term;
-    bool end_turn;  /* the callback ends its turn (then x->t must be forgotten by the test) */
+    bool end_turn;  /* the callback ends its turn (then x->e->t must be forgotten by the test) */
     bool release;   /* the callback releases its terminal */
     bool ask_again; /* the permission callback asks again, about tc */
     acp_tool_call *tc;
@@ -540,8 +315,8 @@ static void test_gates(void **state)
     char sid[80];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
-    acp_session *s = x->s;
+    acp_turn *t = x->e->t;
+    acp_session *s = x->e->s;
     got g = {0};
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), ACP_ENOTSUP);
     assert_errmsg(x, "fs.readTextFile");
@@ -602,20 +377,20 @@ static void test_fs(void **state)
     char sid[80], want[PATH_MAX + 16];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     got g = {0};
     /* relative to cwd, resolved: the client gets the absolute path */
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 3, 10, on_read, &g), 0);
     json_t *req = take(x, "fs/read_text_file");
     snprintf(want, sizeof want, "%s/a.txt", x->real);
-    assert_string_equal(str_at(params_of(req), "path"), want);
-    assert_string_equal(str_at(params_of(req), "sessionId"), sid);
+    assert_string_equal(jstr(params_of(req), "path"), want);
+    assert_string_equal(jstr(params_of(req), "sessionId"), sid);
     assert_int_equal(json_integer_value(json_object_get(params_of(req), "line")), 3);
     assert_int_equal(json_integer_value(json_object_get(params_of(req), "limit")), 10);
     answer(x, req, "{\"content\":\"h\\u00e9llo\\nworld\"}");
     assert_int_equal(g.calls, 1);
     assert_int_equal(g.status, 0);
-    assert_ptr_equal(g.s, x->s);
+    assert_ptr_equal(g.s, x->e->s);
     assert_int_equal(g.n, 12);
     assert_memory_equal(g.text, "h\xc3\xa9llo\nworld", 12);
     /* no line or limit: not sent */
@@ -636,7 +411,7 @@ static void test_fs(void **state)
         assert_int_equal(acp_turn_read_text_file(t, outside[i], 0, 0, on_read, &g), ACP_EACCES);
         assert_errmsg(x, "outside the session's roots");
         assert_int_equal(acp_turn_write_text_file(t, outside[i], "x", 1, on_done, &g), ACP_EACCES);
-        assert_int_equal(acp_session_write_text_file(x->s, outside[i], "x", 1, on_done, &g),
+        assert_int_equal(acp_session_write_text_file(x->e->s, outside[i], "x", 1, on_done, &g),
                          ACP_EACCES);
     }
     assert_int_equal(acp_turn_read_text_file(t, NULL, 0, 0, on_read, &g), ACP_EINVAL);
@@ -654,7 +429,7 @@ static void test_fs(void **state)
     answer(x, req, "null");
     assert_int_equal(w.calls, 1);
     assert_int_equal(w.status, 0);
-    assert_int_equal(acp_session_write_text_file(x->s, "b.txt", "", 0, on_done, &w), 0);
+    assert_int_equal(acp_session_write_text_file(x->e->s, "b.txt", "", 0, on_done, &w), 0);
     answer(x, take(x, "fs/write_text_file"), "{}");
     assert_int_equal(w.calls, 2);
     assert_int_equal(w.status, 0);
@@ -688,7 +463,7 @@ static void test_malformed_answers(void **state)
     char sid[80];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     got g = {0};
     EXPECT_EPROTO(x, &g, acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g),
                   "fs/read_text_file", "{\"content\":5}",
@@ -782,20 +557,20 @@ static void test_late_answer(void **state)
     new_session(x, sid);
     hold_turn(x, 5, sid);
     got g = {0};
-    assert_int_equal(acp_turn_read_text_file(x->t, "a.txt", 0, 0, on_read, &g), 0);
+    assert_int_equal(acp_turn_read_text_file(x->e->t, "a.txt", 0, 0, on_read, &g), 0);
     json_t *req = take(x, "fs/read_text_file");
     int at = end_turn(x, 5);
-    int cancel = find_cancel(x, id_of(req));
+    int cancel = find_cancel(x->msgs, id_of(req));
     assert_true(cancel >= 0 && cancel < at);
     json_array_clear(x->msgs);
-    int logs = x->logs;
+    int logs = x->e->logs;
     answer(x, req, "{\"content\":\"late\"}");
     assert_int_equal(g.calls, 0);
-    assert_int_equal(x->logs, logs);
+    assert_int_equal(x->e->logs, logs);
     quiet(x);
     /* the next turn's calls work */
     hold_turn(x, 6, sid);
-    assert_int_equal(acp_turn_read_text_file(x->t, "a.txt", 0, 0, on_read, &g), 0);
+    assert_int_equal(acp_turn_read_text_file(x->e->t, "a.txt", 0, 0, on_read, &g), 0);
     answer(x, take(x, "fs/read_text_file"), "{\"content\":\"now\"}");
     assert_int_equal(g.calls, 1);
     assert_string_equal(g.text, "now");
@@ -811,7 +586,7 @@ static void test_session_calls(void **state)
     init(x, FULL_CAPS);
     char sid[80], p[120];
     new_session(x, sid);
-    acp_session *s = x->s;
+    acp_session *s = x->e->s;
     got g = {0};
     assert_int_equal(acp_session_call(s, "_x/ping", json_pack("{si ss}", "n", 1, "sessionId", "x"),
                                       on_session_call, &g),
@@ -823,7 +598,7 @@ static void test_session_calls(void **state)
     answer(x, req, "{\"pong\":true}");
     assert_int_equal(g.calls, 1);
     assert_ptr_equal(g.s, s);
-    assert_json(g.json, "{\"pong\":true}");
+    assert_json(g.json, J("{\"pong\":true}"));
     assert_int_equal(acp_session_call(s, "_x/ping", json_pack("[]"), on_session_call, &g),
                      ACP_EINVAL);
     assert_int_equal(acp_session_call(s, "_x/ping", NULL, on_session_call, &g), 0);
@@ -837,7 +612,7 @@ static void test_session_calls(void **state)
     req = take(x, "fs/read_text_file");
     int at = end_turn(x, 5);
     assert_true(at >= 0);
-    assert_int_equal(find_cancel(x, id_of(req)), -1);
+    assert_int_equal(find_cancel(x->msgs, id_of(req)), -1);
     answer(x, req, "{\"content\":\"still\"}");
     assert_int_equal(r.calls, 1);
     assert_string_equal(r.text, "still");
@@ -848,7 +623,7 @@ static void test_session_calls(void **state)
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
     json_t *closed = request(x, 7, "session/close", p);
     json_array_extend(x->msgs, closed);
-    int cancel = find_cancel(x, id_of(req));
+    int cancel = find_cancel(x->msgs, id_of(req));
     assert_true(cancel >= 0 && cancel < find_response(x, 7));
     json_decref(closed);
     answer(x, req, "{\"content\":\"too late\"}");
@@ -866,11 +641,12 @@ static void test_hold_order(void **state)
     new_session(x, sid);
     hold_turn(x, 5, sid);
     got g = {0};
-    assert_int_equal(acp_turn_text(x->t, NULL, NULL, "looking", 7), 0);
-    assert_int_equal(acp_turn_read_text_file(x->t, "a.txt", 0, 0, on_read, &g), 0);
+    assert_int_equal(acp_turn_text(x->e->t, NULL, NULL, "looking", 7), 0);
+    assert_int_equal(acp_turn_read_text_file(x->e->t, "a.txt", 0, 0, on_read, &g), 0);
     assert_int_equal(acp_conn_out_len(acp_agent_conn(x->a)), 0); /* both held */
     turn(x);
-    int chunk = find_method(x, "session/update", 0), req = find_method(x, "fs/read_text_file", 0);
+    int chunk = find_method(x->msgs, "session/update", 0),
+        req = find_method(x->msgs, "fs/read_text_file", 0);
     assert_true(chunk >= 0 && chunk < req);
     json_t *r = take(x, "fs/read_text_file");
     answer(x, r, "{\"content\":\"\"}");
@@ -881,12 +657,12 @@ static void test_hold_order(void **state)
     fail_commits = true;
     json_t *u = json_pack("{ss s{ss ss}}", "sessionUpdate", "agent_message_chunk", "content",
                           "type", "text", "text", "lost");
-    assert_int_equal(acp_session_update(x->s, u), 0);
+    assert_int_equal(acp_session_update(x->e->s, u), 0);
     json_decref(u);
-    assert_int_equal(acp_session_read_text_file(x->s, "a.txt", 0, 0, on_read, &g), 0);
+    assert_int_equal(acp_session_read_text_file(x->e->s, "a.txt", 0, 0, on_read, &g), 0);
     turn(x);
     fail_commits = false;
-    assert_int_equal(find_method(x, "session/update", 0), -1);
+    assert_int_equal(find_method(x->msgs, "session/update", 0), -1);
     answer(x, take(x, "fs/read_text_file"), "{\"content\":\"kept\"}");
     assert_int_equal(g.calls, 2);
     assert_string_equal(g.text, "kept");
@@ -905,11 +681,11 @@ static void test_turn_meta(void **state)
               "\"_meta\":{\"traceparent\":\"00-ab-cd-01\"}}}",
               sid);
     turn(x);
-    assert_non_null(x->t);
-    assert_json(acp_turn_meta(x->t), "{\"traceparent\":\"00-ab-cd-01\"}");
+    assert_non_null(x->e->t);
+    assert_json(acp_turn_meta(x->e->t), J("{\"traceparent\":\"00-ab-cd-01\"}"));
     end_turn(x, 5);
     hold_turn(x, 6, sid);
-    assert_null(acp_turn_meta(x->t));
+    assert_null(acp_turn_meta(x->e->t));
     end_turn(x, 6);
 }
 
@@ -922,7 +698,7 @@ static void test_permission(void **state)
     char sid[80];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     acp_tool_call *tc;
     assert_int_equal(
         acp_tool_call_begin(t, &(acp_tool_info){.title = "Write a.txt", .kind = "edit"}, &tc), 0);
@@ -976,7 +752,7 @@ static void test_cancel_resolves_at_once(void **state)
     char sid[80];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     acp_tool_call *tc;
     assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Run"}, &tc), 0);
     acp_perm_option opts[] = {{"allow", "Allow", "allow_once"}};
@@ -995,7 +771,7 @@ static void test_cancel_resolves_at_once(void **state)
         sid);
     turn(x);
     assert_int_equal(find_response(x, 5), -1); /* the engine has not ended the turn yet */
-    assert_int_equal(x->cancels, 1);
+    assert_int_equal(x->e->cancels, 1);
     assert_int_equal(p.calls, 1); /* its second request waited for the client: forgotten */
     assert_int_equal(p.status, 0);
     assert_true(p.null_option);
@@ -1005,23 +781,23 @@ static void test_cancel_resolves_at_once(void **state)
     assert_null(e.json);
     assert_int_equal(r.calls, 0); /* a read is not answered for the client: forgotten */
     acp_turn_end(t, "end_turn");
-    x->t = NULL;
+    x->e->t = NULL;
     int at = wait_response(x, 5);
     /* the permission asked again was still open: forgotten with the turn, before its end */
-    int again = find_method(x, "session/request_permission", 0);
+    int again = find_method(x->msgs, "session/request_permission", 0);
     assert_true(again >= 0);
-    int again_cancel = find_cancel(x, id_of(json_array_get(x->msgs, (size_t)again)));
+    int again_cancel = find_cancel(x->msgs, id_of(json_array_get(x->msgs, (size_t)again)));
     assert_true(again_cancel > again && again_cancel < at);
     json_t *reqs[] = {preq, ereq, rreq};
     for (size_t i = 0; i < 3; i++) {
-        int c = find_cancel(x, id_of(reqs[i]));
+        int c = find_cancel(x->msgs, id_of(reqs[i]));
         assert_true(c >= 0 && c < at);
     }
-    assert_string_equal(stop_reason(x, at), "cancelled");
+    assert_string_equal(stop_reason(json_array_get(x->msgs, (size_t)at)), "cancelled");
     /* the open tool call was reported failed before the response */
-    int upd = find_method(x, "session/update", 0);
+    int upd = find_method(x->msgs, "session/update", 0);
     assert_true(upd >= 0 && upd < at);
-    assert_string_equal(str_at(update_at(x->msgs, (size_t)upd), "status"), "failed");
+    assert_string_equal(jstr(update_at(x->msgs, (size_t)upd), "status"), "failed");
     /* the client answers as the spec says it must: nobody listens any more */
     answer(x, preq, "{\"outcome\":{\"outcome\":\"cancelled\"}}");
     answer(x, ereq, "{\"action\":\"cancel\"}");
@@ -1038,7 +814,7 @@ static void test_tool_calls(void **state)
     char sid[80], p[400], path[PATH_MAX + 16];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     snprintf(path, sizeof path, "%s/a.txt", x->real);
     json_t *input = json_pack("{ss}", "path", "a.txt");
     acp_tool_call *tc;
@@ -1160,7 +936,7 @@ static void test_tool_calls(void **state)
     end_turn(x, 5);
     json_t *st = history(x, sid);
     assert_int_equal(json_array_size(st), 1 + 7);
-    assert_string_equal(str_at(json_array_get(st, 1), "sessionUpdate"), "tool_call");
+    assert_string_equal(jstr(json_array_get(st, 1), "sessionUpdate"), "tool_call");
     json_array_clear(x->msgs);
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", sid, x->dir);
     json_t *r = request(x, 6, "session/load", p);
@@ -1182,8 +958,8 @@ static void test_tool_call_auto_failed(void **state)
     new_session(x, sid);
     hold_turn(x, 5, sid);
     acp_tool_call *open, *done;
-    assert_int_equal(acp_tool_call_begin(x->t, &(acp_tool_info){.title = "Open"}, &open), 0);
-    assert_int_equal(acp_tool_call_begin(x->t, &(acp_tool_info){.title = "Done"}, &done), 0);
+    assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Open"}, &open), 0);
+    assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Done"}, &done), 0);
     assert_int_equal(acp_tool_call_complete(done, NULL), 0);
     char open_id[48];
     snprintf(open_id, sizeof open_id, "%s", acp_tool_call_id(open));
@@ -1191,8 +967,8 @@ static void test_tool_call_auto_failed(void **state)
     /* tool_call, tool_call, update (Done completed), update (Open failed), response */
     assert_int_equal(at, 4);
     json_t *u = update_at(x->msgs, 3);
-    assert_string_equal(str_at(u, "toolCallId"), open_id);
-    assert_string_equal(str_at(u, "status"), "failed");
+    assert_string_equal(jstr(u, "toolCallId"), open_id);
+    assert_string_equal(jstr(u, "status"), "failed");
     assert_int_equal(json_object_size(u), 3);
     json_t *st = history(x, sid);
     assert_true(json_equal(json_array_get(st, json_array_size(st) - 1), u));
@@ -1202,7 +978,7 @@ static void test_tool_call_auto_failed(void **state)
     /* the store fails while a tool call is open: the prompt is answered with the store error
      * and the engine told to stop; when it ends the turn, no update follows */
     hold_turn(x, 6, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Lost"}, &open), 0);
     fail_commits = true;
     at = wait_response(x, 6);
@@ -1210,7 +986,7 @@ static void test_tool_call_auto_failed(void **state)
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(json_array_get(x->msgs, (size_t)at), "error"), "code")),
                      ACP_RPC_INTERNAL_ERROR);
-    assert_int_equal(x->cancels, 1);
+    assert_int_equal(x->e->cancels, 1);
     got g = {0};
     /* decided: no more updates or calls for this turn */
     assert_int_equal(acp_tool_call_update(open, &(acp_tool_info){.text = "x"}), ACP_ECLOSED);
@@ -1218,10 +994,10 @@ static void test_tool_call_auto_failed(void **state)
     assert_int_equal(acp_turn_call(t, "_x/y", NULL, on_turn_call, &g), ACP_ECLOSED);
     json_array_clear(x->msgs);
     acp_turn_end(t, "end_turn");
-    x->t = NULL;
+    x->e->t = NULL;
     quiet(x);
     st = history(x, sid); /* the second turn's user message is the last stored */
-    assert_string_equal(str_at(json_array_get(st, json_array_size(st) - 1), "sessionUpdate"),
+    assert_string_equal(jstr(json_array_get(st, json_array_size(st) - 1), "sessionUpdate"),
                         "user_message_chunk");
     json_decref(st);
 }
@@ -1248,8 +1024,8 @@ static acp_terminal *terminal(h *x, acp_turn *t, acp_session *s, const char *id,
 /* Where the terminal/release of terminal id is in x->msgs, or -1. */
 static int find_release(h *x, const char *id)
 {
-    for (int i = 0; (i = find_method(x, "terminal/release", i)) >= 0; i++)
-        if (!strcmp(str_at(params_of(json_array_get(x->msgs, (size_t)i)), "terminalId"), id))
+    for (int i = 0; (i = find_method(x->msgs, "terminal/release", i)) >= 0; i++)
+        if (!strcmp(jstr(params_of(json_array_get(x->msgs, (size_t)i)), "terminalId"), id))
             return i;
     return -1;
 }
@@ -1261,7 +1037,7 @@ static void test_terminal(void **state)
     char sid[80];
     new_session(x, sid);
     hold_turn(x, 5, sid);
-    acp_turn *t = x->t;
+    acp_turn *t = x->e->t;
     got g = {0};
     acp_terminal *term;
     acp_terminal_opts o = {.command = "make",
@@ -1271,7 +1047,7 @@ static void test_terminal(void **state)
                            .output_byte_limit = 1000};
     assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), 0);
     assert_null(acp_terminal_id(term));
-    assert_ptr_equal(acp_terminal_session(term), x->s);
+    assert_ptr_equal(acp_terminal_session(term), x->e->s);
     /* nothing can be asked of it before its id is known */
     assert_int_equal(acp_terminal_output(term, on_output, &g), ACP_EINVAL);
     assert_errmsg(x, "not answered yet");
@@ -1300,7 +1076,7 @@ static void test_terminal(void **state)
         0);
     turn(x);
     assert_json(json_object_get(update_at(x->msgs, 0), "content"),
-                "[{\"type\":\"terminal\",\"terminalId\":\"term_1\"}]");
+                J("[{\"type\":\"terminal\",\"terminalId\":\"term_1\"}]"));
     json_array_clear(x->msgs);
 
     /* output: running, then exited */
@@ -1338,7 +1114,7 @@ static void test_terminal(void **state)
     assert_int_equal(acp_tool_call_complete(tc, &(acp_tool_info){.terminal = term}), 0);
     acp_terminal_release(term);
     turn(x);
-    int upd = find_method(x, "session/update", 0), rel = find_release(x, "term_1");
+    int upd = find_method(x->msgs, "session/update", 0), rel = find_release(x, "term_1");
     assert_true(upd >= 0 && upd < rel); /* shown before it is released (terminals.mdx) */
     exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1");
     assert_true(json_equal(params_of(json_array_get(x->msgs, (size_t)rel)), exp));
@@ -1378,12 +1154,12 @@ static void test_terminal_released_on_turn_end(void **state)
     new_session(x, sid);
     hold_turn(x, 5, sid);
     got g = {0};
-    acp_terminal *term = terminal(x, x->t, NULL, "term_e", &g);
+    acp_terminal *term = terminal(x, x->e->t, NULL, "term_e", &g);
     assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), 0);
     json_t *wait = take(x, "terminal/wait_for_exit");
     int calls = g.calls;
     int at = end_turn(x, 5);
-    int rel = find_release(x, "term_e"), cancel = find_cancel(x, id_of(wait));
+    int rel = find_release(x, "term_e"), cancel = find_cancel(x->msgs, id_of(wait));
     assert_true(rel >= 0 && rel < at);
     assert_true(cancel >= 0 && cancel < rel);
     answer(x, wait, "{\"exitCode\":0}");
@@ -1400,13 +1176,13 @@ static void test_terminal_released_on_cancel(void **state)
     new_session(x, sid);
     hold_turn(x, 5, sid);
     got g = {0};
-    terminal(x, x->t, NULL, "term_c", &g);
-    x->end_on_cancel = true;
+    terminal(x, x->e->t, NULL, "term_c", &g);
+    x->e->end_on_cancel = true;
     send_line(
         x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
         sid);
     int at = wait_response(x, 5);
-    assert_string_equal(stop_reason(x, at), "cancelled");
+    assert_string_equal(stop_reason(json_array_get(x->msgs, (size_t)at)), "cancelled");
     int rel = find_release(x, "term_c");
     assert_true(rel >= 0 && rel < at);
 }
@@ -1420,16 +1196,16 @@ static void test_terminal_released_on_close(void **state)
     char sid[80], p[120];
     new_session(x, sid);
     got g = {0};
-    terminal(x, NULL, x->s, "term_s", &g);
+    terminal(x, NULL, x->e->s, "term_s", &g);
     hold_turn(x, 5, sid);
-    terminal(x, x->t, NULL, "term_t", &g);
+    terminal(x, x->e->t, NULL, "term_t", &g);
     snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
     json_t *r = request(x, 6, "session/close", p);
     json_array_extend(x->msgs, r);
     json_decref(r);
     int at = find_response(x, 6), prompt = find_response(x, 5);
     assert_true(prompt >= 0 && prompt < at);
-    assert_string_equal(stop_reason(x, prompt), "cancelled");
+    assert_string_equal(stop_reason(json_array_get(x->msgs, (size_t)prompt)), "cancelled");
     int rs = find_release(x, "term_s"), rt = find_release(x, "term_t");
     assert_true(rs >= 0 && rs < at);
     assert_true(rt >= 0 && rt < prompt);
@@ -1445,15 +1221,14 @@ static void test_terminal_released_on_shutdown(void **state)
         if (eof) {
             agent_stop(x);
             agent_start(x);
-            json_array_clear(x->msgs);
         }
         init(x, FULL_CAPS);
         char sid[80];
         new_session(x, sid);
         got g = {0};
-        terminal(x, NULL, x->s, "term_s", &g);
+        terminal(x, NULL, x->e->s, "term_s", &g);
         hold_turn(x, 5, sid);
-        acp_terminal *tt = terminal(x, x->t, NULL, "term_t", &g);
+        acp_terminal *tt = terminal(x, x->e->t, NULL, "term_t", &g);
         assert_int_equal(acp_terminal_output(tt, on_output, &g), 0);
         json_decref(take(x, "terminal/output"));
         int calls = g.calls;
@@ -1483,13 +1258,13 @@ static void test_terminal_orphans(void **state)
     acp_terminal_opts o = {.command = "ls"};
     acp_terminal *t1, *t2, *t3;
     got g = {0};
-    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t1), 0);
-    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t2), 0);
-    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t3), 0);
+    assert_int_equal(acp_turn_terminal_create(x->e->t, &o, on_term, &g, &t1), 0);
+    assert_int_equal(acp_turn_terminal_create(x->e->t, &o, on_term, &g, &t2), 0);
+    assert_int_equal(acp_turn_terminal_create(x->e->t, &o, on_term, &g, &t3), 0);
     json_t *c1 = take(x, "terminal/create"), *c2 = take(x, "terminal/create");
     json_t *c3 = take(x, "terminal/create");
     end_turn(x, 5);
-    assert_int_equal(find_method(x, "terminal/release", 0), -1);
+    assert_int_equal(find_method(x->msgs, "terminal/release", 0), -1);
     json_array_clear(x->msgs);
     answer(x, c1, "{\"terminalId\":\"orphan_1\"}");
     json_t *rel = take(x, "terminal/release");
@@ -1511,7 +1286,7 @@ static void test_terminal_orphans(void **state)
     /* one still waiting at the end: freed with the agent (LeakSanitizer) */
     new_session(x, sid2);
     hold_turn(x, 7, sid2);
-    assert_int_equal(acp_turn_terminal_create(x->t, &o, on_term, &g, &t1), 0);
+    assert_int_equal(acp_turn_terminal_create(x->e->t, &o, on_term, &g, &t1), 0);
     end_turn(x, 7);
 }
 
@@ -1534,8 +1309,8 @@ static const char form_text[] =
 static void ask(h *x, const json_t *form, const char *result, got *g)
 {
     got_clear(g);
-    assert_int_equal(acp_turn_elicit(x->t, &(acp_elicit){.message = "Tell me", .form = form}, NULL,
-                                     on_elicit, g),
+    assert_int_equal(acp_turn_elicit(x->e->t, &(acp_elicit){.message = "Tell me", .form = form},
+                                     NULL, on_elicit, g),
                      0);
     answer(x, take(x, "elicitation/create"), result);
     assert_int_equal(g->calls, 1);
@@ -1551,10 +1326,10 @@ static void test_elicit_form(void **state)
     json_t *form = json_loads(form_text, 0, NULL);
     assert_non_null(form);
     acp_tool_call *tc;
-    assert_int_equal(acp_tool_call_begin(x->t, &(acp_tool_info){.title = "Ask"}, &tc), 0);
+    assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Ask"}, &tc), 0);
     got g = {0};
     assert_int_equal(
-        acp_turn_elicit(x->t, &(acp_elicit){.message = "Tell me", .form = form, .tool_call = tc},
+        acp_turn_elicit(x->e->t, &(acp_elicit){.message = "Tell me", .form = form, .tool_call = tc},
                         eid, on_elicit, &g),
         0);
     assert_string_equal(eid, ""); /* only URL elicitations have an id */
@@ -1572,8 +1347,8 @@ static void test_elicit_form(void **state)
     answer(x, req, result);
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "accept");
-    assert_ptr_equal(g.s, x->s);
-    assert_json(g.json, full);
+    assert_ptr_equal(g.s, x->e->s);
+    assert_json(g.json, J("%s", full));
     /* a number for a number may be an integer; null content is no content */
     ask(x, form, "{\"action\":\"accept\",\"content\":{\"name\":\"n\",\"ratio\":2}}", &g);
     assert_int_equal(g.status, 0);
@@ -1612,7 +1387,8 @@ static void test_elicit_form(void **state)
 
     /* the answer is checked against the form as sent, whatever the engine does to it later */
     assert_int_equal(
-        acp_turn_elicit(x->t, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g), 0);
+        acp_turn_elicit(x->e->t, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g),
+        0);
     json_object_del(form, "required");
     answer(x, take(x, "elicitation/create"), "{\"action\":\"accept\",\"content\":{}}");
     assert_int_equal(g.status, ACP_EPROTO);
@@ -1626,7 +1402,7 @@ static void test_elicit_form(void **state)
         {.message = "m", .form = str},
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-        assert_int_equal(acp_turn_elicit(x->t, &refused[i], NULL, on_elicit, &g), ACP_EINVAL);
+        assert_int_equal(acp_turn_elicit(x->e->t, &refused[i], NULL, on_elicit, &g), ACP_EINVAL);
     json_decref(str);
     quiet(x);
 
@@ -1634,9 +1410,9 @@ static void test_elicit_form(void **state)
     assert_int_equal(acp_tool_call_complete(tc, NULL), 0);
     end_turn(x, 5);
     got_clear(&g);
-    assert_int_equal(
-        acp_session_elicit(x->s, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g),
-        0);
+    assert_int_equal(acp_session_elicit(x->e->s, &(acp_elicit){.message = "m", .form = form}, NULL,
+                                        on_elicit, &g),
+                     0);
     answer(x, take(x, "elicitation/create"), "{\"action\":\"cancel\"}");
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "cancel");
@@ -1653,7 +1429,7 @@ static void test_elicit_url(void **state)
     hold_turn(x, 5, sid);
     got g = {0};
     assert_int_equal(
-        acp_turn_elicit(x->t,
+        acp_turn_elicit(x->e->t,
                         &(acp_elicit){.message = "Sign in", .url = "https://example.com/login?x=1"},
                         id1, on_elicit, &g),
         0);
@@ -1668,17 +1444,18 @@ static void test_elicit_url(void **state)
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "accept");
     assert_null(g.json);
-    assert_int_equal(acp_session_elicit(x->s, &(acp_elicit){.message = "b", .url = "https://b/"},
+    assert_int_equal(acp_session_elicit(x->e->s, &(acp_elicit){.message = "b", .url = "https://b/"},
                                         id2, on_elicit, &g),
                      0);
     assert_string_not_equal(id1, id2);
     json_decref(take(x, "elicitation/create"));
 
     /* complete: after what the session sent before it */
-    assert_int_equal(acp_turn_text(x->t, NULL, NULL, "opened the page", 15), 0);
+    assert_int_equal(acp_turn_text(x->e->t, NULL, NULL, "opened the page", 15), 0);
     assert_int_equal(acp_agent_elicit_complete(x->a, id1), 0);
     turn(x);
-    int upd = find_method(x, "session/update", 0), done = find_method(x, "elicitation/complete", 0);
+    int upd = find_method(x->msgs, "session/update", 0),
+        done = find_method(x->msgs, "elicitation/complete", 0);
     assert_true(upd >= 0 && upd < done);
     exp = json_pack("{ss}", "elicitationId", id1);
     assert_true(json_equal(params_of(json_array_get(x->msgs, (size_t)done)), exp));
@@ -1700,8 +1477,8 @@ static void test_elicit_url(void **state)
 static void on_fake_auth(acp_conn *c, acp_req *req, void *user)
 {
     h *x = user;
-    x->au = calloc(1, sizeof *x->au);
-    *x->au = (acp_auth){.a = x->a, .req = req, .method = "login"};
+    x->e->au = calloc(1, sizeof *x->e->au);
+    *x->e->au = (acp_auth){.a = x->a, .req = req, .method = "login"};
 }
 
 /* Request-scoped: requestId is the authenticate request's id exactly as the client wrote it
@@ -1716,10 +1493,10 @@ static void test_auth_elicit(void **state)
     const char *ids[] = {"\"a\\u00e9 1\"", "1.0e0"};
     for (size_t i = 0; i < 2; i++) {
         send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"_test/authenticate\"}", ids[i]);
-        assert_non_null(x->au);
+        assert_non_null(x->e->au);
         got g = {0};
         char eid[48];
-        assert_int_equal(acp_auth_elicit(x->au,
+        assert_int_equal(acp_auth_elicit(x->e->au,
                                          &(acp_elicit){.message = "Sign in", .url = "https://s/"},
                                          eid, on_elicit, &g),
                          0);
@@ -1743,30 +1520,31 @@ static void test_auth_elicit(void **state)
         /* a tool call belongs to a session */
         acp_tool_call *tc = (acp_tool_call *)&g;
         assert_int_equal(
-            acp_auth_elicit(x->au,
+            acp_auth_elicit(x->e->au,
                             &(acp_elicit){.message = "m", .url = "https://s/", .tool_call = tc},
                             eid, on_elicit, &g),
             ACP_EINVAL);
         /* the request ends: what is pending is forgotten */
         json_t *form = json_pack("{s{}}", "properties");
-        assert_int_equal(acp_auth_elicit(x->au, &(acp_elicit){.message = "m", .form = form}, NULL,
-                                         on_elicit, &g),
+        assert_int_equal(acp_auth_elicit(x->e->au, &(acp_elicit){.message = "m", .form = form},
+                                         NULL, on_elicit, &g),
                          0);
         json_decref(form);
         req = take(x, "elicitation/create");
-        calls_auth_ended(x->au);
-        acp_req_reply(x->au->req, NULL);
-        x->au->req = NULL;
+        calls_auth_ended(x->e->au);
+        acp_req_reply(x->e->au->req, NULL);
+        x->e->au->req = NULL;
         turn(x);
-        int cancel = find_cancel(x, id_of(req));
+        int cancel = find_cancel(x->msgs, id_of(req));
         assert_true(cancel >= 0 && cancel < (int)json_array_size(x->msgs) - 1); /* then the reply */
-        assert_int_equal(acp_auth_elicit(x->au, &(acp_elicit){.message = "m", .url = "https://s/"},
-                                         eid, on_elicit, &g),
+        assert_int_equal(acp_auth_elicit(x->e->au,
+                                         &(acp_elicit){.message = "m", .url = "https://s/"}, eid,
+                                         on_elicit, &g),
                          ACP_ECLOSED);
         answer(x, req, "{\"action\":\"decline\"}");
         assert_int_equal(g.calls, 1);
-        free(x->au);
-        x->au = NULL;
+        free(x->e->au);
+        x->e->au = NULL;
         json_array_clear(x->msgs);
     }
 }

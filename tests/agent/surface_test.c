@@ -1,11 +1,11 @@
-/* The agent runtime's protocol surface around the session lifecycle, driven in-process as
- * agent_test.c drives it (bytes into acp_agent_conn(), the loop turned by hand,
- * acp_agent_flush() where the transport would call it, output parsed back, a real SQLite store
- * in a temporary directory): modes and config options (shapes, set_mode / set_config_option,
- * vetoes, the boolean fallback, the mode option kept in step, persistence, store failures,
- * engine-initiated changes), authentication (authMethods, authenticate, logout, the -32000
- * gate), extension methods both ways, _meta, engine switches, capability gating of notices and
- * compaction, compaction in a load's replay and the session info sent after it.
+/* The agent runtime's protocol surface around the session lifecycle, driven in-process through
+ * harness.h (bytes into acp_agent_conn(), the loop turned by hand, acp_agent_flush() where the
+ * transport would call it, output parsed back, a real SQLite store in a temporary directory):
+ * modes and config options (shapes, set_mode / set_config_option, vetoes, the boolean fallback,
+ * the mode option kept in step, persistence, store failures, engine-initiated changes),
+ * authentication (authMethods, authenticate, logout, the -32000 gate), extension methods both
+ * ways, _meta, engine switches, capability gating of notices and compaction, compaction in a
+ * load's replay and the session info sent after it.
  *
  * Expected JSON is written with single quotes (swapped for double quotes before parsing) and
  * compared whole with json_equal(): a missing or an extra member fails, as the schema's exact
@@ -13,20 +13,7 @@
  *
  * Tests named test_fixed_* each pin a runtime bug this suite found (the comment above each
  * says what went wrong). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "acp/agent.h"
-#include "store/store_impl.h"
-#include "tests/store/tmpdir.h"
+#include "harness.h"
 
 /* --- what the test engine describes ------------------------------------------------------- */
 
@@ -70,26 +57,6 @@ static const acp_config_option test_options[] = {
      .category = "model",
      .values = model_values,
      .nvalues = 3,
-     .default_value = "large"},
-    {.id = "verbose", .name = "Verbose", .category = "_test_flags", .boolean = true},
-    {.id = "effort", .name = "Effort", .values = effort_values, .nvalues = 2},
-};
-
-/* The same options after an engine update that dropped the "cloud-1" model. */
-static const acp_config_option test_options_v2[] = {
-    {.id = "mode",
-     .name = "Mode",
-     .description = "Session mode",
-     .category = "mode",
-     .values = mode_values,
-     .nvalues = 3,
-     .default_value = "code"},
-    {.id = "model",
-     .name = "Model",
-     .description = "Which model answers",
-     .category = "model",
-     .values = model_values,
-     .nvalues = 2,
      .default_value = "large"},
     {.id = "verbose", .name = "Verbose", .category = "_test_flags", .boolean = true},
     {.id = "effort", .name = "Effort", .values = effort_values, .nvalues = 2},
@@ -139,8 +106,6 @@ static const acp_auth_method test_auth[] = {
 
 static bool fail_set_state;
 static int set_state_calls;
-static acp_store_ops wrapped_ops;
-static const acp_store_ops *real_ops;
 
 static int failing_set_state(acp_store *st, const char *id, const char *state)
 {
@@ -149,18 +114,12 @@ static int failing_set_state(acp_store *st, const char *id, const char *state)
     return real_ops->set_state(st, id, state);
 }
 
-/* --- harness ----------------------------------------------------------------------------- */
+/* --- the engine's state ------------------------------------------------------------------- */
 
 enum { AUTH_HOLD, AUTH_ACCEPT, AUTH_REFUSE };
 
-typedef struct h {
-    uv_loop_t loop;
-    char dir[256], db[300];
-    acp_store *st;
-    acp_agent *a;
-    acp_engine eng;
+struct eng_state {
     json_t *meta, *caps_meta; /* the engine's _meta values (borrowed by the agent) */
-    json_t *msgs;             /* every message received and not yet consumed, in order */
     int next_id;
     acp_session *sess; /* the session made ready last (NULL once freed) */
     acp_turn *held;
@@ -182,53 +141,7 @@ typedef struct h {
     /* extension methods */
     int ext_requests, ext_notes, ext_answers, ext_error;
     json_t *ext_note, *ext_result;
-} h;
-
-static char *vquote(const char *fmt, va_list ap)
-{
-    char *s;
-    assert_true(vasprintf(&s, fmt, ap) >= 0);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    return s;
-}
-
-/* Parses JSON written with single quotes (printf-style). */
-static json_t *J(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *J(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = vquote(fmt, ap);
-    va_end(ap);
-    json_error_t err;
-    json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-    if (!v) fprintf(stderr, "bad expected JSON (%s): %s\n", err.text, s);
-    assert_non_null(v);
-    free(s);
-    return v;
-}
-
-/* Compares got with want (stolen) exactly, printing both when they differ. */
-static void assert_json_(const json_t *got, json_t *want, const char *file, int line)
-{
-    if (!json_equal(got, want)) {
-        char *g = got ? json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-        char *w = json_dumps(want, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        fprintf(stderr, "JSON differs\n  got:  %s\n  want: %s\n", g ? g : "(null)", w);
-        free(g);
-        free(w);
-        json_decref(want);
-        _fail(file, line);
-    }
-    json_decref(want);
-}
-#define assert_json(got, want) assert_json_((got), (want), __FILE__, __LINE__)
-
-static const char *jstr(const json_t *v, const char *key)
-{
-    return json_string_value(json_object_get(v, key));
-}
+};
 
 /* --- the engine ----------------------------------------------------------------------------- */
 
@@ -263,23 +176,23 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 {
     h *x = user;
     const char *text = jstr(json_array_get(prompt, 0), "text");
-    x->prompt_saw_params |= acp_session_open_params(acp_turn_session(t)) != NULL;
+    x->e->prompt_saw_params |= acp_session_open_params(acp_turn_session(t)) != NULL;
     if (text && !strcmp(text, "compact")) {
-        for (size_t i = 0; i < 5; i++) x->rc[i] = turn_raw(t, compact_updates[i]);
+        for (size_t i = 0; i < 5; i++) x->e->rc[i] = turn_raw(t, compact_updates[i]);
         acp_turn_end(t, "end_turn");
     } else if (text && !strncmp(text, "title ", 6)) {
         json_t *u = json_pack("{ss ss}", "sessionUpdate", "session_info_update", "title", text + 6);
-        x->rc[0] = acp_turn_update(t, u);
+        x->e->rc[0] = acp_turn_update(t, u);
         json_decref(u);
         acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "extnote")) {
         /* A history update is held for the store; the notification must not overtake it. */
-        x->rc[0] = acp_turn_text(t, NULL, "m_x", "before", 6);
-        x->rc[1] = acp_agent_ext_notify(acp_session_agent(acp_turn_session(t)), "_test/progress",
-                                        json_pack("{si}", "done", 50));
+        x->e->rc[0] = acp_turn_text(t, NULL, "m_x", "before", 6);
+        x->e->rc[1] = acp_agent_ext_notify(acp_session_agent(acp_turn_session(t)), "_test/progress",
+                                           json_pack("{si}", "done", 50));
         acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "wait")) {
-        x->held = t;
+        x->e->held = t;
     } else {
         acp_turn_text(t, NULL, NULL, "ok", 2);
         acp_turn_end(t, "end_turn");
@@ -289,7 +202,7 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 static void engine_cancel(acp_turn *t, void *user)
 {
     h *x = user;
-    if (x->held == t) x->held = NULL;
+    if (x->e->held == t) x->e->held = NULL;
     acp_turn_end(t, "cancelled");
 }
 
@@ -298,20 +211,21 @@ static void engine_setup(acp_session *s, void *user)
     h *x = user;
     const json_t *p = acp_session_open_params(s);
     assert_non_null(p);
-    if (x->setup_change) {
-        x->setup_rc[0] = acp_session_set_mode(s, "plan");
-        x->setup_rc[1] = acp_session_set_config(s, "model", "small");
-        x->setup_rc[2] = acp_session_set_config_bool(s, "verbose", true);
+    if (x->e->setup_change) {
+        x->e->setup_rc[0] = acp_session_set_mode(s, "plan");
+        x->e->setup_rc[1] = acp_session_set_config(s, "model", "small");
+        x->e->setup_rc[2] = acp_session_set_config_bool(s, "verbose", true);
     }
-    if (x->setup_replace) x->setup_rc[3] = acp_session_set_config_options(s, replaced_options, 3);
+    if (x->e->setup_replace)
+        x->e->setup_rc[3] = acp_session_set_config_options(s, replaced_options, 3);
     json_t *m = json_object_get(p, "_meta");
     if (m) {
         json_t *meta = json_pack("{sO ss}", "echo", m, "cwd", jstr(p, "cwd"));
-        x->setup_rc[4] = acp_session_set_meta(s, meta);
+        x->e->setup_rc[4] = acp_session_set_meta(s, meta);
         json_decref(meta);
         /* A malformed _meta is refused and leaves the good one in place. */
         json_t *bad = json_integer(7);
-        x->setup_rc[5] = acp_session_set_meta(s, bad);
+        x->e->setup_rc[5] = acp_session_set_meta(s, bad);
         json_decref(bad);
     }
 }
@@ -319,28 +233,28 @@ static void engine_setup(acp_session *s, void *user)
 static void engine_ready(acp_session *s, void *user)
 {
     h *x = user;
-    x->sess = s;
-    x->ready_saw_params |= acp_session_open_params(s) != NULL;
-    if (x->ready_change) x->ready_rc = acp_session_set_mode(s, "ask");
+    x->e->sess = s;
+    x->e->ready_saw_params |= acp_session_open_params(s) != NULL;
+    if (x->e->ready_change) x->e->ready_rc = acp_session_set_mode(s, "ask");
 }
 
 static void engine_free(acp_session *s, void *user)
 {
     h *x = user;
-    if (x->sess == s) x->sess = NULL;
+    if (x->e->sess == s) x->e->sess = NULL;
 }
 
 static int engine_set_mode(acp_session *s, const char *mode_id, char **message, void *user)
 {
     h *x = user;
-    x->set_mode_calls++;
-    snprintf(x->seen_id, sizeof x->seen_id, "%s", mode_id);
-    snprintf(x->seen_before, sizeof x->seen_before, "%s", acp_session_mode(s));
-    if (x->veto && !strcmp(mode_id, "plan")) {
+    x->e->set_mode_calls++;
+    snprintf(x->e->seen_id, sizeof x->e->seen_id, "%s", mode_id);
+    snprintf(x->e->seen_before, sizeof x->e->seen_before, "%s", acp_session_mode(s));
+    if (x->e->veto && !strcmp(mode_id, "plan")) {
         *message = strdup("plan mode needs a plan first");
         return -32042;
     }
-    if (x->veto) *message = strdup("accepted: this sentence is freed by the runtime");
+    if (x->e->veto) *message = strdup("accepted: this sentence is freed by the runtime");
     return 0;
 }
 
@@ -348,16 +262,16 @@ static int engine_set_config(acp_session *s, const char *config_id, const char *
                              char **message, void *user)
 {
     h *x = user;
-    x->set_config_calls++;
-    snprintf(x->seen_id, sizeof x->seen_id, "%s", config_id);
-    snprintf(x->seen_value, sizeof x->seen_value, "%s", value ? value : "(null)");
-    x->seen_on = on;
+    x->e->set_config_calls++;
+    snprintf(x->e->seen_id, sizeof x->e->seen_id, "%s", config_id);
+    snprintf(x->e->seen_value, sizeof x->e->seen_value, "%s", value ? value : "(null)");
+    x->e->seen_on = on;
     const char *before = acp_session_config(s, config_id);
     bool b;
     if (!before && !acp_session_config_bool(s, config_id, &b)) before = b ? "(true)" : "(false)";
-    snprintf(x->seen_before, sizeof x->seen_before, "%s", before ? before : "(none)");
-    if (x->veto && value && !strcmp(value, "cloud-1")) return ACP_RPC_INVALID_PARAMS;
-    if (x->veto && !strcmp(config_id, "verbose") && on) {
+    snprintf(x->e->seen_before, sizeof x->e->seen_before, "%s", before ? before : "(none)");
+    if (x->e->veto && value && !strcmp(value, "cloud-1")) return ACP_RPC_INVALID_PARAMS;
+    if (x->e->veto && !strcmp(config_id, "verbose") && on) {
         *message = strdup("verbose output is locked");
         return ACP_RPC_INTERNAL_ERROR;
     }
@@ -367,28 +281,28 @@ static int engine_set_config(acp_session *s, const char *config_id, const char *
 static void engine_authenticate(acp_auth *au, const char *method_id, void *user)
 {
     h *x = user;
-    x->auth_calls++;
-    snprintf(x->auth_method, sizeof x->auth_method, "%s", method_id);
+    x->e->auth_calls++;
+    snprintf(x->e->auth_method, sizeof x->e->auth_method, "%s", method_id);
     assert_string_equal(acp_auth_method_id(au), method_id);
     assert_ptr_equal(acp_auth_agent(au), x->a);
     assert_false(acp_auth_cancelled(au));
-    json_decref(x->auth_params);
-    x->auth_params = json_deep_copy(acp_auth_params(au));
-    if (x->auth_mode == AUTH_ACCEPT)
+    json_decref(x->e->auth_params);
+    x->e->auth_params = json_deep_copy(acp_auth_params(au));
+    if (x->e->auth_mode == AUTH_ACCEPT)
         acp_auth_accept(au);
-    else if (x->auth_mode == AUTH_REFUSE)
+    else if (x->e->auth_mode == AUTH_REFUSE)
         acp_auth_refuse(au, 0, "wrong key for %s", method_id);
     else
-        x->auth = au;
+        x->e->auth = au;
 }
 
 static int engine_logout(acp_agent *a, char **message, void *user)
 {
     h *x = user;
-    x->logout_calls++;
-    if (x->logout_code) {
+    x->e->logout_calls++;
+    if (x->e->logout_code) {
         *message = strdup("still busy: try again");
-        return x->logout_code;
+        return x->e->logout_code;
     }
     *message = strdup("a sentence nobody reads (freed by the runtime)");
     return 0;
@@ -399,8 +313,8 @@ static void engine_defaults(h *x)
     x->eng = (acp_engine){.name = "surface-engine",
                           .title = "Surface",
                           .version = "2.0",
-                          .meta = x->meta,
-                          .caps_meta = x->caps_meta,
+                          .meta = x->e->meta,
+                          .caps_meta = x->e->caps_meta,
                           .modes = test_modes,
                           .nmodes = 3,
                           .default_mode = "code",
@@ -420,42 +334,26 @@ static void engine_defaults(h *x)
                           .user = x};
 }
 
-static void agent_start(h *x)
+/* agent_stop(), and the engine's handles into that agent forgotten: no engine callback runs
+ * once it is freed. */
+static void stop(h *x)
 {
-    assert_int_equal(acp_agent_new(&x->loop, x->st, &x->eng, NULL, &x->a), 0);
+    agent_stop(x);
+    x->e->sess = NULL;
+    x->e->held = NULL;
 }
 
-static void agent_stop(h *x)
+/* Replaces the agent with one running x->eng as the test has just set it (the same store). */
+static void new_agent(h *x)
 {
-    acp_agent_free(x->a);
-    x->a = NULL;
-    x->sess = NULL;
-    x->held = NULL;
-    uv_run(&x->loop, UV_RUN_DEFAULT);
-    json_array_clear(x->msgs);
-}
-
-static void store_open(h *x)
-{
-    char *err = NULL;
-    assert_int_equal(acp_store_open(x->db, &x->st, &err), 0);
-    real_ops = x->st->ops;
-    wrapped_ops = *real_ops;
-    wrapped_ops.set_state = failing_set_state;
-    x->st->ops = &wrapped_ops;
-}
-
-static void store_close(h *x)
-{
-    x->st->ops = real_ops;
-    acp_store_close(x->st);
-    x->st = NULL;
+    stop(x);
+    agent_start(x);
 }
 
 /* A restarted agent process: a fresh agent, a fresh store handle on the same SQLite file. */
 static void restart(h *x)
 {
-    agent_stop(x);
+    stop(x);
     store_close(x);
     store_open(x);
     agent_start(x);
@@ -463,17 +361,13 @@ static void restart(h *x)
 
 static int setup(void **state)
 {
-    h *x = calloc(1, sizeof *x);
-    assert_int_equal(tmpdir_make(x->dir, sizeof x->dir, "surface"), 0);
-    snprintf(x->db, sizeof x->db, "%s/s.db", x->dir);
-    uv_loop_init(&x->loop);
+    h *x = h_new("surface", sizeof(eng_state));
     fail_set_state = false;
     set_state_calls = 0;
-    store_open(x);
-    x->msgs = json_array();
-    x->meta = J("{'test.dev/build':'abc','traceparent':'00-0af7651916cd43dd8448eb211c80319c-"
-                "b7ad6b7169203331-01'}");
-    x->caps_meta = J("{'test.dev':{'methods':['_test/echo','_test/ping']}}");
+    x->ops.set_state = failing_set_state;
+    x->e->meta = J("{'test.dev/build':'abc','traceparent':'00-0af7651916cd43dd8448eb211c80319c-"
+                   "b7ad6b7169203331-01'}");
+    x->e->caps_meta = J("{'test.dev':{'methods':['_test/echo','_test/ping']}}");
     engine_defaults(x);
     agent_start(x);
     *state = x;
@@ -483,83 +377,32 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     h *x = *state;
-    if (x->a) agent_stop(x);
-    store_close(x);
-    assert_int_equal(uv_loop_close(&x->loop), 0);
-    json_decref(x->msgs);
-    json_decref(x->meta);
-    json_decref(x->caps_meta);
-    json_decref(x->auth_params);
-    json_decref(x->ext_note);
-    json_decref(x->ext_result);
-    tmpdir_remove(x->dir);
-    free(x);
+    if (x->a) agent_stop(x); /* before the _meta values it borrows go */
+    json_decref(x->e->meta);
+    json_decref(x->e->caps_meta);
+    json_decref(x->e->auth_params);
+    json_decref(x->e->ext_note);
+    json_decref(x->e->ext_result);
+    h_free(x);
     return 0;
 }
 
-/* Moves the connection's output into x->msgs, one parsed message per line. */
-static void collect(h *x)
-{
-    size_t n;
-    char *out = acp_conn_out_take(acp_agent_conn(x->a), &n);
-    for (char *p = out, *e; p && p < out + n; p = e + 1) {
-        e = memchr(p, '\n', (size_t)(out + n - p));
-        assert_non_null(e);
-        json_error_t err;
-        json_t *m = json_loadb(p, (size_t)(e - p), 0, &err);
-        assert_non_null(m);
-        json_array_append_new(x->msgs, m);
-    }
-    free(out);
-}
+/* --- requests ------------------------------------------------------------------------------ */
 
-/* One loop turn as the transport would run it: callbacks, then commit-and-release. */
-static void turn(h *x)
-{
-    uv_run(&x->loop, UV_RUN_NOWAIT);
-    acp_agent_flush(x->a);
-    collect(x);
-}
-
-static void send_line(h *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void send_line(h *x, const char *fmt, ...)
+/* send_line() of a line written with single quotes. */
+static void send_q(h *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void send_q(h *x, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     char *line = vquote(fmt, ap);
     va_end(ap);
-    char *full;
-    assert_true(asprintf(&full, "%s\n", line) > 0);
-    acp_conn_recv(acp_agent_conn(x->a), full, strlen(full));
-    free(full);
+    send_line(x, "%s", line);
     free(line);
 }
 
-static int find_in(json_t *msgs, json_int_t id)
-{
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *m = json_array_get(msgs, i);
-        if (!json_object_get(m, "method") && json_integer_value(json_object_get(m, "id")) == id)
-            return (int)i;
-    }
-    return -1;
-}
-
-/* Turns the loop until the response to id arrived; returns every message up to and including
- * it (caller decrefs), removed from x->msgs. */
-static json_t *wait_response(h *x, int id)
-{
-    int at = -1;
-    for (int i = 0; i < 1000 && (at = find_in(x->msgs, id)) < 0; i++) turn(x);
-    assert_true(at >= 0);
-    json_t *got = json_array();
-    for (int i = 0; i <= at; i++)
-        json_array_append(got, json_array_get(x->msgs, 0)), json_array_remove(x->msgs, 0);
-    return got;
-}
-
 /* Sends a request (params written with single quotes, printf-style) with the next id and
- * waits for its response, as wait_response(). */
+ * waits for its response, as take_response(). */
 static json_t *call(h *x, const char *method, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static json_t *call(h *x, const char *method, const char *fmt, ...)
@@ -568,38 +411,17 @@ static json_t *call(h *x, const char *method, const char *fmt, ...)
     va_start(ap, fmt);
     char *p = vquote(fmt, ap);
     va_end(ap);
-    int id = ++x->next_id;
-    send_line(x, "{'jsonrpc':'2.0','id':%d,'method':'%s','params':%s}", id, method, p);
+    json_t *r = request(x, ++x->e->next_id, method, p);
     free(p);
-    return wait_response(x, id);
+    return r;
 }
 
 /* Sends a request and does not wait: returns its id. */
 static int send_request(h *x, const char *method, const char *params)
 {
-    int id = ++x->next_id;
-    send_line(x, "{'jsonrpc':'2.0','id':%d,'method':'%s','params':%s}", id, method, params);
+    int id = ++x->e->next_id;
+    send_q(x, "{'jsonrpc':'2.0','id':%d,'method':'%s','params':%s}", id, method, params);
     return id;
-}
-
-static json_t *last(json_t *msgs)
-{
-    return json_array_get(msgs, json_array_size(msgs) - 1);
-}
-
-static json_t *result_of(json_t *msgs)
-{
-    return json_object_get(last(msgs), "result");
-}
-
-static int error_code(json_t *msgs)
-{
-    return (int)json_integer_value(json_object_get(json_object_get(last(msgs), "error"), "code"));
-}
-
-static const char *error_message(json_t *msgs)
-{
-    return jstr(json_object_get(last(msgs), "error"), "message");
 }
 
 static json_t *error_data(json_t *msgs)
@@ -631,26 +453,34 @@ static void expect_error_d(json_t *msgs, int code, const char *word1, const char
     json_decref(msgs);
 }
 
-static size_t count_updates(json_t *msgs, const char *kind)
+/* Consumes msgs (decref) after checking it ends with exactly this result (stolen). */
+static void expect_result_d(json_t *msgs, json_t *want)
 {
-    size_t n = 0;
+    assert_json(result_of(msgs), want);
+    json_decref(msgs);
+}
+
+/* Consumes msgs (decref) after checking they end with a prompt's response stopped for reason. */
+static void expect_stop_d(json_t *msgs, const char *reason)
+{
+    assert_string_equal(stop_reason(last(msgs)), reason);
+    json_decref(msgs);
+}
+
+/* The message (borrowed) that carries the first update of kind, or NULL. */
+static json_t *msg_of(json_t *msgs, const char *kind)
+{
     for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *u = json_object_get(json_object_get(json_array_get(msgs, i), "params"), "update");
-        const char *k = jstr(u, "sessionUpdate");
-        if (k && (!kind || !strcmp(k, kind))) n++;
+        const char *k = jstr(update_at(msgs, i), "sessionUpdate");
+        if (k && !strcmp(k, kind)) return json_array_get(msgs, i);
     }
-    return n;
+    return NULL;
 }
 
 /* The first update of kind among msgs (borrowed), or NULL. */
 static json_t *update_of(json_t *msgs, const char *kind)
 {
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *u = json_object_get(json_object_get(json_array_get(msgs, i), "params"), "update");
-        const char *k = jstr(u, "sessionUpdate");
-        if (k && !strcmp(k, kind)) return u;
-    }
-    return NULL;
+    return json_object_get(params_of(msg_of(msgs, kind)), "update");
 }
 
 #define CAPS_NONE "{}"
@@ -692,6 +522,18 @@ static void new_session(h *x, char *id)
     json_decref(r);
 }
 
+/* An agent on x->eng as the test has just set it, initialized with caps, and a session on it
+ * (the messages); NULL when acp_agent_new() refused the description (ACP_EINVAL). */
+static json_t *fresh_session(h *x, const char *caps, char *id)
+{
+    stop(x);
+    int rc = acp_agent_new(&x->loop, x->st, &x->eng, NULL, &x->a);
+    if (rc == ACP_EINVAL) return NULL;
+    assert_int_equal(rc, 0);
+    init(x, caps);
+    return new_session_r(x, id);
+}
+
 static json_t *load(h *x, const char *id)
 {
     return call(x, "session/load", "{'sessionId':'%s','cwd':'%s','mcpServers':[]}", id, x->dir);
@@ -721,11 +563,6 @@ static json_t *prompt(h *x, const char *id, const char *text)
 {
     return call(x, "session/prompt", "{'sessionId':'%s','prompt':[{'type':'text','text':'%s'}]}",
                 id, text);
-}
-
-static const char *stop_reason(json_t *msgs)
-{
-    return jstr(result_of(msgs), "stopReason");
 }
 
 /* --- expected shapes ---------------------------------------------------------------------- */
@@ -791,18 +628,24 @@ static json_t *want_replaced(const char *model, const char *mode, const char *ex
              model, mode, extra);
 }
 
+/* A set_config_option result with these options (stolen). */
+static json_t *want_set(json_t *options)
+{
+    return json_pack("{so}", "configOptions", options);
+}
+
 /* The session's values through the engine's getters. */
 static void assert_values(h *x, const char *mode, const char *model, bool verbose,
                           const char *effort)
 {
-    assert_non_null(x->sess);
-    assert_string_equal(acp_session_mode(x->sess), mode);
-    assert_string_equal(acp_session_config(x->sess, "mode"), mode);
-    assert_string_equal(acp_session_config(x->sess, "model"), model);
+    assert_non_null(x->e->sess);
+    assert_string_equal(acp_session_mode(x->e->sess), mode);
+    assert_string_equal(acp_session_config(x->e->sess, "mode"), mode);
+    assert_string_equal(acp_session_config(x->e->sess, "model"), model);
     bool on = !verbose;
-    assert_int_equal(acp_session_config_bool(x->sess, "verbose", &on), 0);
+    assert_int_equal(acp_session_config_bool(x->e->sess, "verbose", &on), 0);
     assert_int_equal(on, verbose);
-    assert_string_equal(acp_session_config(x->sess, "effort"), effort);
+    assert_string_equal(acp_session_config(x->e->sess, "effort"), effort);
 }
 
 /* A session/update message's exact envelope, with update (stolen) for session sid. */
@@ -811,18 +654,6 @@ static void assert_update_msg(json_t *msg, const char *sid, json_t *update)
     json_t *want = json_pack("{ss ss s{ss so}}", "jsonrpc", "2.0", "method", "session/update",
                              "params", "sessionId", sid, "update", update);
     assert_json(msg, want);
-}
-
-/* The message (borrowed) that carries the first update of kind, or NULL. */
-static json_t *msg_of(json_t *msgs, const char *kind)
-{
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
-        json_t *m = json_array_get(msgs, i);
-        const char *k =
-            jstr(json_object_get(json_object_get(m, "params"), "update"), "sessionUpdate");
-        if (k && !strcmp(k, kind)) return m;
-    }
-    return NULL;
 }
 
 /* --- initialize ------------------------------------------------------------------------------ */
@@ -864,11 +695,10 @@ static void test_initialize_result(void **state)
     assert_json(json_object_get(result_of(r), "authMethods"), J("[%s]", agent_methods));
     json_decref(r);
 
-    r = initialize(x, CAPS_ALL);
-    assert_json(result_of(r), J("{'protocolVersion':1,'agentCapabilities':%s,'authMethods':[%s],"
-                                "'agentInfo':%s,'_meta':%s}",
-                                caps, all_methods, info, meta));
-    json_decref(r);
+    expect_result_d(initialize(x, CAPS_ALL),
+                    J("{'protocolVersion':1,'agentCapabilities':%s,'authMethods':[%s],"
+                      "'agentInfo':%s,'_meta':%s}",
+                      caps, all_methods, info, meta));
     assert_true(acp_agent_client_has(x->a, "auth.terminal"));
     assert_true(acp_agent_client_has(x->a, "session.compaction"));
 
@@ -887,7 +717,6 @@ static void test_initialize_result(void **state)
 static void test_initialize_minimal(void **state)
 {
     h *x = *state;
-    agent_stop(x);
     x->eng.logout = NULL;
     x->eng.auth_methods = NULL;
     x->eng.nauth_methods = 0;
@@ -895,19 +724,18 @@ static void test_initialize_minimal(void **state)
     x->eng.meta = NULL;
     x->eng.caps_meta = NULL;
     x->eng.title = NULL;
-    agent_start(x);
-    json_t *r = initialize(x, CAPS_ALL);
-    assert_json(result_of(r),
-                J("{'protocolVersion':1,'agentCapabilities':{'loadSession':true,"
-                  "'promptCapabilities':{'image':false,'audio':false,'embeddedContext':false},"
-                  "'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
-                  "'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
-                  "'authMethods':[],'agentInfo':{'name':'surface-engine','version':'2.0'}}"));
-    json_decref(r);
+    new_agent(x);
+    expect_result_d(
+        initialize(x, CAPS_ALL),
+        J("{'protocolVersion':1,'agentCapabilities':{'loadSession':true,"
+          "'promptCapabilities':{'image':false,'audio':false,'embeddedContext':false},"
+          "'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
+          "'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
+          "'authMethods':[],'agentInfo':{'name':'surface-engine','version':'2.0'}}"));
     expect_error_d(call(x, "logout", "{}"), ACP_RPC_METHOD_NOT_FOUND, "logout", NULL);
     expect_error_d(call(x, "authenticate", "{'methodId':'key'}"), ACP_RPC_INVALID_PARAMS, "key",
                    NULL);
-    assert_int_equal(x->logout_calls, 0);
+    assert_int_equal(x->e->logout_calls, 0);
 }
 
 /* engine.disable: what is switched off is not advertised, its method is -32601, and
@@ -915,10 +743,9 @@ static void test_initialize_minimal(void **state)
 static void test_disabled_capabilities(void **state)
 {
     h *x = *state;
-    agent_stop(x);
     x->eng.disable = ACP_DISABLE_LOAD | ACP_DISABLE_RESUME | ACP_DISABLE_LIST | ACP_DISABLE_DELETE |
                      ACP_DISABLE_CLOSE | ACP_DISABLE_ADD_DIRS;
-    agent_start(x);
+    new_agent(x);
     json_t *r = initialize(x, CAPS_NONE);
     json_t *caps = json_object_get(result_of(r), "agentCapabilities");
     assert_json(json_object_get(caps, "loadSession"), json_false());
@@ -942,14 +769,11 @@ static void test_disabled_capabilities(void **state)
     assert_non_null(jstr(result_of(r), "sessionId"));
     json_decref(r);
     /* the session is still there and works */
-    r = prompt(x, id, "hi");
-    assert_string_equal(stop_reason(r), "end_turn");
-    json_decref(r);
+    expect_stop_d(prompt(x, id, "hi"), "end_turn");
 
     /* Only some switched off: the others stay advertised and served. */
-    agent_stop(x);
     x->eng.disable = ACP_DISABLE_LIST | ACP_DISABLE_CLOSE;
-    agent_start(x);
+    new_agent(x);
     r = initialize(x, CAPS_NONE);
     caps = json_object_get(result_of(r), "agentCapabilities");
     assert_json(json_object_get(caps, "loadSession"), json_true());
@@ -959,9 +783,7 @@ static void test_disabled_capabilities(void **state)
     expect_error_d(call(x, "session/list", "{}"), ACP_RPC_METHOD_NOT_FOUND, NULL, NULL);
     expect_error_d(call(x, "session/close", "{'sessionId':'%s'}", id), ACP_RPC_METHOD_NOT_FOUND,
                    NULL, NULL);
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", false, "low", false));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "large", false, "low", false));
 }
 
 /* --- modes and config options: shapes --------------------------------------------------------- */
@@ -982,14 +804,12 @@ static void test_setup_result_shapes(void **state)
     assert_values(x, "code", "large", false, "low");
     /* the getters for what is not there, or not of that type */
     bool on;
-    assert_null(acp_session_config(x->sess, "verbose"));
-    assert_null(acp_session_config(x->sess, "nope"));
-    assert_int_equal(acp_session_config_bool(x->sess, "model", &on), ACP_ENOTFOUND);
-    assert_int_equal(acp_session_config_bool(x->sess, "nope", &on), ACP_ENOTFOUND);
+    assert_null(acp_session_config(x->e->sess, "verbose"));
+    assert_null(acp_session_config(x->e->sess, "nope"));
+    assert_int_equal(acp_session_config_bool(x->e->sess, "model", &on), ACP_ENOTFOUND);
+    assert_int_equal(acp_session_config_bool(x->e->sess, "nope", &on), ACP_ENOTFOUND);
 
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", false, "low", false));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "large", false, "low", false));
     r = resume(x, id);
     assert_int_equal(json_array_size(r), 1); /* no replay */
     assert_json(result_of(r), want_result(NULL, "code", "large", false, "low", false));
@@ -1000,17 +820,12 @@ static void test_setup_result_shapes(void **state)
     r = new_session_r(x, id);
     assert_json(result_of(r), want_result(id, "code", "large", false, "low", true));
     json_decref(r);
-    r = resume(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", false, "low", true));
-    json_decref(r);
+    expect_result_d(resume(x, id), want_result(NULL, "code", "large", false, "low", true));
 
     /* modes only: no configOptions; set_config_option names the unknown option */
-    agent_stop(x);
     x->eng.nconfig_options = 0;
     x->eng.config_options = NULL;
-    agent_start(x);
-    init(x, CAPS_BOOL);
-    r = new_session_r(x, id);
+    r = fresh_session(x, CAPS_BOOL, id);
     assert_json(result_of(r), json_pack("{ss so}", "sessionId", id, "modes", want_modes("code")));
     json_decref(r);
     expect_error_d(set_config(x, id, "model", "'small'", false), ACP_RPC_INVALID_PARAMS, "model",
@@ -1021,37 +836,28 @@ static void test_setup_result_shapes(void **state)
     json_decref(r);
 
     /* options only: no modes; set_mode is refused; the mode option moves alone */
-    agent_stop(x);
     engine_defaults(x);
     x->eng.nmodes = 0;
     x->eng.modes = NULL;
     x->eng.default_mode = NULL;
-    agent_start(x);
-    init(x, CAPS_BOOL);
-    r = new_session_r(x, id);
+    r = fresh_session(x, CAPS_BOOL, id);
     assert_json(result_of(r), json_pack("{ss so}", "sessionId", id, "configOptions",
                                         want_options("code", "large", false, "low", true)));
     json_decref(r);
-    assert_null(acp_session_mode(x->sess));
+    assert_null(acp_session_mode(x->e->sess));
     expect_error_d(set_mode(x, id, "'plan'"), ACP_RPC_INVALID_PARAMS, "mode", NULL);
     r = set_config(x, id, "mode", "'plan'", false);
     assert_int_equal(count_updates(r, NULL), 0);
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("plan", "large", false, "low", true)));
+    assert_json(result_of(r), want_set(want_options("plan", "large", false, "low", true)));
     json_decref(r);
 
     /* neither: the result is the sessionId alone */
-    agent_stop(x);
     x->eng.nconfig_options = 0;
     x->eng.config_options = NULL;
-    agent_start(x);
-    init(x, CAPS_BOOL);
-    r = new_session_r(x, id);
+    r = fresh_session(x, CAPS_BOOL, id);
     assert_json(result_of(r), json_pack("{ss}", "sessionId", id));
     json_decref(r);
-    r = load(x, id);
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    expect_result_d(load(x, id), J("{}"));
 }
 
 /* --- session/set_mode and session/set_config_option
@@ -1075,11 +881,11 @@ static void test_set_mode(void **state)
                                 want_options("plan", "large", false, "low", false)));
     json_decref(r);
     /* both vetoes were asked: the mode's, then the mode option's (which moves with it) */
-    assert_int_equal(x->set_mode_calls, 1);
-    assert_int_equal(x->set_config_calls, 1);
-    assert_string_equal(x->seen_id, "mode");
-    assert_string_equal(x->seen_value, "plan");
-    assert_string_equal(x->seen_before, "code");
+    assert_int_equal(x->e->set_mode_calls, 1);
+    assert_int_equal(x->e->set_config_calls, 1);
+    assert_string_equal(x->e->seen_id, "mode");
+    assert_string_equal(x->e->seen_value, "plan");
+    assert_string_equal(x->e->seen_before, "code");
     assert_values(x, "plan", "large", false, "low");
 
     /* to the current mode: nothing moves, nothing is announced */
@@ -1089,20 +895,15 @@ static void test_set_mode(void **state)
     json_decref(r);
 
     /* while a prompt runs */
-    char p[300];
-    snprintf(p, sizeof p, "{'sessionId':'%s','prompt':[{'type':'text','text':'wait'}]}", id);
-    int pid = send_request(x, "session/prompt", p);
+    int pid = ++x->e->next_id;
+    send_prompt(x, pid, id, "wait");
     turn(x);
-    assert_non_null(x->held);
-    r = set_mode(x, id, "'ask'");
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    assert_non_null(x->e->held);
+    expect_result_d(set_mode(x, id, "'ask'"), J("{}"));
     assert_values(x, "ask", "large", false, "low");
-    acp_turn_end(x->held, "end_turn");
-    x->held = NULL;
-    r = wait_response(x, pid);
-    assert_string_equal(stop_reason(r), "end_turn");
-    json_decref(r);
+    acp_turn_end(x->e->held, "end_turn");
+    x->e->held = NULL;
+    expect_stop_d(take_response(x, pid), "end_turn");
 
     r = load(x, id);
     assert_json(result_of(r), want_result(NULL, "ask", "large", false, "low", false));
@@ -1123,33 +924,30 @@ static void test_set_config_option(void **state)
     new_session(x, id);
     json_t *r = set_config(x, id, "model", "'small'", false);
     assert_int_equal(json_array_size(r), 1);
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("code", "small", false, "low", false)));
+    assert_json(result_of(r), want_set(want_options("code", "small", false, "low", false)));
     json_decref(r);
-    assert_string_equal(x->seen_id, "model");
-    assert_string_equal(x->seen_value, "small");
-    assert_string_equal(x->seen_before, "large");
+    assert_string_equal(x->e->seen_id, "model");
+    assert_string_equal(x->e->seen_value, "small");
+    assert_string_equal(x->e->seen_before, "large");
 
     r = set_config(x, id, "mode", "'plan'", false);
     assert_int_equal(json_array_size(r), 2);
     assert_int_equal(count_updates(r, "config_option_update"), 0);
     assert_update_msg(json_array_get(r, 0), id,
                       J("{'sessionUpdate':'current_mode_update','currentModeId':'plan'}"));
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("plan", "small", false, "low", false)));
+    assert_json(result_of(r), want_set(want_options("plan", "small", false, "low", false)));
     json_decref(r);
     /* the option's hook was asked, and the mode's too: neither veto can be gone round */
-    assert_int_equal(x->set_mode_calls, 1);
-    assert_string_equal(x->seen_id, "mode");
+    assert_int_equal(x->e->set_mode_calls, 1);
+    assert_string_equal(x->e->seen_id, "mode");
 
     r = set_config(x, id, "effort", "'high'", false);
     assert_int_equal(json_array_size(r), 1);
     json_decref(r);
     r = set_config(x, id, "model", "'cloud-1'", false); /* from the second group */
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("plan", "cloud-1", false, "high", false)));
+    assert_json(result_of(r), want_set(want_options("plan", "cloud-1", false, "high", false)));
     json_decref(r);
-    assert_string_equal(x->seen_before, "small");
+    assert_string_equal(x->e->seen_before, "small");
     assert_values(x, "plan", "cloud-1", false, "high");
 
     /* back through set_mode: the option follows */
@@ -1159,9 +957,15 @@ static void test_set_config_option(void **state)
     json_decref(r);
     assert_values(x, "code", "cloud-1", false, "high");
 
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "cloud-1", false, "high", false));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "cloud-1", false, "high", false));
+}
+
+/* expect_error_d(), the messages kept at the end of all. */
+static void bad(json_t *all, json_t *msgs, int code, const char *word1, const char *word2)
+{
+    expect_error(msgs, code, word1, word2);
+    json_array_extend(all, msgs);
+    json_decref(msgs);
 }
 
 /* Bad input: unknown ids, values of the wrong type or not among the options, missing members,
@@ -1176,87 +980,62 @@ static void test_bad_input(void **state)
     json_decref(set_config(x, id, "model", "'cloud-1'", false));
     json_decref(set_config(x, id, "verbose", "true", true));
     assert_values(x, "code", "cloud-1", true, "low");
-    int writes = set_state_calls, mode_calls = x->set_mode_calls,
-        config_calls = x->set_config_calls;
-    json_t *all = json_array(); /* every message of the bad requests */
-    json_t *r;
-#define BAD(expr, code, w1, w2)                                                                    \
-    do {                                                                                           \
-        r = (expr);                                                                                \
-        expect_error(r, code, w1, w2);                                                             \
-        json_array_extend(all, r);                                                                 \
-    } while (0)
-
-    BAD(set_mode(x, id, "'nope'"), ACP_RPC_INVALID_PARAMS, "nope", NULL);
-    assert_json(error_data(r), J("{'modeId':'nope'}"));
-    json_decref(r);
-    BAD(set_mode(x, id, "7"), ACP_RPC_INVALID_PARAMS, "modeId", NULL);
-    json_decref(r);
-    BAD(set_mode(x, id, "null"), ACP_RPC_INVALID_PARAMS, "modeId", NULL);
-    json_decref(r);
-    BAD(call(x, "session/set_mode", "{'sessionId':'%s'}", id), ACP_RPC_INVALID_PARAMS, "modeId",
+    int writes = set_state_calls, mode_calls = x->e->set_mode_calls,
+        config_calls = x->e->set_config_calls;
+    /* every message of the bad requests; the last is the latest answer */
+    json_t *all = json_array();
+    bad(all, set_mode(x, id, "'nope'"), ACP_RPC_INVALID_PARAMS, "nope", NULL);
+    assert_json(error_data(all), J("{'modeId':'nope'}"));
+    bad(all, set_mode(x, id, "7"), ACP_RPC_INVALID_PARAMS, "modeId", NULL);
+    bad(all, set_mode(x, id, "null"), ACP_RPC_INVALID_PARAMS, "modeId", NULL);
+    bad(all, call(x, "session/set_mode", "{'sessionId':'%s'}", id), ACP_RPC_INVALID_PARAMS,
+        "modeId", NULL);
+    bad(all, call(x, "session/set_mode", "{'modeId':'plan'}"), ACP_RPC_INVALID_PARAMS, "sessionId",
         NULL);
-    json_decref(r);
-    BAD(call(x, "session/set_mode", "{'modeId':'plan'}"), ACP_RPC_INVALID_PARAMS, "sessionId",
-        NULL);
-    json_decref(r);
-    BAD(set_mode(x, "sess_unknown", "'plan'"), ACP_RPC_NOT_FOUND, NULL, NULL);
-    assert_string_equal(jstr(error_data(r), "sessionId"), "sess_unknown");
-    json_decref(r);
+    bad(all, set_mode(x, "sess_unknown", "'plan'"), ACP_RPC_NOT_FOUND, NULL, NULL);
+    assert_string_equal(jstr(error_data(all), "sessionId"), "sess_unknown");
 
-    BAD(set_config(x, id, "nope", "'x'", false), ACP_RPC_INVALID_PARAMS, "nope", NULL);
-    assert_json(error_data(r), J("{'configId':'nope'}"));
-    json_decref(r);
-    BAD(set_config(x, id, "model", "'medium'", false), ACP_RPC_INVALID_PARAMS, "model", "medium");
-    assert_json(error_data(r), J("{'configId':'model','value':'medium'}"));
-    json_decref(r);
-    BAD(set_config(x, id, "model", "'Small'", false), ACP_RPC_INVALID_PARAMS, "Small", NULL);
-    json_decref(r);
-    BAD(set_config(x, id, "model", "'local'", false), ACP_RPC_INVALID_PARAMS, "local", NULL);
-    json_decref(r); /* a group id is not a value */
-    BAD(set_config(x, id, "model", "3", false), ACP_RPC_INVALID_PARAMS, "model", NULL);
-    json_decref(r);
-    BAD(set_config(x, id, "model", "null", false), ACP_RPC_INVALID_PARAMS, "model", NULL);
-    json_decref(r);
-    BAD(set_config(x, id, "effort", "['low']", false), ACP_RPC_INVALID_PARAMS, "effort", NULL);
-    json_decref(r);
-    BAD(set_config(x, id, "model", "true", true), ACP_RPC_INVALID_PARAMS, "model", NULL);
-    json_decref(r);
-    BAD(set_config(x, id, "mode", "'nope'", false), ACP_RPC_INVALID_PARAMS, "mode", "nope");
-    json_decref(r);
-    BAD(set_config(x, id, "verbose", "'false'", false), ACP_RPC_INVALID_PARAMS, "verbose", NULL);
-    json_decref(r); /* this client advertised booleans: a string is the wrong type */
-    BAD(set_config(x, id, "verbose", "1", true), ACP_RPC_INVALID_PARAMS, "verbose", NULL);
-    json_decref(r);
-    BAD(set_config(x, id, "verbose", "'false'", true), ACP_RPC_INVALID_PARAMS, "verbose", NULL);
-    json_decref(r);
-    BAD(call(x, "session/set_config_option",
+    bad(all, set_config(x, id, "nope", "'x'", false), ACP_RPC_INVALID_PARAMS, "nope", NULL);
+    assert_json(error_data(all), J("{'configId':'nope'}"));
+    bad(all, set_config(x, id, "model", "'medium'", false), ACP_RPC_INVALID_PARAMS, "model",
+        "medium");
+    assert_json(error_data(all), J("{'configId':'model','value':'medium'}"));
+    bad(all, set_config(x, id, "model", "'Small'", false), ACP_RPC_INVALID_PARAMS, "Small", NULL);
+    /* a group id is not a value */
+    bad(all, set_config(x, id, "model", "'local'", false), ACP_RPC_INVALID_PARAMS, "local", NULL);
+    bad(all, set_config(x, id, "model", "3", false), ACP_RPC_INVALID_PARAMS, "model", NULL);
+    bad(all, set_config(x, id, "model", "null", false), ACP_RPC_INVALID_PARAMS, "model", NULL);
+    bad(all, set_config(x, id, "effort", "['low']", false), ACP_RPC_INVALID_PARAMS, "effort", NULL);
+    bad(all, set_config(x, id, "model", "true", true), ACP_RPC_INVALID_PARAMS, "model", NULL);
+    bad(all, set_config(x, id, "mode", "'nope'", false), ACP_RPC_INVALID_PARAMS, "mode", "nope");
+    /* this client advertised booleans: a string is the wrong type */
+    bad(all, set_config(x, id, "verbose", "'false'", false), ACP_RPC_INVALID_PARAMS, "verbose",
+        NULL);
+    bad(all, set_config(x, id, "verbose", "1", true), ACP_RPC_INVALID_PARAMS, "verbose", NULL);
+    bad(all, set_config(x, id, "verbose", "'false'", true), ACP_RPC_INVALID_PARAMS, "verbose",
+        NULL);
+    bad(all,
+        call(x, "session/set_config_option",
              "{'sessionId':'%s','configId':'verbose','type':'boolean'}", id),
         ACP_RPC_INVALID_PARAMS, "verbose", NULL);
-    json_decref(r);
-    BAD(call(x, "session/set_config_option", "{'sessionId':'%s','configId':'model'}", id),
+    bad(all, call(x, "session/set_config_option", "{'sessionId':'%s','configId':'model'}", id),
         ACP_RPC_INVALID_PARAMS, "model", NULL);
-    json_decref(r);
-    BAD(call(x, "session/set_config_option", "{'sessionId':'%s','value':'small'}", id),
+    bad(all, call(x, "session/set_config_option", "{'sessionId':'%s','value':'small'}", id),
         ACP_RPC_INVALID_PARAMS, "configId", NULL);
-    json_decref(r);
-    BAD(call(x, "session/set_config_option", "{'sessionId':'%s','configId':7,'value':'small'}", id),
+    bad(all,
+        call(x, "session/set_config_option", "{'sessionId':'%s','configId':7,'value':'small'}", id),
         ACP_RPC_INVALID_PARAMS, "configId", NULL);
-    json_decref(r);
-    BAD(set_config(x, "sess_unknown", "model", "'small'", false), ACP_RPC_NOT_FOUND, NULL, NULL);
-    assert_string_equal(jstr(error_data(r), "sessionId"), "sess_unknown");
-    json_decref(r);
-#undef BAD
+    bad(all, set_config(x, "sess_unknown", "model", "'small'", false), ACP_RPC_NOT_FOUND, NULL,
+        NULL);
+    assert_string_equal(jstr(error_data(all), "sessionId"), "sess_unknown");
 
     assert_int_equal(count_updates(all, NULL), 0);
     json_decref(all);
     assert_int_equal(set_state_calls, writes);
-    assert_int_equal(x->set_mode_calls, mode_calls);
-    assert_int_equal(x->set_config_calls, config_calls);
+    assert_int_equal(x->e->set_mode_calls, mode_calls);
+    assert_int_equal(x->e->set_config_calls, config_calls);
     assert_values(x, "code", "cloud-1", true, "low");
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "cloud-1", true, "low", true));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "cloud-1", true, "low", true));
     assert_values(x, "code", "cloud-1", true, "low");
 }
 
@@ -1265,7 +1044,7 @@ static void test_bad_input(void **state)
 static void test_vetoes(void **state)
 {
     h *x = *state;
-    x->veto = true;
+    x->e->veto = true;
     init(x, CAPS_BOOL);
     char id[80];
     new_session(x, id);
@@ -1284,28 +1063,24 @@ static void test_vetoes(void **state)
     expect_error(r, ACP_RPC_INVALID_PARAMS, NULL, NULL);
     assert_true(strlen(error_message(r)) > 0);
     json_decref(r);
-    assert_string_equal(x->seen_id, "model");
-    assert_string_equal(x->seen_value, "cloud-1");
+    assert_string_equal(x->e->seen_id, "model");
+    assert_string_equal(x->e->seen_value, "cloud-1");
 
     r = set_config(x, id, "verbose", "true", true);
     expect_error_d(r, ACP_RPC_INTERNAL_ERROR, "verbose output is locked", NULL);
-    assert_string_equal(x->seen_value, "(null)"); /* a boolean: value NULL, on holds it */
-    assert_true(x->seen_on);
-    assert_string_equal(x->seen_before, "(false)");
+    assert_string_equal(x->e->seen_value, "(null)"); /* a boolean: value NULL, on holds it */
+    assert_true(x->e->seen_on);
+    assert_string_equal(x->e->seen_before, "(false)");
     assert_values(x, "code", "large", false, "low");
 
     /* accepted (with a sentence the runtime frees) */
-    r = set_mode(x, id, "'ask'");
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    expect_result_d(set_mode(x, id, "'ask'"), J("{}"));
     r = set_config(x, id, "verbose", "false", true);
     assert_non_null(result_of(r));
     json_decref(r);
-    assert_false(x->seen_on);
+    assert_false(x->e->seen_on);
     assert_values(x, "ask", "large", false, "low");
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "ask", "large", false, "low", true));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "ask", "large", false, "low", true));
 }
 
 /* The boolean option: a select of "true"/"false" for a client without
@@ -1320,17 +1095,14 @@ static void test_boolean_fallback(void **state)
     new_session(x, id);
     json_t *r = set_config(x, id, "verbose", "'true'", false);
     assert_int_equal(json_array_size(r), 1);
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("code", "large", true, "low", false)));
+    assert_json(result_of(r), want_set(want_options("code", "large", true, "low", false)));
     json_decref(r);
-    assert_string_equal(x->seen_value, "(null)");
-    assert_true(x->seen_on);
+    assert_string_equal(x->e->seen_value, "(null)");
+    assert_true(x->e->seen_on);
     assert_values(x, "code", "large", true, "low");
-    r = set_config(x, id, "verbose", "'false'", false);
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("code", "large", false, "low", false)));
-    json_decref(r);
-    assert_false(x->seen_on);
+    expect_result_d(set_config(x, id, "verbose", "'false'", false),
+                    want_set(want_options("code", "large", false, "low", false)));
+    assert_false(x->e->seen_on);
     expect_error_d(set_config(x, id, "verbose", "'yes'", false), ACP_RPC_INVALID_PARAMS, "verbose",
                    NULL);
     expect_error_d(set_config(x, id, "verbose", "'On'", false), ACP_RPC_INVALID_PARAMS, "verbose",
@@ -1344,25 +1116,17 @@ static void test_boolean_fallback(void **state)
 
     /* boolean: null is no capability */
     init(x, "{'session':{'configOptions':{'boolean':null}}}");
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", true, "low", false));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "large", true, "low", false));
 
     init(x, CAPS_BOOL);
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", true, "low", true));
-    json_decref(r);
-    r = set_config(x, id, "verbose", "false", true);
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("code", "large", false, "low", true)));
-    json_decref(r);
-    assert_false(x->seen_on);
+    expect_result_d(load(x, id), want_result(NULL, "code", "large", true, "low", true));
+    expect_result_d(set_config(x, id, "verbose", "false", true),
+                    want_set(want_options("code", "large", false, "low", true)));
+    assert_false(x->e->seen_on);
     expect_error_d(set_config(x, id, "verbose", "'true'", false), ACP_RPC_INVALID_PARAMS, "verbose",
                    NULL);
     assert_values(x, "code", "large", false, "low");
-    r = resume(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", false, "low", true));
-    json_decref(r);
+    expect_result_d(resume(x, id), want_result(NULL, "code", "large", false, "low", true));
 }
 
 /* The values survive an agent restart on the same SQLite file, per session, in both load and
@@ -1383,37 +1147,32 @@ static void test_persist_restart(void **state)
 
     restart(x);
     init(x, CAPS_BOOL);
-    json_t *r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "plan", "cloud-1", true, "high", true));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "plan", "cloud-1", true, "high", true));
     assert_values(x, "plan", "cloud-1", true, "high");
-    r = resume(x, id);
-    assert_json(result_of(r), want_result(NULL, "plan", "cloud-1", true, "high", true));
-    json_decref(r);
+    expect_result_d(resume(x, id), want_result(NULL, "plan", "cloud-1", true, "high", true));
     assert_values(x, "plan", "cloud-1", true, "high");
-    r = load(x, other);
-    assert_json(result_of(r), want_result(NULL, "code", "large", false, "high", true));
-    json_decref(r);
+    expect_result_d(load(x, other), want_result(NULL, "code", "large", false, "high", true));
 
     restart(x);
     init(x, CAPS_NONE);
-    r = resume(x, id);
-    assert_json(result_of(r), want_result(NULL, "plan", "cloud-1", true, "high", false));
-    json_decref(r);
+    expect_result_d(resume(x, id), want_result(NULL, "plan", "cloud-1", true, "high", false));
 
-    /* the engine no longer offers cloud-1 */
-    agent_stop(x);
-    x->eng.config_options = test_options_v2;
-    agent_start(x);
+    /* an engine update dropped cloud-1, the model's last value (static: the agent borrows the
+     * options until teardown) */
+    static acp_config_option v2[4];
+    memcpy(v2, test_options, sizeof v2);
+    v2[1].nvalues = 2;
+    x->eng.config_options = v2;
+    new_agent(x);
     init(x, CAPS_BOOL);
-    r = load(x, id);
+    json_t *r = load(x, id);
     json_t *want = want_result(NULL, "plan", "large", true, "high", true);
     json_t *model = json_array_get(json_object_get(want, "configOptions"), 1);
     json_t *groups = json_object_get(model, "options");
     json_array_remove(groups, 1); /* the cloud group went with its only value */
     assert_json(result_of(r), want);
     json_decref(r);
-    assert_string_equal(acp_session_config(x->sess, "model"), "large");
+    assert_string_equal(acp_session_config(x->e->sess, "model"), "large");
 }
 
 /* The store failing while a change is recorded: -32603 naming the store, nothing announced,
@@ -1445,19 +1204,17 @@ static void test_store_failure(void **state)
     expect_error_d(r, ACP_RPC_INTERNAL_ERROR, sentence, NULL);
     assert_values(x, "code", "cloud-1", false, "low");
 
-    assert_int_equal(acp_session_set_mode(x->sess, "ask"), ACP_ESTORE);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "disk full"));
-    assert_int_equal(acp_session_set_config(x->sess, "mode", "ask"), ACP_ESTORE);
-    assert_int_equal(acp_session_set_config(x->sess, "model", "small"), ACP_ESTORE);
-    assert_int_equal(acp_session_set_config_bool(x->sess, "verbose", true), ACP_ESTORE);
+    assert_int_equal(acp_session_set_mode(x->e->sess, "ask"), ACP_ESTORE);
+    assert_errmsg(x, "disk full");
+    assert_int_equal(acp_session_set_config(x->e->sess, "mode", "ask"), ACP_ESTORE);
+    assert_int_equal(acp_session_set_config(x->e->sess, "model", "small"), ACP_ESTORE);
+    assert_int_equal(acp_session_set_config_bool(x->e->sess, "verbose", true), ACP_ESTORE);
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0);
     assert_values(x, "code", "cloud-1", false, "low");
 
     fail_set_state = false;
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "cloud-1", false, "low", true));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "cloud-1", false, "low", true));
 
     /* deleted by another process */
     assert_int_equal(acp_store_delete(x->st, id), 0);
@@ -1474,26 +1231,24 @@ static void test_store_failure(void **state)
 static void test_engine_changes_in_setup(void **state)
 {
     h *x = *state;
-    x->setup_change = true;
+    x->e->setup_change = true;
     init(x, CAPS_BOOL);
     char id[80];
     json_t *r = new_session_r(x, id);
     assert_int_equal(json_array_size(r), 1);
     assert_json(result_of(r), want_result(id, "plan", "small", true, "low", true));
     json_decref(r);
-    for (int i = 0; i < 3; i++) assert_int_equal(x->setup_rc[i], 0);
+    for (int i = 0; i < 3; i++) assert_int_equal(x->e->setup_rc[i], 0);
     turn(x);
     assert_int_equal(count_updates(x->msgs, NULL), 0);
 
-    x->setup_change = false;
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "plan", "small", true, "low", true));
-    json_decref(r);
+    x->e->setup_change = false;
+    expect_result_d(load(x, id), want_result(NULL, "plan", "small", true, "low", true));
 
     /* the client moves away; a load whose setup moves back reports it only in the result */
     json_decref(set_mode(x, id, "'ask'"));
     json_decref(set_config(x, id, "model", "'large'", false));
-    x->setup_change = true;
+    x->e->setup_change = true;
     r = load(x, id);
     assert_int_equal(count_updates(r, "current_mode_update"), 0);
     assert_int_equal(count_updates(r, "config_option_update"), 0);
@@ -1513,13 +1268,13 @@ static void test_engine_changes_in_setup(void **state)
 static void test_engine_changes_when_open(void **state)
 {
     h *x = *state;
-    x->ready_change = true;
+    x->e->ready_change = true;
     init(x, CAPS_NONE);
     char id[80];
     json_t *r = new_session_r(x, id);
     assert_json(result_of(r), want_result(id, "code", "large", false, "low", false));
     json_decref(r);
-    assert_int_equal(x->ready_rc, 0);
+    assert_int_equal(x->e->ready_rc, 0);
     turn(x); /* the announcements follow the response */
     assert_int_equal(json_array_size(x->msgs), 2);
     assert_update_msg(msg_of(x->msgs, "current_mode_update"), id,
@@ -1528,8 +1283,8 @@ static void test_engine_changes_when_open(void **state)
                       json_pack("{ss so}", "sessionUpdate", "config_option_update", "configOptions",
                                 want_options("ask", "large", false, "low", false)));
     json_array_clear(x->msgs);
-    x->ready_change = false;
-    acp_session *s = x->sess;
+    x->e->ready_change = false;
+    acp_session *s = x->e->sess;
 
     assert_int_equal(acp_session_set_config(s, "model", "cloud-1"), 0);
     turn(x);
@@ -1567,12 +1322,12 @@ static void test_engine_changes_when_open(void **state)
     /* invalid: refused, nothing sent */
     int writes = set_state_calls;
     assert_int_equal(acp_session_set_mode(s, "nope"), ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "nope"));
+    assert_errmsg(x, "nope");
     assert_int_equal(acp_session_set_mode(s, NULL), ACP_EINVAL);
     assert_int_equal(acp_session_set_config(s, "nope", "x"), ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "nope"));
+    assert_errmsg(x, "nope");
     assert_int_equal(acp_session_set_config(s, "model", "medium"), ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "medium"));
+    assert_errmsg(x, "medium");
     assert_int_equal(acp_session_set_config(s, "model", NULL), ACP_EINVAL);
     assert_int_equal(acp_session_set_config(s, "verbose", "true"), ACP_EINVAL);
     assert_int_equal(acp_session_set_config_bool(s, "model", true), ACP_EINVAL);
@@ -1582,9 +1337,7 @@ static void test_engine_changes_when_open(void **state)
     assert_int_equal(set_state_calls, writes);
     assert_values(x, "code", "cloud-1", true, "low");
 
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "cloud-1", true, "low", false));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "code", "cloud-1", true, "low", false));
 }
 
 /* acp_session_set_config_options(): the new list is announced whole; values are kept where
@@ -1598,7 +1351,7 @@ static void test_replace_options(void **state)
     char id[80];
     new_session(x, id);
     json_decref(set_mode(x, id, "'plan'"));
-    acp_session *s = x->sess;
+    acp_session *s = x->e->sess;
     assert_int_equal(acp_session_set_config_options(s, replaced_options, 3), 0);
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 2);
@@ -1616,10 +1369,8 @@ static void test_replace_options(void **state)
     assert_int_equal(acp_session_config_bool(s, "verbose", &on), ACP_ENOTFOUND);
 
     /* stored: a load (the engine's static list again) has the mode that followed */
-    json_t *r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "ask", "large", false, "low", true));
-    json_decref(r);
-    s = x->sess;
+    expect_result_d(load(x, id), want_result(NULL, "ask", "large", false, "low", true));
+    s = x->e->sess;
     assert_int_equal(acp_session_set_config_options(s, replaced_options, 3), 0);
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 1); /* the mode stays: only the options */
@@ -1628,10 +1379,8 @@ static void test_replace_options(void **state)
     json_array_clear(x->msgs);
 
     /* the client works with the new list */
-    r = set_config(x, id, "extra", "'x2'", false);
-    assert_json(result_of(r),
-                json_pack("{so}", "configOptions", want_replaced("large", "ask", "x2")));
-    json_decref(r);
+    expect_result_d(set_config(x, id, "extra", "'x2'", false),
+                    want_set(want_replaced("large", "ask", "x2")));
     expect_error_d(set_config(x, id, "effort", "'high'", false), ACP_RPC_INVALID_PARAMS, "effort",
                    NULL);
 
@@ -1639,20 +1388,17 @@ static void test_replace_options(void **state)
     static const acp_config_option bad[] = {
         {.id = "m", .name = "M", .values = effort_values, .nvalues = 2, .default_value = "medium"}};
     assert_int_equal(acp_session_set_config_options(s, bad, 1), ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "medium"));
+    assert_errmsg(x, "medium");
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0);
     assert_string_equal(acp_session_config(s, "extra"), "x2");
 
     /* a load: the engine's static list with the stored values, or (replaced again in
      * session_setup) the replaced list with the stored values, extra included */
-    r = load(x, id);
-    json_t *want = want_result(NULL, "ask", "large", false, "low", true);
-    assert_json(result_of(r), want);
-    json_decref(r);
-    x->setup_replace = true;
-    r = load(x, id);
-    assert_int_equal(x->setup_rc[3], 0);
+    expect_result_d(load(x, id), want_result(NULL, "ask", "large", false, "low", true));
+    x->e->setup_replace = true;
+    json_t *r = load(x, id);
+    assert_int_equal(x->e->setup_rc[3], 0);
     assert_int_equal(count_updates(r, "config_option_update"), 0);
     assert_json(result_of(r), json_pack("{so so}", "modes", want_modes("ask"), "configOptions",
                                         want_replaced("large", "ask", "x2")));
@@ -1670,17 +1416,17 @@ static void test_raw_mode_updates_refused(void **state)
     char id[80];
     new_session(x, id);
     json_t *u = J("{'sessionUpdate':'current_mode_update','currentModeId':'plan'}");
-    assert_int_equal(acp_session_update(x->sess, u), ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "acp_session_set_mode"));
+    assert_int_equal(acp_session_update(x->e->sess, u), ACP_EINVAL);
+    assert_errmsg(x, "acp_session_set_mode");
     json_decref(u);
     u = J("{'sessionUpdate':'config_option_update','configOptions':[]}");
-    assert_int_equal(acp_session_update(x->sess, u), ACP_EINVAL);
+    assert_int_equal(acp_session_update(x->e->sess, u), ACP_EINVAL);
     json_decref(u);
-    assert_int_equal(session_raw(x->sess, "{\"sessionUpdate\":\"current_mode_update\","
-                                          "\"currentModeId\":\"ask\"}"),
+    assert_int_equal(session_raw(x->e->sess, "{\"sessionUpdate\":\"current_mode_update\","
+                                             "\"currentModeId\":\"ask\"}"),
                      ACP_EINVAL);
-    assert_int_equal(session_raw(x->sess, "{\"configOptions\":[],\"sessionUpdate\":"
-                                          "\"config_option_update\"}"),
+    assert_int_equal(session_raw(x->e->sess, "{\"configOptions\":[],\"sessionUpdate\":"
+                                             "\"config_option_update\"}"),
                      ACP_EINVAL);
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0);
@@ -1688,21 +1434,6 @@ static void test_raw_mode_updates_refused(void **state)
     json_t *r = load(x, id);
     assert_int_equal(count_updates(r, NULL), 1); /* only the session info */
     json_decref(r);
-}
-
-static int count_stored(void *user, int64_t seq, const char *json, size_t n)
-{
-    (*(int *)user)++;
-    return 0;
-}
-
-static int stored(h *x, const char *id)
-{
-    int n = 0;
-    int64_t last_seq;
-    bool done;
-    assert_int_equal(acp_store_replay(x->st, id, 0, 0, count_stored, &n, &last_seq, &done), 0);
-    return n;
 }
 
 /* notice needs session.notices, compaction_update and compaction_summary_chunk need
@@ -1719,33 +1450,33 @@ static void test_capability_gating(void **state)
         J("{'sessionUpdate':'compaction_update','compactionId':'c0','status':'completed'}");
     json_t *cs = J("{'sessionUpdate':'compaction_summary_chunk','compactionId':'c0','content':{"
                    "'type':'text','text':'sum'}}");
-    assert_int_equal(acp_session_update(x->sess, notice), ACP_ENOTSUP);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "session.notices"));
-    assert_int_equal(acp_session_update(x->sess, cu), ACP_ENOTSUP);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "session.compaction"));
-    assert_int_equal(acp_session_update(x->sess, cs), ACP_ENOTSUP);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "session.compaction"));
+    assert_int_equal(acp_session_update(x->e->sess, notice), ACP_ENOTSUP);
+    assert_errmsg(x, "session.notices");
+    assert_int_equal(acp_session_update(x->e->sess, cu), ACP_ENOTSUP);
+    assert_errmsg(x, "session.compaction");
+    assert_int_equal(acp_session_update(x->e->sess, cs), ACP_ENOTSUP);
+    assert_errmsg(x, "session.compaction");
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0);
     assert_int_equal(stored(x, id), 0);
 
     /* inside a turn: the chunks go, the compaction does not */
     json_t *r = prompt(x, id, "compact");
-    assert_int_equal(x->rc[0], 0);
-    assert_int_equal(x->rc[1], ACP_ENOTSUP);
-    assert_int_equal(x->rc[2], ACP_ENOTSUP);
-    assert_int_equal(x->rc[3], ACP_ENOTSUP);
-    assert_int_equal(x->rc[4], 0);
+    assert_int_equal(x->e->rc[0], 0);
+    assert_int_equal(x->e->rc[1], ACP_ENOTSUP);
+    assert_int_equal(x->e->rc[2], ACP_ENOTSUP);
+    assert_int_equal(x->e->rc[3], ACP_ENOTSUP);
+    assert_int_equal(x->e->rc[4], 0);
     assert_int_equal(count_updates(r, NULL), 2);
     assert_int_equal(count_updates(r, "agent_message_chunk"), 2);
-    assert_string_equal(stop_reason(r), "end_turn");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
     json_decref(r);
     assert_int_equal(stored(x, id), 3); /* the user message and the two chunks */
 
     /* notices only (compaction null is no capability) */
     init(x, "{'session':{'notices':{},'compaction':null}}");
-    assert_int_equal(acp_session_update(x->sess, notice), 0);
-    assert_int_equal(acp_session_update(x->sess, cu), ACP_ENOTSUP);
+    assert_int_equal(acp_session_update(x->e->sess, notice), 0);
+    assert_int_equal(acp_session_update(x->e->sess, cu), ACP_ENOTSUP);
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 1);
     assert_update_msg(json_array_get(x->msgs, 0), id, json_incref(notice));
@@ -1754,10 +1485,10 @@ static void test_capability_gating(void **state)
 
     /* compaction only */
     init(x, "{'session':{'compaction':{}}}");
-    assert_int_equal(acp_session_update(x->sess, notice), ACP_ENOTSUP);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "session.notices"));
-    assert_int_equal(acp_session_update(x->sess, cu), 0);
-    assert_int_equal(acp_session_update(x->sess, cs), 0);
+    assert_int_equal(acp_session_update(x->e->sess, notice), ACP_ENOTSUP);
+    assert_errmsg(x, "session.notices");
+    assert_int_equal(acp_session_update(x->e->sess, cu), 0);
+    assert_int_equal(acp_session_update(x->e->sess, cs), 0);
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 2);
     assert_update_msg(json_array_get(x->msgs, 0), id, json_incref(cu));
@@ -1767,24 +1498,6 @@ static void test_capability_gating(void **state)
     json_decref(notice);
     json_decref(cu);
     json_decref(cs);
-}
-
-static int collect_stored(void *user, int64_t seq, const char *json, size_t n)
-{
-    json_t *u = json_loadb(json, n, 0, NULL);
-    assert_non_null(u);
-    json_array_append_new(user, u);
-    return 0;
-}
-
-/* The stored history of a session, parsed (caller decrefs). */
-static json_t *history(h *x, const char *id)
-{
-    json_t *all = json_array();
-    int64_t last_seq;
-    bool done;
-    assert_int_equal(acp_store_replay(x->st, id, 0, 0, collect_stored, all, &last_seq, &done), 0);
-    return all;
 }
 
 static bool is_compaction(const json_t *u)
@@ -1801,10 +1514,7 @@ static void assert_replay(json_t *r, const char *id, json_t *want)
     assert_int_equal(json_array_size(r), n + 2);
     for (size_t i = 0; i < n; i++)
         assert_update_msg(json_array_get(r, i), id, json_incref(json_array_get(want, i)));
-    assert_string_equal(
-        jstr(json_object_get(json_object_get(json_array_get(r, n), "params"), "update"),
-             "sessionUpdate"),
-        "session_info_update");
+    assert_string_equal(jstr(update_at(r, n), "sessionUpdate"), "session_info_update");
     assert_non_null(result_of(r));
 }
 
@@ -1818,18 +1528,18 @@ static void test_compaction_replay(void **state)
     char id[80];
     new_session(x, id);
     json_t *r = prompt(x, id, "compact");
-    for (int i = 0; i < 5; i++) assert_int_equal(x->rc[i], 0);
+    for (int i = 0; i < 5; i++) assert_int_equal(x->e->rc[i], 0);
     assert_int_equal(count_updates(r, NULL), 5);
     assert_int_equal(count_updates(r, "compaction_update"), 2);
     json_decref(r);
     /* outside a turn, written by hand: the kind not first, spaces around the colon */
-    assert_int_equal(session_raw(x->sess, "{\"compactionId\":\"cmp_2\",\"status\":\"failed\","
-                                          "\"error\":\"out of context\",\"sessionUpdate\":"
-                                          "\"compaction_update\"}"),
+    assert_int_equal(session_raw(x->e->sess, "{\"compactionId\":\"cmp_2\",\"status\":\"failed\","
+                                             "\"error\":\"out of context\",\"sessionUpdate\":"
+                                             "\"compaction_update\"}"),
                      0);
-    assert_int_equal(session_raw(x->sess, "{\"sessionUpdate\" : \"compaction_summary_chunk\","
-                                          "\"compactionId\":\"cmp_2\",\"content\":{\"type\":"
-                                          "\"text\",\"text\":\"s2\"}}"),
+    assert_int_equal(session_raw(x->e->sess, "{\"sessionUpdate\" : \"compaction_summary_chunk\","
+                                             "\"compactionId\":\"cmp_2\",\"content\":{\"type\":"
+                                             "\"text\",\"text\":\"s2\"}}"),
                      0);
     turn(x);
     assert_int_equal(count_updates(x->msgs, NULL), 2);
@@ -1894,7 +1604,7 @@ static void test_info_after_replay(void **state)
 
     json_decref(prompt(x, id, "hello"));
     json_decref(prompt(x, id, "title Hello there"));
-    assert_int_equal(x->rc[0], 0);
+    assert_int_equal(x->e->rc[0], 0);
     r = load(x, id);
     assert_int_equal(acp_store_get(x->st, id, &row), 0);
     assert_string_equal(row.title, "Hello there");
@@ -1954,9 +1664,8 @@ static void expect_gated(h *x, const char *id)
 static void test_auth_gate(void **state)
 {
     h *x = *state;
-    agent_stop(x);
     x->eng.auth_required = true;
-    agent_start(x);
+    new_agent(x);
     init(x, CAPS_NONE);
     assert_false(acp_agent_authenticated(x->a));
     /* a session to name, made while the engine says the connection is signed in */
@@ -1992,60 +1701,48 @@ static void test_auth_gate(void **state)
                    "terminal", NULL);
     expect_error_d(call(x, "authenticate", "{'methodId':'tui2'}"), ACP_RPC_INVALID_PARAMS, "tui2",
                    NULL);
-    assert_int_equal(x->auth_calls, 0);
+    assert_int_equal(x->e->auth_calls, 0);
     assert_false(acp_agent_authenticated(x->a));
 
     /* held by the engine: no answer yet, the gate still closed */
-    x->auth_mode = AUTH_HOLD;
+    x->e->auth_mode = AUTH_HOLD;
     int aid = send_request(x, "authenticate", "{'methodId':'key','_meta':{'trace':'t1'}}");
     for (int i = 0; i < 5; i++) turn(x);
     assert_int_equal(find_in(x->msgs, aid), -1);
-    assert_non_null(x->auth);
-    assert_string_equal(x->auth_method, "key");
-    assert_json(json_object_get(x->auth_params, "_meta"), J("{'trace':'t1'}"));
+    assert_non_null(x->e->auth);
+    assert_string_equal(x->e->auth_method, "key");
+    assert_json(json_object_get(x->e->auth_params, "_meta"), J("{'trace':'t1'}"));
     expect_error_d(call(x, "session/new", "{'cwd':'%s','mcpServers':[]}", x->dir),
                    ACP_RPC_AUTH_REQUIRED, NULL, NULL);
-    acp_auth_accept(x->auth);
-    x->auth = NULL;
-    r = wait_response(x, aid);
+    acp_auth_accept(x->e->auth);
+    x->e->auth = NULL;
+    r = take_response(x, aid);
     assert_int_equal(json_array_size(r), 1);
     assert_json(last(r), J("{'jsonrpc':'2.0','id':%d,'result':{}}", aid));
     json_decref(r);
     assert_true(acp_agent_authenticated(x->a));
 
     /* every gated method now works */
-    r = set_mode(x, id, "'plan'");
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    expect_result_d(set_mode(x, id, "'plan'"), J("{}"));
     r = set_config(x, id, "model", "'small'", false);
     assert_non_null(result_of(r));
     json_decref(r);
-    r = prompt(x, id, "hi");
-    assert_string_equal(stop_reason(r), "end_turn");
-    json_decref(r);
+    expect_stop_d(prompt(x, id, "hi"), "end_turn");
     r = call(x, "session/list", "{}");
     assert_int_equal(json_array_size(json_object_get(result_of(r), "sessions")), 1);
     json_decref(r);
-    r = load(x, id);
-    assert_json(result_of(r), want_result(NULL, "plan", "small", false, "low", true));
-    json_decref(r);
-    r = resume(x, id);
-    assert_json(result_of(r), want_result(NULL, "plan", "small", false, "low", true));
-    json_decref(r);
+    expect_result_d(load(x, id), want_result(NULL, "plan", "small", false, "low", true));
+    expect_result_d(resume(x, id), want_result(NULL, "plan", "small", false, "low", true));
     char other[80];
     new_session(x, other);
-    r = call(x, "session/delete", "{'sessionId':'%s'}", id);
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    expect_result_d(call(x, "session/delete", "{'sessionId':'%s'}", id), J("{}"));
     r = call(x, "session/list", "{}");
     assert_int_equal(json_array_size(json_object_get(result_of(r), "sessions")), 1);
     json_decref(r);
 
     /* close is never gated: freeing resources needs no sign-in */
     acp_agent_set_authenticated(x->a, false);
-    r = call(x, "session/close", "{'sessionId':'%s'}", other);
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    expect_result_d(call(x, "session/close", "{'sessionId':'%s'}", other), J("{}"));
     assert_int_equal(acp_agent_session_count(x->a), 0);
 }
 
@@ -2055,40 +1752,39 @@ static void test_auth_gate(void **state)
 static void test_auth_refused_and_cancelled(void **state)
 {
     h *x = *state;
-    agent_stop(x);
     x->eng.auth_required = true;
-    agent_start(x);
+    new_agent(x);
     init(x, CAPS_NONE);
 
-    x->auth_mode = AUTH_REFUSE;
+    x->e->auth_mode = AUTH_REFUSE;
     json_t *r = call(x, "authenticate", "{'methodId':'key'}");
     expect_error_d(r, ACP_RPC_AUTH_REQUIRED, "wrong key for key", NULL);
     assert_false(acp_agent_authenticated(x->a));
     expect_error_d(call(x, "session/new", "{'cwd':'%s','mcpServers':[]}", x->dir),
                    ACP_RPC_AUTH_REQUIRED, NULL, NULL);
 
-    x->auth_mode = AUTH_HOLD;
+    x->e->auth_mode = AUTH_HOLD;
     int aid = send_request(x, "authenticate", "{'methodId':'browser'}");
     turn(x);
-    assert_non_null(x->auth);
-    acp_auth_refuse(x->auth, ACP_RPC_INTERNAL_ERROR, "sign-in service is down (%d)", 503);
-    x->auth = NULL;
-    r = wait_response(x, aid);
+    assert_non_null(x->e->auth);
+    acp_auth_refuse(x->e->auth, ACP_RPC_INTERNAL_ERROR, "sign-in service is down (%d)", 503);
+    x->e->auth = NULL;
+    r = take_response(x, aid);
     expect_error_d(r, ACP_RPC_INTERNAL_ERROR, "sign-in service is down (503)", NULL);
     expect_error_d(call(x, "session/list", "{}"), ACP_RPC_AUTH_REQUIRED, NULL, NULL);
 
     /* cancelled by the client */
     aid = send_request(x, "authenticate", "{'methodId':'key'}");
     turn(x);
-    acp_auth *au = x->auth;
+    acp_auth *au = x->e->auth;
     assert_non_null(au);
-    send_line(x, "{'jsonrpc':'2.0','method':'$/cancel_request','params':{'requestId':%d}}", aid);
-    r = wait_response(x, aid);
+    send_q(x, "{'jsonrpc':'2.0','method':'$/cancel_request','params':{'requestId':%d}}", aid);
+    r = take_response(x, aid);
     expect_error_d(r, ACP_RPC_CANCELLED, NULL, NULL);
     assert_true(acp_auth_cancelled(au));
     assert_null(acp_auth_params(au));
     acp_auth_accept(au); /* only frees the handle */
-    x->auth = NULL;
+    x->e->auth = NULL;
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0);
     assert_false(acp_agent_authenticated(x->a));
@@ -2104,7 +1800,7 @@ static void test_auth_refused_and_cancelled(void **state)
     /* pending at shutdown */
     aid = send_request(x, "authenticate", "{'methodId':'key'}");
     turn(x);
-    au = x->auth;
+    au = x->e->auth;
     assert_non_null(au);
     acp_agent_shutdown(x->a);
     turn(x);
@@ -2115,7 +1811,7 @@ static void test_auth_refused_and_cancelled(void **state)
                      ACP_RPC_CANCELLED);
     assert_true(acp_auth_cancelled(au));
     acp_auth_refuse(au, 0, "too late");
-    x->auth = NULL;
+    x->e->auth = NULL;
     assert_false(acp_agent_authenticated(x->a));
 }
 
@@ -2124,37 +1820,31 @@ static void test_auth_refused_and_cancelled(void **state)
 static void test_logout(void **state)
 {
     h *x = *state;
-    agent_stop(x);
     x->eng.auth_required = true;
-    agent_start(x);
+    new_agent(x);
     init(x, CAPS_NONE);
-    x->auth_mode = AUTH_ACCEPT;
-    json_t *r = call(x, "authenticate", "{'methodId':'browser'}");
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
+    x->e->auth_mode = AUTH_ACCEPT;
+    expect_result_d(call(x, "authenticate", "{'methodId':'browser'}"), J("{}"));
     char id[80];
     new_session(x, id);
 
-    x->logout_code = ACP_RPC_INTERNAL_ERROR;
+    x->e->logout_code = ACP_RPC_INTERNAL_ERROR;
     expect_error_d(call(x, "logout", "{}"), ACP_RPC_INTERNAL_ERROR, "still busy", NULL);
     assert_true(acp_agent_authenticated(x->a));
-    r = prompt(x, id, "hi");
-    assert_string_equal(stop_reason(r), "end_turn");
-    json_decref(r);
+    expect_stop_d(prompt(x, id, "hi"), "end_turn");
 
     /* a turn started before the logout: still cancellable after it */
-    char p[300];
-    snprintf(p, sizeof p, "{'sessionId':'%s','prompt':[{'type':'text','text':'wait'}]}", id);
-    int pid = send_request(x, "session/prompt", p);
+    int pid = ++x->e->next_id;
+    send_prompt(x, pid, id, "wait");
     turn(x);
-    assert_non_null(x->held);
+    assert_non_null(x->e->held);
 
-    x->logout_code = 0;
-    r = call(x, "logout", "{'_meta':{'why':'user'}}");
+    x->e->logout_code = 0;
+    json_t *r = call(x, "logout", "{'_meta':{'why':'user'}}");
     assert_int_equal(json_array_size(r), 1);
     assert_json(result_of(r), J("{}"));
     json_decref(r);
-    assert_int_equal(x->logout_calls, 2);
+    assert_int_equal(x->e->logout_calls, 2);
     assert_false(acp_agent_authenticated(x->a));
     expect_error_d(call(x, "session/new", "{'cwd':'%s','mcpServers':[]}", x->dir),
                    ACP_RPC_AUTH_REQUIRED, NULL, NULL);
@@ -2162,18 +1852,12 @@ static void test_logout(void **state)
     expect_error_d(call(x, "session/list", "{}"), ACP_RPC_AUTH_REQUIRED, NULL, NULL);
     expect_error_d(set_mode(x, id, "'plan'"), ACP_RPC_AUTH_REQUIRED, NULL, NULL);
     assert_int_equal(acp_agent_session_count(x->a), 1); /* it stays open */
-    send_line(x, "{'jsonrpc':'2.0','method':'session/cancel','params':{'sessionId':'%s'}}", id);
-    r = wait_response(x, pid);
-    assert_string_equal(stop_reason(r), "cancelled");
-    json_decref(r);
-    assert_null(x->held);
+    send_q(x, "{'jsonrpc':'2.0','method':'session/cancel','params':{'sessionId':'%s'}}", id);
+    expect_stop_d(take_response(x, pid), "cancelled");
+    assert_null(x->e->held);
 
-    r = call(x, "authenticate", "{'methodId':'key'}");
-    assert_json(result_of(r), J("{}"));
-    json_decref(r);
-    r = prompt(x, id, "hi");
-    assert_string_equal(stop_reason(r), "end_turn");
-    json_decref(r);
+    expect_result_d(call(x, "authenticate", "{'methodId':'key'}"), J("{}"));
+    expect_stop_d(prompt(x, id, "hi"), "end_turn");
     new_session(x, id);
 }
 
@@ -2182,34 +1866,34 @@ static void test_logout(void **state)
 static void ext_echo(acp_conn *c, acp_req *req, void *user)
 {
     h *x = user;
-    x->ext_requests++;
+    x->e->ext_requests++;
     acp_req_reply(req, json_pack("{sO}", "echo", acp_req_params(req)));
 }
 
 static void ext_echo2(acp_conn *c, acp_req *req, void *user)
 {
     h *x = user;
-    x->ext_requests += 100;
+    x->e->ext_requests += 100;
     acp_req_error(req, -32050, NULL, "second handler");
 }
 
 static void ext_note(acp_conn *c, acp_msg *m, void *user)
 {
     h *x = user;
-    x->ext_notes++;
-    json_decref(x->ext_note);
-    x->ext_note = json_deep_copy(acp_msg_params(m));
+    x->e->ext_notes++;
+    json_decref(x->e->ext_note);
+    x->e->ext_note = json_deep_copy(acp_msg_params(m));
 }
 
 static void ext_answer(acp_conn *c, acp_msg *m, void *user)
 {
     h *x = user;
-    x->ext_answers++;
+    x->e->ext_answers++;
     if (acp_msg_is_error(m)) {
-        x->ext_error = acp_msg_error_code(m);
+        x->e->ext_error = acp_msg_error_code(m);
     } else {
-        json_decref(x->ext_result);
-        x->ext_result = json_deep_copy(acp_msg_result(m));
+        json_decref(x->e->ext_result);
+        x->e->ext_result = json_deep_copy(acp_msg_result(m));
     }
 }
 
@@ -2223,17 +1907,17 @@ static void test_ext_incoming(void **state)
     assert_int_equal(acp_agent_on_ext(x->a, "_test/echo", ext_echo, NULL, x), 0);
     assert_int_equal(acp_agent_on_ext(x->a, "_test/ping", NULL, ext_note, x), 0);
     assert_int_equal(acp_agent_on_ext(x->a, "test/echo", ext_echo, NULL, x), ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "test/echo"));
+    assert_errmsg(x, "test/echo");
     assert_int_equal(acp_agent_on_ext(x->a, "session/new", ext_echo, NULL, x), ACP_EINVAL);
     assert_int_equal(acp_agent_on_ext(x->a, NULL, ext_echo, NULL, x), ACP_EINVAL);
     assert_int_equal(acp_agent_on_ext(x->a, "", ext_echo, NULL, x), ACP_EINVAL);
 
     /* before initialize */
     expect_error_d(call(x, "_test/echo", "{}"), ACP_RPC_INVALID_REQUEST, NULL, NULL);
-    send_line(x, "{'jsonrpc':'2.0','method':'_test/ping','params':{'n':0}}");
+    send_q(x, "{'jsonrpc':'2.0','method':'_test/ping','params':{'n':0}}");
     turn(x);
-    assert_int_equal(x->ext_requests, 0);
-    assert_int_equal(x->ext_notes, 0);
+    assert_int_equal(x->e->ext_requests, 0);
+    assert_int_equal(x->e->ext_notes, 0);
     assert_int_equal(json_array_size(x->msgs), 0);
 
     init(x, CAPS_NONE);
@@ -2241,25 +1925,25 @@ static void test_ext_incoming(void **state)
     assert_int_equal(json_array_size(r), 1);
     assert_json(result_of(r), J("{'echo':{'q':'why','_meta':{'k':1}}}"));
     json_decref(r);
-    assert_int_equal(x->ext_requests, 1);
+    assert_int_equal(x->e->ext_requests, 1);
 
     expect_error_d(call(x, "_x", "{}"), ACP_RPC_METHOD_NOT_FOUND, "_x", NULL);
     expect_error_d(call(x, "_test/ping", "{}"), ACP_RPC_METHOD_NOT_FOUND, NULL, NULL);
     expect_error_d(call(x, "_test/nobody", "{}"), ACP_RPC_METHOD_NOT_FOUND, NULL, NULL);
 
-    send_line(x, "{'jsonrpc':'2.0','method':'_test/ping','params':{'n':1}}");
-    send_line(x, "{'jsonrpc':'2.0','method':'_test/unknown','params':{'n':2}}");
-    send_line(x, "{'jsonrpc':'2.0','method':'_test/echo','params':{'n':3}}");
+    send_q(x, "{'jsonrpc':'2.0','method':'_test/ping','params':{'n':1}}");
+    send_q(x, "{'jsonrpc':'2.0','method':'_test/unknown','params':{'n':2}}");
+    send_q(x, "{'jsonrpc':'2.0','method':'_test/echo','params':{'n':3}}");
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0); /* notifications get no answer */
-    assert_int_equal(x->ext_notes, 1);
-    assert_json(x->ext_note, J("{'n':1}"));
-    assert_int_equal(x->ext_requests, 1);
+    assert_int_equal(x->e->ext_notes, 1);
+    assert_json(x->e->ext_note, J("{'n':1}"));
+    assert_int_equal(x->e->ext_requests, 1);
 
     /* replaced */
     assert_int_equal(acp_agent_on_ext(x->a, "_test/echo", ext_echo2, NULL, x), 0);
     expect_error_d(call(x, "_test/echo", "{}"), -32050, "second handler", NULL);
-    assert_int_equal(x->ext_requests, 101);
+    assert_int_equal(x->e->ext_requests, 101);
 }
 
 /* Agent -> client: ext_call sends a request the client answers (result or error) to the
@@ -2282,10 +1966,10 @@ static void test_ext_outgoing(void **state)
     assert_json(m, J("{'jsonrpc':'2.0','id':%lld,'method':'_client/ask','params':{'q':'why'}}",
                      (long long)cid));
     json_array_clear(x->msgs);
-    send_line(x, "{'jsonrpc':'2.0','id':%lld,'result':{'a':42}}", (long long)cid);
+    send_q(x, "{'jsonrpc':'2.0','id':%lld,'result':{'a':42}}", (long long)cid);
     turn(x);
-    assert_int_equal(x->ext_answers, 1);
-    assert_json(x->ext_result, J("{'a':42}"));
+    assert_int_equal(x->e->ext_answers, 1);
+    assert_json(x->e->ext_result, J("{'a':42}"));
 
     assert_int_equal(acp_agent_ext_call(x->a, "_client/ask", NULL, ext_answer, x, NULL), 0);
     turn(x);
@@ -2293,11 +1977,10 @@ static void test_ext_outgoing(void **state)
     cid = json_integer_value(json_object_get(m, "id"));
     assert_null(json_object_get(m, "params"));
     json_array_clear(x->msgs);
-    send_line(x, "{'jsonrpc':'2.0','id':%lld,'error':{'code':-32601,'message':'no'}}",
-              (long long)cid);
+    send_q(x, "{'jsonrpc':'2.0','id':%lld,'error':{'code':-32601,'message':'no'}}", (long long)cid);
     turn(x);
-    assert_int_equal(x->ext_answers, 2);
-    assert_int_equal(x->ext_error, ACP_RPC_METHOD_NOT_FOUND);
+    assert_int_equal(x->e->ext_answers, 2);
+    assert_int_equal(x->e->ext_error, ACP_RPC_METHOD_NOT_FOUND);
 
     assert_int_equal(acp_agent_ext_notify(x->a, "_client/note", json_pack("{si}", "n", 1)), 0);
     assert_int_equal(acp_agent_ext_notify(x->a, "_client/bare", NULL), 0);
@@ -2312,7 +1995,7 @@ static void test_ext_outgoing(void **state)
     assert_int_equal(
         acp_agent_ext_call(x->a, "client/ask", json_pack("{ss}", "q", "x"), ext_answer, x, NULL),
         ACP_EINVAL);
-    assert_non_null(strstr(acp_agent_errmsg(x->a), "client/ask"));
+    assert_errmsg(x, "client/ask");
     assert_int_equal(acp_agent_ext_notify(x->a, "note", json_pack("{ss}", "q", "x")), ACP_EINVAL);
     assert_int_equal(acp_agent_ext_notify(x->a, NULL, json_object()), ACP_EINVAL);
     assert_int_equal(acp_agent_ext_call(x->a, "fs/read_text_file", NULL, ext_answer, x, NULL),
@@ -2324,16 +2007,13 @@ static void test_ext_outgoing(void **state)
     char id[80];
     new_session(x, id);
     json_t *r = prompt(x, id, "extnote");
-    assert_int_equal(x->rc[0], 0);
-    assert_int_equal(x->rc[1], 0);
+    assert_int_equal(x->e->rc[0], 0);
+    assert_int_equal(x->e->rc[1], 0);
     assert_int_equal(json_array_size(r), 3);
-    assert_string_equal(
-        jstr(json_object_get(json_object_get(json_array_get(r, 0), "params"), "update"),
-             "sessionUpdate"),
-        "agent_message_chunk");
+    assert_string_equal(jstr(update_at(r, 0), "sessionUpdate"), "agent_message_chunk");
     assert_json(json_array_get(r, 1),
                 J("{'jsonrpc':'2.0','method':'_test/progress','params':{'done':50}}"));
-    assert_string_equal(stop_reason(r), "end_turn");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
     json_decref(r);
 }
 
@@ -2363,9 +2043,9 @@ static void test_meta_passthrough(void **state)
                         J("{'echo':{'traceparent':'00-abc-01','x':[1,2]},'cwd':'%s'}", x->dir));
     assert_json(result_of(r), want);
     json_decref(r);
-    assert_int_equal(x->setup_rc[4], 0);
-    assert_int_equal(x->setup_rc[5], ACP_EINVAL);
-    assert_false(x->ready_saw_params);
+    assert_int_equal(x->e->setup_rc[4], 0);
+    assert_int_equal(x->e->setup_rc[5], ACP_EINVAL);
+    assert_false(x->e->ready_saw_params);
 
     r = call(x, "session/load", "{'sessionId':'%s','cwd':'%s','mcpServers':[],'_meta':{'k':1}}", id,
              x->dir);
@@ -2375,13 +2055,11 @@ static void test_meta_passthrough(void **state)
     json_decref(r);
 
     /* no _meta in the request: none in the result (nothing left over from the last open) */
-    r = resume(x, id);
-    assert_json(result_of(r), want_result(NULL, "code", "large", false, "low", false));
-    json_decref(r);
+    expect_result_d(resume(x, id), want_result(NULL, "code", "large", false, "low", false));
     r = prompt(x, id, "hi");
     json_decref(r);
-    assert_false(x->prompt_saw_params);
-    assert_false(x->ready_saw_params);
+    assert_false(x->e->prompt_saw_params);
+    assert_false(x->e->ready_saw_params);
 }
 
 /* --- what acp_agent_new() refuses ---------------------------------------------------------- */
@@ -2460,8 +2138,9 @@ static void test_fixed_compaction_escaped_kind_replayed(void **state)
     init(x, CAPS_ALL);
     char id[80];
     new_session(x, id);
-    assert_int_equal(session_raw(x->sess, "{\"sessionUpdate\":\"compaction\\u005fupdate\","
-                                          "\"compactionId\":\"cmp_e\",\"status\":\"completed\"}"),
+    assert_int_equal(session_raw(x->e->sess,
+                                 "{\"sessionUpdate\":\"compaction\\u005fupdate\","
+                                 "\"compactionId\":\"cmp_e\",\"status\":\"completed\"}"),
                      0);
     turn(x);
     json_array_clear(x->msgs);
@@ -2486,19 +2165,12 @@ static void test_fixed_mode_option_default_out_of_sync(void **state)
     h *x = *state;
     static const acp_config_option mode_only[] = {
         {.id = "mode", .name = "Mode", .category = "mode", .values = mode_values, .nvalues = 3}};
-    agent_stop(x);
     x->eng.default_mode = "plan";
     x->eng.config_options = mode_only;
     x->eng.nconfig_options = 1;
-    int rc = acp_agent_new(&x->loop, x->st, &x->eng, NULL, &x->a);
-    if (rc == ACP_EINVAL) { /* refusing the description is fine too */
-        x->a = NULL;
-        return;
-    }
-    assert_int_equal(rc, 0);
-    init(x, CAPS_NONE);
     char id[80];
-    json_t *r = new_session_r(x, id);
+    json_t *r = fresh_session(x, CAPS_NONE, id);
+    if (!r) return; /* refusing the description is fine too */
     char mode[64], opt[64];
     snprintf(mode, sizeof mode, "%s",
              jstr(json_object_get(result_of(r), "modes"), "currentModeId"));
@@ -2508,7 +2180,7 @@ static void test_fixed_mode_option_default_out_of_sync(void **state)
     json_decref(r); /* before asserting: a failure must not leak */
     assert_string_equal(mode, "plan");
     assert_string_equal(opt, mode);
-    assert_string_equal(acp_session_config(x->sess, "mode"), acp_session_mode(x->sess));
+    assert_string_equal(acp_session_config(x->e->sess, "mode"), acp_session_mode(x->e->sess));
 }
 
 /* Was a bug (agent/config.c, acp_session_set_config_options): when the store cannot record the new
@@ -2523,16 +2195,14 @@ static void test_fixed_replace_options_store_failure_not_rolled_back(void **stat
     char id[80];
     new_session(x, id);
     fail_set_state = true;
-    assert_int_equal(acp_session_set_config_options(x->sess, replaced_options, 3), ACP_ESTORE);
+    assert_int_equal(acp_session_set_config_options(x->e->sess, replaced_options, 3), ACP_ESTORE);
     fail_set_state = false;
     turn(x);
     assert_int_equal(json_array_size(x->msgs), 0);
-    assert_null(acp_session_config(x->sess, "extra"));
+    assert_null(acp_session_config(x->e->sess, "extra"));
     assert_values(x, "code", "large", false, "low");
-    json_t *r = set_config(x, id, "effort", "'high'", false);
-    assert_json(result_of(r), json_pack("{so}", "configOptions",
-                                        want_options("code", "large", false, "high", true)));
-    json_decref(r);
+    expect_result_d(set_config(x, id, "effort", "'high'", false),
+                    want_set(want_options("code", "large", false, "high", true)));
 }
 
 /* Was a bug (agent/config.c, settle_value via acp_session_set_config_options): the header promises
@@ -2561,9 +2231,9 @@ static void test_fixed_replace_options_resurrects_stale_value(void **state)
     json_decref(set_config(x, id, "model", "'cloud-1'", false));
     json_decref(load(x, id)); /* opened with model cloud-1 stored */
     json_decref(set_config(x, id, "model", "'small'", false));
-    assert_string_equal(acp_session_config(x->sess, "model"), "small");
-    assert_int_equal(acp_session_set_config_options(x->sess, models_only, 1), 0);
-    assert_string_equal(acp_session_config(x->sess, "model"), "large");
+    assert_string_equal(acp_session_config(x->e->sess, "model"), "small");
+    assert_int_equal(acp_session_set_config_options(x->e->sess, models_only, 1), 0);
+    assert_string_equal(acp_session_config(x->e->sess, "model"), "large");
 }
 
 /* Was a bug (agent/config.c, check_option / write_option): values of one group that are not
@@ -2580,18 +2250,11 @@ static void test_fixed_split_group_duplicate_ids(void **state)
     };
     static const acp_config_option split_opts[] = {
         {.id = "m", .name = "M", .values = split, .nvalues = 3}};
-    agent_stop(x);
     x->eng.config_options = split_opts;
     x->eng.nconfig_options = 1;
-    int rc = acp_agent_new(&x->loop, x->st, &x->eng, NULL, &x->a);
-    if (rc == ACP_EINVAL) {
-        x->a = NULL;
-        return;
-    }
-    assert_int_equal(rc, 0);
-    init(x, CAPS_NONE);
     char id[80];
-    json_t *r = new_session_r(x, id);
+    json_t *r = fresh_session(x, CAPS_NONE, id);
+    if (!r) return;
     json_t *groups = json_object_get(
         json_array_get(json_object_get(result_of(r), "configOptions"), 0), "options");
     size_t dups = 0;
