@@ -86,8 +86,8 @@ static void auth_answered(acp_auth *au)
 static void auth_cancelled(acp_req *req, void *user)
 {
     acp_auth *au = user;
+    auth_answered(au); /* its elicitations are cancelled before it is answered */
     acp_req_error(req, ACP_RPC_CANCELLED, NULL, "authenticate was cancelled");
-    auth_answered(au);
 }
 
 static void h_authenticate(acp_conn *c, acp_req *req, void *user)

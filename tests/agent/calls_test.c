@@ -5,7 +5,6 @@
  * a temporary directory. */
 #include <unistd.h>
 
-#include "agent/internal.h" /* struct acp_auth: an authenticate request made by hand */
 #include "harness.h"
 
 #define FULL_CAPS                                                                                  \
@@ -518,8 +517,6 @@ static void test_malformed_answers(void **state)
     acp_elicit e = {.message = "m", .form = form};
     EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
                   "{\"content\":{}}", "has no string action");
-    EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
-                  "{\"action\":\"decline\",\"content\":{\"a\":\"x\"}}", "content");
     EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
                   "{\"action\":\"accept\",\"content\":[1]}", "content");
     json_decref(form);
@@ -1356,6 +1353,14 @@ static void test_elicit_form(void **state)
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "decline");
     assert_null(g.json);
+    /* what else a decline or cancel carries is ignored: content belongs to an accept */
+    ask(x, form, "{\"action\":\"cancel\",\"content\":{\"name\":7},\"_meta\":{}}", &g);
+    assert_int_equal(g.status, 0);
+    assert_string_equal(g.action, "cancel");
+    assert_null(g.json);
+    /* an integer written as a real without a fraction is an integer */
+    ask(x, form, "{\"action\":\"accept\",\"content\":{\"name\":\"n\",\"age\":2.0}}", &g);
+    assert_int_equal(g.status, 0);
     ask(x, form, "{\"action\":\"_later\"}", &g); /* an extension's action is passed on */
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "_later");
@@ -1473,30 +1478,40 @@ static void test_elicit_url(void **state)
 
 /* --- an authenticate request's elicitation ---------------------------------------------------- */
 
-/* Stands in for auth.c's authenticate handler: holds the request as an acp_auth. */
-static void on_fake_auth(acp_conn *c, acp_req *req, void *user)
+/* The engine's authenticate hook: it holds the request. */
+static void engine_authenticate(acp_auth *au, const char *method_id, void *user)
 {
     h *x = user;
-    x->e->au = calloc(1, sizeof *x->e->au);
-    *x->e->au = (acp_auth){.a = x->a, .req = req, .method = "login"};
+    x->e->au = au;
 }
 
 /* Request-scoped: requestId is the authenticate request's id exactly as the client wrote it
  * (here a string with an escape and a number in exponent form), no sessionId; cb gets s NULL;
- * calls_auth_ended forgets what is pending. */
+ * an answered or cancelled request takes what is pending with it. */
 static void test_auth_elicit(void **state)
 {
     h *x = *state;
+    static const acp_auth_method login[] = {{.id = "login", .name = "Log in"}};
+    agent_stop(x);
+    x->eng.auth_methods = login;
+    x->eng.nauth_methods = 1;
+    x->eng.authenticate = engine_authenticate;
+    agent_start(x);
     init(x, FULL_CAPS);
-    acp_conn_on(acp_agent_conn(x->a), "_test/authenticate", on_fake_auth, NULL, x);
     /* jansson would rewrite both (as "a\u00e9 1" and 1.0): the raw text must pass */
     const char *ids[] = {"\"a\\u00e9 1\"", "1.0e0"};
     for (size_t i = 0; i < 2; i++) {
-        send_line(x, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"_test/authenticate\"}", ids[i]);
-        assert_non_null(x->e->au);
+        x->e->au = NULL;
+        send_line(x,
+                  "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"authenticate\","
+                  "\"params\":{\"methodId\":\"login\"}}",
+                  ids[i]);
+        acp_auth *au = x->e->au;
+        assert_non_null(au);
+        assert_string_equal(acp_auth_method_id(au), "login");
         got g = {0};
         char eid[48];
-        assert_int_equal(acp_auth_elicit(x->e->au,
+        assert_int_equal(acp_auth_elicit(au,
                                          &(acp_elicit){.message = "Sign in", .url = "https://s/"},
                                          eid, on_elicit, &g),
                          0);
@@ -1520,31 +1535,32 @@ static void test_auth_elicit(void **state)
         /* a tool call belongs to a session */
         acp_tool_call *tc = (acp_tool_call *)&g;
         assert_int_equal(
-            acp_auth_elicit(x->e->au,
-                            &(acp_elicit){.message = "m", .url = "https://s/", .tool_call = tc},
+            acp_auth_elicit(au, &(acp_elicit){.message = "m", .url = "https://s/", .tool_call = tc},
                             eid, on_elicit, &g),
             ACP_EINVAL);
-        /* the request ends: what is pending is forgotten */
+        /* the request ends (here: the client cancels it): what is pending is forgotten */
         json_t *form = json_pack("{s{}}", "properties");
-        assert_int_equal(acp_auth_elicit(x->e->au, &(acp_elicit){.message = "m", .form = form},
-                                         NULL, on_elicit, &g),
-                         0);
+        assert_int_equal(
+            acp_auth_elicit(au, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g),
+            0);
         json_decref(form);
         req = take(x, "elicitation/create");
-        calls_auth_ended(x->e->au);
-        acp_req_reply(x->e->au->req, NULL);
-        x->e->au->req = NULL;
+        send_line(x,
+                  "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{"
+                  "\"requestId\":%s}}",
+                  ids[i]);
+        assert_true(acp_auth_cancelled(au));
         turn(x);
         int cancel = find_cancel(x->msgs, id_of(req));
-        assert_true(cancel >= 0 && cancel < (int)json_array_size(x->msgs) - 1); /* then the reply */
-        assert_int_equal(acp_auth_elicit(x->e->au,
-                                         &(acp_elicit){.message = "m", .url = "https://s/"}, eid,
-                                         on_elicit, &g),
+        assert_true(cancel >= 0 && cancel < (int)json_array_size(x->msgs) - 1); /* then -32800 */
+        assert_int_equal(error_code(x->msgs), ACP_RPC_CANCELLED);
+        assert_int_equal(acp_auth_elicit(au, &(acp_elicit){.message = "m", .url = "https://s/"},
+                                         eid, on_elicit, &g),
                          ACP_ECLOSED);
         answer(x, req, "{\"action\":\"decline\"}");
         assert_int_equal(g.calls, 1);
-        free(x->e->au);
-        x->e->au = NULL;
+        acp_auth_refuse(au, 0, "too late"); /* only frees the handle: it was answered */
+        assert_false(acp_agent_authenticated(x->a));
         json_array_clear(x->msgs);
     }
 }
