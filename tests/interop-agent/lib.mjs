@@ -116,8 +116,11 @@ export function schemaCheck(msg, methodOf, caps = {}, agentInit = null) {
   };
   if ("method" in msg) {
     const table = "id" in msg ? AGENT_REQUEST : AGENT_NOTIFICATION;
-    if (!table[msg.method]) bad.push(`agent sent ${"id" in msg ? "request" : "notification"} ${msg.method}, which a v1 client without extensions does not know`);
-    else check(table[msg.method], msg.params, msg.method);
+    // An extension method ('_' name) only to a client that advertised extensions under its
+    // capabilities' _meta (extensibility.mdx: advertise custom capabilities so callers can check).
+    const ext = typeof msg.method === "string" && msg.method.startsWith("_") && isObj(cc?._meta);
+    if (!table[msg.method] && !ext) bad.push(`agent sent ${"id" in msg ? "request" : "notification"} ${msg.method}, which a v1 client without extensions does not know`);
+    else if (table[msg.method]) check(table[msg.method], msg.params, msg.method);
     const p = isObj(msg.params) ? msg.params : {};
     if (msg.method === "fs/read_text_file" && !hasCap(cc, "fs.readTextFile")) bad.push("fs/read_text_file without the client's readTextFile capability");
     if (msg.method === "fs/write_text_file" && !hasCap(cc, "fs.writeTextFile")) bad.push("fs/write_text_file without the client's writeTextFile capability");

@@ -1277,3 +1277,51 @@ test("malformed capability markers (true instead of {}, 'true' for terminal) adv
   a.violations.length = 0; // reported above, one line per command
   await a.end();
 });
+
+// ---- extension methods (extensibility.mdx) ----------------------------------------------------------------
+
+test("extension methods: _acp-agent/echo answers its params, advertised under agentCapabilities._meta; unknown _x -> -32601, unknown notifications ignored (raw)", async (t) => {
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  const init = await a.init();
+  assert.deepEqual(init.agentCapabilities._meta?.["acp-agent"]?.methods, ["_acp-agent/echo"], JSON.stringify(init.agentCapabilities));
+  const params = { text: "héllo", n: 12345678901234, nested: { list: [1, null, true] } };
+  assert.deepEqual((await a.request("_acp-agent/echo", params)).result, params);
+  const unknown = await a.request("_acp-agent/nope", {});
+  assert.equal(unknown.error?.code, -32601, JSON.stringify(unknown));
+  a.notify("_acp-agent/whatever", { x: 1 }); // SHOULD be ignored: no answer, the connection lives
+  const sid = await a.newSession(dir);
+  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive");
+  assert.ok(!a.lines.some((e) => e.msg.id === undefined && "error" in e.msg), "a notification was answered");
+  await a.end();
+});
+
+test("/ext: the agent calls the client's _acp-agent/ping only when the client advertised _meta.acp-agent, and reports its answer or error (raw)", async (t) => {
+  const dir = tempDir(t);
+  const pong = (m, h) => h.reply(m.id, { pong: m.params?.from ?? null, session: m.params?.sessionId === undefined ? null : "yes" });
+  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "_acp-agent/ping": pong } });
+  await a.init({ clientCapabilities: { _meta: { "acp-agent": {} } } });
+  const sid = await a.newSession(dir);
+  const r = await rawTurn(a, sid, "/ext");
+  assert.equal(r.resp.result?.stopReason, "end_turn");
+  assert.equal(allText(r.updates).trim(), 'ext: {"pong":"acp-agent","session":"yes"}');
+  await a.end();
+
+  // the client does not know it: its -32601 is reported, the connection lives
+  const b = rawAgent(t, { store: join(dir, "sessions.db") });
+  await b.init({ clientCapabilities: { _meta: { "acp-agent": {} } } });
+  const sid2 = await b.newSession(dir);
+  const r2 = await rawTurn(b, sid2, "/ext");
+  assert.match(allText(r2.updates), /^ext: error: /);
+  assert.equal(textOf((await rawTurn(b, sid2, "alive")).updates), "alive");
+  await b.end();
+
+  // not advertised: nothing is sent
+  const c = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "_acp-agent/ping": pong } });
+  await c.init();
+  const sid3 = await c.newSession(dir);
+  const r3 = await rawTurn(c, sid3, "/ext");
+  assert.match(allText(r3.updates), /did not advertise/);
+  assert.ok(!c.lines.some((e) => e.msg.method === "_acp-agent/ping"), "an extension request to a client that never advertised it");
+  await c.end();
+});

@@ -58,7 +58,14 @@ static const struct {
     {"term", "Run a shell command in a client terminal (asks permission)", "COMMAND"},
     {"ask", "Ask for permission and say which option was chosen", NULL},
     {"elicit", "Ask the user for a name and a count (a form elicitation)", NULL},
+    {"ext", "Call the client's extension method _acp-agent/ping and say what it answered", NULL},
 };
+
+/* Extensions, advertised under agentCapabilities._meta as the spec asks: the client may call
+ * _acp-agent/echo (its params come back as the result); /ext calls the client's
+ * _acp-agent/ping. */
+static const char caps_meta_text[] =
+    "{\"acp-agent\":{\"methods\":[\"_acp-agent/echo\"],\"clientMethods\":[\"_acp-agent/ping\"]}}";
 
 /* --- modes, config options, authentication ------------------------------------------------- */
 
@@ -888,6 +895,46 @@ static void cmd_elicit(acp_turn *t, echo_sess *es)
     }
 }
 
+/* --- extensions --------------------------------------------------------------------------------
+ */
+
+static void pinged(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+{
+    echo_sess *es = user;
+    char *js = result ? json_dumps(result, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char line[600];
+    snprintf(line, sizeof line, "ext: %s%s", js ? js : "error: ", js ? "" : error ? error : "");
+    free(js);
+    say(t, line);
+    finish(es, "end_turn");
+}
+
+static void cmd_ext(acp_turn *t, echo_sess *es)
+{
+    /* Called only on a client that says it has it (clientCapabilities._meta["acp-agent"]). */
+    if (!acp_agent_client_has(acp_session_agent(acp_turn_session(t)), "_meta.acp-agent")) {
+        say(t, "ext: the client did not advertise _meta.acp-agent: no _acp-agent/ping sent");
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    es->t = t;
+    es->job = JOB_CLIENT;
+    if (acp_turn_call(t, "_acp-agent/ping", json_pack("{ss}", "from", "acp-agent"), pinged, es)) {
+        say(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        finish(es, "end_turn");
+    }
+}
+
+static void ext_echo(acp_conn *c, acp_req *req, void *user)
+{
+    acp_req_reply(req, json_incref(acp_req_params(req)));
+}
+
+int echo_serve(acp_agent *a)
+{
+    return acp_agent_on_ext(a, "_acp-agent/echo", ext_echo, NULL, NULL);
+}
+
 /* --- engine callbacks ------------------------------------------------------------------------ */
 
 static void session_ready(acp_session *s, void *user)
@@ -1007,6 +1054,8 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
         cmd_ask(t, es);
     else if (IS("elicit"))
         cmd_elicit(t, es);
+    else if (IS("ext"))
+        cmd_ext(t, es);
     else
         echo_text(t, p, text.len); /* not a command of ours: echo it like any text */
 #undef IS
@@ -1015,6 +1064,9 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
 
 void echo_engine(acp_engine *e, const char *auth_env)
 {
+    /* Parsed once, kept for the process (the engine borrows it for the agent's lifetime). */
+    static json_t *caps_meta;
+    if (!caps_meta) caps_meta = json_loads(caps_meta_text, 0, NULL);
     *e = (acp_engine){.name = "acp-agent",
                       .title = "libacp echo agent",
                       .version = ACP_VERSION_STRING,
@@ -1028,7 +1080,8 @@ void echo_engine(acp_engine *e, const char *auth_env)
                       .session_ready = session_ready,
                       .prompt = prompt,
                       .cancel = cancel,
-                      .session_free = session_gone};
+                      .session_free = session_gone,
+                      .caps_meta = caps_meta};
     if (auth_env) {
         e->auth_methods = auth_methods;
         e->nauth_methods = 1;

@@ -14,5 +14,7 @@
  * auth method "echo-token" is required, and authenticate succeeds only while that environment
  * variable is set and non-empty (borrowed: must outlive the agent). */
 void echo_engine(acp_engine *e, const char *auth_env);
+/* Registers the engine's extension method (_acp-agent/echo) on the agent: 0 or ACP_ENOMEM. */
+int echo_serve(acp_agent *a);
 
 #endif

@@ -25,7 +25,7 @@ static const char usage[] =
     "Echo engine: a prompt is echoed back; commands: /stream N BYTES, /sleep MS,\n"
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
-    "/elicit.\n"
+    "/elicit, /ext (the client's _acp-agent/ping); the client may call _acp-agent/echo.\n"
     "Modes ask and code; config options model (echo-small, echo-large) and verbose.\n";
 
 struct prog {
@@ -127,6 +127,7 @@ int main(int argc, char **argv)
         .on_log = log_line, .on_done = on_done, .user = &prog, .mcp_http = true, .mcp_sse = true};
     acp_agent *a = NULL;
     int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
+    if (!rc) rc = echo_serve(a);
     if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
     if (rc) {
         fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
