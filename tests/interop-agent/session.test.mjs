@@ -180,12 +180,14 @@
 // | load: the stored title and updatedAt reach the client, before the response| u "session_info_update with the stored title and updatedAt after a load's replay, before its response; nothing before a resume's response (raw)" |
 // | **extensibility**                                                         | |
 // | Upon a custom request implementations MUST respond with its id            | w "unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored" |
+// |                                                                           | u "extension methods: _acp-agent/echo answers its params, advertised under agentCapabilities._meta; unknown _x -> -32601, unknown notifications ignored (raw)" |
 // | unrecognized custom method -> "Method not found" (-32601)                 | w "unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored" |
 // | implementations SHOULD ignore unrecognized notifications                  | w "unknown method -> -32601; _-extension method -> -32601; unknown notifications ignored" |
 // | Implementations MUST NOT add custom fields at the root of a spec type     | u "harness: schemaCheck reports each capability rule it enforces (so a clean agent run means something)" |
 // |                                                                           | w "lenient decoding: unknown fields and _meta ignored, params omitted for session/list, CRLF and blank lines" |
 // |   (every agent message of every test: lib.mjs schemaCheck)                | |
-// | extensions SHOULD be advertised in _meta of capabilities (echo has none)  | |
+// | extensions SHOULD be advertised in _meta of capabilities                  | u "extension methods: _acp-agent/echo answers its params, advertised under agentCapabilities._meta; unknown _x -> -32601, unknown notifications ignored (raw)" |
+// | implementations MAY call custom methods (only on a client advertising them)| u "/ext: the agent calls the client's _acp-agent/ping only when the client advertised _meta.acp-agent, and reports its answer or error (raw)" |
 // Not met, reported: the echo engine offers modes but no category "mode" config option, so the
 // transition SHOULDs (send both, keep them in sync) are not exercised end to end (the runtime's sync is
 // covered by tests/agent).
