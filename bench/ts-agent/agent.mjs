@@ -90,6 +90,14 @@ const MODES = [
 const DEFAULT_MODE = "code";
 const OPTIONS = [
   {
+    // the mode as a config option too, kept in step with the mode (as acp-agent's runtime does)
+    id: "mode",
+    name: "Mode",
+    category: "mode",
+    values: MODES.map(({ id, name, description }) => ({ value: id, name, description })),
+    default: DEFAULT_MODE,
+  },
+  {
     id: "model",
     name: "Model",
     category: "model",
@@ -119,6 +127,7 @@ function modeOf(meta) {
   return MODES.some((m) => m.id === meta.mode) ? meta.mode : DEFAULT_MODE;
 }
 function valueOf(meta, o) {
+  if (o.id === "mode") return modeOf(meta);
   const v = meta.config?.[o.id];
   if (o.boolean) return typeof v === "boolean" ? v : o.default;
   return o.values.some((x) => x.value === v) ? v : o.default;
@@ -276,15 +285,18 @@ const app = acp.agent({ name: "acp-ts-agent" })
     if (start + PAGE < all.length) res.nextCursor = Buffer.from(key(page[page.length - 1])).toString("base64url");
     return res;
   })
-  .onRequest("session/set_mode", async ({ params }) => {
+  .onRequest("session/set_mode", async ({ params, client }) => {
     const s = liveSession(params.sessionId);
     if (!MODES.some((m) => m.id === params.modeId))
       throw acp.RequestError.invalidParams({ modeId: params.modeId }, `unknown mode '${params.modeId}': not one of the session's availableModes`);
+    const moved = s.meta.mode !== params.modeId;
     s.meta.mode = params.modeId;
     writeMeta(s.meta);
+    // the mode option followed: tell the client, as acp-agent does
+    if (moved) await client.notify("session/update", { sessionId: s.meta.sessionId, update: { sessionUpdate: "config_option_update", configOptions: configOptions(s.meta) } });
     return {};
   })
-  .onRequest("session/set_config_option", async ({ params }) => {
+  .onRequest("session/set_config_option", async ({ params, client }) => {
     const s = liveSession(params.sessionId);
     const o = optionById.get(params.configId);
     if (!o) throw acp.RequestError.invalidParams({ configId: params.configId }, `unknown config option '${params.configId}'`);
@@ -304,8 +316,11 @@ const app = acp.agent({ name: "acp-ts-agent" })
         throw acp.RequestError.invalidParams({ configId: o.id, value: v }, `config option '${o.id}' has no value '${v}'`);
       value = v;
     }
-    s.meta.config = { ...s.meta.config, [o.id]: value };
+    const modeMoved = o.id === "mode" && s.meta.mode !== value;
+    if (o.id === "mode") s.meta.mode = value;
+    else s.meta.config = { ...s.meta.config, [o.id]: value };
     writeMeta(s.meta); // stored before the answer, as acp-agent stores it in SQLite
+    if (modeMoved) await client.notify("session/update", { sessionId: s.meta.sessionId, update: { sessionUpdate: "current_mode_update", currentModeId: value } });
     return { configOptions: configOptions(s.meta) };
   })
   .onRequest("session/prompt", async ({ params, client }) => {

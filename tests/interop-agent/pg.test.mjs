@@ -188,7 +188,7 @@ test("PostgreSQL store: modes and config options persist across a restart; load 
   };
   const b = sdkAgent(t, { store: db.uri, home });
   await b.init();
-  assert.deepEqual(current(await b.request("session/load", { sessionId: sid, cwd: home, mcpServers: [] })), ["ask", { model: "echo-large", verbose: "true" }]);
+  assert.deepEqual(current(await b.request("session/load", { sessionId: sid, cwd: home, mcpServers: [] })), ["ask", { mode: "ask", model: "echo-large", verbose: "true" }]);
   assert.deepEqual(await turn(b, "pg"), ["mode: ask, model: echo-large", "pgpg"]);
   await b.prompt(sid, "/mode code"); // changes from the agent's side are stored too
   await b.prompt(sid, "/set model echo-small");
@@ -196,7 +196,7 @@ test("PostgreSQL store: modes and config options persist across a restart; load 
   // a client that takes boolean options sees the stored verbose as a boolean
   const c = sdkAgent(t, { store: db.uri, home, clientCapabilities: { session: { configOptions: { boolean: {} } } } });
   await c.init();
-  assert.deepEqual(current(await c.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] })), ["code", { model: "echo-small", verbose: true }]);
+  assert.deepEqual(current(await c.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] })), ["code", { mode: "code", model: "echo-small", verbose: true }]);
   assert.deepEqual(await turn(c, "pg"), ["mode: code, model: echo-small", "pg"]);
   await c.end();
 });

@@ -93,8 +93,9 @@
 // | config_option_update carries the complete configuration state             | u "/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing" |
 // |                                                                           | u "boolean config options: type boolean only with session.configOptions.boolean, else a true/false select (results, answers, config_option_update)" |
 // | value changes at any point, idle or generating (page text)                | u "session/set_mode: {} and the mode takes effect (ask refuses /write, code allows it), also while a prompt runs" |
-// | mode-like configuration SHOULD be sent both as modes and as an option     | (not testable with the echo engine: see the note below) |
-// | Agents SHOULD keep both in sync                                           | (not testable with the echo engine: see the note below) |
+// | mode-like configuration SHOULD be sent both as modes and as an option     | u "session/new, load and resume return the modes (ask, code; current code) and config options model and verbose with their defaults" |
+// | Agents SHOULD keep both in sync                                           | u "the mode and the category \"mode\" config option move together: set_config_option mode -> current_mode_update; set_mode -> config_option_update (SDK)" |
+// |                                                                           | u "/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing" |
 // | mode and values persist with the session (load/resume MAY return them)    | u "modes and config options persist across a restart (SQLite): load and resume return them, replies follow them" |
 // |                                                                           | g "PostgreSQL store: modes and config options persist across a restart; load and resume return them, replies follow them" |
 // | **authentication**                                                        | |
@@ -188,9 +189,6 @@
 // |   (every agent message of every test: lib.mjs schemaCheck)                | |
 // | extensions SHOULD be advertised in _meta of capabilities                  | u "extension methods: _acp-agent/echo answers its params, advertised under agentCapabilities._meta; unknown _x -> -32601, unknown notifications ignored (raw)" |
 // | implementations MAY call custom methods (only on a client advertising them)| u "/ext: the agent calls the client's _acp-agent/ping only when the client advertised _meta.acp-agent, and reports its answer or error (raw)" |
-// Not met, reported: the echo engine offers modes but no category "mode" config option, so the
-// transition SHOULDs (send both, keep them in sync) are not exercised end to end (the runtime's sync is
-// covered by tests/agent).
 //
 // Every message the agent writes in every test is also validated against the v1 JSON Schema and for
 // custom fields outside _meta (lib.mjs schemaCheck), and every agent must exit 0 at EOF (ASan: 66).

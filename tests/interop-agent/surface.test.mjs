@@ -105,10 +105,16 @@ function checkSetup(result, { mode, model, verbose, booleans }) {
   const opts = result.configOptions;
   assert.deepEqual(
     opts.map((o) => o.id),
-    ["model", "verbose"],
+    ["mode", "model", "verbose"],
     "options in the agent's priority order",
   );
-  const [m, v] = opts;
+  const [mo, m, v] = opts;
+  // session-config-options.mdx: agents with modes SHOULD send a category "mode" option too, and
+  // SHOULD keep both in sync
+  assert.equal(mo.category, "mode");
+  assert.equal(mo.type, "select");
+  assert.deepEqual(mo.options.map((x) => x.value), ["ask", "code"]);
+  assert.equal(mo.currentValue, mode, "the mode option is out of step with the mode");
   assert.equal(m.type, "select");
   assert.equal(m.category, "model");
   assert.deepEqual(
@@ -270,6 +276,7 @@ test("session/set_mode: {} and the mode takes effect (ask refuses /write, code a
   const sleeping = a.prompt(sid, "/sleep 400");
   assert.deepEqual(await a.request("session/set_mode", { sessionId: sid, modeId: "code" }), {});
   assert.deepEqual(await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" }).then((r) => values(r.configOptions)), {
+    mode: "code",
     model: "echo-large",
     verbose: "true",
   });
@@ -312,7 +319,7 @@ test("session/set_config_option: the complete option list comes back; echo-large
   assert.equal(textOf(twice.updates), "abcabc");
   assert.equal(textOf(twice.updates, "agent_thought_chunk"), "");
   const r2 = await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
-  assert.deepEqual(values(r2.configOptions), { model: "echo-large", verbose: "true" });
+  assert.deepEqual(values(r2.configOptions), { mode: "code", model: "echo-large", verbose: "true" });
   // schema: "Unknown type values with string payloads also gracefully deserialize into" a value id
   for (const type of ["select", "_vendor_kind"]) {
     const r = await a.request("session/set_config_option", { sessionId: sid, configId: "model", type, value: "echo-small" });
@@ -361,6 +368,26 @@ test("session/set_config_option: unknown option, a value not among the options, 
   await b.end();
 });
 
+test("the mode and the category \"mode\" config option move together: set_config_option mode -> current_mode_update; set_mode -> config_option_update (SDK)", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const before = a.updates(sid).length;
+  const r = await a.request("session/set_config_option", { sessionId: sid, configId: "mode", value: "ask" });
+  assert.equal(values(r.configOptions).mode, "ask");
+  await until(() => a.updates(sid).slice(before).some((u) => u.sessionUpdate === "current_mode_update"), "current_mode_update");
+  assert.deepEqual(a.updates(sid).slice(before).filter((u) => u.sessionUpdate === "current_mode_update"), [{ sessionUpdate: "current_mode_update", currentModeId: "ask" }]);
+  assert.equal((await a.prompt(sid, "/write no.txt x")).updates.length > 0, true);
+  assert.ok(!existsSync(join(dir, "no.txt")), "the mode option did not move the mode");
+  const mid = a.updates(sid).length;
+  assert.deepEqual(await a.request("session/set_mode", { sessionId: sid, modeId: "code" }), {});
+  await until(() => a.updates(sid).slice(mid).some((u) => u.sessionUpdate === "config_option_update"), "config_option_update");
+  const cu = a.updates(sid).slice(mid).filter((u) => u.sessionUpdate === "config_option_update");
+  assert.equal(values(cu[0].configOptions).mode, "code");
+  await a.end();
+});
+
 test("/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing", async (t) => {
   const dir = tempDir(t);
   const a = sdkAgent(t, { store: join(dir, "sessions.db") });
@@ -369,17 +396,21 @@ test("/mode and /set: current_mode_update and config_option_update (complete sta
   const v = await a.prompt(sid, "/set verbose true");
   const vu = v.updates.filter((u) => u.sessionUpdate === "config_option_update");
   assert.equal(vu.length, 1);
-  assert.deepEqual(values(vu[0].configOptions), { model: "echo-small", verbose: "true" }, "config_option_update carries every option");
+  assert.deepEqual(values(vu[0].configOptions), { mode: "code", model: "echo-small", verbose: "true" }, "config_option_update carries every option");
   const m = await a.prompt(sid, "/mode ask");
   assert.deepEqual(
     m.updates.filter((u) => u.sessionUpdate === "current_mode_update"),
     [{ sessionUpdate: "current_mode_update", currentModeId: "ask" }],
   );
+  // the dependent change: the mode option follows, and the client is told
+  const mu = m.updates.filter((u) => u.sessionUpdate === "config_option_update");
+  assert.equal(mu.length, 1, "the mode option moved silently");
+  assert.equal(values(mu[0].configOptions).mode, "ask");
   assert.equal((await probe(a, sid)).thought, "mode: ask, model: echo-small");
   const s = await a.prompt(sid, "/set model echo-large");
   const su = s.updates.filter((u) => u.sessionUpdate === "config_option_update");
   assert.equal(su.length, 1);
-  assert.deepEqual(values(su[0].configOptions), { model: "echo-large", verbose: "true" });
+  assert.deepEqual(values(su[0].configOptions), { mode: "ask", model: "echo-large", verbose: "true" });
   for (const cmd of ["/mode turbo", "/set model echo-giant", "/set colour blue"]) {
     const r = await a.prompt(sid, cmd);
     assert.equal(r.stopReason, "end_turn");

@@ -79,7 +79,24 @@ static const acp_config_value models[] = {
     {.value = "echo-large", .name = "Echo large", .description = "Echoes the prompt twice"},
 };
 
+/* The mode as a config option too: the spec asks agents with modes to offer both while clients
+ * move to config options, and the runtime keeps the two in step. */
+static const acp_config_value mode_values[] = {
+    {.value = "ask",
+     .name = "Ask",
+     .description = "Answers and reads files; no writes or terminal commands"},
+    {.value = "code",
+     .name = "Code",
+     .description = "Reads, writes and runs commands, asking first"},
+};
+
 static const acp_config_option options[] = {
+    {.id = "mode",
+     .name = "Mode",
+     .category = "mode",
+     .values = mode_values,
+     .nvalues = 2,
+     .default_value = "code"},
     {.id = "model",
      .name = "Model",
      .category = "model",
@@ -1076,7 +1093,7 @@ void echo_engine(acp_engine *e, const char *auth_env)
                       .nmodes = 2,
                       .default_mode = "code",
                       .config_options = options,
-                      .nconfig_options = 2,
+                      .nconfig_options = 3,
                       .session_ready = session_ready,
                       .prompt = prompt,
                       .cancel = cancel,

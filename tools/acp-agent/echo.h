@@ -3,8 +3,9 @@
  * send a plan, read and write files inside the root set, use the session's MCP servers, and
  * exercise the rest of ACP v1: notices, compaction, usage, modes and config options from the
  * agent's side, terminals, permissions and elicitation. Modes `ask` (no writes or terminal
- * commands) and `code`; config options `model` (echo-small, echo-large: the echo twice) and
- * `verbose` (a thought naming the mode and model before each reply). */
+ * commands) and `code`; config options `mode` (the modes again, kept in step by the runtime),
+ * `model` (echo-small, echo-large: the echo twice) and `verbose` (a thought naming the mode and
+ * model before each reply). */
 #ifndef ACP_AGENT_ECHO_H
 #define ACP_AGENT_ECHO_H
 

@@ -26,7 +26,7 @@ static const char usage[] =
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
     "/elicit, /ext (the client's _acp-agent/ping); the client may call _acp-agent/echo.\n"
-    "Modes ask and code; config options model (echo-small, echo-large) and verbose.\n";
+    "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n";
 
 struct prog {
     int verbose;
