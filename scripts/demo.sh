@@ -63,6 +63,16 @@ say "A title (session_info_update) and a plan"
 step prompt -s "$id" /title Demo session
 step prompt -s "$id" /plan
 
+say "Modes and config options, changed from the agent's side and kept with the session"
+step prompt -s "$id" /mode ask
+step prompt -s "$id" /write notes.txt "not in ask mode"
+step prompt -s "$id" /set model echo-large
+step prompt -s "$id" "twice"
+
+say "Capability gating: acp takes no notices or compaction updates, so they arrive as messages"
+step prompt -s "$id" /notice The runtime refused the notice for this client
+step prompt -s "$id" /compact
+
 say "Sessions in this directory, newest first"
 step sessions
 
