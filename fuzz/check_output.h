@@ -10,7 +10,10 @@
 
 #include "acp/rpc.h"
 
-static inline void fuzz_check_output(acp_conn *c)
+/* The same, calling line(text, length, user) on each line (without its newline) after checking
+ * it: a target's own properties of what was written. */
+static inline void fuzz_check_output_lines(acp_conn *c, void (*line)(const char *, size_t, void *),
+                                           void *user)
 {
     size_t len;
     char *out = acp_conn_out_take(c, &len);
@@ -18,9 +21,15 @@ static inline void fuzz_check_output(acp_conn *c)
     for (size_t i = 0; i < len;) {
         char *nl = memchr(out + i, '\n', len - i);
         if (!nl || acp_json_validate(out + i, (size_t)(nl - (out + i)), 512)) abort();
+        if (line) line(out + i, (size_t)(nl - (out + i)), user);
         i = (size_t)(nl - out) + 1;
     }
     free(out);
+}
+
+static inline void fuzz_check_output(acp_conn *c)
+{
+    fuzz_check_output_lines(c, NULL, NULL);
 }
 
 #endif
