@@ -35,30 +35,40 @@ int acp_agent_on_ext(acp_agent *a, const char *method, acp_request_cb on_request
     return 0;
 }
 
-/* Updates held for the store go out first: committing early is always allowed, and an
- * extension message must not overtake what was sent before it. */
-static int ext_ready(acp_agent *a, const char *method, json_t *params)
+static int ext_name(acp_agent *a, const char *method, json_t *params)
 {
-    if (!method || method[0] != '_') {
-        json_decref(params);
-        return agent_fail(a, ACP_EINVAL, "extension method names start with '_': '%s'",
-                          method ? method : "(null)");
-    }
-    if (a->dirty) acp_agent_flush(a);
-    return 0;
+    if (method && method[0] == '_') return 0;
+    json_decref(params);
+    return agent_fail(a, ACP_EINVAL, "extension method names start with '_': '%s'",
+                      method ? method : "(null)");
 }
 
+/* Updates held for the store go out first: the message waits behind them in the hold of the
+ * session that became dirty last, which a flush releases after every other (and keeps when its
+ * commit fails, as it keeps our requests). Never by flushing here: a commit that fails would
+ * call the engine's cancel from inside this call, which the engine may make from its prompt
+ * handler, and the engine would go on with a turn freed under it. */
 int acp_agent_ext_call(acp_agent *a, const char *method, json_t *params, acp_response_cb cb,
                        void *user, acp_call **out)
 {
-    int rc = ext_ready(a, method, params);
-    return rc ? rc : acp_conn_call(a->conn, method, params, cb, user, out);
+    int rc = ext_name(a, method, params);
+    if (rc) return rc;
+    size_t before;
+    bool held = call_hold(a->dirty, &before);
+    rc = acp_conn_call(a->conn, method, params, cb, user, out);
+    if (held) call_unhold(a->dirty, before);
+    return rc;
 }
 
 int acp_agent_ext_notify(acp_agent *a, const char *method, json_t *params)
 {
-    int rc = ext_ready(a, method, params);
-    return rc ? rc : acp_conn_notify(a->conn, method, params);
+    int rc = ext_name(a, method, params);
+    if (rc) return rc;
+    size_t before;
+    bool held = call_hold(a->dirty, &before);
+    rc = acp_conn_notify(a->conn, method, params);
+    if (held) call_unhold(a->dirty, before);
+    return rc;
 }
 
 void ext_free_all(acp_agent *a)

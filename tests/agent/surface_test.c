@@ -114,6 +114,16 @@ static int failing_set_state(acp_store *st, const char *id, const char *state)
     return real_ops->set_state(st, id, state);
 }
 
+/* The next commit fails (once). */
+static bool fail_commit;
+
+static int failing_commit(acp_store *st, const char *now)
+{
+    if (!fail_commit) return real_ops->commit(st, now);
+    fail_commit = false;
+    return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+}
+
 /* --- the engine's state ------------------------------------------------------------------- */
 
 enum { AUTH_HOLD, AUTH_ACCEPT, AUTH_REFUSE };
@@ -141,6 +151,8 @@ struct eng_state {
     /* extension methods */
     int ext_requests, ext_notes, ext_answers, ext_error;
     json_t *ext_note, *ext_result;
+    bool in_ext; /* the prompt handler is inside acp_agent_ext_notify() */
+    int cancels;
 };
 
 /* --- the engine ----------------------------------------------------------------------------- */
@@ -188,8 +200,10 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
     } else if (text && !strcmp(text, "extnote")) {
         /* A history update is held for the store; the notification must not overtake it. */
         x->e->rc[0] = acp_turn_text(t, NULL, "m_x", "before", 6);
+        x->e->in_ext = true;
         x->e->rc[1] = acp_agent_ext_notify(acp_session_agent(acp_turn_session(t)), "_test/progress",
                                            json_pack("{si}", "done", 50));
+        x->e->in_ext = false;
         acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "wait")) {
         x->e->held = t;
@@ -202,6 +216,8 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 static void engine_cancel(acp_turn *t, void *user)
 {
     h *x = user;
+    assert_false(x->e->in_ext); /* never re-entrantly (agent.h) */
+    x->e->cancels++;
     if (x->e->held == t) x->e->held = NULL;
     acp_turn_end(t, "cancelled");
 }
@@ -364,7 +380,9 @@ static int setup(void **state)
     h *x = h_new("surface", sizeof(eng_state));
     fail_set_state = false;
     set_state_calls = 0;
+    fail_commit = false;
     x->ops.set_state = failing_set_state;
+    x->ops.commit = failing_commit;
     x->e->meta = J("{'test.dev/build':'abc','traceparent':'00-0af7651916cd43dd8448eb211c80319c-"
                    "b7ad6b7169203331-01'}");
     x->e->caps_meta = J("{'test.dev':{'methods':['_test/echo','_test/ping']}}");
@@ -2266,6 +2284,34 @@ static void test_fixed_split_group_duplicate_ids(void **state)
     assert_int_equal(dups, 0);
 }
 
+/* The prompt handler sends an extension notification while its chunk waits for the store, and
+ * that commit fails. acp_agent_ext_notify() flushed the store to keep the notification behind
+ * the chunk, so the failure called engine.cancel from inside it: this engine ends the turn
+ * there, and the handler went on with a freed turn (heap-use-after-free under ASan).
+ * Expected: no engine callback inside the call; the notification still goes out after the
+ * chunk's place (a failed commit drops the chunk, not our messages), and the prompt is answered
+ * with the store error. */
+static void test_fixed_ext_notify_store_failure_reenters(void **state)
+{
+    h *x = *state;
+    init(x, CAPS_NONE);
+    char id[80];
+    new_session(x, id);
+    fail_commit = true;
+    json_t *r = prompt(x, id, "extnote");
+    assert_int_equal(x->e->rc[1], 0);
+    assert_int_equal(count_updates(r, "agent_message_chunk"), 0);
+    assert_int_equal(find_method(r, "_test/progress", 0), 0);
+    assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
+    assert_non_null(strstr(error_message(r), "disk I/O error (injected)"));
+    json_decref(r);
+    /* The turn had ended in the handler: no cancel for it; the session goes on. */
+    assert_int_equal(x->e->cancels, 0);
+    r = prompt(x, id, "hi");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2303,6 +2349,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixed_replace_options_resurrects_stale_value, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fixed_split_group_duplicate_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_ext_notify_store_failure_reenters, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
