@@ -677,17 +677,32 @@ static bool vetoed(acp_session *s, acp_req *req, size_t m, size_t i, size_t v, b
         i = mi;
         v = mv;
     }
+    /* The option is asked about by copies of its ids: a hook may replace the option list
+     * (acp_session_set_config_options), which frees the one those strings live in. */
+    char *oid = NULL, *oval = NULL;
+    if (i != SIZE_MAX) {
+        const acp_config_option *o = &s->cfg.opts[i];
+        oid = strdup(o->id);
+        oval = o->boolean ? NULL : strdup(o->values[v].value);
+        if (!oid || (!o->boolean && !oval)) {
+            free(oid);
+            free(oval);
+            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+            return false;
+        }
+    }
     char *msg = NULL;
     int code = 0;
     if (m != SIZE_MAX && e->set_mode) code = e->set_mode(s, e->modes[m].id, &msg, e->user);
     const char *what = "the agent refused the mode";
-    if (!code && i != SIZE_MAX && e->set_config) {
-        const acp_config_option *o = &s->cfg.opts[i];
+    if (!code && oid && e->set_config) {
         free(msg);
         msg = NULL;
-        code = e->set_config(s, o->id, o->boolean ? NULL : o->values[v].value, on, &msg, e->user);
+        code = e->set_config(s, oid, oval, on, &msg, e->user);
         what = "the agent refused the value";
     }
+    free(oid);
+    free(oval);
     if (code) {
         refuse(req, code, msg, what);
         return false;
@@ -783,7 +798,19 @@ static void h_set_config(acp_conn *c, acp_req *req, void *user)
                       "config option '%s' has no value '%s'", id, json_string_value(value));
         return;
     }
+    bool was_boolean = o->boolean;
     if (!vetoed(s, req, SIZE_MAX, i, v, on)) return;
+    /* A hook may have replaced the option list: o, i and v may be stale. The change applies
+     * to the option of that id as it is now, if it still takes the value. */
+    o = find_option(&s->cfg, id, &i);
+    if (!o || o->boolean != was_boolean ||
+        (!o->boolean && !find_value(o, json_string_value(value), &v))) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{ss}", "configId", id),
+                      "config option '%s' no longer takes this value: the agent replaced its "
+                      "options",
+                      id);
+        return;
+    }
     int rc = change_option(s, i, v, on, QUIET_CONFIG);
     if (rc) {
         reply_failed(s, req, rc);

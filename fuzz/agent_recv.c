@@ -397,6 +397,11 @@ static int engine_set_mode(acp_session *s, const char *mode_id, char **message, 
     const char *model = acp_session_config(s, "model");
     if (!strcmp(mode_id, "ask") && model && !strcmp(model, "cloud-big"))
         return ACP_RPC_INVALID_PARAMS;
+    /* An engine that changes state inside its hook: asking means no yolo; coding brings the
+     * whole option list back (after a replacement without effort). */
+    if (!strcmp(mode_id, "ask") && yolo) acp_session_set_config_bool(s, "yolo", false);
+    if (!strcmp(mode_id, "code") && !acp_session_config(s, "effort"))
+        acp_session_set_config_options(s, options, 4);
     return 0;
 }
 
@@ -413,6 +418,9 @@ static int engine_set_config(acp_session *s, const char *config_id, const char *
         *message = strdup("stay yolo while planning");
         return -32001;
     }
+    /* An engine that reacts inside its hook: more effort needs another option list. */
+    if (value && !strcmp(config_id, "effort") && !strcmp(value, "high"))
+        acp_session_set_config_options(s, options2, 3);
     return 0;
 }
 

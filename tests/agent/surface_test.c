@@ -152,6 +152,8 @@ struct eng_state {
     int ext_requests, ext_notes, ext_answers, ext_error;
     json_t *ext_note, *ext_result;
     bool in_ext; /* the prompt handler is inside acp_agent_ext_notify() */
+    /* the set_mode / set_config hook replaces the options (once) before accepting */
+    bool mode_replace, config_replace;
     int cancels;
 };
 
@@ -271,6 +273,10 @@ static int engine_set_mode(acp_session *s, const char *mode_id, char **message, 
         return -32042;
     }
     if (x->e->veto) *message = strdup("accepted: this sentence is freed by the runtime");
+    if (x->e->mode_replace) {
+        x->e->mode_replace = false;
+        assert_int_equal(acp_session_set_config_options(s, test_options, 4), 0);
+    }
     return 0;
 }
 
@@ -290,6 +296,12 @@ static int engine_set_config(acp_session *s, const char *config_id, const char *
     if (x->e->veto && !strcmp(config_id, "verbose") && on) {
         *message = strdup("verbose output is locked");
         return ACP_RPC_INTERNAL_ERROR;
+    }
+    if (x->e->config_replace) {
+        x->e->config_replace = false;
+        assert_int_equal(acp_session_set_config_options(s, replaced_options, 3), 0);
+        /* its arguments are still readable */
+        snprintf(x->e->seen_value, sizeof x->e->seen_value, "%s", value ? value : "(null)");
     }
     return 0;
 }
@@ -2312,6 +2324,49 @@ static void test_fixed_ext_notify_store_failure_reenters(void **state)
     json_decref(r);
 }
 
+/* A veto hook that replaces the option list (acp_session_set_config_options(): a choice that
+ * brings other options) while the runtime holds indexes into the old one. The change was
+ * written through the stale index (a heap-buffer-overflow for an option past the new list's
+ * end, another option changed otherwise), and after the set_mode hook replaced the list the
+ * set_config hook was asked about whatever option had that index now. Expected: both hooks are
+ * asked about what the client named (by strings that outlive the list); the change applies to
+ * that option of the new list if it still takes the value, else -32602 and nothing changes. */
+static void test_fixed_veto_replaces_options(void **state)
+{
+    h *x = *state;
+    init(x, CAPS_BOOL);
+    char id[80];
+    new_session(x, id);
+    /* effort is the fourth option; the new list has three, and no effort */
+    x->e->config_replace = true;
+    expect_error_d(set_config(x, id, "effort", "'high'", false), ACP_RPC_INVALID_PARAMS, "effort",
+                   "replaced");
+    assert_string_equal(x->e->seen_id, "effort");
+    assert_string_equal(x->e->seen_value, "high");
+    assert_null(acp_session_config(x->e->sess, "effort"));
+    assert_string_equal(acp_session_config(x->e->sess, "model"), "large");
+    assert_string_equal(acp_session_config(x->e->sess, "mode"), "code");
+
+    /* the mode option (second in the list now) through the set_mode hook, which brings the
+     * first list back (the mode option first, the model second) */
+    x->e->mode_replace = true;
+    json_t *r = set_config(x, id, "mode", "'ask'", false);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    assert_string_equal(x->e->seen_id, "mode");
+    assert_string_equal(x->e->seen_value, "ask");
+    assert_values(x, "ask", "large", false, "low");
+
+    /* a value the new list still has applies to it */
+    x->e->config_replace = true;
+    r = set_config(x, id, "model", "'large'", false);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    assert_string_equal(acp_session_config(x->e->sess, "model"), "large");
+    assert_string_equal(acp_session_config(x->e->sess, "mode"), "ask");
+    assert_null(acp_session_config(x->e->sess, "effort"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2351,6 +2406,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixed_split_group_duplicate_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixed_ext_notify_store_failure_reenters, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_veto_replaces_options, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
