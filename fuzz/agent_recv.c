@@ -193,6 +193,8 @@ typedef struct fz {
     json_t *form;     /* the form the engine asks with */
     json_t *created;  /* terminal ids the engine saw created: id -> count */
     json_t *released; /* terminal/release seen on the wire: id -> count */
+    json_t *tools;    /* tool calls begun: id -> session id */
+    bool unsure;      /* a commit failed or raw updates were sent: history is not checked */
     json_t *meta, *caps_meta;
 } fz;
 
@@ -203,6 +205,7 @@ static int commit(acp_store *st, const char *now)
 {
     if (cur->fail_commit) {
         cur->fail_commit = false;
+        cur->unsure = true;
         return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
     }
     return cur->real->commit(st, now);
@@ -294,6 +297,16 @@ static void say_session(acp_session *s, const char *text, size_t n)
                           "type", "text", "text", text ? text : "", text ? n : 0);
     if (u) acp_session_update(s, u);
     json_decref(u);
+}
+
+/* acp_tool_call_begin, the id remembered with its session for the history check at the end. */
+static int tool_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **out)
+{
+    int rc = acp_tool_call_begin(t, info, out);
+    if (!rc)
+        json_object_set_new(cur->tools, acp_tool_call_id(*out),
+                            json_string(acp_session_id(acp_turn_session(t))));
+    return rc;
 }
 
 /* --- authentication --------------------------------------------------------------------------- */
@@ -577,15 +590,15 @@ static void cmd_tool(acp_turn *t, const char *arg)
         say_err(t, acp_tool_call_begin(t, &(acp_tool_info){.kind = "read"}, NULL));
         json_decref(bad);
     } else {
-        int rc = acp_tool_call_begin(t,
-                                     &(acp_tool_info){.title = "Read a.txt",
-                                                      .kind = "read",
-                                                      .content = content,
-                                                      .locations = locations,
-                                                      .raw_input = raw,
-                                                      .meta = meta,
-                                                      .path = "/fuzz/b.txt"},
-                                     &tc);
+        int rc = tool_begin(t,
+                            &(acp_tool_info){.title = "Read a.txt",
+                                             .kind = "read",
+                                             .content = content,
+                                             .locations = locations,
+                                             .raw_input = raw,
+                                             .meta = meta,
+                                             .path = "/fuzz/b.txt"},
+                            &tc);
         say_err(t, rc);
         if (!rc && strcmp(arg, "open")) {
             acp_tool_call_update(tc, &(acp_tool_info){.status = "in_progress", .text = "half"});
@@ -611,8 +624,7 @@ static void cmd_ask(fz *z, acp_turn *t, const char *arg)
     }
     sl->again = !strcmp(arg, "2");
     sl->end_on_cancel = !strcmp(arg, "!");
-    int rc =
-        acp_tool_call_begin(t, &(acp_tool_info){.title = "Edit a.txt", .kind = "edit"}, &sl->tc);
+    int rc = tool_begin(t, &(acp_tool_info){.title = "Edit a.txt", .kind = "edit"}, &sl->tc);
     if (!rc) rc = acp_turn_request_permission(t, sl->tc, perm_opts, 3, perm_done, sl);
     if (rc) {
         say_err(t, rc);
@@ -748,8 +760,8 @@ static void term_created(acp_terminal *term, int st, const char *error, void *us
     }
     if (!acp_terminal_id(term)) abort();
     count(cur->created, acp_terminal_id(term));
-    acp_tool_call_begin(
-        sl->t, &(acp_tool_info){.title = "Run ls", .kind = "execute", .terminal = term}, &sl->tc);
+    tool_begin(sl->t, &(acp_tool_info){.title = "Run ls", .kind = "execute", .terminal = term},
+               &sl->tc);
     if (sl->keep_term) { /* left for the runtime to release with the turn */
         finish(sl, "end_turn");
         return;
@@ -939,8 +951,7 @@ static void cmd_elicit(fz *z, acp_turn *t, const char *cmd, const char *arg)
     }
     sl->end_on_cancel = !strcmp(arg, "!");
     sl->form = !url;
-    int rc =
-        acp_tool_call_begin(t, &(acp_tool_info){.title = "Ask the user", .kind = "other"}, &sl->tc);
+    int rc = tool_begin(t, &(acp_tool_info){.title = "Ask the user", .kind = "other"}, &sl->tc);
     e.tool_call = sl->tc;
     if (!rc) rc = acp_turn_elicit(t, &e, id, turn_elicited, sl);
     if (!rc && url) memcpy(z->elic_id, id, sizeof id);
@@ -1161,6 +1172,7 @@ static void run(fz *z, acp_turn *t, const json_t *prompt, const char *text)
         return;
     }
     if (!strcmp(cmd, "raw")) { /* an update as untrusted JSON text */
+        z->unsure = true;
         acp_turn_update_raw(t, arg, strlen(arg), false);
         acp_session_update_raw(s, arg, strlen(arg), false);
         acp_turn_end(t, "end_turn");
@@ -1303,6 +1315,43 @@ static void on_done(acp_agent *a, void *user)
     ((fz *)user)->done = true;
 }
 
+/* The last status a session's history gives tool call id. */
+typedef struct last_status {
+    const char *id;
+    char status[16];
+} last_status;
+
+static int history_line(void *user, int64_t seq, const char *json, size_t n)
+{
+    last_status *ls = user;
+    json_t *u = json_loadb(json, n, 0, NULL);
+    const char *id = json_string_value(json_object_get(u, "toolCallId"));
+    const char *st = json_string_value(json_object_get(u, "status"));
+    if (id && st && !strcmp(id, ls->id)) snprintf(ls->status, sizeof ls->status, "%s", st);
+    json_decref(u);
+    return 0;
+}
+
+/* No stored history keeps a tool call of ours that never finishes (agent.h: one still open
+ * when its turn ends is reported failed), unless a commit failed (what it held is lost) or raw
+ * updates could have patched it. */
+static void check_tools(fz *z, acp_store *st)
+{
+    if (z->unsure) return;
+    const char *id;
+    json_t *sid;
+    json_object_foreach(z->tools, id, sid)
+    {
+        last_status ls = {.id = id};
+        int64_t last;
+        bool done;
+        int rc =
+            acp_store_replay(st, json_string_value(sid), 0, 0, history_line, &ls, &last, &done);
+        if (rc == ACP_ENOTFOUND) continue; /* deleted */
+        if (rc || (strcmp(ls.status, "completed") && strcmp(ls.status, "failed"))) abort();
+    }
+}
+
 /* --- driving it ---------------------------------------------------------------------------- */
 
 /* A terminal/release on the wire: counted by terminalId. */
@@ -1375,9 +1424,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     z.form = make_form();
     z.created = json_object();
     z.released = json_object();
+    z.tools = json_object();
     z.meta = json_pack("{s{si}}", "fuzz", "v", 1);
     z.caps_meta = json_pack("{s{}}", "_fuzz/echo");
-    if (!z.form || !z.created || !z.released || !z.meta || !z.caps_meta) abort();
+    if (!z.form || !z.created || !z.released || !z.tools || !z.meta || !z.caps_meta) abort();
     acp_engine e = {.name = "fuzz",
                     .title = "Fuzz",
                     .version = "1",
@@ -1440,6 +1490,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     acp_agent_free(a);
     uv_run(&loop, UV_RUN_DEFAULT);
     st->ops = z.real;
+    check_tools(&z, st);
     acp_store_close(st);
     if (uv_loop_close(&loop)) abort(); /* a handle left open */
 
@@ -1453,6 +1504,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(z.form);
     json_decref(z.created);
     json_decref(z.released);
+    json_decref(z.tools);
     json_decref(z.meta);
     json_decref(z.caps_meta);
     return 0;
