@@ -170,6 +170,7 @@ typedef struct slot {
     int again;          /* permission re-asks left once cancelled */
     bool end_on_cancel; /* cancel ends it at once; else its callbacks end it */
     bool keep_term;     /* the terminal is left for the runtime to release */
+    bool race;          /* output, wait and kill at once; the first answer releases it */
     bool form;          /* its elicitation is a form (a URL one's answer is not checked) */
 } slot;
 
@@ -714,10 +715,51 @@ static void term_step_end(slot *sl, const char *reason)
     finish(sl, reason);
 }
 
+/* A terminal's callback: the handle must not have been released (agent.h: no callback of it
+ * runs after). */
+static void check_term(slot *sl, acp_terminal *term)
+{
+    check_turn(sl, acp_terminal_session(term));
+    if (sl->term != term) abort();
+}
+
+static void call_done(acp_turn *t, int status, const json_t *result, const char *error, void *user);
+
+/* "term race": whichever of output, wait_for_exit and kill is answered first releases the
+ * terminal (the other two are forgotten with it) and the turn waits for one more call. */
+static void race_won(slot *sl, acp_terminal *term, int st, const char *error)
+{
+    check_term(sl, term);
+    term_note(sl->t, st, error);
+    acp_terminal_release(term);
+    sl->term = NULL;
+    acp_tool_call_complete(sl->tc, NULL);
+    sl->end_on_cancel = true;
+    if (acp_turn_cancelled(sl->t) || acp_turn_call(sl->t, "_fuzz/after", NULL, call_done, cur))
+        finish(sl, "end_turn");
+}
+
+static void race_output(acp_terminal *term, int st, const char *out, size_t n, bool truncated,
+                        const acp_terminal_exit *e, const char *error, void *user)
+{
+    race_won(user, term, st, error);
+}
+
+static void race_exit(acp_terminal *term, int st, const acp_terminal_exit *e, const char *error,
+                      void *user)
+{
+    race_won(user, term, st, error);
+}
+
+static void race_kill(acp_terminal *term, int st, const char *error, void *user)
+{
+    race_won(user, term, st, error);
+}
+
 static void term_killed(acp_terminal *term, int st, const char *error, void *user)
 {
     slot *sl = user;
-    check_turn(sl, acp_terminal_session(term));
+    check_term(sl, term);
     term_note(sl->t, st, error);
     acp_tool_call_complete(sl->tc, NULL);
     term_step_end(sl, "end_turn");
@@ -727,7 +769,7 @@ static void term_exited(acp_terminal *term, int st, const acp_terminal_exit *e, 
                         void *user)
 {
     slot *sl = user;
-    check_turn(sl, acp_terminal_session(term));
+    check_term(sl, term);
     term_note(sl->t, st, error);
     if (st || acp_turn_cancelled(sl->t) || acp_terminal_kill(term, term_killed, sl))
         term_step_end(sl, "end_turn");
@@ -737,7 +779,7 @@ static void term_output(acp_terminal *term, int st, const char *out, size_t n, b
                         const acp_terminal_exit *e, const char *error, void *user)
 {
     slot *sl = user;
-    check_turn(sl, acp_terminal_session(term));
+    check_term(sl, term);
     if (!st && !out) abort();
     term_note(sl->t, st, error);
     if (!st) say(sl->t, NULL, out, n);
@@ -764,6 +806,13 @@ static void term_created(acp_terminal *term, int st, const char *error, void *us
                &sl->tc);
     if (sl->keep_term) { /* left for the runtime to release with the turn */
         finish(sl, "end_turn");
+        return;
+    }
+    if (sl->race) {
+        if (acp_terminal_output(term, race_output, sl) ||
+            acp_terminal_wait_for_exit(term, race_exit, sl) ||
+            acp_terminal_kill(term, race_kill, sl))
+            term_step_end(sl, "end_turn");
         return;
     }
     if (acp_turn_cancelled(sl->t) || acp_terminal_output(term, term_output, sl))
@@ -830,6 +879,7 @@ static void cmd_term(fz *z, acp_turn *t, const char *cmd, const char *arg)
         return;
     }
     sl->keep_term = !strcmp(arg, "keep");
+    sl->race = !strcmp(arg, "race");
     int rc = acp_turn_terminal_create(t, &o, term_created, sl, &sl->term);
     if (rc) {
         say_err(t, rc);
