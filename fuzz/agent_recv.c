@@ -183,6 +183,7 @@ typedef struct fz {
     int left;           /* chunks the stream still owes */
     bool done;          /* on_done ran */
     bool fail_commit;   /* "storefail": the next commit fails */
+    char fail_ops[16];  /* "opfail": letters of the other store operations whose next call fails */
     const acp_store_ops *real;
     acp_store_ops ops; /* the store's ops with a commit that can be made to fail */
     slot slots[NSLOTS];
@@ -210,6 +211,64 @@ static int commit(acp_store *st, const char *now)
         return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
     }
     return cur->real->commit(st, now);
+}
+
+/* The next call of the store operation with this letter fails when "opfail" asked for it: c
+ * create, g get, i set_info, r set_roots, s set_state, p replay, l list, d remove. */
+static bool op_fails(acp_store *st, char op)
+{
+    char *at = strchr(cur->fail_ops, op);
+    if (!at) return false;
+    memmove(at, at + 1, strlen(at));
+    acp_store_fail(st, ACP_ESTORE, "disk full (injected)");
+    return true;
+}
+
+static int op_create(acp_store *st, const acp_store_session *s)
+{
+    return op_fails(st, 'c') ? ACP_ESTORE : cur->real->create(st, s);
+}
+
+static int op_get(acp_store *st, const char *id, acp_store_session *out)
+{
+    return op_fails(st, 'g') ? ACP_ESTORE : cur->real->get(st, id, out);
+}
+
+static int op_set_info(acp_store *st, const char *id, bool set_title, const char *title,
+                       const char *updated_at)
+{
+    return op_fails(st, 'i') ? ACP_ESTORE
+                             : cur->real->set_info(st, id, set_title, title, updated_at);
+}
+
+static int op_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+{
+    return op_fails(st, 'r') ? ACP_ESTORE : cur->real->set_roots(st, id, cwd, add_dirs);
+}
+
+static int op_set_state(acp_store *st, const char *id, const char *state)
+{
+    return op_fails(st, 's') ? ACP_ESTORE : cur->real->set_state(st, id, state);
+}
+
+static int op_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
+{
+    return op_fails(st, 'p')
+               ? ACP_ESTORE
+               : cur->real->replay(st, id, after_seq, max_bytes, cb, user, last_seq, done);
+}
+
+static int op_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                   acp_store_list_cb cb, void *user, char **next_cursor)
+{
+    return op_fails(st, 'l') ? ACP_ESTORE
+                             : cur->real->list(st, cwd, cursor, limit, cb, user, next_cursor);
+}
+
+static int op_remove(acp_store *st, const char *id)
+{
+    return op_fails(st, 'd') ? ACP_ESTORE : cur->real->remove(st, id);
 }
 
 static void count(json_t *set, const char *id)
@@ -1206,6 +1265,13 @@ static void run(fz *z, acp_turn *t, const json_t *prompt, const char *text)
         run(z, t, prompt, arg);
         return;
     }
+    if (!strcmp(cmd, "opfail")) { /* "opfail LETTERS [CMD]" */
+        char ops[16];
+        const char *rest = split(arg, ops);
+        snprintf(z->fail_ops, sizeof z->fail_ops, "%s", ops);
+        run(z, t, prompt, rest);
+        return;
+    }
     int n;
     if (sscanf(text, "stream %d", &n) == 1 && !z->stream) {
         z->stream = t;
@@ -1460,6 +1526,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz z = {.real = st->ops};
     z.ops = *st->ops;
     z.ops.commit = commit;
+    z.ops.create = op_create;
+    z.ops.get = op_get;
+    z.ops.set_info = op_set_info;
+    z.ops.set_roots = op_set_roots;
+    z.ops.set_state = op_set_state;
+    z.ops.replay = op_replay;
+    z.ops.list = op_list;
+    z.ops.remove = op_remove;
     st->ops = &z.ops;
     cur = &z;
     next_random = 0;
