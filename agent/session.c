@@ -351,15 +351,23 @@ int session_send(acp_session *s, const char *json, size_t n)
 
 enum kind { K_LIVE, K_HISTORY, K_INFO };
 
+static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
+                                   "agent_thought_chunk", "tool_call",
+                                   "tool_call_update",    "plan",
+                                   "compaction_update",   "compaction_summary_chunk"};
+
+bool session_kind_is_history(acp_span kind)
+{
+    for (size_t i = 0; i < sizeof hist / sizeof *hist; i++)
+        if (acp_json_str_eq(kind, hist[i])) return true;
+    return false;
+}
+
 /* What becomes of an update kind: history (persisted, replayed), the session row's info, or
  * live only. An error (with its reason set) for what this client must not get or what the
  * runtime sends itself. */
 static int kind_of(acp_session *s, acp_span kind, enum kind *k)
 {
-    static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
-                                       "agent_thought_chunk", "tool_call",
-                                       "tool_call_update",    "plan",
-                                       "compaction_update",   "compaction_summary_chunk"};
     /* The capability each gated kind needs; the spec's MUST NOTs (Notice, CompactionUpdate). */
     static const struct {
         const char *kind, *cap;
@@ -375,10 +383,9 @@ static int kind_of(acp_session *s, acp_span kind, enum kind *k)
         return agent_fail(s->a, ACP_EINVAL,
                           "the runtime sends mode and config updates: use acp_session_set_mode() "
                           "or acp_session_set_config*()");
-    *k = K_LIVE;
-    for (size_t i = 0; i < sizeof hist / sizeof *hist; i++)
-        if (acp_json_str_eq(kind, hist[i])) *k = K_HISTORY;
-    if (acp_json_str_eq(kind, "session_info_update")) *k = K_INFO;
+    *k = session_kind_is_history(kind)                  ? K_HISTORY
+         : acp_json_str_eq(kind, "session_info_update") ? K_INFO
+                                                        : K_LIVE;
     return 0;
 }
 

@@ -10,8 +10,9 @@
  * one loop turn are appended to the store's batch and their messages held per session; once
  * per loop turn, before bytes leave, acp_agent_flush() commits the batch and releases the held
  * messages. A prompt's response leaves only after its updates are committed; if a commit
- * fails, the held messages are dropped and the running prompt is answered -32603
- * "session store unavailable: <reason>".
+ * fails, the held history updates are dropped (live ones, such as the runtime's
+ * current_mode_update, and requests to the client still go out) and the running prompt is
+ * answered -32603 "session store unavailable: <reason>".
  *
  * Where the spec leaves a choice, the runtime decides so:
  *   - a second session/prompt while one runs in the same session: -32600 (the first goes on);

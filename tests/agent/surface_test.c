@@ -207,6 +207,11 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
                                            json_pack("{si}", "done", 50));
         x->e->in_ext = false;
         acp_turn_end(t, "end_turn");
+    } else if (text && !strncmp(text, "setmode ", 8)) {
+        /* a history chunk, then the engine's own mode change announced behind it */
+        x->e->rc[0] = acp_turn_text(t, NULL, NULL, "switching", 9);
+        x->e->rc[1] = acp_session_set_mode(acp_turn_session(t), text + 8);
+        acp_turn_end(t, "end_turn");
     } else if (text && !strcmp(text, "wait")) {
         x->e->held = t;
     } else {
@@ -2367,6 +2372,32 @@ static void test_fixed_veto_replaces_options(void **state)
     assert_null(acp_session_config(x->e->sess, "effort"));
 }
 
+/* The engine changes the mode during a turn whose chunk waits for the store, and that commit
+ * fails. The mode was stored (set_state) and kept, but the held current_mode_update and
+ * config_option_update went with the failed commit's messages: the client went on believing
+ * the old mode. Expected: only the history updates are dropped (the chunk); the runtime's live
+ * updates go out, then the prompt's store error. */
+static void test_fixed_failed_commit_drops_mode_update(void **state)
+{
+    h *x = *state;
+    init(x, CAPS_NONE);
+    char id[80];
+    new_session(x, id);
+    fail_commit = true;
+    json_t *r = prompt(x, id, "setmode ask");
+    assert_int_equal(x->e->rc[1], 0);
+    assert_int_equal(count_updates(r, "agent_message_chunk"), 0);
+    assert_int_equal(count_updates(r, "current_mode_update"), 1);
+    assert_int_equal(count_updates(r, "config_option_update"), 1);
+    assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
+    json_t *u = update_at(r, (size_t)find_method(r, "session/update", 0));
+    assert_json(u, J("{'sessionUpdate':'current_mode_update','currentModeId':'ask'}"));
+    json_decref(r);
+    assert_values(x, "ask", "large", false, "low");
+    /* and the stored state agrees */
+    expect_result_d(load(x, id), want_result(NULL, "ask", "large", false, "low", false));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2407,6 +2438,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixed_ext_notify_store_failure_reenters, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fixed_veto_replaces_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_failed_commit_drops_mode_update, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
