@@ -54,13 +54,16 @@ int call_send(acp_agent *a, acp_session *s, acp_auth *au, const char *method, js
     return rc;
 }
 
-int call_status(acp_msg *m, const json_t **result, const char **error)
+int call_status(acp_conn *c, acp_msg *m, const json_t **result, const char **error)
 {
     *result = NULL;
     *error = NULL;
     if (acp_msg_is_error(m)) {
         *error = acp_msg_error_message(m);
-        return acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED ? ACP_ECLOSED : ACP_EPROTO;
+        /* The code alone is no proof: a client may answer -32099 itself. Only the connection's
+         * own answers after EOF say that it ended (and make a waiting turn cancelled). */
+        return acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED && acp_conn_closed(c) ? ACP_ECLOSED
+                                                                                  : ACP_EPROTO;
     }
     if (!(*result = acp_msg_result(m))) {
         *error = "the client's result does not parse";
@@ -120,7 +123,7 @@ static void on_answer(acp_conn *c, acp_msg *m, void *user)
     pcall_unlink(p); /* first: the callback may end the owner */
     const json_t *result;
     const char *error;
-    int st = call_status(m, &result, &error);
+    int st = call_status(c, m, &result, &error);
     /* The client went away (EOF) while the turn waited on it: that ends the turn as shutdown
      * does, cancelled, not as a failed call the engine would turn into end_turn. */
     acp_turn *t = p->t;

@@ -343,7 +343,7 @@ void call_unhold(acp_session *s, size_t before);
 int call_send(acp_agent *a, acp_session *s, acp_auth *au, const char *method, json_t *params,
               acp_response_cb cb, void *user, acp_call **out);
 /* The status a response gives a call: 0 and *result, or ACP_EPROTO / ACP_ECLOSED and *error. */
-int call_status(acp_msg *m, const json_t **result, const char **error);
+int call_status(acp_conn *c, acp_msg *m, const json_t **result, const char **error);
 /* Fails with ACP_ENOTSUP (and says which capability) when method needs one the client did not
  * advertise. */
 int call_gate(acp_agent *a, const char *method, const json_t *params);

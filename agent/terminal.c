@@ -46,7 +46,7 @@ static void on_created(acp_conn *c, acp_msg *m, void *user)
     term->create = NULL;
     const json_t *result;
     const char *error;
-    int st = call_status(m, &result, &error);
+    int st = call_status(c, m, &result, &error);
     const char *id = json_string_value(json_object_get(result, "terminalId"));
     if (!st && !id) {
         st = ACP_EPROTO;

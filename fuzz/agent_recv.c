@@ -197,6 +197,7 @@ typedef struct fz {
     json_t *released; /* terminal/release seen on the wire: id -> count */
     json_t *tools;    /* tool calls begun: id -> session id */
     bool unsure;      /* a commit failed or raw updates were sent: history is not checked */
+    bool eof;         /* the client closed our input */
     json_t *meta, *caps_meta;
 } fz;
 
@@ -269,6 +270,13 @@ static int op_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
 static int op_remove(acp_store *st, const char *id)
 {
     return op_fails(st, 'd') ? ACP_ESTORE : cur->real->remove(st, id);
+}
+
+/* The status a call's callback gets: ACP_ECLOSED says the connection ended (agent.h), and
+ * nothing the client sends can make it so while it has not. */
+static void check_status(int st)
+{
+    if (st && st != ACP_EPROTO && st != ACP_ENOMEM && (st != ACP_ECLOSED || !cur->eof)) abort();
 }
 
 static void count(json_t *set, const char *id)
@@ -400,6 +408,7 @@ static bool auth_answer_held(fz *z, const char *how)
 static void auth_elicited(acp_session *s, int st, const char *action, const json_t *content,
                           const char *error, void *user)
 {
+    check_status(st);
     acp_auth *au = user;
     fz *z = cur;
     if (s || acp_auth_cancelled(au)) abort(); /* request-scoped, forgotten with the request */
@@ -609,6 +618,7 @@ static const acp_perm_option perm_opts[] = {
 static void perm_done(acp_turn *t, int st, const char *option, const char *kind, const char *error,
                       void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_turn(sl, acp_turn_session(t));
     if (sl->t != t) abort();
@@ -697,6 +707,7 @@ static void cmd_ask(fz *z, acp_turn *t, const char *arg)
 static void turn_read_done(acp_session *s, int st, const char *text, size_t n, const char *error,
                            void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_turn(sl, s);
     if (!st && !text) abort();
@@ -709,6 +720,7 @@ static void turn_read_done(acp_session *s, int st, const char *text, size_t n, c
 
 static void turn_write_done(acp_session *s, int st, const char *error, void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_turn(sl, s);
     if (st) say_str(sl->t, error);
@@ -718,6 +730,7 @@ static void turn_write_done(acp_session *s, int st, const char *error, void *use
 static void session_read_done(acp_session *s, int st, const char *text, size_t n, const char *error,
                               void *user)
 {
+    check_status(st);
     check_live(user, s);
     if (!st && !text) abort();
     say_session(s, st ? error : text, st ? strlen(error) : n);
@@ -725,6 +738,7 @@ static void session_read_done(acp_session *s, int st, const char *text, size_t n
 
 static void session_write_done(acp_session *s, int st, const char *error, void *user)
 {
+    check_status(st);
     check_live(user, s);
     if (st) say_session(s, error, strlen(error));
 }
@@ -788,6 +802,7 @@ static void call_done(acp_turn *t, int status, const json_t *result, const char 
  * terminal (the other two are forgotten with it) and the turn waits for one more call. */
 static void race_won(slot *sl, acp_terminal *term, int st, const char *error)
 {
+    check_status(st);
     check_term(sl, term);
     term_note(sl->t, st, error);
     acp_terminal_release(term);
@@ -817,6 +832,7 @@ static void race_kill(acp_terminal *term, int st, const char *error, void *user)
 
 static void term_killed(acp_terminal *term, int st, const char *error, void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_term(sl, term);
     term_note(sl->t, st, error);
@@ -827,6 +843,7 @@ static void term_killed(acp_terminal *term, int st, const char *error, void *use
 static void term_exited(acp_terminal *term, int st, const acp_terminal_exit *e, const char *error,
                         void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_term(sl, term);
     term_note(sl->t, st, error);
@@ -837,6 +854,7 @@ static void term_exited(acp_terminal *term, int st, const acp_terminal_exit *e, 
 static void term_output(acp_terminal *term, int st, const char *out, size_t n, bool truncated,
                         const acp_terminal_exit *e, const char *error, void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_term(sl, term);
     if (!st && !out) abort();
@@ -848,6 +866,7 @@ static void term_output(acp_terminal *term, int st, const char *out, size_t n, b
 
 static void term_created(acp_terminal *term, int st, const char *error, void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_turn(sl, acp_terminal_session(term));
     if (sl->term != term) abort();
@@ -881,6 +900,7 @@ static void term_created(acp_terminal *term, int st, const char *error, void *us
 static void sterm_exited(acp_terminal *term, int st, const acp_terminal_exit *e, const char *error,
                          void *user)
 {
+    check_status(st);
     check_live(user, acp_terminal_session(term));
     if (st) say_session(acp_terminal_session(term), error, strlen(error));
     acp_terminal_release(term);
@@ -889,6 +909,7 @@ static void sterm_exited(acp_terminal *term, int st, const acp_terminal_exit *e,
 static void sterm_output(acp_terminal *term, int st, const char *out, size_t n, bool truncated,
                          const acp_terminal_exit *e, const char *error, void *user)
 {
+    check_status(st);
     acp_session *s = acp_terminal_session(term);
     check_live(user, s);
     say_session(s, st ? error : out, st ? strlen(error) : n);
@@ -897,6 +918,7 @@ static void sterm_output(acp_terminal *term, int st, const char *out, size_t n, 
 
 static void sterm_created(acp_terminal *term, int st, const char *error, void *user)
 {
+    check_status(st);
     check_live(user, acp_terminal_session(term));
     if (st) return;
     count(cur->created, acp_terminal_id(term));
@@ -1002,6 +1024,7 @@ static void check_form_answer(const char *action, const json_t *content)
 static void turn_elicited(acp_session *s, int st, const char *action, const json_t *content,
                           const char *error, void *user)
 {
+    check_status(st);
     slot *sl = user;
     check_turn(sl, s);
     if (st) {
@@ -1024,6 +1047,7 @@ static void turn_elicited(acp_session *s, int st, const char *action, const json
 static void session_elicited(acp_session *s, int st, const char *action, const json_t *content,
                              const char *error, void *user)
 {
+    check_status(st);
     check_live(user, s);
     say_session(s, st ? error : action, strlen(st ? error : action));
 }
@@ -1075,6 +1099,7 @@ static void cmd_elicit(fz *z, acp_turn *t, const char *cmd, const char *arg)
 
 static void call_done(acp_turn *t, int status, const json_t *result, const char *error, void *user)
 {
+    check_status(status);
     fz *z = user;
     slot *sl = slot_of(z, t);
     if (!sl) abort();
@@ -1091,6 +1116,7 @@ static void call_done(acp_turn *t, int status, const json_t *result, const char 
 static void session_call_done(acp_session *s, int status, const json_t *result, const char *error,
                               void *user)
 {
+    check_status(status);
     check_live(user, s);
     char *txt = result ? json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     const char *said = status ? error : txt;
@@ -1600,6 +1626,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int i = 0; i < 4; i++) turn(&loop, &z);
     if (z.variant & V_EOF) { /* as the stdio transport does on EOF: then the shutdown */
+        z.eof = true;
         acp_conn_eof(acp_agent_conn(a));
         for (int i = 0; i < 4; i++) turn(&loop, &z);
     }

@@ -1565,6 +1565,37 @@ static void test_auth_elicit(void **state)
     }
 }
 
+/* The client answers a call with error -32099, the code the connection gives calls it resolves
+ * itself after EOF. The callbacks got ACP_ECLOSED ("the connection ended") on a connection that
+ * had not: untrusted input passing for a local fact. Expected: ACP_EPROTO with the client's
+ * message, as for any error it sends; the turn goes on. The agent_recv fuzz target checks it
+ * for every callback. */
+static void test_fixed_client_error_passes_for_closed(void **state)
+{
+    h *x = *state;
+    init(x, FULL_CAPS);
+    char sid[80];
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    acp_turn *t = x->e->t;
+    got g = {0};
+    assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), 0);
+    answer_error(x, take(x, "fs/read_text_file"), ACP_RPC_CONN_CLOSED, "connection closed");
+    assert_int_equal(g.calls, 1);
+    assert_int_equal(g.status, ACP_EPROTO);
+    assert_string_equal(g.error, "connection closed");
+    assert_false(acp_turn_cancelled(t));
+
+    acp_terminal *term = NULL;
+    acp_terminal_opts o = {.command = "ls"};
+    assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), 0);
+    answer_error(x, take(x, "terminal/create"), ACP_RPC_CONN_CLOSED, "gone");
+    assert_int_equal(g.calls, 2);
+    assert_int_equal(g.status, ACP_EPROTO);
+    assert_false(acp_turn_cancelled(t));
+    end_turn(x, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1588,6 +1619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_elicit_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_elicit_url, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_elicit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_client_error_passes_for_closed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
