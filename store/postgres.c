@@ -404,38 +404,34 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     return rc ? acp_store_fail(st, rc, "out of memory") : 0;
 }
 
-static int pg_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at)
+/* Runs a single-row UPDATE; ENOTFOUND when it matched no session (as sqlite.c's update_one). */
+static int update_one(acp_store *st, int q, int n, const char *const *v)
 {
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
+    long rows = 0;
+    if ((rc = exec_cmd(p, q, n, v, &rows))) return rc;
+    return rows ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", v[0]);
+}
+
+static int pg_set_info(acp_store *st, const char *id, bool set_title, const char *title,
+                       const char *updated_at)
+{
     const char *v[4] = {id, set_title ? "t" : "f", title, updated_at};
-    long n = 0;
-    if ((rc = exec_cmd(p, Q_SET_INFO, 4, v, &n))) return rc;
-    return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    return update_one(st, Q_SET_INFO, 4, v);
 }
 
 static int pg_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
 {
-    pg_store *p = (pg_store *)st;
-    int rc = ready(p);
-    if (rc) return rc;
     const char *v[3] = {id, cwd, add_dirs};
-    long n = 0;
-    if ((rc = exec_cmd(p, Q_SET_ROOTS, 3, v, &n))) return rc;
-    return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    return update_one(st, Q_SET_ROOTS, 3, v);
 }
 
 static int pg_set_state(acp_store *st, const char *id, const char *state)
 {
-    pg_store *p = (pg_store *)st;
-    int rc = ready(p);
-    if (rc) return rc;
     const char *v[2] = {id, state};
-    long n = 0;
-    if ((rc = exec_cmd(p, Q_SET_STATE, 2, v, &n))) return rc;
-    return n ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    return update_one(st, Q_SET_STATE, 2, v);
 }
 
 static void put32(char *at, uint32_t v)
