@@ -248,37 +248,6 @@ void calls_agent_free(acp_agent *a)
     a->elicit_ids = NULL;
 }
 
-/* Whether a held line is a history update: one the failed commit should have stored. Live
- * updates (the runtime's current_mode_update and config_option_update, whose state was stored
- * on its own; notices, ...) and session_info_update (stored by set_info) are not the batch's:
- * dropping them would leave the client believing a mode or value the session no longer has. */
-static bool held_history(const char *line, size_t n)
-{
-    /* The envelope session.c writes for every update. */
-    static const char update[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",";
-    acp_span params, u, kind;
-    if (n < sizeof update - 1 || memcmp(line, update, sizeof update - 1)) return false;
-    return acp_json_member((acp_span){line, n}, "params", &params) &&
-           acp_json_member(params, "update", &u) && acp_json_member(u, "sessionUpdate", &kind) &&
-           session_kind_is_history(kind);
-}
-
-void calls_hold_failed(acp_session *s)
-{
-    acp_buf *b = &s->hold;
-    size_t keep = 0;
-    for (size_t i = 0; i < b->len;) {
-        const char *nl = memchr(b->data + i, '\n', b->len - i);
-        size_t n = nl ? (size_t)(nl - (b->data + i)) + 1 : b->len - i;
-        if (!held_history(b->data + i, nl ? n - 1 : n)) {
-            memmove(b->data + keep, b->data + i, n);
-            keep += n;
-        }
-        i += n;
-    }
-    b->len = keep;
-}
-
 /* --- any method ---------------------------------------------------------------------------- */
 
 static void raw_answer(pcall *p, int status, const json_t *result, const char *error)

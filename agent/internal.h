@@ -248,8 +248,9 @@ void session_free(acp_session *s); /* also stops the MCP servers of one never ac
 int session_emit(acp_session *s, const char *json, size_t n, bool persist);
 /* Sends (or holds) it without storing it. */
 int session_send(acp_session *s, const char *json, size_t n);
-/* Whether an update kind (a JSON string) is history: stored with the batch and replayed. */
-bool session_kind_is_history(acp_span kind);
+/* The client capability an update kind (a JSON string) needs ("session.notices", ...), or
+ * NULL: the one table the runtime's gate and the replay filter both read. */
+const char *session_kind_needs(acp_span kind);
 /* Appends to b one session/update line for the session whose id is the JSON string
  * id_json[0..idn), with update object json[0..n): 0 or ACP_ENOMEM (b unchanged). */
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);
@@ -327,11 +328,6 @@ void calls_turn_free(acp_turn *t);
 void calls_session_closed(acp_session *s); /* forget calls, release terminals */
 void calls_auth_ended(acp_auth *au);       /* forget its elicitations */
 void calls_agent_free(acp_agent *a);       /* orphan terminals, elicitation ids */
-/* A commit failed: the held history updates of s are dropped; our requests and notifications
- * held with them (in s->hold) and live updates (a current_mode_update whose state was stored)
- * are kept, so that nothing the engine waits for or the client must hear (a terminal/release,
- * the session's mode) is lost. */
-void calls_hold_failed(acp_session *s);
 
 /* Output about session s (NULL: none) waits behind its uncommitted updates: while it has
  * some, the connection writes into s->hold from call_hold (true) to call_unhold. */

@@ -29,44 +29,42 @@ void replay_stop(acp_session *s)
 }
 
 struct step {
+    acp_agent *a;
     acp_buf *b;
     const char *id;
     size_t idn;
-    bool compaction; /* the client takes compaction updates */
 };
 
-/* A stored compaction update or summary chunk. Our writers put sessionUpdate first, so the
- * common case is a prefix compare; other text, and a kind written with escapes, is scanned. */
-static bool is_compaction(const char *json, size_t n)
+/* The sessionUpdate of a stored update (JSON string text). Our writers put it first, so the
+ * common case is read off the prefix; other text, and a kind written with escapes, is scanned. */
+static acp_span stored_kind(const char *json, size_t n)
 {
-    static const char pre[] = "{\"sessionUpdate\":\"";
-    static const char comp[] = "compaction_";
-    size_t p = sizeof pre - 1, c = sizeof comp - 1;
-    if (n > p + c && !memcmp(json, pre, p)) {
-        if (!memcmp(json + p, comp, c)) return true;
-        const char *end = memchr(json + p, '"', n - p);
-        if (end && !memchr(json + p, '\\', (size_t)(end - json) - p)) return false;
+    static const char pre[] = "{\"sessionUpdate\":";
+    size_t p = sizeof pre - 1;
+    acp_span kind = {0};
+    if (n > p + 1 && !memcmp(json, pre, p) && json[p] == '"') {
+        const char *end = memchr(json + p + 1, '"', n - p - 1);
+        if (end && !memchr(json + p, '\\', (size_t)(end - json) - p))
+            return (acp_span){json + p, (size_t)(end - json) - p + 1};
     }
-    acp_span kind;
-    return acp_json_member((acp_span){json, n}, "sessionUpdate", &kind) &&
-           (acp_json_str_eq(kind, "compaction_update") ||
-            acp_json_str_eq(kind, "compaction_summary_chunk"));
+    acp_json_member((acp_span){json, n}, "sessionUpdate", &kind);
+    return kind;
 }
 
 static int add_line(void *user, int64_t seq, const char *json, size_t n)
 {
     struct step *st = user;
-    /* The history keeps compactions in their place; a client that never opted into them
-     * must not get them (the spec's MUST NOT), also not on a load. */
-    if (!st->compaction && is_compaction(json, n)) return 0;
+    /* The history keeps compactions in their place; a client that never opted into them must
+     * not get them (the spec's MUST NOT), also not on a load: the same gate as when sent. */
+    const char *cap = session_kind_needs(stored_kind(json, n));
+    if (cap && !acp_agent_client_has(st->a, cap)) return 0;
     return session_envelope(st->b, st->id, st->idn, json, n);
 }
 
 static void replay_step(acp_session *s)
 {
     acp_agent *a = s->a;
-    struct step st = {&a->line, s->id_json, strlen(s->id_json),
-                      acp_agent_client_has(a, "session.compaction")};
+    struct step st = {a, &a->line, s->id_json, strlen(s->id_json)};
     a->line.len = 0;
     int64_t last = s->replay_seq;
     bool done = false;

@@ -282,13 +282,47 @@ void session_reply_raw(acp_session *s, acp_req *req, const char *json, size_t n)
     acp_req_reply_raw(req, json, n);
 }
 
+static bool kind_is_history(acp_span kind);
+
+/* Where the update object starts in a line session_envelope() wrote for s. */
+static size_t envelope_update_at(const acp_session *s)
+{
+    return sizeof env_prefix - 1 + strlen(s->id_json) + sizeof ",\"update\":" - 1;
+}
+
+/* A commit failed: the held history updates (what the batch should have stored) are dropped.
+ * Everything else held with them is kept: our requests and notifications (a terminal/release,
+ * a $/cancel_request the engine's calls depend on) and live updates whose state was stored on
+ * its own (the runtime's current_mode_update: dropping it would leave the client believing a
+ * mode the session no longer has). Every held line was written by this file: an update's
+ * object sits at a known offset after the envelope's prefix. */
+static void drop_held_history(acp_session *s)
+{
+    acp_buf *b = &s->hold;
+    size_t keep = 0, at = envelope_update_at(s);
+    for (size_t i = 0; i < b->len;) {
+        const char *line = b->data + i, *nl = memchr(line, '\n', b->len - i);
+        size_t n = nl ? (size_t)(nl - line) + 1 : b->len - i;
+        acp_span kind;
+        bool history = n > at && !memcmp(line, env_prefix, sizeof env_prefix - 1) &&
+                       acp_json_member((acp_span){line + at, n - at - 3}, "sessionUpdate", &kind) &&
+                       kind_is_history(kind);
+        if (!history) {
+            memmove(b->data + keep, line, n);
+            keep += n;
+        }
+        i += n;
+    }
+    b->len = keep;
+}
+
 void session_release(acp_session *s, int commit_rc, const char *errmsg)
 {
     acp_agent *a = s->a;
     s->dirty = false;
     a->held -= s->hold.len;
     /* A failed commit drops the updates it held, not our requests held behind them. */
-    if (commit_rc) calls_hold_failed(s);
+    if (commit_rc) drop_held_history(s);
     if (s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
     s->hold.len = 0;
     if (!s->turn && s->hold.cap > 64 * 1024) {
@@ -351,16 +385,28 @@ int session_send(acp_session *s, const char *json, size_t n)
 
 enum kind { K_LIVE, K_HISTORY, K_INFO };
 
-static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
-                                   "agent_thought_chunk", "tool_call",
-                                   "tool_call_update",    "plan",
-                                   "compaction_update",   "compaction_summary_chunk"};
-
-bool session_kind_is_history(acp_span kind)
+static bool kind_is_history(acp_span kind)
 {
+    static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
+                                       "agent_thought_chunk", "tool_call",
+                                       "tool_call_update",    "plan",
+                                       "compaction_update",   "compaction_summary_chunk"};
     for (size_t i = 0; i < sizeof hist / sizeof *hist; i++)
         if (acp_json_str_eq(kind, hist[i])) return true;
     return false;
+}
+
+const char *session_kind_needs(acp_span kind)
+{
+    /* The spec's MUST NOTs (Notice, CompactionUpdate, CompactionSummaryChunk). */
+    static const struct {
+        const char *kind, *cap;
+    } gated[] = {{"notice", "session.notices"},
+                 {"compaction_update", "session.compaction"},
+                 {"compaction_summary_chunk", "session.compaction"}};
+    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
+        if (acp_json_str_eq(kind, gated[i].kind)) return gated[i].cap;
+    return NULL;
 }
 
 /* What becomes of an update kind: history (persisted, replayed), the session row's info, or
@@ -368,22 +414,20 @@ bool session_kind_is_history(acp_span kind)
  * runtime sends itself. */
 static int kind_of(acp_session *s, acp_span kind, enum kind *k)
 {
-    /* The capability each gated kind needs; the spec's MUST NOTs (Notice, CompactionUpdate). */
-    static const struct {
-        const char *kind, *cap;
-    } gated[] = {{"notice", "session.notices"},
-                 {"compaction_update", "session.compaction"},
-                 {"compaction_summary_chunk", "session.compaction"}};
-    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
-        if (acp_json_str_eq(kind, gated[i].kind) && !acp_agent_client_has(s->a, gated[i].cap))
-            return agent_fail(s->a, ACP_ENOTSUP, "the client did not advertise %s: no %s",
-                              gated[i].cap, gated[i].kind);
+    const char *cap = session_kind_needs(kind);
+    if (cap && !acp_agent_client_has(s->a, cap)) {
+        char *name = acp_json_strdup(kind);
+        int rc = agent_fail(s->a, ACP_ENOTSUP, "the client did not advertise %s: no %s", cap,
+                            name ? name : "such update");
+        free(name);
+        return rc;
+    }
     if (acp_json_str_eq(kind, "current_mode_update") ||
         acp_json_str_eq(kind, "config_option_update"))
         return agent_fail(s->a, ACP_EINVAL,
                           "the runtime sends mode and config updates: use acp_session_set_mode() "
                           "or acp_session_set_config*()");
-    *k = session_kind_is_history(kind)                  ? K_HISTORY
+    *k = kind_is_history(kind)                          ? K_HISTORY
          : acp_json_str_eq(kind, "session_info_update") ? K_INFO
                                                         : K_LIVE;
     return 0;
