@@ -30,6 +30,16 @@ int agent_fail(acp_agent *a, int code, const char *fmt, ...)
     return code;
 }
 
+size_t agent_index_of(const void *arr, size_t n, size_t size, const char *id)
+{
+    for (size_t i = 0; id && i < n; i++) {
+        /* A pointer to a struct is a pointer to its first member (C17 6.7.2.1). */
+        const char *const *at = (const char *const *)((const char *)arr + i * size);
+        if (!strcmp(*at, id)) return i;
+    }
+    return n;
+}
+
 const char *acp_agent_errmsg(const acp_agent *a)
 {
     return a->errmsg;

@@ -99,11 +99,10 @@ static void h_authenticate(acp_conn *c, acp_req *req, void *user)
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "methodId is required (a string)");
         return;
     }
-    const acp_auth_method *m = NULL;
-    for (size_t i = 0; i < a->eng.nauth_methods; i++)
-        if (!strcmp(a->eng.auth_methods[i].id, json_string_value(id)) &&
-            offered(a, &a->eng.auth_methods[i]))
-            m = &a->eng.auth_methods[i];
+    size_t i = AGENT_INDEX(a->eng.auth_methods, a->eng.nauth_methods, json_string_value(id));
+    const acp_auth_method *m = i < a->eng.nauth_methods && offered(a, &a->eng.auth_methods[i])
+                                   ? &a->eng.auth_methods[i]
+                                   : NULL;
     if (!m || m->terminal || !a->eng.authenticate) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{sO}", "methodId", id),
                       m ? "'%s' is a terminal method: the client runs the agent to sign in, it "
@@ -233,9 +232,8 @@ int auth_check_engine(acp_agent *a)
         const acp_auth_method *m = &a->eng.auth_methods[i];
         if (!m->id || !*m->id || !m->name)
             return agent_fail(a, ACP_EINVAL, "an auth method needs an id and a name");
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(a->eng.auth_methods[k].id, m->id))
-                return agent_fail(a, ACP_EINVAL, "auth method '%s' twice", m->id);
+        if (AGENT_INDEX(a->eng.auth_methods, i, m->id) < i)
+            return agent_fail(a, ACP_EINVAL, "auth method '%s' twice", m->id);
     }
     return 0;
 }

@@ -37,7 +37,7 @@ static int check_option(acp_agent *a, const acp_config_option *o)
     if (o->boolean) return 0;
     if (!o->nvalues || !o->values)
         return agent_fail(a, ACP_EINVAL, "config option '%s' has no values", o->id);
-    bool grouped = has_groups(o), found = !o->default_value;
+    bool grouped = has_groups(o);
     for (size_t i = 0; i < o->nvalues; i++) {
         const acp_config_value *v = &o->values[i];
         if (!v->value || !v->name)
@@ -47,22 +47,19 @@ static int check_option(acp_agent *a, const acp_config_option *o)
             return agent_fail(
                 a, ACP_EINVAL,
                 "config option '%s': either every value has a group (with a name) or none", o->id);
-        for (size_t k = 0; k < i; k++) {
-            if (!strcmp(o->values[k].value, v->value))
-                return agent_fail(a, ACP_EINVAL, "config option '%s': value '%s' twice", o->id,
-                                  v->value);
-            /* A group is written as one SessionConfigSelectGroup: its values must be
-             * consecutive, or its id would appear twice. */
-            if (grouped && k + 1 < i && !strcmp(o->values[k].group, v->group) &&
-                strcmp(o->values[i - 1].group, v->group))
+        if (AGENT_INDEX(o->values, i, v->value) < i)
+            return agent_fail(a, ACP_EINVAL, "config option '%s': value '%s' twice", o->id,
+                              v->value);
+        /* A group is written as one SessionConfigSelectGroup: its values must be consecutive,
+         * or its id would appear twice. */
+        for (size_t k = 0; grouped && k + 1 < i; k++)
+            if (!strcmp(o->values[k].group, v->group) && strcmp(o->values[i - 1].group, v->group))
                 return agent_fail(
                     a, ACP_EINVAL,
                     "config option '%s': the values of group '%s' must be consecutive", o->id,
                     v->group);
-        }
-        found |= o->default_value && !strcmp(o->default_value, v->value);
     }
-    if (!found)
+    if (o->default_value && AGENT_INDEX(o->values, o->nvalues, o->default_value) == o->nvalues)
         return agent_fail(a, ACP_EINVAL,
                           "config option '%s': default '%s' is not one of its values", o->id,
                           o->default_value);
@@ -75,9 +72,8 @@ static int check_options(acp_agent *a, const acp_config_option *opts, size_t n)
     for (size_t i = 0; i < n; i++) {
         int rc = check_option(a, &opts[i]);
         if (rc) return rc;
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(opts[k].id, opts[i].id))
-                return agent_fail(a, ACP_EINVAL, "config option '%s' twice", opts[i].id);
+        if (AGENT_INDEX(opts, i, opts[i].id) < i)
+            return agent_fail(a, ACP_EINVAL, "config option '%s' twice", opts[i].id);
     }
     return 0;
 }
@@ -86,16 +82,13 @@ int cfg_check_engine(acp_agent *a)
 {
     const acp_engine *e = &a->eng;
     if (e->nmodes && !e->modes) return agent_fail(a, ACP_EINVAL, "modes missing");
-    bool found = !e->default_mode;
     for (size_t i = 0; i < e->nmodes; i++) {
         if (!e->modes[i].id || !*e->modes[i].id || !e->modes[i].name)
             return agent_fail(a, ACP_EINVAL, "a mode needs an id and a name");
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(e->modes[k].id, e->modes[i].id))
-                return agent_fail(a, ACP_EINVAL, "mode '%s' twice", e->modes[i].id);
-        found |= e->default_mode && !strcmp(e->default_mode, e->modes[i].id);
+        if (AGENT_INDEX(e->modes, i, e->modes[i].id) < i)
+            return agent_fail(a, ACP_EINVAL, "mode '%s' twice", e->modes[i].id);
     }
-    if (!found)
+    if (e->default_mode && AGENT_INDEX(e->modes, e->nmodes, e->default_mode) == e->nmodes)
         return agent_fail(a, ACP_EINVAL, "default mode '%s' is not a mode", e->default_mode);
     return check_options(a, e->config_options, e->nconfig_options);
 }
@@ -104,32 +97,24 @@ int cfg_check_engine(acp_agent *a)
 
 static const acp_config_option *find_option(const cfg *c, const char *id, size_t *at)
 {
-    for (size_t i = 0; i < c->nopts; i++)
-        if (!strcmp(c->opts[i].id, id)) {
-            *at = i;
-            return &c->opts[i];
-        }
-    return NULL;
+    *at = AGENT_INDEX(c->opts, c->nopts, id);
+    return *at < c->nopts ? &c->opts[*at] : NULL;
 }
 
 static bool find_value(const acp_config_option *o, const char *value, size_t *at)
 {
-    for (size_t i = 0; value && i < o->nvalues; i++)
-        if (!strcmp(o->values[i].value, value)) {
-            *at = i;
-            return true;
-        }
-    return false;
+    size_t i = AGENT_INDEX(o->values, o->nvalues, value);
+    if (i == o->nvalues) return false;
+    *at = i;
+    return true;
 }
 
 static bool find_mode(const acp_engine *e, const char *id, size_t *at)
 {
-    for (size_t i = 0; id && i < e->nmodes; i++)
-        if (!strcmp(e->modes[i].id, id)) {
-            *at = i;
-            return true;
-        }
-    return false;
+    size_t i = AGENT_INDEX(e->modes, e->nmodes, id);
+    if (i == e->nmodes) return false;
+    *at = i;
+    return true;
 }
 
 /* The option with category "mode" whose values include the mode ids, kept in step with the
@@ -155,40 +140,32 @@ static void settle_value(cfg *c, size_t i, const json_t *prev)
     const json_t *stored =
         prev ? NULL : json_object_get(json_object_get(c->stored, "config"), o->id);
     if (o->boolean) {
-        c->on[i] = json_is_boolean(prev)     ? json_is_true(prev)
-                   : json_is_boolean(stored) ? json_is_true(stored)
-                                             : o->default_bool;
+        c->val[i] = json_is_boolean(prev)     ? json_is_true(prev)
+                    : json_is_boolean(stored) ? json_is_true(stored)
+                                              : o->default_bool;
         return;
     }
     size_t at = 0;
     if (!find_value(o, json_string_value(prev), &at) &&
         !find_value(o, json_string_value(stored), &at))
         find_value(o, o->default_value, &at); /* else the first */
-    c->sel[i] = at;
+    c->val[i] = at;
 }
 
 static json_t *value_json(const cfg *c, size_t i)
 {
-    return c->opts[i].boolean ? json_boolean(c->on[i])
-                              : json_string(c->opts[i].values[c->sel[i]].value);
+    return c->opts[i].boolean ? json_boolean(c->val[i])
+                              : json_string(c->opts[i].values[c->val[i]].value);
 }
 
-/* Allocates the value arrays for c->nopts options and settles each (prev: the values of the
+/* Allocates the values of c->nopts options and settles each (prev: the values of the
  * description being replaced, as an object by id, or NULL). */
 static int settle(cfg *c, const json_t *prev)
 {
-    size_t n = c->nopts ? c->nopts : 1;
-    size_t *sel = calloc(n, sizeof *sel);
-    bool *on = calloc(n, sizeof *on);
-    if (!sel || !on) {
-        free(sel);
-        free(on);
-        return ACP_ENOMEM;
-    }
-    free(c->sel);
-    free(c->on);
-    c->sel = sel;
-    c->on = on;
+    size_t *val = calloc(c->nopts ? c->nopts : 1, sizeof *val);
+    if (!val) return ACP_ENOMEM;
+    free(c->val);
+    c->val = val;
     for (size_t i = 0; i < c->nopts; i++) settle_value(c, i, json_object_get(prev, c->opts[i].id));
     return 0;
 }
@@ -217,8 +194,7 @@ void cfg_free(acp_session *s)
 {
     cfg *c = &s->cfg;
     free(c->own);
-    free(c->sel);
-    free(c->on);
+    free(c->val);
     json_decref(c->stored);
     memset(c, 0, sizeof *c);
 }
@@ -273,17 +249,17 @@ static void write_option(const cfg *c, size_t i, bool bools, acp_jw *w)
     if (o->boolean && bools) {
         acp_jw_kstr(w, "type", "boolean");
         acp_jw_key(w, "currentValue");
-        acp_jw_bool(w, c->on[i]);
+        acp_jw_bool(w, c->val[i]);
     } else if (o->boolean) {
         acp_jw_kstr(w, "type", "select");
-        acp_jw_kstr(w, "currentValue", c->on[i] ? "true" : "false");
+        acp_jw_kstr(w, "currentValue", c->val[i] ? "true" : "false");
         acp_jw_key(w, "options");
         acp_jw_arr(w);
         for (size_t k = 0; k < 2; k++) write_value(w, &bool_values[k]);
         acp_jw_arr_end(w);
     } else {
         acp_jw_kstr(w, "type", "select");
-        acp_jw_kstr(w, "currentValue", o->values[c->sel[i]].value);
+        acp_jw_kstr(w, "currentValue", o->values[c->val[i]].value);
         acp_jw_key(w, "options");
         acp_jw_arr(w);
         for (size_t k = 0; k < o->nvalues;) {
@@ -374,8 +350,8 @@ static void sync_option_to_mode(acp_session *s, bool *opt_moved)
     size_t i, v;
     const acp_config_option *o = mode_option(&s->cfg, &i);
     if (o && s->a->eng.nmodes && find_value(o, s->a->eng.modes[s->cfg.mode].id, &v) &&
-        s->cfg.sel[i] != v) {
-        s->cfg.sel[i] = v;
+        s->cfg.val[i] != v) {
+        s->cfg.val[i] = v;
         *opt_moved = true;
     }
 }
@@ -384,7 +360,7 @@ static void sync_mode_to_option(acp_session *s, bool *mode_moved)
 {
     size_t i, m;
     const acp_config_option *o = mode_option(&s->cfg, &i);
-    if (o && find_mode(&s->a->eng, o->values[s->cfg.sel[i]].value, &m) && s->cfg.mode != m) {
+    if (o && find_mode(&s->a->eng, o->values[s->cfg.val[i]].value, &m) && s->cfg.mode != m) {
         s->cfg.mode = m;
         *mode_moved = true;
     }
@@ -392,23 +368,15 @@ static void sync_mode_to_option(acp_session *s, bool *mode_moved)
 
 /* A snapshot to undo a change the store could not record. */
 typedef struct undo {
-    size_t mode, *sel;
-    bool *on;
+    size_t mode, *val;
 } undo;
 
 static int snapshot(const cfg *c, undo *u)
 {
-    size_t n = c->nopts ? c->nopts : 1;
     u->mode = c->mode;
-    u->sel = malloc(n * sizeof *u->sel);
-    u->on = malloc(n * sizeof *u->on);
-    if (!u->sel || !u->on) {
-        free(u->sel);
-        free(u->on);
-        return ACP_ENOMEM;
-    }
-    memcpy(u->sel, c->sel, c->nopts * sizeof *u->sel);
-    memcpy(u->on, c->on, c->nopts * sizeof *u->on);
+    u->val = malloc((c->nopts ? c->nopts : 1) * sizeof *u->val);
+    if (!u->val) return ACP_ENOMEM;
+    memcpy(u->val, c->val, c->nopts * sizeof *u->val);
     return 0;
 }
 
@@ -422,11 +390,9 @@ static int commit(acp_session *s, undo *u, bool mode_moved, bool opt_moved, int 
     int rc = save(s);
     if (rc) {
         s->cfg.mode = u->mode;
-        memcpy(s->cfg.sel, u->sel, s->cfg.nopts * sizeof *u->sel);
-        memcpy(s->cfg.on, u->on, s->cfg.nopts * sizeof *u->on);
+        memcpy(s->cfg.val, u->val, s->cfg.nopts * sizeof *u->val);
     }
-    free(u->sel);
-    free(u->on);
+    free(u->val);
     if (rc) return rc;
     if (mode_moved && quiet != QUIET_MODE) announce(s, true);
     if (opt_moved && quiet != QUIET_CONFIG) announce(s, false);
@@ -451,10 +417,7 @@ static int change_option(acp_session *s, size_t i, size_t v, bool on, int quiet)
     undo u;
     if (snapshot(&s->cfg, &u)) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
     bool mode_moved = false;
-    if (s->cfg.opts[i].boolean)
-        s->cfg.on[i] = on;
-    else
-        s->cfg.sel[i] = v;
+    s->cfg.val[i] = s->cfg.opts[i].boolean ? on : v;
     sync_mode_to_option(s, &mode_moved);
     return commit(s, &u, mode_moved, true, quiet);
 }
@@ -472,7 +435,7 @@ const char *acp_session_config(const acp_session *s, const char *config_id)
 {
     size_t i;
     const acp_config_option *o = find_option(&s->cfg, config_id, &i);
-    return o && !o->boolean ? o->values[s->cfg.sel[i]].value : NULL;
+    return o && !o->boolean ? o->values[s->cfg.val[i]].value : NULL;
 }
 
 int acp_session_config_bool(const acp_session *s, const char *config_id, bool *on)
@@ -480,7 +443,7 @@ int acp_session_config_bool(const acp_session *s, const char *config_id, bool *o
     size_t i;
     const acp_config_option *o = find_option(&s->cfg, config_id, &i);
     if (!o || !o->boolean) return ACP_ENOTFOUND;
-    *on = s->cfg.on[i];
+    *on = s->cfg.val[i];
     return 0;
 }
 
@@ -591,8 +554,7 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
     c->opts = own;
     c->nopts = n;
     c->own = own;
-    c->sel = NULL;
-    c->on = NULL;
+    c->val = NULL;
     rc = settle(c, prev);
     json_decref(prev);
     if (rc) {
@@ -605,15 +567,13 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
     sync_mode_to_option(s, &mode_moved);
     if ((rc = save(s))) { /* nothing changed: the store and the client keep the old list */
         free(c->own);
-        free(c->sel);
-        free(c->on);
+        free(c->val);
         *c = old;
         c->mode = old_mode;
         return rc;
     }
     free(old.own);
-    free(old.sel);
-    free(old.on);
+    free(old.val);
     if (mode_moved) announce(s, true);
     announce(s, false);
     return 0;
@@ -673,7 +633,7 @@ static bool vetoed(acp_session *s, acp_req *req, size_t m, size_t i, size_t v, b
     if (m == SIZE_MAX && mo && i == mi && find_mode(e, mo->values[v].value, &mv) &&
         mv != s->cfg.mode)
         m = mv;
-    if (i == SIZE_MAX && mo && find_value(mo, e->modes[m].id, &mv) && mv != s->cfg.sel[mi]) {
+    if (i == SIZE_MAX && mo && find_value(mo, e->modes[m].id, &mv) && mv != s->cfg.val[mi]) {
         i = mi;
         v = mv;
     }

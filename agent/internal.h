@@ -89,8 +89,7 @@ typedef struct cfg {
     const acp_config_option *opts; /* the engine's, or `own` after acp_session_set_config_options */
     size_t nopts;
     void *own;      /* one allocation holding a deep copy of replaced options, or NULL */
-    size_t *sel;    /* per select option: index of its current value */
-    bool *on;       /* per boolean option: its value */
+    size_t *val;    /* per option: the index of its current value, or a boolean's 0 / 1 */
     size_t mode;    /* index into engine modes (when the engine has any) */
     json_t *stored; /* the state the store held when the session opened (values to restore) */
 } cfg;
@@ -225,6 +224,11 @@ void agent_reply_not_found(acp_req *req, const char *id);
 /* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
 const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
+/* The index of the first of arr[0..n) named id, else n (also for id NULL). The elements are
+ * `size` bytes and start with their id string: acp_mode, acp_config_option, acp_config_value
+ * and acp_auth_method all do, so one lookup serves them all. */
+size_t agent_index_of(const void *arr, size_t n, size_t size, const char *id);
+#define AGENT_INDEX(arr, n, id) agent_index_of((arr), (n), sizeof *(arr), (id))
 /* Sets the message acp_agent_errmsg() returns and returns code. */
 int agent_fail(acp_agent *a, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void agent_maybe_done(acp_agent *a);
