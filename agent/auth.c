@@ -47,6 +47,7 @@ void auth_write_methods(acp_agent *a, acp_jw *w)
 
 bool agent_check_auth(acp_agent *a, acp_req *req)
 {
+    if (!agent_check_init(a, req)) return false;
     if (!a->eng.auth_required || a->authenticated) return true;
     acp_req_error(req, ACP_RPC_AUTH_REQUIRED, NULL,
                   "authentication required before '%s': call authenticate with one of the "

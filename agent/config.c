@@ -585,15 +585,11 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
 /* The session named in the params, open and answered, or NULL after answering the error. */
 static acp_session *target(acp_agent *a, acp_req *req)
 {
-    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return NULL;
-    json_t *id = json_object_get(acp_req_params(req), "sessionId");
-    if (!json_is_string(id) || !json_string_length(id)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "sessionId is required (a string)");
-        return NULL;
-    }
-    acp_session *s = session_find(a, json_string_value(id));
+    const char *id = agent_check_auth(a, req) ? session_id_param(req) : NULL;
+    if (!id) return NULL;
+    acp_session *s = session_find(a, id);
     if (!s) {
-        agent_reply_not_found(req, json_string_value(id));
+        agent_reply_not_found(req, id);
         return NULL;
     }
     if (s->state != SESS_READY) {

@@ -293,6 +293,8 @@ void replay_finish(acp_session *s);
 
 /* methods.c */
 void methods_register(acp_agent *a);
+/* The params' sessionId, or NULL after answering -32602. */
+const char *session_id_param(acp_req *req);
 
 /* config.c: modes and config options. */
 /* Sets the session's options from the engine and the stored state (JSON text or NULL). */
@@ -307,8 +309,8 @@ void cfg_register(acp_agent *a); /* session/set_mode, session/set_config_option 
 /* auth.c */
 void auth_register(acp_agent *a);                 /* authenticate, logout */
 void auth_write_methods(acp_agent *a, acp_jw *w); /* the authMethods array */
-/* False after answering -32000 when the engine requires authentication and the connection
- * has none. */
+/* agent_check_init(), then false after answering -32000 when the engine requires
+ * authentication and the connection has none: the gate of every session method. */
 bool agent_check_auth(acp_agent *a, acp_req *req);
 void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
 void auth_free_all(acp_agent *a);

@@ -87,8 +87,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
 
 /* --- helpers ------------------------------------------------------------------------------- */
 
-/* The params' sessionId, or NULL after answering -32602. */
-static const char *session_id_param(acp_req *req)
+const char *session_id_param(acp_req *req)
 {
     json_t *id = json_object_get(acp_req_params(req), "sessionId");
     if (json_is_string(id) && json_string_length(id) > 0) return json_string_value(id);
@@ -159,7 +158,7 @@ static void open_wait(acp_session *s)
 static void h_new(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
+    if (!agent_check_auth(a, req)) return;
     char id[48];
     acp_agent_new_id("sess_", id);
     acp_session *s = session_open(a, req, id, true, false);
@@ -185,7 +184,7 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
 
 static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
 {
-    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
+    if (!agent_check_auth(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     /* Loading a session that is open here starts it afresh: the old one is closed (its
@@ -248,7 +247,7 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
 static void h_delete(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
+    if (!agent_check_auth(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
@@ -294,7 +293,7 @@ static int list_collect(void *user, const acp_store_session *ss)
 static void h_list(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
+    if (!agent_check_auth(a, req)) return;
     json_t *p = acp_req_params(req);
     json_t *cwd = json_object_get(p, "cwd"), *cursor = json_object_get(p, "cursor");
     if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
@@ -349,7 +348,7 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
 static void h_prompt(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req) || !agent_check_auth(a, req)) return;
+    if (!agent_check_auth(a, req)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     json_t *prompt = json_object_get(acp_req_params(req), "prompt");
