@@ -72,7 +72,7 @@ int call_status(acp_conn *c, acp_msg *m, const json_t **result, const char **err
     return 0;
 }
 
-int call_gate(acp_agent *a, const char *method, const json_t *params)
+static int call_gate(acp_agent *a, const char *method, const json_t *params)
 {
     const char *need = NULL;
     if (!strcmp(method, "fs/read_text_file")) {
@@ -138,23 +138,28 @@ static void on_answer(acp_conn *c, acp_msg *m, void *user)
     pcall_free(p);
 }
 
+int call_check(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const char *method,
+               const json_t *params)
+{
+    if (t && t->decided)
+        return agent_fail(a, ACP_ECLOSED, "the turn's response is decided already");
+    if (s && s->state != SESS_READY)
+        return agent_fail(a, ACP_ECLOSED, "session %s is not open", s->id);
+    if (!s && !au->req)
+        return agent_fail(a, ACP_ECLOSED, "the authenticate request was answered already");
+    if (params && !json_is_object(params))
+        return agent_fail(a, ACP_EINVAL, "the params of %s must be an object", method);
+    return call_gate(a, method, params);
+}
+
 int pcall_start(const pcall *tmpl, const char *method, json_t *params)
 {
     acp_turn *t = tmpl->t;
     acp_session *s = t ? t->s : tmpl->s;
     acp_agent *a = s ? s->a : tmpl->au->a;
     pcall *p = NULL;
-    int rc = 0;
-    if (t && t->decided)
-        rc = agent_fail(a, ACP_ECLOSED, "the turn's response is decided already");
-    else if (s && s->state != SESS_READY)
-        rc = agent_fail(a, ACP_ECLOSED, "session %s is not open", s->id);
-    else if (!s && !tmpl->au->req)
-        rc = agent_fail(a, ACP_ECLOSED, "the authenticate request was answered already");
-    else if (params && !json_is_object(params))
-        rc = agent_fail(a, ACP_EINVAL, "the params of %s must be an object", method);
-    else if (!(rc = call_gate(a, method, params)) && !(p = malloc(sizeof *p)))
-        rc = ACP_ENOMEM;
+    int rc = call_check(a, t, s, tmpl->au, method, params);
+    if (!rc && !(p = malloc(sizeof *p))) rc = ACP_ENOMEM;
     if (rc) {
         json_decref(params);
         json_decref(tmpl->data);
@@ -274,9 +279,9 @@ int acp_session_call(acp_session *s, const char *method, json_t *params, acp_ses
 /* --- fs/read_text_file, fs/write_text_file ---------------------------------------------------- */
 
 /* The path the client is sent: resolved inside the session's roots. */
-static int fs_path(acp_session *s, const char *method, const char *path, char **real)
+static int fs_path(acp_turn *t, acp_session *s, const char *method, const char *path, char **real)
 {
-    int rc = call_gate(s->a, method, NULL);
+    int rc = call_check(s->a, t, s, NULL, method, NULL);
     if (rc) return rc;
     if (!path || !*path) return agent_fail(s->a, ACP_EINVAL, "%s needs a path", method);
     rc = acp_session_resolve_path(s, path, real);
@@ -302,7 +307,7 @@ static int read_file(acp_turn *t, acp_session *s, const char *path, unsigned lin
                      acp_fs_read_cb cb, void *user)
 {
     char *real;
-    int rc = fs_path(s, "fs/read_text_file", path, &real);
+    int rc = fs_path(t, s, "fs/read_text_file", path, &real);
     if (rc) return rc;
     json_t *params = json_pack("{ss}", "path", real);
     free(real);
@@ -339,7 +344,7 @@ static int write_file(acp_turn *t, acp_session *s, const char *path, const char 
                       acp_done_cb cb, void *user)
 {
     char *real;
-    int rc = fs_path(s, "fs/write_text_file", path, &real);
+    int rc = fs_path(t, s, "fs/write_text_file", path, &real);
     if (rc) return rc;
     json_t *params = json_pack("{ss s:s%}", "path", real, "content", text ? text : "", n);
     free(real);

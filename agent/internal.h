@@ -346,9 +346,11 @@ int call_send(acp_agent *a, acp_session *s, acp_auth *au, const char *method, js
               acp_response_cb cb, void *user, acp_call **out);
 /* The status a response gives a call: 0 and *result, or ACP_EPROTO / ACP_ECLOSED and *error. */
 int call_status(acp_conn *c, acp_msg *m, const json_t **result, const char **error);
-/* Fails with ACP_ENOTSUP (and says which capability) when method needs one the client did not
- * advertise. */
-int call_gate(acp_agent *a, const char *method, const json_t *params);
+/* Whether method may be called now by owner t, else s, else au: ACP_ECLOSED when the owner
+ * takes no more calls, ACP_EINVAL for params that are not an object, ACP_ENOTSUP (saying which
+ * capability) when the client did not advertise what method needs. Every call is checked so. */
+int call_check(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const char *method,
+               const json_t *params);
 /* Starts a call like *tmpl (owner t, else s, else au; answer, cb, user, data, term,
  * cancelled; s and a are filled in): refused when the owner can take no more calls or the
  * capability is missing, else sent (params as call_send) and linked to its owner. params and

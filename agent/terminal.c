@@ -126,14 +126,9 @@ static int create(acp_turn *t, acp_session *s, const acp_terminal_opts *o, acp_t
 {
     acp_agent *a = s->a;
     json_t *params = NULL;
-    int rc = 0;
     *out = NULL;
-    if (t && t->decided)
-        rc = agent_fail(a, ACP_ECLOSED, "the turn's response is decided already");
-    else if (s->state != SESS_READY)
-        rc = agent_fail(a, ACP_ECLOSED, "session %s is not open", s->id);
-    else if (!(rc = call_gate(a, "terminal/create", NULL)))
-        rc = create_params(s, o, &params);
+    int rc = call_check(a, t, s, NULL, "terminal/create", NULL);
+    if (!rc) rc = create_params(s, o, &params);
     if (rc) return rc;
     acp_terminal *term = calloc(1, sizeof *term);
     char *sid = strdup(s->id);
