@@ -446,23 +446,25 @@ static int write_local(acp_session *s, const char *path, const char *text, char 
     return err ? -1 : 0;
 }
 
+/* The answer to an allow/reject question about es's tool call (/write, /term): true to go
+ * on; else the tool call failed and the turn ended (cancelled when the answer was). */
+static bool allowed(echo_sess *es, int status, const char *option, const char *error)
+{
+    if (status)
+        tool_failed(es, error);
+    else if (!option) {
+        acp_tool_call_fail(es->tc, "permission request cancelled");
+        finish(es, "cancelled");
+    } else if (strcmp(option, "allow"))
+        tool_failed(es, "permission denied");
+    return !status && option && !strcmp(option, "allow");
+}
+
 static void permitted(acp_turn *t, int status, const char *option, const char *kind,
                       const char *error, void *user)
 {
     echo_sess *es = user;
-    if (status) {
-        tool_failed(es, error);
-        return;
-    }
-    if (!option) {
-        acp_tool_call_fail(es->tc, "permission request cancelled");
-        finish(es, "cancelled");
-        return;
-    }
-    if (strcmp(option, "allow") != 0) {
-        tool_failed(es, "permission denied");
-        return;
-    }
+    if (!allowed(es, status, option, error)) return;
     acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress"});
     acp_session *s = acp_turn_session(t);
     acp_agent *a = acp_session_agent(s);
@@ -801,20 +803,12 @@ static void term_permitted(acp_turn *t, int status, const char *option, const ch
                            const char *error, void *user)
 {
     echo_sess *es = user;
-    if (status) {
-        tool_failed(es, error);
-    } else if (!option) {
-        acp_tool_call_fail(es->tc, "permission request cancelled");
-        finish(es, "cancelled");
-    } else if (strcmp(option, "allow")) {
-        tool_failed(es, "permission denied");
-    } else {
-        const char *argv[] = {"-c", es->command, NULL};
-        acp_terminal_opts o = {
-            .command = "/bin/sh", .args = argv, .cwd = acp_session_cwd(acp_turn_session(t))};
-        if (acp_turn_terminal_create(t, &o, term_created, es, &es->term))
-            tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
-    }
+    if (!allowed(es, status, option, error)) return;
+    const char *argv[] = {"-c", es->command, NULL};
+    acp_terminal_opts o = {
+        .command = "/bin/sh", .args = argv, .cwd = acp_session_cwd(acp_turn_session(t))};
+    if (acp_turn_terminal_create(t, &o, term_created, es, &es->term))
+        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
 }
 
 static void cmd_term(acp_turn *t, echo_sess *es, const char *args)
