@@ -279,9 +279,9 @@ int acp_session_call(acp_session *s, const char *method, json_t *params, acp_ses
 /* --- fs/read_text_file, fs/write_text_file ---------------------------------------------------- */
 
 /* The path the client is sent: resolved inside the session's roots. */
-static int fs_path(acp_turn *t, acp_session *s, const char *method, const char *path, char **real)
+static int fs_path(acp_session *s, const char *method, const char *path, char **real)
 {
-    int rc = call_check(s->a, t, s, NULL, method, NULL);
+    int rc = call_gate(s->a, method, NULL);
     if (rc) return rc;
     if (!path || !*path) return agent_fail(s->a, ACP_EINVAL, "%s needs a path", method);
     rc = acp_session_resolve_path(s, path, real);
@@ -307,7 +307,7 @@ static int read_file(acp_turn *t, acp_session *s, const char *path, unsigned lin
                      acp_fs_read_cb cb, void *user)
 {
     char *real;
-    int rc = fs_path(t, s, "fs/read_text_file", path, &real);
+    int rc = fs_path(s, "fs/read_text_file", path, &real);
     if (rc) return rc;
     json_t *params = json_pack("{ss}", "path", real);
     free(real);
@@ -344,7 +344,7 @@ static int write_file(acp_turn *t, acp_session *s, const char *path, const char 
                       acp_done_cb cb, void *user)
 {
     char *real;
-    int rc = fs_path(t, s, "fs/write_text_file", path, &real);
+    int rc = fs_path(s, "fs/write_text_file", path, &real);
     if (rc) return rc;
     json_t *params = json_pack("{ss s:s%}", "path", real, "content", text ? text : "", n);
     free(real);
