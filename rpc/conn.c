@@ -535,6 +535,14 @@ static int call_prefix(acp_buf *p, const char *method, int64_t id)
     return rc ? rc : acp_buf_append(p, ",\"params\":", 10);
 }
 
+/* After a call's request was written (rc 0) or not: a failed one is dropped, and so is one
+ * without cb after EOF (no answer can come: only its id was needed). */
+static int call_sent(acp_conn *c, acp_call *call, int rc)
+{
+    if (rc || (!call->cb && c->closed)) call_drop(c, call);
+    return rc;
+}
+
 int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_cb cb, void *user,
                   acp_call **out)
 {
@@ -549,13 +557,10 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_
         return ACP_ENOMEM;
     }
     size_t start = c->target->len;
-    int rc = emit_params(c, start, call_prefix(c->target, method, call->id), params);
-    if (rc || (!cb && c->closed)) {
-        call_drop(c, call); /* after EOF no answer can come: only the id was needed */
-        return rc;
-    }
-    if (out) *out = cb ? call : NULL;
-    return 0;
+    int rc =
+        call_sent(c, call, emit_params(c, start, call_prefix(c->target, method, call->id), params));
+    if (!rc && out) *out = cb ? call : NULL;
+    return rc;
 }
 
 acp_jw *acp_conn_call_begin(acp_conn *c, const char *method, acp_response_cb cb, void *user,
@@ -580,8 +585,7 @@ int acp_conn_call_end(acp_conn *c)
     acp_call *call = c->stream_call;
     c->stream_call = NULL;
     int rc = stream_end(c, STREAM_CALL);
-    if (call && (rc || (!call->cb && c->closed))) call_drop(c, call); /* as in acp_conn_call */
-    return rc;
+    return call ? call_sent(c, call, rc) : rc;
 }
 
 int64_t acp_call_id(const acp_call *call)
