@@ -342,14 +342,17 @@ const char *acp_session_config(const acp_session *s, const char *config_id);
 int acp_session_config_bool(const acp_session *s, const char *config_id, bool *on);
 /* Changes made by the engine itself: stored, then announced with current_mode_update /
  * config_option_update (once the session is open; before that they go in the result).
- * 0, ACP_EINVAL (unknown id or value), ACP_ESTORE, ACP_ECLOSED, ACP_ENOMEM. */
+ * 0, ACP_EINVAL (unknown id or value), ACP_ESTORE, ACP_ENOTFOUND (the session was deleted
+ * from the store, by another process say), ACP_ECLOSED, ACP_ENOMEM; on failure nothing
+ * changed. */
 int acp_session_set_mode(acp_session *s, const char *mode_id);
 int acp_session_set_config(acp_session *s, const char *config_id, const char *value);
 int acp_session_set_config_bool(acp_session *s, const char *config_id, bool on);
 /* Replaces the session's config options (copied; say, a model list that arrived later).
  * Current values are kept where the option still has them, else the new default. Announced
  * with config_option_update once the session is open. 0, ACP_EINVAL (a malformed option:
- * see acp_agent_errmsg()), ACP_ESTORE, ACP_ECLOSED, ACP_ENOMEM. */
+ * see acp_agent_errmsg()), ACP_ESTORE, ACP_ENOTFOUND, ACP_ECLOSED, ACP_ENOMEM; on failure
+ * nothing changed. */
 int acp_session_set_config_options(acp_session *s, const acp_config_option *opts, size_t n);
 /* _meta for the new/load/resume result (copied; NULL clears). Meant for session_setup. */
 int acp_session_set_meta(acp_session *s, const json_t *meta);
