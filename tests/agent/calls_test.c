@@ -161,12 +161,40 @@ static void hold_turn(h *x, int id, const char *sid)
     assert_non_null(x->e->t);
 }
 
+/* initialize with caps, a session (its id into sid, 80 bytes) and a prompt (request 5) the
+ * engine holds; returns its turn. */
+static acp_turn *open_turn(h *x, const char *caps, char *sid)
+{
+    init(x, caps);
+    new_session(x, sid);
+    hold_turn(x, 5, sid);
+    return x->e->t;
+}
+
 /* Ends the held turn; returns the index of the prompt's response (request id) in x->msgs. */
 static int end_turn(h *x, int id)
 {
     acp_turn_end(x->e->t, "end_turn");
     x->e->t = NULL;
     return wait_response(x, id);
+}
+
+/* session/cancel of sid. */
+static void cancel_session(h *x, const char *sid)
+{
+    send_line(
+        x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
+        sid);
+}
+
+/* session/close (request id) of sid; what came up to its response goes into x->msgs. */
+static void close_session(h *x, int id, const char *sid)
+{
+    char p[120];
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
+    json_t *r = request(x, id, "session/close", p);
+    json_array_extend(x->msgs, r);
+    json_decref(r);
 }
 
 /* --- what callbacks got -------------------------------------------------------------------- */
@@ -309,12 +337,11 @@ static void on_session_call(acp_session *s, int st, const json_t *result, const 
 static void test_gates(void **state)
 {
     h *x = *state;
-    init(x, "{\"fs\":{\"readTextFile\":false},\"terminal\":false,"
-            "\"elicitation\":{\"form\":null,\"url\":null}}");
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x,
+                            "{\"fs\":{\"readTextFile\":false},\"terminal\":false,"
+                            "\"elicitation\":{\"form\":null,\"url\":null}}",
+                            sid);
     acp_session *s = x->e->s;
     got g = {0};
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), ACP_ENOTSUP);
@@ -372,11 +399,8 @@ static void test_gates(void **state)
 static void test_fs(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80], want[PATH_MAX + 16];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, FULL_CAPS, sid);
     got g = {0};
     /* relative to cwd, resolved: the client gets the absolute path */
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 3, 10, on_read, &g), 0);
@@ -422,9 +446,8 @@ static void test_fs(void **state)
     assert_int_equal(acp_turn_write_text_file(t, "b.txt", "new\ntext", 8, on_done, &w), 0);
     req = take(x, "fs/write_text_file");
     snprintf(want, sizeof want, "%s/b.txt", x->real);
-    json_t *exp = json_pack("{ss ss ss}", "sessionId", sid, "path", want, "content", "new\ntext");
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req),
+                json_pack("{ss ss ss}", "sessionId", sid, "path", want, "content", "new\ntext"));
     answer(x, req, "null");
     assert_int_equal(w.calls, 1);
     assert_int_equal(w.status, 0);
@@ -458,11 +481,8 @@ static const char *nothing = NULL;
 static void test_malformed_answers(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, FULL_CAPS, sid);
     got g = {0};
     EXPECT_EPROTO(x, &g, acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g),
                   "fs/read_text_file", "{\"content\":5}",
@@ -549,10 +569,8 @@ static void test_malformed_answers(void **state)
 static void test_late_answer(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, FULL_CAPS, sid);
     got g = {0};
     assert_int_equal(acp_turn_read_text_file(x->e->t, "a.txt", 0, 0, on_read, &g), 0);
     json_t *req = take(x, "fs/read_text_file");
@@ -581,7 +599,7 @@ static void test_session_calls(void **state)
 {
     h *x = *state;
     init(x, FULL_CAPS);
-    char sid[80], p[120];
+    char sid[80];
     new_session(x, sid);
     acp_session *s = x->e->s;
     got g = {0};
@@ -589,9 +607,7 @@ static void test_session_calls(void **state)
                                       on_session_call, &g),
                      0);
     json_t *req = take(x, "_x/ping");
-    json_t *exp = json_pack("{ss si}", "sessionId", sid, "n", 1);
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req), json_pack("{ss si}", "sessionId", sid, "n", 1));
     answer(x, req, "{\"pong\":true}");
     assert_int_equal(g.calls, 1);
     assert_ptr_equal(g.s, s);
@@ -617,12 +633,9 @@ static void test_session_calls(void **state)
     /* closing the session forgets its calls before close is answered */
     assert_int_equal(acp_session_read_text_file(s, "a.txt", 0, 0, on_read, &r), 0);
     req = take(x, "fs/read_text_file");
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
-    json_t *closed = request(x, 7, "session/close", p);
-    json_array_extend(x->msgs, closed);
+    close_session(x, 7, sid);
     int cancel = find_cancel(x->msgs, id_of(req));
     assert_true(cancel >= 0 && cancel < find_response(x, 7));
-    json_decref(closed);
     answer(x, req, "{\"content\":\"too late\"}");
     assert_int_equal(r.calls, 1);
     got_clear(&g);
@@ -633,10 +646,8 @@ static void test_session_calls(void **state)
 static void test_hold_order(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, FULL_CAPS, sid);
     got g = {0};
     assert_int_equal(acp_turn_text(x->e->t, NULL, NULL, "looking", 7), 0);
     assert_int_equal(acp_turn_read_text_file(x->e->t, "a.txt", 0, 0, on_read, &g), 0);
@@ -691,11 +702,8 @@ static void test_turn_meta(void **state)
 static void test_permission(void **state)
 {
     h *x = *state;
-    init(x, "{}"); /* a baseline method: no capability needed */
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, "{}", sid); /* a baseline method: no capability needed */
     acp_tool_call *tc;
     assert_int_equal(
         acp_tool_call_begin(t, &(acp_tool_info){.title = "Write a.txt", .kind = "edit"}, &tc), 0);
@@ -707,14 +715,13 @@ static void test_permission(void **state)
     got g = {0};
     assert_int_equal(acp_turn_request_permission(t, tc, opts, 3, on_perm, &g), 0);
     json_t *req = take(x, "session/request_permission");
-    json_t *exp =
-        json_pack("{ss s{ss ss ss} s[{ss ss ss} {ss ss ss} {ss ss ss}]}", "sessionId", sid,
-                  "toolCall", "toolCallId", acp_tool_call_id(tc), "title", "Write b.txt", "kind",
-                  "edit", "options", "optionId", "allow", "name", "Allow", "kind", "allow_once",
-                  "optionId", "always", "name", "Always", "kind", "allow_always", "optionId",
-                  "reject", "name", "Reject", "kind", "reject_once");
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req),
+                json_pack("{ss s{ss ss ss} s[{ss ss ss} {ss ss ss} {ss ss ss}]}", "sessionId", sid,
+                          "toolCall", "toolCallId", acp_tool_call_id(tc), "title", "Write b.txt",
+                          "kind", "edit", "options", "optionId", "allow", "name", "Allow", "kind",
+                          "allow_once", "optionId", "always", "name", "Always", "kind",
+                          "allow_always", "optionId", "reject", "name", "Reject", "kind",
+                          "reject_once"));
     answer(x, req, "{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"always\"}}");
     assert_int_equal(g.calls, 1);
     assert_int_equal(g.status, 0);
@@ -745,11 +752,8 @@ static void test_permission(void **state)
 static void test_cancel_resolves_at_once(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, FULL_CAPS, sid);
     acp_tool_call *tc;
     assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Run"}, &tc), 0);
     acp_perm_option opts[] = {{"allow", "Allow", "allow_once"}};
@@ -763,9 +767,7 @@ static void test_cancel_resolves_at_once(void **state)
     json_t *preq = take(x, "session/request_permission"), *ereq = take(x, "elicitation/create");
     json_t *rreq = take(x, "fs/read_text_file");
     json_array_clear(x->msgs);
-    send_line(
-        x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
-        sid);
+    cancel_session(x, sid);
     turn(x);
     assert_int_equal(find_response(x, 5), -1); /* the engine has not ended the turn yet */
     assert_int_equal(x->e->cancels, 1);
@@ -777,9 +779,7 @@ static void test_cancel_resolves_at_once(void **state)
     assert_string_equal(e.action, "cancel");
     assert_null(e.json);
     assert_int_equal(r.calls, 0); /* a read is not answered for the client: forgotten */
-    acp_turn_end(t, "end_turn");
-    x->e->t = NULL;
-    int at = wait_response(x, 5);
+    int at = end_turn(x, 5);
     /* the permission asked again was still open: forgotten with the turn, before its end */
     int again = find_method(x->msgs, "session/request_permission", 0);
     assert_true(again >= 0);
@@ -807,11 +807,8 @@ static void test_cancel_resolves_at_once(void **state)
 static void test_tool_calls(void **state)
 {
     h *x = *state;
-    init(x, "{}");
     char sid[80], p[400], path[PATH_MAX + 16];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, "{}", sid);
     snprintf(path, sizeof path, "%s/a.txt", x->real);
     json_t *input = json_pack("{ss}", "path", "a.txt");
     acp_tool_call *tc;
@@ -827,20 +824,18 @@ static void test_tool_calls(void **state)
     const char *id = acp_tool_call_id(tc);
     assert_int_equal(strncmp(id, "call_", 5), 0);
     turn(x);
-    json_t *exp =
-        json_pack("{ss ss ss ss ss ss s[{ss}] s{ss}}", "sessionUpdate", "tool_call", "toolCallId",
-                  id, "title", "Read a.txt", "name", "read_file", "kind", "read", "status",
-                  "pending", "locations", "path", path, "rawInput", "path", "a.txt");
-    assert_true(json_equal(update_at(x->msgs, 0), exp));
-    json_decref(exp);
+    assert_json(update_at(x->msgs, 0),
+                json_pack("{ss ss ss ss ss ss s[{ss}] s{ss}}", "sessionUpdate", "tool_call",
+                          "toolCallId", id, "title", "Read a.txt", "name", "read_file", "kind",
+                          "read", "status", "pending", "locations", "path", path, "rawInput",
+                          "path", "a.txt"));
     assert_int_equal(
         acp_tool_call_update(tc, &(acp_tool_info){.status = "in_progress", .text = "reading"}), 0);
     turn(x);
-    exp = json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
-                    "toolCallId", id, "status", "in_progress", "content", "type", "content",
-                    "content", "type", "text", "text", "reading");
-    assert_true(json_equal(update_at(x->msgs, 1), exp));
-    json_decref(exp);
+    assert_json(update_at(x->msgs, 1),
+                json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
+                          "toolCallId", id, "status", "in_progress", "content", "type", "content",
+                          "content", "type", "text", "text", "reading"));
     json_t *content =
         json_pack("[{ss ss s:n ss}]", "type", "diff", "path", path, "oldText", "newText", "new");
     json_t *output = json_pack("{si}", "bytes", 3);
@@ -854,13 +849,12 @@ static void test_tool_calls(void **state)
     json_decref(output);
     json_decref(meta);
     turn(x);
-    exp = json_pack("{ss ss ss s[{ss ss s:n ss} {ss s{ss ss}}] s{si} s{ss}}", "sessionUpdate",
-                    "tool_call_update", "toolCallId", id, "status", "completed", "content", "type",
-                    "diff", "path", path, "oldText", "newText", "new", "type", "content", "content",
-                    "type", "text", "text", "done", "rawOutput", "bytes", 3, "_meta", "x.dev/why",
-                    "test");
-    assert_true(json_equal(update_at(x->msgs, 2), exp));
-    json_decref(exp);
+    assert_json(update_at(x->msgs, 2),
+                json_pack("{ss ss ss s[{ss ss s:n ss} {ss s{ss ss}}] s{si} s{ss}}", "sessionUpdate",
+                          "tool_call_update", "toolCallId", id, "status", "completed", "content",
+                          "type", "diff", "path", path, "oldText", "newText", "new", "type",
+                          "content", "content", "type", "text", "text", "done", "rawOutput",
+                          "bytes", 3, "_meta", "x.dev/why", "test"));
     /* finished: no more updates */
     assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.text = "more"}), ACP_EINVAL);
     assert_errmsg(x, "completed or failed already");
@@ -874,11 +868,10 @@ static void test_tool_calls(void **state)
         0);
     assert_int_equal(acp_tool_call_fail(tc2, "boom"), 0);
     turn(x);
-    exp = json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
-                    "toolCallId", acp_tool_call_id(tc2), "status", "failed", "content", "type",
-                    "content", "content", "type", "text", "text", "boom");
-    assert_true(json_equal(update_at(x->msgs, 4), exp));
-    json_decref(exp);
+    assert_json(update_at(x->msgs, 4),
+                json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
+                          "toolCallId", acp_tool_call_id(tc2), "status", "failed", "content",
+                          "type", "content", "content", "type", "text", "text", "boom"));
     assert_int_equal(acp_tool_call_update(tc2, NULL), ACP_EINVAL);
 
     /* what the schema would not take is refused, and nothing is sent */
@@ -950,10 +943,8 @@ static void test_tool_calls(void **state)
 static void test_tool_call_auto_failed(void **state)
 {
     h *x = *state;
-    init(x, "{}");
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, "{}", sid);
     acp_tool_call *open, *done;
     assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Open"}, &open), 0);
     assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Done"}, &done), 0);
@@ -1030,11 +1021,8 @@ static int find_release(h *x, const char *id)
 static void test_terminal(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, FULL_CAPS, sid);
     got g = {0};
     acp_terminal *term;
     acp_terminal_opts o = {.command = "make",
@@ -1054,12 +1042,11 @@ static void test_terminal(void **state)
     assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .terminal = term}, &tc),
                      ACP_EINVAL);
     json_t *req = take(x, "terminal/create");
-    json_t *exp = json_pack("{ss ss s[ss] s[{ss ss} {ss ss} {ss ss}] ss si}", "sessionId", sid,
-                            "command", "make", "args", "-j", "4", "env", "name", "CC", "value",
-                            "clang", "name", "EMPTY", "value", "", "name", "A", "value", "b=c",
-                            "cwd", x->real, "outputByteLimit", 1000);
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req),
+                json_pack("{ss ss s[ss] s[{ss ss} {ss ss} {ss ss}] ss si}", "sessionId", sid,
+                          "command", "make", "args", "-j", "4", "env", "name", "CC", "value",
+                          "clang", "name", "EMPTY", "value", "", "name", "A", "value", "b=c", "cwd",
+                          x->real, "outputByteLimit", 1000));
     answer(x, req, "{\"terminalId\":\"term_1\"}");
     assert_int_equal(g.calls, 1);
     assert_int_equal(g.status, 0);
@@ -1079,9 +1066,7 @@ static void test_terminal(void **state)
     /* output: running, then exited */
     assert_int_equal(acp_terminal_output(term, on_output, &g), 0);
     req = take(x, "terminal/output");
-    exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1");
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req), json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1"));
     answer(x, req, "{\"output\":\"building\",\"truncated\":false}");
     assert_int_equal(g.status, 0);
     assert_string_equal(g.text, "building");
@@ -1113,9 +1098,8 @@ static void test_terminal(void **state)
     turn(x);
     int upd = find_method(x->msgs, "session/update", 0), rel = find_release(x, "term_1");
     assert_true(upd >= 0 && upd < rel); /* shown before it is released (terminals.mdx) */
-    exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1");
-    assert_true(json_equal(params_of(json_array_get(x->msgs, (size_t)rel)), exp));
-    json_decref(exp);
+    assert_json(params_of(json_array_get(x->msgs, (size_t)rel)),
+                json_pack("{ss ss}", "sessionId", sid, "terminalId", "term_1"));
     json_array_clear(x->msgs);
 
     /* refused before anything is sent */
@@ -1146,10 +1130,8 @@ static void test_terminal(void **state)
 static void test_terminal_released_on_turn_end(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, FULL_CAPS, sid);
     got g = {0};
     acp_terminal *term = terminal(x, x->e->t, NULL, "term_e", &g);
     assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), 0);
@@ -1168,16 +1150,12 @@ static void test_terminal_released_on_turn_end(void **state)
 static void test_terminal_released_on_cancel(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, FULL_CAPS, sid);
     got g = {0};
     terminal(x, x->e->t, NULL, "term_c", &g);
     x->e->end_on_cancel = true;
-    send_line(
-        x, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"%s\"}}",
-        sid);
+    cancel_session(x, sid);
     int at = wait_response(x, 5);
     assert_string_equal(stop_reason(json_array_get(x->msgs, (size_t)at)), "cancelled");
     int rel = find_release(x, "term_c");
@@ -1190,16 +1168,13 @@ static void test_terminal_released_on_close(void **state)
 {
     h *x = *state;
     init(x, FULL_CAPS);
-    char sid[80], p[120];
+    char sid[80];
     new_session(x, sid);
     got g = {0};
     terminal(x, NULL, x->e->s, "term_s", &g);
     hold_turn(x, 5, sid);
     terminal(x, x->e->t, NULL, "term_t", &g);
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
-    json_t *r = request(x, 6, "session/close", p);
-    json_array_extend(x->msgs, r);
-    json_decref(r);
+    close_session(x, 6, sid);
     int at = find_response(x, 6), prompt = find_response(x, 5);
     assert_true(prompt >= 0 && prompt < at);
     assert_string_equal(stop_reason(json_array_get(x->msgs, (size_t)prompt)), "cancelled");
@@ -1248,10 +1223,8 @@ static void test_terminal_released_on_shutdown(void **state)
 static void test_terminal_orphans(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
-    char sid[80], sid2[80], p[120];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    char sid[80], sid2[80];
+    open_turn(x, FULL_CAPS, sid);
     acp_terminal_opts o = {.command = "ls"};
     acp_terminal *t1, *t2, *t3;
     got g = {0};
@@ -1265,20 +1238,17 @@ static void test_terminal_orphans(void **state)
     json_array_clear(x->msgs);
     answer(x, c1, "{\"terminalId\":\"orphan_1\"}");
     json_t *rel = take(x, "terminal/release");
-    json_t *exp = json_pack("{ss ss}", "sessionId", sid, "terminalId", "orphan_1");
-    assert_true(json_equal(params_of(rel), exp));
+    assert_json(params_of(rel), json_pack("{ss ss}", "sessionId", sid, "terminalId", "orphan_1"));
     json_decref(rel);
     answer_error(x, c2, -32603, "could not spawn");
     quiet(x);
     /* the session closes; the answer comes afterwards */
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", sid);
-    json_decref(request(x, 6, "session/close", p));
+    close_session(x, 6, sid);
+    json_array_clear(x->msgs);
     answer(x, c3, "{\"terminalId\":\"orphan_3\"}");
     rel = take(x, "terminal/release");
-    json_object_set_new(exp, "terminalId", json_string("orphan_3"));
-    assert_true(json_equal(params_of(rel), exp));
+    assert_json(params_of(rel), json_pack("{ss ss}", "sessionId", sid, "terminalId", "orphan_3"));
     json_decref(rel);
-    json_decref(exp);
     assert_int_equal(g.calls, 0); /* released: no callback of theirs runs */
     /* one still waiting at the end: freed with the agent (LeakSanitizer) */
     new_session(x, sid2);
@@ -1316,10 +1286,8 @@ static void ask(h *x, const json_t *form, const char *result, got *g)
 static void test_elicit_form(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80], eid[48] = "untouched";
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, FULL_CAPS, sid);
     json_t *form = json_loads(form_text, 0, NULL);
     assert_non_null(form);
     acp_tool_call *tc;
@@ -1331,11 +1299,9 @@ static void test_elicit_form(void **state)
         0);
     assert_string_equal(eid, ""); /* only URL elicitations have an id */
     json_t *req = take(x, "elicitation/create");
-    json_t *exp =
-        json_pack("{ss ss ss ss sO}", "sessionId", sid, "toolCallId", acp_tool_call_id(tc),
-                  "message", "Tell me", "mode", "form", "requestedSchema", form);
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req),
+                json_pack("{ss ss ss ss sO}", "sessionId", sid, "toolCallId", acp_tool_call_id(tc),
+                          "message", "Tell me", "mode", "form", "requestedSchema", form));
     const char full[] = "{\"name\":\"n\",\"color\":\"red\",\"size\":\"m\",\"age\":3,\"ratio\":0.5,"
                         "\"ok\":true,\"tags\":[\"a\",\"b\"],\"picks\":[\"x\"],\"free\":[\"any\"],"
                         "\"ext\":{\"r\":1}}";
@@ -1428,10 +1394,8 @@ static void test_elicit_form(void **state)
 static void test_elicit_url(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80], id1[48], id2[48];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
+    open_turn(x, FULL_CAPS, sid);
     got g = {0};
     assert_int_equal(
         acp_turn_elicit(x->e->t,
@@ -1441,10 +1405,9 @@ static void test_elicit_url(void **state)
     assert_int_equal(strncmp(id1, "elic_", 5), 0);
     assert_int_equal(strlen(id1), 5 + 32);
     json_t *req = take(x, "elicitation/create");
-    json_t *exp = json_pack("{ss ss ss ss ss}", "sessionId", sid, "message", "Sign in", "mode",
-                            "url", "url", "https://example.com/login?x=1", "elicitationId", id1);
-    assert_true(json_equal(params_of(req), exp));
-    json_decref(exp);
+    assert_json(params_of(req),
+                json_pack("{ss ss ss ss ss}", "sessionId", sid, "message", "Sign in", "mode", "url",
+                          "url", "https://example.com/login?x=1", "elicitationId", id1));
     answer(x, req, "{\"action\":\"accept\"}");
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "accept");
@@ -1462,9 +1425,8 @@ static void test_elicit_url(void **state)
     int upd = find_method(x->msgs, "session/update", 0),
         done = find_method(x->msgs, "elicitation/complete", 0);
     assert_true(upd >= 0 && upd < done);
-    exp = json_pack("{ss}", "elicitationId", id1);
-    assert_true(json_equal(params_of(json_array_get(x->msgs, (size_t)done)), exp));
-    json_decref(exp);
+    assert_json(params_of(json_array_get(x->msgs, (size_t)done)),
+                json_pack("{ss}", "elicitationId", id1));
     /* once only; unknown ids are not found */
     assert_int_equal(acp_agent_elicit_complete(x->a, id1), ACP_ENOTFOUND);
     assert_int_equal(acp_agent_elicit_complete(x->a, "elic_nope"), ACP_ENOTFOUND);
@@ -1573,11 +1535,8 @@ static void test_auth_elicit(void **state)
 static void test_fixed_client_error_passes_for_closed(void **state)
 {
     h *x = *state;
-    init(x, FULL_CAPS);
     char sid[80];
-    new_session(x, sid);
-    hold_turn(x, 5, sid);
-    acp_turn *t = x->e->t;
+    acp_turn *t = open_turn(x, FULL_CAPS, sid);
     got g = {0};
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), 0);
     answer_error(x, take(x, "fs/read_text_file"), ACP_RPC_CONN_CLOSED, "connection closed");
@@ -1598,28 +1557,30 @@ static void test_fixed_client_error_passes_for_closed(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_late_answer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_session_calls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hold_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_turn_meta, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_resolves_at_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tool_calls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tool_call_auto_failed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_terminal_released_on_turn_end, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_terminal_released_on_cancel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_terminal_released_on_close, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_terminal_released_on_shutdown, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_terminal_orphans, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_elicit_form, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_elicit_url, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_auth_elicit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fixed_client_error_passes_for_closed, setup, teardown),
+        T(test_gates),
+        T(test_fs),
+        T(test_malformed_answers),
+        T(test_late_answer),
+        T(test_session_calls),
+        T(test_hold_order),
+        T(test_turn_meta),
+        T(test_permission),
+        T(test_cancel_resolves_at_once),
+        T(test_tool_calls),
+        T(test_tool_call_auto_failed),
+        T(test_terminal),
+        T(test_terminal_released_on_turn_end),
+        T(test_terminal_released_on_cancel),
+        T(test_terminal_released_on_close),
+        T(test_terminal_released_on_shutdown),
+        T(test_terminal_orphans),
+        T(test_elicit_form),
+        T(test_elicit_url),
+        T(test_auth_elicit),
+        T(test_fixed_client_error_passes_for_closed),
     };
+#undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
