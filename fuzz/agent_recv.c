@@ -312,6 +312,7 @@ static void check_live(fz *z, acp_session *s)
     abort();
 }
 
+/* A slot for turn t; NULL when every slot is taken, and then t is ended. */
 static slot *slot_new(fz *z, acp_turn *t)
 {
     for (int i = 0; i < NSLOTS; i++)
@@ -319,6 +320,7 @@ static slot *slot_new(fz *z, acp_turn *t)
             z->slots[i] = (slot){.t = t, .s = acp_turn_session(t)};
             return &z->slots[i];
         }
+    acp_turn_end(t, "end_turn");
     return NULL;
 }
 
@@ -356,6 +358,13 @@ static void say_str(acp_turn *t, const char *text)
 static void say_err(acp_turn *t, int rc)
 {
     if (rc) say_str(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+}
+
+/* The call that sl's turn waits for could not be made (rc): the turn says why and ends. */
+static void call_failed(slot *sl, int rc)
+{
+    say_err(sl->t, rc);
+    finish(sl, "end_turn");
 }
 
 /* A message outside any turn (what a session's callbacks report). */
@@ -688,18 +697,12 @@ static void cmd_tool(acp_turn *t, const char *arg)
 static void cmd_ask(fz *z, acp_turn *t, const char *arg)
 {
     slot *sl = slot_new(z, t);
-    if (!sl) {
-        acp_turn_end(t, "end_turn");
-        return;
-    }
+    if (!sl) return;
     sl->again = !strcmp(arg, "2");
     sl->end_on_cancel = !strcmp(arg, "!");
     int rc = tool_begin(t, &(acp_tool_info){.title = "Edit a.txt", .kind = "edit"}, &sl->tc);
     if (!rc) rc = acp_turn_request_permission(t, sl->tc, perm_opts, 3, perm_done, sl);
-    if (rc) {
-        say_err(t, rc);
-        finish(sl, "end_turn");
-    }
+    if (rc) call_failed(sl, rc);
 }
 
 /* --- fs --------------------------------------------------------------------------------------- */
@@ -759,25 +762,14 @@ static void cmd_fs(fz *z, acp_turn *t, const char *cmd, const char *path)
         return;
     }
     slot *sl = slot_new(z, t);
-    if (!sl) {
-        acp_turn_end(t, "end_turn");
-        return;
-    }
+    if (!sl) return;
     rc = cmd[1] == 'r' ? acp_turn_read_text_file(t, path, 2, 10, turn_read_done, sl)
                        : acp_turn_write_text_file(t, path, "x\0y", 3, turn_write_done, sl);
-    if (rc) {
-        say_err(t, rc);
-        finish(sl, "end_turn");
-    }
+    if (rc) call_failed(sl, rc);
 }
 
 /* --- terminals ---------------------------------------------------------------------------------
  */
-
-static void term_note(acp_turn *t, int st, const char *error)
-{
-    if (st) say(t, "agent_thought_chunk", error, strlen(error));
-}
 
 /* A turn's terminal: create, output, wait_for_exit, kill, release, one step per answer. A
  * failed step (or a cancelled turn) releases it and ends the turn. */
@@ -796,15 +788,21 @@ static void check_term(slot *sl, acp_terminal *term)
     if (sl->term != term) abort();
 }
 
+/* What a callback of a turn's terminal checks first; a failure is said as a thought. */
+static void term_answered(slot *sl, acp_terminal *term, int st, const char *error)
+{
+    check_status(st);
+    check_term(sl, term);
+    if (st) say(sl->t, "agent_thought_chunk", error, strlen(error));
+}
+
 static void call_done(acp_turn *t, int status, const json_t *result, const char *error, void *user);
 
 /* "term race": whichever of output, wait_for_exit and kill is answered first releases the
  * terminal (the other two are forgotten with it) and the turn waits for one more call. */
 static void race_won(slot *sl, acp_terminal *term, int st, const char *error)
 {
-    check_status(st);
-    check_term(sl, term);
-    term_note(sl->t, st, error);
+    term_answered(sl, term, st, error);
     acp_terminal_release(term);
     sl->term = NULL;
     acp_tool_call_complete(sl->tc, NULL);
@@ -832,10 +830,8 @@ static void race_kill(acp_terminal *term, int st, const char *error, void *user)
 
 static void term_killed(acp_terminal *term, int st, const char *error, void *user)
 {
-    check_status(st);
     slot *sl = user;
-    check_term(sl, term);
-    term_note(sl->t, st, error);
+    term_answered(sl, term, st, error);
     acp_tool_call_complete(sl->tc, NULL);
     term_step_end(sl, "end_turn");
 }
@@ -843,10 +839,8 @@ static void term_killed(acp_terminal *term, int st, const char *error, void *use
 static void term_exited(acp_terminal *term, int st, const acp_terminal_exit *e, const char *error,
                         void *user)
 {
-    check_status(st);
     slot *sl = user;
-    check_term(sl, term);
-    term_note(sl->t, st, error);
+    term_answered(sl, term, st, error);
     if (st || acp_turn_cancelled(sl->t) || acp_terminal_kill(term, term_killed, sl))
         term_step_end(sl, "end_turn");
 }
@@ -854,11 +848,9 @@ static void term_exited(acp_terminal *term, int st, const acp_terminal_exit *e, 
 static void term_output(acp_terminal *term, int st, const char *out, size_t n, bool truncated,
                         const acp_terminal_exit *e, const char *error, void *user)
 {
-    check_status(st);
     slot *sl = user;
-    check_term(sl, term);
+    term_answered(sl, term, st, error);
     if (!st && !out) abort();
-    term_note(sl->t, st, error);
     if (!st) say(sl->t, NULL, out, n);
     if (st || acp_turn_cancelled(sl->t) || acp_terminal_wait_for_exit(term, term_exited, sl))
         term_step_end(sl, "end_turn");
@@ -868,8 +860,7 @@ static void term_created(acp_terminal *term, int st, const char *error, void *us
 {
     check_status(st);
     slot *sl = user;
-    check_turn(sl, acp_terminal_session(term));
-    if (sl->term != term) abort();
+    check_term(sl, term);
     if (st) {
         if (!error || acp_terminal_id(term)) abort();
         acp_terminal_release(term); /* a failed create's handle: a no-op */
@@ -955,16 +946,12 @@ static void cmd_term(fz *z, acp_turn *t, const char *cmd, const char *arg)
         return;
     }
     slot *sl = slot_new(z, t);
-    if (!sl) {
-        acp_turn_end(t, "end_turn");
-        return;
-    }
+    if (!sl) return;
     sl->keep_term = !strcmp(arg, "keep");
     sl->race = !strcmp(arg, "race");
     int rc = acp_turn_terminal_create(t, &o, term_created, sl, &sl->term);
     if (rc) {
-        say_err(t, rc);
-        finish(sl, "end_turn");
+        call_failed(sl, rc);
     } else if (!strcmp(arg, "leave")) {
         sl->term = NULL;
         finish(sl, "end_turn"); /* the runtime releases it once the client answers */
@@ -1078,20 +1065,14 @@ static void cmd_elicit(fz *z, acp_turn *t, const char *cmd, const char *arg)
         return;
     }
     slot *sl = slot_new(z, t);
-    if (!sl) {
-        acp_turn_end(t, "end_turn");
-        return;
-    }
+    if (!sl) return;
     sl->end_on_cancel = !strcmp(arg, "!");
     sl->form = !url;
     int rc = tool_begin(t, &(acp_tool_info){.title = "Ask the user", .kind = "other"}, &sl->tc);
     e.tool_call = sl->tc;
     if (!rc) rc = acp_turn_elicit(t, &e, id, turn_elicited, sl);
     if (!rc && url) memcpy(z->elic_id, id, sizeof id);
-    if (rc) {
-        say_err(t, rc);
-        finish(sl, "end_turn");
-    }
+    if (rc) call_failed(sl, rc);
 }
 
 /* --- raw calls ----------------------------------------------------------------------------------
@@ -1134,6 +1115,9 @@ static void cmd_call(fz *z, acp_turn *t, const char *text)
         acp_turn_end(t, "end_turn");
         return;
     }
+    slot *sl = slot_new(z, t);
+    if (!sl) return;
+    sl->end_on_cancel = true;
     json_t *p;
     const char *m;
     if (!strncmp(text, "tcall", 5)) {
@@ -1150,18 +1134,8 @@ static void cmd_call(fz *z, acp_turn *t, const char *text)
         p = json_pack("{s{ss} s[{ss ss ss}]}", "toolCall", "toolCallId", "tc_1", "options",
                       "optionId", "ok", "name", "Allow", "kind", "allow_once");
     }
-    slot *sl = slot_new(z, t);
-    if (!sl) {
-        json_decref(p);
-        acp_turn_end(t, "end_turn");
-        return;
-    }
-    sl->end_on_cancel = true;
     int rc = acp_turn_call(t, m, p, call_done, z);
-    if (rc) {
-        say_err(t, rc);
-        finish(sl, "end_turn");
-    }
+    if (rc) call_failed(sl, rc);
 }
 
 /* --- updates and the engine's own changes ----------------------------------------------------- */
