@@ -77,6 +77,18 @@ static void mk(acp_store *st, const char *id, const char *cwd, const char *t)
     assert_int_equal(acp_store_create(st, &s), 0);
 }
 
+/* Sessions s0 .. s<n-1> in /w, s<i> made at stamp(i), each with state (NULL: none). */
+static void mk_n(acp_store *st, int n, const char *state)
+{
+    char t[ACP_STORE_TIME_LEN + 1], id[16];
+    for (int i = 0; i < n; i++) {
+        stamp(t, i);
+        snprintf(id, sizeof id, "s%d", i);
+        mk(st, id, "/w", t);
+        if (state) assert_int_equal(acp_store_set_state(st, id, state), 0);
+    }
+}
+
 static void append(acp_store *st, const char *id, const char *json)
 {
     assert_int_equal(acp_store_append(st, id, json, strlen(json)), 0);
@@ -636,12 +648,7 @@ static void t_list_cwd(void **state)
 static void t_last_page(void **state)
 {
     fx *f = *state;
-    char t[ACP_STORE_TIME_LEN + 1], id[16];
-    for (int i = 0; i < 6; i++) {
-        stamp(t, i);
-        snprintf(id, sizeof id, "s%d", i);
-        mk(f->st, id, "/w", t);
-    }
+    mk_n(f->st, 6, NULL);
     page p = {0};
     char *next = (char *)"x";
     /* exactly a full page: no cursor for an empty page after it */
@@ -661,6 +668,7 @@ static void t_last_page(void **state)
 
     /* a cursor past everything (its sessions deleted since) gives an empty last page */
     for (int i = 0; i < 6; i++) {
+        char id[16];
         snprintf(id, sizeof id, "s%d", i);
         assert_int_equal(acp_store_delete(f->st, id), 0);
     }
@@ -752,12 +760,7 @@ static void t_pagination_churn(void **state)
 static void t_bad_cursors(void **state)
 {
     fx *f = *state;
-    char t[ACP_STORE_TIME_LEN + 1], id[16];
-    for (int i = 0; i < 4; i++) {
-        stamp(t, i);
-        snprintf(id, sizeof id, "s%d", i);
-        mk(f->st, id, "/w", t);
-    }
+    mk_n(f->st, 4, NULL);
     page p = {0};
     char *good = NULL;
     assert_int_equal(acp_store_list(f->st, NULL, NULL, 2, on_row, &p, &good), 0);
@@ -1085,13 +1088,7 @@ static void t_state_reopen(void **state)
 static void t_state_not_listed(void **state)
 {
     fx *f = *state;
-    char t[ACP_STORE_TIME_LEN + 1], id[16];
-    for (int i = 0; i < 4; i++) {
-        stamp(t, i);
-        snprintf(id, sizeof id, "s%d", i);
-        mk(f->st, id, "/w", t);
-        assert_int_equal(acp_store_set_state(f->st, id, "{\"mode\":\"code\"}"), 0);
-    }
+    mk_n(f->st, 4, "{\"mode\":\"code\"}");
     for (int k = 0; k < 2; k++) {
         const char *cwd = k ? "/w" : NULL;
         page p = {0};

@@ -229,6 +229,32 @@ static void t_migrate_from_v0(void **state)
     " '2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z', 2);"                                 \
     "INSERT INTO updates VALUES (7, 1, '{\"k\":1}'), (7, 2, '{\"k\":2}');"
 
+/* V1_FILE's session "old" as stored, with state (NULL: none). */
+static void assert_old(acp_store *st, const char *state)
+{
+    acp_store_session s;
+    assert_int_equal(acp_store_get(st, "old", &s), 0);
+    assert_string_equal(s.cwd, "/p");
+    assert_string_equal(s.add_dirs, "[\"/q\"]");
+    assert_string_equal(s.title, "Old one");
+    assert_string_equal(s.created_at, "2025-01-01T00:00:00.000Z");
+    assert_string_equal(s.updated_at, "2025-01-02T00:00:00.000Z");
+    if (!state) assert_null(s.state);
+    if (state) assert_string_equal(s.state, state);
+    acp_store_session_clear(&s);
+}
+
+/* The history of "old" is n updates {"k":1} .. {"k":n} at seq 1 .. n. */
+static void assert_old_history(acp_store *st, int64_t n)
+{
+    hist h = {.fmt = "{\"k\":%lld}"};
+    int64_t last;
+    bool done;
+    assert_int_equal(acp_store_replay(st, "old", 0, 0, check_cb, &h, &last, &done), 0);
+    assert_int_equal(h.n, n);
+    assert_int_equal(h.bad, 0);
+}
+
 /* A v1 file opens, reads, and appends continue its sequence. This pins the v1 on-disk
  * format. */
 static void t_open_v1_file(void **state)
@@ -236,21 +262,10 @@ static void t_open_v1_file(void **state)
     fx *f = *state;
     raw_exec(f->db, V1_FILE);
     acp_store *st = open_ok(f->db);
-    acp_store_session s;
-    assert_int_equal(acp_store_get(st, "old", &s), 0);
-    assert_string_equal(s.cwd, "/p");
-    assert_string_equal(s.add_dirs, "[\"/q\"]");
-    assert_string_equal(s.title, "Old one");
-    assert_string_equal(s.updated_at, "2025-01-02T00:00:00.000Z");
-    acp_store_session_clear(&s);
+    assert_old(st, NULL);
     assert_int_equal(acp_store_append(st, "old", "{\"k\":3}", 7), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
-    hist h = {.fmt = "{\"k\":%lld}"};
-    int64_t last;
-    bool done;
-    assert_int_equal(acp_store_replay(st, "old", 0, 0, check_cb, &h, &last, &done), 0);
-    assert_int_equal(h.n, 3);
-    assert_int_equal(h.bad, 0);
+    assert_old_history(st, 3);
     acp_store_close(st);
 }
 
@@ -265,22 +280,8 @@ static void t_migrate_v1_to_v2(void **state)
     assert_raw(f->db, "SELECT group_concat(name, ',') FROM pragma_table_info('sessions')",
                "sid,id,cwd,add_dirs,title,created_at,updated_at,last_seq,state");
     assert_raw(f->db, "SELECT count(*) FROM sessions WHERE sid = 7 AND state IS NULL", "1");
-
-    acp_store_session s;
-    assert_int_equal(acp_store_get(st, "old", &s), 0);
-    assert_string_equal(s.cwd, "/p");
-    assert_string_equal(s.add_dirs, "[\"/q\"]");
-    assert_string_equal(s.title, "Old one");
-    assert_string_equal(s.created_at, "2025-01-01T00:00:00.000Z");
-    assert_string_equal(s.updated_at, "2025-01-02T00:00:00.000Z");
-    assert_null(s.state);
-    acp_store_session_clear(&s);
-    hist h = {.fmt = "{\"k\":%lld}"};
-    int64_t last;
-    bool done;
-    assert_int_equal(acp_store_replay(st, "old", 0, 0, check_cb, &h, &last, &done), 0);
-    assert_int_equal(h.n, 2);
-    assert_int_equal(h.bad, 0);
+    assert_old(st, NULL);
+    assert_old_history(st, 2);
 
     assert_int_equal(acp_store_set_state(st, "old", "{\"mode\":\"code\"}"), 0);
     assert_int_equal(acp_store_set_state(st, "gone", "{}"), ACP_ENOTFOUND);
@@ -289,9 +290,7 @@ static void t_migrate_v1_to_v2(void **state)
 
     /* opened again: nothing left to migrate, the state is there */
     st = open_ok(f->db);
-    assert_int_equal(acp_store_get(st, "old", &s), 0);
-    assert_string_equal(s.state, "{\"mode\":\"code\"}");
-    acp_store_session_clear(&s);
+    assert_old(st, "{\"mode\":\"code\"}");
     acp_store_close(st);
     assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
     assert_raw(f->db, "PRAGMA integrity_check", "ok");
