@@ -85,11 +85,24 @@ async function rawTurn(a, sid, text) {
   return { resp, updates: a.updatesOf(sid, from, at).map((e) => e.msg.params.update) };
 }
 
+/** The connection lives: the raw client's next prompt is echoed. */
+async function alive(a, sid, what = "") {
+  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+}
+
 /** With verbose on, every reply starts with the thought "mode: M, model: X": the session's state. */
 async function probe(a, sid, text = "probe") {
   const r = await a.prompt(sid, text);
   assert.equal(r.stopReason, "end_turn");
   return { thought: textOf(r.updates, "agent_thought_chunk"), reply: textOf(r.updates) };
+}
+
+/** An agent (make: sdkAgent or rawAgent) on dir's sessions.db with opts, initialized (with init's
+ * params), and a new session in dir. */
+async function opened(make, t, dir, opts = {}, init) {
+  const a = make(t, { store: join(dir, "sessions.db"), ...opts });
+  await a.init(init);
+  return { a, sid: await a.newSession(dir) };
 }
 
 const values = (configOptions) => Object.fromEntries(configOptions.map((o) => [o.id, o.currentValue]));
@@ -260,9 +273,7 @@ test("boolean config options: type boolean only with session.configOptions.boole
 
 test("session/set_mode: {} and the mode takes effect (ask refuses /write, code allows it), also while a prompt runs", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
   assert.equal((await probe(a, sid)).thought, "mode: code, model: echo-small");
   assert.deepEqual(await a.request("session/set_mode", { sessionId: sid, modeId: "ask" }), {});
@@ -291,9 +302,7 @@ test("session/set_mode: {} and the mode takes effect (ask refuses /write, code a
 
 test("session/set_mode: an unknown mode id or a non-string -> -32602 naming it, mode unchanged; unknown session -> -32002", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
   await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
   await refused(a.request("session/set_mode", { sessionId: sid, modeId: "architect" }), -32602, "architect");
@@ -310,9 +319,7 @@ test("session/set_mode: an unknown mode id or a non-string -> -32602 naming it, 
 
 test("session/set_config_option: the complete option list comes back; echo-large echoes twice, verbose adds the thought", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   const r1 = await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" });
   checkSetup({ modes: a.lastSession.modes, configOptions: r1.configOptions }, { mode: "code", model: "echo-large", verbose: false, booleans: false });
   const twice = await a.prompt(sid, "abc");
@@ -335,9 +342,7 @@ test("session/set_config_option: the complete option list comes back; echo-large
 test("session/set_config_option: unknown option, a value not among the options, wrong value types -> -32602 naming it; state unchanged", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store, clientCapabilities: BOOL_CAPS });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { clientCapabilities: BOOL_CAPS });
   await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", type: "boolean", value: true });
   const bad = [
     [{ configId: "temperature", value: "hot" }, "temperature"],
@@ -370,9 +375,7 @@ test("session/set_config_option: unknown option, a value not among the options, 
 
 test("the mode and the category \"mode\" config option move together: set_config_option mode -> current_mode_update; set_mode -> config_option_update (SDK)", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   const before = a.updates(sid).length;
   const r = await a.request("session/set_config_option", { sessionId: sid, configId: "mode", value: "ask" });
   assert.equal(values(r.configOptions).mode, "ask");
@@ -390,9 +393,7 @@ test("the mode and the category \"mode\" config option move together: set_config
 
 test("/mode and /set: current_mode_update and config_option_update (complete state) from the agent's side; unknown ones change nothing", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   const v = await a.prompt(sid, "/set verbose true");
   const vu = v.updates.filter((u) => u.sessionUpdate === "config_option_update");
   assert.equal(vu.length, 1);
@@ -424,9 +425,7 @@ test("/mode and /set: current_mode_update and config_option_update (complete sta
 test("modes and config options persist across a restart (SQLite): load and resume return them, replies follow them", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
   await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: "echo-large" });
   await a.request("session/set_config_option", { sessionId: sid, configId: "verbose", value: "true" });
@@ -537,10 +536,7 @@ test("without --auth: no authMethods and no auth.logout; logout -> -32601, authe
 
 test("/notice: a notice update with session.notices, else an agent message 'notice: TEXT'; notices are never replayed", async (t) => {
   const dir = tempDir(t);
-  const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store, clientCapabilities: { session: { notices: {} } } });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { clientCapabilities: { session: { notices: {} } } });
   const r = await a.prompt(sid, "/notice disk almost full");
   const notices = r.updates.filter((u) => u.sessionUpdate === "notice");
   assert.equal(notices.length, 1, JSON.stringify(r.updates));
@@ -559,9 +555,7 @@ test("/notice: a notice update with session.notices, else an agent message 'noti
   await a.end();
 
   // omitted and null both mean unsupported
-  const b = sdkAgent(t, { store, clientCapabilities: { session: { notices: null } } });
-  await b.init();
-  const s2 = await b.newSession(dir);
+  const { a: b, sid: s2 } = await opened(sdkAgent, t, dir, { clientCapabilities: { session: { notices: null } } });
   const r2 = await b.prompt(s2, "/notice hi there");
   assert.equal(textOf(r2.updates), "notice: hi there");
   assert.ok(!r2.updates.some((u) => u.sessionUpdate === "notice"));
@@ -590,9 +584,7 @@ test("/compact with session.compaction: in_progress, a summary, completed under 
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
   const caps = { session: { compaction: {} } };
-  const a = sdkAgent(t, { store, clientCapabilities: caps });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { clientCapabilities: caps });
   const expected = [];
   let compactionId;
   for (const text of ["before the compaction", "/compact", "after the compaction"]) {
@@ -625,9 +617,7 @@ test("/compact with session.compaction: in_progress, a summary, completed under 
 test("/compact without session.compaction: an agent message; a stored compaction is left out of the replay to such a client", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store, clientCapabilities: { session: { compaction: {} } } });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { clientCapabilities: { session: { compaction: {} } } });
   const expected = [];
   for (const text of ["one", "/compact", "two"]) {
     const r = await a.prompt(sid, text);
@@ -649,9 +639,7 @@ test("/compact without session.compaction: an agent message; a stored compaction
 
 test("/usage: a usage_update with used <= size and a cost", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   await a.prompt(sid, "some words to count ".repeat(50));
   const r = await a.prompt(sid, "/usage");
   const u = r.updates.filter((x) => x.sessionUpdate === "usage_update");
@@ -666,9 +654,7 @@ test("/usage: a usage_update with used <= size and a cost", async (t) => {
 test("session_info_update with the stored title and updatedAt after a load's replay, before its response; nothing before a resume's response (raw)", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
-  const a = sdkAgent(t, { store });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   await a.prompt(sid, "hello");
   await a.prompt(sid, "/title Stored title");
   await a.end();
@@ -708,9 +694,7 @@ const seqOf = (a, pred) => a.msgs.find((e) => pred(e.msg))?.seq ?? -1;
 
 test("/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, the terminal in the tool call, wait_for_exit, output, completed with the output, then release (SDK)", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   const cmd = "printf 'term-out-%s\\n' 42; echo term-err >&2";
   const r = await a.prompt(sid, `/term ${cmd}`);
   assert.equal(r.stopReason, "end_turn");
@@ -753,9 +737,7 @@ test("/term CMD: tool_call execute, permission, terminal/create /bin/sh -c CMD, 
 
 test("/term with a non-zero exit: the tool call fails with the output; the terminal is still released", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   const r = await a.prompt(sid, "/term echo term-fail-out; exit 3");
   assert.equal(r.stopReason, "end_turn");
   const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release");
@@ -769,9 +751,7 @@ test("/term with a non-zero exit: the tool call fails with the output; the termi
 test("/term without the client's terminal capability: a failed tool call, no terminal/* request", async (t) => {
   const dir = tempDir(t);
   for (const clientCapabilities of [{}, { terminal: false }]) {
-    const a = sdkAgent(t, { store: join(dir, "sessions.db"), clientCapabilities });
-    await a.init();
-    const sid = await a.newSession(dir);
+    const { a, sid } = await opened(sdkAgent, t, dir, { clientCapabilities });
     const r = await a.prompt(sid, "/term echo never-run");
     assert.equal(r.stopReason, "end_turn");
     const tus = toolUpdates(r.updates);
@@ -786,9 +766,7 @@ test("/term without the client's terminal capability: a failed tool call, no ter
 
 test("/term in ask mode: refused with a message, no permission asked, no terminal/*", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   await a.request("session/set_mode", { sessionId: sid, modeId: "ask" });
   const r = await a.prompt(sid, "/term touch should-not-exist");
   assert.equal(textOf(r.updates), "/term is not allowed in ask mode");
@@ -801,9 +779,7 @@ test("/term in ask mode: refused with a message, no permission asked, no termina
 test("/term with permission rejected: no terminal is created and the tool call does not complete", async (t) => {
   const dir = tempDir(t);
   for (const permission of ["deny", "cancel"]) {
-    const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true, permission });
-    await a.init();
-    const sid = await a.newSession(dir);
+    const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true, permission });
     const r = await a.prompt(sid, "/term touch refused-run");
     assert.ok(r.stopReason, "the turn must end");
     assert.equal(a.permissions.length, 1);
@@ -816,9 +792,7 @@ test("/term with permission rejected: no terminal is created and the tool call d
 
 test("/term cancelled mid-command: the prompt answers cancelled, terminal/release still goes out and the command dies", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   const p = a.prompt(sid, "/term sleep 30");
   await soon(a.waitFor((m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit");
   const terminalId = a.terminalProcs[0].terminalId;
@@ -837,9 +811,7 @@ test("/term cancelled mid-command: the prompt answers cancelled, terminal/releas
 
 test("/term when the client closes the agent's stdin mid-command (EOF): terminal/release is still written, the agent exits 0", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), terminal: true });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   a.prompt(sid, "/term sleep 30").catch(() => {}); // the connection ends under it
   await soon(a.waitFor((m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit");
   const terminalId = a.terminalProcs[0].terminalId;
@@ -849,11 +821,9 @@ test("/term when the client closes the agent's stdin mid-command (EOF): terminal
   await a.end();
 });
 
-// Raw clients with the terminal capability: terminal/* answered by hand.
-function rawTerminalAgent(t, dir, handlers) {
-  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "terminal/release": (m, h) => h.reply(m.id, {}), ...handlers } });
-  return a;
-}
+// A raw client with the terminal capability (terminal/* answered by hand) and a new session.
+const rawTerminalSession = (t, dir, handlers) =>
+  opened(rawAgent, t, dir, { handlers: { "terminal/release": (m, h) => h.reply(m.id, {}), ...handlers } }, { clientCapabilities: { terminal: true } });
 
 test("terminal/create answered with an error or a malformed result: that tool call fails with a message, the connection lives (raw)", async (t) => {
   const dir = tempDir(t);
@@ -864,9 +834,7 @@ test("terminal/create answered with an error or a malformed result: that tool ca
     ["result null", (m, h) => h.reply(m.id, null)],
   ];
   for (const [what, answer] of answers) {
-    const a = rawTerminalAgent(t, dir, { "terminal/create": answer });
-    await a.init({ clientCapabilities: { terminal: true } });
-    const sid = await a.newSession(dir);
+    const { a, sid } = await rawTerminalSession(t, dir, { "terminal/create": answer });
     const { resp, updates } = await rawTurn(a, sid, "/term echo hi");
     assert.equal(resp.result?.stopReason, "end_turn", `${what}: ${JSON.stringify(resp)}`);
     const tus = toolUpdates(updates);
@@ -878,8 +846,7 @@ test("terminal/create answered with an error or a malformed result: that tool ca
       ["terminal/create"],
       `${what}: terminal/* for a terminal that was never created`,
     );
-    const next = await rawTurn(a, sid, "alive");
-    assert.equal(textOf(next.updates), "alive", `${what}: the connection did not survive`);
+    await alive(a, sid, what);
     await a.end();
   }
 });
@@ -892,19 +859,17 @@ test("malformed terminal/wait_for_exit or terminal/output answers: the tool call
     ["output not a string", { "terminal/wait_for_exit": (m, h) => h.reply(m.id, { exitCode: 0 }), "terminal/output": (m, h) => h.reply(m.id, { output: 7, truncated: "no" }) }],
   ];
   for (const [what, handlers] of cases) {
-    const a = rawTerminalAgent(t, dir, {
+    const { a, sid } = await rawTerminalSession(t, dir, {
       "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
       "terminal/output": (m, h) => h.reply(m.id, { output: "ok\n", truncated: false, exitStatus: { exitCode: 0 } }),
       ...handlers,
     });
-    await a.init({ clientCapabilities: { terminal: true } });
-    const sid = await a.newSession(dir);
     const { resp, updates } = await rawTurn(a, sid, "/term echo ok");
     assert.equal(resp.result?.stopReason, "end_turn", `${what}: ${JSON.stringify(resp)}`);
     assert.equal(lastStatus(toolUpdates(updates)), "failed", `${what}: ${JSON.stringify(toolUpdates(updates))}`);
     const rel = await soon(a.waitFor((m) => m.method === "terminal/release"), `${what}: terminal/release`);
     assert.equal(rel.msg.params.terminalId, "t-1");
-    assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+    await alive(a, sid, what);
     await a.end();
   }
 });
@@ -912,9 +877,7 @@ test("malformed terminal/wait_for_exit or terminal/output answers: the tool call
 test("a late terminal/create answer, after the turn was cancelled: the agent releases the terminal it then learns of; stray answers are ignored (raw)", async (t) => {
   const dir = tempDir(t);
   const held = [];
-  const a = rawTerminalAgent(t, dir, { "terminal/create": (m) => held.push(m) });
-  await a.init({ clientCapabilities: { terminal: true } });
-  const sid = await a.newSession(dir);
+  const { a, sid } = await rawTerminalSession(t, dir, { "terminal/create": (m) => held.push(m) });
   const p = a.prompt(sid, "/term sleep 5");
   await until(() => held.length === 1, "terminal/create");
   a.notify("session/cancel", { sessionId: sid });
@@ -933,7 +896,7 @@ test("a late terminal/create answer, after the turn was cancelled: the agent rel
   a.reply(987654321, { terminalId: "nobody-asked" });
   a.reply(held[0].id, { terminalId: "late-again" });
   a.send({ jsonrpc: "2.0", id: "not-ours", error: { code: -32603, message: "stray" } });
-  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive");
+  await alive(a, sid);
   assert.ok(!a.requestsOf("terminal/").some((e) => ["nobody-asked", "late-again"].includes(e.msg.params.terminalId)));
   await a.end();
 });
@@ -944,9 +907,7 @@ const PERMISSION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_a
 
 test("/ask: a permission request with allow_once, allow_always, reject_once, reject_always; the reply names the selected optionId (SDK)", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir);
   for (const kind of PERMISSION_KINDS) {
     a.permission = kind;
     const n = a.permissions.length;
@@ -967,9 +928,7 @@ test("/ask: a permission request with allow_once, allow_always, reject_once, rej
 
 test("/ask answered cancelled: 'permission: cancelled'", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), permission: "cancel" });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { permission: "cancel" });
   const r = await a.prompt(sid, "/ask");
   assert.equal(a.permissions.length, 1);
   assert.equal(textOf(r.updates), "permission: cancelled");
@@ -978,9 +937,7 @@ test("/ask answered cancelled: 'permission: cancelled'", async (t) => {
 
 test("/ask: session/cancel while the permission request waits -> the prompt answers cancelled", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), permission: "hold" });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { permission: "hold" });
   const p = a.prompt(sid, "/ask");
   await until(() => a.heldPermissions.length === 1, "session/request_permission");
   await a.notify("session/cancel", { sessionId: sid });
@@ -1004,21 +961,17 @@ test("/ask answered with an option never offered, a malformed outcome, or late: 
     ["result a string", "yes"],
   ];
   for (const [what, result] of answers) {
-    const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "session/request_permission": (m, h) => h.reply(m.id, result) } });
-    await a.init();
-    const sid = await a.newSession(dir);
+    const { a, sid } = await opened(rawAgent, t, dir, { handlers: { "session/request_permission": (m, h) => h.reply(m.id, result) } });
     const { resp, updates } = await rawTurn(a, sid, "/ask");
     assert.ok(resp.result?.stopReason || resp.error, `${what}: ${JSON.stringify(resp)}`);
     const text = allText(updates);
     assert.ok(!/permission: selected/.test(text), `${what}: a malformed answer was taken as a selection: ${text}`);
     assert.ok(text.trim().length > 0 || resp.error?.message, `${what}: the failure says nothing`);
-    assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+    await alive(a, sid, what);
     await a.end();
   }
   // late: answered after the turn was cancelled
-  const a = rawAgent(t, { store: join(dir, "sessions.db"), permission: "hold" });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(rawAgent, t, dir, { permission: "hold" });
   const p = a.prompt(sid, "/ask");
   const req = await soon(a.waitFor((m) => m.method === "session/request_permission"), "session/request_permission");
   a.notify("session/cancel", { sessionId: sid });
@@ -1026,8 +979,7 @@ test("/ask answered with an option never offered, a malformed outcome, or late: 
   assert.equal(resp.result?.stopReason, "cancelled");
   const from = a.lines.length;
   a.reply(req.msg.id, { outcome: { outcome: "selected", optionId: req.msg.params.options[0].optionId } });
-  const next = await rawTurn(a, sid, "alive");
-  assert.equal(textOf(next.updates), "alive");
+  await alive(a, sid);
   assert.ok(!a.updatesOf(sid, from).some((e) => allText([e.msg.params.update]).includes("permission:")), "a late answer was acted on");
   await a.end();
 });
@@ -1043,9 +995,7 @@ function acceptedContent(text) {
 
 test("/elicit with elicitation.form: elicitation/create form, requestedSchema name (string, required) and count (integer); accept echoes the content (SDK)", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: { answer: "accept" } });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { elicitation: { answer: "accept" } });
   const r = await a.prompt(sid, "/elicit");
   assert.equal(r.stopReason, "end_turn");
   assert.equal(a.elicitations.length, 1, "no elicitation/create");
@@ -1070,9 +1020,7 @@ test("/elicit with elicitation.form: elicitation/create form, requestedSchema na
 
 test("/elicit declined or cancelled: 'elicitation: decline' / 'elicitation: cancel'", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: { answer: "decline" } });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { elicitation: { answer: "decline" } });
   assert.equal(textOf((await a.prompt(sid, "/elicit")).updates), "elicitation: decline");
   a.elicitation = "cancel";
   assert.equal(textOf((await a.prompt(sid, "/elicit")).updates), "elicitation: cancel");
@@ -1089,9 +1037,7 @@ test("/elicit without form elicitation (none, URL only, form: null): an agent me
     ["elicitation: {}", { clientCapabilities: { elicitation: {} } }],
   ];
   for (const [what, opts] of variants) {
-    const a = sdkAgent(t, { store: join(dir, "sessions.db"), ...opts });
-    await a.init();
-    const sid = await a.newSession(dir);
+    const { a, sid } = await opened(sdkAgent, t, dir, opts);
     const r = await a.prompt(sid, "/elicit");
     assert.equal(r.stopReason, "end_turn", what);
     assert.match(textOf(r.updates), /form/i, `${what}: the message should say form elicitation is missing: ${textOf(r.updates)}`);
@@ -1103,9 +1049,7 @@ test("/elicit without form elicitation (none, URL only, form: null): an agent me
 
 test("/elicit accepted with content that breaks the requested schema (count a string, name missing): that call fails with a message naming the field (SDK)", async (t) => {
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: { answer: "malformed" } });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { elicitation: { answer: "malformed" } });
   const cases = [
     ["malformed", "count"], // {name, count: "three"}
     [{ action: "accept", content: { name: "x", count: 2.5 } }, "count"],
@@ -1136,9 +1080,7 @@ test("/elicit answered with no action, a non-object result or an error, or late 
   ];
   const caps = { elicitation: { form: {} } };
   for (const [what, answer] of answers) {
-    const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "elicitation/create": answer } });
-    await a.init({ clientCapabilities: caps });
-    const sid = await a.newSession(dir);
+    const { a, sid } = await opened(rawAgent, t, dir, { handlers: { "elicitation/create": answer } }, { clientCapabilities: caps });
     const { resp, updates } = await rawTurn(a, sid, "/elicit");
     assert.equal(a.requestsOf("elicitation/create").length, 1, what);
     assert.equal(resp.result?.stopReason, "end_turn", `${what}: ${JSON.stringify(resp)}`);
@@ -1146,20 +1088,18 @@ test("/elicit answered with no action, a non-object result or an error, or late 
     assert.ok(!text.includes("elicitation: accept"), `${what}: ${text}`);
     assert.ok(text.trim().length > 0, `${what}: the failure says nothing`);
     if (what === "error") assert.ok(text.includes("the form window crashed"), `the client's error is not passed on: ${text}`);
-    assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive", `${what}: the connection did not survive`);
+    await alive(a, sid, what);
     await a.end();
   }
   const held = [];
-  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "elicitation/create": (m) => held.push(m) } });
-  await a.init({ clientCapabilities: caps });
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(rawAgent, t, dir, { handlers: { "elicitation/create": (m) => held.push(m) } }, { clientCapabilities: caps });
   const p = a.prompt(sid, "/elicit");
   await until(() => held.length === 1, "elicitation/create");
   a.notify("session/cancel", { sessionId: sid });
   assert.equal((await soon(p, "the cancelled prompt's response")).result?.stopReason, "cancelled");
   const from = a.lines.length;
   a.reply(held[0].id, { action: "accept", content: { name: "late", count: 1 } });
-  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive");
+  await alive(a, sid);
   assert.ok(!a.updatesOf(sid, from).some((e) => allText([e.msg.params.update]).includes("elicitation:")), "a late answer was acted on");
   await a.end();
 });
@@ -1168,9 +1108,7 @@ test("/elicit accepted with count written 3.0: an integer in JSON Schema's sense
   const dir = tempDir(t);
   // JSON.stringify would write 3: the answer goes out as text so the agent sees 3.0
   const answer = (m, h) => h.send(`{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"result":{"action":"accept","content":{"name":"n","count":3.0}}}`);
-  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "elicitation/create": answer } });
-  await a.init({ clientCapabilities: { elicitation: { form: {} } } });
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(rawAgent, t, dir, { handlers: { "elicitation/create": answer } }, { clientCapabilities: { elicitation: { form: {} } } });
   const { resp, updates } = await rawTurn(a, sid, "/elicit");
   assert.equal(resp.result?.stopReason, "end_turn");
   assert.ok(allText(updates).startsWith("elicitation: accept"), allText(updates));
@@ -1178,6 +1116,21 @@ test("/elicit accepted with count written 3.0: an integer in JSON Schema's sense
 });
 
 // ---- closing a session under a running client call --------------------------------------------------------
+
+/** A raw client (terminal, form elicitation) and a new session; it never answers what cmd (/ask, /elicit,
+ * /term) waits on, and answers the rest: the permission allowed, terminal/create as t-1, `more`. */
+function stalling(t, dir, cmd, more = {}) {
+  const hold = () => {};
+  const handlers = {
+    "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
+    "terminal/wait_for_exit": hold,
+    "elicitation/create": hold,
+    "session/request_permission": (m, h) =>
+      cmd === "/ask" ? hold() : h.reply(m.id, { outcome: { outcome: "selected", optionId: m.params.options.find((o) => o.kind.startsWith("allow")).optionId } }),
+    ...more,
+  };
+  return opened(rawAgent, t, dir, { handlers }, { clientCapabilities: { terminal: true, elicitation: { form: {} } } });
+}
 
 test("session/close or session/delete while /term or /ask waits on the client: the prompt answers cancelled before the close/delete response, no update after it, the terminal released (raw)", async (t) => {
   const dir = tempDir(t);
@@ -1190,20 +1143,7 @@ test("session/close or session/delete while /term or /ask waits on the client: t
   ];
   for (const [cmd, waitsOn, how] of cases) {
     const what = `${cmd} + ${how}`;
-    const hold = () => {};
-    const a = rawAgent(t, {
-      store: join(dir, "sessions.db"),
-      handlers: {
-        "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
-        "terminal/release": (m, h) => h.reply(m.id, {}),
-        "terminal/wait_for_exit": hold,
-        "elicitation/create": hold,
-        "session/request_permission": (m, h) =>
-          cmd === "/ask" ? hold() : h.reply(m.id, { outcome: { outcome: "selected", optionId: m.params.options.find((o) => o.kind.startsWith("allow")).optionId } }),
-      },
-    });
-    await a.init({ clientCapabilities: { terminal: true, elicitation: { form: {} } } });
-    const sid = await a.newSession(dir);
+    const { a, sid } = await stalling(t, dir, cmd, { "terminal/release": (m, h) => h.reply(m.id, {}) });
     const from = a.lines.length;
     const prompt = a.prompt(sid, cmd);
     await soon(a.waitFor((m) => m.method === waitsOn, from), `${what}: ${waitsOn}`);
@@ -1237,19 +1177,7 @@ test("EOF while a turn waits on the client (/ask, /elicit, /term): the turn answ
     ["/elicit", "elicitation/create"],
     ["/term sleep 20", "terminal/wait_for_exit"],
   ]) {
-    const hold = () => {};
-    const a = rawAgent(t, {
-      store: join(dir, "sessions.db"),
-      handlers: {
-        "terminal/create": (m, h) => h.reply(m.id, { terminalId: "t-1" }),
-        "terminal/wait_for_exit": hold,
-        "elicitation/create": hold,
-        "session/request_permission": (m, h) =>
-          cmd === "/ask" ? hold() : h.reply(m.id, { outcome: { outcome: "selected", optionId: m.params.options.find((o) => o.kind.startsWith("allow")).optionId } }),
-      },
-    });
-    await a.init({ clientCapabilities: { terminal: true, elicitation: { form: {} } } });
-    const sid = await a.newSession(dir);
+    const { a, sid } = await stalling(t, dir, cmd);
     const from = a.lines.length;
     const prompt = a.prompt(sid, cmd);
     if (waitsOn) await soon(a.waitFor((m) => m.method === waitsOn, from), `${cmd}: ${waitsOn}`);
@@ -1267,9 +1195,7 @@ test("/elicit: a decline or cancel that carries extra members (content, _meta) i
   // The schema's decline and cancel variants do not forbid other members, and agents decode leniently
   // (REQUIREMENTS §5): elicitation.mdx "Agents MUST handle decline, cancel".
   const dir = tempDir(t);
-  const a = sdkAgent(t, { store: join(dir, "sessions.db"), elicitation: {} });
-  await a.init();
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(sdkAgent, t, dir, { elicitation: {} });
   for (const [answer, text] of [
     [{ action: "decline", content: { name: "typed before declining" } }, "elicitation: decline"],
     [{ action: "cancel", content: {} }, "elicitation: cancel"],
@@ -1322,7 +1248,7 @@ test("extension methods: _acp-agent/echo answers its params, advertised under ag
   assert.equal(unknown.error?.code, -32601, JSON.stringify(unknown));
   a.notify("_acp-agent/whatever", { x: 1 }); // SHOULD be ignored: no answer, the connection lives
   const sid = await a.newSession(dir);
-  assert.equal(textOf((await rawTurn(a, sid, "alive")).updates), "alive");
+  await alive(a, sid);
   assert.ok(!a.lines.some((e) => e.msg.id === undefined && "error" in e.msg), "a notification was answered");
   await a.end();
 });
@@ -1330,27 +1256,21 @@ test("extension methods: _acp-agent/echo answers its params, advertised under ag
 test("/ext: the agent calls the client's _acp-agent/ping only when the client advertised _meta.acp-agent, and reports its answer or error (raw)", async (t) => {
   const dir = tempDir(t);
   const pong = (m, h) => h.reply(m.id, { pong: m.params?.from ?? null, session: m.params?.sessionId === undefined ? null : "yes" });
-  const a = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "_acp-agent/ping": pong } });
-  await a.init({ clientCapabilities: { _meta: { "acp-agent": {} } } });
-  const sid = await a.newSession(dir);
+  const { a, sid } = await opened(rawAgent, t, dir, { handlers: { "_acp-agent/ping": pong } }, { clientCapabilities: { _meta: { "acp-agent": {} } } });
   const r = await rawTurn(a, sid, "/ext");
   assert.equal(r.resp.result?.stopReason, "end_turn");
   assert.equal(allText(r.updates).trim(), 'ext: {"pong":"acp-agent","session":"yes"}');
   await a.end();
 
   // the client does not know it: its -32601 is reported, the connection lives
-  const b = rawAgent(t, { store: join(dir, "sessions.db") });
-  await b.init({ clientCapabilities: { _meta: { "acp-agent": {} } } });
-  const sid2 = await b.newSession(dir);
+  const { a: b, sid: sid2 } = await opened(rawAgent, t, dir, {}, { clientCapabilities: { _meta: { "acp-agent": {} } } });
   const r2 = await rawTurn(b, sid2, "/ext");
   assert.match(allText(r2.updates), /^ext: error: /);
-  assert.equal(textOf((await rawTurn(b, sid2, "alive")).updates), "alive");
+  await alive(b, sid2);
   await b.end();
 
   // not advertised: nothing is sent
-  const c = rawAgent(t, { store: join(dir, "sessions.db"), handlers: { "_acp-agent/ping": pong } });
-  await c.init();
-  const sid3 = await c.newSession(dir);
+  const { a: c, sid: sid3 } = await opened(rawAgent, t, dir, { handlers: { "_acp-agent/ping": pong } });
   const r3 = await rawTurn(c, sid3, "/ext");
   assert.match(allText(r3.updates), /did not advertise/);
   assert.ok(!c.lines.some((e) => e.msg.method === "_acp-agent/ping"), "an extension request to a client that never advertised it");
