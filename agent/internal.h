@@ -255,6 +255,8 @@ int session_send(acp_session *s, const char *json, size_t n);
 /* The client capability an update kind (a JSON string) needs ("session.notices", ...), or
  * NULL: the one table the runtime's gate and the replay filter both read. */
 const char *session_kind_needs(acp_span kind);
+/* Whether the client lacks any capability of that table (else nothing needs checking). */
+bool session_kinds_gated(const acp_agent *a);
 /* Appends to b one session/update line for the session whose id is the JSON string
  * id_json[0..idn), with update object json[0..n): 0 or ACP_ENOMEM (b unchanged). */
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);

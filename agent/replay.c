@@ -29,7 +29,7 @@ void replay_stop(acp_session *s)
 }
 
 struct step {
-    acp_agent *a;
+    acp_agent *a; /* NULL: the client takes every gated kind, no row needs looking at */
     acp_buf *b;
     const char *id;
     size_t idn;
@@ -56,7 +56,7 @@ static int add_line(void *user, int64_t seq, const char *json, size_t n)
     struct step *st = user;
     /* The history keeps compactions in their place; a client that never opted into them must
      * not get them (the spec's MUST NOT), also not on a load: the same gate as when sent. */
-    const char *cap = session_kind_needs(stored_kind(json, n));
+    const char *cap = st->a ? session_kind_needs(stored_kind(json, n)) : NULL;
     if (cap && !acp_agent_client_has(st->a, cap)) return 0;
     return session_envelope(st->b, st->id, st->idn, json, n);
 }
@@ -64,7 +64,7 @@ static int add_line(void *user, int64_t seq, const char *json, size_t n)
 static void replay_step(acp_session *s)
 {
     acp_agent *a = s->a;
-    struct step st = {a, &a->line, s->id_json, strlen(s->id_json)};
+    struct step st = {session_kinds_gated(a) ? a : NULL, &a->line, s->id_json, strlen(s->id_json)};
     a->line.len = 0;
     int64_t last = s->replay_seq;
     bool done = false;

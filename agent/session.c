@@ -396,16 +396,31 @@ static bool kind_is_history(acp_span kind)
     return false;
 }
 
+/* The spec's MUST NOTs (Notice, CompactionUpdate, CompactionSummaryChunk). */
+static const struct {
+    const char *kind, *cap;
+} gated[] = {{"notice", "session.notices"},
+             {"compaction_update", "session.compaction"},
+             {"compaction_summary_chunk", "session.compaction"}};
+
+bool session_kinds_gated(const acp_agent *a)
+{
+    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
+        if (!acp_agent_client_has(a, gated[i].cap)) return true;
+    return false;
+}
+
 const char *session_kind_needs(acp_span kind)
 {
-    /* The spec's MUST NOTs (Notice, CompactionUpdate, CompactionSummaryChunk). */
-    static const struct {
-        const char *kind, *cap;
-    } gated[] = {{"notice", "session.notices"},
-                 {"compaction_update", "session.compaction"},
-                 {"compaction_summary_chunk", "session.compaction"}};
-    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
-        if (acp_json_str_eq(kind, gated[i].kind)) return gated[i].cap;
+    /* Asked for every replayed row: a kind written plainly is one compare of its bytes; only
+     * one written with escapes is decoded. */
+    bool escaped = memchr(kind.p, '\\', kind.n) != NULL;
+    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++) {
+        size_t n = strlen(gated[i].kind);
+        if (escaped ? acp_json_str_eq(kind, gated[i].kind)
+                    : kind.n == n + 2 && !memcmp(kind.p + 1, gated[i].kind, n))
+            return gated[i].cap;
+    }
     return NULL;
 }
 
