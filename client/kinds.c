@@ -17,6 +17,9 @@ static const char *const names[] = {
     [ACP_UPDATE_CONFIG_OPTION] = "config_option_update",
     [ACP_UPDATE_SESSION_INFO] = "session_info_update",
     [ACP_UPDATE_USAGE] = "usage_update",
+    [ACP_UPDATE_NOTICE] = "notice",
+    [ACP_UPDATE_COMPACTION] = "compaction_update",
+    [ACP_UPDATE_COMPACTION_SUMMARY] = "compaction_summary_chunk",
 };
 
 const char *acp_update_kind_name(acp_update_kind k)

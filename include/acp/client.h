@@ -50,6 +50,9 @@ typedef enum acp_update_kind {
     ACP_UPDATE_CONFIG_OPTION,
     ACP_UPDATE_SESSION_INFO,
     ACP_UPDATE_USAGE,
+    ACP_UPDATE_NOTICE,             /* sent only when acp_client_opts.notices */
+    ACP_UPDATE_COMPACTION,         /* compaction_update; only when .compaction */
+    ACP_UPDATE_COMPACTION_SUMMARY, /* compaction_summary_chunk; likewise */
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
