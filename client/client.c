@@ -1,5 +1,5 @@
-/* The client connection: spawning the agent, initialize, capabilities, and the synchronous
- * call primitive every typed call is built on. */
+/* The client connection: start (transport + initialize), capabilities, errors, the
+ * application-driven mode's feed/take/eof, and teardown. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +32,22 @@ bool acp_client_agent_gone(const acp_client *c)
     return c->gone;
 }
 
+int acp_client_agent_pid(const acp_client *c)
+{
+    return c->exited ? 0 : c->pid;
+}
+
+bool acp_client_agent_status(const acp_client *c, int64_t *code, int *sig)
+{
+    if (!c->exited) return false;
+    if (code) *code = c->exit_code;
+    if (sig) *sig = c->exit_sig;
+    return true;
+}
+
 uv_loop_t *acp_client_loop(acp_client *c)
 {
-    return &c->loop;
+    return c->loop;
 }
 
 json_t *acp_client_init_result(const acp_client *c)
@@ -47,121 +60,24 @@ bool acp_client_supports(const acp_client *c, acp_agent_cap cap)
     return c->caps & (1u << cap);
 }
 
-/* --- the call primitive ---------------------------------------------------------------- */
-
-typedef struct wait {
-    acp_client *c;
-    const char *method;
-    acp_call *call;
-    bool done;
-    bool timed_out;
-    unsigned timeout_ms;
-    int status;
-    json_t *result;
-} wait;
-
-int acp_client_answer(acp_client *c, const char *method, acp_msg *m, json_t **result)
+int acp_client_need(acp_client *c, acp_agent_cap cap, const char *name)
 {
-    *result = NULL;
-    if (acp_msg_is_error(m)) {
-        int code = acp_msg_error_code(m);
-        if (code == ACP_RPC_CONN_CLOSED)
-            return acp_client_seterr(c, ACP_ECLOSED,
-                                     "the agent exited before answering %s; see its messages "
-                                     "above",
-                                     method);
-        c->errcode = code;
-        return acp_client_seterr(c, ACP_EPROTO, "agent error %d on %s: %s", code, method,
-                                 acp_msg_error_message(m));
-    }
-    if (!(*result = acp_msg_result(m)))
-        return acp_client_seterr(c, ACP_EPROTO,
-                                 "the agent's answer to %s is not valid JSON-RPC (a result we "
-                                 "cannot parse)",
-                                 method);
-    json_incref(*result);
-    return 0;
+    if (acp_client_supports(c, cap)) return 0;
+    return acp_client_seterr(c, ACP_ENOTSUP, "agent does not advertise %s", name);
 }
 
-static void on_answer(acp_conn *conn, acp_msg *m, void *user)
+json_t *acp_client_auth_methods(const acp_client *c)
 {
-    wait *w = user;
-    w->done = true;
-    if (w->timed_out)
-        w->status =
-            acp_client_seterr(w->c, ACP_ETIMEDOUT, "the agent did not answer %s within %u s",
-                              w->method, w->timeout_ms / 1000);
-    else
-        w->status = acp_client_answer(w->c, w->method, m, &w->result);
-}
-
-static void on_timeout(uv_timer_t *t)
-{
-    wait *w = t->data;
-    w->timed_out = true;
-    acp_conn_abandon(w->c->conn, w->call, ACP_RPC_CONN_CLOSED, "timed out");
-}
-
-int acp_client_run_once(acp_client *c)
-{
-    if (uv_run(&c->loop, UV_RUN_ONCE) == 0)
-        return acp_client_seterr(c, ACP_ECLOSED, "nothing left to wait for: the agent is gone");
-    return 0;
-}
-
-/* acp_client_call() with a deadline (0: none). */
-static int call_within(acp_client *c, const char *method, json_t *params, json_t **result,
-                       unsigned timeout_ms)
-{
-    if (result) *result = NULL;
-    c->errcode = 0;
-    c->err[0] = 0;
-    if (c->gone) {
-        json_decref(params);
-        return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
-    }
-    if (!params) /* json_pack failed: a string argument was not UTF-8 */
-        return acp_client_seterr(c, ACP_EINVAL, "cannot send %s: an argument is not valid UTF-8",
-                                 method);
-    wait w = {.c = c, .method = method, .timeout_ms = timeout_ms};
-    int rc = acp_conn_call(c->conn, method, params, on_answer, &w, &w.call);
-    if (rc) return acp_client_seterr(c, rc, "cannot send %s: %s", method, acp_strerror(rc));
-    if (timeout_ms) {
-        c->timer.data = &w;
-        uv_timer_start(&c->timer, on_timeout, timeout_ms, 0);
-    }
-    while (!w.done) {
-        if (uv_run(&c->loop, UV_RUN_ONCE) == 0 && !w.done) {
-            /* Nothing left that could answer (cannot happen while the transport is open). */
-            return acp_client_seterr(c, ACP_ECLOSED, "the agent connection is gone");
-        }
-    }
-    uv_timer_stop(&c->timer);
-    if (w.status) return w.status;
-    if (result)
-        *result = w.result;
-    else
-        json_decref(w.result);
-    return 0;
-}
-
-int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result)
-{
-    return call_within(c, method, params, result, 0);
-}
-
-/* --- open / free ------------------------------------------------------------------------ */
-
-static void on_eof(acp_transport *t, void *user)
-{
-    acp_client *c = user;
-    c->gone = true;
+    static json_t *none;
+    json_t *m = json_object_get(c->init, "authMethods");
+    if (json_is_array(m)) return m;
+    if (!none) none = json_array(); /* one immortal empty array */
+    return none;
 }
 
 static bool obj_has(json_t *o, const char *k)
 {
-    json_t *v = json_object_get(o, k);
-    return json_is_object(v); /* `{}` advertises; omitted or null does not */
+    return json_is_object(json_object_get(o, k)); /* `{}` advertises; omitted or null does not */
 }
 
 static void parse_caps(acp_client *c)
@@ -185,133 +101,218 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_PROMPT_IMAGE, json_is_true(json_object_get(pc, "image"))},
         {ACP_CAP_PROMPT_AUDIO, json_is_true(json_object_get(pc, "audio"))},
         {ACP_CAP_PROMPT_RESOURCE, json_is_true(json_object_get(pc, "embeddedContext"))},
+        {ACP_CAP_LOGOUT, obj_has(json_object_get(ac, "auth"), "logout")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;
 }
 
-static int initialize(acp_client *c)
+/* `{}` when on: the spec's way to advertise an object capability. */
+static void cap_obj(json_t *o, const char *k, bool on)
 {
-    json_t *params =
-        json_pack("{s:i, s:{s:{s:b, s:b}, s:b}, s:{s:s, s:s}}", "protocolVersion",
-                  ACP_PROTOCOL_VERSION, "clientCapabilities", "fs", "readTextFile", c->opts.fs_read,
-                  "writeTextFile", c->opts.fs_write, "terminal", c->opts.terminal, "clientInfo",
-                  "name", "libacp", "version", ACP_VERSION_STRING);
-    if (!params) return ACP_ENOMEM;
-    unsigned ms = c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000;
-    int rc = call_within(c, "initialize", params, &c->init, ms);
-    if (rc == ACP_ETIMEDOUT)
-        return acp_client_seterr(c, rc,
-                                 "the agent did not answer initialize within %u s; is it "
-                                 "an ACP agent speaking on stdout? check --agent",
-                                 (ms + 999) / 1000);
-    if (rc == ACP_ECLOSED)
-        return acp_client_seterr(c, rc,
-                                 "the agent exited during initialize; check the agent "
-                                 "command (see its messages above)");
-    if (rc) return rc;
-    json_t *v = json_object_get(c->init, "protocolVersion");
-    if (!json_is_integer(v) || json_integer_value(v) != ACP_PROTOCOL_VERSION)
-        return acp_client_seterr(c, ACP_EPROTO,
-                                 "the agent speaks ACP protocol version %s; "
-                                 "libacp speaks version %d",
-                                 json_is_integer(v) ? "other than 1" : "(missing)",
-                                 ACP_PROTOCOL_VERSION);
-    parse_caps(c);
-    return 0;
+    if (on) json_object_set_new(o, k, json_object());
 }
 
-int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg)
+static json_t *init_params(acp_client *c)
+{
+    const acp_client_opts *o = &c->opts;
+    json_t *caps = json_pack("{s:{s:b, s:b}, s:b}", "fs", "readTextFile", o->fs_read,
+                             "writeTextFile", o->fs_write, "terminal", o->terminal);
+    json_t *sess = json_object();
+    cap_obj(sess, "notices", o->notices);
+    cap_obj(sess, "compaction", o->compaction);
+    if (o->config_boolean)
+        json_object_set_new(sess, "configOptions", json_pack("{s:{}}", "boolean"));
+    if (json_object_size(sess)) json_object_set(caps, "session", sess);
+    json_decref(sess);
+    if (o->auth_terminal) json_object_set_new(caps, "auth", json_pack("{s:b}", "terminal", 1));
+    if (o->on_elicit && (o->elicitation_form || o->elicitation_url)) {
+        json_t *e = json_object();
+        cap_obj(e, "form", o->elicitation_form);
+        cap_obj(e, "url", o->elicitation_url);
+        json_object_set_new(caps, "elicitation", e);
+    }
+    if (o->capabilities_meta)
+        json_object_set_new(caps, "_meta", json_deep_copy(o->capabilities_meta));
+    json_t *info = json_pack("{s:s, s:s}", "name", o->client_name ? o->client_name : "libacp",
+                             "version", o->client_version ? o->client_version : ACP_VERSION_STRING);
+    if (info && o->client_title) json_object_set_new(info, "title", json_string(o->client_title));
+    json_t *p = json_pack("{s:i, s:o, s:o}", "protocolVersion", ACP_PROTOCOL_VERSION,
+                          "clientCapabilities", caps, "clientInfo", info);
+    if (p && o->init_meta) json_object_set_new(p, "_meta", json_deep_copy(o->init_meta));
+    return p;
+}
+
+static void init_finish(acp_client_op *op, acp_client_reply *r)
+{
+    acp_client *c = op->c;
+    if (r->status == ACP_ETIMEDOUT) {
+        r->status =
+            acp_client_seterr(c, ACP_ETIMEDOUT,
+                              "the agent did not answer initialize within %u s; is it "
+                              "an ACP agent speaking on stdout? check the agent command",
+                              (c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000) / 1000);
+        return;
+    }
+    if (r->status == ACP_ECLOSED) {
+        acp_client_seterr(c, ACP_ECLOSED,
+                          "the agent exited during initialize; check the agent command (see its "
+                          "messages above)");
+        return;
+    }
+    if (r->status) return;
+    json_t *v = json_object_get(r->result, "protocolVersion");
+    if (!json_is_object(r->result) || !json_is_integer(v) ||
+        json_integer_value(v) != ACP_PROTOCOL_VERSION) {
+        r->status = acp_client_seterr(c, ACP_EPROTO,
+                                      "the agent speaks ACP protocol version %s; libacp speaks "
+                                      "version %d",
+                                      json_is_integer(v) ? "other than 1" : "(missing)",
+                                      ACP_PROTOCOL_VERSION);
+        return;
+    }
+    c->init = json_incref(r->result);
+    parse_caps(c);
+}
+
+int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out,
+                     char **errmsg)
 {
     *out = NULL;
     if (errmsg) *errmsg = NULL;
     acp_client *c = calloc(1, sizeof *c);
     if (!c) return ACP_ENOMEM;
     c->opts = *opts;
-    if (uv_loop_init(&c->loop)) {
-        free(c);
-        return ACP_ENOMEM;
-    }
-    uv_timer_init(&c->loop, &c->timer);
-    int rc;
-    char **split = NULL, *spawn_err = NULL;
-    const char *const *argv = opts->argv;
-    if (!argv) {
-        rc = opts->command ? acp_client_split_command(opts->command, &split) : ACP_EINVAL;
-        if (rc) {
-            acp_client_seterr(c, rc,
-                              "the agent command line is empty or has an unclosed "
-                              "quote: '%s'",
-                              opts->command ? opts->command : "");
-            goto fail;
+    int rc = 0;
+    if (opts->transport != ACP_CLIENT_MANUAL) {
+        c->loop = opts->loop;
+        if (!c->loop) {
+            if (uv_loop_init(&c->own_loop)) {
+                free(c);
+                return ACP_ENOMEM;
+            }
+            c->loop = &c->own_loop;
         }
-        argv = (const char *const *)split;
+        uv_timer_init(c->loop, &c->timer);
+        c->timer.data = c;
+    } else if (opts->terminal) {
+        rc = acp_client_seterr(c, ACP_EINVAL,
+                               "terminals need a libuv loop; ACP_CLIENT_MANUAL cannot serve them");
+        goto fail;
     }
-    acp_conn_opts co = {.max_message = opts->max_message ? opts->max_message : 128u << 20};
-    c->conn = acp_conn_new(&co);
-    if (!c->conn) {
+    acp_conn_opts co = {.max_message = opts->max_message ? opts->max_message : 128u << 20,
+                        .on_request = acp_client_ext_request,
+                        .on_notify = acp_client_ext_notify,
+                        .user = c};
+    if (!(c->conn = acp_conn_new(&co))) {
         rc = ACP_ENOMEM;
         goto fail;
     }
-    acp_proc_opts po = {.file = argv[0],
-                        .argv = (char *const *)argv,
-                        .env = (char *const *)opts->env,
-                        .pipe_stdin = true,
-                        .pipe_stdout = true,
-                        .inherit_stderr = true};
-    rc = acp_proc_spawn(&c->loop, &po, &c->proc, &spawn_err);
-    if (rc) {
-        acp_client_seterr(c, rc, "%s; check --agent", spawn_err ? spawn_err : "cannot spawn");
-        goto fail;
-    }
-    acp_transport_opts to = {.on_eof = on_eof, .user = c};
-    rc = acp_transport_open_proc(&c->loop, c->conn, c->proc, &to, &c->tr);
-    if (rc) {
-        acp_client_seterr(c, rc, "cannot connect to the agent's pipes: %s", acp_strerror(rc));
-        goto fail;
-    }
+    if (opts->transport != ACP_CLIENT_MANUAL && (rc = acp_client_link_open(c))) goto fail;
     acp_client_session_register(c);
     acp_client_perm_register(c);
+    acp_client_elicit_register(c);
     if (opts->fs_read || opts->fs_write) acp_client_fs_register(c);
     if (opts->terminal) acp_client_terminal_register(c);
-    rc = initialize(c);
+    acp_client_op *op;
+    rc = acp_client_op_start(c, "initialize", init_params(c), init_finish, cb, user, &op);
     if (rc) goto fail;
-    acp_client_argv_free(split);
-    free(spawn_err);
+    acp_client_op_timeout(op, opts->init_timeout_ms ? opts->init_timeout_ms : 30000);
     *out = c;
     return 0;
 fail:
     if (errmsg) *errmsg = strdup(c->err[0] ? c->err : acp_strerror(rc));
-    acp_client_argv_free(split);
-    free(spawn_err);
     acp_client_free(c);
     return rc;
 }
 
-static void count_down(void *user)
+int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg)
 {
-    (*(int *)user)--;
+    acp_client_sync w = {0};
+    int rc = acp_client_start(opts, acp_client_sync_cb, &w, out, errmsg);
+    if (rc) return rc;
+    rc = acp_client_sync_wait(*out, 0, &w, NULL);
+    if (rc) {
+        if (errmsg) *errmsg = strdup(acp_client_errmsg(*out));
+        acp_client_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* --- the application moves the bytes --------------------------------------------------- */
+
+int acp_client_feed(acp_client *c, const char *bytes, size_t n)
+{
+    return acp_conn_recv(c->conn, bytes, n);
+}
+
+char *acp_client_take(acp_client *c, size_t *n)
+{
+    return acp_conn_out_take(c->conn, n);
+}
+
+void acp_client_eof(acp_client *c)
+{
+    if (c->gone) return;
+    c->gone = true;
+    acp_conn_eof(c->conn); /* every pending call ends with ACP_ECLOSED */
+    if (c->opts.on_closed) c->opts.on_closed(c, c->opts.user);
+}
+
+/* --- teardown ---------------------------------------------------------------------------- */
+
+static void release(acp_client *c)
+{
+    acp_conn_free(c->conn);
+    json_decref(c->init);
+    if (c->loop == &c->own_loop) uv_loop_close(&c->own_loop);
+    free(c);
+}
+
+static void closed_one(void *user)
+{
+    acp_client *c = user;
+    if (--c->closing == 0 && c->loop != &c->own_loop) release(c);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    closed_one(h->data);
 }
 
 void acp_client_free(acp_client *c)
 {
     if (!c) return;
+    c->opts.on_closed = NULL; /* teardown is not news to the application */
+    acp_client_ops_cancel(c, NULL);
     while (c->sessions) acp_client_session_free(c->sessions);
+    acp_client_asks_cancel(c, NULL, true);
+    acp_client_elicits_cancel(c, NULL, true);
     acp_client_terminals_free(c);
-    if (c->timer.loop) uv_close((uv_handle_t *)&c->timer, NULL); /* NULL: never initialised */
-    int pending = 0;
+    if (!c->loop) {
+        release(c);
+        return;
+    }
+    c->closing = 1; /* ours, dropped below: nothing is released while we are still here */
+    if (c->timer.loop) {
+        c->closing++;
+        uv_close((uv_handle_t *)&c->timer, timer_closed);
+    }
     if (c->tr) {
-        pending++;
-        acp_transport_close(c->tr, count_down, &pending);
+        c->closing++;
+        acp_transport_close(c->tr, closed_one, c);
     }
     if (c->proc) {
-        pending++;
-        acp_proc_stop(c->proc, 2000, count_down, &pending);
+        c->closing++;
+        acp_proc_stop(c->proc, 2000, closed_one, c);
     }
-    while (pending > 0 && uv_run(&c->loop, UV_RUN_ONCE)) {}
-    uv_run(&c->loop, UV_RUN_DEFAULT); /* let every closing handle finish */
-    acp_conn_free(c->conn);
-    json_decref(c->init);
-    uv_loop_close(&c->loop);
-    free(c);
+    if (c->loop != &c->own_loop) {
+        closed_one(c);
+        return;
+    }
+    c->closing--;
+    while (c->closing > 0 && uv_run(c->loop, UV_RUN_ONCE)) {}
+    uv_run(c->loop, UV_RUN_DEFAULT); /* let every closing handle finish */
+    release(c);
 }

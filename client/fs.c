@@ -118,14 +118,9 @@ out:
     free(real);
 }
 
-static void on_write(acp_conn *conn, acp_req *req, void *user)
+static void do_write(acp_client *c, acp_req *req)
 {
-    acp_client *c = user;
     json_t *content = json_object_get(acp_req_params(req), "content");
-    if (!json_is_string(content)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "content (a string) is required");
-        return;
-    }
     char *real;
     int fd = open_in_roots(c, req, O_WRONLY | O_CREAT | O_TRUNC, &real);
     if (fd < 0) return;
@@ -146,6 +141,31 @@ static void on_write(acp_conn *conn, acp_req *req, void *user)
     else
         acp_req_reply(req, NULL);
     free(real);
+}
+
+/* Checked first (the session, the content, the path inside the roots), then approved by the
+ * application, then written: the user is never asked about a write that would be refused. */
+static void on_write(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    json_t *params = acp_req_params(req);
+    if (!json_is_string(json_object_get(params, "content"))) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "content (a string) is required");
+        return;
+    }
+    acp_client_session *s = acp_client_req_session(c, req);
+    if (!s) return;
+    const char *path = json_string_value(json_object_get(params, "path"));
+    char *real = NULL, *msg = NULL;
+    int rc = path && path[0] == '/' ? acp_roots_resolve(s->roots, path, &real, &msg) : ACP_EINVAL;
+    if (rc) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "%s",
+                      msg ? msg : "path must be an absolute path");
+        free(msg);
+        return;
+    }
+    free(real);
+    acp_client_ask_app(c, s, req, "fs/write_text_file", do_write);
 }
 
 void acp_client_fs_register(acp_client *c)

@@ -13,8 +13,9 @@
 typedef struct acp_term acp_term;
 
 struct acp_client {
-    uv_loop_t loop;
-    uv_timer_t timer; /* the initialize deadline */
+    uv_loop_t own_loop; /* used when opts.loop is NULL */
+    uv_loop_t *loop;    /* NULL in ACP_CLIENT_MANUAL */
+    uv_timer_t timer;   /* the next call deadline (not in manual mode) */
     acp_conn *conn;
     acp_proc *proc;
     acp_transport *tr;
@@ -22,11 +23,21 @@ struct acp_client {
     json_t *init;         /* initialize result */
     uint32_t caps;        /* bit per acp_agent_cap */
     bool gone;            /* the agent's output ended */
+    bool exited;          /* the spawned agent was reaped: exit_code / exit_sig */
+    int64_t exit_code;
+    int exit_sig;
+    int pid;
+    int closing; /* acp_client_free(): handles still closing on the application's loop */
+    acp_client_cb start_cb;
+    void *start_user;
     int errcode;
     char err[1024];
+    acp_client_op *ops; /* calls in flight */
     acp_client_session *sessions;
     acp_term *terms;
     uint64_t next_term;
+    acp_client_ask *asks;       /* fs writes and commands waiting for on_ask's answer */
+    acp_client_elicit *elicits; /* elicitations waiting for on_elicit's answer */
 };
 
 struct acp_client_session {
@@ -34,11 +45,13 @@ struct acp_client_session {
     acp_client_session *next;
     char *id;
     json_t *result;
+    json_t *modes;    /* current SessionModeState, or NULL */
+    json_t *config;   /* current configOptions, or NULL */
     acp_roots *roots; /* bounds the fs requests for this session */
     void *user;
-    bool loading;             /* a session/load is in flight: updates are replay */
-    struct prompt_op *prompt; /* the session/prompt in flight, or NULL */
-    acp_client_perm *perms;   /* pending permission requests */
+    bool loading;           /* a session/load is in flight: updates are replay */
+    acp_client_op *prompt;  /* the session/prompt in flight, or NULL */
+    acp_client_perm *perms; /* pending permission requests */
 };
 
 struct acp_client_perm {
@@ -48,30 +61,84 @@ struct acp_client_perm {
     acp_req *req; /* NULL once answered (by a cancel) */
 };
 
+/* What a call does with its answer before the application hears of it: the kind-specific
+ * part of a typed call. It may change r (status, session, stop) and must set c->err through
+ * acp_client_seterr() when it turns success into failure. */
+typedef void (*acp_op_finish)(acp_client_op *op, acp_client_reply *r);
+
+struct acp_client_op {
+    acp_client *c;
+    acp_client_op *next;
+    char *method;
+    acp_call *call;
+    acp_client_cb cb;
+    void *user;
+    acp_op_finish finish;
+    uint64_t deadline; /* uv_hrtime() ms; 0: none */
+    bool timed_out;
+    acp_client_session *s; /* the session the call is about, if any */
+    acp_roots *roots;      /* session/new: the root set for the handle to come */
+    char *id;              /* session/delete: the id */
+};
+
 /* Sets the message acp_client_errmsg() returns; returns status for `return seterr(...)`. */
 int acp_client_seterr(acp_client *c, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Sends method(params: stolen) and runs the loop until the answer. On success *result (if
- * not NULL) is the parsed result, owned by the caller. An agent error is ACP_EPROTO with
- * errmsg/errcode set; ACP_ECLOSED when the agent went away. */
-int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result);
+/* ACP_ENOTSUP with "agent does not advertise NAME" unless the agent advertised cap. */
+int acp_client_need(acp_client *c, acp_agent_cap cap, const char *name);
 
-/* The status of a received answer (setting errmsg/errcode on failure), and on success its
- * result (caller owns). */
-int acp_client_answer(acp_client *c, const char *method, acp_msg *m, json_t **result);
+/* Sends method(params: stolen) as a call that ends in cb (finish first, when not NULL). On
+ * failure nothing was sent, cb will not run, c->err says why. *out (optional) is the op. */
+int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_op_finish finish,
+                        acp_client_cb cb, void *user, acp_client_op **out);
+/* The result of a synchronous call, filled by acp_client_sync_cb. */
+typedef struct acp_client_sync {
+    bool done;
+    int status;
+    json_t *result; /* owned */
+    acp_client_session *session;
+    const char *stop;
+} acp_client_sync;
+void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user);
+/* Runs the loop until w is done (rc, the _start's status, is returned at once when non-zero),
+ * and returns w's status; on success *result (optional) takes w's result. */
+int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **result);
+/* Ends every call in flight about s (or, s NULL, every call) with ACP_ECANCELLED. */
+void acp_client_ops_cancel(acp_client *c, acp_client_session *s);
+/* (Re)arms the deadline timer after a deadline changed. */
+void acp_client_deadlines(acp_client *c);
+
+/* Connects opts' transport (not manual) on c->loop. */
+int acp_client_link_open(acp_client *c);
 
 acp_client_session *acp_client_find(acp_client *c, acp_span id_literal);
 acp_client_session *acp_client_find_id(acp_client *c, const char *id);
+/* A new handle (ids copied, roots taken), linked into the client; NULL on ENOMEM. */
+acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_roots *roots);
+/* Adopts a new/load/resume result: modes and configOptions become the session's state. */
+void acp_client_session_adopt(acp_client_session *s, json_t *result);
 
 /* Registration of the agent->client methods each file serves. */
 void acp_client_session_register(acp_client *c);
 void acp_client_perm_register(acp_client *c);
 void acp_client_fs_register(acp_client *c);
 void acp_client_terminal_register(acp_client *c);
-/* Releases every terminal (kills its process) and waits for them; from acp_client_free(). */
+void acp_client_elicit_register(acp_client *c);
+/* The connection's fallbacks: '_' methods go to the application's extension handlers. */
+void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user);
+void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user);
+/* Releases every terminal (kills its process); from acp_client_free(). */
 void acp_client_terminals_free(acp_client *c);
-/* Answers the session's pending permissions with `cancelled` and detaches them. */
+/* Answers the session's pending permissions, asks and elicitations with `cancelled` and,
+ * when detach, lets go of them (the application may still hold them). s NULL: every one. */
 void acp_client_perms_cancel(acp_client_session *s, bool detach);
+void acp_client_asks_cancel(acp_client *c, acp_client_session *s, bool detach);
+void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach);
+
+/* Asks the application (on_ask) before running method for s; run(c, req) goes ahead, now or
+ * after acp_client_ask_reply(). The request is refused when the application says no. */
+void acp_client_ask_app(acp_client *c, acp_client_session *s, acp_req *req, const char *method,
+                        void (*run)(acp_client *c, acp_req *req));
 
 /* A request's session, by its sessionId param; answers the request with an error and
  * returns NULL when missing or unknown. */

@@ -8,14 +8,6 @@
 
 #include "client/internal.h"
 
-/* A session/prompt in flight. */
-struct prompt_op {
-    acp_client_session *s;
-    acp_call *call;
-    acp_client_prompt_cb cb;
-    void *user;
-};
-
 acp_client_session *acp_client_find(acp_client *c, acp_span id)
 {
     for (acp_client_session *s = c->sessions; s; s = s->next)
@@ -38,6 +30,21 @@ const char *acp_client_session_id(const acp_client_session *s)
 json_t *acp_client_session_result(const acp_client_session *s)
 {
     return s->result;
+}
+
+json_t *acp_client_session_modes(const acp_client_session *s)
+{
+    return s->modes;
+}
+
+const char *acp_client_session_mode(const acp_client_session *s)
+{
+    return json_string_value(json_object_get(s->modes, "currentModeId"));
+}
+
+json_t *acp_client_session_config_options(const acp_client_session *s)
+{
+    return s->config;
 }
 
 acp_client *acp_client_session_client(const acp_client_session *s)
@@ -66,21 +73,59 @@ void acp_client_session_free(acp_client_session *s)
         }
     }
     acp_client_perms_cancel(s, true);
-    if (s->prompt) { /* its answer is of no use to anyone now; its waiter is told */
-        struct prompt_op *op = s->prompt;
-        s->prompt = NULL;
-        acp_conn_forget(c->conn, op->call);
-        op->cb(s,
-               acp_client_seterr(c, ACP_ECANCELLED,
-                                 "the session handle was freed during "
-                                 "its prompt"),
-               "unknown", op->user);
-        free(op);
-    }
+    acp_client_asks_cancel(c, s, true);
+    acp_client_elicits_cancel(c, s, true);
+    acp_client_ops_cancel(c, s); /* their answers are of no use now; their callers are told */
     acp_roots_free(s->roots);
     json_decref(s->result);
+    json_decref(s->modes);
+    json_decref(s->config);
     free(s->id);
     free(s);
+}
+
+acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_roots *roots)
+{
+    acp_client_session *s = calloc(1, sizeof *s);
+    if (!s || !(s->id = strdup(id))) {
+        free(s);
+        return NULL;
+    }
+    s->c = c;
+    s->roots = roots;
+    s->next = c->sessions;
+    c->sessions = s;
+    return s;
+}
+
+void acp_client_session_adopt(acp_client_session *s, json_t *result)
+{
+    json_t *m = json_object_get(result, "modes");
+    json_t *o = json_object_get(result, "configOptions");
+    json_decref(s->result);
+    json_decref(s->modes);
+    json_decref(s->config);
+    s->result = json_incref(result);
+    s->modes = json_is_object(m) ? json_deep_copy(m) : NULL;
+    s->config = json_is_array(o) ? json_incref(o) : NULL;
+}
+
+/* current_mode_update and config_option_update keep the session's state current. They are
+ * rare, so parsing them here costs the hot path nothing. */
+static void track(acp_client_session *s, const acp_update *u)
+{
+    json_t *up = json_loadb(u->update.p, u->update.n, JSON_REJECT_DUPLICATES, NULL);
+    if (u->kind == ACP_UPDATE_CURRENT_MODE) {
+        json_t *id = json_object_get(up, "currentModeId");
+        if (json_is_string(id) && s->modes) json_object_set(s->modes, "currentModeId", id);
+    } else {
+        json_t *o = json_object_get(up, "configOptions");
+        if (json_is_array(o)) {
+            json_decref(s->config);
+            s->config = json_incref(o);
+        }
+    }
+    json_decref(up);
 }
 
 /* The routing hot path: find sessionId and the update kind in the raw text, no tree. */
@@ -97,13 +142,9 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
         u.kind = acp_update_kind_of(u.kind_text);
     acp_client_session *s = acp_client_find(c, u.session_id);
     u.replay = s && s->loading;
+    if (s && (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION))
+        track(s, &u);
     if (c->opts.on_update) c->opts.on_update(c, s, &u, c->opts.user);
-}
-
-static int need(acp_client *c, acp_agent_cap cap, const char *name)
-{
-    if (acp_client_supports(c, cap)) return 0;
-    return acp_client_seterr(c, ACP_ENOTSUP, "agent does not advertise %s", name);
 }
 
 /* Builds cwd / additionalDirectories / mcpServers for new, load and resume, refusing what
@@ -123,7 +164,8 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
     size_t ndirs = 0;
     while (o->add_dirs && o->add_dirs[ndirs]) ndirs++;
     if (ndirs) {
-        int rc = need(c, ACP_CAP_ADDITIONAL_DIRS, "sessionCapabilities.additionalDirectories");
+        int rc = acp_client_need(c, ACP_CAP_ADDITIONAL_DIRS,
+                                 "sessionCapabilities.additionalDirectories");
         if (rc) return rc;
     }
     if (o->mcp_servers && !json_is_array(o->mcp_servers))
@@ -160,6 +202,7 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
     json_object_set_new(p, "cwd", json_string(cwd));
     json_object_set_new(p, "mcpServers",
                         o->mcp_servers ? json_deep_copy(o->mcp_servers) : json_array());
+    if (o->meta) json_object_set_new(p, "_meta", json_deep_copy(o->meta));
     if (ndirs) {
         json_t *a = json_array();
         for (size_t k = 0; k < ndirs; k++) json_array_append_new(a, json_string(o->add_dirs[k]));
@@ -169,30 +212,46 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
     return 0;
 }
 
-static acp_client_session *session_add(acp_client *c, const char *id, acp_roots *roots)
+/* --- new, load, resume ------------------------------------------------------------------ */
+
+static void setup_finish(acp_client_op *op, acp_client_reply *r)
 {
-    acp_client_session *s = calloc(1, sizeof *s);
-    if (!s || !(s->id = strdup(id))) {
-        free(s);
-        return NULL;
+    acp_client *c = op->c;
+    acp_client_session *s = op->s;
+    if (s) s->loading = false;
+    if (r->status == 0 && !s) { /* session/new: the handle is born now */
+        const char *sid = json_string_value(json_object_get(r->result, "sessionId"));
+        if (!sid || !*sid)
+            r->status = acp_client_seterr(c, ACP_EPROTO,
+                                          "the agent's session/new answer has no sessionId "
+                                          "string");
+        else if (!(s = acp_client_session_add(c, sid, op->roots)))
+            r->status = acp_client_seterr(c, ACP_ENOMEM, "out of memory");
+        else
+            op->roots = NULL;
     }
-    s->c = c;
-    s->roots = roots;
-    s->next = c->sessions;
-    c->sessions = s;
-    return s;
+    if (r->status) {
+        op->s = NULL;
+        r->session = NULL;
+        acp_client_session_free(s); /* load/resume: the handle made for the replay */
+        return;
+    }
+    acp_client_session_adopt(s, r->result); /* null for a load answered `null`: accepted */
+    r->session = s;
+    op->s = NULL; /* the caller's now */
 }
 
 /* new (id NULL), load or resume. */
 static int setup(acp_client *c, const char *method, const char *id, const acp_session_opts *o,
-                 acp_client_session **out)
+                 acp_client_cb cb, void *user, acp_client_op **out)
 {
-    *out = NULL;
+    if (out) *out = NULL;
+    if (id && !*id) return acp_client_seterr(c, ACP_EINVAL, "a session id cannot be empty");
     json_t *params = NULL;
     acp_roots *roots = NULL;
     int rc = setup_params(c, id, o, &params, &roots);
     if (rc) return rc;
-    /* The handle exists before the call so that replayed updates already route to it. */
+    /* A load or resume's handle exists before the call, so that replayed updates route to it. */
     acp_client_session *s = NULL;
     if (id) {
         if (acp_client_find_id(c, id)) {
@@ -200,92 +259,103 @@ static int setup(acp_client *c, const char *method, const char *id, const acp_se
             acp_roots_free(roots);
             return acp_client_seterr(c, ACP_EBUSY, "session %s is already open here", id);
         }
-        if (!(s = session_add(c, id, roots))) {
+        if (!(s = acp_client_session_add(c, id, roots))) {
             json_decref(params);
             acp_roots_free(roots);
-            return ACP_ENOMEM;
+            return acp_client_seterr(c, ACP_ENOMEM, "out of memory");
         }
-        s->loading = strcmp(method, "session/load") == 0;
+        roots = NULL;
     }
-    json_t *result = NULL;
-    rc = acp_client_call(c, method, params, &result);
-    if (s) s->loading = false;
+    acp_client_op *op;
+    rc = acp_client_op_start(c, method, params, setup_finish, cb, user, &op);
     if (rc) {
-        if (s)
-            acp_client_session_free(s);
-        else
-            acp_roots_free(roots);
+        acp_client_session_free(s);
+        acp_roots_free(roots);
         return rc;
     }
-    if (!id) {
-        const char *sid = json_string_value(json_object_get(result, "sessionId"));
-        if (!sid) {
-            json_decref(result);
-            acp_roots_free(roots);
-            return acp_client_seterr(c, ACP_EPROTO,
-                                     "the agent's session/new answer has no "
-                                     "sessionId string");
-        }
-        if (!(s = session_add(c, sid, roots))) {
-            json_decref(result);
-            acp_roots_free(roots);
-            return ACP_ENOMEM;
-        }
-    }
-    s->result = result; /* null for a load answered with the page's `null`: accepted */
-    *out = s;
+    op->s = s;
+    op->roots = roots;
+    if (s) s->loading = strcmp(method, "session/load") == 0;
+    if (out) *out = op;
     return 0;
+}
+
+int acp_client_session_new_start(acp_client *c, const acp_session_opts *o, acp_client_cb cb,
+                                 void *user, acp_client_op **op)
+{
+    return setup(c, "session/new", NULL, o, cb, user, op);
+}
+
+int acp_client_session_load_start(acp_client *c, const char *id, const acp_session_opts *o,
+                                  acp_client_cb cb, void *user, acp_client_op **op)
+{
+    int rc = acp_client_need(c, ACP_CAP_LOAD_SESSION, "loadSession");
+    return rc ? rc : setup(c, "session/load", id, o, cb, user, op);
+}
+
+int acp_client_session_resume_start(acp_client *c, const char *id, const acp_session_opts *o,
+                                    acp_client_cb cb, void *user, acp_client_op **op)
+{
+    int rc = acp_client_need(c, ACP_CAP_RESUME, "sessionCapabilities.resume");
+    return rc ? rc : setup(c, "session/resume", id, o, cb, user, op);
+}
+
+static int sync_session(acp_client *c, int rc, acp_client_sync *w, acp_client_session **out)
+{
+    rc = acp_client_sync_wait(c, rc, w, NULL);
+    *out = rc ? NULL : w->session;
+    return rc;
 }
 
 int acp_client_session_new(acp_client *c, const acp_session_opts *o, acp_client_session **out)
 {
-    return setup(c, "session/new", NULL, o, out);
+    acp_client_sync w = {0};
+    return sync_session(c, acp_client_session_new_start(c, o, acp_client_sync_cb, &w, NULL), &w,
+                        out);
 }
 
 int acp_client_session_load(acp_client *c, const char *id, const acp_session_opts *o,
                             acp_client_session **out)
 {
-    *out = NULL;
-    int rc = need(c, ACP_CAP_LOAD_SESSION, "loadSession");
-    return rc ? rc : setup(c, "session/load", id, o, out);
+    acp_client_sync w = {0};
+    return sync_session(c, acp_client_session_load_start(c, id, o, acp_client_sync_cb, &w, NULL),
+                        &w, out);
 }
 
 int acp_client_session_resume(acp_client *c, const char *id, const acp_session_opts *o,
                               acp_client_session **out)
 {
-    *out = NULL;
-    int rc = need(c, ACP_CAP_RESUME, "sessionCapabilities.resume");
-    return rc ? rc : setup(c, "session/resume", id, o, out);
+    acp_client_sync w = {0};
+    return sync_session(c, acp_client_session_resume_start(c, id, o, acp_client_sync_cb, &w, NULL),
+                        &w, out);
 }
+
+/* --- prompt and cancel ------------------------------------------------------------------- */
 
 static const char *const stops[] = {"end_turn", "max_tokens", "max_turn_requests", "refusal",
                                     "cancelled"};
 
-static void on_prompt_answer(acp_conn *conn, acp_msg *m, void *user)
+static void prompt_finish(acp_client_op *op, acp_client_reply *r)
 {
-    struct prompt_op *op = user;
-    acp_client_session *s = op->s;
-    s->prompt = NULL;
-    json_t *result;
-    int rc = acp_client_answer(s->c, "session/prompt", m, &result);
-    const char *stop = "unknown";
-    const char *r = json_string_value(json_object_get(result, "stopReason"));
-    for (size_t k = 0; r && k < sizeof stops / sizeof stops[0]; k++)
-        if (strcmp(r, stops[k]) == 0) stop = stops[k];
-    json_decref(result);
-    acp_client_prompt_cb cb = op->cb;
-    void *cb_user = op->user;
-    free(op);
-    cb(s, rc, stop, cb_user);
+    if (op->s) op->s->prompt = NULL;
+    const char *v = json_string_value(json_object_get(r->result, "stopReason"));
+    for (size_t k = 0; v && k < sizeof stops / sizeof stops[0]; k++)
+        if (strcmp(v, stops[k]) == 0) r->stop = stops[k];
+    if (r->status == 0 && !strcmp(r->stop, "unknown"))
+        r->status = acp_client_seterr(op->c, ACP_EPROTO,
+                                      "the agent's session/prompt answer has no known "
+                                      "stopReason");
 }
 
-int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_prompt_cb cb,
-                                    void *user)
+int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_cb cb,
+                                    void *user, acp_client_op **out)
 {
     acp_client *c = s->c;
+    if (out) *out = NULL;
     if (s->prompt)
         return acp_client_seterr(c, ACP_EBUSY, "a prompt is already running on session %s", s->id);
-    if (c->gone) return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
+    if (!json_is_array(blocks))
+        return acp_client_seterr(c, ACP_EINVAL, "a prompt is a JSON array of content blocks");
     size_t i;
     json_t *b;
     json_array_foreach(blocks, i, b)
@@ -293,57 +363,40 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
         const char *t = json_string_value(json_object_get(b, "type"));
         int rc = 0;
         if (t && strcmp(t, "image") == 0)
-            rc = need(c, ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image");
+            rc = acp_client_need(c, ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image");
         else if (t && strcmp(t, "audio") == 0)
-            rc = need(c, ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio");
+            rc = acp_client_need(c, ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio");
         else if (t && strcmp(t, "resource") == 0)
-            rc = need(c, ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext");
+            rc = acp_client_need(c, ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext");
         if (rc) return rc;
     }
-    json_t *params = json_pack("{s:s, s:O}", "sessionId", s->id, "prompt", blocks);
-    struct prompt_op *op = calloc(1, sizeof *op);
-    if (!params || !op) {
-        json_decref(params);
-        free(op);
-        return ACP_ENOMEM;
-    }
-    *op = (struct prompt_op){.s = s, .cb = cb, .user = user};
-    int rc = acp_conn_call(c->conn, "session/prompt", params, on_prompt_answer, op, &op->call);
-    if (rc) {
-        free(op);
-        return acp_client_seterr(c, rc, "cannot send session/prompt: %s", acp_strerror(rc));
-    }
+    acp_client_op *op;
+    int rc = acp_client_op_start(c, "session/prompt",
+                                 json_pack("{s:s, s:O}", "sessionId", s->id, "prompt", blocks),
+                                 prompt_finish, cb, user, &op);
+    if (rc) return rc;
+    op->s = s;
     s->prompt = op;
+    if (out) *out = op;
     return 0;
-}
-
-typedef struct sync_prompt {
-    bool done;
-    int status;
-    const char *stop;
-} sync_prompt;
-
-static void sync_done(acp_client_session *s, int status, const char *stop, void *user)
-{
-    sync_prompt *sp = user;
-    *sp = (sync_prompt){.done = true, .status = status, .stop = stop};
 }
 
 int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, const char **stop)
 {
-    if (stop) *stop = "unknown";
-    sync_prompt sp = {0};
-    int rc = acp_client_session_prompt_start(s, blocks, sync_done, &sp);
-    while (!rc && !sp.done) rc = acp_client_run_once(s->c);
-    if (rc) return rc;
-    if (stop) *stop = sp.stop;
-    return sp.status;
+    acp_client_sync w = {0};
+    int rc = acp_client_sync_wait(
+        s->c, acp_client_session_prompt_start(s, blocks, acp_client_sync_cb, &w, NULL), &w, NULL);
+    if (stop) *stop = w.stop ? w.stop : "unknown";
+    return rc;
 }
 
 int acp_client_session_prompt(acp_client_session *s, const char *text, const char **stop)
 {
     json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
-    if (!blocks) return ACP_EINVAL; /* text not UTF-8 */
+    if (!blocks) {
+        if (stop) *stop = "unknown";
+        return acp_client_seterr(s->c, ACP_EINVAL, "the prompt is not valid UTF-8");
+    }
     int rc = acp_client_session_prompt_blocks(s, blocks, stop);
     json_decref(blocks);
     return rc;
@@ -352,81 +405,224 @@ int acp_client_session_prompt(acp_client_session *s, const char *text, const cha
 int acp_client_session_cancel(acp_client_session *s)
 {
     if (!s->prompt) return 0;
-    json_t *p = json_pack("{s:s}", "sessionId", s->id);
-    int rc = acp_conn_notify(s->c->conn, "session/cancel", p);
+    int rc = acp_conn_notify(s->c->conn, "session/cancel", json_pack("{s:s}", "sessionId", s->id));
     if (s->c->tr)
-        acp_transport_flush(
-            s->c->tr); /* now, not at the end of the loop turn: the user is waiting */
-    /* After session/cancel, pending permission requests MUST be answered `cancelled`. */
+        acp_transport_flush(s->c->tr); /* now, not at the end of the turn: the user waits */
+    /* After session/cancel, pending permission requests MUST be answered `cancelled`; the
+     * asks and elicitations of the turn go the same way. */
     acp_client_perms_cancel(s, false);
+    acp_client_asks_cancel(s->c, s, false);
+    acp_client_elicits_cancel(s->c, s, false);
     return rc;
+}
+
+/* --- modes and config options ------------------------------------------------------------ */
+
+static void mode_finish(acp_client_op *op, acp_client_reply *r)
+{
+    if (r->status == 0 && op->s && op->s->modes && op->id)
+        json_object_set_new(op->s->modes, "currentModeId", json_string(op->id));
+}
+
+int acp_client_session_set_mode_start(acp_client_session *s, const char *mode_id, acp_client_cb cb,
+                                      void *user, acp_client_op **out)
+{
+    if (out) *out = NULL;
+    if (!s->modes)
+        return acp_client_seterr(s->c, ACP_ENOTSUP, "agent gave no modes for session %s", s->id);
+    acp_client_op *op;
+    int rc = acp_client_op_start(s->c, "session/set_mode",
+                                 json_pack("{s:s, s:s}", "sessionId", s->id, "modeId", mode_id),
+                                 mode_finish, cb, user, &op);
+    if (rc) return rc;
+    op->s = s;
+    op->id = strdup(mode_id);
+    if (out) *out = op;
+    return 0;
+}
+
+static void config_finish(acp_client_op *op, acp_client_reply *r)
+{
+    json_t *o = json_object_get(r->result, "configOptions");
+    if (r->status == 0 && op->s && json_is_array(o)) {
+        json_decref(op->s->config);
+        op->s->config = json_incref(o);
+    }
+}
+
+static int set_config(acp_client_session *s, json_t *params, acp_client_cb cb, void *user,
+                      acp_client_op **out)
+{
+    if (out) *out = NULL;
+    if (!s->config) {
+        json_decref(params);
+        return acp_client_seterr(s->c, ACP_ENOTSUP, "agent gave no configOptions for session %s",
+                                 s->id);
+    }
+    acp_client_op *op;
+    int rc = acp_client_op_start(s->c, "session/set_config_option", params, config_finish, cb, user,
+                                 &op);
+    if (rc) return rc;
+    op->s = s;
+    if (out) *out = op;
+    return 0;
+}
+
+int acp_client_session_set_config_start(acp_client_session *s, const char *config_id,
+                                        const char *value, acp_client_cb cb, void *user,
+                                        acp_client_op **op)
+{
+    return set_config(
+        s, json_pack("{s:s, s:s, s:s}", "sessionId", s->id, "configId", config_id, "value", value),
+        cb, user, op);
+}
+
+int acp_client_session_set_config_bool_start(acp_client_session *s, const char *config_id,
+                                             bool value, acp_client_cb cb, void *user,
+                                             acp_client_op **op)
+{
+    if (!s->c->opts.config_boolean)
+        return acp_client_seterr(s->c, ACP_EINVAL,
+                                 "boolean config values need acp_client_opts.config_boolean "
+                                 "(session.configOptions.boolean)");
+    return set_config(s,
+                      json_pack("{s:s, s:s, s:s, s:b}", "sessionId", s->id, "configId", config_id,
+                                "type", "boolean", "value", value),
+                      cb, user, op);
 }
 
 int acp_client_session_set_mode(acp_client_session *s, const char *mode_id)
 {
-    if (!json_is_object(json_object_get(s->result, "modes")))
-        return acp_client_seterr(s->c, ACP_ENOTSUP, "agent returned no modes for session %s",
-                                 s->id);
-    return acp_client_call(s->c, "session/set_mode",
-                           json_pack("{s:s, s:s}", "sessionId", s->id, "modeId", mode_id), NULL);
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(
+        s->c, acp_client_session_set_mode_start(s, mode_id, acp_client_sync_cb, &w, NULL), &w,
+        NULL);
 }
 
 int acp_client_session_set_config(acp_client_session *s, const char *config_id, const char *value)
 {
-    if (!json_is_array(json_object_get(s->result, "configOptions")))
-        return acp_client_seterr(s->c, ACP_ENOTSUP,
-                                 "agent returned no configOptions for session %s", s->id);
-    json_t *result = NULL;
-    int rc = acp_client_call(
-        s->c, "session/set_config_option",
-        json_pack("{s:s, s:s, s:s}", "sessionId", s->id, "configId", config_id, "value", value),
-        &result);
-    if (rc == 0 && json_is_object(s->result) &&
-        json_is_array(json_object_get(result, "configOptions")))
-        json_object_set(s->result, "configOptions", json_object_get(result, "configOptions"));
-    json_decref(result);
-    return rc;
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(
+        s->c,
+        acp_client_session_set_config_start(s, config_id, value, acp_client_sync_cb, &w, NULL), &w,
+        NULL);
+}
+
+int acp_client_session_set_config_bool(acp_client_session *s, const char *config_id, bool value)
+{
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(
+        s->c,
+        acp_client_session_set_config_bool_start(s, config_id, value, acp_client_sync_cb, &w, NULL),
+        &w, NULL);
+}
+
+/* --- close, list, delete ----------------------------------------------------------------- */
+
+int acp_client_close_id_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
+                              acp_client_op **op)
+{
+    if (op) *op = NULL;
+    int rc = acp_client_need(c, ACP_CAP_CLOSE, "sessionCapabilities.close");
+    if (!rc && (!id || !*id)) rc = acp_client_seterr(c, ACP_EINVAL, "a session id cannot be empty");
+    return rc ? rc
+              : acp_client_op_start(c, "session/close", json_pack("{s:s}", "sessionId", id), NULL,
+                                    cb, user, op);
 }
 
 int acp_client_close_id(acp_client *c, const char *id)
 {
-    int rc = need(c, ACP_CAP_CLOSE, "sessionCapabilities.close");
-    return rc ? rc : acp_client_call(c, "session/close", json_pack("{s:s}", "sessionId", id), NULL);
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(c, acp_client_close_id_start(c, id, acp_client_sync_cb, &w, NULL),
+                                &w, NULL);
+}
+
+/* The handle goes whatever the answer: the application asked for it to end. */
+static void close_finish(acp_client_op *op, acp_client_reply *r)
+{
+    acp_client_session *s = op->s;
+    op->s = NULL;
+    r->session = NULL;
+    if (r->status)
+        acp_client_seterr(op->c, r->status, "cannot close session %s: %s", s ? s->id : "?",
+                          acp_client_errmsg(op->c));
+    acp_client_session_free(s);
+}
+
+int acp_client_session_close_start(acp_client_session *s, acp_client_cb cb, void *user,
+                                   acp_client_op **out)
+{
+    acp_client_op *op;
+    int rc = acp_client_need(s->c, ACP_CAP_CLOSE, "sessionCapabilities.close");
+    if (rc) return rc;
+    rc = acp_client_op_start(s->c, "session/close", json_pack("{s:s}", "sessionId", s->id),
+                             close_finish, cb, user, &op);
+    if (rc) return rc;
+    op->s = s;
+    if (out) *out = op;
+    return 0;
 }
 
 int acp_client_session_close(acp_client_session *s)
 {
-    int rc = acp_client_close_id(s->c, s->id);
-    if (rc != ACP_ENOTSUP) acp_client_session_free(s);
-    return rc;
+    acp_client *c = s->c;
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(c, acp_client_session_close_start(s, acp_client_sync_cb, &w, NULL),
+                                &w, NULL);
 }
 
-int acp_client_list(acp_client *c, const char *cwd, const char *cursor, json_t **result)
+static void list_finish(acp_client_op *op, acp_client_reply *r)
 {
-    *result = NULL;
-    int rc = need(c, ACP_CAP_LIST, "sessionCapabilities.list");
+    if (r->status == 0 && !json_is_array(json_object_get(r->result, "sessions")))
+        r->status = acp_client_seterr(op->c, ACP_EPROTO,
+                                      "the agent's session/list answer has no sessions array");
+}
+
+int acp_client_list_start(acp_client *c, const char *cwd, const char *cursor, acp_client_cb cb,
+                          void *user, acp_client_op **op)
+{
+    if (op) *op = NULL;
+    int rc = acp_client_need(c, ACP_CAP_LIST, "sessionCapabilities.list");
     if (rc) return rc;
     json_t *p = json_object();
     if (cwd) json_object_set_new(p, "cwd", json_string(cwd));
     if (cursor) json_object_set_new(p, "cursor", json_string(cursor));
-    rc = acp_client_call(c, "session/list", p, result);
-    if (rc == 0 && !json_is_array(json_object_get(*result, "sessions"))) {
-        json_decref(*result);
-        *result = NULL;
-        return acp_client_seterr(c, ACP_EPROTO,
-                                 "the agent's session/list answer has no "
-                                 "sessions array");
-    }
-    return rc;
+    return acp_client_op_start(c, "session/list", p, list_finish, cb, user, op);
+}
+
+int acp_client_list(acp_client *c, const char *cwd, const char *cursor, json_t **result)
+{
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(
+        c, acp_client_list_start(c, cwd, cursor, acp_client_sync_cb, &w, NULL), &w, result);
+}
+
+static void delete_finish(acp_client_op *op, acp_client_reply *r)
+{
+    if (r->status == 0) acp_client_session_free(acp_client_find_id(op->c, op->id));
+}
+
+int acp_client_delete_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
+                            acp_client_op **out)
+{
+    if (out) *out = NULL;
+    int rc = acp_client_need(c, ACP_CAP_DELETE, "sessionCapabilities.delete");
+    if (!rc && (!id || !*id)) rc = acp_client_seterr(c, ACP_EINVAL, "a session id cannot be empty");
+    if (rc) return rc;
+    acp_client_op *op;
+    rc = acp_client_op_start(c, "session/delete", json_pack("{s:s}", "sessionId", id),
+                             delete_finish, cb, user, &op);
+    if (rc) return rc;
+    op->id = strdup(id);
+    if (out) *out = op;
+    return 0;
 }
 
 int acp_client_delete(acp_client *c, const char *id)
 {
-    int rc = need(c, ACP_CAP_DELETE, "sessionCapabilities.delete");
-    if (rc) return rc;
-    rc = acp_client_call(c, "session/delete", json_pack("{s:s}", "sessionId", id), NULL);
-    if (rc == 0) acp_client_session_free(acp_client_find_id(c, id));
-    return rc;
+    acp_client_sync w = {0};
+    return acp_client_sync_wait(c, acp_client_delete_start(c, id, acp_client_sync_cb, &w, NULL), &w,
+                                NULL);
 }
 
 void acp_client_session_register(acp_client *c)

@@ -123,7 +123,10 @@ static void term_release(acp_term *t)
 
 void acp_client_terminals_free(acp_client *c)
 {
-    while (c->terms) term_release(c->terms);
+    while (c->terms) {
+        c->terms->nwait = 0; /* their requests go with the connection */
+        term_release(c->terms);
+    }
 }
 
 static acp_term *find(acp_client *c, acp_req *req)
@@ -170,10 +173,38 @@ nomem:
     return NULL;
 }
 
-static void on_create(acp_conn *conn, acp_req *req, void *user)
+/* The checks, made before the application is asked and again (the session may have gone
+ * meanwhile) when the command runs. Answers the request and returns NULL on failure. */
+static acp_client_session *checked(acp_client *c, acp_req *req)
 {
-    acp_client *c = user;
     acp_client_session *s = acp_client_req_session(c, req);
+    if (!s) return NULL;
+    json_t *params = acp_req_params(req);
+    const char *command = json_string_value(json_object_get(params, "command"));
+    json_t *args = json_object_get(params, "args");
+    json_t *cwdj = json_object_get(params, "cwd");
+    json_t *lim = json_object_get(params, "outputByteLimit");
+    bool ok = command && *command && (!args || json_is_null(args) || json_is_array(args)) &&
+              (!lim || json_is_null(lim) || (json_is_integer(lim) && json_integer_value(lim) >= 0));
+    for (size_t i = 0; ok && i < json_array_size(args); i++)
+        ok = json_is_string(json_array_get(args, i));
+    if (!ok) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "terminal/create needs a command, args as an array of strings and a "
+                      "non-negative outputByteLimit");
+        return NULL;
+    }
+    const char *cwd = json_is_string(cwdj) ? json_string_value(cwdj) : acp_roots_cwd(s->roots);
+    if (cwd[0] != '/') {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cwd must be an absolute path: '%s'", cwd);
+        return NULL;
+    }
+    return s;
+}
+
+static void do_create(acp_client *c, acp_req *req)
+{
+    acp_client_session *s = checked(c, req);
     if (!s) return;
     json_t *params = acp_req_params(req);
     const char *command = json_string_value(json_object_get(params, "command"));
@@ -181,18 +212,7 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
     json_t *env = json_object_get(params, "env");
     json_t *cwdj = json_object_get(params, "cwd");
     json_t *lim = json_object_get(params, "outputByteLimit");
-    if (!command || !*command || (args && !json_is_null(args) && !json_is_array(args)) ||
-        (lim && !json_is_null(lim) && (!json_is_integer(lim) || json_integer_value(lim) < 0))) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "terminal/create needs a command, args as an array of strings and a "
-                      "non-negative outputByteLimit");
-        return;
-    }
     const char *cwd = json_is_string(cwdj) ? json_string_value(cwdj) : acp_roots_cwd(s->roots);
-    if (cwd[0] != '/') {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cwd must be an absolute path: '%s'", cwd);
-        return;
-    }
     size_t nargs = json_array_size(args);
     char **argv = calloc(nargs + 2, sizeof *argv);
     char **envv = make_env(env);
@@ -201,12 +221,7 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
     size_t k = 0;
     argv[k++] = (char *)command;
     for (size_t i = 0; i < nargs; i++) {
-        const char *a = json_string_value(json_array_get(args, i));
-        if (!a) {
-            acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "args[%zu] is not a string", i);
-            goto fail;
-        }
-        argv[k++] = (char *)a;
+        argv[k++] = (char *)json_string_value(json_array_get(args, i)); /* checked() */
     }
     t->c = c;
     t->limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : DEFAULT_LIMIT;
@@ -222,7 +237,7 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
                         .on_exit = on_exit_,
                         .user = t};
     char *msg = NULL;
-    int rc = acp_proc_spawn(&c->loop, &po, &t->proc, &msg);
+    int rc = acp_proc_spawn(c->loop, &po, &t->proc, &msg);
     if (rc) {
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", msg ? msg : acp_strerror(rc));
         free(msg);
@@ -245,6 +260,13 @@ fail:
 done:
     free(argv);
     acp_client_argv_free(envv);
+}
+
+static void on_create(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    acp_client_session *s = checked(c, req);
+    if (s) acp_client_ask_app(c, s, req, "terminal/create", do_create);
 }
 
 /* Output as valid UTF-8: bytes that are not (a program may print anything) become U+FFFD. */

@@ -58,18 +58,19 @@ typedef struct fz {
 
 static void prompt(acp_client_session *s, fz *z);
 
-static void on_prompt_done(acp_client_session *s, int status, const char *stop, void *user)
+static void on_prompt_done(acp_client *c, const acp_client_reply *r, void *user)
 {
     fz *z = user;
-    if (!stop || (status == 0 && !*stop)) abort();
-    if (status != ACP_ECANCELLED) prompt(s, z); /* the next one, if any is left */
+    if (!r->stop || !r->errmsg || (r->status == 0 && !*r->stop) || (r->status && !*r->errmsg))
+        abort();
+    if (r->status != ACP_ECANCELLED) prompt(r->session, z); /* the next one, if any is left */
 }
 
 static void prompt(acp_client_session *s, fz *z)
 {
     if (z->prompts >= 3) return;
     json_t *blocks = json_pack("[{ss ss}]", "type", "text", "text", "hi");
-    if (acp_client_session_prompt_start(s, blocks, on_prompt_done, z) == 0) z->prompts++;
+    if (acp_client_session_prompt_start(s, blocks, on_prompt_done, z, NULL) == 0) z->prompts++;
     json_decref(blocks);
 }
 
@@ -134,17 +135,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size == 0) return 0;
     fz z = {.mode = data[0] % 3};
     acp_client *c = calloc(1, sizeof *c);
-    if (!c || uv_loop_init(&c->loop)) abort();
+    if (!c) abort(); /* no loop: the application-driven mode, as acp_client_start() makes it */
     c->opts = (acp_client_opts){.fs_read = true,
                                 .max_message = 4096,
                                 .on_update = on_update,
                                 .on_permission = data[0] & 4 ? NULL : on_permission,
                                 .user = &z};
-    acp_conn_opts co = {.max_message = c->opts.max_message};
+    acp_conn_opts co = {.max_message = c->opts.max_message,
+                        .on_request = acp_client_ext_request,
+                        .on_notify = acp_client_ext_notify,
+                        .user = c};
     if (!(c->conn = acp_conn_new(&co))) abort();
     acp_client_session_register(c);
     acp_client_perm_register(c);
     acp_client_fs_register(c);
+    acp_client_elicit_register(c);
     add_session(c, "s1", false);
     add_session(c, "s2", true);
     prompt(acp_client_find_id(c, "s1"), &z);

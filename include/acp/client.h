@@ -1,18 +1,26 @@
-/* acp_client: the client side of ACP. It spawns an agent, initializes it, and offers typed
- * calls for every agent method; it serves the methods the agent may call back (fs, terminal,
- * permission), each only when the application enables it.
+/* acp_client: the client side of ACP. It connects to an agent (spawned, on file descriptors
+ * the application already has, on a Unix socket, or through bytes the application moves
+ * itself), initializes it, and offers typed calls for every agent method; it serves the
+ * methods the agent may call back (fs, terminal, permission, elicitation, extensions), each
+ * only when the application enables it.
  *
  * Capabilities are checked before anything is sent: a call the agent did not advertise
  * (session/load without loadSession, session/resume without sessionCapabilities.resume,
  * additionalDirectories, HTTP/SSE MCP servers, ...) fails with ACP_ENOTSUP and a message naming
  * the missing capability, and nothing goes on the wire.
  *
- * Calls are synchronous: they run the client's libuv loop until their answer arrives, and the
- * application's callbacks (updates, permission requests) run from inside them, in the order
- * the agent sent things. Callbacks may call acp_client_session_cancel() and
- * acp_client_perm_reply() but no other blocking call (libuv loops are not reentrant).
- * Timers, signals and other handles the application puts on acp_client_loop() run during
- * calls too: that is how the `acp` tool turns Ctrl-C into session/cancel.
+ * Asynchronous by design. Every call has a `_start` form that sends the request and returns at
+ * once; its acp_client_cb runs from the loop when the answer arrives. Any number of calls may
+ * be in flight, across sessions (one prompt per session, as the protocol has it). The loop is
+ * the application's (acp_client_opts.loop), an editor's own libuv loop, or, for a loop that is
+ * not libuv, none at all: see "Driving the client yourself" below.
+ *
+ * The synchronous calls (no `_start`) are thin wrappers for tools and tests: they run the loop
+ * until their answer arrives, so they must not be called from a callback running on that loop
+ * (libuv loops are not reentrant), and never in ACP_CLIENT_MANUAL mode.
+ *
+ * Callbacks run in the order the agent sent things. Any of them may start new calls, answer
+ * pending requests, or cancel; none may call acp_client_free().
  *
  * Programs should ignore SIGPIPE (see rt.h): an agent that exits while we write would
  * otherwise kill the process. Not thread-safe; two clients in one process are independent. */
@@ -21,11 +29,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <uv.h>
 
 #include "acp/error.h"
 #include "acp/json.h"
+#include "acp/rpc.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,27 +89,68 @@ typedef enum acp_agent_cap {
     ACP_CAP_PROMPT_IMAGE,    /* promptCapabilities.image */
     ACP_CAP_PROMPT_AUDIO,    /* promptCapabilities.audio */
     ACP_CAP_PROMPT_RESOURCE, /* promptCapabilities.embeddedContext */
+    ACP_CAP_LOGOUT,          /* auth.logout */
 } acp_agent_cap;
 
+typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
+typedef struct acp_client_ask acp_client_ask;       /* an fs write or a command to approve */
+typedef struct acp_client_elicit acp_client_elicit; /* an elicitation/create to answer */
+
+/* How the client reaches its agent. */
+typedef enum acp_client_transport {
+    ACP_CLIENT_SPAWN = 0, /* run argv / command with pipes on its stdin and stdout */
+    ACP_CLIENT_FDS,       /* read in_fd, write out_fd (a socket, a pty, an SSH channel...) */
+    ACP_CLIENT_UNIX,      /* connect to the Unix socket at `path` */
+    ACP_CLIENT_MANUAL,    /* no I/O: the application feeds and takes bytes (see below) */
+} acp_client_transport;
+
 typedef struct acp_client_opts {
-    /* The agent: argv (NULL-terminated; argv[0] searched in PATH) or, when argv is NULL, a
-     * command line split like a shell does (quotes and backslashes; no expansion). */
+    acp_client_transport transport;
+    /* The loop every handle lives on (borrowed; it must outlive the client). NULL: a private
+     * loop the synchronous calls run. Ignored for ACP_CLIENT_MANUAL. */
+    uv_loop_t *loop;
+
+    /* ACP_CLIENT_SPAWN: argv (NULL-terminated; argv[0] searched in PATH) or, when argv is
+     * NULL, a command line split like a shell does (quotes and backslashes; no expansion). */
     const char *const *argv;
     const char *command;
     /* Environment for the agent as "NAME=VALUE" strings, NULL-terminated; NULL inherits. */
     const char *const *env;
+    /* ACP_CLIENT_FDS: borrowed, may be the same number; the client works on duplicates. */
+    int in_fd, out_fd;
+    /* ACP_CLIENT_UNIX: the socket's path. */
+    const char *path;
+
+    /* clientInfo. NULL name: {"name":"libacp","version":ACP_VERSION_STRING}. */
+    const char *client_name;
+    const char *client_title;   /* NULL: omitted */
+    const char *client_version; /* NULL: ACP_VERSION_STRING */
     /* What we offer the agent. Each enables the matching agent->client methods; requests for
-     * methods not enabled are answered -32601. */
+     * methods not enabled are answered -32601 and updates not enabled are still delivered. */
     bool fs_read;
     bool fs_write;
-    bool terminal;
-    /* Largest message accepted from the agent; 0 means 128 MiB (a 32 MiB update escaped). */
+    bool terminal;             /* the terminal methods: need a loop (not ACP_CLIENT_MANUAL) */
+    bool notices;              /* session.notices: the agent may send `notice` updates */
+    bool compaction;           /* session.compaction */
+    bool config_boolean;       /* session.configOptions.boolean: boolean config options */
+    bool elicitation_form;     /* elicitation.form: needs on_elicit */
+    bool elicitation_url;      /* elicitation.url: needs on_elicit */
+    bool auth_terminal;        /* auth.terminal: the agent may list `terminal` auth methods */
+    json_t *capabilities_meta; /* clientCapabilities._meta (borrowed, copied at initialize) */
+    json_t *init_meta;         /* initialize's params._meta (borrowed, likewise) */
+
+    /* Largest message accepted from the agent; 0 means 128 MiB (a 32 MiB update escaped). A
+     * longer line is discarded whole; the connection keeps working. */
     size_t max_message;
-    /* How long initialize may take before acp_client_open() gives up (ACP_ETIMEDOUT): a
-     * program that is not an ACP agent would otherwise hang us. 0 means 30 s. */
+    /* How long initialize may take before it fails with ACP_ETIMEDOUT: a program that is not
+     * an ACP agent would otherwise hang us. 0 means 30 s. */
     unsigned init_timeout_ms;
+    /* Deadline for every other call, unless acp_client_op_timeout() sets one: the call ends
+     * with ACP_ETIMEDOUT and $/cancel_request is sent. 0: none (a prompt may take hours). */
+    unsigned call_timeout_ms;
+
     /* Every session/update, in arrival order. s is NULL for a session this client has no
-     * handle for (the agent may talk about any session). */
+     * handle for (the agent may talk about any session). See acp/update.h for typed views. */
     void (*on_update)(acp_client *c, acp_client_session *s, const acp_update *u, void *user);
     /* session/request_permission. params is the request's params (borrowed, valid during the
      * call). The application owns p until it calls acp_client_perm_reply() exactly once, now
@@ -107,34 +158,121 @@ typedef struct acp_client_opts {
      * option (cancelled when there is none). */
     void (*on_permission)(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
                           void *user);
+    /* fs/write_text_file and terminal/create, after the request was checked (a write's path
+     * inside the session's roots) and before anything is written or run: method names which, params
+     * are the request's (borrowed, valid during the call). The application owns a until it calls
+     * acp_client_ask_reply() exactly once, now or later. NULL: everything enabled is allowed. */
+    void (*on_ask)(acp_client *c, acp_client_session *s, acp_client_ask *a, const char *method,
+                   json_t *params, void *user);
+    /* elicitation/create (form or url mode). s is NULL for a request-scoped elicitation (one
+     * that belongs to a call of ours, e.g. authenticate). The application owns e until
+     * acp_client_elicit_reply(). NULL: elicitation is not advertised. */
+    void (*on_elicit)(acp_client *c, acp_client_session *s, acp_client_elicit *e, json_t *params,
+                      void *user);
+    /* elicitation/complete: the URL elicitation `elicitation_id` finished. */
+    void (*on_elicit_complete)(acp_client *c, const char *elicitation_id, json_t *params,
+                               void *user);
+    /* Extension requests (methods starting with '_') from the agent: answer req with the
+     * acp_req_* functions of acp/rpc.h, now or later. NULL: -32601. */
+    void (*on_ext_request)(acp_client *c, acp_req *req, void *user);
+    /* Extension notifications from the agent ('_' methods). params borrowed. NULL: ignored. */
+    void (*on_ext_notify)(acp_client *c, const char *method, json_t *params, void *user);
+    /* The agent's connection ended (it exited, closed the socket, or sent a line longer than
+     * max_message). Every pending call has already ended with ACP_ECLOSED. */
+    void (*on_closed)(acp_client *c, void *user);
     void *user;
 } acp_client_opts;
 
-/* Spawns the agent (its own process group; stderr inherited) and runs `initialize` with our
- * clientInfo {"name":"libacp","version":ACP_VERSION} and the enabled capabilities. On success
- * *out is owned by the caller (acp_client_free()). On failure *out is NULL and, if errmsg is
- * non-NULL, *errmsg is a malloc'd sentence the caller frees. Returns ACP_EINVAL (bad command
- * line), ACP_EIO (spawn failed), ACP_ECLOSED (the agent exited), ACP_EPROTO (initialize
- * failed or an unsupported protocolVersion), ACP_ETIMEDOUT, ACP_ENOMEM. */
+/* The end of a call. Borrowed, valid during the callback only. */
+typedef struct acp_client_reply {
+    int status; /* 0; ACP_EPROTO (agent error: code, message, data), ACP_ENOTSUP, ACP_ECLOSED,
+                   ACP_ETIMEDOUT, ACP_ECANCELLED (its session handle was freed), ACP_ENOMEM */
+    const char *errmsg; /* a sentence naming what to do; "" on success */
+    int code;           /* the agent's JSON-RPC error code, else 0 */
+    json_t *data;       /* the agent's error.data, or NULL */
+    json_t *result;     /* the result on success (NULL for a call that has none) */
+    /* session/new, load, resume: the new handle, owned by the caller from now on. Other
+     * session calls: the session they were made on. */
+    acp_client_session *session;
+    const char *stop; /* session/prompt: the stop reason (static; "unknown" when not known) */
+} acp_client_reply;
+
+typedef void (*acp_client_cb)(acp_client *c, const acp_client_reply *r, void *user);
+
+/* --- the connection -------------------------------------------------------------------- */
+
+/* Connects (spawns the agent in its own process group with stderr inherited, attaches the
+ * fds, or connects the socket) and sends `initialize` with clientInfo and the capabilities of
+ * opts; cb runs when the agent answered (reply->result is the initialize result), with
+ * ACP_EPROTO for an unsupported protocolVersion. *out is the caller's (acp_client_free())
+ * from now on, also when cb reports a failure. Returns ACP_EINVAL (bad options or command
+ * line), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or connect), ACP_ENOMEM; then
+ * *out is NULL, cb will not run, and *errmsg (if not NULL) is a malloc'd sentence. */
+int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out,
+                     char **errmsg);
+/* acp_client_start() and the loop run until initialize is answered. On failure *out is NULL
+ * and *errmsg as above. Not for ACP_CLIENT_MANUAL. */
 int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg);
-/* Closes the agent's stdin, waits for it briefly (2 s), then SIGTERM/SIGKILL to its group;
- * releases every terminal (killing its command), frees every session handle. Permission handles
- * the application still holds were answered `cancelled` and stay valid: acp_client_perm_reply()
- * then only frees them. Close your own handles on acp_client_loop() first: this runs the loop
- * until it is empty. NULL is ignored. */
+/* Closes our side (the agent's stdin or the socket), waits for a spawned agent briefly (2 s),
+ * then SIGTERM/SIGKILL to its group; releases every terminal (killing its command), ends every
+ * pending call with ACP_ECANCELLED (their callbacks run now), frees every session handle.
+ * Permission, ask and elicitation handles the application still holds were answered
+ * `cancelled` and stay valid: their reply functions then only free them. With the client's
+ * own loop this runs it until the agent is gone; with the application's loop the remaining
+ * handles close on it later (run it until it is idle). NULL is ignored. */
 void acp_client_free(acp_client *c);
 
+/* The loop the client lives on (the application's or its own); NULL in ACP_CLIENT_MANUAL. */
 uv_loop_t *acp_client_loop(acp_client *c);
-/* The initialize result (borrowed; lives as long as c). */
+/* The initialize result (borrowed; lives as long as c); NULL until it arrived. */
 json_t *acp_client_init_result(const acp_client *c);
 bool acp_client_supports(const acp_client *c, acp_agent_cap cap);
+/* The agent's authMethods (borrowed JSON array; [] when none). */
+json_t *acp_client_auth_methods(const acp_client *c);
 /* The last failed call's message, a sentence naming what to do (borrowed until the next call;
- * "" when none). For agent errors, the agent's own message with its code. */
+ * "" when none). For agent errors, the agent's own message with its code, and error.data's
+ * `details` or `message` (or its short JSON) when it has one. */
 const char *acp_client_errmsg(const acp_client *c);
 /* The JSON-RPC error code of the last failure answered by the agent, else 0. */
 int acp_client_errcode(const acp_client *c);
 /* True once the agent closed its output (exited or crashed). */
 bool acp_client_agent_gone(const acp_client *c);
+/* The spawned agent's pid (0 for other transports or once it is reaped), and how it ended:
+ * acp_client_agent_status() returns true once it exited, with *code or *sig set. */
+int acp_client_agent_pid(const acp_client *c);
+bool acp_client_agent_status(const acp_client *c, int64_t *code, int *sig);
+
+/* Runs the loop once, waiting for something to happen (an update, an answer, a timer of the
+ * application). ACP_ECLOSED when nothing is left that could happen. */
+int acp_client_run_once(acp_client *c);
+
+/* --- calls in flight -------------------------------------------------------------------- */
+
+/* Every _start call may return its op (optional out parameter). The op is valid until its
+ * callback returns. */
+/* Sends $/cancel_request for the call; the agent decides (usually -32800, which ends the call
+ * with ACP_EPROTO and code -32800). For a prompt, use acp_client_session_cancel(). */
+int acp_client_op_cancel(acp_client_op *op);
+/* Ends the call with ACP_ETIMEDOUT after ms (0: no deadline), and sends $/cancel_request. */
+void acp_client_op_timeout(acp_client_op *op, unsigned ms);
+
+/* Any method, params stolen (NULL sends {}): for extension methods ("_vendor/x") and
+ * anything this header has no typed call for. reply->result is the raw result. */
+int acp_client_call_start(acp_client *c, const char *method, json_t *params, acp_client_cb cb,
+                          void *user, acp_client_op **op);
+/* Synchronous form: *result (optional) owned by the caller. */
+int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result);
+/* A notification to the agent (an extension's, usually); params stolen. */
+int acp_client_notify(acp_client *c, const char *method, json_t *params);
+
+/* authenticate with one of acp_client_auth_methods()'s ids (never a `terminal` method: the
+ * spec has the client run those itself; ACP_EINVAL). logout needs agentCapabilities.auth.logout
+ * (ACP_ENOTSUP otherwise). */
+int acp_client_authenticate_start(acp_client *c, const char *method_id, acp_client_cb cb,
+                                  void *user, acp_client_op **op);
+int acp_client_authenticate(acp_client *c, const char *method_id);
+int acp_client_logout_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_logout(acp_client *c);
 
 /* --- sessions ------------------------------------------------------------------------ */
 
@@ -144,12 +282,19 @@ typedef struct acp_session_opts {
     /* mcpServers as a JSON array (borrowed); NULL: []. Entries with "type":"http"/"sse" need
      * the matching mcpCapabilities. */
     json_t *mcp_servers;
+    json_t *meta; /* params._meta (borrowed); NULL: none */
 } acp_session_opts;
 
-/* session/new, session/load (replay delivered to on_update before this returns), and
- * session/resume. On success *out is a handle owned by the caller until acp_client_session_
- * close() or acp_client_session_free() (or acp_client_free()). ACP_ENOTSUP when the agent
- * lacks the capability; ACP_EPROTO (see acp_client_errmsg/errcode) when it refuses. */
+/* session/new, session/load (replay delivered to on_update before cb), and session/resume.
+ * reply->session is the new handle, owned by the caller until acp_client_session_close() or
+ * acp_client_session_free() (or acp_client_free()). ACP_ENOTSUP when the agent lacks the
+ * capability; ACP_EPROTO (code, errmsg) when it refuses; ACP_EINVAL for an empty id. */
+int acp_client_session_new_start(acp_client *c, const acp_session_opts *o, acp_client_cb cb,
+                                 void *user, acp_client_op **op);
+int acp_client_session_load_start(acp_client *c, const char *id, const acp_session_opts *o,
+                                  acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_session_resume_start(acp_client *c, const char *id, const acp_session_opts *o,
+                                    acp_client_cb cb, void *user, acp_client_op **op);
 int acp_client_session_new(acp_client *c, const acp_session_opts *o, acp_client_session **out);
 int acp_client_session_load(acp_client *c, const char *id, const acp_session_opts *o,
                             acp_client_session **out);
@@ -157,59 +302,99 @@ int acp_client_session_resume(acp_client *c, const char *id, const acp_session_o
                               acp_client_session **out);
 
 const char *acp_client_session_id(const acp_client_session *s);
-/* The new/load/resume result (borrowed): modes, configOptions, _meta. */
+/* The new/load/resume result (borrowed): modes, configOptions, _meta, as answered. */
 json_t *acp_client_session_result(const acp_client_session *s);
+/* The session's modes ({currentModeId, availableModes}) and configOptions (array), kept
+ * current from current_mode_update, config_option_update and our own set_mode /
+ * set_config_option answers. Borrowed; NULL when the agent gave none. */
+json_t *acp_client_session_modes(const acp_client_session *s);
+const char *acp_client_session_mode(const acp_client_session *s); /* currentModeId or NULL */
+json_t *acp_client_session_config_options(const acp_client_session *s);
 acp_client *acp_client_session_client(const acp_client_session *s);
 void acp_client_session_set_user(acp_client_session *s, void *user);
 void *acp_client_session_user(const acp_client_session *s);
 
-/* session/prompt with one text block, or with `blocks` (a JSON array, borrowed). Returns when
- * the turn ends; *stop (optional) receives the stop reason ("end_turn", "cancelled", ...;
- * static storage, "unknown" for a value we do not know). ACP_EBUSY if a prompt is already
- * running on s. */
+/* session/prompt with `blocks` (a JSON array, borrowed). reply->stop is the stop reason.
+ * ACP_EBUSY if a prompt is already running on s. If the handle is freed first, cb runs then
+ * with ACP_ECANCELLED and the agent's answer is dropped. */
+int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_cb cb,
+                                    void *user, acp_client_op **op);
+/* Synchronous: one text block, or `blocks`; *stop (optional) receives the stop reason. */
 int acp_client_session_prompt(acp_client_session *s, const char *text, const char **stop);
 int acp_client_session_prompt_blocks(acp_client_session *s, json_t *blocks, const char **stop);
-/* The same without waiting: cb runs (from the loop, during any blocking call or
- * acp_client_run_once()) when the turn ends, with the status and stop reason as above. Prompts
- * on different sessions may run at the same time. If the handle is freed first, cb runs then
- * with ACP_ECANCELLED (s still valid during the call) and the agent's answer is dropped. */
-typedef void (*acp_client_prompt_cb)(acp_client_session *s, int status, const char *stop,
-                                     void *user);
-int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_prompt_cb cb,
-                                    void *user);
-/* Runs the loop once, waiting for something to happen (an update, an answer, a timer of the
- * application). ACP_ECLOSED when nothing is left that could happen. */
-int acp_client_run_once(acp_client *c);
-/* Sends session/cancel (without waiting) and answers every pending permission request of the
- * session with the `cancelled` outcome, as the spec requires. Safe from callbacks and from
- * handles on the loop. A no-op when no prompt is running. */
+/* Sends session/cancel (without waiting) and answers every pending permission request, ask
+ * and elicitation of the session with `cancelled`, as the spec requires. Safe from callbacks.
+ * A no-op when no prompt is running. */
 int acp_client_session_cancel(acp_client_session *s);
-/* session/set_mode and session/set_config_option (a select option's value id). Gated by the
- * agent having returned modes / configOptions for the session (ACP_ENOTSUP otherwise). */
+/* session/set_mode and session/set_config_option (a select option's value id, or a boolean
+ * option's value). Gated by the agent having given modes / configOptions for the session
+ * (ACP_ENOTSUP otherwise); a boolean value needs config_boolean. */
+int acp_client_session_set_mode_start(acp_client_session *s, const char *mode_id, acp_client_cb cb,
+                                      void *user, acp_client_op **op);
+int acp_client_session_set_config_start(acp_client_session *s, const char *config_id,
+                                        const char *value, acp_client_cb cb, void *user,
+                                        acp_client_op **op);
+int acp_client_session_set_config_bool_start(acp_client_session *s, const char *config_id,
+                                             bool value, acp_client_cb cb, void *user,
+                                             acp_client_op **op);
 int acp_client_session_set_mode(acp_client_session *s, const char *mode_id);
 int acp_client_session_set_config(acp_client_session *s, const char *config_id, const char *value);
-/* session/close (needs sessionCapabilities.close), then frees the handle whatever the answer;
- * ACP_ENOTSUP (handle kept) when not advertised. */
+int acp_client_session_set_config_bool(acp_client_session *s, const char *config_id, bool value);
+/* session/close (needs sessionCapabilities.close), then frees the handle whatever the answer
+ * (before cb runs; reply->session is NULL); ACP_ENOTSUP (handle kept) when not advertised. */
+int acp_client_session_close_start(acp_client_session *s, acp_client_cb cb, void *user,
+                                   acp_client_op **op);
 int acp_client_session_close(acp_client_session *s);
 /* Forgets the handle locally; nothing is sent. */
 void acp_client_session_free(acp_client_session *s);
 
-/* session/list, one page: cwd (filter) and cursor may be NULL. *result (caller owns,
- * json_decref) is the ListSessionsResponse: sessions[] and maybe nextCursor. */
+/* session/list, one page: cwd (filter) and cursor may be NULL. The result is the
+ * ListSessionsResponse: sessions[] and maybe nextCursor (sync: *result, caller owns). */
+int acp_client_list_start(acp_client *c, const char *cwd, const char *cursor, acp_client_cb cb,
+                          void *user, acp_client_op **op);
 int acp_client_list(acp_client *c, const char *cwd, const char *cursor, json_t **result);
 /* session/delete (needs sessionCapabilities.delete). A handle for that session, if any, is
  * freed on success. */
+int acp_client_delete_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
+                            acp_client_op **op);
 int acp_client_delete(acp_client *c, const char *id);
 /* session/close by id, for a session this process has no handle for. */
+int acp_client_close_id_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
+                              acp_client_op **op);
 int acp_client_close_id(acp_client *c, const char *id);
 
-/* --- permission requests -------------------------------------------------------------- */
+/* --- requests from the agent ------------------------------------------------------------ */
 
 /* Answers with the option id (copied) or, when option_id is NULL, with `cancelled`; frees p.
  * After acp_client_session_cancel() already answered it, this only frees p. */
 int acp_client_perm_reply(acp_client_perm *p, const char *option_id);
 /* True when the request was already answered `cancelled` by a cancel. */
 bool acp_client_perm_cancelled(const acp_client_perm *p);
+
+/* Allows (the write or the command goes ahead) or refuses (-32000 "denied by the user") an
+ * on_ask request; frees a. After a cancel already refused it, this only frees a. */
+int acp_client_ask_reply(acp_client_ask *a, bool allow);
+
+/* Answers an elicitation: action "accept" (content: an object, stolen; form mode), "decline"
+ * or "cancel"; frees e. After a cancel already answered it, this only frees e. */
+int acp_client_elicit_reply(acp_client_elicit *e, const char *action, json_t *content);
+
+/* --- driving the client yourself (ACP_CLIENT_MANUAL) ------------------------------------ */
+
+/* For a loop that is not libuv (poll(), GLib, a game's frame): the client does no I/O and
+ * keeps no handles. Give it what you read from the agent, write what it wants sent, call
+ * acp_client_tick() when the timeout you were given has passed, and tell it when the agent's
+ * output ended. docs/client.md has a complete poll() example. */
+/* Consumes bytes read from the agent (any amount, any split). ACP_ECLOSED once ended. */
+int acp_client_feed(acp_client *c, const char *bytes, size_t n);
+/* The bytes to write to the agent, in order (caller frees); NULL when none. */
+char *acp_client_take(acp_client *c, size_t *n);
+/* Milliseconds until the next deadline (a call timeout) needs acp_client_tick(); -1: none. */
+int acp_client_next_timeout(const acp_client *c);
+/* Ends the calls whose deadline has passed. */
+void acp_client_tick(acp_client *c);
+/* The agent's output ended: every pending call ends with ACP_ECLOSED. */
+void acp_client_eof(acp_client *c);
 
 /* --- command lines --------------------------------------------------------------------- */
 

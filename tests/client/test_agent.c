@@ -183,9 +183,11 @@ typedef struct done {
     const char *stop[2];
 } done;
 
-static void prompt_done(acp_client_session *s, int status, const char *stop, void *user)
+static void prompt_done(acp_client *c, const acp_client_reply *r, void *user)
 {
     done *d = user;
+    int status = r->status;
+    const char *stop = r->stop;
     if (d->n < 2) {
         assert_int_equal(status, 0);
         d->stop[d->n] = stop;
@@ -209,9 +211,9 @@ static void test_concurrent(void **state)
     json_t *pa = json_pack("[{s:s, s:s}]", "type", "text", "text", "/stream 300 16");
     json_t *pb = json_pack("[{s:s, s:s}]", "type", "text", "text", "/stream 200 16");
     done d = {0};
-    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d), 0);
-    assert_int_equal(acp_client_session_prompt_start(b, pb, prompt_done, &d), 0);
-    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d), ACP_EBUSY);
+    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d, NULL), 0);
+    assert_int_equal(acp_client_session_prompt_start(b, pb, prompt_done, &d, NULL), 0);
+    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d, NULL), ACP_EBUSY);
     while (d.n < 2) assert_int_equal(acp_client_run_once(c), 0);
     assert_string_equal(d.stop[0], "end_turn");
     assert_string_equal(d.stop[1], "end_turn");
@@ -219,7 +221,7 @@ static void test_concurrent(void **state)
     assert_int_equal(nb, 200);
     /* A handle freed with its prompt in flight: its waiter hears ACP_ECANCELLED at once, the
      * agent's answer is dropped, nothing leaks. */
-    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d), 0);
+    assert_int_equal(acp_client_session_prompt_start(a, pa, prompt_done, &d, NULL), 0);
     acp_client_session_free(a);
     assert_int_equal(d.n, 3);
     json_decref(pa);

@@ -341,12 +341,13 @@ static void test_modes_config(void **state)
 {
     fixture *f = *state;
     assert_int_equal(acp_client_session_set_mode(f->s, "code"), 0);
+    assert_string_equal(acp_client_session_mode(f->s), "code");
     assert_int_equal(acp_client_session_set_mode(f->s, "nope"), ACP_EPROTO);
+    assert_string_equal(acp_client_session_mode(f->s), "code");
     assert_int_equal(acp_client_errcode(f->c), -32602);
     assert_int_equal(acp_client_session_set_config(f->s, "model", "b"), 0);
     /* The session's state follows the agent's answer (the complete option list). */
-    json_t *opt =
-        json_array_get(json_object_get(acp_client_session_result(f->s), "configOptions"), 0);
+    json_t *opt = json_array_get(acp_client_session_config_options(f->s), 0);
     assert_string_equal(json_string_value(json_object_get(opt, "currentValue")), "b");
     assert_int_equal(acp_client_session_set_config(f->s, "model", "zzz"), ACP_EPROTO);
 }

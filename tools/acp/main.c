@@ -241,7 +241,8 @@ static int open_client(app *a)
     int rc = acp_client_open(&o, &a->c, &err);
     free(def);
     if (rc) {
-        fprintf(stderr, "acp: cannot start the agent: %s\n", err ? err : acp_strerror(rc));
+        fprintf(stderr, "acp: cannot start the agent: %s; check --agent\n",
+                err ? err : acp_strerror(rc));
         free(err);
         return EXIT_AGENT;
     }
@@ -390,6 +391,7 @@ static int parse_sess(app *a, const char *cmd, int argc, char **argv, sess_args 
 static void sess_opts(app *a, sess_args *sa, acp_session_opts *so)
 {
     sa->dirs[sa->ndirs] = NULL;
+    *so = (acp_session_opts){0};
     so->cwd = a->cwd;
     so->add_dirs = sa->ndirs ? sa->dirs : NULL;
     so->mcp_servers = sa->mcp;

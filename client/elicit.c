@@ -1,0 +1,138 @@
+/* elicitation/create and elicitation/complete: the agent asks the user for structured input
+ * (a form) or sends them to a URL. Handed to on_elicit, answered now or later; a cancel of the
+ * session's turn answers the session's pending ones `cancel`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+
+struct acp_client_elicit {
+    acp_client *c;
+    acp_client_session *s; /* NULL: request-scoped, or detached */
+    acp_client_elicit *next;
+    acp_req *req;  /* NULL once answered */
+    bool attached; /* on c->elicits */
+};
+
+static void unlink_e(acp_client_elicit *e)
+{
+    for (acp_client_elicit **pp = &e->c->elicits; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            return;
+        }
+    }
+}
+
+static void reply_action(acp_req *req, const char *action)
+{
+    acp_req_on_cancel(req, NULL, NULL);
+    acp_req_reply(req, json_pack("{s:s}", "action", action));
+}
+
+static void on_withdrawn(acp_req *req, void *user)
+{
+    acp_client_elicit *e = user;
+    if (!e->req) return;
+    reply_action(e->req, "cancel");
+    e->req = NULL;
+}
+
+static bool enabled(acp_client *c, const char *mode)
+{
+    if (!c->opts.on_elicit || !mode) return false;
+    return (!strcmp(mode, "form") && c->opts.elicitation_form) ||
+           (!strcmp(mode, "url") && c->opts.elicitation_url);
+}
+
+static void on_create(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    json_t *p = acp_req_params(req);
+    const char *mode = json_string_value(json_object_get(p, "mode"));
+    if (!json_is_string(json_object_get(p, "message"))) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "message (a string) is required");
+        return;
+    }
+    if (!enabled(c, mode)) { /* a mode we did not advertise: the user never sees it */
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "this client does not support elicitation mode '%s'", mode ? mode : "");
+        return;
+    }
+    if (!strcmp(mode, "url") && !json_is_string(json_object_get(p, "url"))) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "url (a string) is required");
+        return;
+    }
+    acp_client_session *s = NULL;
+    if (json_object_get(p, "sessionId") && !(s = acp_client_req_session(c, req))) return;
+    if (!s && !json_object_get(p, "requestId")) {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+                      "an elicitation needs a sessionId or a requestId");
+        return;
+    }
+    acp_client_elicit *e = calloc(1, sizeof *e);
+    if (!e) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    *e = (acp_client_elicit){.c = c, .s = s, .req = req, .next = c->elicits, .attached = true};
+    c->elicits = e;
+    acp_req_on_cancel(req, on_withdrawn, e);
+    c->opts.on_elicit(c, s, e, p, c->opts.user);
+}
+
+int acp_client_elicit_reply(acp_client_elicit *e, const char *action, json_t *content)
+{
+    acp_req *req = e->req;
+    if (e->attached) unlink_e(e);
+    free(e);
+    int rc = 0;
+    if (!req) {
+        json_decref(content);
+        return 0;
+    }
+    acp_req_on_cancel(req, NULL, NULL);
+    if (action && !strcmp(action, "accept")) {
+        json_t *r = json_pack("{s:s}", "action", "accept");
+        if (json_is_object(content)) json_object_set(r, "content", content);
+        rc = acp_req_reply(req, r);
+    } else {
+        reply_action(req, action && !strcmp(action, "decline") ? "decline" : "cancel");
+    }
+    json_decref(content);
+    return rc;
+}
+
+void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach)
+{
+    for (acp_client_elicit **pp = &c->elicits; *pp;) {
+        acp_client_elicit *e = *pp;
+        if (s && e->s != s) {
+            pp = &e->next;
+            continue;
+        }
+        if (e->req) reply_action(e->req, "cancel");
+        e->req = NULL;
+        if (detach) {
+            *pp = e->next;
+            e->attached = false;
+            e->s = NULL;
+        } else {
+            pp = &e->next;
+        }
+    }
+}
+
+static void on_complete(acp_conn *conn, acp_msg *m, void *user)
+{
+    acp_client *c = user;
+    json_t *p = acp_msg_params(m);
+    const char *id = json_string_value(json_object_get(p, "elicitationId"));
+    if (id && c->opts.on_elicit_complete) c->opts.on_elicit_complete(c, id, p, c->opts.user);
+}
+
+void acp_client_elicit_register(acp_client *c)
+{
+    acp_conn_on(c->conn, "elicitation/create", on_create, NULL, c);
+    acp_conn_on(c->conn, "elicitation/complete", NULL, on_complete, c);
+}
