@@ -17,6 +17,33 @@ int acp_client_seterr(acp_client *c, int status, const char *fmt, ...)
     return status;
 }
 
+void acp_client_log(acp_client *c, const char *fmt, ...)
+{
+    if (!c->opts.on_log) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->opts.on_log(c, msg, c->opts.user);
+}
+
+void acp_client_refuse(acp_client *c, acp_req *req, int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    acp_client_log(c, "refused the agent's %s: %s", acp_req_method(req), msg);
+    acp_req_error(req, code, NULL, "%s", msg);
+}
+
+static void on_rpc_log(acp_conn *conn, const char *message, void *user)
+{
+    acp_client_log(user, "%s", message);
+}
+
 const char *acp_client_errmsg(const acp_client *c)
 {
     return c->err;
@@ -203,6 +230,7 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     acp_conn_opts co = {.max_message = opts->max_message ? opts->max_message : 128u << 20,
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
+                        .on_log = on_rpc_log,
                         .user = c};
     if (!(c->conn = acp_conn_new(&co))) {
         rc = ACP_ENOMEM;

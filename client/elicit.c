@@ -51,28 +51,28 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
     json_t *p = acp_req_params(req);
     const char *mode = json_string_value(json_object_get(p, "mode"));
     if (!json_is_string(json_object_get(p, "message"))) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "message (a string) is required");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "message (a string) is required");
         return;
     }
     if (!enabled(c, mode)) { /* a mode we did not advertise: the user never sees it */
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "this client does not support elicitation mode '%s'", mode ? mode : "");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "this client does not support elicitation mode '%s'", mode ? mode : "");
         return;
     }
     if (!strcmp(mode, "url") && !json_is_string(json_object_get(p, "url"))) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "url (a string) is required");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "url (a string) is required");
         return;
     }
     acp_client_session *s = NULL;
     if (json_object_get(p, "sessionId") && !(s = acp_client_req_session(c, req))) return;
     if (!s && !json_object_get(p, "requestId")) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "an elicitation needs a sessionId or a requestId");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "an elicitation needs a sessionId or a requestId");
         return;
     }
     acp_client_elicit *e = calloc(1, sizeof *e);
     if (!e) {
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     *e = (acp_client_elicit){.c = c, .s = s, .req = req, .next = c->elicits, .attached = true};

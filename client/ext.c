@@ -8,8 +8,8 @@ void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user)
     if (acp_req_method(req)[0] == '_' && c->opts.on_ext_request)
         c->opts.on_ext_request(c, req, c->opts.user);
     else
-        acp_req_error(req, ACP_RPC_METHOD_NOT_FOUND, NULL, "method not found: %s",
-                      acp_req_method(req));
+        acp_client_refuse(c, req, ACP_RPC_METHOD_NOT_FOUND, "method not found: %s",
+                          acp_req_method(req));
 }
 
 void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user)

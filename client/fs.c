@@ -19,8 +19,8 @@ static int open_in_roots(acp_client *c, acp_req *req, int flags, char **real)
     if (!s) return -1;
     const char *path = json_string_value(json_object_get(acp_req_params(req), "path"));
     if (!path || path[0] != '/') {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "path must be an absolute path: '%s'",
-                      path ? path : "");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "path must be an absolute path: '%s'",
+                          path ? path : "");
         return -1;
     }
     int fd;
@@ -30,7 +30,7 @@ static int open_in_roots(acp_client *c, acp_req *req, int flags, char **real)
         int code = rc == ACP_ENOTFOUND ? ACP_RPC_NOT_FOUND
                    : rc == ACP_EIO     ? ACP_RPC_INTERNAL_ERROR
                                        : ACP_RPC_INVALID_PARAMS; /* outside, or not allowed */
-        acp_req_error(req, code, NULL, "%s", msg ? msg : acp_strerror(rc));
+        acp_client_refuse(c, req, code, "%s", msg ? msg : acp_strerror(rc));
         free(msg);
         return -1;
     }
@@ -84,8 +84,8 @@ static void on_read(acp_conn *conn, acp_req *req, void *user)
     bool has_line, has_limit;
     if (!get_uint(params, "line", &line, &has_line) ||
         !get_uint(params, "limit", &limit, &has_limit) || (has_line && line < 1)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "line (1-based) and limit must be non-negative integers");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "line (1-based) and limit must be non-negative integers");
         return;
     }
     char *real;
@@ -103,7 +103,7 @@ static void on_read(acp_conn *conn, acp_req *req, void *user)
     const char *q = has_limit ? skip_lines(p, end, limit) : end;
     acp_buf tmp = {0};
     if (acp_json_escape(&tmp, p, (size_t)(q - p))) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "'%s' is not UTF-8 text", real);
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "'%s' is not UTF-8 text", real);
     } else {
         acp_jw *w = acp_req_reply_begin(req);
         acp_jw_obj(w);
@@ -150,7 +150,7 @@ static void on_write(acp_conn *conn, acp_req *req, void *user)
     acp_client *c = user;
     json_t *params = acp_req_params(req);
     if (!json_is_string(json_object_get(params, "content"))) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "content (a string) is required");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "content (a string) is required");
         return;
     }
     acp_client_session *s = acp_client_req_session(c, req);
@@ -159,8 +159,8 @@ static void on_write(acp_conn *conn, acp_req *req, void *user)
     char *real = NULL, *msg = NULL;
     int rc = path && path[0] == '/' ? acp_roots_resolve(s->roots, path, &real, &msg) : ACP_EINVAL;
     if (rc) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "%s",
-                      msg ? msg : "path must be an absolute path");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "%s",
+                          msg ? msg : "path must be an absolute path");
         free(msg);
         return;
     }

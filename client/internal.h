@@ -84,6 +84,10 @@ struct acp_client_op {
 /* Sets the message acp_client_errmsg() returns; returns status for `return seterr(...)`. */
 int acp_client_seterr(acp_client *c, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Answers req with an error and tells on_log about it ("refused fs/read_text_file: ..."). */
+void acp_client_refuse(acp_client *c, acp_req *req, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void acp_client_log(acp_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ACP_ENOTSUP with "agent does not advertise NAME" unless the agent advertised cap. */
 int acp_client_need(acp_client *c, acp_agent_cap cap, const char *name);
 

@@ -44,7 +44,7 @@ static void on_request(acp_conn *conn, acp_req *req, void *user)
     if (!s) return;
     json_t *params = acp_req_params(req);
     if (!json_is_array(json_object_get(params, "options"))) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "options (an array) is required");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "options (an array) is required");
         return;
     }
     if (!c->opts.on_permission) {
@@ -53,7 +53,7 @@ static void on_request(acp_conn *conn, acp_req *req, void *user)
     }
     acp_client_perm *p = calloc(1, sizeof *p);
     if (!p) {
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     p->c = c;

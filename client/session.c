@@ -133,13 +133,17 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
 {
     acp_client *c = user;
     acp_update u = {.params = acp_msg_params_text(m)};
-    if (acp_json_kind(u.params) != 'o') return;
-    if (!acp_json_member(u.params, "sessionId", &u.session_id) ||
-        acp_json_kind(u.session_id) != 's')
-        return; /* a notification cannot be answered; a malformed one is dropped */
-    if (!acp_json_member(u.params, "update", &u.update) || acp_json_kind(u.update) != 'o') return;
-    if (acp_json_member(u.update, "sessionUpdate", &u.kind_text))
-        u.kind = acp_update_kind_of(u.kind_text);
+    /* A notification cannot be answered: a malformed one is dropped, and said so. */
+    if (acp_json_kind(u.params) != 'o' || !acp_json_member(u.params, "sessionId", &u.session_id) ||
+        acp_json_kind(u.session_id) != 's' || !acp_json_member(u.params, "update", &u.update) ||
+        acp_json_kind(u.update) != 'o' ||
+        !acp_json_member(u.update, "sessionUpdate", &u.kind_text) ||
+        acp_json_kind(u.kind_text) != 's') {
+        acp_client_log(c, "dropped a session/update without a sessionId string and an update "
+                          "object with a sessionUpdate string");
+        return;
+    }
+    u.kind = acp_update_kind_of(u.kind_text);
     acp_client_session *s = acp_client_find(c, u.session_id);
     u.replay = s && s->loading;
     if (s && (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION))
@@ -636,13 +640,13 @@ acp_client_session *acp_client_req_session(acp_client *c, acp_req *req)
     acp_span params = acp_req_params_text(req);
     if (acp_json_kind(params) != 'o' || !acp_json_member(params, "sessionId", &sid) ||
         acp_json_kind(sid) != 's') {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "sessionId (a string) is required");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "sessionId (a string) is required");
         return NULL;
     }
     acp_client_session *s = acp_client_find(c, sid);
     if (!s)
-        acp_req_error(req, ACP_RPC_NOT_FOUND, NULL,
-                      "unknown session %.*s: this client has no such session open",
-                      (int)(sid.n < 200 ? sid.n : 200), sid.p);
+        acp_client_refuse(c, req, ACP_RPC_NOT_FOUND,
+                          "unknown session %.*s: this client has no such session open",
+                          (int)(sid.n < 200 ? sid.n : 200), sid.p);
     return s;
 }

@@ -136,8 +136,8 @@ static acp_term *find(acp_client *c, acp_req *req)
     const char *id = json_string_value(json_object_get(acp_req_params(req), "terminalId"));
     for (acp_term *t = c->terms; id && t; t = t->next)
         if (strcmp(t->id, id) == 0 && strcmp(t->session_id, s->id) == 0) return t;
-    acp_req_error(req, ACP_RPC_NOT_FOUND, NULL,
-                  "unknown terminalId '%s' (never created, or already released)", id ? id : "");
+    acp_client_refuse(c, req, ACP_RPC_NOT_FOUND,
+                      "unknown terminalId '%s' (never created, or already released)", id ? id : "");
     return NULL;
 }
 
@@ -189,14 +189,15 @@ static acp_client_session *checked(acp_client *c, acp_req *req)
     for (size_t i = 0; ok && i < json_array_size(args); i++)
         ok = json_is_string(json_array_get(args, i));
     if (!ok) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "terminal/create needs a command, args as an array of strings and a "
-                      "non-negative outputByteLimit");
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "terminal/create needs a command, args as an array of strings and a "
+                          "non-negative outputByteLimit");
         return NULL;
     }
     const char *cwd = json_is_string(cwdj) ? json_string_value(cwdj) : acp_roots_cwd(s->roots);
     if (cwd[0] != '/') {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cwd must be an absolute path: '%s'", cwd);
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "cwd must be an absolute path: '%s'",
+                          cwd);
         return NULL;
     }
     return s;
@@ -239,7 +240,7 @@ static void do_create(acp_client *c, acp_req *req)
     char *msg = NULL;
     int rc = acp_proc_spawn(c->loop, &po, &t->proc, &msg);
     if (rc) {
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", msg ? msg : acp_strerror(rc));
+        acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "%s", msg ? msg : acp_strerror(rc));
         free(msg);
         goto fail;
     }
@@ -253,7 +254,7 @@ static void do_create(acp_client *c, acp_req *req)
     t = NULL;
     goto done;
 nomem:
-    acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+    acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
 fail:
     if (t) free(t->session_id);
     free(t);
@@ -341,7 +342,7 @@ static void on_wait(acp_conn *conn, acp_req *req, void *user)
     }
     acp_req **v = realloc(t->waiters, (t->nwait + 1) * sizeof *v);
     if (!v) {
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        acp_client_refuse(t->c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
     t->waiters = v;

@@ -177,6 +177,10 @@ typedef struct acp_client_opts {
     void (*on_ext_request)(acp_client *c, acp_req *req, void *user);
     /* Extension notifications from the agent ('_' methods). params borrowed. NULL: ignored. */
     void (*on_ext_notify)(acp_client *c, const char *method, json_t *params, void *user);
+    /* Diagnostics, one sentence each: a request of the agent's we refused (a path outside the
+     * roots, an unknown session, bad params: the agent got the error too), a malformed line or
+     * update we dropped. NULL: silent. */
+    void (*on_log)(acp_client *c, const char *message, void *user);
     /* The agent's connection ended (it exited, closed the socket, or sent a line longer than
      * max_message). Every pending call has already ended with ACP_ECLOSED. */
     void (*on_closed)(acp_client *c, void *user);
