@@ -52,6 +52,8 @@ typedef struct fz {
     int mode;                  /* 0: reply with the first option, 1: cancelled, 2: hold */
     acp_client_perm *held[16]; /* requests kept pending until the end */
     size_t nheld;
+    acp_client_elicit *elicit[16]; /* elicitations held until the end */
+    size_t nelicit;
     size_t updates;
     int prompts; /* session/prompt calls made (ids 0, 1, 2: the input may answer them) */
 } fz;
@@ -113,6 +115,34 @@ static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm 
     acp_client_perm_reply(p, z->mode == 0 ? opt : NULL);
 }
 
+/* Elicitations and extension requests, answered like permissions: at once (accept / an
+ * answer), cancelled / an error, or held until the end. */
+static void on_elicit(acp_client *c, acp_client_session *s, acp_client_elicit *e, json_t *params,
+                      void *user)
+{
+    fz *z = user;
+    if (z->mode == 2 && z->nelicit < sizeof z->elicit / sizeof *z->elicit) {
+        z->elicit[z->nelicit++] = e;
+        return;
+    }
+    acp_client_elicit_reply(e, z->mode == 0 ? "accept" : "decline",
+                            z->mode == 0 ? json_pack("{s:s}", "name", "x") : NULL);
+}
+
+static void on_ext_request(acp_client *c, acp_req *req, void *user)
+{
+    fz *z = user;
+    if (z->mode == 0)
+        acp_req_reply(req, json_incref(acp_req_params(req)));
+    else
+        acp_req_error(req, -32000, NULL, "no");
+}
+
+static void on_ext_notify(acp_client *c, const char *method, json_t *params, void *user)
+{
+    if (method[0] != '_' || !json_is_object(params)) abort();
+}
+
 static void add_session(acp_client *c, const char *id, bool loading)
 {
     acp_client_session *s = calloc(1, sizeof *s);
@@ -140,6 +170,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 .max_message = 4096,
                                 .on_update = on_update,
                                 .on_permission = data[0] & 4 ? NULL : on_permission,
+                                .on_elicit = on_elicit,
+                                .elicitation_form = true,
+                                .elicitation_url = !(data[0] & 4),
+                                .on_ext_request = on_ext_request,
+                                .on_ext_notify = on_ext_notify,
                                 .user = &z};
     acp_conn_opts co = {.max_message = c->opts.max_message,
                         .on_request = acp_client_ext_request,
@@ -174,6 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     acp_conn_eof(c->conn);
     drain(c);
     for (size_t i = 0; i < z.nheld; i++) acp_client_perm_reply(z.held[i], NULL);
+    for (size_t i = 0; i < z.nelicit; i++) acp_client_elicit_reply(z.elicit[i], "cancel", NULL);
     drain(c);
     acp_client_free(c);
     return 0;
