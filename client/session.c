@@ -2,6 +2,7 @@
  * each checked against the agent's capabilities before anything is sent, and the routing of
  * session/update notifications to the application. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -547,9 +548,11 @@ static void close_finish(acp_client_op *op, acp_client_reply *r)
     acp_client_session *s = op->s;
     op->s = NULL;
     r->session = NULL;
-    if (r->status)
-        acp_client_seterr(op->c, r->status, "cannot close session %s: %s", s ? s->id : "?",
-                          acp_client_errmsg(op->c));
+    if (r->status) {
+        char why[sizeof op->c->err];
+        snprintf(why, sizeof why, "%s", op->c->err); /* seterr writes where it reads */
+        acp_client_seterr(op->c, r->status, "cannot close session %s: %s", s ? s->id : "?", why);
+    }
     acp_client_session_free(s);
 }
 
