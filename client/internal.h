@@ -34,6 +34,7 @@ struct acp_client {
     char err[1024];
     acp_client_op *ops; /* calls in flight */
     acp_client_session *sessions;
+    acp_client_session *found; /* acp_client_find()'s last answer: an agent streams in runs */
     acp_term *terms;
     uint64_t next_term;
     acp_client_ask *asks;       /* fs writes and commands waiting for on_ask's answer */
@@ -44,6 +45,7 @@ struct acp_client_session {
     acp_client *c;
     acp_client_session *next;
     char *id;
+    size_t idlen;
     json_t *result;
     json_t *modes;    /* current SessionModeState, or NULL */
     json_t *config;   /* current configOptions, or NULL */

@@ -9,10 +9,23 @@
 
 #include "client/internal.h"
 
+/* Once per session/update, so it must stay cheap with many sessions: an id without escapes
+ * (every agent's, in practice) is its literal's own bytes, one length compare per session, and
+ * the session of the previous update is tried first. */
 acp_client_session *acp_client_find(acp_client *c, acp_span id)
 {
+    if (acp_json_kind(id) != 's') return NULL;
+    if (memchr(id.p, '\\', id.n)) {
+        for (acp_client_session *s = c->sessions; s; s = s->next)
+            if (acp_json_str_eq(id, s->id)) return s;
+        return NULL;
+    }
+    const char *p = id.p + 1;
+    size_t n = id.n - 2;
+    acp_client_session *f = c->found;
+    if (f && f->idlen == n && memcmp(f->id, p, n) == 0) return f;
     for (acp_client_session *s = c->sessions; s; s = s->next)
-        if (acp_json_str_eq(id, s->id)) return s;
+        if (s->idlen == n && memcmp(s->id, p, n) == 0) return c->found = s;
     return NULL;
 }
 
@@ -73,6 +86,7 @@ void acp_client_session_free(acp_client_session *s)
             break;
         }
     }
+    if (c->found == s) c->found = NULL;
     acp_client_perms_cancel(s, true);
     acp_client_asks_cancel(c, s, true);
     acp_client_elicits_cancel(c, s, true);
@@ -92,6 +106,7 @@ acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_ro
         free(s);
         return NULL;
     }
+    s->idlen = strlen(id);
     s->c = c;
     s->roots = roots;
     s->next = c->sessions;
