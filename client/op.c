@@ -38,12 +38,16 @@ static void data_text(json_t *data, char *out, size_t n)
     const char *s = json_string_value(data);
     if (!s) s = json_string_value(json_object_get(data, "details"));
     if (!s) s = json_string_value(json_object_get(data, "message"));
-    if (s) {
-        snprintf(out, n, "%s", s);
-        return;
+    char *dump = s ? NULL : json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (dump) s = dump;
+    size_t len = s ? strlen(s) : 0;
+    if (len >= n) { /* cut at a character boundary, and say so: the "..." must fit */
+        size_t cut = n - 4;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--;
+        snprintf(out, n, "%.*s...", (int)cut, s);
+    } else if (s) {
+        memcpy(out, s, len + 1);
     }
-    char *dump = json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (dump) snprintf(out, n, "%s%s", dump, strlen(dump) >= n - 1 ? "..." : "");
     free(dump);
 }
 
@@ -59,7 +63,8 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
                                      "the agent did not answer %s in time; it was asked to "
                                      "cancel it",
                                      op->method);
-    } else if (acp_msg_is_error(m) && acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED) {
+    } else if (acp_msg_is_error(m) && acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED &&
+               acp_conn_closed(conn)) { /* the code alone is no proof: an agent may send it */
         r.status = acp_client_seterr(c, ACP_ECLOSED,
                                      "the agent exited before answering %s; see its messages "
                                      "above",
