@@ -87,18 +87,64 @@ static void batch_reset(acp_store_batch *b)
     b->len = b->nitems = b->nsess = 0;
 }
 
+/* Room for every id of the batch in st->gone, made before the commit: once the batch is
+ * stored, naming the sessions that were not must not be able to fail. */
+static int reserve_gone(acp_store *st)
+{
+    const acp_store_batch *b = &st->batch;
+    size_t need = 0;
+    for (size_t i = 0; i < b->nsess; i++) need += strlen(acp_store_batch_id(b, i)) + 1;
+    return grow((void **)&st->gone, &st->gone_cap, need, 1);
+}
+
+/* Records the sessions the backend found gone (acp_store_gone) and says so: ACP_ENOTFOUND
+ * naming the first, or 0 when none was. */
+static int note_gone(acp_store *st)
+{
+    const acp_store_batch *b = &st->batch;
+    size_t n = 0, first = 0;
+    for (size_t i = 0; i < b->nsess; i++) {
+        if (!b->sess[i].gone) continue;
+        const char *id = acp_store_batch_id(b, i);
+        size_t len = strlen(id) + 1;
+        memcpy(st->gone + st->gone_len, id, len);
+        st->gone_len += len;
+        if (!n++) first = i;
+    }
+    if (!n) return 0;
+    if (n == 1)
+        return acp_store_fail(st, ACP_ENOTFOUND,
+                              "session %s no longer exists: its updates were not stored",
+                              acp_store_batch_id(b, first));
+    return acp_store_fail(st, ACP_ENOTFOUND,
+                          "session %s and %zu more no longer exist: their updates were not stored",
+                          acp_store_batch_id(b, first), n - 1);
+}
+
 int acp_store_commit(acp_store *st, const char *now)
 {
     acp_store_clear_err(st);
+    st->gone_len = 0;
     if (st->batch.nitems == 0) return 0;
     char stamp[ACP_STORE_TIME_LEN + 1];
     int rc;
     if (now && !acp_store_time_valid(now)) {
         rc = acp_store_fail(st, ACP_EINVAL, "store: invalid commit timestamp");
+    } else if (reserve_gone(st)) {
+        rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
     } else {
         if (!now) acp_store_now(stamp);
+        for (size_t i = 0; i < st->batch.nsess; i++) st->batch.sess[i].gone = false;
         rc = st->ops->commit(st, now ? now : stamp);
+        if (!rc) rc = note_gone(st);
     }
     batch_reset(&st->batch);
     return rc;
+}
+
+const char *acp_store_gone(const acp_store *st, size_t i)
+{
+    for (size_t at = 0; at < st->gone_len; at += strlen(st->gone + at) + 1)
+        if (i-- == 0) return st->gone + at;
+    return NULL;
 }

@@ -107,7 +107,8 @@ static const struct {
                      "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"},
     [Q_SET_STATE] = {"acp_set_state", "UPDATE acp_sessions SET state = $2 WHERE id = $1"},
     /* The row lock taken by the UPDATE orders concurrent committers of one session; a
-     * session deleted meanwhile matches no row, and then nothing is inserted. */
+     * session deleted meanwhile matches no row, and then nothing is inserted (0 rows: the
+     * commit reports the session gone). */
     [Q_APPEND] = {"acp_append",
                   "WITH s AS (UPDATE acp_sessions SET next_seq = next_seq + $2::bigint,"
                   " updated_at = $3 WHERE id = $1 RETURNING next_seq - $2::bigint AS base)"
@@ -479,6 +480,13 @@ static char *batch_arrays(const acp_store_batch *b, size_t *off, size_t *size)
     return buf;
 }
 
+/* Marks session s of the batch gone when its append inserted nothing: the UPDATE that
+ * locks its row matched none (deleted meanwhile, perhaps by another process). */
+static void note_gone(acp_store_batch *b, size_t s, PGresult *r)
+{
+    b->sess[s].gone = strtol(PQcmdTuples(r), NULL, 10) == 0;
+}
+
 /* Sends session k's share of the batch: its id, its count, the commit time, its texts. */
 static int send_append(pg_store *p, const acp_store_batch *b, size_t s, const char *now,
                        const char *array, size_t size)
@@ -493,9 +501,8 @@ static int send_append(pg_store *p, const acp_store_batch *b, size_t s, const ch
 /* Several sessions: their statements go out as one pipeline, which the server runs as one
  * implicit transaction up to the sync point, so the whole batch is one round trip and an
  * error anywhere rolls all of it back (the statements after it are skipped). */
-static int commit_pipeline(pg_store *p, const acp_store_batch *b, const size_t *order,
-                           const char *arrays, const size_t *off, const size_t *size,
-                           const char *now)
+static int commit_pipeline(pg_store *p, acp_store_batch *b, const size_t *order, const char *arrays,
+                           const size_t *off, const size_t *size, const char *now)
 {
     PGconn *c = p->conn;
     size_t sent = 0;
@@ -516,6 +523,7 @@ static int commit_pipeline(pg_store *p, const acp_store_batch *b, const size_t *
             err = r;
             r = NULL;
         }
+        if (i < sent && st == PGRES_COMMAND_OK) note_gone(b, order[i], r);
         PQclear(r);
         if (PQstatus(c) != CONNECTION_OK)
             ok = false; /* nothing more will come */
@@ -542,7 +550,7 @@ static int commit_pipeline(pg_store *p, const acp_store_batch *b, const size_t *
 static int pg_commit(acp_store *st, const char *now)
 {
     pg_store *p = (pg_store *)st;
-    const acp_store_batch *b = &st->batch;
+    acp_store_batch *b = &st->batch;
     int rc = ready(p);
     if (rc) return rc;
 
@@ -569,10 +577,12 @@ static int pg_commit(acp_store *st, const char *now)
     } else {
         PGresult *r = PQgetResult(p->conn), *end;
         while ((end = PQgetResult(p->conn))) PQclear(end);
-        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
             rc = fail_result(p, r, "commit");
-        else
+        } else {
+            note_gone(b, 0, r);
             PQclear(r);
+        }
     }
 out:
     free(order);
@@ -618,6 +628,13 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
         const char *v[3] = {id, from, to};
         if ((rc = exec(p, Q_REPLAY, 3, v, PGRES_TUPLES_OK, &r))) return rc;
         int n = PQntuples(r), given = 0;
+        if (n != top - pos) {
+            /* Seqs are gapless up to hi and only a delete removes history: the session was
+             * deleted since hi was read. Not a cut history reported as done. */
+            PQclear(r);
+            *last_seq = last;
+            return acp_store_fail(st, ACP_ENOTFOUND, "no session %s (deleted during replay)", id);
+        }
         size_t got = 0;
         for (; given < n && !stopped; given++) {
             last = strtoll(PQgetvalue(r, given, 0), NULL, 10);

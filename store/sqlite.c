@@ -381,7 +381,8 @@ static int sq_set_state(acp_store *st, const char *id, const char *state)
 }
 
 /* Reserves count seqs for each session of the batch: one UPDATE ... RETURNING per session,
- * inside the write transaction, so the range is ours alone. */
+ * inside the write transaction, so the range is ours alone. A session deleted meanwhile
+ * (by another process) matches no row: it is marked gone and none of its updates is stored. */
 static int reserve(sq_store *s, acp_store_batch *b, const char *now)
 {
     sqlite3_stmt *q = stmt(s, Q_BUMP);
@@ -398,7 +399,7 @@ static int reserve(sq_store *s, acp_store_batch *b, const char *now)
             bs->next = sqlite3_column_int64(q, 1) - (int64_t)bs->count + 1;
             rc = sqlite3_step(q);
         } else {
-            bs->next = -1; /* deleted meanwhile: its updates are dropped */
+            bs->gone = true; /* deleted meanwhile: nothing of it is stored */
         }
         if (rc != SQLITE_DONE) {
             sqlite3_reset(q);
@@ -419,7 +420,7 @@ static int sq_commit(acp_store *st, const char *now)
     if (!rc && !q) rc = ACP_ESTORE;
     for (size_t i = 0; !rc && i < b->nitems; i++) {
         acp_store_bsess *bs = &b->sess[b->items[i].sess];
-        if (bs->next < 0) continue;
+        if (bs->gone) continue;
         sqlite3_bind_int64(q, 1, bs->key);
         sqlite3_bind_int64(q, 2, bs->next++);
         if (sqlite3_bind_text64(q, 3, acp_store_batch_json(b, i), b->items[i].n, SQLITE_STATIC,
@@ -433,10 +434,10 @@ static int sq_commit(acp_store *st, const char *now)
     return finish(s, rc);
 }
 
-static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
 {
-    sq_store *s = sq(st);
+    acp_store *st = &s->base;
     sqlite3_stmt *q = stmt(s, Q_SID);
     if (!q) return ACP_ESTORE;
     bind_text(q, 1, id);
@@ -470,6 +471,22 @@ static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(s, "replay");
     *done = rc == SQLITE_DONE;
     return ret;
+}
+
+/* One read transaction: the session's row and its history come from one snapshot, so a delete
+ * committed by another process between the two reads cannot pass an empty or cut history off
+ * as the whole one (the next call finds the session gone instead). */
+static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
+{
+    sq_store *s = sq(st);
+    if (exec(s, "begin", "BEGIN")) return ACP_ESTORE;
+    int rc = replay_in(s, id, after_seq, max_bytes, cb, user, last_seq, done);
+    /* Ending a read transaction changes nothing: a failure here is not the caller's problem. */
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK &&
+        !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
 }
 
 static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,

@@ -73,6 +73,8 @@ void acp_store_close(acp_store *st)
     free(b->items);
     free(b->sess);
     memset(b, 0, sizeof *b);
+    free(st->gone);
+    st->gone = NULL;
     st->ops->close(st);
 }
 

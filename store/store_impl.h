@@ -23,8 +23,10 @@ typedef struct acp_store_item {
 typedef struct acp_store_bsess {
     size_t id;    /* offset of the session id in buf */
     size_t count; /* how many items of the batch belong to it */
-    int64_t next; /* scratch for the backend's commit: next seq to assign, or -1 (dropped) */
+    int64_t next; /* scratch for the backend's commit: next seq to assign */
     int64_t key;  /* scratch for the backend's commit: its row key, if it has one */
+    bool gone;    /* set by the backend's commit: the session no longer exists, its updates
+                   * were not stored (false on entry) */
 } acp_store_bsess;
 
 typedef struct acp_store_batch {
@@ -41,6 +43,10 @@ typedef struct acp_store_batch {
 struct acp_store {
     const acp_store_ops *ops;
     acp_store_batch batch; /* appended, not yet committed; owned by the generic layer */
+    /* The ids of the sessions the last commit found gone (acp_store_gone), each
+     * NUL-terminated, one after the other; owned by the generic layer. */
+    char *gone;
+    size_t gone_len, gone_cap;
     char err[ACP_STORE_ERRMSG_MAX];
 };
 

@@ -10,6 +10,10 @@
  *
  * Several processes may use one store at once; appends to one session from two processes
  * keep a single order (seq is assigned inside the committing transaction) and lose nothing.
+ * A session deleted by one process stays deleted for every other: their later writes for it
+ * (commits of its appends, set_info, set_roots, set_state) are ACP_ENOTFOUND and store
+ * nothing, and a replay running across the delete ends ACP_ENOTFOUND rather than pass a cut
+ * history off as whole.
  *
  * Not thread-safe: one store handle per thread. Secrets (MCP env values, HTTP headers) are
  * never passed to the store. */
@@ -98,11 +102,20 @@ int acp_store_set_state(acp_store *st, const char *id, const char *state);
 int acp_store_append(acp_store *st, const char *id, const char *json, size_t n);
 /* Commits the pending batch in one transaction: each update gets the next seq of its session,
  * and each touched session's updated_at becomes `now` (NULL: acp_store_now()). On failure
- * nothing of the batch is stored and the batch is dropped. Appends for a session that does
- * not exist (deleted meanwhile, perhaps by another process) are dropped silently. No-op and
- * 0 when the batch is empty. A malformed `now` is ACP_EINVAL (and drops the batch too).
- * ACP_ETOOBIG if one update is over the backend's limit (SQLite: 1e9 bytes). */
+ * nothing of the batch is stored and the batch is dropped. No-op and 0 when the batch is
+ * empty. A malformed `now` is ACP_EINVAL (and drops the batch too). ACP_ETOOBIG if one update
+ * is over the backend's limit (SQLite: 1e9 bytes).
+ * Appends for a session that does not exist (deleted meanwhile, perhaps by another process)
+ * are not stored, and that is the one partial result: the rest of the batch is committed
+ * all the same and the call returns ACP_ENOTFOUND; acp_store_gone() names those sessions.
+ * (A batch spans every session of a process's loop turn: one deleted session must not cost
+ * the others their history.) */
 int acp_store_commit(acp_store *st, const char *now);
+/* After acp_store_commit() returned ACP_ENOTFOUND: the id of the i-th session (from 0, in the
+ * order of their first append) whose appends were not stored because it no longer exists;
+ * NULL past the last, and after a commit that returned anything else. Borrowed until the next
+ * acp_store_commit() or acp_store_close() on the handle. */
+const char *acp_store_gone(const acp_store *st, size_t i);
 /* Number of updates waiting in the batch. */
 size_t acp_store_pending(const acp_store *st);
 
@@ -111,8 +124,10 @@ size_t acp_store_pending(const acp_store *st);
  * total of n past max_bytes (0: no limit), so one call gives at least one update if any is
  * left, or when cb returns non-zero (that value is returned). *last_seq receives the seq of
  * the last update given (after_seq if none); *done is true when no update is left after it.
- * json is borrowed for the call only (NUL-terminated at n). ACP_ENOTFOUND if the session
- * does not exist. */
+ * json is borrowed for the call only (NUL-terminated at n); cb must not use st itself (the
+ * call may hold one snapshot of the store until it returns). ACP_ENOTFOUND if the session
+ * does not exist, also when it was deleted (by another process) during the call: `done` is
+ * never reported for a history the delete cut short. */
 typedef int (*acp_store_replay_cb)(void *user, int64_t seq, const char *json, size_t n);
 int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);

@@ -421,7 +421,8 @@ static void t_cross_batches(void **state)
 
 /* A batch over several sessions is one transaction: when the server rejects one text
  * (invalid UTF-8), nothing of the batch is stored and no seq was used. A session that does
- * not exist is dropped silently, without failing the others. */
+ * not exist stores nothing and is reported (ACP_ENOTFOUND, acp_store_gone), without failing
+ * the others. */
 static void t_batch_atomic(void **state)
 {
     fx *f = *state;
@@ -445,7 +446,9 @@ static void t_batch_atomic(void **state)
     append(f->st, "ghost", "{\"g\":1}");
     append(f->st, "a", "{\"a\":1}");
     append(f->st, "b", "{\"b\":2}");
-    assert_int_equal(acp_store_commit(f->st, "2031-01-01T00:00:00.000Z"), 0);
+    assert_int_equal(acp_store_commit(f->st, "2031-01-01T00:00:00.000Z"), ACP_ENOTFOUND);
+    assert_string_equal(acp_store_gone(f->st, 0), "ghost");
+    assert_null(acp_store_gone(f->st, 1));
     got g = {0};
     replay_all(f->st, "b", &g);
     assert_int_equal(g.n, 2);
@@ -465,6 +468,41 @@ static void t_batch_atomic(void **state)
 
 /* Stored text comes back byte for byte (whitespace, escapes, raw UTF-8, a megabyte), and
  * a batch of 1,000 updates is kept whole and in order. */
+/* Deletes the session through another handle when the replay gives its first update. */
+typedef struct deleter {
+    got g;
+    acp_store *other;
+    const char *id;
+} deleter;
+
+static int delete_at_first(void *user, int64_t seq, const char *json, size_t n)
+{
+    deleter *d = user;
+    if (d->g.n == 0) assert_int_equal(acp_store_delete(d->other, d->id), 0);
+    return collect(&d->g, seq, json, n);
+}
+
+/* A replay longer than one round trip (1,000 updates) while another process deletes the
+ * session: the call ends ACP_ENOTFOUND, not `done` with the first round trip's updates as if
+ * they were the whole history. */
+static void t_replay_across_delete(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a");
+    for (int i = 0; i < 1500; i++) append(f->st, "a", "{\"u\":1}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    deleter d = {.other = open_ok(f->where), .id = "a"};
+    int64_t last = -1;
+    bool done = true;
+    assert_int_equal(acp_store_replay(f->st, "a", 0, 0, delete_at_first, &d, &last, &done),
+                     ACP_ENOTFOUND);
+    assert_false(done);
+    assert_int_equal(d.g.n, 1000);
+    assert_int_equal(last, 1000);
+    got_free(&d.g);
+    acp_store_close(d.other);
+}
+
 static void t_byte_exact(void **state)
 {
     fx *f = *state;
@@ -732,6 +770,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(t_processes_append, setup, teardown),
         cmocka_unit_test_setup_teardown(t_cross_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(t_batch_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_replay_across_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(t_byte_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(t_delete_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(t_environment, setup, teardown),

@@ -538,6 +538,9 @@ static void t_empty_commit(void **state)
     assert_int_equal(g.n, 0);
 }
 
+/* Appends for a session that does not exist are not stored and the commit says so
+ * (ACP_ENOTFOUND, acp_store_gone naming it), while the rest of the batch is stored: a process
+ * must learn that what it streamed for a session deleted elsewhere was kept nowhere. */
 static void t_append_deleted(void **state)
 {
     fx *f = *state;
@@ -547,7 +550,11 @@ static void t_append_deleted(void **state)
     append(f->st, "ghost", "{\"g\":1}");
     append(f->st, "b", "{\"b\":1}");
     append(f->st, "a", "{\"a\":2}");
-    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
+    assert_non_null(strstr(acp_store_errmsg(f->st), "ghost"));
+    assert_string_equal(acp_store_gone(f->st, 0), "ghost");
+    assert_null(acp_store_gone(f->st, 1));
+    assert_int_equal(acp_store_pending(f->st), 0);
     got g = {0};
     replay_all(f->st, "a", &g);
     assert_int_equal(g.n, 2);
@@ -562,17 +569,68 @@ static void t_append_deleted(void **state)
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
 
-    /* deleted by another handle (another process) between append and commit */
+    /* deleted by another handle (another process) between append and commit: the commit
+     * neither stores its updates nor brings it back */
     acp_store *other = open_where(f->where);
     append(f->st, "a", "{\"a\":3}");
     append(f->st, "b", "{\"b\":2}");
     assert_int_equal(acp_store_delete(other, "a"), 0);
-    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
+    assert_string_equal(acp_store_gone(f->st, 0), "a");
+    assert_null(acp_store_gone(f->st, 1));
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
     assert_int_equal(acp_store_replay(f->st, "a", 0, 0, collect, &g, &last, &done), ACP_ENOTFOUND);
     replay_all(other, "b", &g);
     assert_int_equal(g.n, 2);
     assert_string_equal(g.json[1], "{\"b\":2}");
+    got_free(&g);
+
+    /* several gone at once: named in order of first append; the next commit forgets them */
+    append(f->st, "x", "{}");
+    append(f->st, "b", "{\"b\":3}");
+    append(f->st, "y", "{}");
+    append(f->st, "x", "{}");
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
+    assert_string_equal(acp_store_gone(f->st, 0), "x");
+    assert_string_equal(acp_store_gone(f->st, 1), "y");
+    assert_null(acp_store_gone(f->st, 2));
+    replay_all(other, "b", &g);
+    assert_int_equal(g.n, 3);
+    got_free(&g);
+    append(f->st, "b", "{\"b\":4}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_null(acp_store_gone(f->st, 0));
+
+    /* every other write for a session deleted elsewhere fails the same way */
+    assert_int_equal(acp_store_delete(other, "b"), 0);
+    assert_int_equal(acp_store_set_info(f->st, "b", true, "t", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_roots(f->st, "b", "/x", "[]"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "b", "{}"), ACP_ENOTFOUND);
+    append(f->st, "b", "{\"b\":5}");
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_get(other, "b", &out), ACP_ENOTFOUND);
+    acp_store_close(other);
+}
+
+/* A replay the agent runs in steps (a capped call per loop turn) while another process deletes
+ * the session: the next step is ACP_ENOTFOUND, never an empty `done` that would end the load
+ * as if the history were whole. */
+static void t_replay_deleted(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
+    for (int i = 0; i < 30; i++) append(f->st, "a", "{\"pad\":\"0123456789\"}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    acp_store *other = open_where(f->where);
+    got g = {0};
+    int64_t last = 0;
+    bool done = false;
+    assert_int_equal(acp_store_replay(f->st, "a", 0, 100, collect, &g, &last, &done), 0);
+    assert_false(done);
+    assert_int_equal(acp_store_delete(other, "a"), 0);
+    assert_int_equal(acp_store_replay(f->st, "a", last, 100, collect, &g, &last, &done),
+                     ACP_ENOTFOUND);
+    assert_false(done);
     got_free(&g);
     acp_store_close(other);
 }
@@ -1125,17 +1183,29 @@ int store_contract_run(const store_contract_env *env)
     void *e = (void *)env;
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
     const struct CMUnitTest tests[] = {
-        T(t_create_get),          T(t_set_info),
-        T(t_set_roots),           T(t_append_commit_replay),
-        T(t_batch_many_sessions), T(t_replay_chunks),
-        T(t_empty_commit),        T(t_append_deleted),
-        T(t_list_order),          T(t_list_cwd),
-        T(t_last_page),           T(t_pagination_churn),
-        T(t_bad_cursors),         T(t_delete),
-        T(t_two_handles),         T(t_errmsg),
-        T(t_longest_id),          T(t_state_set_get),
-        T(t_state_missing),       T(t_state_invalid),
-        T(t_state_reopen),        T(t_state_not_listed),
+        T(t_create_get),
+        T(t_set_info),
+        T(t_set_roots),
+        T(t_append_commit_replay),
+        T(t_batch_many_sessions),
+        T(t_replay_chunks),
+        T(t_empty_commit),
+        T(t_append_deleted),
+        T(t_replay_deleted),
+        T(t_list_order),
+        T(t_list_cwd),
+        T(t_last_page),
+        T(t_pagination_churn),
+        T(t_bad_cursors),
+        T(t_delete),
+        T(t_two_handles),
+        T(t_errmsg),
+        T(t_longest_id),
+        T(t_state_set_get),
+        T(t_state_missing),
+        T(t_state_invalid),
+        T(t_state_reopen),
+        T(t_state_not_listed),
         T(t_state_delete),
     };
 #undef T
