@@ -2,7 +2,9 @@
  * (span-based, no JSON tree), session/request_permission and fs/read_text_file, fed as bytes
  * into the client's connection. Any bytes must never crash, leak, or make the client write a
  * line that is not valid JSON; every update handed to the application must have spans that lie
- * inside the line and a kind whose name round-trips.
+ * inside the line and a kind whose name round-trips. Every update is also read as a typed view
+ * (acp/update.h), strictly and leniently: the two agree (strict succeeds exactly when lenient
+ * succeeds with nothing salvaged), and every string and array of a view can be read.
  *
  * acp_client_open() needs a real agent process (it spawns and initializes one), so this
  * target builds the client from client/internal.h instead: a client with no process and no
@@ -22,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acp/update.h"
 #include "client/internal.h"
 #include "fuzz/check_output.h"
 #include "tests/store/tmpdir.h"
@@ -81,6 +84,119 @@ static bool inside(acp_span outer, acp_span s)
     return s.n == 0 || (s.p >= outer.p && s.p + s.n <= outer.p + outer.n);
 }
 
+/* Reads a string the view may leave NULL (ASan sees a pointer outside the view's tree). */
+static size_t str(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+static size_t read_block(const acp_content_view *b)
+{
+    const char *const s[] = {b->text, b->data,  b->mime_type,   b->uri,
+                             b->name, b->title, b->description, b->last_modified};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) n += str(s[i]);
+    if (b->type < ACP_CONTENT_TEXT || b->type > ACP_CONTENT_RESOURCE) abort();
+    return n;
+}
+
+/* An array's pointer is NULL exactly when it is empty. */
+static void check_array(const void *p, size_t n)
+{
+    if (!p != !n) abort();
+}
+
+static size_t read_view(const acp_update_view *v)
+{
+    size_t n = 0;
+    const acp_tool_call_view *t = &v->tool_call;
+    switch (v->kind) {
+    case ACP_UPDATE_USER_MESSAGE_CHUNK:
+    case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
+    case ACP_UPDATE_AGENT_THOUGHT_CHUNK:
+        return read_block(&v->chunk.content) + str(v->chunk.message_id);
+    case ACP_UPDATE_TOOL_CALL:
+    case ACP_UPDATE_TOOL_CALL_UPDATE:
+        check_array(t->content, t->ncontent);
+        check_array(t->locations, t->nlocations);
+        n = strlen(t->tool_call_id) + str(t->title) + str(t->name) +
+            strlen(acp_tool_kind_name(t->kind)) + strlen(acp_tool_status_name(t->status));
+        for (size_t i = 0; i < t->ncontent; i++)
+            n += t->content[i].type == ACP_TOOL_CONTENT ? read_block(&t->content[i].content)
+                 : t->content[i].type == ACP_TOOL_DIFF
+                     ? strlen(t->content[i].diff.path) + str(t->content[i].diff.old_text) +
+                           strlen(t->content[i].diff.new_text)
+                     : strlen(t->content[i].terminal_id);
+        for (size_t i = 0; i < t->nlocations; i++) n += strlen(t->locations[i].path);
+        return n;
+    case ACP_UPDATE_PLAN:
+        check_array(v->plan.entries, v->plan.nentries);
+        for (size_t i = 0; i < v->plan.nentries; i++)
+            n += strlen(v->plan.entries[i].content) +
+                 strlen(acp_plan_priority_name(v->plan.entries[i].priority)) +
+                 strlen(acp_plan_status_name(v->plan.entries[i].status));
+        return n;
+    case ACP_UPDATE_AVAILABLE_COMMANDS:
+        check_array(v->commands.commands, v->commands.ncommands);
+        for (size_t i = 0; i < v->commands.ncommands; i++)
+            n += strlen(v->commands.commands[i].name) +
+                 strlen(v->commands.commands[i].description) +
+                 str(v->commands.commands[i].input_hint);
+        return n;
+    case ACP_UPDATE_CONFIG_OPTION:
+        check_array(v->config.options, v->config.noptions);
+        for (size_t i = 0; i < v->config.noptions; i++) {
+            const acp_config_option_view *o = &v->config.options[i];
+            check_array(o->values, o->nvalues);
+            n += strlen(o->id) + strlen(o->name) + str(o->description) + str(o->category_text) +
+                 (o->boolean ? 0 : strlen(o->current_value));
+            for (size_t j = 0; j < o->nvalues; j++)
+                n += strlen(o->values[j].value) + strlen(o->values[j].name) +
+                     str(o->values[j].description) + str(o->values[j].group) +
+                     str(o->values[j].group_name);
+        }
+        return n;
+    case ACP_UPDATE_COMPACTION:
+        check_array(v->compaction.summary, v->compaction.nsummary);
+        for (size_t i = 0; i < v->compaction.nsummary; i++)
+            n += read_block(&v->compaction.summary[i]);
+        return n + strlen(v->compaction.compaction_id) + strlen(v->compaction.status_text) +
+               str(v->compaction.error);
+    case ACP_UPDATE_COMPACTION_SUMMARY:
+        return strlen(v->summary_chunk.compaction_id) + read_block(&v->summary_chunk.content);
+    case ACP_UPDATE_CURRENT_MODE:
+        return strlen(v->mode.current_mode_id);
+    case ACP_UPDATE_SESSION_INFO:
+        return str(v->info.title) + str(v->info.updated_at);
+    case ACP_UPDATE_USAGE:
+        if (v->usage.used < 0 || v->usage.size < 0) abort();
+        return str(v->usage.cost_currency);
+    case ACP_UPDATE_NOTICE:
+        if (!*v->notice.title) abort();
+        return strlen(v->notice.severity_text) + str(v->notice.description);
+    default:
+        return 0;
+    }
+}
+
+/* The typed views of u, strict and lenient: they agree, and can be read whole. */
+static void check_views(const acp_update *u)
+{
+    acp_update_view strict, lenient;
+    char *err = NULL;
+    int rs = acp_update_view_parse(u, &strict, &err);
+    if ((rs == 0) != (err == NULL) || (rs && rs != ACP_EPROTO)) abort();
+    free(err);
+    int rl = acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &lenient, NULL);
+    if (rl && rl != ACP_EPROTO) abort();
+    if ((rs == 0) != (rl == 0 && lenient.salvaged == 0)) abort();
+    if (rs == 0 && (strict.kind != lenient.kind || read_view(&strict) != read_view(&lenient)))
+        abort();
+    if (rl == 0) read_view(&lenient);
+    acp_update_view_free(&strict);
+    acp_update_view_free(&lenient);
+}
+
 static void on_update(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
 {
     fz *z = user;
@@ -96,6 +212,7 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
             acp_update_kind_of((acp_span){.p = lit, .n = (size_t)n}) != u->kind)
             abort();
     }
+    check_views(u);
     z->updates++;
     if (getenv("ACP_FUZZ_TRACE"))
         fprintf(stderr, "update %s %s%s\n", acp_update_kind_name(u->kind), s ? s->id : "-",
