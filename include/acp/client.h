@@ -66,7 +66,8 @@ typedef enum acp_update_kind {
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
- * callback only). No JSON tree is built to route it: parse `update` yourself if you need it. */
+ * callback only). No JSON tree is built to route it: acp_update_view_parse()
+ * (acp/update.h) builds a typed view when you want one. */
 typedef struct acp_update {
     acp_update_kind kind;
     acp_span kind_text;  /* the sessionUpdate string literal, quotes included */
