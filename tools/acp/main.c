@@ -1,106 +1,200 @@
-/* acp: a command-line client for any ACP agent. Argument parsing, output and the terminal;
- * everything protocol-specific lives in libacp's client (include/acp/client.h). */
-#include <errno.h>
+/* acp: a command-line client for any ACP agent. Argument parsing, the commands, and their
+ * output; everything protocol-specific lives in libacp's client (include/acp/client.h). */
 #include <getopt.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "acp/client.h"
 #include "acp/version.h"
-#include "tools/acp/render.h"
-
-#define EXIT_AGENT 1
-#define EXIT_USAGE 2
-#define HELP_SHOWN 100 /* not an exit status: stops a command after its --help */
+#include "tools/acp/app.h"
 
 static const char usage_main[] =
-    "usage: acp [--agent 'CMD ARGS'] [--json] [--cwd DIR] COMMAND [ARGS]\n"
+    "usage: acp [OPTIONS] COMMAND [ARGS]\n"
     "\n"
     "A command-line client for any ACP agent (default: acp-agent next to acp).\n"
     "\n"
     "commands:\n"
-    "  info                          agent name, version, protocol version, capabilities\n"
-    "  new [--add-dir DIR]... [--mcp 'NAME=CMD ARGS'] [--mcp-http NAME=URL] [--mcp-sse NAME=URL]\n"
-    "                                create a session and print its id\n"
-    "  prompt [-s ID] [--yes|--deny] TEXT\n"
-    "                                prompt a new session (or session ID) and stream the reply\n"
-    "  sessions [--all-cwd]          list sessions, newest first\n"
-    "  history ID                    load session ID and print its conversation\n"
+    "  info                      the agent's name, version, capabilities and auth methods\n"
+    "  new                       create a session and print its id\n"
+    "  prompt [-s ID] TEXT...    prompt a new session (or session ID), stream the reply\n"
+    "  chat [-s ID]              interactive prompts, with history and command completion\n"
+    "  sessions [--all-cwd]      list sessions, newest first\n"
+    "  history ID                load session ID and print its conversation\n"
     "  resume ID | close ID | delete ID\n"
-    "  chat [-s ID] [--yes|--deny]   interactive; Ctrl-C cancels the turn, twice exits\n"
+    "  modes [-s ID]             list the session's modes (* marks the current one)\n"
+    "  mode -s ID MODE           switch session ID to MODE\n"
+    "  config [-s ID] [OPTION VALUE]\n"
+    "                            list the session's config options, or set one\n"
+    "  auth [METHOD]             list the agent's auth methods, or sign in with one\n"
+    "  logout                    sign out\n"
     "\n"
-    "options:\n"
-    "  --agent 'CMD ARGS'   the agent to run (split like a shell line)\n"
-    "  --json               one JSON object per line: every update raw, then the result\n"
-    "  --cwd DIR            the session's working directory (default: the current one)\n"
+    "options (before or after the command; '--' ends them):\n"
+    "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
+    "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
+    "  --cwd DIR                 the session's working directory (default: the current one)\n"
+    "  --json                    one JSON object per line: every update raw, then the result\n"
+    "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
+    "                            commands); without either, ask on the terminal or refuse\n"
+    "  --fs                      serve the agent's file reads and writes inside the roots\n"
+    "  --terminal                run the agent's terminal commands\n"
+    "  --auth METHOD             sign in with METHOD before the command\n"
+    "  --timeout SECONDS         give up on any call the agent does not answer in time\n"
+    "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
+    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
+    "                            session roots and MCP servers (see 'acp new --help')\n"
     "  --help, --version\n"
     "\n"
-    "Run 'acp COMMAND --help' for a command's options; 'man acp' for examples.\n"
-    "Exit status: 0 ok, 1 agent or protocol error, 2 usage error.\n";
+    "exit status: 0 ok, 1 agent error, 2 usage error, 3 refused or denied (a capability\n"
+    "missing, sign-in needed or refused, a request of the agent's denied), 4 the agent\n"
+    "exited, 5 timed out, 130 cancelled.\n"
+    "Run 'acp COMMAND --help' for a command; 'man acp' for more.\n";
 
-typedef struct cmd_help {
-    const char *name, *text;
-} cmd_help;
+static const char sess_opts_help[] =
+    "  --add-dir DIR        an additional workspace root (needs the agent's\n"
+    "                       sessionCapabilities.additionalDirectories)\n"
+    "  --mcp 'NAME=CMD ARGS'  an MCP server over stdio (CMD looked up in PATH)\n"
+    "  --mcp-http NAME=URL  an MCP server over Streamable HTTP (needs mcpCapabilities.http)\n"
+    "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n";
 
-static const cmd_help helps[] = {
-    {"info", "usage: acp info\n\nStarts the agent, runs initialize and prints the agent's name, "
-             "version,\nprotocol version and capabilities (--json: the initialize result).\n"},
-    {"new",
+static const char turn_opts_help[] =
+    "  --yes                allow every permission request, write and command\n"
+    "  --deny               refuse them all (exit status 3 when one was refused)\n"
+    "  --fs                 serve fs/read_text_file and fs/write_text_file inside the\n"
+    "                       session's roots (--cwd and --add-dir)\n"
+    "  --terminal           run the agent's commands (terminal/create)\n"
+    "Without --yes/--deny, each is asked on the terminal (writes: 'write N bytes to\n"
+    "PATH? [y/N]'), and refused when standard input is not a terminal.\n";
+
+enum { F_SID = 1, F_SESS = 2, F_ALL = 4 }; /* the command options a command takes */
+
+typedef struct command {
+    const char *name;
+    int (*run)(app *a);
+    unsigned flags;
+    int min_args, max_args; /* positional arguments; -1: any number */
+    const char *help;
+} command;
+
+static int cmd_info(app *a);
+static int cmd_new(app *a);
+static int cmd_prompt(app *a);
+static int cmd_sessions(app *a);
+/* "cannot VERB session ID: why"; an empty id has the library's own message. */
+static int fail_id(app *a, const char *verb, const char *id, int rc)
+{
+    char what[300];
+    snprintf(what, sizeof what, "cannot %s session %s", verb, id);
+    return app_fail(a, *id ? what : NULL, rc);
+}
+
+static int cmd_history(app *a);
+static int cmd_resume(app *a);
+static int cmd_close(app *a);
+static int cmd_delete(app *a);
+
+static const command commands[] = {
+    {"info", cmd_info, 0, 0, 0,
+     "usage: acp info\n\n"
+     "Starts the agent, runs initialize and prints the agent's name, version, protocol\n"
+     "version, capabilities and auth methods (--json: the initialize result).\n"},
+    {"new", cmd_new, F_SESS, 0, 0,
      "usage: acp new [--add-dir DIR]... [--mcp 'NAME=CMD ARGS']... [--mcp-http NAME=URL]...\n"
      "               [--mcp-sse NAME=URL]...\n\n"
-     "Creates a session in --cwd and prints its id.\n"
-     "  --add-dir DIR        an additional workspace root (needs the agent's\n"
-     "                       sessionCapabilities.additionalDirectories)\n"
-     "  --mcp 'NAME=CMD ARGS'  an MCP server over stdio (CMD looked up in PATH)\n"
-     "  --mcp-http NAME=URL  an MCP server over Streamable HTTP (needs mcpCapabilities.http)\n"
-     "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n"},
-    {"prompt", "usage: acp prompt [-s ID] [--yes|--deny] [new's options] TEXT...\n\n"
-               "Sends TEXT (the words joined by spaces; '-' reads standard input) to a new\n"
-               "session, or to session ID: resumed when the agent supports session/resume,\n"
-               "else loaded (the replayed history is not printed; see 'acp history').\n"
-               "The reply streams to stdout; Ctrl-C cancels the turn, a second Ctrl-C exits.\n"
-               "  -s, --session ID     continue session ID\n"
-               "  --yes                allow every permission request\n"
-               "  --deny               deny every permission request\n"
-               "Without --yes/--deny, permission requests are asked on the terminal, and\n"
-               "denied when there is none.\n"},
-    {"sessions", "usage: acp sessions [--all-cwd]\n\n"
-                 "Lists the agent's sessions for --cwd (every page), newest first: id, updated,\n"
-                 "title, cwd. --all-cwd lists sessions of every directory.\n"
-                 "--json prints {\"sessions\":[...]} with every page merged.\n"},
-    {"history", "usage: acp history ID\n\nLoads session ID (session/load) and prints its "
-                "conversation as replayed by the agent.\n"},
-    {"resume", "usage: acp resume ID\n\nResumes session ID (session/resume) and prints its id; "
-               "fails when the agent does not\nadvertise sessionCapabilities.resume.\n"},
-    {"close", "usage: acp close ID\n\nMakes session ID active in a fresh agent process (resume, "
-              "else load) and closes\nit with session/close (needs sessionCapabilities.close).\n"},
-    {"delete", "usage: acp delete ID\n\nDeletes session ID (session/delete): it no longer "
-               "appears in 'acp sessions'.\n"},
-    {"chat", "usage: acp chat [-s ID] [--yes|--deny]\n\n"
-             "Interactive: reads a prompt per line, streams each reply. Ctrl-C during a reply\n"
-             "cancels the turn (a second Ctrl-C exits); Ctrl-D or Ctrl-C at the prompt exits.\n"},
+     "Creates a session in --cwd and prints its id (--json: the session/new result).\n"},
+    {"prompt", cmd_prompt, F_SID | F_SESS, 1, -1,
+     "usage: acp prompt [-s ID] [--yes|--deny] [--fs] [--terminal] [new's options] TEXT...\n\n"
+     "Sends TEXT (the words joined by spaces; '-' reads standard input) to a new\n"
+     "session, or to session ID: resumed when the agent supports session/resume,\n"
+     "else loaded (the replayed history is not printed; see 'acp history').\n"
+     "The reply streams to stdout; the stop reason is printed when it is not end_turn.\n"
+     "Ctrl-C cancels the turn (exit status 130), a second Ctrl-C exits at once.\n"
+     "  -s, --session ID     continue session ID\n"},
+    {"chat", cmd_chat, F_SID | F_SESS, 0, 0,
+     "usage: acp chat [-s ID] [--yes|--deny] [--fs] [--terminal] [new's options]\n\n"
+     "Interactive: one prompt per line, each reply streamed. On a terminal the line is\n"
+     "edited (emacs keys, or vi and more through ~/.editrc), Up and Down walk the\n"
+     "history ($XDG_STATE_HOME/acp/history; ACP_HISTFILE names another file, empty for\n"
+     "none), Tab completes the agent's slash commands. Ctrl-C during a reply cancels\n"
+     "the turn (a second Ctrl-C exits); at the prompt it clears the line, and exits\n"
+     "(status 130) when the line is empty; Ctrl-D exits (status 0).\n"
+     "  -s, --session ID     continue session ID\n"},
+    {"sessions", cmd_sessions, F_ALL, 0, 0,
+     "usage: acp sessions [--all-cwd]\n\n"
+     "Lists the agent's sessions for --cwd (every page), newest first: id, updated,\n"
+     "title, cwd. --all-cwd lists sessions of every directory.\n"
+     "--json prints {\"sessions\":[...]} with every page merged.\n"},
+    {"history", cmd_history, F_SESS, 1, 1,
+     "usage: acp history [new's options] ID\n\n"
+     "Loads session ID (session/load) and prints its conversation as replayed by the\n"
+     "agent: user messages as '> text', replies, tool calls and plans.\n"},
+    {"resume", cmd_resume, F_SESS, 1, 1,
+     "usage: acp resume [new's options] ID\n\n"
+     "Resumes session ID (session/resume) and prints its id; fails when the agent does\n"
+     "not advertise sessionCapabilities.resume.\n"},
+    {"close", cmd_close, F_SESS, 1, 1,
+     "usage: acp close [new's options] ID\n\n"
+     "Makes session ID active in a fresh agent process (resume, else load) and closes\n"
+     "it with session/close (needs sessionCapabilities.close).\n"},
+    {"delete", cmd_delete, 0, 1, 1,
+     "usage: acp delete ID\n\n"
+     "Deletes session ID (session/delete): it no longer appears in 'acp sessions'.\n"},
+    {"modes", cmd_modes, F_SID | F_SESS, 0, 0,
+     "usage: acp modes [-s ID] [new's options]\n\n"
+     "Lists the modes of session ID (of a new session without -s); '*' marks the\n"
+     "current one. --json: {\"sessionId\", \"currentModeId\", \"availableModes\"}.\n"
+     "  -s, --session ID     the session\n"},
+    {"mode", cmd_mode, F_SID | F_SESS, 1, 1,
+     "usage: acp mode -s ID [new's options] MODE\n\n"
+     "Switches session ID to MODE (session/set_mode); MODE must be one the agent\n"
+     "offers ('acp modes').\n"
+     "  -s, --session ID     the session (required)\n"},
+    {"config", cmd_config, F_SID | F_SESS, 0, 2,
+     "usage: acp config [-s ID] [new's options] [OPTION VALUE]\n\n"
+     "Without OPTION: lists the config options of session ID (of a new session without\n"
+     "-s) with their current values and choices. With OPTION VALUE: sets it\n"
+     "(session/set_config_option; -s required): VALUE is one of a select option's value\n"
+     "ids, or true/false for a boolean option.\n"
+     "--json: {\"sessionId\", \"configOptions\"} (after the change).\n"
+     "  -s, --session ID     the session\n"},
+    {"auth", cmd_auth, 0, 0, 1,
+     "usage: acp auth [METHOD]\n\n"
+     "Without METHOD: lists the agent's auth methods: id, type, name, description;\n"
+     "for env_var methods the variables and whether they are set; for terminal methods\n"
+     "the arguments. With METHOD: signs in with it. An agent or env_var method is\n"
+     "passed to authenticate; a terminal method runs the agent's command line with the\n"
+     "method's arguments on this terminal (exit status 0 means signed in).\n"
+     "A sign-in through authenticate lasts for the connection: agents that keep\n"
+     "credentials remember it, others need it again each run (--auth METHOD). acp signs\n"
+     "in by itself with an env_var method whose variables are all set.\n"},
+    {"logout", cmd_logout, 0, 0, 0,
+     "usage: acp logout\n\n"
+     "Signs out (logout; needs the agent's auth.logout capability).\n"},
 };
 
-typedef struct app {
-    const char *agent;
-    const char *cwd;
-    bool json;
-    int perm; /* 1 allow, -1 deny, 0 ask (or deny without a terminal) */
-    render r;
-    acp_client *c;
-    acp_client_session *s;
-    uv_signal_t sigint;
-    int interrupts;
-    bool finished; /* the command printed its result: later updates are not shown */
-} app;
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const char * or (const char *s, const char *dflt)
+static const command *find_command(const char *name)
 {
-    return s ? s : dflt;
+    for (size_t i = 0; name && i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+static int print_help(const command *cmd)
+{
+    if (!cmd) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    fputs(cmd->help, stdout);
+    if (cmd->flags & F_SESS) fputs(sess_opts_help, stdout);
+    if (cmd->run == cmd_prompt || cmd->run == cmd_chat) fputs(turn_opts_help, stdout);
+    printf("\nGlobal options ('acp --help') go before or after the command.\n");
+    return 0;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -111,153 +205,7 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-static int print_help(const char *cmd)
-{
-    for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
-        if (strcmp(helps[i].name, cmd) == 0) {
-            fputs(helps[i].text, stdout);
-            return 0;
-        }
-    }
-    fputs(usage_main, stdout);
-    return 0;
-}
-
-/* --- callbacks -------------------------------------------------------------------------- */
-
-static void on_update(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
-{
-    app *a = user;
-    if (!a->finished) render_update(&a->r, u); /* the result line stays the last one */
-}
-
-static const char *pick(json_t *options, const char *prefix)
-{
-    size_t i;
-    json_t *o;
-    json_array_foreach(options, i, o)
-    {
-        const char *kind = json_string_value(json_object_get(o, "kind"));
-        if (kind && strncmp(kind, prefix, strlen(prefix)) == 0)
-            return json_string_value(json_object_get(o, "optionId"));
-    }
-    return NULL;
-}
-
-/* Asks on /dev/tty; NULL when there is no terminal or the answer is not an option. */
-static const char *ask(json_t *params)
-{
-    fflush(stdout); /* what led to the question comes first */
-    FILE *tty = fopen("/dev/tty", "r+");
-    if (!tty) return NULL;
-    json_t *options = json_object_get(params, "options");
-    const char *title =
-        json_string_value(json_object_get(json_object_get(params, "toolCall"), "title"));
-    fprintf(tty, "\nThe agent asks permission: %s\n", title ? title : "(a tool call)");
-    size_t i;
-    json_t *o;
-    json_array_foreach(options, i, o)
-        fprintf(tty, "  %zu) %s\n", i + 1, json_string_value(json_object_get(o, "name")));
-    fprintf(tty, "choose 1-%zu (anything else denies): ", json_array_size(options));
-    fflush(tty);
-    char line[64];
-    const char *id = NULL;
-    if (fgets(line, sizeof line, tty)) {
-        long n = strtol(line, NULL, 10);
-        if (n >= 1 && (size_t)n <= json_array_size(options))
-            id = json_string_value(
-                json_object_get(json_array_get(options, (size_t)n - 1), "optionId"));
-    }
-    fclose(tty);
-    return id;
-}
-
-static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
-                          void *user)
-{
-    app *a = user;
-    json_t *options = json_object_get(params, "options");
-    const char *id = NULL;
-    render_status_clear(&a->r);
-    if (a->perm > 0) {
-        id = pick(options, "allow");
-    } else if (a->perm == 0 && isatty(STDIN_FILENO)) {
-        id = ask(params);
-    }
-    if (!id) {
-        id = pick(options, "reject");
-        if (a->perm == 0 && !isatty(STDIN_FILENO)) {
-            const char *title =
-                json_string_value(json_object_get(json_object_get(params, "toolCall"), "title"));
-            render_eol(&a->r);
-            fprintf(stderr, "acp: permission denied (no terminal): %s; pass --yes to allow\n",
-                    title ? title : "a tool call");
-        }
-    }
-    acp_client_perm_reply(p, id); /* NULL: cancelled */
-}
-
-static void on_sigint(uv_signal_t *h, int signum)
-{
-    app *a = h->data;
-    if (++a->interrupts > 1 || !a->s) _exit(130); /* the agent sees EOF and exits */
-    acp_client_session_cancel(a->s);
-    render_status_clear(&a->r);
-    render_eol(&a->r);
-    fprintf(stderr, "acp: cancelling (Ctrl-C again to exit)\n");
-}
-
-/* --- helpers ----------------------------------------------------------------------------- */
-
-static int agent_error(app *a, const char *what)
-{
-    render_eol(&a->r);
-    fprintf(stderr, "acp: %s: %s\n", what, acp_client_errmsg(a->c));
-    return EXIT_AGENT;
-}
-
-static char *default_agent(void)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return strdup("acp-agent");
-    self[n] = 0;
-    char *slash = strrchr(self, '/');
-    *slash = 0;
-    char *out;
-    /* Quoted for the shell-like split: the build path may contain spaces. */
-    if (asprintf(&out, "'%s/acp-agent'", self) < 0) return NULL;
-    return out;
-}
-
-static int open_client(app *a)
-{
-    char *def = a->agent ? NULL : default_agent();
-    acp_client_opts o = {.command = a->agent ? a->agent : def,
-                         .on_update = on_update,
-                         .on_permission = on_permission,
-                         .user = a};
-    char *err = NULL;
-    int rc = acp_client_open(&o, &a->c, &err);
-    free(def);
-    if (rc) {
-        fprintf(stderr, "acp: cannot start the agent: %s; check --agent\n",
-                err ? err : acp_strerror(rc));
-        free(err);
-        return EXIT_AGENT;
-    }
-    uv_signal_init(acp_client_loop(a->c), &a->sigint);
-    a->sigint.data = a;
-    return 0;
-}
-
-static void close_client(app *a)
-{
-    if (!a->c) return;
-    uv_close((uv_handle_t *)&a->sigint, NULL);
-    acp_client_free(a->c);
-    a->c = NULL;
-}
+/* --- session options --------------------------------------------------------------------- */
 
 /* Resolves an MCP command to an absolute path (the protocol wants one). */
 static char *which(const char *cmd)
@@ -302,174 +250,203 @@ static json_t *mcp_url(const char *type, const char *spec)
                      "url", eq + 1, "headers");
 }
 
-typedef struct sess_args {
-    const char *id;
-    const char *dirs[64];
-    size_t ndirs;
-    char *owned[64]; /* dirs made absolute here */
-    size_t nowned;
-    json_t *mcp;
-    char **words;
-    int nwords;
-} sess_args;
+/* --- the command line ---------------------------------------------------------------------- */
 
-static void sess_free(sess_args *sa)
-{
-    json_decref(sa->mcp);
-    for (size_t i = 0; i < sa->nowned; i++) free(sa->owned[i]);
-}
+enum {
+    O_AGENT = 256,
+    O_JSON,
+    O_CWD,
+    O_YES,
+    O_DENY,
+    O_FS,
+    O_TERMINAL,
+    O_AUTH,
+    O_TIMEOUT,
+    O_HELP,
+    O_VERSION,
+    O_ADD,
+    O_MCP,
+    O_HTTP,
+    O_SSE,
+    O_ALL,
+};
 
-/* Options shared by new, prompt, chat, history, resume, close, delete. */
-static int parse_sess(app *a, const char *cmd, int argc, char **argv, sess_args *sa, bool want_id,
-                      bool want_text)
+typedef struct cmdline {
+    const command *cmd;
+    bool help, version;
+    unsigned used;     /* F_* command options given */
+    const char *first; /* the first command option given, for the error */
+    char *cwd_abs;
+} cmdline;
+
+static int parse(app *a, cmdline *cl, int argc, char **argv)
 {
-    enum { O_ADD = 256, O_MCP, O_HTTP, O_SSE, O_YES, O_DENY, O_HELP };
-    static const struct option opts[] = {{"session", required_argument, NULL, 's'},
+    static const struct option opts[] = {{"agent", required_argument, NULL, O_AGENT},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"cwd", required_argument, NULL, O_CWD},
+                                         {"yes", no_argument, NULL, O_YES},
+                                         {"deny", no_argument, NULL, O_DENY},
+                                         {"fs", no_argument, NULL, O_FS},
+                                         {"terminal", no_argument, NULL, O_TERMINAL},
+                                         {"auth", required_argument, NULL, O_AUTH},
+                                         {"timeout", required_argument, NULL, O_TIMEOUT},
+                                         {"help", no_argument, NULL, O_HELP},
+                                         {"version", no_argument, NULL, O_VERSION},
+                                         {"session", required_argument, NULL, 's'},
                                          {"add-dir", required_argument, NULL, O_ADD},
                                          {"mcp", required_argument, NULL, O_MCP},
                                          {"mcp-http", required_argument, NULL, O_HTTP},
                                          {"mcp-sse", required_argument, NULL, O_SSE},
-                                         {"yes", no_argument, NULL, O_YES},
-                                         {"deny", no_argument, NULL, O_DENY},
-                                         {"help", no_argument, NULL, O_HELP},
+                                         {"all-cwd", no_argument, NULL, O_ALL},
                                          {NULL, 0, NULL, 0}};
-    sa->mcp = json_array();
-    optind = 1;
+    a->args = calloc((size_t)argc + 1, sizeof *a->args);
+    a->mcp = json_array();
+    const char *cmdname = NULL;
     int ch;
-    while ((ch = getopt_long(argc, argv, "+s:", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages */
+    /* '-': options anywhere (global ones before or after the command), the words in order;
+     * ':': a missing argument is told apart from an unknown option. */
+    while ((ch = getopt_long(argc, argv, "-:s:h", opts, NULL)) != -1) {
         json_t *srv = NULL;
+        unsigned flag = 0;
         switch (ch) {
+        case 1:
+            if (!cmdname)
+                cmdname = optarg;
+            else
+                a->args[a->nargs++] = optarg;
+            break;
+        case O_AGENT:
+            a->agent = optarg;
+            break;
+        case O_JSON:
+            a->json = true;
+            break;
+        case O_CWD:
+            free(cl->cwd_abs);
+            if (!(cl->cwd_abs = realpath(optarg, NULL)))
+                return usage_error("--cwd: no such directory: '%s'", optarg);
+            a->cwd = cl->cwd_abs;
+            break;
+        case O_YES:
+        case O_DENY:
+            if (a->perm && a->perm != (ch == O_YES ? 1 : -1))
+                return usage_error("--yes and --deny contradict each other%s", "");
+            a->perm = ch == O_YES ? 1 : -1;
+            break;
+        case O_FS:
+            a->fs = true;
+            break;
+        case O_TERMINAL:
+            a->terminal = true;
+            break;
+        case O_AUTH:
+            if (!*optarg) return usage_error("--auth wants a METHOD id%s", "");
+            a->auth = optarg;
+            break;
+        case O_TIMEOUT: {
+            char *end;
+            double s = strtod(optarg, &end);
+            if (end == optarg || *end || !(s > 0) || s > 4e6)
+                return usage_error("--timeout wants a number of SECONDS, not '%s'", optarg);
+            a->timeout_ms = s * 1000 < 1 ? 1 : (unsigned)(s * 1000);
+            break;
+        }
+        case 'h':
+        case O_HELP:
+            cl->help = true;
+            break;
+        case O_VERSION:
+            cl->version = true;
+            break;
         case 's':
-            sa->id = optarg;
+            a->sid = optarg;
+            a->sid_given = true;
+            flag = F_SID;
             break;
         case O_ADD:
-            if (sa->ndirs == 64) return usage_error("too many --add-dir%s", "");
+            flag = F_SESS;
+            if (a->ndirs == MAX_DIRS) return usage_error("too many --add-dir%s", "");
             if (optarg[0] != '/') {
                 char *abs = realpath(optarg, NULL);
                 if (!abs) return usage_error("--add-dir: no such directory: '%s'", optarg);
-                sa->dirs[sa->ndirs++] = sa->owned[sa->nowned++] = abs;
+                a->dirs[a->ndirs++] = a->owned[a->nowned++] = abs;
             } else {
-                sa->dirs[sa->ndirs++] = optarg;
+                a->dirs[a->ndirs++] = optarg;
             }
             break;
         case O_MCP:
+            flag = F_SESS;
             if (!(srv = mcp_stdio(optarg)))
                 return usage_error("--mcp wants NAME=CMD ARGS (CMD in PATH), not '%s'", optarg);
             break;
         case O_HTTP:
         case O_SSE:
+            flag = F_SESS;
             if (!(srv = mcp_url(ch == O_HTTP ? "http" : "sse", optarg)))
                 return usage_error("--mcp-http/--mcp-sse want NAME=URL, not '%s'", optarg);
             break;
-        case O_YES:
-            a->perm = 1;
+        case O_ALL:
+            a->all_cwd = true;
+            flag = F_ALL;
             break;
-        case O_DENY:
-            a->perm = -1;
-            break;
-        case O_HELP:
-            print_help(cmd);
-            exit(0);
+        case ':':
+            return usage_error("%s wants an argument", argv[optind - 1]);
         default:
-            return usage_error("bad option for '%s'", cmd);
+            return usage_error("unknown option '%s'", argv[optind - 1]);
         }
-        if (srv) json_array_append_new(sa->mcp, srv);
+        if (srv) json_array_append_new(a->mcp, srv);
+        if (flag && !cl->first) cl->first = argv[optind - 1];
+        cl->used |= flag;
     }
-    sa->words = argv + optind;
-    sa->nwords = argc - optind;
-    if (want_id) {
-        if (sa->nwords != 1) return usage_error("'%s' wants exactly one session ID", cmd);
-        sa->id = sa->words[0];
-    } else if (want_text) {
-        if (sa->nwords < 1) return usage_error("'%s' wants the prompt TEXT", cmd);
-    } else if (sa->nwords) {
-        return usage_error("unexpected argument '%s'", sa->words[0]);
+    /* after "--": the rest are words */
+    for (; optind < argc; optind++) {
+        if (!cmdname)
+            cmdname = argv[optind];
+        else
+            a->args[a->nargs++] = argv[optind];
     }
-    return 0;
-}
-
-static void sess_opts(app *a, sess_args *sa, acp_session_opts *so)
-{
-    sa->dirs[sa->ndirs] = NULL;
-    *so = (acp_session_opts){0};
-    so->cwd = a->cwd;
-    so->add_dirs = sa->ndirs ? sa->dirs : NULL;
-    so->mcp_servers = sa->mcp;
-}
-
-/* Continue session ID: resume when the agent supports it, else load without showing the
- * replay (history prints it). */
-static int attach(app *a, sess_args *sa)
-{
-    acp_session_opts so;
-    sess_opts(a, sa, &so);
-    int rc;
-    if (!acp_client_supports(a->c, ACP_CAP_RESUME) &&
-        !acp_client_supports(a->c, ACP_CAP_LOAD_SESSION)) {
-        fprintf(stderr,
-                "acp: cannot continue session %s: agent does not advertise "
-                "sessionCapabilities.resume or loadSession; run without -s\n",
-                sa->id);
-        return EXIT_AGENT;
+    if (cl->help || cl->version) {
+        cl->cmd =
+            find_command(cmdname && !strcmp(cmdname, "help") && a->nargs ? a->args[0] : cmdname);
+        return 0;
     }
-    if (acp_client_supports(a->c, ACP_CAP_RESUME)) {
-        rc = acp_client_session_resume(a->c, sa->id, &so, &a->s);
-    } else {
-        a->r.skip_replay = true;
-        rc = acp_client_session_load(a->c, sa->id, &so, &a->s);
-        a->r.skip_replay = false;
+    if (!cmdname) return usage_error("a COMMAND is required%s", "");
+    if (!strcmp(cmdname, "help")) {
+        cl->help = true;
+        cl->cmd = find_command(a->nargs ? a->args[0] : NULL);
+        return 0;
     }
-    if (rc) return agent_error(a, "cannot continue the session");
-    return 0;
-}
-
-static int start_session(app *a, sess_args *sa)
-{
-    if (sa->id) return attach(a, sa);
-    acp_session_opts so;
-    sess_opts(a, sa, &so);
-    if (acp_client_session_new(a->c, &so, &a->s)) return agent_error(a, "session/new failed");
-    return 0;
-}
-
-static int run_prompt(app *a, const char *text)
-{
-    const char *stop = NULL;
-    a->interrupts = 0;
-    uv_signal_start(&a->sigint, on_sigint, SIGINT);
-    render_status(&a->r, "working… (Ctrl-C cancels)");
-    int rc = acp_client_session_prompt(a->s, text, &stop);
-    uv_signal_stop(&a->sigint);
-    render_status_clear(&a->r);
-    if (rc) return agent_error(a, "prompt failed");
-    if (a->json) {
-        render_result(&a->r, json_pack("{s:s, s:s}", "sessionId", acp_client_session_id(a->s),
-                                       "stopReason", stop));
-    } else {
-        render_eol(&a->r);
-        if (strcmp(stop, "end_turn") != 0) fprintf(stderr, "acp: turn ended: %s\n", stop);
+    const command *cmd = cl->cmd = find_command(cmdname);
+    if (!cmd) return usage_error("unknown command '%s'", cmdname);
+    if (cl->used & ~cmd->flags) {
+        fprintf(stderr, "acp: '%s' takes no %s; see 'acp %s --help'\n", cmd->name,
+                cl->first ? cl->first : "such option", cmd->name);
+        return EXIT_USAGE;
+    }
+    if (a->nargs < cmd->min_args || (cmd->max_args >= 0 && a->nargs > cmd->max_args) ||
+        (cmd->run == cmd_config && a->nargs == 1)) {
+        fprintf(stderr, "acp: wrong arguments for '%s'; see 'acp %s --help'\n", cmd->name,
+                cmd->name);
+        return EXIT_USAGE;
+    }
+    if ((cmd->run == cmd_mode || (cmd->run == cmd_config && a->nargs)) && !a->sid_given) {
+        fprintf(stderr, "acp: '%s' needs -s ID: the session to change\n", cmd->name);
+        return EXIT_USAGE;
     }
     return 0;
 }
 
-static char *read_stdin(void)
+/* --- commands ------------------------------------------------------------------------------ */
+
+static const char * or (const char *s, const char *dflt)
 {
-    acp_buf b = {0};
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, stdin)) > 0) acp_buf_append(&b, tmp, n);
-    if (!acp_buf_cstr(&b)) return NULL;
-    return b.data;
+    return s ? s : dflt;
 }
 
-/* --- commands ---------------------------------------------------------------------------- */
-
-static int cmd_info(app *a, int argc, char **argv)
+static int cmd_info(app *a)
 {
-    if (argc > 1)
-        return strcmp(argv[1], "--help") == 0 ? print_help("info")
-                                              : usage_error("unexpected '%s'", argv[1]);
-    int rc = open_client(a);
+    int rc = app_open(a);
     if (rc) return rc;
     json_t *init = acp_client_init_result(a->c);
     if (a->json) {
@@ -494,91 +471,89 @@ static int cmd_info(app *a, int argc, char **argv)
                 {ACP_CAP_MCP_SSE, "mcpCapabilities.sse"},
                 {ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image"},
                 {ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio"},
-                {ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext"}};
+                {ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext"},
+                {ACP_CAP_LOGOUT, "auth.logout"}};
     printf("capabilities:\n");
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         printf("  %-42s %s\n", caps[i].name, acp_client_supports(a->c, caps[i].cap) ? "yes" : "no");
+    json_t *methods = acp_client_auth_methods(a->c);
+    printf("auth methods:%s", json_array_size(methods) ? "" : " none");
+    size_t i;
+    json_t *m;
+    json_array_foreach(methods, i, m)
+        printf("%s %s (%s)", i ? "," : "", or (json_string_value(json_object_get(m, "id")), "?"),
+               or (json_string_value(json_object_get(m, "type")), "agent"));
+    printf("\n");
     return 0;
 }
 
-static int cmd_new(app *a, int argc, char **argv)
+static int cmd_new(app *a)
 {
-    sess_args sa = {0};
-    int rc = parse_sess(a, "new", argc, argv, &sa, false, false);
-    if (!rc && sa.id) rc = usage_error("'new' takes no -s%s", "");
-    if (!rc) rc = open_client(a);
-    if (!rc) rc = start_session(a, &sa);
-    if (!rc) {
-        if (a->json) {
-            json_t *res = json_deep_copy(acp_client_session_result(a->s));
-            render_result(&a->r, res);
-        } else {
-            printf("%s\n", acp_client_session_id(a->s));
-        }
-    }
-    sess_free(&sa);
-    return rc;
+    int rc = app_open(a);
+    if (!rc) rc = app_session(a, "continue");
+    if (rc) return rc;
+    if (a->json)
+        render_result(&a->r, json_deep_copy(acp_client_session_result(a->s)));
+    else
+        printf("%s\n", acp_client_session_id(a->s));
+    return 0;
 }
 
-static int cmd_prompt(app *a, int argc, char **argv)
+static char *read_stdin(void)
 {
-    sess_args sa = {0};
-    int rc = parse_sess(a, "prompt", argc, argv, &sa, false, true);
-    char *text = NULL;
-    if (!rc) {
-        if (sa.nwords == 1 && strcmp(sa.words[0], "-") == 0) {
-            text = read_stdin();
-        } else {
-            acp_buf b = {0};
-            for (int i = 0; i < sa.nwords; i++)
-                acp_buf_printf(&b, "%s%s", i ? " " : "", sa.words[i]);
-            acp_buf_cstr(&b);
-            text = b.data;
-        }
+    acp_buf b = {0};
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, stdin)) > 0) acp_buf_append(&b, tmp, n);
+    if (!acp_buf_cstr(&b)) return NULL;
+    return b.data;
+}
+
+static int cmd_prompt(app *a)
+{
+    char *text;
+    if (a->nargs == 1 && !strcmp(a->args[0], "-")) {
+        text = read_stdin();
+    } else {
+        acp_buf b = {0};
+        for (int i = 0; i < a->nargs; i++) acp_buf_printf(&b, "%s%s", i ? " " : "", a->args[i]);
+        acp_buf_cstr(&b);
+        text = b.data;
     }
-    if (!rc) rc = open_client(a);
-    if (!rc) rc = start_session(a, &sa);
-    if (!rc && !a->json && !sa.id && isatty(STDERR_FILENO))
+    int rc = app_open(a);
+    if (!rc) rc = app_session(a, "continue");
+    if (!rc && !a->json && !a->sid && isatty(STDERR_FILENO))
         fprintf(stderr, "session %s\n", acp_client_session_id(a->s));
-    if (!rc) rc = run_prompt(a, text ? text : "");
+    if (!rc) rc = app_turn(a, text ? text : "");
     free(text);
-    sess_free(&sa);
     return rc;
 }
 
 static int by_updated_desc(const void *x, const void *y)
 {
-    json_t *const *a = x, *const *b = y;
-    const char *ua = json_string_value(json_object_get(*a, "updatedAt"));
-    const char *ub = json_string_value(json_object_get(*b, "updatedAt"));
+    json_t *const *p = x, *const *q = y;
+    const char *ua = json_string_value(json_object_get(*p, "updatedAt"));
+    const char *ub = json_string_value(json_object_get(*q, "updatedAt"));
     return strcmp(ub ? ub : "", ua ? ua : "");
 }
 
-static int cmd_sessions(app *a, int argc, char **argv)
+static int cmd_sessions(app *a)
 {
-    bool all = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--all-cwd") == 0)
-            all = true;
-        else if (strcmp(argv[i], "--help") == 0)
-            return print_help("sessions");
-        else
-            return usage_error("unexpected '%s' for sessions", argv[i]);
-    }
-    int rc = open_client(a);
+    int rc = app_open(a);
+    if (!rc) rc = app_sign_in(a);
     if (rc) return rc;
     char here[PATH_MAX];
-    const char *cwd = all ? NULL : a->cwd ? a->cwd : getcwd(here, sizeof here);
-    json_t *all_s = json_array();
+    const char *cwd = a->all_cwd ? NULL : a->cwd ? a->cwd : getcwd(here, sizeof here);
+    json_t *all = json_array();
     char *cursor = NULL;
     for (int page = 0; page < 100000; page++) {
         json_t *res;
-        if (acp_client_list(a->c, cwd, cursor, &res)) {
+        if ((rc = acp_client_list(a->c, cwd, cursor, &res))) {
             free(cursor);
-            json_decref(all_s);
-            return agent_error(a, "cannot list sessions");
+            json_decref(all);
+            return app_fail(a, "cannot list sessions", rc);
         }
-        json_array_extend(all_s, json_object_get(res, "sessions"));
+        json_array_extend(all, json_object_get(res, "sessions"));
         free(cursor);
         const char *next = json_string_value(json_object_get(res, "nextCursor"));
         cursor = next ? strdup(next) : NULL;
@@ -586,9 +561,9 @@ static int cmd_sessions(app *a, int argc, char **argv)
         if (!cursor) break;
     }
     free(cursor);
-    size_t n = json_array_size(all_s);
+    size_t n = json_array_size(all);
     json_t **v = calloc(n + 1, sizeof *v);
-    for (size_t i = 0; i < n; i++) v[i] = json_array_get(all_s, i);
+    for (size_t i = 0; i < n; i++) v[i] = json_array_get(all, i);
     qsort(v, n, sizeof *v, by_updated_desc);
     if (a->json) {
         json_t *sorted = json_array();
@@ -607,180 +582,112 @@ static int cmd_sessions(app *a, int argc, char **argv)
         }
     }
     free(v);
-    json_decref(all_s);
+    json_decref(all);
     return 0;
 }
 
-static int cmd_history(app *a, int argc, char **argv)
+static int cmd_history(app *a)
 {
-    sess_args sa = {0};
-    int rc = parse_sess(a, "history", argc, argv, &sa, true, false);
-    if (!rc) rc = open_client(a);
-    if (!rc) {
-        a->r.show_user = true;
-        acp_session_opts so;
-        sess_opts(a, &sa, &so);
-        if (acp_client_session_load(a->c, sa.id, &so, &a->s))
-            rc = agent_error(a, "cannot load the session");
-        else if (a->json)
-            render_result(&a->r, json_pack("{s:s}", "sessionId", sa.id));
-        else
-            render_eol(&a->r);
-    }
-    sess_free(&sa);
-    return rc;
+    int rc = app_open(a);
+    if (!rc) rc = app_sign_in(a);
+    if (rc) return rc;
+    a->r.show_user = true;
+    acp_session_opts so;
+    app_session_opts(a, &so);
+    const char *id = a->args[0];
+    if ((rc = acp_client_session_load(a->c, id, &so, &a->s))) return fail_id(a, "load", id, rc);
+    if (a->json)
+        render_result(&a->r, json_pack("{s:s}", "sessionId", id));
+    else
+        render_eol(&a->r);
+    return 0;
 }
 
-/* resume, close and delete */
-static int cmd_id(app *a, const char *cmd, int argc, char **argv)
+/* The result line of resume, close and delete. */
+static void done(app *a, const char *verb, const char *id)
 {
-    sess_args sa = {0};
-    int rc = parse_sess(a, cmd, argc, argv, &sa, true, false);
-    if (!rc) rc = open_client(a);
-    const char *done = NULL;
-    if (!rc && strcmp(cmd, "resume") == 0) {
-        acp_session_opts so;
-        sess_opts(a, &sa, &so);
-        if (acp_client_session_resume(a->c, sa.id, &so, &a->s))
-            rc = agent_error(a, "cannot resume the session");
-        done = "resumed";
-    } else if (!rc && strcmp(cmd, "close") == 0) {
-        /* A fresh agent process has no active sessions: make it active, then close it. */
-        if (!acp_client_supports(a->c, ACP_CAP_CLOSE)) {
-            fprintf(stderr, "acp: agent does not advertise sessionCapabilities.close\n");
-            rc = EXIT_AGENT;
-        } else if (!(rc = attach(a, &sa))) {
-            if (acp_client_session_close(a->s)) rc = agent_error(a, "cannot close the session");
-            a->s = NULL;
-        }
-        done = "closed";
-    } else if (!rc) {
-        if (acp_client_delete(a->c, sa.id)) rc = agent_error(a, "cannot delete the session");
-        done = "deleted";
+    if (!a->json) {
+        printf("%s %s\n", verb, id);
+        return;
     }
-    if (!rc) {
-        if (a->json) {
-            json_t *res = a->s ? json_deep_copy(acp_client_session_result(a->s)) : json_object();
-            if (!json_is_object(res)) {
-                json_decref(res);
-                res = json_object();
-            }
-            json_object_set_new(res, "sessionId", json_string(sa.id));
-            render_result(&a->r, res);
-        } else {
-            printf("%s %s\n", done, sa.id);
-        }
+    json_t *res = a->s ? json_deep_copy(acp_client_session_result(a->s)) : NULL;
+    if (!json_is_object(res)) {
+        json_decref(res);
+        res = json_object();
     }
-    sess_free(&sa);
-    return rc;
+    json_object_set_new(res, "sessionId", json_string(id));
+    render_result(&a->r, res);
 }
 
-static int cmd_chat(app *a, int argc, char **argv)
+static int cmd_resume(app *a)
 {
-    sess_args sa = {0};
-    int rc = parse_sess(a, "chat", argc, argv, &sa, false, false);
-    if (!rc) rc = open_client(a);
-    if (!rc) rc = start_session(a, &sa);
-    bool tty = isatty(STDIN_FILENO);
-    if (!rc && tty)
-        fprintf(stderr, "session %s; Ctrl-C cancels a reply, Ctrl-D exits\n",
-                acp_client_session_id(a->s));
-    char *line = NULL;
-    size_t cap = 0;
-    while (!rc) {
-        if (tty) {
-            fputs("> ", stderr);
-            fflush(stderr);
-        }
-        /* The default SIGINT disposition while reading: Ctrl-C at the prompt exits. */
-        ssize_t n = getline(&line, &cap, stdin);
-        if (n < 0) break;
-        if (n && line[n - 1] == '\n') line[--n] = 0;
-        if (!n) continue;
-        rc = run_prompt(a, line);
+    int rc = app_open(a);
+    if (!rc) rc = app_sign_in(a);
+    if (rc) return rc;
+    acp_session_opts so;
+    app_session_opts(a, &so);
+    const char *id = a->args[0];
+    if ((rc = acp_client_session_resume(a->c, id, &so, &a->s))) return fail_id(a, "resume", id, rc);
+    done(a, "resumed", id);
+    return 0;
+}
+
+static int cmd_close(app *a)
+{
+    const char *id = a->sid = a->args[0];
+    int rc = app_open(a);
+    if (rc) return rc;
+    char what[300];
+    snprintf(what, sizeof what, "cannot close session %s", id);
+    if (!acp_client_supports(a->c, ACP_CAP_CLOSE)) {
+        app_note(a, "%s: the agent does not advertise sessionCapabilities.close", what);
+        return EXIT_REFUSED;
     }
-    free(line);
-    sess_free(&sa);
-    return rc;
+    /* A fresh agent process has no active sessions: make it active, then close it. */
+    if ((rc = app_session(a, "close"))) return rc;
+    rc = acp_client_session_close(a->s);
+    a->s = NULL;                          /* freed whatever the answer */
+    if (rc) return app_fail(a, NULL, rc); /* the library's message names the close */
+    done(a, "closed", id);
+    return 0;
+}
+
+static int cmd_delete(app *a)
+{
+    int rc = app_open(a);
+    if (!rc) rc = app_sign_in(a);
+    if (rc) return rc;
+    const char *id = a->args[0];
+    if ((rc = acp_client_delete(a->c, id))) return fail_id(a, "delete", id, rc);
+    done(a, "deleted", id);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    setlocale(LC_CTYPE, ""); /* the line editor and display widths speak the user's UTF-8 */
     app a = {0};
-    enum { O_AGENT = 256, O_JSON, O_CWD, O_HELP, O_VERSION };
-    static const struct option opts[] = {
-        {"agent", required_argument, NULL, O_AGENT}, {"json", no_argument, NULL, O_JSON},
-        {"cwd", required_argument, NULL, O_CWD},     {"help", no_argument, NULL, O_HELP},
-        {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
-    int ch;
-    char *cwd_abs = NULL;
-    opterr = 0; /* our own one-line messages */
-    while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        switch (ch) {
-        case O_AGENT:
-            a.agent = optarg;
-            break;
-        case O_JSON:
-            a.json = true;
-            break;
-        case O_CWD:
-            free(cwd_abs);
-            if (!(cwd_abs = realpath(optarg, NULL)))
-                return usage_error("--cwd: no such directory: '%s'", optarg);
-            a.cwd = cwd_abs;
-            break;
-        case 'h':
-        case O_HELP:
-            free(cwd_abs);
-            fputs(usage_main, stdout);
-            return 0;
-        case O_VERSION:
-            free(cwd_abs);
-            printf("acp %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
-            return 0;
-        default:
-            free(cwd_abs);
-            return usage_error("unknown option %s (command options go after the COMMAND)",
-                               argv[optind - 1]);
-        }
+    cmdline cl = {0};
+    int rc = parse(&a, &cl, argc, argv);
+    if (!rc && cl.help) {
+        print_help(cl.cmd);
+    } else if (!rc && cl.version) {
+        printf("acp %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
+    } else if (!rc) {
+        /* stdout is often a pipe to a script: big buffered writes, flushed at line ends we
+         * choose (render_eol, results). */
+        setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+        render_init(&a.r, stdout, a.json);
+        rc = cl.cmd->run(&a);
+        a.finished = true;
+        fflush(stdout);
+        app_close(&a);
+        render_free(&a.r);
     }
-    if (optind >= argc) {
-        free(cwd_abs);
-        return usage_error("a COMMAND is required%s", "");
-    }
-    /* stdout is often a pipe to a script: big buffered writes, flushed at line ends we
-     * choose (render_eol, results). */
-    setvbuf(stdout, NULL, _IOFBF, 1 << 20);
-    render_init(&a.r, stdout, a.json);
-    const char *cmd = argv[optind];
-    int cargc = argc - optind;
-    char **cargv = argv + optind;
-    int rc;
-    if (strcmp(cmd, "info") == 0)
-        rc = cmd_info(&a, cargc, cargv);
-    else if (strcmp(cmd, "new") == 0)
-        rc = cmd_new(&a, cargc, cargv);
-    else if (strcmp(cmd, "prompt") == 0)
-        rc = cmd_prompt(&a, cargc, cargv);
-    else if (strcmp(cmd, "sessions") == 0)
-        rc = cmd_sessions(&a, cargc, cargv);
-    else if (strcmp(cmd, "history") == 0)
-        rc = cmd_history(&a, cargc, cargv);
-    else if (strcmp(cmd, "resume") == 0 || strcmp(cmd, "close") == 0 || strcmp(cmd, "delete") == 0)
-        rc = cmd_id(&a, cmd, cargc, cargv);
-    else if (strcmp(cmd, "chat") == 0)
-        rc = cmd_chat(&a, cargc, cargv);
-    else if (strcmp(cmd, "help") == 0)
-        rc = print_help(cargc > 1 ? cargv[1] : "");
-    else
-        rc = usage_error("unknown command '%s'", cmd);
-    if (rc == HELP_SHOWN) rc = 0;
-    a.finished = true;
-    fflush(stdout);
-    if (a.s) acp_client_session_free(a.s);
-    close_client(&a);
-    render_free(&a.r);
-    free(cwd_abs);
+    json_decref(a.mcp);
+    for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
+    free(a.args);
+    free(cl.cwd_abs);
     return rc;
 }

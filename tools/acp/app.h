@@ -1,0 +1,121 @@
+/* What the files of `acp` share: the parsed command line, the client, the loop, and the exit
+ * statuses. Everything protocol-specific is libacp's (include/acp/client.h). */
+#ifndef ACP_TOOL_APP_H
+#define ACP_TOOL_APP_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "acp/client.h"
+#include "tools/acp/render.h"
+
+/* Exit statuses, documented in --help and acp(1). */
+enum {
+    EXIT_OK = 0,
+    EXIT_AGENT = 1, /* the agent answered an error, could not start, or broke the protocol */
+    EXIT_USAGE = 2, /* a bad command line */
+    EXIT_REFUSED =
+        3,         /* a capability is missing, sign-in required or refused, or a request denied */
+    EXIT_GONE = 4, /* the agent exited (or closed the connection) */
+    EXIT_TIMEOUT = 5,     /* a call outlived --timeout */
+    EXIT_CANCELLED = 130, /* the turn was cancelled (Ctrl-C, or the agent's stop reason) */
+};
+
+#define MAX_DIRS 64
+
+typedef struct asker asker;
+typedef struct chat chat;
+
+typedef struct app {
+    /* global options */
+    const char *agent; /* --agent: a command line, or unix:PATH */
+    const char *cwd;   /* --cwd, absolute; NULL: the current directory */
+    bool json, fs, terminal;
+    int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
+    const char *auth; /* --auth METHOD */
+    unsigned timeout_ms;
+    /* command options */
+    const char *sid; /* -s */
+    bool sid_given;
+    const char *dirs[MAX_DIRS + 1];
+    size_t ndirs;
+    char *owned[MAX_DIRS]; /* dirs made absolute here */
+    size_t nowned;
+    json_t *mcp; /* mcpServers */
+    bool all_cwd;
+    char **args; /* the command's positional arguments */
+    int nargs;
+
+    uv_loop_t loop;
+    bool loop_ready;
+    render r;
+    acp_client *c;
+    acp_client_session *s;
+    uv_signal_t sigint;
+    uv_timer_t wait; /* the "waiting for the agent" line */
+    uint64_t busy_since, quiet_since;
+    bool busy;
+    bool prompting;   /* a session/prompt is in flight on s */
+    int interrupts;   /* Ctrl-C during this turn */
+    int denied;       /* requests of the agent's refused (permissions, writes, commands) */
+    bool finished;    /* the result is printed: later updates are not shown */
+    json_t *approved; /* paths the user allowed through a permission request: {path: always} */
+    json_t *commands; /* available_commands_update names, for chat's completion */
+    asker *ask;
+    chat *chat;
+} app;
+
+/* conn.c: the connection, sign-in, sessions, failures */
+int app_open(app *a);
+bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH) */
+char *app_agent_command(const app *a); /* --agent, or acp-agent next to acp (malloc'd) */
+void app_close(app *a);
+/* Signs in when asked to (--auth) or when an env_var method's variables are all set. */
+int app_sign_in(app *a);
+/* A new session, or -s ID continued (resume, else load; resume answered -32601 falls back). */
+int app_session(app *a, const char *verb);
+void app_session_opts(app *a, acp_session_opts *so);
+/* Prints "acp: WHAT: reason" (what NULL: the reason alone) for a failed call, and returns
+ * its exit status. */
+int app_fail(app *a, const char *what, int rc);
+/* One session/prompt turn on a->s with text: its exit status. */
+int app_turn(app *a, const char *text);
+/* Status for a turn that ended with stop (prints the stop reason when it is not end_turn). */
+int app_turn_status(app *a, const char *stop);
+/* The "waiting for the agent" line: a call begins, something arrived, the call ended. */
+void app_busy(app *a, bool on);
+void app_heard(app *a);
+/* stderr line that does not tear the output: "acp: ...". */
+void app_note(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ask.c: permission requests, writes and commands; questions on the terminal */
+void ask_init(app *a);
+void ask_free(app *a);
+void ask_cancel_all(app *a); /* the turn was cancelled: drop pending questions */
+bool ask_pending(app *a);
+void on_permission(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
+                   void *user);
+void on_ask(acp_client *c, acp_client_session *s, acp_client_ask *k, const char *method,
+            json_t *params, void *user);
+
+/* auth.c */
+int cmd_auth(app *a);
+int cmd_logout(app *a);
+/* " (methods: id (type), ...; sign in with 'acp auth METHOD' or --auth METHOD)" for errors. */
+void auth_hint(app *a, char *out, size_t n);
+/* An env_var method whose required variables are all set and non-empty: true, with their
+ * names in vars ("A, B"). */
+bool auth_env_ready(json_t *method, char *vars, size_t n);
+
+/* settings.c */
+int cmd_modes(app *a);
+int cmd_mode(app *a);
+int cmd_config(app *a);
+
+/* chat.c */
+int cmd_chat(app *a);
+bool chat_interrupt(app *a); /* Ctrl-C while chat edits a line: handled */
+void chat_output_begin(app *a);
+void chat_output_end(app *a);
+
+#endif

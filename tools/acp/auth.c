@@ -1,0 +1,252 @@
+/* Signing in: `acp auth` lists the agent's auth methods of every type real agents send
+ * (agent, terminal, and env_var from the auth-methods RFD, which is in no schema yet),
+ * `acp auth METHOD` signs in with one, `acp logout` signs out. */
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tools/acp/app.h"
+
+extern char **environ;
+
+static const char *str(json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static const char *type_of(json_t *m)
+{
+    const char *t = str(m, "type");
+    return t ? t : "agent"; /* the schema's default */
+}
+
+/* The variables of an env_var method, in order: vars[] entries ({"name"}, or plain strings)
+ * as the RFD has them, or the single varName of its earlier draft. */
+static size_t env_names(json_t *m, const char **names, bool *optional, size_t max)
+{
+    size_t n = 0;
+    if (str(m, "varName") && max) {
+        names[n] = str(m, "varName");
+        optional[n++] = false;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(m, "vars"), i, v)
+    {
+        const char *name = json_is_string(v) ? json_string_value(v) : str(v, "name");
+        if (!name || n == max) continue;
+        names[n] = name;
+        optional[n++] = json_is_true(json_object_get(v, "optional"));
+    }
+    return n;
+}
+
+bool auth_env_ready(json_t *m, char *vars, size_t len)
+{
+    if (strcmp(type_of(m), "env_var") != 0) return false;
+    const char *names[16];
+    bool optional[16];
+    size_t n = env_names(m, names, optional, 16), required = 0;
+    vars[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (optional[i]) continue;
+        const char *v = getenv(names[i]);
+        if (!v || !*v) return false;
+        size_t k = strlen(vars);
+        snprintf(vars + k, len - k, "%s%s", k ? ", " : "", names[i]);
+        required++;
+    }
+    return required > 0;
+}
+
+/* "OPENAI_API_KEY (set), OTHER (not set)" */
+static void env_state(json_t *m, char *out, size_t len)
+{
+    const char *names[16];
+    bool optional[16];
+    size_t n = env_names(m, names, optional, 16);
+    out[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = getenv(names[i]);
+        size_t k = strlen(out);
+        snprintf(out + k, len - k, "%s%s (%s%s)", i ? ", " : "", names[i],
+                 v && *v ? "set" : "not set", optional[i] ? ", optional" : "");
+    }
+}
+
+void auth_hint(app *a, char *out, size_t len)
+{
+    json_t *methods = acp_client_auth_methods(a->c);
+    if (!json_array_size(methods)) {
+        snprintf(out, len, "; the agent lists no auth methods");
+        return;
+    }
+    size_t k = (size_t)snprintf(out, len,
+                                "; sign in with 'acp auth METHOD' or --auth METHOD; "
+                                "methods:");
+    size_t i;
+    json_t *m;
+    json_array_foreach(methods, i, m)
+    {
+        if (k >= len) break;
+        char vars[200] = "";
+        if (!strcmp(type_of(m), "env_var")) env_state(m, vars, sizeof vars);
+        k += (size_t)snprintf(out + k, len - k, "%s %s (%s%s%s)", i ? "," : "",
+                              str(m, "id") ? str(m, "id") : "?", type_of(m), *vars ? ": " : "",
+                              vars);
+    }
+}
+
+static void list(app *a, json_t *methods)
+{
+    if (a->json) {
+        render_result(&a->r, json_pack("{s:O}", "authMethods", methods));
+        return;
+    }
+    if (!json_array_size(methods)) {
+        printf("the agent lists no auth methods\n");
+        return;
+    }
+    printf("%-24s  %-8s  %s\n", "ID", "TYPE", "NAME");
+    size_t i;
+    json_t *m;
+    json_array_foreach(methods, i, m)
+    {
+        const char *type = type_of(m), *desc = str(m, "description");
+        printf("%-24s  %-8s  %s\n", str(m, "id") ? str(m, "id") : "?", type,
+               str(m, "name") ? str(m, "name") : "");
+        if (desc && *desc) printf("%-24s  %-8s  %s\n", "", "", desc);
+        char extra[512] = "";
+        if (!strcmp(type, "env_var")) {
+            env_state(m, extra, sizeof extra);
+        } else if (!strcmp(type, "terminal")) {
+            size_t k = (size_t)snprintf(extra, sizeof extra, "runs the agent with:");
+            size_t j;
+            json_t *arg;
+            json_array_foreach(json_object_get(m, "args"), j, arg) if (k < sizeof extra) k +=
+                (size_t)snprintf(extra + k, sizeof extra - k, " %s",
+                                 json_string_value(arg) ? json_string_value(arg) : "");
+        }
+        if (*extra) printf("%-24s  %-8s  %s\n", "", "", extra);
+    }
+    printf("\nlogout: %s\n",
+           acp_client_supports(a->c, ACP_CAP_LOGOUT) ? "supported" : "not advertised");
+}
+
+/* A terminal method: the spec has the client run the agent's own command line with the
+ * method's args and env, interactively; exit status 0 means signed in. */
+static int terminal_sign_in(app *a, json_t *m)
+{
+    char *cmd = app_agent_command(a);
+    char **words = NULL;
+    if (!cmd || acp_client_split_command(cmd, &words)) {
+        free(cmd);
+        app_note(a, "cannot split the agent's command line");
+        return EXIT_USAGE;
+    }
+    free(cmd);
+    size_t nw = 0, na = json_array_size(json_object_get(m, "args")), ne = 0;
+    while (words[nw]) nw++;
+    while (environ[ne]) ne++;
+    json_t *env = json_object_get(m, "env");
+    char **argv = calloc(nw + na + 1, sizeof *argv);
+    char **envp = calloc(ne + json_object_size(env) + 1, sizeof *envp);
+    size_t k = 0;
+    for (size_t i = 0; i < nw; i++) argv[k++] = words[i];
+    for (size_t i = 0; i < na; i++) {
+        const char *s = json_string_value(json_array_get(json_object_get(m, "args"), i));
+        argv[k++] = (char *)(s ? s : "");
+    }
+    /* The method's variables override ours of the same name. */
+    k = 0;
+    for (size_t i = 0; i < ne; i++) {
+        const char *eq = strchr(environ[i], '=');
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - environ[i]) : 0, environ[i]);
+        if (!json_object_get(env, name)) envp[k++] = environ[i];
+    }
+    const char *key;
+    json_t *val;
+    char **owned = calloc(json_object_size(env) + 1, sizeof *owned);
+    size_t no = 0;
+    json_object_foreach(env, key, val)
+    {
+        if (json_is_string(val) && asprintf(&owned[no], "%s=%s", key, json_string_value(val)) >= 0)
+            envp[k++] = owned[no++];
+    }
+    app_note(a, "running the agent's sign-in: %s", str(m, "name") ? str(m, "name") : "");
+    fflush(stdout);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, envp), status = 0;
+    if (!rc)
+        while (waitpid(pid, &status, 0) < 0) {}
+    for (size_t i = 0; i < no; i++) free(owned[i]);
+    free(owned);
+    free(argv);
+    free(envp);
+    acp_client_argv_free(words);
+    if (rc) {
+        app_note(a, "cannot run the agent's sign-in: %s", strerror(rc));
+        return EXIT_AGENT;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (WIFSIGNALED(status))
+            app_note(a, "the sign-in was killed by signal %d", WTERMSIG(status));
+        else
+            app_note(a, "the sign-in failed: exit status %d", WEXITSTATUS(status));
+        return EXIT_REFUSED;
+    }
+    return 0;
+}
+
+int cmd_auth(app *a)
+{
+    int rc = app_open(a);
+    if (rc) return rc;
+    json_t *methods = acp_client_auth_methods(a->c);
+    if (!a->nargs) {
+        list(a, methods);
+        return 0;
+    }
+    const char *id = a->args[0];
+    json_t *m = NULL, *x;
+    size_t i;
+    json_array_foreach(methods, i, x) if (str(x, "id") && !strcmp(str(x, "id"), id)) m = x;
+    if (!m) {
+        char hint[512];
+        auth_hint(a, hint, sizeof hint);
+        app_note(a, "the agent offers no auth method '%s'%s", id, hint);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(type_of(m), "terminal")) {
+        rc = terminal_sign_in(a, m);
+    } else {
+        rc = acp_client_authenticate(a->c, id);
+        if (rc) {
+            char what[300];
+            snprintf(what, sizeof what, "cannot sign in with '%s'", id);
+            rc = app_fail(a, what, rc);
+            if (rc == EXIT_AGENT) rc = EXIT_REFUSED;
+        }
+    }
+    if (rc) return rc;
+    if (a->json)
+        render_result(&a->r, json_pack("{s:s}", "methodId", id));
+    else
+        printf("signed in with %s\n", id);
+    return 0;
+}
+
+int cmd_logout(app *a)
+{
+    int rc = app_open(a);
+    if (!rc && (rc = acp_client_logout(a->c))) return app_fail(a, "cannot sign out", rc);
+    if (rc) return rc;
+    if (a->json)
+        render_result(&a->r, json_object());
+    else
+        printf("signed out\n");
+    return 0;
+}

@@ -1,0 +1,412 @@
+/* The agent connection as `acp` uses it: opening it (spawned, or a Unix socket), signing in,
+ * starting or continuing the session, and turning a failed call into one line on stderr and
+ * the documented exit status. */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "acp/version.h"
+#include "tools/acp/app.h"
+
+#define WAIT_MS 3000 /* quiet this long during a call: say we are waiting */
+
+void app_note(app *a, const char *fmt, ...)
+{
+    chat_output_begin(a);
+    render_break(&a->r);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("acp: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    chat_output_end(a);
+}
+
+/* --- the waiting line ------------------------------------------------------------------ */
+
+static void wait_tick(uv_timer_t *t)
+{
+    app *a = t->data;
+    uint64_t now = uv_now(&a->loop);
+    if (now - a->quiet_since < WAIT_MS || ask_pending(a) || !a->r.at_bol) {
+        render_status_clear(&a->r);
+        return;
+    }
+    char line[128];
+    snprintf(line, sizeof line, "waiting for the agent… %llu s (Ctrl-C cancels)",
+             (unsigned long long)((now - a->quiet_since) / 1000));
+    render_status(&a->r, line);
+}
+
+void app_busy(app *a, bool on)
+{
+    a->busy = on;
+    if (on) {
+        uv_update_time(&a->loop);
+        a->busy_since = a->quiet_since = uv_now(&a->loop);
+        uv_timer_start(&a->wait, wait_tick, 1000, 1000);
+    } else {
+        uv_timer_stop(&a->wait);
+        render_status_clear(&a->r);
+    }
+}
+
+void app_heard(app *a)
+{
+    a->quiet_since = uv_now(&a->loop);
+}
+
+/* --- callbacks ------------------------------------------------------------------------- */
+
+static void on_update(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
+{
+    app *a = user;
+    app_heard(a);
+    if (u->kind == ACP_UPDATE_AVAILABLE_COMMANDS && a->commands) {
+        json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
+        json_array_clear(a->commands);
+        size_t i;
+        json_t *cmd;
+        json_array_foreach(json_object_get(j, "availableCommands"), i,
+                           cmd) if (json_is_string(json_object_get(cmd, "name")))
+            json_array_append(a->commands, json_object_get(cmd, "name"));
+        json_decref(j);
+    }
+    if (a->finished) return; /* the result line stays the last one */
+    chat_output_begin(a);
+    render_update(&a->r, u);
+    chat_output_end(a);
+}
+
+static void on_log(acp_client *c, const char *message, void *user)
+{
+    app_note(user, "%s", message);
+}
+
+static void on_sigint(uv_signal_t *h, int signum)
+{
+    app *a = h->data;
+    if (chat_interrupt(a)) return;
+    if (a->prompting && a->s && a->interrupts++ == 0) {
+        acp_client_session_cancel(a->s);
+        ask_cancel_all(a);
+        app_note(a, "cancelling (Ctrl-C again to exit)");
+        return;
+    }
+    /* Nothing to cancel politely: leave; the agent sees its input close and exits. */
+    render_break(&a->r);
+    fflush(stdout);
+    _exit(EXIT_CANCELLED);
+}
+
+/* --- opening --------------------------------------------------------------------------- */
+
+static char *default_agent(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return strdup("acp-agent");
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    *slash = 0;
+    char *out;
+    /* Quoted for the shell-like split: the build path may contain spaces. */
+    if (asprintf(&out, "'%s/acp-agent'", self) < 0) return NULL;
+    return out;
+}
+
+char *app_agent_command(const app *a)
+{
+    return a->agent ? strdup(a->agent) : default_agent();
+}
+
+bool app_spawns(const app *a)
+{
+    return !a->agent || strncmp(a->agent, "unix:", 5) != 0;
+}
+
+typedef struct waiter {
+    bool done;
+    int status;
+} waiter;
+
+static void started(acp_client *c, const acp_client_reply *r, void *user)
+{
+    waiter *w = user;
+    w->done = true;
+    w->status = r->status;
+}
+
+int app_open(app *a)
+{
+    uv_loop_init(&a->loop);
+    a->loop_ready = true;
+    uv_signal_init(&a->loop, &a->sigint);
+    a->sigint.data = a;
+    uv_signal_start(&a->sigint, on_sigint, SIGINT);
+    uv_timer_init(&a->loop, &a->wait);
+    a->wait.data = a;
+    ask_init(a);
+
+    bool spawn = app_spawns(a);
+    char *def = a->agent ? NULL : default_agent();
+    acp_client_opts o = {
+        .transport = spawn ? ACP_CLIENT_SPAWN : ACP_CLIENT_UNIX,
+        .loop = &a->loop,
+        .command = spawn ? (a->agent ? a->agent : def) : NULL,
+        .path = spawn ? NULL : a->agent + 5,
+        .client_name = "acp",
+        .client_title = "acp (libacp command-line client)",
+        .fs_read = a->fs,
+        .fs_write = a->fs,
+        .terminal = a->terminal,
+        .notices = true,
+        .config_boolean = true,
+        /* a terminal sign-in runs the agent's own command line: only when we have one */
+        .auth_terminal = spawn,
+        .init_timeout_ms = a->timeout_ms,
+        .call_timeout_ms = a->timeout_ms,
+        .on_update = on_update,
+        .on_permission = on_permission,
+        .on_ask = on_ask,
+        .on_log = on_log,
+        .user = a,
+    };
+    char *err = NULL;
+    waiter w = {0};
+    app_busy(a, true);
+    int rc = acp_client_start(&o, started, &w, &a->c, &err);
+    free(def);
+    if (rc) {
+        app_busy(a, false);
+        app_note(a, "cannot %s the agent: %s; check --agent", spawn ? "start" : "connect to",
+                 err ? err : acp_strerror(rc));
+        free(err);
+        return EXIT_AGENT;
+    }
+    /* The waiting line stays armed while the command runs its calls; chat turns it off
+     * while a line is edited, questions while they wait for an answer. */
+    while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
+    return w.status ? app_fail(a, "cannot start a session with the agent", w.status) : 0;
+}
+
+void app_close(app *a)
+{
+    if (!a->loop_ready) return;
+    app_busy(a, false);
+    ask_free(a);
+    if (a->s) acp_client_session_free(a->s);
+    a->s = NULL;
+    acp_client_free(a->c); /* on our loop: its handles close below, the agent is stopped */
+    a->c = NULL;
+    uv_close((uv_handle_t *)&a->sigint, NULL);
+    uv_close((uv_handle_t *)&a->wait, NULL);
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&a->loop);
+    a->loop_ready = false;
+}
+
+/* --- failures -------------------------------------------------------------------------- */
+
+static void waited(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+/* How the agent ended; waits up to 2 s for it to be reaped (its output may close first). */
+static bool agent_ended(app *a, int64_t *code, int *sig)
+{
+    if (!app_spawns(a)) return false;
+    bool late = false;
+    uv_timer_t t;
+    uv_timer_init(&a->loop, &t);
+    t.data = &late;
+    uv_timer_start(&t, waited, 2000, 0);
+    while (!acp_client_agent_status(a->c, code, sig) && !late) uv_run(&a->loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&a->loop, UV_RUN_NOWAIT);
+    return acp_client_agent_status(a->c, code, sig);
+}
+
+int app_fail(app *a, const char *what, int rc)
+{
+    const char *msg = a->c ? acp_client_errmsg(a->c) : acp_strerror(rc);
+    if (!*msg) msg = acp_strerror(rc);
+    int64_t code = 0;
+    int sig = 0;
+    char hint[512] = "", why[1200];
+    int status;
+    switch (rc) {
+    case ACP_ECLOSED:
+        if (a->c && agent_ended(a, &code, &sig)) {
+            if (sig)
+                snprintf(why, sizeof why,
+                         "the agent was killed by signal %d (%s); see its messages above", sig,
+                         strsignal(sig));
+            else
+                snprintf(why, sizeof why,
+                         "the agent exited with status %lld; see its messages "
+                         "above",
+                         (long long)code);
+            msg = why;
+        } else if (!app_spawns(a)) {
+            msg = "the agent closed the connection";
+        }
+        status = EXIT_GONE;
+        break;
+    case ACP_ETIMEDOUT:
+        snprintf(why, sizeof why, "%s (--timeout %g s)", msg,
+                 a->timeout_ms ? a->timeout_ms / 1000.0 : 30.0);
+        msg = why;
+        status = EXIT_TIMEOUT;
+        break;
+    case ACP_ENOTSUP:
+        status = EXIT_REFUSED;
+        break;
+    case ACP_EINVAL:
+        status = EXIT_USAGE;
+        break;
+    case ACP_ECANCELLED:
+        status = EXIT_CANCELLED;
+        break;
+    case ACP_EPROTO:
+        if (acp_client_errcode(a->c) == ACP_RPC_AUTH_REQUIRED) {
+            auth_hint(a, hint, sizeof hint);
+            status = EXIT_REFUSED;
+            break;
+        }
+        /* fall through */
+    default:
+        status = EXIT_AGENT;
+    }
+    if (what)
+        app_note(a, "%s: %s%s", what, msg, hint);
+    else
+        app_note(a, "%s%s", msg, hint);
+    return status;
+}
+
+int app_turn_status(app *a, const char *stop)
+{
+    bool cancelled = !strcmp(stop, "cancelled");
+    if (strcmp(stop, "end_turn") != 0 && !a->json) app_note(a, "turn ended: %s", stop);
+    if (cancelled || a->interrupts) return EXIT_CANCELLED;
+    return a->denied ? EXIT_REFUSED : EXIT_OK;
+}
+
+/* One turn: streams the reply, then prints the result (--json) and says how it ended. */
+int app_turn(app *a, const char *text)
+{
+    const char *stop = NULL;
+    a->interrupts = 0;
+    a->denied = 0;
+    a->prompting = true;
+    app_busy(a, true);
+    int rc = acp_client_session_prompt(a->s, text, &stop);
+    a->prompting = false;
+    app_busy(a, false);
+    render_break(&a->r);
+    if (rc == ACP_ETIMEDOUT) /* the library withdrew the request; the turn is ended so */
+        acp_client_notify(a->c, "session/cancel",
+                          json_pack("{s:s}", "sessionId", acp_client_session_id(a->s)));
+    if (rc) return app_fail(a, "prompt failed", rc);
+    if (a->json)
+        render_result(&a->r, json_pack("{s:s, s:s}", "sessionId", acp_client_session_id(a->s),
+                                       "stopReason", stop));
+    return app_turn_status(a, stop);
+}
+
+/* --- sessions -------------------------------------------------------------------------- */
+
+void app_session_opts(app *a, acp_session_opts *so)
+{
+    a->dirs[a->ndirs] = NULL;
+    *so = (acp_session_opts){
+        .cwd = a->cwd, .add_dirs = a->ndirs ? a->dirs : NULL, .mcp_servers = a->mcp};
+}
+
+/* Continues session a->sid: resume when advertised (a -32601 answer falls back to load when
+ * loadSession is advertised: some agents advertise resume without implementing it), else
+ * load without showing the replay. */
+static int attach(app *a, const char *verb)
+{
+    char what[300];
+    snprintf(what, sizeof what, "cannot %s session %s", verb, a->sid);
+    acp_session_opts so;
+    app_session_opts(a, &so);
+    bool resume = acp_client_supports(a->c, ACP_CAP_RESUME);
+    bool load = acp_client_supports(a->c, ACP_CAP_LOAD_SESSION);
+    if (!resume && !load) {
+        app_note(a,
+                 "%s: the agent advertises neither sessionCapabilities.resume nor "
+                 "loadSession; run without -s",
+                 what);
+        return EXIT_REFUSED;
+    }
+    int rc = 0;
+    if (resume) {
+        rc = acp_client_session_resume(a->c, a->sid, &so, &a->s);
+        if (rc == ACP_EPROTO && acp_client_errcode(a->c) == ACP_RPC_METHOD_NOT_FOUND && load) {
+            app_note(a, "the agent advertises session/resume but answered -32601 (method not "
+                        "found); loading the session instead");
+            resume = false;
+        }
+    }
+    if (!resume) {
+        a->r.skip_replay = true;
+        rc = acp_client_session_load(a->c, a->sid, &so, &a->s);
+        a->r.skip_replay = false;
+    }
+    return rc ? app_fail(a, *a->sid ? what : NULL, rc) : 0; /* "" has its own message */
+}
+
+int app_session(app *a, const char *verb)
+{
+    int rc = app_sign_in(a);
+    if (rc) return rc;
+    if (a->sid) {
+        rc = attach(a, verb);
+    } else {
+        acp_session_opts so;
+        app_session_opts(a, &so);
+        rc = acp_client_session_new(a->c, &so, &a->s);
+        if (rc) rc = app_fail(a, "cannot start a session", rc);
+    }
+    if (!rc) render_session(&a->r, a->s);
+    return rc;
+}
+
+/* --- signing in ------------------------------------------------------------------------ */
+
+static int sign_in(app *a, const char *method)
+{
+    int rc = acp_client_authenticate(a->c, method);
+    if (!rc) return 0;
+    char what[300];
+    snprintf(what, sizeof what, "cannot sign in with '%s'", method);
+    rc = app_fail(a, what, rc);
+    return rc == EXIT_AGENT ? EXIT_REFUSED : rc; /* the agent said no */
+}
+
+int app_sign_in(app *a)
+{
+    if (a->auth) return sign_in(a, a->auth);
+    /* An env_var method reads its variables from the agent's environment, which a spawned
+     * agent inherits from ours: when they are all set, sign in before anything else. */
+    if (!app_spawns(a)) return 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(acp_client_auth_methods(a->c), i, m)
+    {
+        char vars[256];
+        const char *id = json_string_value(json_object_get(m, "id"));
+        if (!id || !auth_env_ready(m, vars, sizeof vars)) continue;
+        app_note(a, "signing in with '%s' (%s set in the environment)", id, vars);
+        return sign_in(a, id);
+    }
+    return 0;
+}
