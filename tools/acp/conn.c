@@ -66,20 +66,22 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
 {
     app *a = user;
     app_heard(a);
-    if (u->kind == ACP_UPDATE_AVAILABLE_COMMANDS && a->commands) {
-        json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
+    /* Parsed once, only when something reads it: text output, or chat's command list. */
+    bool commands = a->commands && u->kind == ACP_UPDATE_AVAILABLE_COMMANDS;
+    acp_update_view v = {0};
+    bool parsed = (!a->r.json || commands) &&
+                  !acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v, NULL);
+    if (parsed && a->commands && v.kind == ACP_UPDATE_AVAILABLE_COMMANDS) {
         json_array_clear(a->commands);
-        size_t i;
-        json_t *cmd;
-        json_array_foreach(json_object_get(j, "availableCommands"), i,
-                           cmd) if (json_is_string(json_object_get(cmd, "name")))
-            json_array_append(a->commands, json_object_get(cmd, "name"));
-        json_decref(j);
+        for (size_t i = 0; i < v.commands.ncommands; i++)
+            json_array_append_new(a->commands, json_string(v.commands.commands[i].name));
     }
-    if (a->finished) return; /* the result line stays the last one */
-    chat_output_begin(a);
-    render_update(&a->r, u);
-    chat_output_end(a);
+    if (!a->finished) { /* the result line stays the last one */
+        chat_output_begin(a);
+        render_update(&a->r, u, parsed ? &v : NULL);
+        chat_output_end(a);
+    }
+    acp_update_view_free(&v);
 }
 
 static void on_log(acp_client *c, const char *message, void *user)

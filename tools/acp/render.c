@@ -1,13 +1,15 @@
 /* Text rendering of session updates: reply text streamed as it comes, tool calls one line
  * each with their status and diffs, plans as checklists and usage (both redrawn in place on a
  * terminal), notices, mode and config changes; colours only when stdout is a terminal.
- * --json prints each notification's params exactly as received, one per line. */
+ * --json prints each notification's params exactly as received, one per line; text is drawn
+ * from libacp's typed views (acp/update.h), read leniently, as the reference SDKs do. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <wchar.h>
 
+#include "acp/update.h"
 #include "tools/acp/render.h"
 
 #define DIM    "\033[2m"
@@ -154,18 +156,25 @@ static void put_text(render *r, const char *s, size_t n)
     r->block = BLOCK_NONE;
 }
 
-static void content_text(render *r, json_t *content)
+static void content_text(render *r, const acp_content_view *c)
 {
-    const char *type = str(content, "type");
-    if (type && strcmp(type, "text") == 0) {
-        json_t *t = json_object_get(content, "text");
-        put_text(r, json_string_value(t) ? json_string_value(t) : "", json_string_length(t));
-    } else if (type && strcmp(type, "resource_link") == 0) {
-        fprintf(r->out, "[%s]", str(content, "uri"));
+    switch (c->type) {
+    case ACP_CONTENT_TEXT:
+        put_text(r, c->text, strlen(c->text));
+        break;
+    case ACP_CONTENT_RESOURCE_LINK:
+    case ACP_CONTENT_RESOURCE:
+        fprintf(r->out, "[%s]", c->uri);
         r->at_bol = false;
-    } else if (type) {
-        fprintf(r->out, "[%s]", type);
+        break;
+    case ACP_CONTENT_IMAGE:
+        fprintf(r->out, "[image %s]", c->mime_type);
         r->at_bol = false;
+        break;
+    case ACP_CONTENT_AUDIO:
+        fprintf(r->out, "[audio %s]", c->mime_type);
+        r->at_bol = false;
+        break;
     }
 }
 
@@ -183,96 +192,83 @@ static void text_head(render *r, const char *text, int max)
 }
 
 /* Diffs once per tool call and path; text for commands (kind execute) and failures. */
-static void tool_content(render *r, json_t *tool, json_t *content, const char *status,
-                         const char *kind)
+static void tool_content(render *r, json_t *tool, const acp_tool_call_view *t, const char *kind)
 {
     json_t *shown = json_object_get(tool, "shown");
-    size_t i;
-    json_t *c;
-    json_array_foreach(content, i, c)
-    {
-        const char *type = str(c, "type");
-        if (type && !strcmp(type, "diff")) {
-            const char *path = str(c, "path");
-            json_t *nt = json_object_get(c, "newText"), *ot = json_object_get(c, "oldText");
-            if (!path || !json_is_string(nt) || json_object_get(shown, path)) continue;
-            json_object_set_new(shown, path, json_true());
-            render_diff(r->out, r->color, path, json_string_value(ot), json_string_length(ot),
-                        json_string_value(nt), json_string_length(nt), DIFF_LINES);
-        } else if (type && !strcmp(type, "content") && status &&
-                   (!strcmp(status, "failed") ||
-                    (kind && !strcmp(kind, "execute") && !strcmp(status, "completed")))) {
-            const char *text = str(json_object_get(c, "content"), "text");
-            if (text && *text) text_head(r, text, TEXT_LINES);
+    bool failed = t->status == ACP_TOOL_STATUS_FAILED;
+    bool output = failed || (t->status == ACP_TOOL_STATUS_COMPLETED && kind &&
+                             !strcmp(kind, acp_tool_kind_name(ACP_TOOL_KIND_EXECUTE)));
+    for (size_t i = 0; i < t->ncontent; i++) {
+        const acp_tool_content_view *c = &t->content[i];
+        if (c->type == ACP_TOOL_DIFF && !json_object_get(shown, c->diff.path)) {
+            json_object_set_new(shown, c->diff.path, json_true());
+            render_diff(r->out, r->color, c->diff.path, c->diff.old_text,
+                        c->diff.old_text ? strlen(c->diff.old_text) : 0, c->diff.new_text,
+                        strlen(c->diff.new_text), DIFF_LINES);
+        } else if (c->type == ACP_TOOL_CONTENT && output && c->content.type == ACP_CONTENT_TEXT &&
+                   *c->content.text) {
+            text_head(r, c->content.text, TEXT_LINES);
         }
     }
 }
 
-static void tool_call(render *r, json_t *u, bool first)
+static void tool_call(render *r, const acp_tool_call_view *t, bool first)
 {
-    const char *id = str(u, "toolCallId");
-    if (!id) return;
-    json_t *tool = json_object_get(r->tools, id);
+    json_t *tool = json_object_get(r->tools, t->tool_call_id);
     if (!tool) {
         tool = json_pack("{s:{}}", "shown");
-        json_object_set_new(r->tools, id, tool);
+        json_object_set_new(r->tools, t->tool_call_id, tool);
     }
     /* kept for later updates, which may omit them, and for permission requests */
-    for (const char *const *k = (const char *const[]){"title", "kind", "locations", NULL}; *k; k++)
-        if (json_is_string(json_object_get(u, *k)) || json_is_array(json_object_get(u, *k)))
-            json_object_set(tool, *k, json_object_get(u, *k));
+    if (t->title) json_object_set_new(tool, "title", json_string(t->title));
+    if (t->kind) json_object_set_new(tool, "kind", json_string(acp_tool_kind_name(t->kind)));
+    if (t->has_locations) {
+        json_t *paths = json_array();
+        for (size_t i = 0; i < t->nlocations; i++)
+            json_array_append_new(paths, json_pack("{s:s}", "path", t->locations[i].path));
+        json_object_set_new(tool, "locations", paths);
+    }
     const char *title = str(tool, "title"), *kind = str(tool, "kind");
-    const char *status = str(u, "status");
-    json_t *content = json_object_get(u, "content");
-    if (first || status) {
-        const char *st = status ? status : "pending";
-        const char *c = !strcmp(st, "completed") ? GREEN : !strcmp(st, "failed") ? RED : CYAN;
+    if (first || t->status) {
+        acp_tool_status st = t->status ? t->status : ACP_TOOL_STATUS_PENDING;
+        const char *c = st == ACP_TOOL_STATUS_COMPLETED ? GREEN
+                        : st == ACP_TOOL_STATUS_FAILED  ? RED
+                                                        : CYAN;
+        bool show_kind = kind && strcmp(kind, acp_tool_kind_name(ACP_TOOL_KIND_OTHER)) != 0;
         line_begin(r);
         fprintf(r->out, "%s[tool]%s %s%s%s %s%s%s\n", col(r, DIM), col(r, RESET),
-                title ? title : id, kind ? " · " : "", kind ? kind : "", col(r, c), st,
-                col(r, RESET));
+                title ? title : t->tool_call_id, show_kind ? " · " : "", show_kind ? kind : "",
+                col(r, c), acp_tool_status_name(st), col(r, RESET));
     }
-    if (json_array_size(content)) {
+    if (t->ncontent) {
         line_begin(r);
-        tool_content(r, tool, content, status, kind);
+        tool_content(r, tool, t, kind);
     }
 }
 
-static void plan(render *r, json_t *u)
+static void plan(render *r, const acp_plan_view *p)
 {
     block_begin(r, BLOCK_PLAN);
     fprintf(r->out, "%sPlan:%s\n", col(r, BOLD), col(r, RESET));
     r->block_lines++;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(u, "entries"), i, e)
-    {
-        const char *st = str(e, "status");
-        const char *mark = !st                              ? " "
-                           : strcmp(st, "completed") == 0   ? "x"
-                           : strcmp(st, "in_progress") == 0 ? "~"
-                                                            : " ";
-        char prefix[16];
-        snprintf(prefix, sizeof prefix, "  [%s] ", mark);
-        const char *content = str(e, "content");
-        block_line(r, prefix, content ? content : "", "");
+    for (size_t i = 0; i < p->nentries; i++) {
+        acp_plan_status st = p->entries[i].status;
+        const char *prefix = st == ACP_PLAN_STATUS_COMPLETED     ? "  [x] "
+                             : st == ACP_PLAN_STATUS_IN_PROGRESS ? "  [~] "
+                                                                 : "  [ ] ";
+        block_line(r, prefix, p->entries[i].content, "");
     }
     fflush(r->out);
 }
 
-static void usage(render *r, json_t *u)
+static void usage(render *r, const acp_usage_view *u)
 {
-    json_t *used = json_object_get(u, "used"), *size = json_object_get(u, "size");
-    if (!json_is_integer(used) || !json_is_integer(size)) return;
-    json_int_t n = json_integer_value(used), of = json_integer_value(size);
     char line[256];
-    int k = snprintf(line, sizeof line, "%lld/%lld tokens", (long long)n, (long long)of);
-    if (of > 0) k += snprintf(line + k, sizeof line - k, " (%lld%%)", (long long)(n * 100 / of));
-    json_t *cost = json_object_get(u, "cost");
-    json_t *amount = json_object_get(cost, "amount");
-    if (json_is_number(amount))
-        snprintf(line + k, sizeof line - k, ", %.2f %s", json_number_value(amount),
-                 str(cost, "currency") ? str(cost, "currency") : "");
+    int k = snprintf(line, sizeof line, "%lld/%lld tokens", (long long)u->used, (long long)u->size);
+    if (u->size > 0)
+        k += snprintf(line + k, sizeof line - k, " (%lld%%)", (long long)(u->used * 100 / u->size));
+    if (u->has_cost)
+        snprintf(line + k, sizeof line - k, ", %.2f %s", u->cost_amount, u->cost_currency);
     block_begin(r, BLOCK_USAGE);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s[usage]%s ", col(r, DIM), col(r, RESET));
@@ -280,69 +276,63 @@ static void usage(render *r, json_t *u)
     fflush(r->out);
 }
 
-static void notice(render *r, json_t *u)
+static void notice(render *r, const acp_notice_view *n)
 {
-    const char *sev = str(u, "severity"), *title = str(u, "title"), *desc = str(u, "description");
-    const char *c = !sev ? "" : !strcmp(sev, "error") ? RED : !strcmp(sev, "warning") ? YELLOW : "";
+    const char *c = n->severity == ACP_NOTICE_ERROR     ? RED
+                    : n->severity == ACP_NOTICE_WARNING ? YELLOW
+                                                        : "";
+    bool desc = n->description && *n->description;
     line_begin(r);
     fprintf(r->out, "%s[notice]%s %s%s%s %s%s%s\n", col(r, DIM), col(r, RESET), col(r, c),
-            sev ? sev : "info", col(r, RESET), title ? title : "", desc && *desc ? ": " : "",
-            desc && *desc ? desc : "");
+            n->severity_text, col(r, RESET), n->title, desc ? ": " : "",
+            desc ? n->description : "");
 }
 
-/* A config option's current value as text ("true"/"false" for booleans). */
-static const char *value_text(json_t *v, char *buf, size_t n)
+/* A config option's current value as text ("true"/"false" for booleans), from the JSON of a
+ * new/load/resume result. */
+static json_t *value_json(json_t *v)
 {
-    if (json_is_string(v)) return json_string_value(v);
-    if (json_is_boolean(v)) return json_is_true(v) ? "true" : "false";
-    char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    snprintf(buf, n, "%s", d ? d : "?");
-    free(d);
-    return buf;
+    if (json_is_boolean(v)) return json_string(json_is_true(v) ? "true" : "false");
+    return json_is_string(v) ? json_incref(v) : NULL;
 }
 
-static void config_seed(render *r, json_t *options)
+static void config_changed(render *r, const acp_config_view *cv)
 {
-    json_object_clear(r->config);
-    size_t i;
-    json_t *o;
-    json_array_foreach(options, i, o)
-    {
-        const char *id = str(o, "id");
-        json_t *v = json_object_get(o, "currentValue");
-        if (id && v) json_object_set(r->config, id, v);
-    }
-}
-
-static void config_changed(render *r, json_t *u)
-{
-    json_t *options = json_object_get(u, "configOptions");
-    size_t i;
-    json_t *o;
-    json_array_foreach(options, i, o)
-    {
-        const char *id = str(o, "id"), *cat = str(o, "category");
-        json_t *v = json_object_get(o, "currentValue");
-        if (!id || !v || json_equal(v, json_object_get(r->config, id))) continue;
-        if (r->has_modes && cat && !strcmp(cat, "mode")) continue; /* [mode] says it */
-        char buf[128];
+    json_t *now = json_object();
+    for (size_t i = 0; i < cv->noptions; i++) {
+        const acp_config_option_view *o = &cv->options[i];
+        const char *v = o->boolean ? (o->current_bool ? "true" : "false") : o->current_value;
+        json_object_set_new(now, o->id, json_string(v));
+        const char *was = str(r->config, o->id);
+        if (was && !strcmp(was, v)) continue;
+        if (r->has_modes && o->category == ACP_CONFIG_CATEGORY_MODE) continue; /* [mode] says it */
         line_begin(r);
-        fprintf(r->out, "%s[config]%s %s: %s\n", col(r, DIM), col(r, RESET), id,
-                value_text(v, buf, sizeof buf));
+        fprintf(r->out, "%s[config]%s %s: %s\n", col(r, DIM), col(r, RESET), o->id, v);
     }
-    config_seed(r, options);
+    json_decref(r->config);
+    r->config = now;
 }
 
 void render_session(render *r, acp_client_session *s)
 {
     r->has_modes = acp_client_session_modes(s) != NULL;
-    config_seed(r, acp_client_session_config_options(s));
+    json_object_clear(r->config);
+    size_t i;
+    json_t *o;
+    json_array_foreach(acp_client_session_config_options(s), i, o)
+    {
+        json_t *v = value_json(json_object_get(o, "currentValue"));
+        if (str(o, "id") && v)
+            json_object_set_new(r->config, str(o, "id"), v);
+        else
+            json_decref(v);
+    }
 }
 
-static void text_chunk(render *r, acp_update_kind k, json_t *j)
+static void text_chunk(render *r, acp_update_kind k, const acp_chunk_view *c)
 {
     /* A new message starts when the kind changes or the messageId does. */
-    const char *mid = str(j, "messageId");
+    const char *mid = c->message_id;
     bool new_msg = k != r->last || (mid && strcmp(mid, r->last_msg) != 0);
     snprintf(r->last_msg, sizeof r->last_msg, "%s", mid ? mid : "");
     render_status_clear(r);
@@ -359,12 +349,12 @@ static void text_chunk(render *r, acp_update_kind k, json_t *j)
         if (r->last == ACP_UPDATE_USER_MESSAGE_CHUNK) fputc('\n', r->out);
     }
     if (k == ACP_UPDATE_AGENT_THOUGHT_CHUNK) fputs(col(r, DIM), r->out);
-    content_text(r, json_object_get(j, "content"));
+    content_text(r, &c->content);
     if (k != ACP_UPDATE_AGENT_MESSAGE_CHUNK) fputs(col(r, RESET), r->out);
     r->block = BLOCK_NONE;
 }
 
-void render_update(render *r, const acp_update *u)
+void render_update(render *r, const acp_update *u, const acp_update_view *v)
 {
     if (r->skip_replay && u->replay) return;
     if (r->json) {
@@ -373,52 +363,46 @@ void render_update(render *r, const acp_update *u)
         fputc('\n', r->out);
         return;
     }
-    acp_update_kind k = u->kind;
-    if (k == ACP_UPDATE_OTHER || k == ACP_UPDATE_AVAILABLE_COMMANDS || k == ACP_UPDATE_COMPACTION ||
-        k == ACP_UPDATE_COMPACTION_SUMMARY)
-        return; /* nothing for a person to read (chat completes the commands) */
+    if (!v) return; /* not an update the schema allows: nothing to show */
+    acp_update_kind k = v->kind;
     if (k == ACP_UPDATE_USER_MESSAGE_CHUNK && !r->show_user) return;
     if (k == ACP_UPDATE_AGENT_THOUGHT_CHUNK && !r->color) return;
-    json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
-    if (!j) return;
     switch (k) {
     case ACP_UPDATE_USER_MESSAGE_CHUNK:
     case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
     case ACP_UPDATE_AGENT_THOUGHT_CHUNK:
-        text_chunk(r, k, j);
+        text_chunk(r, k, &v->chunk);
         break;
     case ACP_UPDATE_TOOL_CALL:
     case ACP_UPDATE_TOOL_CALL_UPDATE:
-        tool_call(r, j, k == ACP_UPDATE_TOOL_CALL);
+        tool_call(r, &v->tool_call, k == ACP_UPDATE_TOOL_CALL);
         break;
     case ACP_UPDATE_PLAN:
-        plan(r, j);
+        plan(r, &v->plan);
         break;
     case ACP_UPDATE_USAGE:
-        usage(r, j);
+        usage(r, &v->usage);
         break;
     case ACP_UPDATE_NOTICE:
-        notice(r, j);
+        notice(r, &v->notice);
         break;
     case ACP_UPDATE_CURRENT_MODE:
         line_begin(r);
-        fprintf(r->out, "%s[mode]%s %s\n", col(r, DIM), col(r, RESET),
-                str(j, "currentModeId") ? str(j, "currentModeId") : "?");
+        fprintf(r->out, "%s[mode]%s %s\n", col(r, DIM), col(r, RESET), v->mode.current_mode_id);
         break;
     case ACP_UPDATE_CONFIG_OPTION:
-        config_changed(r, j);
+        config_changed(r, &v->config);
         break;
     case ACP_UPDATE_SESSION_INFO:
-        if (str(j, "title")) {
+        if (v->info.title_patch == ACP_PATCH_SET) {
             line_begin(r);
-            fprintf(r->out, "%s[title]%s %s\n", col(r, DIM), col(r, RESET), str(j, "title"));
+            fprintf(r->out, "%s[title]%s %s\n", col(r, DIM), col(r, RESET), v->info.title);
         }
         break;
     default:
-        break;
+        return; /* commands (chat completes them), compaction, unknown kinds: not for reading */
     }
     r->last = k;
-    json_decref(j);
     fflush(r->out); /* people read as it comes; --json stays block-buffered */
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "acp/client.h"
+#include "acp/update.h"
 
 /* The last thing printed, when it may be drawn again in place (plans and usage on a TTY). */
 enum render_block { BLOCK_NONE, BLOCK_PLAN, BLOCK_USAGE };
@@ -21,7 +22,7 @@ typedef struct render {
     acp_update_kind last;
     char last_msg[128]; /* messageId of the last message chunk, "" when none */
     json_t *tools;      /* toolCallId -> {title, kind, locations, shown: {path: true}} */
-    json_t *config;     /* config option id -> current value, to say what changed */
+    json_t *config;     /* config option id -> current value ("true" for booleans) */
     bool has_modes;     /* the session has modes: "mode" config options are said as [mode] */
     bool status;        /* a status line is showing on stderr (a TTY) */
     enum render_block block;
@@ -30,7 +31,9 @@ typedef struct render {
 
 void render_init(render *r, FILE *out, bool json);
 void render_free(render *r);
-void render_update(render *r, const acp_update *u);
+/* One update: its raw params with --json, else its view (NULL: it broke the schema even read
+ * leniently, and is not shown). */
+void render_update(render *r, const acp_update *u, const acp_update_view *v);
 /* The session's modes and config options as new/load/resume gave them: later changes are
  * said against these. */
 void render_session(render *r, acp_client_session *s);
