@@ -4,6 +4,7 @@
 // behind auth methods of the env_var type (codex-acp) and, for clients with auth.terminal, a
 // terminal method. `acp` must work around or explain each. Prompts:
 //   diff             a tool call with a changed file's diff and a new file's
+//   plans            a plan, updated twice, then usage twice (redrawn in place on a TTY)
 //   fail             an internal error whose data.details says why
 //   exit N | kill    the agent exits with status N | is killed by SIGKILL, mid-turn
 //   hang             never answers
@@ -91,6 +92,11 @@ const app = acp
         ],
       });
       await send({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed", content: [{ type: "diff", path: "/w/a.txt", oldText: "x", newText: "y" }] });
+    } else if (cmd === "plans") {
+      const entries = (done) => ["first", "second", "third"].map((content, i) => ({ content, priority: "medium", status: i < done ? "completed" : i === done ? "in_progress" : "pending" }));
+      for (let d = 0; d < 3; d++) await send({ sessionUpdate: "plan", entries: entries(d) });
+      await send({ sessionUpdate: "usage_update", used: 10, size: 100 });
+      await send({ sessionUpdate: "usage_update", used: 20, size: 100, cost: { amount: 0.5, currency: "EUR" } });
     } else if (cmd === "fail") {
       throw acp.RequestError.internalError({ details: "Claude Code process exited with code 1" });
     } else if (cmd === "exit") {
