@@ -348,9 +348,17 @@ static int send_error_id(acp_conn *c, const char *id, size_t idlen, int code, js
     return rc;
 }
 
+/* A line the connection itself refuses (not JSON-RPC, too long, a bad envelope): the peer is
+ * answered, and on_log hears it too, since no handler ever will. */
+static int refuse_line(acp_conn *c, const char *id, size_t idlen, int code, const char *message)
+{
+    logf_(c, "refused a message from the peer: %s", message);
+    return send_error_id(c, id, idlen, code, NULL, message);
+}
+
 static int send_error_null(acp_conn *c, int code, const char *message)
 {
-    return send_error_id(c, "null", 4, code, NULL, message);
+    return refuse_line(c, "null", 4, code, message);
 }
 
 /* --- incoming requests ------------------------------------------------------------------- */
@@ -926,7 +934,7 @@ static void handle_line(acp_conn *c, const char *line, size_t n)
             logf_(c, "%s (in a response)", problem);
             return;
         }
-        send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL, problem);
+        refuse_line(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, problem);
         return;
     }
     if (!env.method.p) {
@@ -935,8 +943,8 @@ static void handle_line(acp_conn *c, const char *line, size_t n)
         } else if (env.id.p && (env.result.p || env.error.p)) {
             handle_response(c, &env);
         } else if (env.id.p) {
-            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL,
-                          "Invalid request: no \"method\", and not a response");
+            refuse_line(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST,
+                        "Invalid request: no \"method\", and not a response");
         } else {
             send_error_null(c, ACP_RPC_INVALID_REQUEST,
                             "Invalid request: no \"method\", and not a response");
@@ -946,8 +954,10 @@ static void handle_line(acp_conn *c, const char *line, size_t n)
     char small[128], *method = small;
     if (acp_json_kind(env.method) != 's') {
         if (env.id.p)
-            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL,
-                          "Invalid request: \"method\" must be a string");
+            refuse_line(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST,
+                        "Invalid request: \"method\" must be a string");
+        else
+            logf_(c, "a notification whose \"method\" is not a string ignored");
         return;
     }
     if (env.method.n < sizeof small && !memchr(env.method.p, '\\', env.method.n)) {
@@ -955,15 +965,17 @@ static void handle_line(acp_conn *c, const char *line, size_t n)
         small[env.method.n - 2] = '\0';
     } else if (!(method = acp_json_strdup(env.method))) {
         if (env.id.p)
-            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST, NULL,
-                          "Invalid request: \"method\" is not a valid name");
+            refuse_line(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_REQUEST,
+                        "Invalid request: \"method\" is not a valid name");
         return;
     }
     char pk = acp_json_kind(env.params);
     if (env.params.p && pk != 'o' && pk != 'a' && pk != 'z') {
         if (env.id.p)
-            send_error_id(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_PARAMS, NULL,
-                          "Invalid params: \"params\" must be an object");
+            refuse_line(c, reply_id.p, reply_id.n, ACP_RPC_INVALID_PARAMS,
+                        "Invalid params: \"params\" must be an object");
+        else
+            logf_(c, "a %s notification whose params are not an object or array ignored", method);
     } else if (env.id.p) {
         handle_request(c, method, env.id, env.params);
     } else {
@@ -1007,7 +1019,7 @@ static void end_discard(acp_conn *c)
             /* The peer's answer to our call was too big: fail that call, not the peer. */
             resolve_local(c, c->calls[slot], ACP_RPC_INTERNAL_ERROR, msg);
         } else if (has_method && (k == 's' || k == 'n' || k == 'z')) {
-            send_error_id(c, id.p, id.n, ACP_RPC_INVALID_REQUEST, NULL, msg);
+            refuse_line(c, id.p, id.n, ACP_RPC_INVALID_REQUEST, msg);
         } else if (has_method || k == 0) {
             send_error_null(c, ACP_RPC_INVALID_REQUEST, msg);
         } else {

@@ -822,6 +822,34 @@ static void own_ids_are_unique(void **state)
     acp_conn_free(c);
 }
 
+/* Every line the connection refuses itself (no handler will ever see it) reaches on_log, as
+ * well as the peer: an application has no other trace of a peer that sends junk. */
+static void refused_lines_are_logged(void **state)
+{
+    acp_conn_opts o = {.on_log = count_log, .max_message = 64};
+    acp_conn *c = acp_conn_new(&o);
+    logs = 0;
+    feed(c, "not json\n"
+            "[1]\n"
+            "42\n"
+            "{}\n"
+            "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"x\"}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":2}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":7}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":7}\n"
+            "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"x\",\"params\":1}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":1}\n"
+            "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":"
+            "\"0123456789012345678901234567890123456789012345678901234567890123456789\"}\n"
+            "\n");
+    assert_int_equal(logs, 11);
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, 9); /* all but the two notifications are answered */
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
 /* A call without a callback wants no answer: its response is consumed without a word, and it
  * is still written after EOF (a half-closed peer reads on), where it leaves nothing pending. */
 static void calls_without_a_callback(void **state)
@@ -898,6 +926,7 @@ int main(void)
         cmocka_unit_test(oversize_response_fails_its_call),
         cmocka_unit_test(ids_are_echoed_verbatim),
         cmocka_unit_test(responses_with_foreign_ids_are_ignored),
+        cmocka_unit_test(refused_lines_are_logged),
         cmocka_unit_test(bad_id_types_are_invalid_requests),
         cmocka_unit_test(protocol_errors),
         cmocka_unit_test(handler_error_codes_reach_the_wire),
