@@ -155,6 +155,9 @@ void acp_client_tick(acp_client *c)
     for (acp_client_op *op = c->ops; op;) {
         if (op->deadline && op->deadline <= now) {
             op->timed_out = true;
+            /* A prompt's turn ends the protocol's way too: an agent may ignore '$/' methods,
+             * and the turn's pending permission requests are owed `cancelled`. */
+            if (op->s && op->s->prompt == op) acp_client_session_cancel(op->s);
             /* Runs on_answer now, which unlinks op: start over from the head. */
             acp_conn_abandon(c->conn, op->call, ACP_RPC_CONN_CLOSED, "timed out");
             op = c->ops;
