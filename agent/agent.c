@@ -155,8 +155,17 @@ int acp_agent_flush(acp_agent *a)
         }
     }
     int rc = acp_store_pending(a->store) ? acp_store_commit(a->store, NULL) : 0;
-    char *err = rc ? strdup(acp_store_errmsg(a->store)) : NULL;
-    if (rc) agent_log(a, "store commit failed: %s", err ? err : "");
+    int failed = rc; /* what every session's release hears: 0 when only some were gone */
+    if (rc == ACP_ENOTFOUND) {
+        /* The rest of the batch is stored; these sessions were deleted elsewhere. */
+        const char *id;
+        for (size_t i = 0; (id = acp_store_gone(a->store, i)); i++)
+            for (acp_session *s = a->dirty; s; s = s->dnext)
+                if (!strcmp(s->id, id)) session_gone(s); /* dirty already: only marked */
+        failed = 0;
+    }
+    char *err = failed ? strdup(acp_store_errmsg(a->store)) : NULL;
+    if (failed) agent_log(a, "store commit failed: %s", err ? err : "");
     acp_session *list = a->dirty;
     a->dirty = NULL;
     /* Sessions are released in the order they became dirty (the list is LIFO). */
@@ -169,7 +178,7 @@ int acp_agent_flush(acp_agent *a)
     }
     while (rev) {
         acp_session *n = rev->dnext;
-        int src = rc ? rc : rev->pend_failed ? ACP_ENOMEM : 0;
+        int src = failed ? failed : rev->pend_failed ? ACP_ENOMEM : 0;
         session_release(rev, src, err ? err : "out of memory");
         rev = n;
     }
@@ -206,6 +215,14 @@ void agent_reply_not_found(acp_req *req, const char *id)
 {
     acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
                   "session not found: %s", id);
+}
+
+void agent_reply_gone(acp_req *req, const char *id)
+{
+    acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
+                  "session %s was deleted elsewhere (by another process or connection); it is "
+                  "closed here and nothing more of it was stored",
+                  id);
 }
 
 /* The spec only says clients MUST initialize first; refusing with -32600 and this message is

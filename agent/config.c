@@ -215,13 +215,15 @@ static char *state_text(const acp_session *s)
 }
 
 /* Records the current values in the store. ACP_ENOTFOUND: the session was deleted (by
- * another process, say). */
+ * another process, say), and is closed at the next flush. */
 static int save(acp_session *s)
 {
+    if (s->gone) return agent_fail(s->a, ACP_ENOTFOUND, "session %s was deleted elsewhere", s->id);
     char *txt = state_text(s);
     if (!txt) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
     int rc = acp_store_set_state(s->a->store, s->id, txt);
     free(txt);
+    if (rc == ACP_ENOTFOUND) session_gone(s);
     if (rc == ACP_ESTORE || rc == ACP_ENOTFOUND)
         agent_fail(s->a, rc, "%s", acp_store_errmsg(s->a->store));
     return rc;
@@ -596,6 +598,10 @@ static acp_session *target(acp_agent *a, acp_req *req)
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", s->id);
         return NULL;
     }
+    if (s->gone) {
+        session_reply_gone(s, req);
+        return NULL;
+    }
     return s;
 }
 
@@ -610,8 +616,7 @@ static void refuse(acp_req *req, int code, char *message, const char *what)
 static void reply_failed(acp_session *s, acp_req *req, int rc)
 {
     if (rc == ACP_ENOTFOUND)
-        acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", s->id),
-                      "session %s was deleted", s->id);
+        session_reply_gone(s, req);
     else if (rc == ACP_ESTORE)
         agent_store_error(req, acp_agent_errmsg(s->a));
     else

@@ -16,6 +16,7 @@
 int history_settle(acp_session *s)
 {
     acp_buf *p = &s->pend;
+    if (s->gone) p->len = 0; /* its appends could only come back ACP_ENOTFOUND */
     if (p->len) {
         if (acp_store_append(s->a->store, s->id, p->data, p->len)) return ACP_ENOMEM;
         p->len = 0;
@@ -27,6 +28,7 @@ int history_settle(acp_session *s)
 
 int history_append(acp_session *s, const char *json, size_t n)
 {
+    if (s->gone) return ACP_ENOTFOUND;
     if (history_settle(s) || acp_store_append(s->a->store, s->id, json, n)) return ACP_ENOMEM;
     agent_mark_dirty(s->a, s);
     return 0;
@@ -36,6 +38,7 @@ int history_append_text(acp_session *s, const char *json, size_t n, size_t body,
 {
     acp_buf *p = &s->pend;
     size_t add = end - body, tail = n - end;
+    if (s->gone) return ACP_ENOTFOUND;
     /* Same bytes before the text means same kind and messageId; same tail, same closing. */
     if (p->len && body == s->pend_body && tail == s->pend_tail &&
         p->len - tail + add - body <= AGENT_COALESCE_MAX && !memcmp(p->data, json, body) &&

@@ -24,6 +24,7 @@ typedef struct deferred {
     int code;
     char *message;
     bool prompt; /* a prompt's response: becomes the store error if the commit fails */
+    bool gone;   /* answered agent_reply_gone() (the session was deleted elsewhere) */
 } deferred;
 
 /* An agent -> client request (call.c). It belongs to one owner, in whose `calls` list it
@@ -122,6 +123,10 @@ struct acp_session {
     acp_session *dnext;       /* dirty list */
     bool dirty;               /* has appends not yet committed: its output is held */
     enum sess_state state;
+    /* Deleted from the store by another process or connection (a write for it was
+     * ACP_ENOTFOUND): nothing more of it is sent or stored, and the next flush answers what
+     * is pending -32002 and closes it (session_gone). */
+    bool gone;
     char *id;
     char *id_json; /* the id as a JSON string literal, for envelopes */
     acp_roots *roots;
@@ -221,6 +226,8 @@ void agent_reply_store_error(acp_agent *a, acp_req *req); /* the store's own las
 void agent_store_error(acp_req *req, const char *errmsg); /* -32603 with that sentence */
 /* -32002 for a session id that is neither open nor stored, the id in error.data.sessionId. */
 void agent_reply_not_found(acp_req *req, const char *id);
+/* -32002 for an open session that was deleted from the store elsewhere (data.sessionId). */
+void agent_reply_gone(acp_req *req, const char *id);
 /* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
 const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
@@ -262,6 +269,12 @@ bool session_kinds_gated(const acp_agent *a);
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
                   bool prompt);
+/* A write for s was ACP_ENOTFOUND: the session was deleted from the store elsewhere. Marks it
+ * gone and dirty, so the next flush (never this call: the engine may be on the stack) drops
+ * its held history, answers its prompt and pending replies -32002 and closes it. */
+void session_gone(acp_session *s);
+/* Answers req -32002 for a gone session s, after its held output. */
+void session_reply_gone(acp_session *s, acp_req *req);
 /* Answers a request about session s (result stolen; NULL: {}), or the JSON text json[0..n),
  * after the session's held output, if any, went out. */
 void session_reply(acp_session *s, acp_req *req, json_t *result);
@@ -269,7 +282,8 @@ void session_reply_raw(acp_session *s, acp_req *req, const char *json, size_t n)
 void session_release(acp_session *s, int commit_rc, const char *errmsg);
 void session_opened_step(acp_session *s); /* answers the open request when all is settled */
 
-/* history.c: every store append of a session goes through these (0 or ACP_ENOMEM). */
+/* history.c: every store append of a session goes through these (0, ACP_ENOMEM, or
+ * ACP_ENOTFOUND for a gone session: nothing is appended). */
 /* Appends the history update json[0..n) after the session's pending merged text. */
 int history_append(acp_session *s, const char *json, size_t n);
 /* Appends a text chunk json[0..n) whose content.text is the last string in it, with its
@@ -283,6 +297,8 @@ int history_settle(acp_session *s);
 void turn_start(acp_session *s, acp_req *req, const json_t *prompt);
 void turn_cancel(acp_turn *t);
 void turn_force_end(acp_turn *t);
+/* The turn's updates could not be stored: answered -32603 with errmsg (-32002 when the
+ * session is gone), the engine told through cancel. */
 void turn_store_failed(acp_turn *t, const char *errmsg);
 void turn_writable_run(acp_agent *a);
 

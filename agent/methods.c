@@ -132,8 +132,11 @@ void session_opened_step(acp_session *s)
         s->open_params = NULL;
     }
     /* A load tells the title after its replay (a resume restores context silently). */
-    if (s->want_replay && s->updated_at[0]) send_info(s);
-    acp_jw *w = acp_req_reply_begin(req);
+    if (s->want_replay && s->updated_at[0] && !s->gone) send_info(s);
+    /* Deleted elsewhere while it opened (the engine's setup could not store its state): the
+     * flush closes it; the engine still gets session_ready, then session_free. */
+    acp_jw *w = s->gone ? NULL : acp_req_reply_begin(req);
+    if (s->gone) session_reply_gone(s, req);
     if (w) {
         acp_jw_obj(w);
         if (s->is_new) acp_jw_kstr(w, "sessionId", s->id);
@@ -191,7 +194,14 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
      * running prompt answers cancelled) so that one id never has two live states. */
     acp_session *old = session_find(a, id);
     acp_session *s = session_open(a, req, id, load, true);
-    if (!s) return;
+    if (!s) {
+        /* Failed; if because it is not stored any more (-32002), the one open here was
+         * deleted elsewhere: it goes too. */
+        acp_store_session row = {0};
+        if (old && acp_store_get(a->store, old->id, &row) == ACP_ENOTFOUND) session_gone(old);
+        acp_store_session_clear(&row);
+        return;
+    }
     if (old) {
         session_close(old);
         /* What the old incarnation still holds goes out now, before any replay or response
@@ -201,8 +211,8 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
     /* The request's roots are now the session's: list reports them. */
     int rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
     if (rc) {
-        if (rc == ACP_ENOTFOUND)
-            agent_reply_not_found(req, id);
+        if (rc == ACP_ENOTFOUND) /* it was there a moment ago */
+            agent_reply_gone(req, id);
         else
             agent_reply_store_error(a, req);
         session_free(s);
@@ -251,14 +261,15 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
-    /* The cancelled turn's last updates and response go first: reply after them. */
-    acp_session *held = s && session_close(s) ? s : NULL;
+    /* The cancelled turn's last updates and response go first, committed before the delete:
+     * after it their commit would find the session gone, as if deleted elsewhere. */
+    if (s && session_close(s)) acp_agent_flush(a);
     int rc = acp_store_delete(a->store, id);
     if (rc) {
         agent_reply_store_error(a, req);
         return;
     }
-    session_reply(held, req, NULL);
+    acp_req_reply(req, NULL);
 }
 
 static void list_one(acp_jw *w, const acp_store_session *ss)
@@ -399,6 +410,10 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     }
     if (s->state != SESS_READY) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
+        return;
+    }
+    if (s->gone) { /* found deleted in this loop turn: the flush closes it */
+        session_reply_gone(s, req);
         return;
     }
     if (s->turn) {

@@ -76,7 +76,9 @@ static void replay_step(acp_session *s)
         acp_req *req = s->open_req;
         s->open_req = NULL;
         if (rc == ACP_ENOTFOUND) {
-            agent_reply_not_found(req, s->id);
+            /* It was there when the load began (its roots were recorded): deleted since, by
+             * another process; what was replayed so far is answered by this error. */
+            agent_reply_gone(req, s->id);
         } else if (rc == ACP_ESTORE) {
             agent_reply_store_error(a, req);
         } else {

@@ -262,6 +262,38 @@ int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const 
     return 0;
 }
 
+void session_gone(acp_session *s)
+{
+    if (s->gone) return;
+    agent_log(s->a, "session %s was deleted from the store elsewhere: closing it", s->id);
+    s->gone = true;
+    agent_mark_dirty(s->a, s);
+}
+
+void session_reply_gone(acp_session *s, acp_req *req)
+{
+    if (s->dirty && !session_defer(s, req, NULL, ACP_RPC_NOT_FOUND, NULL, false)) {
+        s->defs[s->ndefs - 1].gone = true;
+        return;
+    }
+    agent_reply_gone(req, s->id);
+}
+
+/* The end of a gone session, from its release, after its replies: an unanswered open is
+ * answered -32002, then the ordinary close releases everything it holds (engine state, MCP
+ * servers, terminals, client calls). */
+static void session_end_gone(acp_session *s)
+{
+    if (s->open_req) {
+        agent_reply_gone(s->open_req, s->id);
+        s->open_req = NULL;
+    }
+    if (s->state != SESS_CLOSED)
+        session_close(s);
+    else if (!s->dirty)
+        session_free(s);
+}
+
 void session_reply(acp_session *s, acp_req *req, json_t *result)
 {
     if (s && s->dirty && !session_defer(s, req, result, 0, NULL, false)) return;
@@ -321,8 +353,9 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     acp_agent *a = s->a;
     s->dirty = false;
     a->held -= s->hold.len;
-    /* A failed commit drops the updates it held, not our requests held behind them. */
-    if (commit_rc) drop_held_history(s);
+    /* A failed commit drops the updates it held, not our requests held behind them; so does
+     * a gone session's (what was held of it is stored nowhere). */
+    if (commit_rc || s->gone) drop_held_history(s);
     if (s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
     s->hold.len = 0;
     if (!s->turn && s->hold.cap > 64 * 1024) {
@@ -330,12 +363,19 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
          * keeps it, or every loop turn would fault a fresh megabyte in. */
         acp_buf_free(&s->hold);
     }
+    /* A gone session's running turn is answered (-32002; the engine hears cancel) before the
+     * replies held behind it, in the order the client asked: the set_mode that found the
+     * session gone comes after the prompt it ends. */
+    if (s->gone && s->turn && !s->turn->decided) turn_store_failed(s->turn, "");
     size_t n = s->ndefs;
     deferred *d = s->defs;
     s->defs = NULL;
     s->ndefs = s->defs_cap = 0;
     for (size_t i = 0; i < n; i++) {
-        if (commit_rc && d[i].prompt) {
+        if (d[i].gone || (s->gone && d[i].prompt)) {
+            json_decref(d[i].result);
+            agent_reply_gone(d[i].req, s->id);
+        } else if (commit_rc && d[i].prompt) {
             json_decref(d[i].result);
             agent_store_error(d[i].req, errmsg);
         } else if (d[i].result || !d[i].code) {
@@ -346,13 +386,18 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
         free(d[i].message);
     }
     free(d);
+    if (s->gone) {
+        session_end_gone(s);
+        return;
+    }
     if (commit_rc && s->turn && !s->turn->decided) turn_store_failed(s->turn, errmsg);
     if (s->state == SESS_CLOSED && !s->dirty) session_free(s);
 }
 
 int session_emit(acp_session *s, const char *json, size_t n, bool persist)
 {
-    if (persist && history_append(s, json, n)) return ACP_ENOMEM;
+    int rc = persist ? history_append(s, json, n) : 0;
+    if (rc) return rc;
     return session_send(s, json, n);
 }
 
@@ -465,12 +510,17 @@ static int record_info(acp_session *s, const char *json, size_t n)
                                     json_is_string(title) ? json_string_value(title) : NULL, NULL);
     }
     json_decref(u);
-    return rc == ACP_ENOTFOUND ? 0 : rc;
+    if (rc == ACP_ENOTFOUND) { /* not sent: the client must not see a title stored nowhere */
+        session_gone(s);
+        return agent_fail(s->a, rc, "session %s was deleted elsewhere", s->id);
+    }
+    return rc;
 }
 
 int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted)
 {
     if (s->state == SESS_CLOSED) return ACP_ECLOSED;
+    if (s->gone) return agent_fail(s->a, ACP_ENOTFOUND, "session %s was deleted elsewhere", s->id);
     if (!trusted && acp_json_validate(json, n, 64)) return ACP_EINVAL;
     acp_span obj = {json, n}, kind;
     if (acp_json_kind(obj) != 'o' || !acp_json_member(obj, "sessionUpdate", &kind) ||

@@ -112,6 +112,11 @@ static void turn_decide(acp_turn *t, json_t *result, int code, const char *messa
         return;
     }
     acp_req_on_cancel(req, NULL, NULL);
+    if (s->gone && !s->dirty) { /* (dirty: the release answers it so) */
+        json_decref(result);
+        agent_reply_gone(req, s->id);
+        return;
+    }
     if (s->dirty) {
         if (!session_defer(s, req, result, result ? 0 : code, message, true)) return;
         json_decref(result);
@@ -150,6 +155,17 @@ void turn_store_failed(acp_turn *t, const char *errmsg)
     }
 }
 
+/* A turn ending with nothing left to commit (its last updates went out in an earlier loop
+ * turn, or it had none) has no commit to find its session deleted by another process: ask
+ * the store, so that a stop reason is never the answer for a session that is gone. */
+static void check_stored(acp_session *s)
+{
+    if (s->dirty || s->gone) return;
+    acp_store_session row;
+    if (acp_store_get(s->a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s);
+    acp_store_session_clear(&row);
+}
+
 int acp_turn_end(acp_turn *t, const char *stop_reason)
 {
     static const char *const ok[] = {"end_turn", "max_tokens", "max_turn_requests", "refusal",
@@ -157,6 +173,7 @@ int acp_turn_end(acp_turn *t, const char *stop_reason)
     int rc = ACP_EINVAL;
     for (size_t i = 0; stop_reason && i < sizeof ok / sizeof *ok; i++)
         if (!strcmp(stop_reason, ok[i])) rc = 0;
+    if (!t->decided && !t->cancelled) check_stored(t->s);
     if (!t->decided) {
         if (t->cancelled)
             turn_decide(t, stop("cancelled"), 0, NULL);

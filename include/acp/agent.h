@@ -14,6 +14,14 @@
  * current_mode_update, and requests to the client still go out) and the running prompt is
  * answered -32603 "session store unavailable: <reason>".
  *
+ * Several processes may share one store. When one deletes a session another has open, the
+ * other learns it from its next write for the session (the commit of its updates, a title, a
+ * mode or config change: ACP_ENOTFOUND from the store). It then drops what it held of the
+ * session, answers the request that wrote (and a prompt running in the session) -32002 with
+ * data.sessionId, "... was deleted elsewhere ...", refuses further updates (ACP_ENOTFOUND)
+ * and, at the next flush, closes the session as session/close would (engine.cancel, then
+ * session_free; MCP servers, terminals and client calls released).
+ *
  * Where the spec leaves a choice, the runtime decides so:
  *   - a second session/prompt while one runs in the same session: -32600 (the first goes on);
  *   - requests before initialize: -32600 "ACP connection must be initialized before '<m>'",
@@ -23,6 +31,11 @@
  *     record it with the additional directories as the session's roots;
  *   - session/close and session/prompt of a session that is not open: -32002 with
  *     data.sessionId; session/cancel of one is ignored (a notification);
+ *   - a session open in several processes at once (loaded or resumed in each) is allowed:
+ *     nothing is locked, every turn is stored whole in one history in commit order, each
+ *     client sees its own turns live, the mode, config values and title are last-writer-wins;
+ *   - a delete by another process during a session/load's replay stops it: the load is
+ *     answered -32002 (what was replayed is void) and nothing stays open;
  *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602;
  *   - a session/load's replay ends with a session_info_update carrying the stored title and
  *     updatedAt, before the response (a session/resume sends nothing: it restores silently);
@@ -181,8 +194,9 @@ typedef struct acp_engine {
      * delete and shutdown the runtime ends the turn itself right after this returns if the
      * engine has not: the engine must then drop every reference to the turn. */
     void (*cancel)(acp_turn *t, void *user);
-    /* The session is going away (close, delete, shutdown): release the engine's per-session
-     * state (acp_session_data) and stop its timers. No turn is running any more. */
+    /* The session is going away (close, delete, shutdown, or deleted from the store by
+     * another process): release the engine's per-session state (acp_session_data) and stop
+     * its timers. No turn is running any more. */
     void (*session_free)(acp_session *s, void *user);
     void *user;
 } acp_engine;
@@ -325,7 +339,9 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
  *   - current_mode_update and config_option_update are the runtime's: ACP_EINVAL, use
  *     acp_session_set_mode() / acp_session_set_config*().
  * 0, ACP_EINVAL (not an object with a sessionUpdate string, or bad UTF-8), ACP_ENOTSUP,
- * ACP_ESTORE, ACP_ECLOSED (session closed), ACP_ENOMEM. */
+ * ACP_ESTORE, ACP_ENOTFOUND (the session was deleted from the store by another process:
+ * nothing is sent any more, and the runtime closes it), ACP_ECLOSED (session closed),
+ * ACP_ENOMEM. */
 int acp_session_update(acp_session *s, const json_t *update);
 /* The same with the update object as JSON text (validated unless trusted is true: only pass
  * true for text you produced yourself). The text is copied. */
@@ -373,7 +389,8 @@ int acp_turn_update_raw(acp_turn *t, const char *json, size_t n, bool trusted);
  * agent_message_chunk) with message id `message_id` (NULL: none). text must be UTF-8.
  * Live, every call is its own notification. In the store, consecutive chunks of one kind and
  * message id are kept as one update (up to 1 MiB of text), so session/load replays them
- * coalesced, as the spec allows; chunks without a message id are never merged. */
+ * coalesced, as the spec allows; chunks without a message id are never merged. 0,
+ * ACP_ECLOSED, ACP_ENOTFOUND (deleted elsewhere, as acp_session_update), ACP_ENOMEM. */
 int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const char *text,
                   size_t n);
 /* A fresh id: prefix + 32 hex digits of 128 random bits, into buf (at least strlen(prefix)+33
