@@ -318,6 +318,10 @@ test("exit statuses: 1 agent error (with error.data), 3 refused, 4 exited, 5 tim
   assert.equal(slow.code, 5);
   assert.match(slow.stderr, /did not answer session\/prompt in time.*--timeout 0\.5 s/);
   assert.ok(Date.now() - t0 < 20000);
+  const record = join(ws.dir, "timeout.jsonl");
+  const hung = await run(["--timeout", "0.5", "prompt", "hang"], { agentCmd: minimal, env: { ACP_RECORD: record } });
+  assert.equal(hung.code, 5);
+  while (!readFileSync(record, "utf8").includes('"session/cancel"')) await new Promise((r) => setTimeout(r, 20));
   const notAgent = await run(["--timeout", "0.5", "info"], { agentCmd: "/bin/sleep 30" });
   assert.equal(notAgent.code, 5);
   assert.match(notAgent.stderr, /initialize/);
@@ -386,6 +390,18 @@ test("an agent that advertises nothing: refusals are local (exit 3) and nothing 
   assert.deepEqual(init.clientCapabilities.session, { notices: {}, configOptions: { boolean: {} } });
   assert.deepEqual(init.clientCapabilities.fs, { readTextFile: false, writeTextFile: false });
   assert.equal(init.clientCapabilities.auth.terminal, true);
+});
+
+test("chat without a terminal: one prompt per line; a failing turn is said and the chat goes on", async () => {
+  const r = await run(["--json", "chat"], { input: "first line\n\nsecond line\n" });
+  assert.equal(r.code, 0, r.stderr);
+  const out = lines(r.stdout);
+  assert.equal(texts(out), "first linesecond line");
+  assert.deepEqual(out.filter((o) => o.stopReason).map((o) => o.stopReason), ["end_turn", "end_turn"]);
+  const q = await run(["chat"], { agentCmd: quirks, input: "fail\nstill here\nexit 9\nnever\n" });
+  assert.equal(q.code, 4);
+  assert.equal(q.stdout, "still here\n");
+  assert.match(q.stderr, /Claude Code process exited with code 1[\s\S]*the agent exited with status 9/);
 });
 
 test("the default agent is acp-agent next to acp", async () => {

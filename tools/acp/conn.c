@@ -312,9 +312,6 @@ int app_turn(app *a, const char *text)
     a->prompting = false;
     app_busy(a, false);
     render_break(&a->r);
-    if (rc == ACP_ETIMEDOUT) /* the library withdrew the request; the turn is ended so */
-        acp_client_notify(a->c, "session/cancel",
-                          json_pack("{s:s}", "sessionId", acp_client_session_id(a->s)));
     if (rc) return app_fail(a, "prompt failed", rc);
     if (a->json)
         render_result(&a->r, json_pack("{s:s, s:s}", "sessionId", acp_client_session_id(a->s),
