@@ -69,8 +69,8 @@ step prompt -s "$id" /write notes.txt "not in ask mode"
 step prompt -s "$id" /set model echo-large
 step prompt -s "$id" "twice"
 
-say "Capability gating: acp takes no notices or compaction updates, so they arrive as messages"
-step prompt -s "$id" /notice The runtime refused the notice for this client
+say "Capability gating: acp takes notices but no compaction updates, so compaction arrives as a message"
+step prompt -s "$id" /notice Indexing finished
 step prompt -s "$id" /compact
 
 say "Sessions in this directory, newest first"
