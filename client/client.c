@@ -294,6 +294,7 @@ static void release(acp_client *c)
 {
     acp_conn_free(c->conn);
     json_decref(c->init);
+    json_decref(c->url_open);
     if (c->loop == &c->own_loop) uv_loop_close(&c->own_loop);
     free(c);
 }

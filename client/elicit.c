@@ -12,6 +12,7 @@ struct acp_client_elicit {
     acp_client_elicit *next;
     acp_req *req;  /* NULL once answered */
     bool attached; /* on c->elicits */
+    char *url_id;  /* URL mode: the elicitationId, awaited by elicitation/complete once accepted */
 };
 
 static void unlink_e(acp_client_elicit *e)
@@ -59,8 +60,10 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
                           "this client does not support elicitation mode '%s'", mode ? mode : "");
         return;
     }
-    if (!strcmp(mode, "url") && !json_is_string(json_object_get(p, "url"))) {
-        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "url (a string) is required");
+    const char *url_id = json_string_value(json_object_get(p, "elicitationId"));
+    if (!strcmp(mode, "url") && (!json_is_string(json_object_get(p, "url")) || !url_id)) {
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "url and elicitationId (strings) are required");
         return;
     }
     acp_client_session *s = NULL;
@@ -71,27 +74,44 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
         return;
     }
     acp_client_elicit *e = calloc(1, sizeof *e);
-    if (!e) {
+    char *id = strcmp(mode, "url") ? NULL : strdup(url_id);
+    if (!e || (!strcmp(mode, "url") && !id)) {
+        free(e);
+        free(id);
         acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    *e = (acp_client_elicit){.c = c, .s = s, .req = req, .next = c->elicits, .attached = true};
+    *e = (acp_client_elicit){
+        .c = c, .s = s, .req = req, .next = c->elicits, .attached = true, .url_id = id};
     c->elicits = e;
     acp_req_on_cancel(req, on_withdrawn, e);
     c->opts.on_elicit(c, s, e, p, c->opts.user);
 }
 
+/* An accepted URL elicitation is awaited by its elicitation/complete; only then, and only
+ * once, does the application hear of that (the spec: ignore unknown and completed ids). */
+static void await_complete(acp_client *c, const char *id)
+{
+    if (!c->url_open) c->url_open = json_object();
+    json_object_set_new(c->url_open, id, json_true());
+}
+
 int acp_client_elicit_reply(acp_client_elicit *e, const char *action, json_t *content)
 {
     acp_req *req = e->req;
+    acp_client *c = e->c; /* only used while req is live: a detached e may outlive c */
+    char *url_id = e->url_id;
     if (e->attached) unlink_e(e);
     free(e);
     int rc = 0;
     if (!req) {
+        free(url_id);
         json_decref(content);
         return 0;
     }
     acp_req_on_cancel(req, NULL, NULL);
+    if (action && !strcmp(action, "accept") && url_id) await_complete(c, url_id);
+    free(url_id);
     if (action && !strcmp(action, "accept")) {
         json_t *r = json_pack("{s:s}", "action", "accept");
         if (json_is_object(content)) json_object_set(r, "content", content);
@@ -128,7 +148,15 @@ static void on_complete(acp_conn *conn, acp_msg *m, void *user)
     acp_client *c = user;
     json_t *p = acp_msg_params(m);
     const char *id = json_string_value(json_object_get(p, "elicitationId"));
-    if (id && c->opts.on_elicit_complete) c->opts.on_elicit_complete(c, id, p, c->opts.user);
+    if (!id || !json_object_get(c->url_open, id)) {
+        acp_client_log(c, "ignored an elicitation/complete for %s",
+                       id ? "an unknown, declined or "
+                            "already completed elicitationId"
+                          : "no elicitationId string");
+        return;
+    }
+    json_object_del(c->url_open, id);
+    if (c->opts.on_elicit_complete) c->opts.on_elicit_complete(c, id, p, c->opts.user);
 }
 
 void acp_client_elicit_register(acp_client *c)

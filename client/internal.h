@@ -39,6 +39,7 @@ struct acp_client {
     uint64_t next_term;
     acp_client_ask *asks;       /* fs writes and commands waiting for on_ask's answer */
     acp_client_elicit *elicits; /* elicitations waiting for on_elicit's answer */
+    json_t *url_open; /* elicitationId -> true: URL elicitations accepted, not yet completed */
 };
 
 struct acp_client_session {

@@ -170,7 +170,9 @@ typedef struct acp_client_opts {
      * acp_client_elicit_reply(). NULL: elicitation is not advertised. */
     void (*on_elicit)(acp_client *c, acp_client_session *s, acp_client_elicit *e, json_t *params,
                       void *user);
-    /* elicitation/complete: the URL elicitation `elicitation_id` finished. */
+    /* elicitation/complete: the URL elicitation `elicitation_id` finished. Called once, and
+     * only for a URL elicitation the application accepted: unknown, declined and repeated ids
+     * are ignored (said to on_log), as the spec requires. */
     void (*on_elicit_complete)(acp_client *c, const char *elicitation_id, json_t *params,
                                void *user);
     /* Extension requests (methods starting with '_') from the agent: answer req with the
