@@ -174,6 +174,44 @@ static void assert_closed(h *x, const char *sid)
     assert_int_equal(acp_store_get(x->st, sid, &row), ACP_ENOTFOUND);
 }
 
+/* The request (sent, not waited for) that found sid deleted elsewhere, answered: -32002 and
+ * not one update (none was stored); A has closed sid after it. */
+static void expect_gone(h *x, int id, const char *sid)
+{
+    json_t *r = take_response(x, id);
+    assert_gone(r, sid, true);
+    assert_int_equal(count_updates(r, NULL), 0);
+    json_decref(r);
+    assert_closed(x, sid);
+}
+
+/* A new session in which B deletes before A's client prompts text: -32002, then closed. */
+static void prompt_deleted(h *x, char *id, const char *text)
+{
+    new_session(x, id);
+    delete_elsewhere(id);
+    int pid = next_id(x);
+    send_prompt(x, pid, id, text);
+    expect_gone(x, pid, id);
+}
+
+/* A new session with a "wait" turn running in it; returns the prompt's id. */
+static int held_turn(h *x, char *id)
+{
+    new_session(x, id);
+    int pid = next_id(x);
+    send_prompt(x, pid, id, "wait");
+    turn(x);
+    assert_non_null(x->e->held);
+    return pid;
+}
+
+/* The code of a response message. */
+static int code_of(const json_t *m)
+{
+    return (int)json_integer_value(json_object_get(json_object_get(m, "error"), "code"));
+}
+
 /* --- tests ----------------------------------------------------------------------------------- */
 
 /* The issue's case: A opens S, B deletes S, A prompts S. Today's answer was end_turn with the
@@ -189,13 +227,11 @@ static void test_prompt_after_delete(void **state)
     assert_int_equal(stored(x, id), 2);
 
     delete_elsewhere(id);
-    r = prompt(x, id, "emit 3");
-    assert_gone(r, id, true);
-    assert_int_equal(json_array_size(r), 1); /* not one update: none was stored */
-    json_decref(r);
+    int pid = next_id(x);
+    send_prompt(x, pid, id, "emit 3");
+    expect_gone(x, pid, id);
     assert_int_equal(acp_agent_session_count(x->a), 0);
     assert_int_equal(x->e->frees, 1);
-    assert_closed(x, id);
 }
 
 /* A turn that runs across the delete: its next commit fails, the prompt is answered -32002 at
@@ -205,41 +241,23 @@ static void test_running_turn(void **state)
 {
     h *x = *state;
     char id[80];
-    new_session(x, id);
-    int pid = next_id(x);
-    send_prompt(x, pid, id, "wait");
-    turn(x);
-    acp_turn *t = x->e->held;
-    assert_non_null(t);
+    int pid = held_turn(x, id);
     assert_int_equal(stored(x, id), 1); /* the user message */
-
     delete_elsewhere(id);
-    assert_int_equal(acp_turn_text(t, NULL, "m1", "after", 5), 0); /* only the commit knows */
-    json_t *r = take_response(x, pid);
-    assert_gone(r, id, true);
-    assert_int_equal(count_updates(r, NULL), 0);
-    json_decref(r);
+    assert_int_equal(acp_turn_text(x->e->held, NULL, "m1", "after", 5), 0); /* the commit knows */
+    expect_gone(x, pid, id);
     assert_null(x->e->held);
     assert_int_equal(x->e->cancels, 1);
     assert_int_equal(x->e->frees, 1);
-    assert_int_equal(acp_agent_session_count(x->a), 0);
-    assert_closed(x, id);
 
     /* one that ends without a word after the delete: no commit, but not end_turn either */
-    new_session(x, id);
-    pid = next_id(x);
-    send_prompt(x, pid, id, "wait");
-    turn(x);
-    assert_non_null(x->e->held);
+    pid = held_turn(x, id);
     delete_elsewhere(id);
-    t = x->e->held;
+    acp_turn *t = x->e->held;
     x->e->held = NULL;
     assert_int_equal(acp_turn_end(t, "end_turn"), 0);
-    r = take_response(x, pid);
-    assert_gone(r, id, true);
-    json_decref(r);
+    expect_gone(x, pid, id);
     assert_int_equal(x->e->frees, 2);
-    assert_closed(x, id);
 }
 
 /* The client's own changes after the delete: set_mode and set_config_option store the state
@@ -251,36 +269,28 @@ static void test_set_mode_config(void **state)
     char id[80];
     new_session(x, id);
     delete_elsewhere(id);
-    json_t *r = sid_request(x, "session/set_mode", id, ",\"modeId\":\"ask\"");
-    assert_gone(r, id, true);
-    assert_int_equal(json_array_size(r), 1);
-    json_decref(r);
+    int mid = next_id(x);
+    send_line(x,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/set_mode\",\"params\":"
+              "{\"sessionId\":\"%s\",\"modeId\":\"ask\"}}",
+              mid, id);
+    expect_gone(x, mid, id);
     assert_int_equal(x->e->frees, 1);
-    assert_closed(x, id);
 
-    new_session(x, id);
-    int pid = next_id(x);
-    send_prompt(x, pid, id, "wait");
-    turn(x);
-    assert_non_null(x->e->held);
+    int pid = held_turn(x, id);
     delete_elsewhere(id);
     int cid = next_id(x);
     send_line(x,
               "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/set_config_option\",\"params\":"
               "{\"sessionId\":\"%s\",\"configId\":\"model\",\"value\":\"large\"}}",
               cid, id);
-    r = take_response(x, cid);
-    assert_gone(r, id, true);
-    assert_int_equal(count_updates(r, NULL), 0);
-    int at = find_in(r, pid);
-    assert_true(at >= 0); /* the prompt was answered first, -32002 as well */
-    json_t *p = json_array_get(r, (size_t)at);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "error"), "code")),
-                     ACP_RPC_NOT_FOUND);
-    json_decref(r);
+    wait_response(x, cid);
+    int at = find_response(x, pid);
+    assert_true(at >= 0 && at < find_response(x, cid)); /* the prompt first, -32002 as well */
+    assert_int_equal(code_of(json_array_get(x->msgs, (size_t)at)), ACP_RPC_NOT_FOUND);
+    expect_gone(x, cid, id);
     assert_null(x->e->held);
     assert_int_equal(x->e->frees, 2);
-    assert_closed(x, id);
 }
 
 /* A title (session_info_update, stored with acp_store_set_info) after the delete: the engine
@@ -289,14 +299,8 @@ static void test_title(void **state)
 {
     h *x = *state;
     char id[80];
-    new_session(x, id);
-    delete_elsewhere(id);
-    json_t *r = prompt(x, id, "title lost");
-    assert_gone(r, id, true);
-    assert_int_equal(count_updates(r, NULL), 0);
-    json_decref(r);
+    prompt_deleted(x, id, "title lost");
     assert_int_equal(x->e->rc, ACP_ENOTFOUND);
-    assert_closed(x, id);
 }
 
 /* The engine changing the mode itself (acp_session_set_mode) after the delete: ACP_ENOTFOUND,
@@ -305,14 +309,8 @@ static void test_engine_mode(void **state)
 {
     h *x = *state;
     char id[80];
-    new_session(x, id);
-    delete_elsewhere(id);
-    json_t *r = prompt(x, id, "mode ask");
-    assert_gone(r, id, true);
-    assert_int_equal(count_updates(r, NULL), 0);
-    json_decref(r);
+    prompt_deleted(x, id, "mode ask");
     assert_int_equal(x->e->rc, ACP_ENOTFOUND);
-    assert_closed(x, id);
 }
 
 /* One commit holds both sessions' turns; only the deleted one fails: the other's updates and
@@ -331,8 +329,7 @@ static void test_other_session_kept(void **state)
     wait_response(x, p2);
     json_t *r1 = json_array_get(x->msgs, (size_t)find_response(x, p1));
     json_t *r2 = json_array_get(x->msgs, (size_t)find_response(x, p2));
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r1, "error"), "code")),
-                     ACP_RPC_NOT_FOUND);
+    assert_int_equal(code_of(r1), ACP_RPC_NOT_FOUND);
     assert_string_equal(stop_reason(r2), "end_turn");
     for (size_t i = 0; i < json_array_size(x->msgs); i++) {
         json_t *m = json_array_get(x->msgs, i);
@@ -391,11 +388,7 @@ static void test_own_delete(void **state)
 {
     h *x = *state;
     char id[80];
-    new_session(x, id);
-    int pid = next_id(x);
-    send_prompt(x, pid, id, "wait");
-    turn(x);
-    assert_non_null(x->e->held);
+    int pid = held_turn(x, id);
     assert_int_equal(acp_turn_text(x->e->held, NULL, "m", "held", 4), 0);
     json_t *r = sid_request(x, "session/delete", id, "");
     assert_true(json_is_object(result_of(r)));
