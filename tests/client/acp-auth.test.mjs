@@ -60,16 +60,18 @@ test("env_var methods: listed with their variables, signed in by themselves when
   const j = await run(["--json", "auth"], { agentCmd: quirks, env });
   assert.equal(j.code, 0, j.stderr);
   const methods = lines(j.stdout).at(-1).authMethods;
-  assert.deepEqual(methods.map((m) => [m.id, m.type]), [["quirks-key", "env_var"], ["quirks-legacy", "env_var"], ["quirks-login", "terminal"]]);
+  assert.deepEqual(methods.map((m) => [m.id, m.type]), [["quirks-key", "env_var"], ["quirks-legacy", "env_var"], ["quirks-login", "terminal"], ["quirks-qwen", undefined], ["quirks-open", undefined]]);
   assert.deepEqual(methods[0].vars, [{ name: "QK" }], "as the agent sent them");
   const t = await run(["auth"], { agentCmd: quirks, env: { ...env, QK: "set" } });
   assert.match(t.stdout, /^quirks-key +env_var +Quirks key\n +A key in the environment\n +QK \(set\)$/m);
   assert.match(t.stdout, /^quirks-legacy +env_var +Legacy key\n +QUIRKS_LEGACY \(not set\)$/m);
-  assert.match(t.stdout, /^quirks-login +terminal +Log in on the terminal\n +runs the agent with: --login$/m);
+  assert.match(t.stdout, /^quirks-login +terminal +Log in on the terminal\n +runs: \S*node \S*ts-agent-quirks\.mjs --login$/m);
+  assert.match(t.stdout, /^quirks-qwen +terminal +qwen-style login\n +runs: \S*node \S*ts-agent-quirks\.mjs --login$/m, "_meta.type");
+  assert.match(t.stdout, /^quirks-open +terminal +opencode-style login\n +runs: \S*node \S*ts-agent-quirks\.mjs --login$/m, "_meta terminal-auth");
 
   const no = await run(["prompt", "hi"], { agentCmd: quirks, env });
   assert.equal(no.code, 3);
-  assert.match(no.stderr, /methods: quirks-key \(env_var: QK \(not set\)\), quirks-legacy \(env_var: QUIRKS_LEGACY \(not set\)\), quirks-login \(terminal\)/);
+  assert.match(no.stderr, /methods: quirks-key \(env_var: QK \(not set\)\), quirks-legacy \(env_var: QUIRKS_LEGACY \(not set\)\), quirks-login \(terminal\), quirks-qwen \(terminal\), quirks-open \(terminal\)/);
   const yes = await run(["prompt", "hi"], { agentCmd: quirks, env: { ...env, QK: "sk-dummy" } });
   assert.equal(yes.code, 0, yes.stderr);
   assert.equal(yes.stdout, "hi\n");
@@ -94,4 +96,13 @@ test("terminal methods run the agent's own command line with the method's args a
   const failed = await run(["auth", "quirks-login"], { agentCmd: quirks, env: { ...env, QUIRKS_LOGIN_FAIL: "1" } });
   assert.equal(failed.code, 3);
   assert.match(failed.stderr, /the sign-in failed: exit status 1/);
+  // Logins told in _meta (qwen-code, opencode): run, then authenticate, as the schema types
+  // them agent methods.
+  for (const id of ["quirks-qwen", "quirks-open"]) {
+    const r = await run(["auth", id], { agentCmd: quirks, env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `quirks login: QUIRKS_LOGIN=\nsigned in with ${id}\n`);
+  }
+  const sock = await run(["auth", "quirks-login"], { agentCmd: "unix:/nonexistent.sock" });
+  assert.equal(sock.code, 1, "no agent to ask over a socket that is not there");
 });

@@ -132,10 +132,10 @@ test("a second Ctrl-C exits when the agent does not end the turn", async () => {
   await t.expect(/waiting for the agent/);
   t.send("\x03");
   await t.expect(/cancelling/);
+  // The agent records the cancel when it reads it; the second Ctrl-C stops it, so wait first.
+  while (!readFileSync(record, "utf8").includes('"session/cancel"')) await new Promise((r) => setTimeout(r, 20));
   t.send("\x03");
   assert.equal(await t.exited, 130);
-  // The agent (not our child) records the cancel when it reads it: wait for that.
-  while (!readFileSync(record, "utf8").includes('"session/cancel"')) await new Promise((r) => setTimeout(r, 20));
 });
 
 test("plans and usage are redrawn in place on a terminal", async () => {

@@ -404,6 +404,25 @@ test("chat without a terminal: one prompt per line; a failing turn is said and t
   assert.match(q.stderr, /Claude Code process exited with code 1[\s\S]*the agent exited with status 9/);
 });
 
+test("SIGTERM stops the agent's process group, also an agent that ignores the end of its input", async () => {
+  const p = spawn(ACP, ["--agent", quirks, "--cwd", ws.dir, "prompt", "hang"], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const pid = await new Promise((resolve) =>
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = /pid (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    }),
+  );
+  const closed = new Promise((r) => p.on("close", (code) => r(code)));
+  p.kill("SIGTERM");
+  assert.equal(await closed, 128 + 15);
+  // gone, or a zombie waiting for init to reap it
+  const alive = () => existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(alive(), false);
+});
+
 test("the default agent is acp-agent next to acp", async () => {
   const r = await runIn(ws, ["--json", "info"], { bare: true, env: { XDG_STATE_HOME: ws.dir } });
   assert.equal(r.code, 0, r.stderr);

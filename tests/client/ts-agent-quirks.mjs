@@ -7,7 +7,8 @@
 //   plans            a plan, updated twice, then usage twice (redrawn in place on a TTY)
 //   fail             an internal error whose data.details says why
 //   exit N | kill    the agent exits with status N | is killed by SIGKILL, mid-turn
-//   hang             never answers
+//   hang             says its pid, then never answers, nor exits at the end of its input
+//                    (gemini-cli while it retries)
 //   read PATH        asks the client for PATH (fs/read_text_file) and says what it got
 //   write PATH TEXT  writes TEXT to PATH through the client (fs/write_text_file)
 //   stop REASON      ends the turn with that stopReason
@@ -15,8 +16,11 @@
 // $QUIRKS_AUTH=VAR: sessions need authenticate first: env_var method "quirks-key" (vars:
 // [{name: VAR}]) and "quirks-legacy" (varName: QUIRKS_LEGACY, the RFD's first draft) succeed
 // when their variable is set in the agent's environment; "quirks-login" (terminal) is offered
-// to clients with auth.terminal. Run with --login it is that sign-in program: it prints a line
-// and exits 0 (1 when $QUIRKS_LOGIN_FAIL is set).
+// to clients with auth.terminal, as are two logins told in _meta the way other agents do:
+// "quirks-qwen" (no type, _meta.type "terminal" and _meta.args: qwen-code) and "quirks-open"
+// (no type, _meta["terminal-auth"] with a command: opencode); authenticate with those two
+// succeeds once their login ran. Run with --login it is that sign-in program: it prints a
+// line and exits 0 (1 when $QUIRKS_LOGIN_FAIL is set).
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -28,6 +32,7 @@ if (process.argv.includes("--login")) {
 const authVar = process.env.QUIRKS_AUTH;
 let signedIn = !authVar;
 let next = 0;
+let stubborn = false;
 const gate = () => {
   if (!signedIn) throw acp.RequestError.authRequired({}, "sign in first");
 };
@@ -39,8 +44,11 @@ const app = acp
     if (authVar) {
       methods.push({ type: "env_var", id: "quirks-key", name: "Quirks key", description: "A key in the environment", vars: [{ name: authVar }] });
       methods.push({ type: "env_var", id: "quirks-legacy", name: "Legacy key", varName: "QUIRKS_LEGACY" });
-      if (params.clientCapabilities?.auth?.terminal)
+      if (params.clientCapabilities?.auth?.terminal) {
         methods.push({ type: "terminal", id: "quirks-login", name: "Log in on the terminal", args: ["--login"], env: { QUIRKS_LOGIN: "1" } });
+        methods.push({ id: "quirks-qwen", name: "qwen-style login", _meta: { type: "terminal", args: ["--login"] } });
+        methods.push({ id: "quirks-open", name: "opencode-style login", _meta: { "terminal-auth": { command: process.execPath, args: [process.argv[1], "--login"], label: "Login" } } });
+      }
     }
     return {
       protocolVersion: 1,
@@ -50,6 +58,10 @@ const app = acp
     };
   })
   .onRequest("authenticate", ({ params }) => {
+    if (["quirks-qwen", "quirks-open"].includes(params.methodId)) {
+      signedIn = true; // its login ran (a real agent would check the credentials it stored)
+      return {};
+    }
     const v = params.methodId === "quirks-key" ? authVar : params.methodId === "quirks-legacy" ? "QUIRKS_LEGACY" : null;
     if (!v) throw acp.RequestError.invalidParams({}, `no such method ${params.methodId}`);
     if (!process.env[v]) throw acp.RequestError.authRequired({ details: `${v} is not set` }, "no key");
@@ -104,6 +116,8 @@ const app = acp
     } else if (cmd === "kill") {
       process.kill(process.pid, "SIGKILL");
     } else if (cmd === "hang") {
+      stubborn = true;
+      await say(`pid ${process.pid}\n`);
       return new Promise(() => {});
     } else if (cmd === "read") {
       try {
@@ -130,4 +144,5 @@ const app = acp
 
 const conn = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
 await conn.closed;
+if (stubborn) await new Promise(() => setInterval(() => {}, 1000)); // only a signal ends it
 process.exit(0); // pending timers must not keep an orphaned agent alive

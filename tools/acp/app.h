@@ -51,8 +51,8 @@ typedef struct app {
     render r;
     acp_client *c;
     acp_client_session *s;
-    uv_signal_t sigint;
-    uv_timer_t wait; /* the "waiting for the agent" line */
+    uv_signal_t sigs[3]; /* SIGINT, SIGTERM, SIGHUP */
+    uv_timer_t wait;     /* the "waiting for the agent" line */
     uint64_t busy_since, quiet_since;
     bool busy;
     bool prompting;   /* a session/prompt is in flight on s */
@@ -85,6 +85,8 @@ int app_turn_status(app *a, const char *stop);
 /* The "waiting for the agent" line: a call begins, something arrived, the call ended. */
 void app_busy(app *a, bool on);
 void app_heard(app *a);
+/* Exits at once with status, the agent's process group stopped (TERM, then KILL). */
+void app_exit_now(app *a, int status) __attribute__((noreturn));
 /* stderr line that does not tear the output: "acp: ...". */
 void app_note(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -115,6 +117,7 @@ int cmd_config(app *a);
 /* chat.c */
 int cmd_chat(app *a);
 bool chat_interrupt(app *a); /* Ctrl-C while chat edits a line: handled */
+void chat_restore(app *a);   /* the terminal as it was, before an abrupt exit */
 void chat_output_begin(app *a);
 void chat_output_end(app *a);
 

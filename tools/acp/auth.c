@@ -1,6 +1,9 @@
-/* Signing in: `acp auth` lists the agent's auth methods of every type real agents send
- * (agent, terminal, and env_var from the auth-methods RFD, which is in no schema yet),
- * `acp auth METHOD` signs in with one, `acp logout` signs out. */
+/* Signing in: `acp auth` lists the agent's auth methods in every shape real agents send
+ * (tests/real-agents/RESULTS.md): the schema's agent and terminal types, env_var from the
+ * auth-methods RFD (in no schema yet; codex-acp), and terminal logins told in _meta instead
+ * (qwen-code's _meta.type and _meta.args, opencode's and claude's _meta["terminal-auth"]
+ * with a command). `acp auth METHOD` signs in with one, `acp logout` signs out. */
+#include <errno.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +19,62 @@ static const char *str(json_t *o, const char *key)
     return json_string_value(json_object_get(o, key));
 }
 
+static json_t *meta_login(json_t *m)
+{
+    json_t *t = json_object_get(json_object_get(m, "_meta"), "terminal-auth");
+    return json_is_object(t) ? t : NULL;
+}
+
+/* The method's type: its `type`; else a terminal login told in _meta; else the schema's
+ * default, "agent". */
 static const char *type_of(json_t *m)
 {
     const char *t = str(m, "type");
-    return t ? t : "agent"; /* the schema's default */
+    if (t) return t;
+    t = str(json_object_get(m, "_meta"), "type");
+    if (t) return t;
+    return meta_login(m) ? "terminal" : "agent";
+}
+
+/* The command line of a terminal method (caller frees with acp_client_argv_free()): the
+ * agent's own with the method's args (the schema's terminal type; qwen's _meta.args), or the
+ * command and args of _meta["terminal-auth"] (opencode). NULL when there is none. */
+static char **login_argv(app *a, json_t *m)
+{
+    json_t *login = meta_login(m), *args = json_object_get(m, "args");
+    const char *command = NULL;
+    if (!str(m, "type") && login && str(login, "command")) {
+        command = str(login, "command");
+        args = json_object_get(login, "args");
+    } else if (!str(m, "type")) {
+        args = json_object_get(json_object_get(m, "_meta"), "args");
+    }
+    char **words = NULL;
+    if (command) {
+        words = calloc(2, sizeof *words);
+        if (words && !(words[0] = strdup(command))) {
+            free(words);
+            words = NULL;
+        }
+    } else {
+        char *line = app_spawns(a) ? app_agent_command(a) : NULL;
+        if (line) acp_client_split_command(line, &words);
+        free(line);
+    }
+    if (!words) return NULL;
+    size_t n = 0, na = json_array_size(args);
+    while (words[n]) n++;
+    char **v = realloc(words, (n + na + 1) * sizeof *v);
+    if (!v) {
+        acp_client_argv_free(words);
+        return NULL;
+    }
+    for (size_t i = 0; i < na; i++) {
+        const char *arg = json_string_value(json_array_get(args, i));
+        v[n++] = strdup(arg ? arg : "");
+    }
+    v[n] = NULL;
+    return v;
 }
 
 /* The variables of an env_var method, in order: vars[] entries ({"name"}, or plain strings)
@@ -122,12 +177,12 @@ static void list(app *a, json_t *methods)
         if (!strcmp(type, "env_var")) {
             env_state(m, extra, sizeof extra);
         } else if (!strcmp(type, "terminal")) {
-            size_t k = (size_t)snprintf(extra, sizeof extra, "runs the agent with:");
-            size_t j;
-            json_t *arg;
-            json_array_foreach(json_object_get(m, "args"), j, arg) if (k < sizeof extra) k +=
-                (size_t)snprintf(extra + k, sizeof extra - k, " %s",
-                                 json_string_value(arg) ? json_string_value(arg) : "");
+            char **argv = login_argv(a, m);
+            size_t k = (size_t)snprintf(extra, sizeof extra, "runs:");
+            for (size_t j = 0; argv && argv[j] && k < sizeof extra; j++)
+                k += (size_t)snprintf(extra + k, sizeof extra - k, " %s", argv[j]);
+            if (!argv) snprintf(extra, sizeof extra, "runs the agent's command (not known here)");
+            acp_client_argv_free(argv);
         }
         if (*extra) printf("%-24s  %-8s  %s\n", "", "", extra);
     }
@@ -139,29 +194,21 @@ static void list(app *a, json_t *methods)
  * method's args and env, interactively; exit status 0 means signed in. */
 static int terminal_sign_in(app *a, json_t *m)
 {
-    char *cmd = app_agent_command(a);
-    char **words = NULL;
-    if (!cmd || acp_client_split_command(cmd, &words)) {
-        free(cmd);
-        app_note(a, "cannot split the agent's command line");
+    char **argv = login_argv(a, m);
+    if (!argv) {
+        app_note(a, "cannot run a terminal sign-in for an agent acp did not start (--agent "
+                    "unix:...): run the agent's login yourself");
         return EXIT_USAGE;
     }
-    free(cmd);
-    size_t nw = 0, na = json_array_size(json_object_get(m, "args")), ne = 0;
-    while (words[nw]) nw++;
-    while (environ[ne]) ne++;
     json_t *env = json_object_get(m, "env");
-    char **argv = calloc(nw + na + 1, sizeof *argv);
+    if (!json_is_object(env)) env = json_object_get(meta_login(m), "env");
+    size_t ne = 0;
+    while (environ[ne]) ne++;
     char **envp = calloc(ne + json_object_size(env) + 1, sizeof *envp);
-    size_t k = 0;
-    for (size_t i = 0; i < nw; i++) argv[k++] = words[i];
-    for (size_t i = 0; i < na; i++) {
-        const char *s = json_string_value(json_array_get(json_object_get(m, "args"), i));
-        argv[k++] = (char *)(s ? s : "");
-    }
+    char **owned = calloc(json_object_size(env) + 1, sizeof *owned);
+    size_t k = 0, no = 0;
     /* The method's variables override ours of the same name. */
-    k = 0;
-    for (size_t i = 0; i < ne; i++) {
+    for (size_t i = 0; envp && i < ne; i++) {
         const char *eq = strchr(environ[i], '=');
         char name[256];
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - environ[i]) : 0, environ[i]);
@@ -169,24 +216,22 @@ static int terminal_sign_in(app *a, json_t *m)
     }
     const char *key;
     json_t *val;
-    char **owned = calloc(json_object_size(env) + 1, sizeof *owned);
-    size_t no = 0;
     json_object_foreach(env, key, val)
     {
-        if (json_is_string(val) && asprintf(&owned[no], "%s=%s", key, json_string_value(val)) >= 0)
+        if (envp && owned && json_is_string(val) &&
+            asprintf(&owned[no], "%s=%s", key, json_string_value(val)) >= 0)
             envp[k++] = owned[no++];
     }
     app_note(a, "running the agent's sign-in: %s", str(m, "name") ? str(m, "name") : "");
     fflush(stdout);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, envp), status = 0;
+    int rc = envp ? posix_spawnp(&pid, argv[0], NULL, NULL, argv, envp) : ENOMEM, status = 0;
     if (!rc)
         while (waitpid(pid, &status, 0) < 0) {}
     for (size_t i = 0; i < no; i++) free(owned[i]);
     free(owned);
-    free(argv);
     free(envp);
-    acp_client_argv_free(words);
+    acp_client_argv_free(argv);
     if (rc) {
         app_note(a, "cannot run the agent's sign-in: %s", strerror(rc));
         return EXIT_AGENT;
@@ -199,6 +244,16 @@ static int terminal_sign_in(app *a, json_t *m)
         return EXIT_REFUSED;
     }
     return 0;
+}
+
+static int authenticate(app *a, const char *id)
+{
+    int rc = acp_client_authenticate(a->c, id);
+    if (!rc) return 0;
+    char what[300];
+    snprintf(what, sizeof what, "cannot sign in with '%s'", id);
+    rc = app_fail(a, what, rc);
+    return rc == EXIT_AGENT ? EXIT_REFUSED : rc;
 }
 
 int cmd_auth(app *a)
@@ -222,14 +277,11 @@ int cmd_auth(app *a)
     }
     if (!strcmp(type_of(m), "terminal")) {
         rc = terminal_sign_in(a, m);
+        /* A login told in _meta is an agent method to the schema: the agent expects
+         * authenticate once its login ran (as Zed does); a terminal-typed one must not get it. */
+        if (!rc && !str(m, "type")) rc = authenticate(a, id);
     } else {
-        rc = acp_client_authenticate(a->c, id);
-        if (rc) {
-            char what[300];
-            snprintf(what, sizeof what, "cannot sign in with '%s'", id);
-            rc = app_fail(a, what, rc);
-            if (rc == EXIT_AGENT) rc = EXIT_REFUSED;
-        }
+        rc = authenticate(a, id);
     }
     if (rc) return rc;
     if (a->json)

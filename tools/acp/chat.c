@@ -77,6 +77,11 @@ static void stop_editing(chat *ch)
     ch->editing = false;
 }
 
+void chat_restore(app *a)
+{
+    if (a->chat) stop_editing(a->chat);
+}
+
 bool chat_interrupt(app *a)
 {
     chat *ch = a->chat;

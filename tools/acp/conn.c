@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "acp/version.h"
@@ -89,9 +90,26 @@ static void on_log(acp_client *c, const char *message, void *user)
     app_note(user, "%s", message);
 }
 
-static void on_sigint(uv_signal_t *h, int signum)
+/* Leaving now (a second Ctrl-C, SIGTERM, SIGHUP): the agent runs in its own session and
+ * process group, where no terminal signal reaches it, and some agents ignore the end of their
+ * input while they retry (gemini-cli): stop its group ourselves, then go. */
+void app_exit_now(app *a, int status)
+{
+    chat_restore(a);
+    render_break(&a->r);
+    fflush(stdout);
+    int pid = a->c ? acp_client_agent_pid(a->c) : 0;
+    if (pid > 0 && kill(-pid, SIGTERM) == 0) {
+        for (int i = 0; i < 50 && waitpid(pid, NULL, WNOHANG) != pid; i++) usleep(20000);
+        kill(-pid, SIGKILL);
+    }
+    _exit(status);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
 {
     app *a = h->data;
+    if (signum != SIGINT) app_exit_now(a, 128 + signum);
     if (chat_interrupt(a)) return;
     if (a->prompting && a->s && a->interrupts++ == 0) {
         acp_client_session_cancel(a->s);
@@ -99,10 +117,7 @@ static void on_sigint(uv_signal_t *h, int signum)
         app_note(a, "cancelling (Ctrl-C again to exit)");
         return;
     }
-    /* Nothing to cancel politely: leave; the agent sees its input close and exits. */
-    render_break(&a->r);
-    fflush(stdout);
-    _exit(EXIT_CANCELLED);
+    app_exit_now(a, EXIT_CANCELLED); /* nothing to cancel politely */
 }
 
 /* --- opening --------------------------------------------------------------------------- */
@@ -147,9 +162,12 @@ int app_open(app *a)
 {
     uv_loop_init(&a->loop);
     a->loop_ready = true;
-    uv_signal_init(&a->loop, &a->sigint);
-    a->sigint.data = a;
-    uv_signal_start(&a->sigint, on_sigint, SIGINT);
+    static const int signums[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(&a->loop, &a->sigs[i]);
+        a->sigs[i].data = a;
+        uv_signal_start(&a->sigs[i], on_signal, signums[i]);
+    }
     uv_timer_init(&a->loop, &a->wait);
     a->wait.data = a;
     ask_init(a);
@@ -205,7 +223,7 @@ void app_close(app *a)
     a->s = NULL;
     acp_client_free(a->c); /* on our loop: its handles close below, the agent is stopped */
     a->c = NULL;
-    uv_close((uv_handle_t *)&a->sigint, NULL);
+    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
     uv_close((uv_handle_t *)&a->wait, NULL);
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_loop_close(&a->loop);
@@ -295,7 +313,11 @@ int app_fail(app *a, const char *what, int rc)
 int app_turn_status(app *a, const char *stop)
 {
     bool cancelled = !strcmp(stop, "cancelled");
-    if (strcmp(stop, "end_turn") != 0 && !a->json) app_note(a, "turn ended: %s", stop);
+    /* Some agents answer end_turn to a cancel (opencode): the turn was cancelled all the same. */
+    if (a->interrupts && !cancelled)
+        app_note(a, "turn ended: %s, after the cancel", stop);
+    else if (strcmp(stop, "end_turn") != 0 && !a->json)
+        app_note(a, "turn ended: %s", stop);
     if (cancelled || a->interrupts) return EXIT_CANCELLED;
     return a->denied ? EXIT_REFUSED : EXIT_OK;
 }
