@@ -222,14 +222,37 @@ void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user)
     w->stop = r->stop;
 }
 
+/* A synchronous call that gives up waiting: its op, already on the wire, must not outlive w
+ * (the caller's frame). It ends as an answer would (its finish undoes what the call set up),
+ * without the callback. */
+static void sync_drop(acp_client *c, acp_client_sync *w)
+{
+    for (acp_client_op *op = c->ops; op; op = op->next) {
+        if (op->cb != acp_client_sync_cb || op->user != w) continue;
+        unlink_op(op);
+        acp_conn_forget(c->conn, op->call);
+        acp_client_reply r = {.status = ACP_ECANCELLED, .session = op->s, .stop = "unknown"};
+        if (op->finish) op->finish(op, &r);
+        op_free(op);
+        break;
+    }
+    acp_client_deadlines(c);
+}
+
 int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **result)
 {
     if (result) *result = NULL;
     if (rc) return rc;
-    if (!c->loop) return acp_client_seterr(c, ACP_EINVAL, "synchronous calls need a loop");
-    while (!w->done)
-        if (uv_run(c->loop, UV_RUN_ONCE) == 0 && !w->done)
+    if (!c->loop) {
+        sync_drop(c, w);
+        return acp_client_seterr(c, ACP_EINVAL, "synchronous calls need a loop");
+    }
+    while (!w->done) {
+        if (uv_run(c->loop, UV_RUN_ONCE) == 0 && !w->done) {
+            sync_drop(c, w);
             return acp_client_seterr(c, ACP_ECLOSED, "the agent connection is gone");
+        }
+    }
     if (w->status == 0 && result)
         *result = w->result;
     else
@@ -266,6 +289,10 @@ int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **
 
 int acp_client_notify(acp_client *c, const char *method, json_t *params)
 {
+    if (!method || !*method) {
+        json_decref(params);
+        return acp_client_seterr(c, ACP_EINVAL, "a method name is required");
+    }
     if (c->gone) {
         json_decref(params);
         return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
