@@ -231,6 +231,14 @@ static void spin(fixture *f, const bool *flag)
     while (!*flag) assert_int_equal(acp_client_run_once(f->c), 0);
 }
 
+/* Waits for the call of d, which must succeed, and clears d for the next one. */
+static void finish_ok(fixture *f, done *d)
+{
+    spin(f, &d->done);
+    if (d->status) fail_msg("%s", d->errmsg);
+    done_clear(d);
+}
+
 static void spin_count(fixture *f, const int *n, int want)
 {
     while (*n < want) assert_int_equal(acp_client_run_once(f->c), 0);
@@ -466,9 +474,7 @@ static void test_auth(void **state)
     assert_int_equal(acp_client_authenticate(c, NULL), ACP_EINVAL);
 
     assert_int_equal(acp_client_logout_start(c, on_done, &d, NULL), 0);
-    spin(f, &d.done);
-    assert_int_equal(d.status, 0);
-    done_clear(&d);
+    finish_ok(f, &d);
 
     json_t *log = agent_log(f);
     assert_int_equal(count_of(log, "authenticate"), 3); /* key, refuse, refuse: no tui */
@@ -628,13 +634,9 @@ static void test_sessions(void **state)
 
     /* close by id, for a session without a handle here; delete frees the handle. */
     assert_int_equal(acp_client_close_id_start(c, id2, on_done, &d, NULL), 0);
-    spin(f, &d.done);
-    assert_int_equal(d.status, 0);
-    done_clear(&d);
+    finish_ok(f, &d);
     assert_int_equal(acp_client_delete_start(c, id0, on_done, &d, NULL), 0);
-    spin(f, &d.done);
-    assert_int_equal(d.status, 0);
-    done_clear(&d);
+    finish_ok(f, &d);
     /* s0 is gone: loading its id is not "already open", the agent refuses it (deleted). */
     assert_int_equal(acp_client_session_load(c, id0, &so, &again), ACP_EPROTO);
     assert_int_equal(acp_client_errcode(c), -32002);
@@ -706,15 +708,11 @@ static void test_modes_config(void **state)
     assert_string_equal(acp_client_session_mode(s), "code");
 
     assert_int_equal(acp_client_session_set_config_start(s, "model", "b", on_done, &d, NULL), 0);
-    spin(f, &d.done);
-    assert_int_equal(d.status, 0);
-    done_clear(&d);
+    finish_ok(f, &d);
     assert_string_equal(config_value(s, "model", v), "b");
     assert_int_equal(acp_client_session_set_config_bool_start(s, "fast", true, on_done, &d, NULL),
                      0);
-    spin(f, &d.done);
-    assert_int_equal(d.status, 0);
-    done_clear(&d);
+    finish_ok(f, &d);
     assert_string_equal(config_value(s, "fast", v), "true");
     assert_int_equal(acp_client_session_set_config(s, "model", "zzz"), ACP_EPROTO);
     assert_string_equal(config_value(s, "model", v), "b");
@@ -971,6 +969,43 @@ static void test_elicitation_mode_refused(void **state)
 
 /* --- on_ask ------------------------------------------------------------------------------- */
 
+/* One fs/write_text_file of dir/name with the content name, withdrawn by the agent after
+ * withdraw_ms when not 0. */
+static const char *write_action(char *buf, size_t n, const char *dir, const char *name,
+                                int withdraw_ms)
+{
+    snprintf(buf, n,
+             "[{\"withdrawMs\":%d,\"method\":\"fs/write_text_file\",\"params\":{\"path\":"
+             "\"%s/%s\",\"content\":\"%s\"}}]",
+             withdraw_ms, dir, name, name);
+    return buf;
+}
+
+/* terminal/create for `sh -c 'echo hi; touch ROOT/name'`, then wait_for_exit, output and
+ * release of that terminal. */
+static const char *term_action(char *buf, size_t n, const char *root, const char *name)
+{
+    snprintf(buf, n,
+             "[{\"method\":\"terminal/create\",\"params\":{\"command\":\"/bin/sh\",\"args\":["
+             "\"-c\",\"echo hi; touch %s/%s\"]}},"
+             "{\"method\":\"terminal/wait_for_exit\",\"params\":{\"terminalId\":\"$T\"}},"
+             "{\"method\":\"terminal/output\",\"params\":{\"terminalId\":\"$T\"}},"
+             "{\"method\":\"terminal/release\",\"params\":{\"terminalId\":\"$T\"}}]",
+             root, name);
+    return buf;
+}
+
+/* Starts a prompt of actions whose first one on_ask holds, and waits for it to be held. */
+static void begin_held(fixture *f, const char *actions, done *d)
+{
+    int asks = f->asks;
+    f->ask_mode = ASK_HOLD;
+    f->held_a = NULL;
+    prompt_begin(f, actions, d);
+    spin_count(f, &f->asks, asks + 1);
+    assert_non_null(f->held_a);
+}
+
 static void test_ask(void **state)
 {
     fixture *f = *state;
@@ -982,138 +1017,82 @@ static void test_ask(void **state)
     char a[4096];
 
     /* Allowed: written. Denied: not written, the agent told. */
-    snprintf(a, sizeof a,
-             "[{\"method\":\"fs/write_text_file\",\"params\":{\"path\":\"%s/yes.txt\",\"content\":"
-             "\"yes\"}}]",
-             f->root);
-    json_t *out = prompt(f, a, "end_turn");
-    assert_true(json_is_null(ok_result(out, 0)) || json_is_object(ok_result(out, 0)));
+    json_t *out = prompt(f, write_action(a, sizeof a, f->root, "yes", 0), "end_turn");
+    ok_result(out, 0);
     json_decref(out);
-    assert_file(f->root, "yes.txt", "yes");
+    assert_file(f->root, "yes", "yes");
     assert_int_equal(f->asks, 1);
     assert_string_equal(f->ask_method, "fs/write_text_file");
     assert_string_equal(json_string_value(json_object_get(f->ask_params, "content")), "yes");
-
     f->ask_mode = ASK_DENY;
-    snprintf(a, sizeof a,
-             "[{\"method\":\"fs/write_text_file\",\"params\":{\"path\":\"%s/no.txt\",\"content\":"
-             "\"no\"}}]",
-             f->root);
-    out = prompt(f, a, "end_turn");
+    out = prompt(f, write_action(a, sizeof a, f->root, "no", 0), "end_turn");
     assert_has(failed(out, 0, -32603), "denied");
     json_decref(out);
-    assert_false(exists(f->root, "no.txt"));
+    assert_false(exists(f->root, "no"));
     assert_int_equal(f->asks, 2);
 
     /* Answered later: nothing is written until then. */
-    f->ask_mode = ASK_HOLD;
-    snprintf(a, sizeof a,
-             "[{\"method\":\"fs/write_text_file\",\"params\":{\"path\":\"%s/later.txt\","
-             "\"content\":\"later\"}}]",
-             f->root);
     done d = {.f = f};
-    prompt_begin(f, a, &d);
-    spin_count(f, &f->asks, 3);
+    begin_held(f, write_action(a, sizeof a, f->root, "later", 0), &d);
     for (int i = 0; i < 3; i++) { /* give it time to go wrong */
         acp_client_notify(f->c, "_x/ping", NULL);
         json_decref(agent_log(f));
     }
-    assert_false(exists(f->root, "later.txt"));
+    assert_false(exists(f->root, "later"));
     assert_false(d.done);
     assert_int_equal(acp_client_ask_reply(f->held_a, true), 0);
-    f->held_a = NULL;
     out = prompt_end(f, &d, "end_turn");
     ok_result(out, 0);
     json_decref(out);
-    assert_file(f->root, "later.txt", "later");
+    assert_file(f->root, "later", "later");
 
     /* Held, then the turn is cancelled: refused, and allowing it afterwards writes nothing. */
-    snprintf(a, sizeof a,
-             "[{\"method\":\"fs/write_text_file\",\"params\":{\"path\":\"%s/cancelled.txt\","
-             "\"content\":\"x\"}}]",
-             f->root);
-    prompt_begin(f, a, &d);
-    spin_count(f, &f->asks, 4);
+    begin_held(f, write_action(a, sizeof a, f->root, "cancelled", 0), &d);
     acp_client_session_cancel(f->s);
     out = prompt_end(f, &d, "cancelled");
     assert_has(failed(out, 0, -32603), "cancelled");
     json_decref(out);
     assert_int_equal(acp_client_ask_reply(f->held_a, true), 0); /* only frees */
-    f->held_a = NULL;
-    assert_false(exists(f->root, "cancelled.txt"));
+    assert_false(exists(f->root, "cancelled"));
 
     /* Withdrawn by the agent while held: -32800 at once, and allowing it later writes nothing. */
-    snprintf(a, sizeof a,
-             "[{\"withdrawMs\":100,\"method\":\"fs/write_text_file\",\"params\":{\"path\":"
-             "\"%s/withdrawn.txt\",\"content\":\"x\"}}]",
-             f->root);
-    prompt_begin(f, a, &d);
+    begin_held(f, write_action(a, sizeof a, f->root, "withdrawn", 100), &d);
     out = prompt_end(f, &d, "end_turn");
-    assert_int_equal(f->asks, 5);
     failed(out, 0, -32800);
     json_decref(out);
     assert_int_equal(acp_client_ask_reply(f->held_a, true), 0); /* only frees */
-    f->held_a = NULL;
-    assert_false(exists(f->root, "withdrawn.txt"));
+    assert_false(exists(f->root, "withdrawn"));
 
-    /* Outside the roots: refused before asking, and logged. */
+    /* Outside the roots, or relative: refused before asking, and logged. */
     f->ask_mode = ASK_ALLOW;
-    int logs = f->logs;
-    snprintf(a, sizeof a,
-             "[{\"method\":\"fs/write_text_file\",\"params\":{\"path\":\"%s/x.txt\",\"content\":"
-             "\"x\"}},{\"method\":\"fs/write_text_file\",\"params\":{\"path\":\"rel.txt\","
-             "\"content\":\"x\"}}]",
-             f->outside);
-    out = prompt(f, a, "end_turn");
+    int logs = f->logs, asks = f->asks;
+    out = prompt(f, write_action(a, sizeof a, f->outside, "x", 0), "end_turn");
     failed(out, 0, -32602);
-    failed(out, 1, -32602);
     json_decref(out);
-    assert_int_equal(f->asks, 5);
-    assert_false(exists(f->outside, "x.txt"));
+    out = prompt(f, write_action(a, sizeof a, ".", "x", 0), "end_turn");
+    failed(out, 0, -32602);
+    json_decref(out);
+    assert_int_equal(f->asks, asks);
+    assert_false(exists(f->outside, "x"));
     assert_int_equal(f->logs, logs + 2);
     assert_has(f->last_log, "refused the agent's fs/write_text_file");
 
-    /* terminal/create, likewise. */
-    snprintf(
-        a, sizeof a,
-        "[{\"method\":\"terminal/create\",\"params\":{\"command\":\"/bin/sh\",\"args\":[\"-c\","
-        "\"echo hi; touch %s/ran1\"]}},"
-        "{\"method\":\"terminal/wait_for_exit\",\"params\":{\"terminalId\":\"$T\"}},"
-        "{\"method\":\"terminal/output\",\"params\":{\"terminalId\":\"$T\"}},"
-        "{\"method\":\"terminal/release\",\"params\":{\"terminalId\":\"$T\"}}]",
-        f->root);
-    out = prompt(f, a, "end_turn");
+    /* terminal/create, likewise: allowed, denied, answered later. */
+    out = prompt(f, term_action(a, sizeof a, f->root, "ran1"), "end_turn");
     assert_string_equal(json_string_value(json_object_get(ok_result(out, 2), "output")), "hi\n");
     json_decref(out);
-    assert_int_equal(f->asks, 6);
+    assert_int_equal(f->asks, asks + 1);
     assert_string_equal(f->ask_method, "terminal/create");
     assert_string_equal(json_string_value(json_object_get(f->ask_params, "command")), "/bin/sh");
     assert_true(exists(f->root, "ran1"));
-
     f->ask_mode = ASK_DENY;
-    snprintf(
-        a, sizeof a,
-        "[{\"method\":\"terminal/create\",\"params\":{\"command\":\"/bin/sh\",\"args\":[\"-c\","
-        "\"touch %s/ran2\"]}}]",
-        f->root);
-    out = prompt(f, a, "end_turn");
+    out = prompt(f, term_action(a, sizeof a, f->root, "ran2"), "end_turn");
     assert_has(failed(out, 0, -32603), "denied");
     json_decref(out);
-    assert_int_equal(f->asks, 7);
-
-    f->ask_mode = ASK_HOLD;
-    snprintf(
-        a, sizeof a,
-        "[{\"method\":\"terminal/create\",\"params\":{\"command\":\"/bin/sh\",\"args\":[\"-c\","
-        "\"touch %s/ran3\"]}},"
-        "{\"method\":\"terminal/wait_for_exit\",\"params\":{\"terminalId\":\"$T\"}},"
-        "{\"method\":\"terminal/release\",\"params\":{\"terminalId\":\"$T\"}}]",
-        f->root);
-    prompt_begin(f, a, &d);
-    spin_count(f, &f->asks, 8);
+    assert_int_equal(f->asks, asks + 2);
+    begin_held(f, term_action(a, sizeof a, f->root, "ran3"), &d);
     assert_false(exists(f->root, "ran3"));
     assert_int_equal(acp_client_ask_reply(f->held_a, true), 0);
-    f->held_a = NULL;
     out = prompt_end(f, &d, "end_turn");
     assert_int_equal(json_integer_value(json_object_get(ok_result(out, 1), "exitCode")), 0);
     json_decref(out);
@@ -1164,6 +1143,9 @@ static void test_ext(void **state)
     assert_int_equal(acp_client_call(c, "_x/unknown", NULL, NULL), ACP_EPROTO);
     assert_int_equal(acp_client_errcode(c), -32601);
     assert_int_equal(acp_client_call(c, "", NULL, NULL), ACP_EINVAL);
+    assert_int_equal(acp_client_call(c, NULL, json_object(), NULL), ACP_EINVAL);
+    assert_int_equal(acp_client_notify(c, NULL, json_object()), ACP_EINVAL);
+    assert_int_equal(acp_client_notify(c, "", NULL), ACP_EINVAL);
     assert_int_equal(acp_client_notify(c, "_x/note", json_pack("{s:i}", "n", 2)), 0);
     json_t *log = agent_log(f);
     assert_json(last_of(log, "_x/note"), "{\"n\":2}");
