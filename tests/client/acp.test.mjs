@@ -390,6 +390,7 @@ test("an agent that advertises nothing: refusals are local (exit 3) and nothing 
   assert.deepEqual(init.clientCapabilities.session, { notices: {}, configOptions: { boolean: {} } });
   assert.deepEqual(init.clientCapabilities.fs, { readTextFile: false, writeTextFile: false });
   assert.equal(init.clientCapabilities.auth.terminal, true);
+  assert.deepEqual(init.clientCapabilities._meta, { "terminal-auth": true }, "the convention opencode keys on");
 });
 
 test("chat without a terminal: one prompt per line; a failing turn is said and the chat goes on", async () => {

@@ -174,6 +174,7 @@ int app_open(app *a)
 
     bool spawn = app_spawns(a);
     char *def = a->agent ? NULL : default_agent();
+    json_t *meta = spawn ? json_pack("{s:b}", "terminal-auth", 1) : NULL;
     acp_client_opts o = {
         .transport = spawn ? ACP_CLIENT_SPAWN : ACP_CLIENT_UNIX,
         .loop = &a->loop,
@@ -186,8 +187,10 @@ int app_open(app *a)
         .terminal = a->terminal,
         .notices = true,
         .config_boolean = true,
-        /* a terminal sign-in runs the agent's own command line: only when we have one */
+        /* a terminal sign-in runs the agent's own command line: only when we have one; the
+         * _meta flag is the older convention some agents still key on (opencode) */
         .auth_terminal = spawn,
+        .capabilities_meta = meta,
         .init_timeout_ms = a->timeout_ms,
         .call_timeout_ms = a->timeout_ms,
         .on_update = on_update,
@@ -201,6 +204,7 @@ int app_open(app *a)
     app_busy(a, true);
     int rc = acp_client_start(&o, started, &w, &a->c, &err);
     free(def);
+    json_decref(meta); /* copied into initialize */
     if (rc) {
         app_busy(a, false);
         app_note(a, "cannot %s the agent: %s; check --agent", spawn ? "start" : "connect to",
