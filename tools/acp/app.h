@@ -70,6 +70,8 @@ int app_open(app *a);
 bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH) */
 char *app_agent_command(const app *a); /* --agent, or acp-agent next to acp (malloc'd) */
 void app_close(app *a);
+/* authenticate with method; a refusal is said and is EXIT_REFUSED. */
+int app_authenticate(app *a, const char *method);
 /* Signs in when asked to (--auth) or when an env_var method's variables are all set. */
 int app_sign_in(app *a);
 /* A new session, or -s ID continued (resume, else load; resume answered -32601 falls back). */

@@ -246,16 +246,6 @@ static int terminal_sign_in(app *a, json_t *m)
     return 0;
 }
 
-static int authenticate(app *a, const char *id)
-{
-    int rc = acp_client_authenticate(a->c, id);
-    if (!rc) return 0;
-    char what[300];
-    snprintf(what, sizeof what, "cannot sign in with '%s'", id);
-    rc = app_fail(a, what, rc);
-    return rc == EXIT_AGENT ? EXIT_REFUSED : rc;
-}
-
 int cmd_auth(app *a)
 {
     int rc = app_open(a);
@@ -279,9 +269,9 @@ int cmd_auth(app *a)
         rc = terminal_sign_in(a, m);
         /* A login told in _meta is an agent method to the schema: the agent expects
          * authenticate once its login ran (as Zed does); a terminal-typed one must not get it. */
-        if (!rc && !str(m, "type")) rc = authenticate(a, id);
+        if (!rc && !str(m, "type")) rc = app_authenticate(a, id);
     } else {
-        rc = authenticate(a, id);
+        rc = app_authenticate(a, id);
     }
     if (rc) return rc;
     if (a->json)

@@ -407,7 +407,7 @@ int app_session(app *a, const char *verb)
 
 /* --- signing in ------------------------------------------------------------------------ */
 
-static int sign_in(app *a, const char *method)
+int app_authenticate(app *a, const char *method)
 {
     int rc = acp_client_authenticate(a->c, method);
     if (!rc) return 0;
@@ -419,7 +419,7 @@ static int sign_in(app *a, const char *method)
 
 int app_sign_in(app *a)
 {
-    if (a->auth) return sign_in(a, a->auth);
+    if (a->auth) return app_authenticate(a, a->auth);
     /* An env_var method reads its variables from the agent's environment, which a spawned
      * agent inherits from ours: when they are all set, sign in before anything else. */
     if (!app_spawns(a)) return 0;
@@ -431,7 +431,7 @@ int app_sign_in(app *a)
         const char *id = json_string_value(json_object_get(m, "id"));
         if (!id || !auth_env_ready(m, vars, sizeof vars)) continue;
         app_note(a, "signing in with '%s' (%s set in the environment)", id, vars);
-        return sign_in(a, id);
+        return app_authenticate(a, id);
     }
     return 0;
 }

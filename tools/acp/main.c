@@ -279,6 +279,14 @@ typedef struct cmdline {
     char *cwd_abs;
 } cmdline;
 
+static void word(app *a, const char **cmdname, char *w)
+{
+    if (!*cmdname)
+        *cmdname = w;
+    else
+        a->args[a->nargs++] = w;
+}
+
 static int parse(app *a, cmdline *cl, int argc, char **argv)
 {
     static const struct option opts[] = {{"agent", required_argument, NULL, O_AGENT},
@@ -310,11 +318,8 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         json_t *srv = NULL;
         unsigned flag = 0;
         switch (ch) {
-        case 1:
-            if (!cmdname)
-                cmdname = optarg;
-            else
-                a->args[a->nargs++] = optarg;
+        case 1: /* a word: the command, then its arguments */
+            word(a, &cmdname, optarg);
             break;
         case O_AGENT:
             a->agent = optarg;
@@ -400,12 +405,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         cl->used |= flag;
     }
     /* after "--": the rest are words */
-    for (; optind < argc; optind++) {
-        if (!cmdname)
-            cmdname = argv[optind];
-        else
-            a->args[a->nargs++] = argv[optind];
-    }
+    for (; optind < argc; optind++) word(a, &cmdname, argv[optind]);
     if (cl->help || cl->version) {
         cl->cmd =
             find_command(cmdname && !strcmp(cmdname, "help") && a->nargs ? a->args[0] : cmdname);
@@ -529,6 +529,13 @@ static int cmd_prompt(app *a)
     return rc;
 }
 
+/* The agent, signed in when it should be: for commands that use no session. */
+static int open_signed_in(app *a)
+{
+    int rc = app_open(a);
+    return rc ? rc : app_sign_in(a);
+}
+
 static int by_updated_desc(const void *x, const void *y)
 {
     json_t *const *p = x, *const *q = y;
@@ -539,8 +546,7 @@ static int by_updated_desc(const void *x, const void *y)
 
 static int cmd_sessions(app *a)
 {
-    int rc = app_open(a);
-    if (!rc) rc = app_sign_in(a);
+    int rc = open_signed_in(a);
     if (rc) return rc;
     char here[PATH_MAX];
     const char *cwd = a->all_cwd ? NULL : a->cwd ? a->cwd : getcwd(here, sizeof here);
@@ -588,8 +594,7 @@ static int cmd_sessions(app *a)
 
 static int cmd_history(app *a)
 {
-    int rc = app_open(a);
-    if (!rc) rc = app_sign_in(a);
+    int rc = open_signed_in(a);
     if (rc) return rc;
     a->r.show_user = true;
     acp_session_opts so;
@@ -621,8 +626,7 @@ static void done(app *a, const char *verb, const char *id)
 
 static int cmd_resume(app *a)
 {
-    int rc = app_open(a);
-    if (!rc) rc = app_sign_in(a);
+    int rc = open_signed_in(a);
     if (rc) return rc;
     acp_session_opts so;
     app_session_opts(a, &so);
@@ -654,8 +658,7 @@ static int cmd_close(app *a)
 
 static int cmd_delete(app *a)
 {
-    int rc = app_open(a);
-    if (!rc) rc = app_sign_in(a);
+    int rc = open_signed_in(a);
     if (rc) return rc;
     const char *id = a->args[0];
     if ((rc = acp_client_delete(a->c, id))) return fail_id(a, "delete", id, rc);
