@@ -60,6 +60,19 @@ test("chat: Ctrl-D exits 0; history comes back in the next chat; the agent exiti
   assert.equal(await q.exited, 4);
 });
 
+test("chat: a question of the agent's between turns is answered on the terminal, then editing goes on", async () => {
+  const t = onPty(["chat"], { agentCmd: quirks });
+  await t.expect(/> /);
+  t.send("later\r");
+  await t.expect(/ok, later[\s\S]*The agent asks permission: A late question[\s\S]*choose 1-2/);
+  t.send("1\r");
+  await t.expect(/late answer: yes[\s\S]*> /);
+  t.send("after\r");
+  await t.expect(/after[\s\S]*after[\s\S]*> /);
+  t.send("\x04");
+  assert.equal(await t.exited, 0);
+});
+
 test("permission asked on the terminal: the user's choice; a refusal exits 3", async () => {
   const f = join(ws.dir, "asked.txt");
   const t = onPty(["prompt", `/write ${f} chosen`]);

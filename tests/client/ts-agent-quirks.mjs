@@ -12,6 +12,7 @@
 //   read PATH        asks the client for PATH (fs/read_text_file) and says what it got
 //   write PATH TEXT  writes TEXT to PATH through the client (fs/write_text_file)
 //   stop REASON      ends the turn with that stopReason
+//   later            ends the turn, then asks a permission outside of it and says the answer
 //   anything else    echoed
 // $QUIRKS_AUTH=VAR: sessions need authenticate first: env_var method "quirks-key" (vars:
 // [{name: VAR}]) and "quirks-legacy" (varName: QUIRKS_LEGACY, the RFD's first draft) succeed
@@ -133,6 +134,13 @@ const app = acp
       } catch (e) {
         await say(`write refused: ${e.code} ${e.message}`);
       }
+    } else if (cmd === "later") {
+      setTimeout(async () => {
+        const options = [{ optionId: "yes", name: "Yes", kind: "allow_once" }, { optionId: "no", name: "No", kind: "reject_once" }];
+        const r = await client.request("session/request_permission", { sessionId: params.sessionId, toolCall: { toolCallId: "late", title: "A late question" }, options });
+        await say(`late answer: ${r.outcome.outcome === "selected" ? r.outcome.optionId : r.outcome.outcome}\n`);
+      }, 300);
+      await say("ok, later");
     } else if (cmd === "stop") {
       return { stopReason: rest[0] };
     } else {

@@ -120,6 +120,8 @@ int cmd_config(app *a);
 int cmd_chat(app *a);
 bool chat_interrupt(app *a); /* Ctrl-C while chat edits a line: handled */
 void chat_restore(app *a);   /* the terminal as it was, before an abrupt exit */
+/* A question of the agent's between turns: the line editor steps aside, then comes back. */
+void chat_pause(app *a, bool pause);
 void chat_output_begin(app *a);
 void chat_output_end(app *a);
 

@@ -196,7 +196,9 @@ static void on_tty(uv_poll_t *h, int status, int events)
 static void show_next(app *a)
 {
     asker *k = a->ask;
+    if (!k->head) chat_pause(a, false);
     if (!k->head || k->showing) return;
+    chat_pause(a, true);
     render_break(&a->r);
     fflush(stdout);
     tcflush(k->fd, TCIFLUSH); /* keys typed before the question are not its answer */

@@ -28,7 +28,8 @@ struct chat {
     int status;
     char *line; /* a finished line, waiting for the loop to return */
     char *histfile;
-    int hidden; /* nesting of chat_output_begin() while editing */
+    int hidden;  /* nesting of chat_output_begin() while editing */
+    bool paused; /* editing stopped for a question of the agent's between turns */
 };
 
 static char *prompt(EditLine *el)
@@ -75,6 +76,20 @@ static void stop_editing(chat *ch)
     uv_poll_stop(&ch->in);
     el_set(ch->el, EL_UNBUFFERED, 0);
     ch->editing = false;
+}
+
+void chat_pause(app *a, bool pause)
+{
+    chat *ch = a->chat;
+    if (!ch) return;
+    if (pause && ch->editing) { /* the answer is read from the terminal, not by the editor */
+        fputs("\r\033[K", stderr);
+        stop_editing(ch);
+        ch->paused = true;
+    } else if (!pause && ch->paused) {
+        ch->paused = false;
+        edit(a);
+    }
 }
 
 void chat_restore(app *a)
