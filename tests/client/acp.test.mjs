@@ -393,6 +393,18 @@ test("an agent that advertises nothing: refusals are local (exit 3) and nothing 
   assert.deepEqual(init.clientCapabilities._meta, { "terminal-auth": true }, "the convention opencode keys on");
 });
 
+test("bad updates: each dropped with a line on stderr; unknown kinds pass quietly; --json keeps them raw", async () => {
+  const r = await run(["prompt", "bad"], { agentCmd: quirks });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, "still fine\n");
+  assert.match(r.stderr, /^acp: dropped a session\/update the schema does not allow \(usage_update\): .*used/m);
+  assert.match(r.stderr, /^acp: dropped a session\/update the schema does not allow \(agent_message_chunk\): .*content/m);
+  assert.match(r.stderr, /^acp: dropped a session\/update without a sessionId/m);
+  assert.doesNotMatch(r.stderr, /future_kind/);
+  const j = await run(["--json", "prompt", "bad"], { agentCmd: quirks });
+  assert.deepEqual(lines(j.stdout).slice(0, 3).map((o) => o.update.sessionUpdate), ["usage_update", "agent_message_chunk", "future_kind"]);
+});
+
 test("chat without a terminal: one prompt per line; a failing turn is said and the chat goes on", async () => {
   const r = await run(["--json", "chat"], { input: "first line\n\nsecond line\n" });
   assert.equal(r.code, 0, r.stderr);

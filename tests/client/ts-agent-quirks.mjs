@@ -13,6 +13,8 @@
 //   write PATH TEXT  writes TEXT to PATH through the client (fs/write_text_file)
 //   stop REASON      ends the turn with that stopReason
 //   later            ends the turn, then asks a permission outside of it and says the answer
+//   bad              updates that break the schema, one of a kind from the future, one without
+//                    a sessionId, then a good one
 //   anything else    echoed
 // $QUIRKS_AUTH=VAR: sessions need authenticate first: env_var method "quirks-key" (vars:
 // [{name: VAR}]) and "quirks-legacy" (varName: QUIRKS_LEGACY, the RFD's first draft) succeed
@@ -134,6 +136,12 @@ const app = acp
       } catch (e) {
         await say(`write refused: ${e.code} ${e.message}`);
       }
+    } else if (cmd === "bad") {
+      await send({ sessionUpdate: "usage_update", size: 100 });
+      await send({ sessionUpdate: "agent_message_chunk" });
+      await send({ sessionUpdate: "future_kind", payload: 1 });
+      await client.notify("session/update", { update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "lost" } } });
+      await say("still fine");
     } else if (cmd === "later") {
       setTimeout(async () => {
         const options = [{ optionId: "yes", name: "Yes", kind: "allow_once" }, { optionId: "no", name: "No", kind: "reject_once" }];

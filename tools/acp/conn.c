@@ -70,8 +70,13 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     /* Parsed once, only when something reads it: text output, or chat's command list. */
     bool commands = a->commands && u->kind == ACP_UPDATE_AVAILABLE_COMMANDS;
     acp_update_view v = {0};
+    char *why = NULL;
     bool parsed = (!a->r.json || commands) &&
-                  !acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v, NULL);
+                  !acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v, &why);
+    if (why && !a->finished && !(a->r.skip_replay && u->replay))
+        app_note(a, "dropped a session/update the schema does not allow (%s): %s",
+                 acp_update_kind_name(u->kind), why);
+    free(why);
     if (parsed && a->commands && v.kind == ACP_UPDATE_AVAILABLE_COMMANDS) {
         json_array_clear(a->commands);
         for (size_t i = 0; i < v.commands.ncommands; i++)
