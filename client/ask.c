@@ -36,6 +36,12 @@ static void on_withdrawn(acp_req *req, void *user)
     if (!a->req) return;
     acp_req_error(a->req, ACP_RPC_CANCELLED, NULL, "the request was cancelled");
     a->req = NULL;
+    acp_client_withdrawn(a->c, a->s, a);
+}
+
+bool acp_client_ask_cancelled(const acp_client_ask *a)
+{
+    return !a->req;
 }
 
 void acp_client_ask_app(acp_client *c, acp_client_session *s, acp_req *req, const char *method,
@@ -85,6 +91,7 @@ void acp_client_asks_cancel(acp_client *c, acp_client_session *s, bool detach)
             acp_req_on_cancel(a->req, NULL, NULL);
             refuse(a->req, "cancelled");
             a->req = NULL;
+            acp_client_withdrawn(c, a->s, a);
         }
         if (detach) {
             *pp = a->next; /* still the application's to free with acp_client_ask_reply() */

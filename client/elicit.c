@@ -10,9 +10,10 @@ struct acp_client_elicit {
     acp_client *c;
     acp_client_session *s; /* NULL: request-scoped, or detached */
     acp_client_elicit *next;
-    acp_req *req;  /* NULL once answered */
-    bool attached; /* on c->elicits */
-    char *url_id;  /* URL mode: the elicitationId, awaited by elicitation/complete once accepted */
+    acp_req *req;      /* NULL once answered */
+    bool attached;     /* on c->elicits */
+    acp_client_op *op; /* request-scoped: the call of ours it belongs to, until that ends */
+    char *url_id; /* URL mode: the elicitationId, awaited by elicitation/complete once accepted */
 };
 
 static void unlink_e(acp_client_elicit *e)
@@ -37,6 +38,25 @@ static void on_withdrawn(acp_req *req, void *user)
     if (!e->req) return;
     reply_action(e->req, "cancel");
     e->req = NULL;
+    acp_client_withdrawn(e->c, e->s, e);
+}
+
+bool acp_client_elicit_cancelled(const acp_client_elicit *e)
+{
+    return !e->req;
+}
+
+acp_client_op *acp_client_elicit_op(const acp_client_elicit *e)
+{
+    return e->op;
+}
+
+/* The call of ours a request-scoped elicitation names, or NULL. */
+static acp_client_op *op_of(acp_client *c, json_t *request_id)
+{
+    for (acp_client_op *op = c->ops; json_is_integer(request_id) && op; op = op->next)
+        if (acp_client_op_id(op) == json_integer_value(request_id)) return op;
+    return NULL;
 }
 
 static bool enabled(acp_client *c, const char *mode)
@@ -68,9 +88,11 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
     }
     acp_client_session *s = NULL;
     if (json_object_get(p, "sessionId") && !(s = acp_client_req_session(c, req))) return;
-    if (!s && !json_object_get(p, "requestId")) {
+    acp_client_op *op = s ? NULL : op_of(c, json_object_get(p, "requestId"));
+    if (!s && !op) { /* the scope must be ours: a session we have, or a call in flight */
         acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
-                          "an elicitation needs a sessionId or a requestId");
+                          "an elicitation needs a sessionId of ours or the requestId of a call "
+                          "of ours in flight");
         return;
     }
     acp_client_elicit *e = calloc(1, sizeof *e);
@@ -82,7 +104,7 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
         return;
     }
     *e = (acp_client_elicit){
-        .c = c, .s = s, .req = req, .next = c->elicits, .attached = true, .url_id = id};
+        .c = c, .s = s, .req = req, .next = c->elicits, .attached = true, .url_id = id, .op = op};
     c->elicits = e;
     acp_req_on_cancel(req, on_withdrawn, e);
     c->opts.on_elicit(c, s, e, p, c->opts.user);
@@ -131,8 +153,12 @@ void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach
             pp = &e->next;
             continue;
         }
-        if (e->req) reply_action(e->req, "cancel");
-        e->req = NULL;
+        if (e->req) {
+            reply_action(e->req, "cancel");
+            e->req = NULL;
+            acp_client_withdrawn(c, e->s, e);
+        }
+        e->op = NULL;
         if (detach) {
             *pp = e->next;
             e->attached = false;
@@ -140,6 +166,18 @@ void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach
         } else {
             pp = &e->next;
         }
+    }
+}
+
+void acp_client_elicits_op_ended(acp_client *c, acp_client_op *op)
+{
+    for (acp_client_elicit *e = c->elicits; e; e = e->next) {
+        if (e->op != op) continue;
+        e->op = NULL;
+        if (!e->req) continue;
+        reply_action(e->req, "cancel");
+        e->req = NULL;
+        acp_client_withdrawn(c, e->s, e);
     }
 }
 

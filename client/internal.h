@@ -141,6 +141,10 @@ void acp_client_terminals_free(acp_client *c);
 void acp_client_perms_cancel(acp_client_session *s, bool detach);
 void acp_client_asks_cancel(acp_client *c, acp_client_session *s, bool detach);
 void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach);
+/* The call op ended: its request-scoped elicitations are answered `cancel`. */
+void acp_client_elicits_op_ended(acp_client *c, acp_client_op *op);
+/* Tells on_withdrawn that handle, still the application's, was answered for it. */
+void acp_client_withdrawn(acp_client *c, acp_client_session *s, const void *handle);
 
 /* Asks the application (on_ask) before running method for s; run(c, req) goes ahead, now or
  * after acp_client_ask_reply(). The request is refused when the application says no. */

@@ -84,6 +84,7 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
                                      op->method);
     }
     if (op->finish) op->finish(op, &r);
+    acp_client_elicits_op_ended(c, op);
     if (r.status == 0) c->err[0] = 0;
     r.errmsg = r.status ? c->err : "";
     if (op->cb) op->cb(c, &r, op->user);
@@ -137,6 +138,11 @@ void acp_client_op_timeout(acp_client_op *op, unsigned ms)
 {
     op->deadline = ms ? now_ms() + ms : 0;
     acp_client_deadlines(op->c);
+}
+
+int64_t acp_client_op_id(const acp_client_op *op)
+{
+    return acp_call_id(op->call);
 }
 
 int acp_client_next_timeout(const acp_client *c)
@@ -203,6 +209,7 @@ void acp_client_ops_cancel(acp_client *c, acp_client_session *s)
             .stop = "unknown",
         };
         r.errmsg = c->err;
+        acp_client_elicits_op_ended(c, op);
         if (op->cb) op->cb(c, &r, op->user);
         op_free(op);
         op = c->ops;

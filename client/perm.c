@@ -33,8 +33,10 @@ static void auto_reject(acp_req *req, json_t *params)
 static void on_withdrawn(acp_req *req, void *user)
 {
     acp_client_perm *p = user;
-    if (p->req) reply_cancelled(p->req);
+    if (!p->req) return;
+    reply_cancelled(p->req);
     p->req = NULL;
+    acp_client_withdrawn(p->c, p->s, p);
 }
 
 static void on_request(acp_conn *conn, acp_req *req, void *user)
@@ -100,8 +102,10 @@ bool acp_client_perm_cancelled(const acp_client_perm *p)
 void acp_client_perms_cancel(acp_client_session *s, bool detach)
 {
     for (acp_client_perm *p = s->perms; p; p = p->next) {
-        if (p->req) reply_cancelled(p->req);
+        if (!p->req) continue;
+        reply_cancelled(p->req);
         p->req = NULL;
+        acp_client_withdrawn(s->c, s, p);
     }
     if (!detach) return;
     while (s->perms) {

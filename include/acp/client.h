@@ -184,8 +184,13 @@ typedef struct acp_client_opts {
      * roots, an unknown session, bad params: the agent got the error too), a malformed line or
      * update we dropped. NULL: silent. */
     void (*on_log)(acp_client *c, const char *message, void *user);
-    /* The agent's connection ended (it exited, closed the socket, or sent a line longer than
-     * max_message). Every pending call has already ended with ACP_ECLOSED. */
+    /* A permission, ask or elicitation handle the application holds was answered `cancelled`
+     * for it: the turn was cancelled, its call ended (a request-scoped elicitation) or the
+     * agent withdrew the request. handle is the acp_client_perm, acp_client_ask or
+     * acp_client_elicit: close its dialog; it is still freed with its reply function. */
+    void (*on_withdrawn)(acp_client *c, acp_client_session *s, const void *handle, void *user);
+    /* The agent's connection ended (it exited or closed the socket). Every pending call has
+     * already ended with ACP_ECLOSED. */
     void (*on_closed)(acp_client *c, void *user);
     void *user;
 } acp_client_opts;
@@ -262,6 +267,8 @@ int acp_client_run_once(acp_client *c);
 int acp_client_op_cancel(acp_client_op *op);
 /* Ends the call with ACP_ETIMEDOUT after ms (0: no deadline), and sends $/cancel_request. */
 void acp_client_op_timeout(acp_client_op *op, unsigned ms);
+/* The JSON-RPC id the call went out with (to match logs, $/cancel_request, elicitations). */
+int64_t acp_client_op_id(const acp_client_op *op);
 
 /* Any method, params stolen (NULL sends {}): for extension methods ("_vendor/x") and
  * anything this header has no typed call for. reply->result is the raw result. */
@@ -381,10 +388,17 @@ bool acp_client_perm_cancelled(const acp_client_perm *p);
 /* Allows (the write or the command goes ahead) or refuses (-32000 "denied by the user") an
  * on_ask request; frees a. After a cancel already refused it, this only frees a. */
 int acp_client_ask_reply(acp_client_ask *a, bool allow);
+/* True when the request was already answered (refused) by a cancel or a withdrawal. */
+bool acp_client_ask_cancelled(const acp_client_ask *a);
 
 /* Answers an elicitation: action "accept" (content: an object, stolen; form mode), "decline"
  * or "cancel"; frees e. After a cancel already answered it, this only frees e. */
 int acp_client_elicit_reply(acp_client_elicit *e, const char *action, json_t *content);
+/* True when the elicitation was already answered `cancel` for the application. */
+bool acp_client_elicit_cancelled(const acp_client_elicit *e);
+/* A request-scoped elicitation's call of ours (its params.requestId), e.g. an authenticate;
+ * NULL for a session-scoped one or once that call ended (which answers it `cancel`). */
+acp_client_op *acp_client_elicit_op(const acp_client_elicit *e);
 
 /* --- driving the client yourself (ACP_CLIENT_MANUAL) ------------------------------------ */
 

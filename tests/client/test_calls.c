@@ -37,6 +37,8 @@ typedef struct fixture {
     acp_client_session *elicit_s;
     json_t *elicit_params;
     acp_client_elicit *held_e;
+    int64_t elicit_op; /* acp_client_op_id of a request-scoped one's call, else -1 */
+    int withdrawn;     /* on_withdrawn calls */
     int completes;
     char complete_id[64];
     /* on_ask */
@@ -77,6 +79,8 @@ static void on_elicit(acp_client *c, acp_client_session *s, acp_client_elicit *e
     f->elicit_s = s;
     json_decref(f->elicit_params);
     f->elicit_params = json_deep_copy(params);
+    f->elicit_op = acp_client_elicit_op(e) ? acp_client_op_id(acp_client_elicit_op(e)) : -1;
+    assert_false(acp_client_elicit_cancelled(e));
     const char *msg = json_string_value(json_object_get(params, "message"));
     const char *mode = json_string_value(json_object_get(params, "mode"));
     if (!strcmp(msg, "hold"))
@@ -87,6 +91,13 @@ static void on_elicit(acp_client *c, acp_client_session *s, acp_client_elicit *e
         acp_client_elicit_reply(e, "accept", json_pack("{s:s}", "key", "sekrit"));
     else
         acp_client_elicit_reply(e, msg, NULL);
+}
+
+static void on_withdrawn(acp_client *c, acp_client_session *s, const void *handle, void *user)
+{
+    fixture *f = user;
+    f->withdrawn++;
+    if (handle == f->held_e) assert_true(acp_client_elicit_cancelled(f->held_e));
 }
 
 static void on_elicit_complete(acp_client *c, const char *id, json_t *params, void *user)
@@ -837,6 +848,7 @@ static void open_elicit(fixture *f, bool form, bool url)
     o.elicitation_url = url;
     o.on_elicit = on_elicit;
     o.on_elicit_complete = on_elicit_complete;
+    o.on_withdrawn = on_withdrawn;
     open_client(f, &o);
     open_session(f);
 }
@@ -886,6 +898,9 @@ static void test_elicitation(void **state)
     assert_int_equal(f->elicits, 6);
     assert_null(f->elicit_s);
     assert_true(json_is_integer(json_object_get(f->elicit_params, "requestId")));
+    /* ...tied to that call of ours (ids: initialize 0, then one per call). */
+    assert_int_equal(f->elicit_op,
+                     json_integer_value(json_object_get(f->elicit_params, "requestId")));
 
     /* Answered later, from outside any callback. */
     done d = {.f = f};
@@ -903,7 +918,9 @@ static void test_elicitation(void **state)
     /* A session cancel answers the pending elicitation `cancel`. */
     prompt_begin(f, "[" FORM("hold") "]", &d);
     spin_count(f, &f->elicits, 8);
+    int w = f->withdrawn;
     assert_int_equal(acp_client_session_cancel(f->s), 0);
+    assert_int_equal(f->withdrawn, w + 1); /* the dialog can close now */
     out = prompt_end(f, &d, "cancelled");
     assert_json(ok_result(out, 0), "{\"action\":\"cancel\"}");
     json_decref(out);
@@ -919,6 +936,7 @@ static void test_elicitation(void **state)
                  &d);
     out = prompt_end(f, &d, "end_turn");
     assert_int_equal(f->elicits, 9);
+    assert_int_equal(f->withdrawn, w + 2);
     assert_json(ok_result(out, 0), "{\"action\":\"cancel\"}");
     json_decref(out);
     assert_int_equal(acp_client_elicit_reply(f->held_e, "accept", json_pack("{s:s}", "name", "x")),
@@ -934,14 +952,18 @@ static void test_elicitation(void **state)
                  "\"sessionId\":\"nope\",\"message\":\"accept\",\"requestedSchema\":{\"type\":"
                  "\"object\"}}},"
                  "{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"_vendor\","
-                 "\"message\":\"accept\"}}]",
+                 "\"message\":\"accept\"}},"
+                 "{\"method\":\"elicitation/create\",\"bare\":true,\"params\":{\"mode\":\"form\","
+                 "\"requestId\":999,\"message\":\"accept\",\"requestedSchema\":{\"type\":"
+                 "\"object\"}}}]",
                  "end_turn");
     failed(out, 0, -32602); /* neither sessionId nor requestId */
     failed(out, 1, -32002); /* unknown session */
     failed(out, 2, -32602); /* a mode we do not know */
+    failed(out, 3, -32602); /* a requestId that is no call of ours in flight */
     json_decref(out);
     assert_int_equal(f->elicits, 9);
-    assert_int_equal(f->logs, logs + 3);
+    assert_int_equal(f->logs, logs + 4);
     assert_has(f->last_log, "elicitation/create");
 }
 
