@@ -51,6 +51,12 @@ valgrind: deps
 bench: deps npm release
 	./bench/run.sh build
 
+# Real agents from npm (opencode, codex-acp, gemini-cli, qwen-code, claude-agent-acp) under a raw
+# JSON-RPC probe and under acp; reports in build/real-agents/. Not in make test: about 1 GB.
+interop-real: deps npm release
+	./tests/real-agents/run.sh
+.PHONY: interop-real
+
 fuzz-build: deps
 	$(CMAKE) -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACP_FUZZ=ON -DBUILD_TESTING=OFF
 	$(CMAKE) --build build/fuzz -j $(JOBS) --target fuzz_all
