@@ -796,6 +796,38 @@ static void handle_cancel(acp_conn *c, acp_span params)
     free(key);
 }
 
+/* Params the scanner found valid that jansson still refused: answered in our own words (a
+ * library's message means nothing to the peer), naming the member by its path, also in
+ * error.data.path. What jansson refuses beyond RFC 8259 is what a C string or an int64 cannot
+ * hold, and names given twice. */
+static void refuse_params(acp_req *r, const json_error_t *err)
+{
+    char path[256];
+    size_t at = err->position > 0 ? (size_t)err->position : 0;
+    bool key = acp_scan_path_at(r->params_text, r->params_len, at, "params", path, sizeof path);
+    const char *what;
+    switch (json_error_code(err)) {
+    case json_error_null_character:
+        what = "must not contain a NUL character (\\u0000)";
+        break;
+    case json_error_null_byte_in_key:
+        what = "is a member name with a NUL character (\\u0000), which is not accepted";
+        break;
+    case json_error_duplicate_key:
+        what = "is given twice: member names must be unique";
+        break;
+    case json_error_numeric_overflow:
+        what = key ? "cannot be read" : "is a number out of range (integers must fit in 64 bits)";
+        break;
+    case json_error_invalid_syntax: /* the scanner passes lone surrogates; jansson does not */
+        what = "holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)";
+        break;
+    default:
+        what = "cannot be read";
+    }
+    acp_req_error(r, ACP_RPC_INVALID_PARAMS, json_pack("{ss}", "path", path), "%s %s", path, what);
+}
+
 static void handle_request(acp_conn *c, const char *method, acp_span id, acp_span params)
 {
     const struct handler *h = find_handler(c, method);
@@ -829,7 +861,7 @@ static void handle_request(acp_conn *c, const char *method, acp_span id, acp_spa
         json_error_t err;
         r->params = json_loadb(r->params_text, r->params_len, JSON_REJECT_DUPLICATES, &err);
         if (!r->params) {
-            acp_req_error(r, ACP_RPC_INVALID_PARAMS, NULL, "invalid params: %s", err.text);
+            refuse_params(r, &err);
             return;
         }
     } else {

@@ -1,6 +1,7 @@
 /* A validating JSON scanner (RFC 8259) that records where values are without building them.
  * It is what lets the connection route a message, keep ids of any size verbatim and replay
  * stored text, while jansson only ever parses params that a handler actually reads. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -441,4 +442,115 @@ bool acp_scan_prefix_id(const char *p, size_t n, acp_span *id, bool *has_method)
     bool stopped;
     walk_object(&s, prefix_fn, &f, &stopped); /* the prefix ends mid-object: what it found */
     return f.found;
+}
+
+/* --- the path of a member, for messages ------------------------------------------------------ */
+
+typedef struct seg {
+    const unsigned char *key; /* its text with the quotes; NULL: an array item */
+    size_t n, index;
+} seg;
+
+typedef struct finder {
+    scanner s;
+    const unsigned char *base;
+    size_t at;
+    seg segs[ACP_SCAN_MAX_DEPTH + 1];
+    int nseg;
+    bool done, on_key;
+} finder;
+
+/* A key or scalar that ends at or after the offset sought is the one: the walk stops there. */
+static bool reached(finder *f, bool key)
+{
+    if ((size_t)(f->s.p - f->base) < f->at) return false;
+    f->done = true;
+    f->on_key = key;
+    return true;
+}
+
+static void find_in(finder *f)
+{
+    scanner *s = &f->s;
+    if (s->p >= s->end) goto bad;
+    unsigned char c = *s->p;
+    if (c != '{' && c != '[') {
+        if (!scan_value(s)) goto bad;
+        reached(f, false);
+        return;
+    }
+    if (f->nseg > ACP_SCAN_MAX_DEPTH) goto bad;
+    int me = f->nseg++;
+    unsigned char close = c == '{' ? '}' : ']';
+    s->p++;
+    skip_ws(s);
+    for (size_t i = 0; s->p < s->end && *s->p != close; i++) {
+        if (close == '}') {
+            const unsigned char *k = s->p;
+            if (*k != '"' || !scan_string(s)) goto bad;
+            f->segs[me] = (seg){k, (size_t)(s->p - k), 0};
+            if (reached(f, true)) return;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != ':') goto bad;
+            s->p++;
+            skip_ws(s);
+        } else {
+            f->segs[me] = (seg){NULL, 0, i};
+        }
+        find_in(f);
+        if (f->done) return;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            skip_ws(s);
+        }
+    }
+    if (s->p >= s->end) goto bad;
+    s->p++;
+    f->nseg--;
+    return;
+bad: /* not valid text after all: the path so far is the best there is */
+    f->done = true;
+}
+
+/* A key that reads well after a dot: letters, digits, '_', '$', '-', no escapes. */
+static bool plain_key(const unsigned char *k, size_t n)
+{
+    if (n < 3) return false;
+    for (size_t i = 1; i + 1 < n; i++) {
+        unsigned char c = k[i];
+        if (!((c | 0x20) >= 'a' && (c | 0x20) <= 'z') && !(c >= '0' && c <= '9') && c != '_' &&
+            c != '$' && c != '-')
+            return false;
+    }
+    return true;
+}
+
+bool acp_scan_path_at(const char *text, size_t n, size_t at, const char *root, char *buf,
+                      size_t cap)
+{
+    finder *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(buf, cap, "%s", root);
+        return false;
+    }
+    f->s = (scanner){(const unsigned char *)text, (const unsigned char *)text + n, 0,
+                     ACP_SCAN_MAX_DEPTH};
+    f->base = f->s.p;
+    f->at = at;
+    skip_ws(&f->s);
+    find_in(f);
+    size_t o = (size_t)snprintf(buf, cap, "%s", root);
+    for (int i = 0; i < f->nseg && o < cap; i++) {
+        const seg *g = &f->segs[i];
+        int k = !g->key ? snprintf(buf + o, cap - o, "[%zu]", g->index)
+                : plain_key(g->key, g->n)
+                    ? snprintf(buf + o, cap - o, ".%.*s", (int)(g->n - 2), (const char *)g->key + 1)
+                    : snprintf(buf + o, cap - o, "[%.*s]", (int)g->n, (const char *)g->key);
+        if (k < 0) break;
+        o += (size_t)k;
+    }
+    bool key = f->on_key;
+    free(f);
+    return key;
 }

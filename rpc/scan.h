@@ -28,4 +28,11 @@ void acp_scan_envelope(const char *line, size_t n, acp_envelope *env);
  * was found. */
 bool acp_scan_prefix_id(const char *p, size_t n, acp_span *id, bool *has_method);
 
+/* For text that passed acp_json_validate(): writes into buf (cap bytes) the path, from root
+ * ("params.mcpServers[0].env", a name that is not plain as ["na me"]), of the first member
+ * name or scalar value whose text ends at or after byte offset `at`, which is where jansson
+ * reports what it refused. Returns true when that is a member name (the path ends with it). */
+bool acp_scan_path_at(const char *text, size_t n, size_t at, const char *root, char *buf,
+                      size_t cap);
+
 #endif

@@ -308,6 +308,60 @@ static void bad_id_types_are_invalid_requests(void **state)
 
 /* --- error codes --------------------------------------------------------------------------- */
 
+/* Params that are valid JSON but that jansson refuses (what a C string or an int64 cannot hold,
+ * a name given twice) are answered in the connection's own words, naming the member by its
+ * path in the message and in error.data.path: never the library's text. */
+static void refused_params_are_named_by_their_path(void **state)
+{
+    static const struct {
+        const char *params, *path, *message;
+    } cases[] = {
+        {"{\"sessionId\":\"a\\u0000b\"}", "params.sessionId",
+         "params.sessionId must not contain a NUL character (\\u0000)"},
+        {"{\"prompt\":[{\"type\":\"text\"},{\"text\":\"x\\u0000\",\"type\":\"text\"}]}",
+         "params.prompt[1].text",
+         "params.prompt[1].text must not contain a NUL character (\\u0000)"},
+        {"{\"_meta\":{\"a\":{\"b\":1, \"b\" : 2}}}", "params._meta.a.b",
+         "params._meta.a.b is given twice: member names must be unique"},
+        {"{\"a\\u0000\":1}", "params[\"a\\u0000\"]",
+         "params[\"a\\u0000\"] is a member name with a NUL character (\\u0000), which is not "
+         "accepted"},
+        {"{\"protocolVersion\":99999999999999999999}", "params.protocolVersion",
+         "params.protocolVersion is a number out of range (integers must fit in 64 bits)"},
+        {"{\"x\":[1, 2, 1e999 ]}", "params.x[2]",
+         "params.x[2] is a number out of range (integers must fit in 64 bits)"},
+        {"{\"the key\":\"\\ud800\"}", "params[\"the key\"]",
+         "params[\"the key\"] holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"},
+        {"[\"\\u0000\"]", "params[0]", "params[0] must not contain a NUL character (\\u0000)"},
+    };
+    const size_t n = sizeof cases / sizeof *cases;
+    acp_conn *c = server();
+    for (size_t i = 0; i < n; i++) {
+        char line[256];
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"echo\",\"params\":%s}\n", i,
+                 cases[i].params);
+        feed(c, line);
+    }
+    lines l;
+    lines_take(c, &l);
+    assert_int_equal(l.n, n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *err = json_object_get(l.v[i], "error");
+        assert_int_equal(json_integer_value(json_object_get(l.v[i], "id")), i);
+        assert_int_equal(err_code(l.v[i]), ACP_RPC_INVALID_PARAMS);
+        assert_string_equal(json_string_value(json_object_get(err, "message")), cases[i].message);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(err, "data"), "path")),
+            cases[i].path);
+        assert_null(strstr(l.raw[i], "JSON_ALLOW_NUL"));
+        assert_null(strstr(l.raw[i], "near '"));
+    }
+    assert_int_equal(handled, 0);
+    lines_free(&l);
+    acp_conn_free(c);
+}
+
 static void protocol_errors(void **state)
 {
     acp_conn *c = server();
@@ -929,6 +983,7 @@ int main(void)
         cmocka_unit_test(refused_lines_are_logged),
         cmocka_unit_test(bad_id_types_are_invalid_requests),
         cmocka_unit_test(protocol_errors),
+        cmocka_unit_test(refused_params_are_named_by_their_path),
         cmocka_unit_test(handler_error_codes_reach_the_wire),
         cmocka_unit_test(notifications_are_never_answered),
         cmocka_unit_test(error_responses_keep_unknown_codes),
