@@ -240,6 +240,7 @@ static void sync_drop(acp_client *c, acp_client_sync *w)
         acp_conn_forget(c->conn, op->call);
         acp_client_reply r = {.status = ACP_ECANCELLED, .session = op->s, .stop = "unknown"};
         if (op->finish) op->finish(op, &r);
+        acp_client_elicits_op_ended(c, op);
         op_free(op);
         break;
     }
