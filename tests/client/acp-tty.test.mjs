@@ -146,7 +146,10 @@ test("a second Ctrl-C exits when the agent does not end the turn", async () => {
   t.send("\x03");
   await t.expect(/cancelling/);
   // The agent records the cancel when it reads it; the second Ctrl-C stops it, so wait first.
-  while (!readFileSync(record, "utf8").includes('"session/cancel"')) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; !readFileSync(record, "utf8").includes('"session/cancel"'); i++) {
+    assert.ok(i < 1000, "the agent got session/cancel");
+    await new Promise((r) => setTimeout(r, 20));
+  }
   t.send("\x03");
   assert.equal(await t.exited, 130);
 });
