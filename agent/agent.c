@@ -235,6 +235,12 @@ bool agent_check_init(acp_agent *a, acp_req *req)
     return false;
 }
 
+bool agent_accept(acp_agent *a, acp_req *req, const vfield *params, bool auth)
+{
+    return agent_check_init(a, req) && params_valid(req, params) &&
+           (!auth || agent_check_auth(a, req));
+}
+
 static void conn_log(acp_conn *c, const char *message, void *user)
 {
     agent_log(user, "rpc: %s", message);

@@ -94,12 +94,8 @@ static void auth_cancelled(acp_req *req, void *user)
 static void h_authenticate(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_accept(a, req, &params_authenticate, false)) return;
     json_t *id = json_object_get(acp_req_params(req), "methodId");
-    if (!json_is_string(id)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "methodId is required (a string)");
-        return;
-    }
     size_t i = AGENT_INDEX(a->eng.auth_methods, a->eng.nauth_methods, json_string_value(id));
     const acp_auth_method *m = i < a->eng.nauth_methods && offered(a, &a->eng.auth_methods[i])
                                    ? &a->eng.auth_methods[i]
@@ -203,7 +199,7 @@ void auth_free_all(acp_agent *a)
 static void h_logout(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_accept(a, req, &params_logout, false)) return;
     if (!a->eng.logout) { /* not advertised: the client must not call it */
         acp_req_error(req, ACP_RPC_METHOD_NOT_FOUND, NULL, "Method not found: logout");
         return;

@@ -584,10 +584,11 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
 /* --- session/set_mode, session/set_config_option -----------------------------------------------
  */
 
-/* The session named in the params, open and answered, or NULL after answering the error. */
-static acp_session *target(acp_agent *a, acp_req *req)
+/* The session named in params that fit their table, open and answered, or NULL after
+ * answering the error. */
+static acp_session *target(acp_agent *a, acp_req *req, const vfield *params)
 {
-    const char *id = agent_check_auth(a, req) ? session_id_param(req) : NULL;
+    const char *id = agent_accept(a, req, params, true) ? session_id_param(req) : NULL;
     if (!id) return NULL;
     acp_session *s = session_find(a, id);
     if (!s) {
@@ -675,7 +676,7 @@ static bool vetoed(acp_session *s, acp_req *req, size_t m, size_t i, size_t v, b
 static void h_set_mode(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    acp_session *s = target(a, req);
+    acp_session *s = target(a, req, &params_set_mode);
     if (!s) return;
     if (!a->eng.nmodes) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "session %s has no modes", s->id);
@@ -683,10 +684,6 @@ static void h_set_mode(acp_conn *c, acp_req *req, void *user)
     }
     json_t *id = json_object_get(acp_req_params(req), "modeId");
     size_t m;
-    if (!json_is_string(id)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "modeId is required (a string)");
-        return;
-    }
     if (!find_mode(&a->eng, json_string_value(id), &m)) {
         acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{so}", "modeId", json_incref(id)),
                       "unknown mode '%s': not one of the session's availableModes",
@@ -704,16 +701,12 @@ static void h_set_mode(acp_conn *c, acp_req *req, void *user)
 static void h_set_config(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    acp_session *s = target(a, req);
+    acp_session *s = target(a, req, &params_set_config);
     if (!s) return;
     json_t *p = acp_req_params(req);
     json_t *cid = json_object_get(p, "configId"), *value = json_object_get(p, "value");
     const char *type = json_string_value(json_object_get(p, "type"));
     size_t i, v = 0;
-    if (!json_is_string(cid)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "configId is required (a string)");
-        return;
-    }
     const char *id = json_string_value(cid);
     const acp_config_option *o = find_option(&s->cfg, id, &i);
     if (!o) {
@@ -722,19 +715,11 @@ static void h_set_config(acp_conn *c, acp_req *req, void *user)
         return;
     }
     /* A boolean option is a boolean only for clients that can show one; others were shown
-     * the "true" / "false" select and send one of those ids (a string without a type). */
-    bool boolean = type && !strcmp(type, "boolean");
+     * the "true" / "false" select and send one of those ids (a string without a type). The
+     * edge let through a boolean value with type "boolean", else a value id (a string): the
+     * schema's anyOf reads {"type":"boolean","value":"x"} as the value id "x", as the SDK does. */
+    bool boolean = type && !strcmp(type, "boolean") && json_is_boolean(value);
     bool on = false;
-    if (boolean && !json_is_boolean(value)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "value must be a boolean for type \"boolean\" (config option '%s')", id);
-        return;
-    }
-    if (!boolean && !json_is_string(value)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "value must be a value id (a string) for config option '%s'", id);
-        return;
-    }
     if (o->boolean && boolean && client_bools(a)) {
         on = json_is_true(value);
     } else if (o->boolean && !boolean && !client_bools(a) &&

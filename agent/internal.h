@@ -8,6 +8,7 @@
 #include "acp/agent.h"
 #include "acp/roots.h"
 #include "acp/rt.h"
+#include "agent/validate.h"
 
 /* Output queued above this makes a turn unwritable (when no transport reports its own). */
 #define AGENT_HIGH_WATER (4u << 20)
@@ -231,6 +232,10 @@ void agent_reply_gone(acp_req *req, const char *id);
 /* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
 const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
+/* Every request the agent serves starts here: agent_check_init(), the params against their
+ * table (-32602 naming the member, validate.h), then with auth agent_check_auth(). False after
+ * answering req. */
+bool agent_accept(acp_agent *a, acp_req *req, const vfield *params, bool auth);
 /* The index of the first of arr[0..n) named id, else n (also for id NULL). The elements are
  * `size` bytes and start with their id string: acp_mode, acp_config_option, acp_config_value
  * and acp_auth_method all do, so one lookup serves them all. */
@@ -243,11 +248,11 @@ void agent_maybe_free(acp_agent *a);
 
 /* session.c */
 acp_session *session_find(acp_agent *a, const char *id);
-/* Validates cwd / additionalDirectories / mcpServers, checks (must_exist) that the session is
- * stored, and builds an opening session with its MCP servers starting (not yet in the active
- * list). On an error answers req and returns NULL. */
-acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required,
-                          bool must_exist);
+/* For params that passed the edge (validate.h): checks that cwd and additionalDirectories are
+ * absolute and the MCP servers usable, checks (must_exist) that the session is stored, and
+ * builds an opening session with its MCP servers starting (not yet in the active list). On an
+ * error answers req and returns NULL. */
+acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_exist);
 void session_activate(acp_session *s);
 /* Cancels its turn (force-ending it), frees the engine's state, stops the MCP servers. True
  * when s stays until its held output (the turn's last updates and response, say) is released:
@@ -311,7 +316,7 @@ void replay_finish(acp_session *s);
 
 /* methods.c */
 void methods_register(acp_agent *a);
-/* The params' sessionId, or NULL after answering -32602. */
+/* The params' sessionId (a string after the edge), or NULL after answering -32602. */
 const char *session_id_param(acp_req *req);
 
 /* config.c: modes and config options. */

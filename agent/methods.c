@@ -1,4 +1,5 @@
 /* The ACP methods an agent serves: initialize and the session lifecycle. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,8 @@ static void write_meta(acp_jw *w, const json_t *meta)
 static void h_initialize(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
+    /* Before anything changes: a refused initialize leaves the connection as it was. */
+    if (!params_valid(req, &params_initialize)) return;
     json_t *params = acp_req_params(req);
     json_t *caps = json_object_get(params, "clientCapabilities");
     json_decref(a->client_caps);
@@ -90,8 +93,10 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
 const char *session_id_param(acp_req *req)
 {
     json_t *id = json_object_get(acp_req_params(req), "sessionId");
-    if (json_is_string(id) && json_string_length(id) > 0) return json_string_value(id);
-    acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "sessionId is required (a string)");
+    if (json_is_string(id)) return json_string_value(id);
+    /* Only for a handler whose table lacks it: every table that names it requires a string. */
+    acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{ss}", "path", "params.sessionId"),
+                  "params.sessionId must be a string");
     return NULL;
 }
 
@@ -161,10 +166,10 @@ static void open_wait(acp_session *s)
 static void h_new(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_auth(a, req)) return;
+    if (!agent_accept(a, req, &params_new, true)) return;
     char id[48];
     acp_agent_new_id("sess_", id);
-    acp_session *s = session_open(a, req, id, true, false);
+    acp_session *s = session_open(a, req, id, false);
     if (!s) return;
     acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
     acp_store_now(row.created_at);
@@ -187,13 +192,13 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
 
 static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
 {
-    if (!agent_check_auth(a, req)) return;
+    if (!agent_accept(a, req, load ? &params_load : &params_resume, true)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     /* Loading a session that is open here starts it afresh: the old one is closed (its
      * running prompt answers cancelled) so that one id never has two live states. */
     acp_session *old = session_find(a, id);
-    acp_session *s = session_open(a, req, id, load, true);
+    acp_session *s = session_open(a, req, id, true);
     if (!s) {
         /* Failed; if because it is not stored any more (-32002), the one open here was
          * deleted elsewhere: it goes too. */
@@ -242,7 +247,7 @@ static void h_resume(acp_conn *c, acp_req *req, void *user)
 static void h_close(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_init(a, req)) return;
+    if (!agent_accept(a, req, &params_close, false)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
@@ -257,7 +262,7 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
 static void h_delete(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_auth(a, req)) return;
+    if (!agent_accept(a, req, &params_delete, true)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
@@ -304,16 +309,12 @@ static int list_collect(void *user, const acp_store_session *ss)
 static void h_list(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_auth(a, req)) return;
+    if (!agent_accept(a, req, &params_list, true)) return;
     json_t *p = acp_req_params(req);
     json_t *cwd = json_object_get(p, "cwd"), *cursor = json_object_get(p, "cursor");
-    if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cwd must be an absolute path: '%s'",
-                      json_is_string(cwd) ? json_string_value(cwd) : "(not a string)");
-        return;
-    }
-    if (cursor && !json_is_null(cursor) && !json_is_string(cursor)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "cursor must be a string");
+    if (json_is_string(cwd) && json_string_value(cwd)[0] != '/') {
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{ss}", "path", "params.cwd"),
+                      "cwd must be an absolute path: '%s'", json_string_value(cwd));
         return;
     }
     /* The page is collected first: a store error must become an error response, and a
@@ -356,53 +357,36 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
 
 /* --- prompt / cancel ------------------------------------------------------------------------ */
 
+/* What the engine can take: the schema made every block one of its five kinds. */
+static bool prompt_supported(acp_agent *a, acp_req *req, const json_t *prompt)
+{
+    for (size_t i = 0; i < json_array_size(prompt); i++) {
+        const char *type = json_string_value(json_object_get(json_array_get(prompt, i), "type"));
+        const char *cap = !strcmp(type, "image")   ? (a->eng.image ? NULL : "image")
+                          : !strcmp(type, "audio") ? (a->eng.audio ? NULL : "audio")
+                          : !strcmp(type, "resource")
+                              ? (a->eng.embedded_context ? NULL : "embeddedContext")
+                              : NULL;
+        if (!cap) continue;
+        char path[64];
+        snprintf(path, sizeof path, "params.prompt[%zu].type", i);
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{ss}", "path", path),
+                      "prompt[%zu]: content type '%s' is not supported "
+                      "(promptCapabilities.%s is false)",
+                      i, type, cap);
+        return false;
+    }
+    return true;
+}
+
 static void h_prompt(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
-    if (!agent_check_auth(a, req)) return;
+    if (!agent_accept(a, req, &params_prompt, true)) return;
     const char *id = session_id_param(req);
     if (!id) return;
     json_t *prompt = json_object_get(acp_req_params(req), "prompt");
-    if (!json_is_array(prompt)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "prompt is required (an array of content blocks)");
-        return;
-    }
-    for (size_t i = 0; i < json_array_size(prompt); i++) {
-        json_t *b = json_array_get(prompt, i);
-        const char *type = json_string_value(json_object_get(b, "type"));
-        const char *cap = NULL;
-        bool ok = false;
-        if (!type) {
-            acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                          "prompt[%zu] must be a content block with a type", i);
-            return;
-        }
-        if (!strcmp(type, "text"))
-            ok = json_is_string(json_object_get(b, "text"));
-        else if (!strcmp(type, "resource_link"))
-            ok = true;
-        else if (!strcmp(type, "image"))
-            ok = a->eng.image, cap = "image";
-        else if (!strcmp(type, "audio"))
-            ok = a->eng.audio, cap = "audio";
-        else if (!strcmp(type, "resource"))
-            ok = a->eng.embedded_context, cap = "embeddedContext";
-        if (!ok) {
-            if (cap)
-                acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                              "prompt[%zu]: content type '%s' is not supported "
-                              "(promptCapabilities.%s is false)",
-                              i, type, cap);
-            else if (!strcmp(type, "text"))
-                acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                              "prompt[%zu]: a text block needs a string 'text'", i);
-            else
-                acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                              "prompt[%zu]: unknown content type '%s'", i, type);
-            return;
-        }
-    }
+    if (!prompt_supported(a, req, prompt)) return;
     acp_session *s = session_find(a, id);
     if (!s) {
         agent_reply_not_found(req, id);
@@ -428,9 +412,20 @@ static void n_cancel(acp_conn *c, acp_msg *m, void *user)
 {
     acp_agent *a = user;
     if (!a->initialized) return;
+    /* A notification has no answer: a malformed one is dropped, and said so in the log. */
     json_t *p = acp_msg_params(m);
+    verr e;
+    if (!p) {
+        agent_log(a, "session/cancel dropped: its params cannot be read (a NUL character, a "
+                     "member given twice or a number out of range)");
+        return;
+    }
+    if (!params_check(p, &params_cancel, &e)) {
+        agent_log(a, "session/cancel dropped: %s", e.msg);
+        return;
+    }
     const char *id = json_string_value(json_object_get(p, "sessionId"));
-    acp_session *s = id ? session_find(a, id) : NULL;
+    acp_session *s = session_find(a, id);
     if (s && s->turn) turn_cancel(s->turn);
 }
 

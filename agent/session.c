@@ -20,27 +20,19 @@ static void mcp_log(const char *name, const char *line, void *user)
     agent_log(user, "mcp[%s]: %s", name, line);
 }
 
-/* Builds the root set from cwd and additionalDirectories (a JSON value or NULL), answering
- * req with -32602 when they are malformed. The spec forbids dropping bad entries silently. */
+/* Builds the root set from cwd and additionalDirectories (their types checked at the edge),
+ * answering req with -32602 when a path is not absolute. The spec forbids dropping bad entries
+ * silently. */
 static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
 {
     json_t *cwd = json_object_get(params, "cwd");
-    if (!json_is_string(cwd)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "cwd is required and must be an absolute path string");
-        return NULL;
-    }
     json_t *dirs = json_object_get(params, "additionalDirectories");
-    size_t nd = json_is_array(dirs) ? json_array_size(dirs) : 0;
+    size_t nd = json_array_size(dirs);
     if (nd && (a->eng.disable & ACP_DISABLE_ADD_DIRS)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
+        acp_req_error(req, ACP_RPC_INVALID_PARAMS,
+                      json_pack("{ss}", "path", "params.additionalDirectories"),
                       "additionalDirectories is not supported by this agent "
                       "(sessionCapabilities.additionalDirectories is not advertised)");
-        return NULL;
-    }
-    if (dirs && !json_is_null(dirs) && !json_is_array(dirs)) {
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "additionalDirectories must be an array of absolute paths");
         return NULL;
     }
     const char **v = calloc(nd + 1, sizeof *v);
@@ -48,16 +40,7 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
         return NULL;
     }
-    for (size_t i = 0; i < nd; i++) {
-        json_t *d = json_array_get(dirs, i);
-        if (!json_is_string(d)) {
-            acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                          "additionalDirectories[%zu] must be a string", i);
-            free(v);
-            return NULL;
-        }
-        v[i] = json_string_value(d);
-    }
+    for (size_t i = 0; i < nd; i++) v[i] = json_string_value(json_array_get(dirs, i));
     acp_roots *r = NULL;
     char *err = NULL;
     int rc = acp_roots_new(json_string_value(cwd), v, nd, &r, &err);
@@ -71,24 +54,12 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
     return r;
 }
 
-acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool mcp_required,
-                          bool must_exist)
+acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_exist)
 {
     json_t *params = acp_req_params(req);
     acp_roots *roots = roots_from(a, req, params);
     if (!roots) return NULL;
     json_t *servers = json_object_get(params, "mcpServers");
-    if (!servers && mcp_required) {
-        acp_roots_free(roots);
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL,
-                      "mcpServers is required (an array; [] for none)");
-        return NULL;
-    }
-    if (servers && !json_is_null(servers) && !json_is_array(servers)) {
-        acp_roots_free(roots);
-        acp_req_error(req, ACP_RPC_INVALID_PARAMS, NULL, "mcpServers must be an array");
-        return NULL;
-    }
     /* After validating the params, before starting any MCP server. */
     acp_store_session row = {0};
     if (must_exist) {

@@ -1038,23 +1038,30 @@ static void test_bad_input(void **state)
     bad(all, set_config(x, id, "model", "'Small'", false), ACP_RPC_INVALID_PARAMS, "Small", NULL);
     /* a group id is not a value */
     bad(all, set_config(x, id, "model", "'local'", false), ACP_RPC_INVALID_PARAMS, "local", NULL);
-    bad(all, set_config(x, id, "model", "3", false), ACP_RPC_INVALID_PARAMS, "model", NULL);
-    bad(all, set_config(x, id, "model", "null", false), ACP_RPC_INVALID_PARAMS, "model", NULL);
-    bad(all, set_config(x, id, "effort", "['low']", false), ACP_RPC_INVALID_PARAMS, "effort", NULL);
+    /* a value of the wrong type is refused at the edge, which names the member by its path */
+    bad(all, set_config(x, id, "model", "3", false), ACP_RPC_INVALID_PARAMS,
+        "params.value must be a string", NULL);
+    assert_json(error_data(all), J("{'path':'params.value'}"));
+    bad(all, set_config(x, id, "model", "null", false), ACP_RPC_INVALID_PARAMS, "params.value",
+        NULL);
+    bad(all, set_config(x, id, "effort", "['low']", false), ACP_RPC_INVALID_PARAMS, "params.value",
+        NULL);
     bad(all, set_config(x, id, "model", "true", true), ACP_RPC_INVALID_PARAMS, "model", NULL);
     bad(all, set_config(x, id, "mode", "'nope'", false), ACP_RPC_INVALID_PARAMS, "mode", "nope");
     /* this client advertised booleans: a string is the wrong type */
     bad(all, set_config(x, id, "verbose", "'false'", false), ACP_RPC_INVALID_PARAMS, "verbose",
         NULL);
-    bad(all, set_config(x, id, "verbose", "1", true), ACP_RPC_INVALID_PARAMS, "verbose", NULL);
+    bad(all, set_config(x, id, "verbose", "1", true), ACP_RPC_INVALID_PARAMS,
+        "params.value must be a boolean", NULL);
+    /* {"type":"boolean","value":"false"} is the value id "false" (the schema's anyOf) */
     bad(all, set_config(x, id, "verbose", "'false'", true), ACP_RPC_INVALID_PARAMS, "verbose",
         NULL);
     bad(all,
         call(x, "session/set_config_option",
              "{'sessionId':'%s','configId':'verbose','type':'boolean'}", id),
-        ACP_RPC_INVALID_PARAMS, "verbose", NULL);
+        ACP_RPC_INVALID_PARAMS, "params.value is required", NULL);
     bad(all, call(x, "session/set_config_option", "{'sessionId':'%s','configId':'model'}", id),
-        ACP_RPC_INVALID_PARAMS, "model", NULL);
+        ACP_RPC_INVALID_PARAMS, "params.value is required", NULL);
     bad(all, call(x, "session/set_config_option", "{'sessionId':'%s','value':'small'}", id),
         ACP_RPC_INVALID_PARAMS, "configId", NULL);
     bad(all,
@@ -1144,8 +1151,8 @@ static void test_boolean_fallback(void **state)
                    NULL);
     expect_error_d(set_config(x, id, "verbose", "true", true), ACP_RPC_INVALID_PARAMS, "verbose",
                    NULL);
-    expect_error_d(set_config(x, id, "verbose", "true", false), ACP_RPC_INVALID_PARAMS, "verbose",
-                   NULL);
+    expect_error_d(set_config(x, id, "verbose", "true", false), ACP_RPC_INVALID_PARAMS,
+                   "params.value must be a string", NULL);
     assert_values(x, "code", "large", false, "low");
     json_decref(set_config(x, id, "verbose", "'true'", false));
 

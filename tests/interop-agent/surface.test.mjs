@@ -348,12 +348,12 @@ test("session/set_config_option: unknown option, a value not among the options, 
     [{ configId: "temperature", value: "hot" }, "temperature"],
     [{ configId: "model", value: "echo-huge" }, "echo-huge"],
     [{ configId: "model", value: "Echo-Large" }, "Echo-Large"],
-    [{ configId: "model", value: 3 }, "model"],
+    [{ configId: "model", value: 3 }, "params.value must be a string"],
     [{ configId: "model", type: "boolean", value: true }, "model"],
-    [{ configId: "verbose", type: "boolean", value: "yes" }, "verbose"],
-    [{ configId: "verbose", type: "boolean", value: 1 }, "verbose"],
+    [{ configId: "verbose", type: "boolean", value: "yes" }, "verbose"], // the value id "yes" (the schema's anyOf)
+    [{ configId: "verbose", type: "boolean", value: 1 }, "params.value must be a boolean"],
     [{ configId: "verbose", value: "false" }, "verbose"], // a boolean option takes type "boolean" from this client
-    [{ configId: "model" }, "model"],
+    [{ configId: "model" }, "params.value is required"],
     [{ configId: 5, value: "echo-large" }, "configId"],
   ];
   for (const [params, word] of bad) await refused(a.request("session/set_config_option", { sessionId: sid, ...params }), -32602, word);
