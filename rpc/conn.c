@@ -804,7 +804,7 @@ static void refuse_params(acp_req *r, const json_error_t *err)
 {
     char path[256];
     size_t at = err->position > 0 ? (size_t)err->position : 0;
-    bool key = acp_scan_path_at(r->params_text, r->params_len, at, "params", path, sizeof path);
+    acp_scan_path_at(r->params_text, r->params_len, at, "params", path, sizeof path);
     const char *what;
     switch (json_error_code(err)) {
     case json_error_null_character:
@@ -817,7 +817,7 @@ static void refuse_params(acp_req *r, const json_error_t *err)
         what = "is given twice: member names must be unique";
         break;
     case json_error_numeric_overflow:
-        what = key ? "cannot be read" : "is a number out of range (integers must fit in 64 bits)";
+        what = "is a number out of range (an integer must fit in 64 bits, a real in a double)";
         break;
     case json_error_invalid_syntax: /* the scanner passes lone surrogates; jansson does not */
         what = "holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)";

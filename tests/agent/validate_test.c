@@ -630,7 +630,8 @@ static void test_bad_shapes(void **state)
         {"initialize", "{'protocolVersion':false}",
          "params.protocolVersion must be an integer from 0 to 65535", "params.protocolVersion"},
         {"initialize", "{'protocolVersion':99999999999999999999}",
-         "params.protocolVersion is a number out of range (integers must fit in 64 bits)",
+         "params.protocolVersion is a number out of range (an integer must fit in 64 bits, a real "
+         "in a double)",
          "params.protocolVersion"},
         {"session/new", "{'cwd':'/','mcpServers':'none'}", "params.mcpServers must be an array",
          "params.mcpServers"},

@@ -327,9 +327,11 @@ static void refused_params_are_named_by_their_path(void **state)
          "params[\"a\\u0000\"] is a member name with a NUL character (\\u0000), which is not "
          "accepted"},
         {"{\"protocolVersion\":99999999999999999999}", "params.protocolVersion",
-         "params.protocolVersion is a number out of range (integers must fit in 64 bits)"},
+         "params.protocolVersion is a number out of range (an integer must fit in 64 bits, a real "
+         "in a double)"},
         {"{\"x\":[1, 2, 1e999 ]}", "params.x[2]",
-         "params.x[2] is a number out of range (integers must fit in 64 bits)"},
+         "params.x[2] is a number out of range (an integer must fit in 64 bits, a real in a "
+         "double)"},
         {"{\"the key\":\"\\ud800\"}", "params[\"the key\"]",
          "params[\"the key\"] holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"},
         {"[\"\\u0000\"]", "params[0]", "params[0] must not contain a NUL character (\\u0000)"},
