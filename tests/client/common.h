@@ -1,11 +1,14 @@
-/* Shared by the client tests: opening a client on a Node agent from tests/client, and
- * collecting what the application sees. */
+/* Shared by the client tests: opening a client on a Node agent from tests/client, collecting
+ * what the application sees, and the files and descriptors around it. */
 #ifndef ACP_TEST_CLIENT_COMMON_H
 #define ACP_TEST_CLIENT_COMMON_H
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acp/client.h"
 
@@ -19,6 +22,19 @@ typedef struct seen {
     int perm_mode;      /* tests choose what on_permission does */
     acp_client_perm *held;
 } seen;
+
+/* Appends an agent_message_chunk's text to b; returns its length (0 for another kind, or a
+ * chunk whose content has no text). */
+static inline size_t chunk_text(const acp_update *u, acp_buf *b)
+{
+    if (u->kind != ACP_UPDATE_AGENT_MESSAGE_CHUNK) return 0;
+    json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
+    json_t *t = json_object_get(json_object_get(j, "content"), "text");
+    size_t n = json_string_length(t);
+    if (json_is_string(t)) acp_buf_append(b, json_string_value(t), n);
+    json_decref(j);
+    return n;
+}
 
 static inline void seen_update(acp_client *c, acp_client_session *s, const acp_update *u,
                                void *user)
@@ -37,13 +53,7 @@ static inline void seen_update(acp_client *c, acp_client_session *s, const acp_u
     size_t n = u->kind_text.n < sizeof k->last_kind - 1 ? u->kind_text.n : sizeof k->last_kind - 1;
     memcpy(k->last_kind, u->kind_text.p, n);
     k->last_kind[n] = 0;
-    if (u->kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK) {
-        json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
-        json_t *t = json_object_get(json_object_get(j, "content"), "text");
-        if (json_is_string(t))
-            acp_buf_append(&k->text, json_string_value(t), json_string_length(t));
-        json_decref(j);
-    }
+    chunk_text(u, &k->text);
 }
 
 /* argv for `node tests/client/<script>` (static storage). */
@@ -56,6 +66,58 @@ static inline const char *const *node_agent(const char *script)
     argv[1] = path;
     argv[2] = NULL;
     return argv;
+}
+
+/* Descriptors open in this process: a test compares the count before and after. */
+static inline int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+static inline void put_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp || fputs(text, fp) < 0 || fclose(fp)) abort();
+}
+
+/* The fs tests' root set, in two new directories made from the mkdtemp templates root and
+ * outside: root/a.txt (a_text), outside/secret.txt ("secret\n"), root/link (a symlink to the
+ * secret) and root/dirlink (to outside). */
+static inline void make_roots(char *root, char *outside, const char *a_text)
+{
+    char p[256], q[256];
+    if (!mkdtemp(root) || !mkdtemp(outside)) abort();
+    snprintf(p, sizeof p, "%s/a.txt", root);
+    put_file(p, a_text);
+    snprintf(p, sizeof p, "%s/secret.txt", outside);
+    put_file(p, "secret\n");
+    snprintf(q, sizeof q, "%s/link", root);
+    if (symlink(p, q)) abort();
+    snprintf(q, sizeof q, "%s/dirlink", root);
+    if (symlink(outside, q)) abort();
+}
+
+/* rm -rf of a test's directory (NULL or "" is ignored); false when it failed. */
+static inline bool rm_rf(const char *dir)
+{
+    if (!dir || !*dir) return true;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0;
+}
+
+/* Before any test: an agent that exits early must not kill the test with SIGPIPE, and libuv's
+ * process-wide pipe (opened once, at the first loop) must not count as a test's descriptor. */
+static inline void test_process_init(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    uv_loop_t warm;
+    uv_loop_init(&warm);
+    uv_loop_close(&warm);
 }
 
 #endif

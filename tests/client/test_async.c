@@ -5,7 +5,6 @@
  * and Unix socket transports; call deadlines, $/cancel_request and acp_client_op_cancel(); an
  * agent that dies mid-turn. Every test ends with the loop closable (no handle left), the same
  * descriptors open as before, and no child process left. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -81,15 +80,6 @@ typedef struct fixture {
     acp_client_elicit *elicit;
 } fixture;
 
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-    if (d) closedir(d);
-    return n;
-}
-
 static void on_watchdog(uv_timer_t *t)
 {
     fixture *f = t->data;
@@ -128,22 +118,24 @@ static int teardown(void **state)
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left, zombie or running */
     assert_int_equal(errno, ECHILD);
     acp_buf_free(&f->log);
-    if (f->root[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->root);
-        assert_int_equal(system(cmd), 0);
-    }
+    assert_true(rm_rf(f->root));
     free(f);
     return 0;
 }
 
-/* Runs the loop until *flag, failing on the watchdog or an idle loop. */
+/* Runs the loop until cond holds, failing on the watchdog or an idle loop. */
+#define SPIN_UNTIL(f, cond, what)                                                                  \
+    do {                                                                                           \
+        while (!(cond)) {                                                                          \
+            if ((f)->timed_out) fail_msg("timed out waiting for %s", what);                        \
+            if (uv_run(&(f)->loop, UV_RUN_ONCE) == 0 && !(cond))                                   \
+                fail_msg("the loop went idle waiting for %s", what);                               \
+        }                                                                                          \
+    } while (0)
+
 static void spin(fixture *f, const bool *flag)
 {
-    while (!*flag) {
-        if (f->timed_out) fail_msg("timed out waiting on the loop");
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && !*flag) fail_msg("the loop went idle");
-    }
+    SPIN_UNTIL(f, *flag, "an answer");
 }
 
 static void on_done(acp_client *c, const acp_client_reply *r, void *user)
@@ -175,12 +167,8 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     if (!x) return;
     if (!acp_json_str_eq(u->session_id, acp_client_session_id(s))) x->misrouted = true;
     if (u->kind != ACP_UPDATE_AGENT_MESSAGE_CHUNK) return;
-    json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
-    json_t *t = json_object_get(json_object_get(j, "content"), "text");
     x->chunks++;
-    x->bytes += json_string_length(t);
-    if (x->text.len < 4096) acp_buf_append(&x->text, json_string_value(t), json_string_length(t));
-    json_decref(j);
+    x->bytes += chunk_text(u, &x->text);
     if (f->last_idx >= 0 && f->last_idx != x->idx) f->switches++;
     f->last_idx = x->idx;
 }
@@ -253,6 +241,13 @@ static void open_sessions(fixture *f, sess *x, int n)
     }
 }
 
+/* A client started with o and n sessions on it. */
+static void begin(fixture *f, const acp_client_opts *o, sess *x, int n)
+{
+    start(f, o);
+    open_sessions(f, x, n);
+}
+
 static void sess_free(sess *x, int n)
 {
     for (int i = 0; i < n; i++) acp_buf_free(&x[i].text);
@@ -283,9 +278,8 @@ static void test_five_sessions_stream(void **state)
 {
     fixture *f = *state;
     acp_client_opts o = base_opts(f);
-    start(f, &o);
     sess x[5] = {0};
-    open_sessions(f, x, 5);
+    begin(f, &o, x, 5);
     done d[5] = {0};
     for (int i = 0; i < 5; i++) assert_int_equal(prompt(&x[i], "/stream 1500 1000", &d[i]), 0);
     /* One prompt per session: a second one on a busy session is refused locally. */
@@ -322,19 +316,15 @@ static void test_permission_while_streaming(void **state)
 {
     fixture *f = *state;
     acp_client_opts o = base_opts(f);
-    start(f, &o);
     sess x[2] = {0};
-    open_sessions(f, x, 2);
+    begin(f, &o, x, 2);
     done ask = {0}, stream = {0};
     f->slow = &x[1];
     f->asker = &x[0];
     f->slow_done = &stream;
     assert_int_equal(prompt(&x[1], "/stream 1000000 100", &stream), 0);
     assert_int_equal(prompt(&x[0], "/ask", &ask), 0);
-    while (!x[0].p) {
-        if (f->timed_out) fail_msg("no permission request");
-        uv_run(&f->loop, UV_RUN_ONCE);
-    }
+    SPIN_UNTIL(f, x[0].p, "a permission request");
     assert_int_equal(f->perms, 1);
     assert_false(acp_client_perm_cancelled(x[0].p));
     uv_timer_start(&f->later, reply_perm, 20, 0);
@@ -349,7 +339,7 @@ static void test_permission_while_streaming(void **state)
     assert_true(f->slow_at_reply > f->slow_at_request);
     int at_end_of_ask = x[1].chunks;
     assert_false(stream.done);
-    while (x[1].chunks == at_end_of_ask) assert_int_equal(acp_client_run_once(f->c), 0);
+    SPIN_UNTIL(f, x[1].chunks > at_end_of_ask, "more of the stream");
     assert_int_equal(acp_client_session_cancel(x[1].s), 0);
     spin(f, &stream.done);
     assert_int_equal(stream.status, 0);
@@ -368,16 +358,12 @@ static void test_cancel_during_permission(void **state)
 {
     fixture *f = *state;
     acp_client_opts o = base_opts(f);
-    start(f, &o);
     sess x[2] = {0};
-    open_sessions(f, x, 2);
+    begin(f, &o, x, 2);
     done d[2] = {0};
     assert_int_equal(prompt(&x[0], "/ask", &d[0]), 0);
     assert_int_equal(prompt(&x[1], "/ask", &d[1]), 0);
-    while (!x[0].p || !x[1].p) {
-        if (f->timed_out) fail_msg("no permission requests");
-        assert_int_equal(acp_client_run_once(f->c), 0);
-    }
+    SPIN_UNTIL(f, x[0].p && x[1].p, "the permission requests");
     assert_int_equal(acp_client_session_cancel(x[0].s), 0);
     assert_true(acp_client_perm_cancelled(x[0].p));
     assert_false(acp_client_perm_cancelled(x[1].p));
@@ -443,9 +429,8 @@ static void test_cancel_during_permission_wire(void **state)
     o.command = NULL;
     o.argv = node_agent("script-agent.mjs");
     o.on_permission = cancel_from_permission;
-    start(f, &o);
     sess x[1] = {0};
-    open_sessions(f, x, 1);
+    begin(f, &o, x, 1);
     char *text = perm_script(acp_client_session_id(x[0].s), json_string("cancelled"));
     done d = {0};
     assert_int_equal(prompt(&x[0], text, &d), 0);
@@ -478,9 +463,8 @@ static void test_free_in_flight(void **state)
     done_clear(&init);
     uv_run(&f->loop, UV_RUN_DEFAULT); /* the agent is stopped, its handles closed */
 
-    start(f, &o);
     sess x[3] = {0};
-    open_sessions(f, x, 3);
+    begin(f, &o, x, 3);
     done sleep = {0}, ask = {0}, ext = {0}, list = {0}, gone = {0};
     acp_client_op *op;
     json_t *b = text_prompt("/sleep 60000");
@@ -495,10 +479,7 @@ static void test_free_in_flight(void **state)
     assert_int_equal(gone.status, ACP_ECANCELLED);
     assert_ptr_equal(gone.s, x[2].s);
     done_clear(&gone);
-    while (!x[1].p) {
-        if (f->timed_out) fail_msg("no permission request");
-        assert_int_equal(acp_client_run_once(f->c), 0);
-    }
+    SPIN_UNTIL(f, x[1].p, "a permission request");
     acp_client_perm *held = x[1].p;
     /* Two more, sent but not answered yet (the loop has not run since). */
     assert_int_equal(acp_client_call_start(f->c, "_acp-agent/echo", json_pack("{s:i}", "n", 1),
@@ -694,9 +675,8 @@ static void test_timeouts(void **state)
     o.command = NULL;
     o.argv = node_agent("script-agent.mjs");
     o.call_timeout_ms = 150;
-    start(f, &o);
     sess x[1] = {0};
-    open_sessions(f, x, 1);
+    begin(f, &o, x, 1);
 
     /* A prompt the agent never answers, with a permission request open: call_timeout_ms ends
      * it; the turn is cancelled as the protocol has it (session/cancel, and the request
@@ -796,10 +776,7 @@ static void test_agent_killed(void **state)
     done sleep = {0}, ask = {0};
     assert_int_equal(prompt(&x[0], "/sleep 60000", &sleep), 0);
     assert_int_equal(prompt(&x[1], "/ask", &ask), 0);
-    while (!x[1].p) {
-        if (f->timed_out) fail_msg("no permission request");
-        assert_int_equal(acp_client_run_once(f->c), 0);
-    }
+    SPIN_UNTIL(f, x[1].p, "a permission request");
     assert_int_equal(kill(pid, SIGKILL), 0);
     spin(f, &sleep.done);
     spin(f, &ask.done);
@@ -807,10 +784,7 @@ static void test_agent_killed(void **state)
     assert_int_equal(ask.status, ACP_ECLOSED);
     assert_int_equal(f->closed, 1);
     assert_true(acp_client_agent_gone(f->c));
-    while (!acp_client_agent_status(f->c, NULL, NULL)) {
-        if (f->timed_out) fail_msg("the agent was not reaped");
-        assert_int_equal(acp_client_run_once(f->c), 0);
-    }
+    SPIN_UNTIL(f, acp_client_agent_status(f->c, NULL, NULL), "the agent to be reaped");
     int64_t code = -1;
     int sig = 0;
     assert_true(acp_client_agent_status(f->c, &code, &sig));
@@ -830,9 +804,8 @@ static void test_agent_exits(void **state)
     acp_client_opts o = base_opts(f);
     o.command = NULL;
     o.argv = node_agent("script-agent.mjs");
-    start(f, &o);
     sess x[1] = {0};
-    open_sessions(f, x, 1);
+    begin(f, &o, x, 1);
     done d = {0}, silent = {0};
     assert_int_equal(acp_client_call_start(f->c, "_test/silent", NULL, on_done, &silent, NULL), 0);
     assert_int_equal(prompt(&x[0], "{\"exit\":3}", &d), 0);
@@ -841,10 +814,7 @@ static void test_agent_exits(void **state)
     assert_true(silent.done);
     assert_int_equal(silent.status, ACP_ECLOSED);
     assert_int_equal(f->closed, 1);
-    while (!acp_client_agent_status(f->c, NULL, NULL)) {
-        if (f->timed_out) fail_msg("the agent was not reaped");
-        assert_int_equal(acp_client_run_once(f->c), 0);
-    }
+    SPIN_UNTIL(f, acp_client_agent_status(f->c, NULL, NULL), "the agent to be reaped");
     int64_t code = -1;
     int sig = -1;
     acp_client_agent_status(f->c, &code, &sig);
@@ -969,9 +939,8 @@ static void test_withdrawn(void **state)
 {
     fixture *f = *state;
     acp_client_opts o = holding_opts(f);
-    start(f, &o);
     sess x[1] = {0};
-    open_sessions(f, x, 1);
+    begin(f, &o, x, 1);
     char *text = three_requests(f, acp_client_session_id(x[0].s), true, "end_turn");
     done d = {0};
     assert_int_equal(prompt(&x[0], text, &d), 0);
@@ -992,17 +961,13 @@ static void test_cancel_while_held(void **state)
 {
     fixture *f = *state;
     acp_client_opts o = holding_opts(f);
-    start(f, &o);
     sess x[1] = {0};
-    open_sessions(f, x, 1);
+    begin(f, &o, x, 1);
     char *text = three_requests(f, acp_client_session_id(x[0].s), false, "cancelled");
     done d = {0};
     assert_int_equal(prompt(&x[0], text, &d), 0);
     free(text);
-    while (!x[0].p || !f->ask || !f->elicit) {
-        if (f->timed_out) fail_msg("the requests did not arrive");
-        assert_int_equal(acp_client_run_once(f->c), 0);
-    }
+    SPIN_UNTIL(f, x[0].p && f->ask && f->elicit, "the requests");
     assert_int_equal(acp_client_session_cancel(x[0].s), 0);
     spin(f, &d.done);
     assert_string_equal(d.stop, "cancelled");
@@ -1025,9 +990,8 @@ static void test_close_during_prompt(void **state)
 {
     fixture *f = *state;
     acp_client_opts o = base_opts(f);
-    start(f, &o);
     sess x[1] = {0};
-    open_sessions(f, x, 1);
+    begin(f, &o, x, 1);
     done p = {0}, cl = {0};
     order = 0;
     json_t *b = text_prompt("/sleep 60000");
@@ -1214,11 +1178,7 @@ static void test_manual(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* an agent that exits early must not kill the test */
-    /* libuv opens a process-wide pipe once, at the first loop: not ours to count. */
-    uv_loop_t warm;
-    uv_loop_init(&warm);
-    uv_loop_close(&warm);
+    test_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_five_sessions_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission_while_streaming, setup, teardown),

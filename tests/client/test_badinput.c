@@ -36,15 +36,9 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     if (!s) f->unrouted++;
     if (u->kind == ACP_UPDATE_OTHER) f->other++;
     if (u->update.n > f->biggest) f->biggest = u->update.n;
-    if (u->kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK) {
-        /* The raw text is all the client promises; the content may be anything. */
-        json_t *j = json_loadb(u->update.p, u->update.n, 0, NULL);
-        json_t *t = json_object_get(json_object_get(j, "content"), "text");
-        if (json_is_string(t))
-            acp_buf_append(&f->texts, json_string_value(t), json_string_length(t));
-        acp_buf_append(&f->texts, "\n", 1);
-        json_decref(j);
-    }
+    /* The raw text is all the client promises; the content may be anything. */
+    chunk_text(u, &f->texts);
+    if (u->kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK) acp_buf_append(&f->texts, "\n", 1);
 }
 
 static void on_log(acp_client *c, const char *message, void *user)
@@ -67,14 +61,6 @@ static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm 
 {
     ((fixture *)user)->perms++;
     acp_client_perm_reply(p, NULL);
-}
-
-static void put(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
 }
 
 static int open_client(fixture *f, size_t max_message)
@@ -102,17 +88,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof *f);
     strcpy(f->root, "/tmp/acp-bad-root-XXXXXX");
     strcpy(f->outside, "/tmp/acp-bad-out-XXXXXX");
-    assert_non_null(mkdtemp(f->root));
-    assert_non_null(mkdtemp(f->outside));
-    char p[256], q[256];
-    snprintf(p, sizeof p, "%s/a.txt", f->root);
-    put(p, "inside\n");
-    snprintf(p, sizeof p, "%s/secret.txt", f->outside);
-    put(p, "secret\n");
-    snprintf(q, sizeof q, "%s/link", f->root);
-    assert_int_equal(symlink(p, q), 0);
-    snprintf(q, sizeof q, "%s/dirlink", f->root);
-    assert_int_equal(symlink(f->outside, q), 0);
+    make_roots(f->root, f->outside, "inside\n");
     open_client(f, 0);
     *state = f;
     return 0;
@@ -124,9 +100,7 @@ static int teardown(void **state)
     acp_client_free(f->c);
     acp_buf_free(&f->texts);
     acp_buf_free(&f->log);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", f->root, f->outside);
-    assert_int_equal(system(cmd), 0);
+    assert_true(rm_rf(f->root) && rm_rf(f->outside));
     free(f);
     return 0;
 }
@@ -592,7 +566,7 @@ static void test_oversized_line(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    test_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_malformed_updates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_bytes, setup, teardown),

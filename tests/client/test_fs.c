@@ -3,7 +3,6 @@
  * escapes, relative paths), line/limit, permission requests (and the `cancelled` answer a
  * cancel owes them), terminals (truncation at a UTF-8 boundary, a command that ignores
  * SIGTERM, no zombies). */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,23 +24,6 @@ typedef struct fixture {
     seen k;
 } fixture;
 
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-    if (d) closedir(d);
-    return n;
-}
-
-static void put(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
                           void *user)
 {
@@ -59,17 +41,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof *f);
     strcpy(f->root, "/tmp/acp-fs-root-XXXXXX");
     strcpy(f->outside, "/tmp/acp-fs-out-XXXXXX");
-    assert_non_null(mkdtemp(f->root));
-    assert_non_null(mkdtemp(f->outside));
-    char p[256], q[256];
-    snprintf(p, sizeof p, "%s/a.txt", f->root);
-    put(p, "l1\nl2\nl3\n");
-    snprintf(p, sizeof p, "%s/secret.txt", f->outside);
-    put(p, "secret\n");
-    snprintf(q, sizeof q, "%s/link", f->root);
-    assert_int_equal(symlink(p, q), 0);
-    snprintf(q, sizeof q, "%s/dirlink", f->root);
-    assert_int_equal(symlink(f->outside, q), 0);
+    make_roots(f->root, f->outside, "l1\nl2\nl3\n");
     f->fds = count_fds();
     acp_client_opts o = {.argv = node_agent("ts-agent-fs.mjs"),
                          .fs_read = true,
@@ -95,9 +67,7 @@ static int teardown(void **state)
     acp_client_free(f->c);
     assert_int_equal(count_fds(), f->fds); /* agent pipes, terminal pipes: all closed */
     acp_buf_free(&f->k.text);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", f->root, f->outside);
-    assert_int_equal(system(cmd), 0);
+    assert_true(rm_rf(f->root) && rm_rf(f->outside));
     free(f);
     return 0;
 }
@@ -354,11 +324,7 @@ static void test_modes_config(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* an agent that exits early must not kill the test */
-    /* libuv opens a process-wide pipe once, at the first loop: not ours to count. */
-    uv_loop_t warm;
-    uv_loop_init(&warm);
-    uv_loop_close(&warm);
+    test_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_read_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
