@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "acp/client.h"
+#include "acp/rt.h"
 #include "tools/acp/render.h"
 
 /* Exit statuses, documented in --help and acp(1). */
@@ -48,19 +49,19 @@ typedef struct app {
 
     uv_loop_t loop;
     bool loop_ready;
+    acp_reaper *reaper; /* orphans of terminal commands come back to us; NULL if refused */
     render r;
     acp_client *c;
     acp_client_session *s;
-    uv_signal_t sigs[3]; /* SIGINT, SIGTERM, SIGHUP */
-    uv_timer_t wait;     /* the "waiting for the agent" line */
-    uint64_t busy_since, quiet_since;
-    bool busy;
-    bool prompting;   /* a session/prompt is in flight on s */
-    int interrupts;   /* Ctrl-C during this turn */
-    int denied;       /* requests of the agent's refused (permissions, writes, commands) */
-    bool finished;    /* the result is printed: later updates are not shown */
-    json_t *approved; /* paths the user allowed through a permission request: {path: always} */
-    json_t *commands; /* available_commands_update names, for chat's completion */
+    uv_signal_t sigs[3];  /* SIGINT, SIGTERM, SIGHUP */
+    uv_timer_t wait;      /* the "waiting for the agent" line */
+    uint64_t quiet_since; /* loop time of the last thing heard from the agent */
+    bool prompting;       /* a session/prompt is in flight on s */
+    int interrupts;       /* Ctrl-C during this turn */
+    int denied;           /* requests of the agent's refused (permissions, writes, commands) */
+    bool finished;        /* the result is printed: later updates are not shown */
+    json_t *approved;     /* paths the user allowed through a permission request: {path: always} */
+    json_t *commands;     /* available_commands_update names, for chat's completion */
     asker *ask;
     chat *chat;
 } app;

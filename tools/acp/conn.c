@@ -45,10 +45,9 @@ static void wait_tick(uv_timer_t *t)
 
 void app_busy(app *a, bool on)
 {
-    a->busy = on;
     if (on) {
         uv_update_time(&a->loop);
-        a->busy_since = a->quiet_since = uv_now(&a->loop);
+        a->quiet_since = uv_now(&a->loop);
         uv_timer_start(&a->wait, wait_tick, 1000, 1000);
     } else {
         uv_timer_stop(&a->wait);
@@ -167,6 +166,7 @@ int app_open(app *a)
 {
     uv_loop_init(&a->loop);
     a->loop_ready = true;
+    acp_reaper_start(&a->loop, &a->reaper);
     static const int signums[] = {SIGINT, SIGTERM, SIGHUP};
     for (int i = 0; i < 3; i++) {
         uv_signal_init(&a->loop, &a->sigs[i]);
@@ -234,6 +234,9 @@ void app_close(app *a)
     a->c = NULL;
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
     uv_close((uv_handle_t *)&a->wait, NULL);
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    acp_reaper_close(a->reaper, NULL, NULL); /* what terminal commands left: killed */
+    a->reaper = NULL;
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_loop_close(&a->loop);
     a->loop_ready = false;
