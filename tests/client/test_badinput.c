@@ -6,12 +6,14 @@
  * a line longer than max_message (dropped whole; the connection lives on). Nothing crashes or
  * leaks (ASan), and the connection answers a normal call afterwards every time. */
 #include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -19,6 +21,7 @@
 #include "common.h"
 
 typedef struct fixture {
+    int fds; /* open before the test: the same must be open after */
     char root[64], outside[64];
     acp_client *c;
     acp_client_session *s;
@@ -86,6 +89,7 @@ static int open_client(fixture *f, size_t max_message)
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
+    f->fds = count_fds();
     strcpy(f->root, "/tmp/acp-bad-root-XXXXXX");
     strcpy(f->outside, "/tmp/acp-bad-out-XXXXXX");
     make_roots(f->root, f->outside, "inside\n");
@@ -97,7 +101,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    acp_client_free(f->c);
+    acp_client_free(f->c); /* the agent is stopped and reaped before this returns */
+    assert_int_equal(count_fds(), f->fds);
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
     acp_buf_free(&f->texts);
     acp_buf_free(&f->log);
     assert_true(rm_rf(f->root) && rm_rf(f->outside));
