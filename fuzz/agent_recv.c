@@ -20,9 +20,10 @@
  *
  * Side-effect free: the engine touches no file (fs and terminal calls go to the client, which is
  * the fuzzer; paths are only resolved, read-only, against the session's roots), HTTP/SSE MCP
- * servers are not enabled (rejected as invalid params), and uv_spawn is wrapped at link time
- * (-Wl,--wrap=uv_spawn) so a stdio MCP server with any command fails before fork(): the fuzzer
- * can reach every MCP validation and failure path without starting a process. */
+ * servers are not enabled (rejected as invalid params), and rt's fork + exec is wrapped at link
+ * time (-Wl,--wrap=rt_spawn) so a stdio MCP server with any command fails before fork(): the
+ * fuzzer can reach every MCP validation and failure path without starting a process. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,22 +32,17 @@
 
 #include "acp/agent.h"
 #include "fuzz/check_output.h"
+#include "rt/spawn.h"
 #include "store/store_impl.h"
 
 /* --- no processes ------------------------------------------------------------------------- */
 
-int __real_uv_spawn(uv_loop_t *loop, uv_process_t *h, const uv_process_options_t *o);
-
-/* libuv initialises the handle first and checks the stdio containers before it forks; an
- * inherited fd of -1 fails that check (UV_EINVAL), so the caller gets a real, initialised
- * handle to close, exactly as after any failed spawn, and no child ever exists. */
-int __wrap_uv_spawn(uv_loop_t *loop, uv_process_t *h, const uv_process_options_t *o)
+/* Fails as a spawn does when exec fails, so acp_proc takes its ordinary failure path (its
+ * pipes and handles released) and no child ever exists. */
+int __wrap_rt_spawn(const rt_spawn_req *r, int *pid)
 {
-    uv_stdio_container_t bad = {.flags = UV_INHERIT_FD, .data.fd = -1};
-    uv_process_options_t po = *o;
-    po.stdio = &bad;
-    po.stdio_count = 1;
-    return __real_uv_spawn(loop, h, &po);
+    *pid = 0;
+    return -EINVAL;
 }
 
 /* --- ids from a counter ----------------------------------------------------------------------- */

@@ -1,19 +1,28 @@
 /* acp_proc: a peer process in its own session and process group, with optional pipes.
  *
- * libuv reaps the child (its SIGCHLD handler) and sets close-on-exec on every descriptor it
- * opens, so the child inherits only its three stdio fds. The group is signalled as a whole,
- * since peers are often wrappers (npx -> node, sh -> the real command). */
+ * The child is forked by rt_spawn (spawn.c) and reaped here, on a SIGCHLD watcher that waits
+ * for its pid only. Every descriptor rt opens is close-on-exec, so the child inherits only its
+ * three stdio fds. What belongs to the child is signalled as a whole: its process group (peers
+ * are often wrappers: npx -> node, sh -> the real command) and every process carrying its tag
+ * (tree.h), which is how a descendant that left the group with setsid() is still found. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "acp/rt.h"
 #include "rt/errmsg.h"
 #include "rt/proc_stdio.h"
+#include "rt/spawn.h"
+#include "rt/tree.h"
+
+extern char **environ;
 
 /* After the leader exited, how long its read pipes may take to reach EOF before on_exit is
  * reported anyway (a process outside the group could hold them open). */
@@ -24,7 +33,8 @@ enum timer_mode { T_NONE, T_TERM, T_KILL, T_DRAIN };
 struct acp_proc {
     uv_loop_t *loop;
     acp_proc_opts o;
-    uv_process_t proc;
+    uv_signal_t sigchld;
+    char tag[RT_TAG_LEN + 1];
     uv_pipe_t *in, *out, *err; /* NULL when not piped, moved to a transport, or closed */
     bool out_open, err_open;   /* still being read by us (EOF not seen) */
     uv_timer_t timer;
@@ -45,7 +55,7 @@ static void close_all(acp_proc *p);
 static void on_closed(uv_handle_t *h)
 {
     acp_proc *p = h->data;
-    if (h != (uv_handle_t *)&p->proc && h != (uv_handle_t *)&p->timer) free(h);
+    if (h != (uv_handle_t *)&p->sigchld && h != (uv_handle_t *)&p->timer) free(h);
     if (--p->open_handles > 0) return;
     void (*done)(void *) = p->done;
     void *user = p->done_user;
@@ -100,30 +110,49 @@ static void on_pipe_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     pipes_maybe_drained(p);
 }
 
+/* Everything that is the child's: its group, and whoever carries its tag elsewhere. */
+static void signal_all(acp_proc *p, int sig)
+{
+    kill(-p->pid, sig);
+    rt_sweep(p->tag, sig);
+}
+
 static void on_timer(uv_timer_t *tm)
 {
     acp_proc *p = tm->data;
     enum timer_mode m = p->mode;
     p->mode = T_NONE;
     if (m == T_TERM) {
-        kill(-p->pid, SIGTERM);
+        signal_all(p, SIGTERM);
         p->mode = T_KILL;
         uv_timer_start(&p->timer, on_timer, p->grace, 0);
     } else if (m == T_KILL) {
-        kill(-p->pid, SIGKILL);
+        signal_all(p, SIGKILL);
     } else if (m == T_DRAIN) {
         report_exit(p);
     }
 }
 
-static void on_proc_exit(uv_process_t *h, int64_t status, int term_signal)
+static void on_sigchld(uv_signal_t *h, int signum)
 {
     acp_proc *p = h->data;
+    int st = 0;
+    pid_t r;
+    do r = waitpid(p->pid, &st, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == 0) return; /* another child, or ours stopped rather than exited */
+    uv_signal_stop(&p->sigchld);
+    rt_children_remove(p->pid);
     p->exited = true;
-    p->status = status;
-    p->term_signal = term_signal;
-    /* The leader is gone; whatever it left in its group goes with it. */
-    kill(-p->pid, SIGKILL);
+    if (r < 0) { /* someone else reaped it (waitpid(-1) elsewhere): the status is lost */
+        p->status = -1;
+    } else if (WIFSIGNALED(st)) {
+        p->term_signal = WTERMSIG(st);
+    } else {
+        p->status = WEXITSTATUS(st);
+    }
+    /* The leader is gone; whatever it left behind goes with it. */
+    signal_all(p, SIGKILL);
     uv_timer_stop(&p->timer);
     p->mode = T_DRAIN;
     uv_timer_start(&p->timer, on_timer, EXIT_DRAIN_MS, 0);
@@ -140,6 +169,44 @@ static uv_pipe_t *new_pipe(uv_loop_t *loop, acp_proc *p)
     return pp;
 }
 
+/* env (or ours) with the tag added to RT_TAG_VAR's list: the pointers are borrowed except the
+ * last one, which *own holds. */
+static char **tagged_env(char *const *env, const char *tag, char **own)
+{
+    static const char var[] = RT_TAG_VAR "=";
+    char *const *src = env ? env : environ;
+    const char *prev = NULL;
+    size_t n = 0;
+    while (src[n]) n++;
+    char **v = calloc(n + 2, sizeof *v);
+    if (!v) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(src[i], var, sizeof var - 1)) {
+            v[k++] = src[i];
+        } else if (!prev) {
+            prev = src[i] + sizeof var - 1;
+        }
+    }
+    /* An outer tree's tags stay, so its sweep finds this one too; a runaway list does not. */
+    if (prev && (!*prev || strlen(prev) > 1024)) prev = NULL;
+    if (asprintf(own, "%s%s%s%s", var, prev ? prev : "", prev ? " " : "", tag) < 0) {
+        free(v);
+        return NULL;
+    }
+    v[k] = *own;
+    return v;
+}
+
+static int status_of(int err)
+{
+    return err == -ENOENT   ? ACP_ENOTFOUND
+           : err == -EACCES ? ACP_EACCES
+           : err == -ENOMEM ? ACP_ENOMEM
+           : err == -EINVAL ? ACP_EINVAL
+                            : ACP_EIO;
+}
+
 int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char **errmsg)
 {
     *out = NULL;
@@ -154,63 +221,73 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
     p->o = *o;
     /* Every initialised handle is counted; the proc is freed when the last one has closed. */
     uv_timer_init(loop, &p->timer);
-    p->open_handles = 1;
+    uv_signal_init(loop, &p->sigchld);
+    p->open_handles = 2;
     p->timer.data = p;
-    p->proc.data = p;
+    p->sigchld.data = p;
     bool oom = (o->pipe_stdin && !(p->in = new_pipe(loop, p))) ||
                (o->pipe_stdout && !(p->out = new_pipe(loop, p))) ||
                (o->pipe_stderr && !(p->err = new_pipe(loop, p)));
 
-    uv_stdio_container_t stdio[3];
+    /* fds[i]: {ours, the child's}; the child reads stdin and writes the other two. */
+    int fds[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
     uv_pipe_t *pipes[3] = {p->in, p->out, p->err};
+    char *own = NULL;
+    char **env = NULL;
+    int rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
+    if (!rc && !(env = tagged_env(o->env, p->tag, &own))) rc = -ENOMEM;
+    for (int i = 0; i < 3 && !rc; i++) {
+        int pfd[2];
+        if (!pipes[i]) continue;
+        if (pipe2(pfd, O_CLOEXEC)) {
+            rc = -errno;
+            break;
+        }
+        fds[i][0] = pfd[i == 0 ? 1 : 0];
+        fds[i][1] = pfd[i == 0 ? 0 : 1];
+    }
+    /* Watching before the fork: a child that exits at once is not missed. */
+    if (!rc) rc = uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
+    if (!rc) {
+        rt_spawn_req req = {
+            .file = o->file,
+            .argv = o->argv,
+            .envp = env,
+            .cwd = o->cwd,
+            .fd = {fds[0][1], fds[1][1], !pipes[2] && o->inherit_stderr ? 2 : fds[2][1]}};
+        rc = rt_spawn(&req, &p->pid);
+    }
+    free(own);
+    free(env);
     for (int i = 0; i < 3; i++) {
-        if (pipes[i]) {
-            stdio[i].flags = UV_CREATE_PIPE | (i == 0 ? UV_READABLE_PIPE : UV_WRITABLE_PIPE);
-            stdio[i].data.stream = (uv_stream_t *)pipes[i];
-        } else if (i == 2 && o->inherit_stderr) {
-            stdio[i].flags = UV_INHERIT_FD;
-            stdio[i].data.fd = 2;
-        } else {
-            stdio[i].flags = UV_IGNORE; /* libuv puts /dev/null there */
+        if (fds[i][1] >= 0) close(fds[i][1]);
+        if (!rc && pipes[i] && uv_pipe_open(pipes[i], fds[i][0]) == 0) fds[i][0] = -1;
+        if (fds[i][0] >= 0) {
+            close(fds[i][0]);
+            if (!rc) rc = -EIO;
         }
     }
-    uv_process_options_t po = {
-        .exit_cb = on_proc_exit,
-        .file = o->file,
-        .args = (char **)o->argv,
-        .env = (char **)o->env,
-        .cwd = o->cwd,
-        .flags = UV_PROCESS_DETACHED, /* setsid(): a new session, so its own group */
-        .stdio_count = 3,
-        .stdio = stdio,
-    };
-    int rc = UV_ENOMEM;
-    if (!oom) {
-        rc = uv_spawn(loop, &p->proc, &po);
-        p->open_handles++; /* initialised even when the spawn failed */
-    }
-    if (rc != 0) {
-        int status = rc == UV_ENOENT   ? ACP_ENOTFOUND
-                     : rc == UV_EACCES ? ACP_EACCES
-                     : rc == UV_ENOMEM ? ACP_ENOMEM
-                     : rc == UV_EINVAL ? ACP_EINVAL
-                                       : ACP_EIO;
+    if (rc) {
+        if (p->pid) { /* a pipe could not be opened: the child must not run unwatched */
+            kill(-p->pid, SIGKILL);
+            while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR) continue;
+            rt_children_remove(p->pid);
+        }
         struct stat st;
         if (o->cwd && (stat(o->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
             rt_set_err(errmsg, "cannot run '%s': its directory '%s' is not usable", o->file,
                        o->cwd);
         else
             rt_set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
-        /* Every initialised handle, the process included, is released through the loop. */
+        /* Every initialised handle is released through the loop. */
         p->closing = true;
         close_handle(p, (uv_handle_t *)p->in);
         close_handle(p, (uv_handle_t *)p->out);
         close_handle(p, (uv_handle_t *)p->err);
         close_handle(p, (uv_handle_t *)&p->timer);
-        if (!oom) close_handle(p, (uv_handle_t *)&p->proc);
-        return status;
+        close_handle(p, (uv_handle_t *)&p->sigchld);
+        return status_of(rc);
     }
-    p->pid = p->proc.pid;
     if (p->out && o->on_stdout) {
         p->out_open = uv_read_start((uv_stream_t *)p->out, on_alloc, on_pipe_read) == 0;
     }
@@ -249,7 +326,7 @@ static void close_all(acp_proc *p)
     close_handle(p, (uv_handle_t *)p->err);
     p->in = p->out = p->err = NULL;
     close_handle(p, (uv_handle_t *)&p->timer);
-    close_handle(p, (uv_handle_t *)&p->proc);
+    close_handle(p, (uv_handle_t *)&p->sigchld);
 }
 
 void acp_proc_stop(acp_proc *p, unsigned grace_ms, void (*done)(void *user), void *user)

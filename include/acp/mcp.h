@@ -4,7 +4,8 @@
  * A set is built from the `mcpServers` array of session/new, session/load or session/resume
  * (schema.json McpServer). Every server connects in parallel on the caller's libuv loop:
  *   - stdio: `command` (an absolute path) with `args`, in its own process group, with exactly
- *     the given `env` on top of a minimal base (PATH=/usr/local/bin:/usr/bin:/bin, HOME, LANG);
+ *     the given `env` on top of a minimal base (PATH=/usr/local/bin:/usr/bin:/bin, HOME, LANG)
+ *     and rt's ACP_PROC_TAG (acp_proc_spawn in rt.h: how what it starts is found at close);
  *     NDJSON over its stdin/stdout; its stderr goes to opts.on_log, bounded.
  *   - "http": MCP Streamable HTTP (POST, JSON or SSE answers, Mcp-Session-Id, the GET stream,
  *     Last-Event-ID resumption after the server's retry delay, DELETE at close). A READY server
@@ -101,7 +102,9 @@ int acp_mcp_set_roots(acp_mcp_set *s, const char *const *roots, size_t nroots);
 
 /* Shuts every server down and frees the set. Calls in flight finish with ACP_ECLOSED (their
  * on_done runs before this returns). stdio: close its stdin, wait kill_grace_ms, SIGTERM the
- * process group, wait again, SIGKILL it; the child is always reaped. http: DELETE the MCP
+ * process group and every process carrying the server's tag (those that left the group:
+ * setsid, double fork), wait again, SIGKILL them: nothing of the server outlives
+ * 2 * kill_grace_ms; the child is always reaped. http: DELETE the MCP
  * session (bounded by kill_grace_ms). `done` (may be NULL) runs from the loop when nothing is
  * left running and every handle is closed; the set is freed just before it. */
 void acp_mcp_set_close(acp_mcp_set *s, void (*done)(void *user), void *user);

@@ -1,5 +1,6 @@
-/* The libuv runtime: an acp_conn bound to a byte stream (acp_transport) and peer processes
- * spawned with pipes in their own process group (acp_proc).
+/* The libuv runtime: an acp_conn bound to a byte stream (acp_transport), peer processes
+ * spawned with pipes in their own process group (acp_proc), and a reaper for the orphans they
+ * leave (acp_reaper). docs/processes.md tells which process is killed when, and why.
  *
  * Everything here runs on one uv_loop_t, from one thread. Nothing in rt writes to stdout: a
  * transport on fd 1 is the only writer there. Callbacks may call any function of this header,
@@ -77,7 +78,8 @@ typedef struct acp_proc acp_proc;
 typedef struct acp_proc_opts {
     const char *file;    /* program; searched in the child's PATH when it has no '/' */
     char *const *argv;   /* NULL-terminated, argv[0] included */
-    char *const *env;    /* exactly these "K=V" strings, NULL-terminated; NULL inherits ours */
+    char *const *env;    /* these "K=V" strings, NULL-terminated; NULL inherits ours. Either
+                          * way ACP_PROC_TAG gains the proc's tag (see acp_proc_spawn) */
     const char *cwd;     /* NULL: inherit */
     bool pipe_stdin;     /* else /dev/null */
     bool pipe_stdout;    /* for a transport or on_stdout; else /dev/null */
@@ -87,21 +89,32 @@ typedef struct acp_proc_opts {
      * stdout itself (a terminal command); unset: stdout is left for a transport. */
     void (*on_stdout)(acp_proc *p, const char *buf, size_t n, void *user);
     void (*on_stderr)(acp_proc *p, const char *buf, size_t n, void *user);
-    /* The child (the group leader) exited: exit_status, or term_signal when it was killed.
-     * By then whatever remained of its process group has been sent SIGKILL, so no helper
-     * (npx -> node) outlives it, and the pipes the proc reads (on_stdout, on_stderr) have
-     * reached EOF (or 2 s passed): all its output was delivered before this. The proc still
-     * has to be released with acp_proc_stop(). */
+    /* The child (the group leader) exited: exit_status, or term_signal when it was killed
+     * (exit_status -1: someone else's waitpid() took the status). By then whatever remained
+     * of its process group, and every process carrying its tag, has been sent SIGKILL, so no
+     * helper (npx -> node, a daemon it forked) outlives it, and the pipes the proc reads
+     * (on_stdout, on_stderr) have reached EOF (or 2 s passed): all its output was delivered
+     * before this. The proc still has to be released with acp_proc_stop(). */
     void (*on_exit)(acp_proc *p, int64_t exit_status, int term_signal, void *user);
     void *user;
 } acp_proc_opts;
 
-/* Spawns the child in a new session (so its own process group, pgid == pid). The strings in
- * opts are copied by libuv during the call; opts itself is copied. Returns 0 and *out (owned
- * by the caller; release with acp_proc_stop()), or ACP_ENOTFOUND (no such program),
- * ACP_EACCES (not executable), ACP_EIO (other spawn failures), ACP_EINVAL, ACP_ENOMEM; then
- * *errmsg (if errmsg is not NULL) is a malloc'd sentence naming the command, which the caller
- * frees: "cannot run 'npx': no such file or directory". */
+/* Spawns the child in a new session (so its own process group, pgid == pid), with
+ *   - PR_SET_PDEATHSIG SIGKILL (Linux): it is killed when the thread that called this ends,
+ *     the process dying included. Spawn from the thread that runs the loop, and keep that
+ *     thread until the proc is stopped.
+ *   - a tag: 32 random hex digits appended to the space-separated list in the environment
+ *     variable ACP_PROC_TAG. Descendants inherit it whatever group or session they move to;
+ *     the proc finds them by it in /proc/PID/environ and signals them with its group. One
+ *     that clears its environment is out of reach (acp_reaper catches it at exit).
+ * The strings in opts are used during the call only; opts itself is copied. Returns 0 and
+ * *out (owned by the caller; release with acp_proc_stop()), or ACP_ENOTFOUND (no such
+ * program), ACP_EACCES (not executable), ACP_EIO (other spawn failures), ACP_EINVAL,
+ * ACP_ENOMEM; then *errmsg (if errmsg is not NULL) is a malloc'd sentence naming the command,
+ * which the caller frees: "cannot run 'npx': no such file or directory".
+ *
+ * The child is reaped on the proc's own SIGCHLD watcher, by its pid: a program must not
+ * waitpid(-1) (or ignore SIGCHLD) while procs run, just as with libuv's processes. */
 int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out, char **errmsg);
 
 int acp_proc_pid(const acp_proc *p);
@@ -117,11 +130,34 @@ int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
 
 /* Teardown, and the only way to free a proc (also after on_exit): closes the child's stdin
  * (unless a transport owns it), waits grace_ms for it to exit, sends SIGTERM to its process
- * group, waits grace_ms again, then SIGKILL to the group. Once the leader has exited, the rest
- * of its group was killed and on_exit was called, every handle is closed, the proc is freed
- * and done (may be NULL) runs, from the loop. on_stdout, on_stderr and on_exit may still be
- * called before done. Call once. */
+ * group and every process carrying its tag, waits grace_ms again, then SIGKILL to the same:
+ * nothing of the child outlives 2 * grace_ms after this call (plus the few milliseconds a
+ * /proc scan takes). Once the leader has exited, the rest was killed and on_exit was called,
+ * every handle is closed, the proc is freed and done (may be NULL) runs, from the loop.
+ * on_stdout, on_stderr and on_exit may still be called before done. Call once. */
 void acp_proc_stop(acp_proc *p, unsigned grace_ms, void (*done)(void *user), void *user);
+
+/* --- Orphans ------------------------------------------------------------------------------ */
+
+/* A program-wide decision, so the program makes it (acp-agent and acp do): the process
+ * becomes a child subreaper (Linux PR_SET_CHILD_SUBREAPER), so a descendant whose parent dies
+ * (a double-forked daemon, an MCP server's helper) is re-parented to us instead of to init:
+ * it stays in our tree, the reaper reaps it when it exits, and acp_reaper_close() kills it.
+ *
+ * It reaps, from SIGCHLD, every child of the process that exits except acp_procs' (which
+ * reap their own) and libuv processes (uv_spawn) of this loop. So start it only in a program
+ * that waits for no other children itself (no fork()ed helpers of its own, no libuv
+ * processes on other loops). The watcher does not keep the loop alive.
+ *
+ * Returns 0 and *out (release with acp_reaper_close()), ACP_ENOTSUP where the kernel has no
+ * subreapers, ACP_EIO if the kernel refused, ACP_ENOMEM. */
+typedef struct acp_reaper acp_reaper;
+int acp_reaper_start(uv_loop_t *loop, acp_reaper **out);
+
+/* At program end, after the procs were stopped: SIGKILLs every orphan still with us (and the
+ * orphans that leaves), reaping them, for up to a second (blocking); ends the subreaper role;
+ * done (may be NULL) runs from the loop once the reaper is freed. r may be NULL. */
+void acp_reaper_close(acp_reaper *r, void (*done)(void *user), void *user);
 
 #ifdef __cplusplus
 }

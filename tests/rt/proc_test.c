@@ -1,6 +1,7 @@
 /* acp_proc with real children: spawn failures, exit at once, stdin EOF, a child that ignores
- * SIGTERM, grandchildren, explicit environments, stderr capture; after every stop no zombie,
- * no process left in the group and the parent's fd count back where it started. */
+ * SIGTERM, grandchildren, explicit environments, stderr capture, a descendant in its own
+ * session, the tag, death of the parent; acp_reaper. After every stop no zombie, no process
+ * left in the group and the parent's fd count back where it started. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,6 +125,16 @@ static int run(ctx *c, const acp_proc_opts *o)
 
 static int fds_at_start;
 
+/* Processes a test made that nothing else would end if it failed half-way: killed at the end. */
+static int leftovers[8];
+static size_t nleftovers;
+
+static int kill_leftovers(void **state)
+{
+    for (size_t i = 0; i < nleftovers; i++) kill(leftovers[i], SIGKILL);
+    return 0;
+}
+
 static void check_fds(void)
 {
     assert_int_equal(count_fds(), fds_at_start);
@@ -243,6 +254,189 @@ static void test_grandchild(void **state)
     check_fds();
 }
 
+static bool is_zombie_or_gone(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return !rp || rp[2] == 'Z';
+}
+
+/* A descendant that left the group (setsid) and ignores SIGTERM, under a leader that ignores
+ * it too: the group kill misses it, the tag finds it, within 2 * grace. As a subreaper we
+ * look for it among our descendants; otherwise (it went to init) in all of /proc. */
+static void escapee(bool subreaper)
+{
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, subreaper), 0);
+    ctx c = {.when = STOP_AT_READY, .grace = 50};
+    char *argv[] = {"/bin/sh", "-c",
+                    "trap '' TERM; setsid /bin/sh -c 'echo $$; exec sleep 1000' & wait", NULL};
+    acp_proc_opts o = base(&c, argv);
+    o.pipe_stdin = true;
+    uint64_t t0 = uv_hrtime();
+    int pid = run(&c, &o);
+    uint64_t took_ms = (uv_hrtime() - t0) / 1000000;
+    assert_int_equal(c.sig, SIGKILL);
+    int epid = atoi(c.out);
+    assert_true(epid > 0 && epid != pid);
+    if (subreaper) { /* it comes back to us to be reaped, unless the leader reaped it first */
+        int st = 0;
+        alarm(30);
+        int w = waitpid(epid, &st, 0);
+        alarm(0);
+        if (w == epid) {
+            assert_true(WIFSIGNALED(st));
+            assert_int_equal(WTERMSIG(st), SIGKILL);
+        }
+    }
+    for (int i = 0; i < 200 && !is_zombie_or_gone(epid); i++) usleep(10000);
+    assert_true(is_zombie_or_gone(epid));
+    assert_true(took_ms < 2000);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    check_fds();
+}
+
+static void test_setsid_escapee(void **state)
+{
+    escapee(true);
+}
+
+static void test_setsid_escapee_no_subreaper(void **state)
+{
+    escapee(false);
+}
+
+/* The child's environment: its tag appended to an inherited list, given env or not. */
+static void test_tag(void **state)
+{
+    ctx c = {.when = STOP_AT_EXIT, .grace = 5000};
+    char *argv[] = {"/bin/sh", "-c", "echo \"$ACP_PROC_TAG\"", NULL};
+    char *env[] = {"ACP_PROC_TAG=outer", "FOO=1", NULL};
+    acp_proc_opts o = base(&c, argv);
+    o.env = env;
+    run(&c, &o);
+    c.out[c.nout] = '\0';
+    assert_int_equal(strlen(c.out), strlen("outer ") + 32 + 1);
+    assert_memory_equal(c.out, "outer ", 6);
+    for (int i = 6; i < 38; i++) assert_non_null(strchr("0123456789abcdef", c.out[i]));
+
+    ctx d = {.when = STOP_AT_EXIT, .grace = 5000};
+    o = base(&d, argv);
+    run(&d, &o);
+    d.out[d.nout] = '\0';
+    assert_int_equal(strlen(d.out), 32 + 1);
+    assert_true(strcmp(c.out + 6, d.out) != 0); /* a fresh tag per proc */
+    check_fds();
+}
+
+/* PR_SET_PDEATHSIG: a helper process spawns `sleep` and dies without stopping it; the sleep is
+ * killed, and comes back to us (a subreaper) to be reaped. */
+static void test_parent_death(void **state)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t helper = fork();
+    assert_true(helper >= 0);
+    if (helper == 0) {
+        uv_loop_t loop;
+        uv_loop_init(&loop);
+        char *argv[] = {"/bin/sleep", "1000", NULL};
+        acp_proc_opts o = {.file = argv[0], .argv = argv};
+        acp_proc *p;
+        int pid = acp_proc_spawn(&loop, &o, &p, NULL) ? -1 : acp_proc_pid(p);
+        if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(2);
+        _exit(0); /* no stop, no cleanup: a crash, as far as the child can tell */
+    }
+    close(fds[1]);
+    int spid = 0;
+    assert_int_equal(read(fds[0], &spid, sizeof spid), sizeof spid);
+    close(fds[0]);
+    assert_true(spid > 0);
+    assert_int_equal(waitpid(helper, NULL, 0), helper);
+    int st = 0;
+    alarm(30);
+    assert_int_equal(waitpid(spid, &st, 0), spid);
+    alarm(0);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
+static void uv_exited(uv_process_t *h, int64_t status, int sig)
+{
+    *(int64_t *)h->data = status;
+    uv_close((uv_handle_t *)h, NULL);
+}
+
+static void nothing(uv_timer_t *t)
+{
+}
+
+static void on_reaper_closed(void *u)
+{
+    *(bool *)u = true;
+}
+
+/* acp_reaper: reaps orphans, never the children libuv or an acp_proc wait for, and kills at
+ * close the orphan that no tag reaches (an emptied environment). */
+static void test_reaper(void **state)
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    acp_reaper *r = NULL;
+    assert_int_equal(acp_reaper_start(&loop, &r), 0);
+
+    /* libuv's own child, exit status 7, on the reaper's loop. */
+    int64_t uv_status = -1;
+    uv_process_t up;
+    up.data = &uv_status;
+    char *uargv[] = {"/bin/sh", "-c", "sleep 0.1; exit 7", NULL};
+    uv_process_options_t uo = {.exit_cb = uv_exited, .file = uargv[0], .args = uargv};
+    assert_int_equal(uv_spawn(&loop, &up, &uo), 0);
+
+    /* An acp_proc that exits 3 and leaves two orphans with empty environments: one that
+     * exits by itself (a zombie of ours until the reaper reaps it) and one that lives. */
+    ctx c = {.when = STOP_AT_EXIT, .grace = 5000};
+    char *argv[] = {"/bin/sh", "-c",
+                    "env -i /bin/sh -c 'echo q $$; exec sleep 0.1' & "
+                    "env -i /usr/bin/setsid /bin/sh -c 'echo l $$; exec sleep 1000' & "
+                    "sleep 0.05; exit 3",
+                    NULL};
+    acp_proc_opts o = base(&c, argv);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &c.p, NULL), 0);
+    while (!c.stopped || uv_status < 0) uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(uv_status, 7);
+    assert_int_equal(c.status, 3);
+    c.out[c.nout] = '\0';
+    char *q = strstr(c.out, "q "), *l = strstr(c.out, "l ");
+    assert_true(q && l);
+    int quick = atoi(q + 2), lasting = atoi(l + 2);
+    assert_true(quick > 0 && lasting > 0);
+    leftovers[nleftovers++] = lasting;
+    /* The quick one exits after 0.1 s: the reaper's SIGCHLD pass reaps it. */
+    uv_timer_t t;
+    uv_timer_init(&loop, &t);
+    uv_timer_start(&t, nothing, 300, 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(kill(quick, 0), -1); /* reaped: not even a zombie */
+    assert_false(is_zombie_or_gone(lasting));
+
+    bool closed = false;
+    acp_reaper_close(r, on_reaper_closed, &closed);
+    assert_int_equal(kill(lasting, 0), -1); /* killed and reaped */
+    uv_close((uv_handle_t *)&t, NULL);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_true(closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    /* The reaper gave the role up; the other tests rely on it. */
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    check_fds();
+}
+
 static void test_env_cwd_and_fds(void **state)
 {
     ctx c = {.when = STOP_AT_EXIT, .grace = 5000};
@@ -300,9 +494,17 @@ int main(void)
     warm_up();
     fds_at_start = count_fds();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spawn_failures),  cmocka_unit_test(test_exits_at_once),
-        cmocka_unit_test(test_stdin_eof_first), cmocka_unit_test(test_ignores_sigterm),
-        cmocka_unit_test(test_grandchild),      cmocka_unit_test(test_env_cwd_and_fds),
+        cmocka_unit_test(test_spawn_failures),
+        cmocka_unit_test(test_exits_at_once),
+        cmocka_unit_test(test_stdin_eof_first),
+        cmocka_unit_test(test_ignores_sigterm),
+        cmocka_unit_test(test_grandchild),
+        cmocka_unit_test(test_env_cwd_and_fds),
+        cmocka_unit_test(test_setsid_escapee),
+        cmocka_unit_test(test_setsid_escapee_no_subreaper),
+        cmocka_unit_test(test_tag),
+        cmocka_unit_test(test_parent_death),
+        cmocka_unit_test(test_reaper),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, kill_leftovers);
 }
