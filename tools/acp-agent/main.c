@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "acp/agent.h"
+#include "acp/rt.h"
 #include "acp/version.h"
 #include "tools/acp-agent/echo.h"
 
@@ -17,7 +18,7 @@ static const char usage[] =
     "Sessions persist in the store: an SQLite file path (default\n"
     "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
-    "MCP servers stopped, everything committed; exit status 0.\n"
+    "MCP servers stopped with whatever they started, everything committed; exit status 0.\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -120,6 +121,10 @@ int main(int argc, char **argv)
 
     uv_loop_t loop;
     uv_loop_init(&loop);
+    /* MCP servers' orphans (double-forked, setsid'd) come back to us, to die when we end. */
+    acp_reaper *reaper = NULL;
+    if (acp_reaper_start(&loop, &reaper) && prog.verbose)
+        fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
     echo_engine(&eng, auth_env);
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
@@ -143,6 +148,8 @@ int main(int argc, char **argv)
     }
     if (a) acp_agent_free(a);
     uv_run(&loop, UV_RUN_DEFAULT); /* the agent's handles close here */
+    acp_reaper_close(reaper, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     acp_store_close(store);
     return rc ? 1 : 0;
