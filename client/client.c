@@ -181,9 +181,9 @@ static void init_finish(acp_client_op *op, acp_client_reply *r)
     if (r->status == ACP_ETIMEDOUT) {
         r->status =
             acp_client_seterr(c, ACP_ETIMEDOUT,
-                              "the agent did not answer initialize within %u s; is it "
+                              "the agent did not answer initialize within %g s; is it "
                               "an ACP agent speaking on stdout? check the agent command",
-                              (c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000) / 1000);
+                              (c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000) / 1000.0);
         return;
     }
     if (r->status == ACP_ECLOSED) {

@@ -35,6 +35,9 @@ static void data_text(json_t *data, char *out, size_t n)
 {
     out[0] = 0;
     if (!data || json_is_null(data)) return;
+    if ((json_is_object(data) && !json_object_size(data)) ||
+        (json_is_array(data) && !json_array_size(data)))
+        return; /* `{}` says nothing: not worth "({})" after the message */
     const char *s = json_string_value(data);
     if (!s) s = json_string_value(json_object_get(data, "details"));
     if (!s) s = json_string_value(json_object_get(data, "message"));
@@ -102,6 +105,12 @@ int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_o
         json_decref(params);
         return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
     }
+    if (cb == acp_client_sync_cb && !c->loop) { /* nothing would ever run the loop for it */
+        json_decref(params);
+        return acp_client_seterr(c, ACP_EINVAL,
+                                 "synchronous calls need a loop; in ACP_CLIENT_MANUAL use the "
+                                 "_start forms");
+    }
     if (!params) /* json_pack failed: a string argument was not UTF-8 */
         return acp_client_seterr(c, ACP_EINVAL, "cannot send %s: an argument is not valid UTF-8",
                                  method);
@@ -131,6 +140,7 @@ int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_o
 
 int acp_client_op_cancel(acp_client_op *op)
 {
+    if (op->s && op->s->prompt == op) return acp_client_session_cancel(op->s);
     return acp_conn_cancel(op->c->conn, op->call);
 }
 
@@ -251,10 +261,6 @@ int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **res
 {
     if (result) *result = NULL;
     if (rc) return rc;
-    if (!c->loop) {
-        sync_drop(c, w);
-        return acp_client_seterr(c, ACP_EINVAL, "synchronous calls need a loop");
-    }
     while (!w->done) {
         if (uv_run(c->loop, UV_RUN_ONCE) == 0 && !w->done) {
             sync_drop(c, w);

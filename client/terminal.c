@@ -121,6 +121,24 @@ static void term_release(acp_term *t)
     acp_proc_stop(t->proc, 1000, term_done, t);
 }
 
+int acp_client_terminal_output(acp_client *c, const char *terminal_id, const char **out,
+                               size_t *len, bool *truncated, bool *exited, int64_t *exit_code,
+                               int *signal)
+{
+    for (acp_term *t = c->terms; t && terminal_id; t = t->next) {
+        if (strcmp(t->id, terminal_id) != 0) continue;
+        if (out) *out = t->out.data ? t->out.data : "";
+        if (len) *len = t->out.len;
+        if (truncated) *truncated = t->truncated;
+        if (exited) *exited = t->exited;
+        if (exit_code) *exit_code = t->sig ? -1 : t->code;
+        if (signal) *signal = t->sig;
+        return 0;
+    }
+    return acp_client_seterr(c, ACP_ENOTFOUND, "no terminal '%s' (never created, or released)",
+                             terminal_id ? terminal_id : "");
+}
+
 void acp_client_terminals_free(acp_client *c)
 {
     while (c->terms) {

@@ -147,7 +147,8 @@ typedef struct acp_client_opts {
      * an ACP agent would otherwise hang us. 0 means 30 s. */
     unsigned init_timeout_ms;
     /* Deadline for every other call, unless acp_client_op_timeout() sets one: the call ends
-     * with ACP_ETIMEDOUT and $/cancel_request is sent. 0: none (a prompt may take hours). */
+     * with ACP_ETIMEDOUT and $/cancel_request is sent (for a prompt, session/cancel as
+     * acp_client_op_timeout() says). 0: none (a prompt may take hours). */
     unsigned call_timeout_ms;
 
     /* Every session/update, in arrival order. s is NULL for a session this client has no
@@ -263,9 +264,11 @@ int acp_client_run_once(acp_client *c);
 /* Every _start call may return its op (optional out parameter). The op is valid until its
  * callback returns. */
 /* Sends $/cancel_request for the call; the agent decides (usually -32800, which ends the call
- * with ACP_EPROTO and code -32800). For a prompt, use acp_client_session_cancel(). */
+ * with ACP_EPROTO and code -32800). A prompt is cancelled the protocol's way instead:
+ * acp_client_session_cancel(). */
 int acp_client_op_cancel(acp_client_op *op);
-/* Ends the call with ACP_ETIMEDOUT after ms (0: no deadline), and sends $/cancel_request. */
+/* Ends the call with ACP_ETIMEDOUT after ms (0: no deadline), and sends $/cancel_request (a
+ * prompt: session/cancel, answering its pending requests as acp_client_session_cancel()). */
 void acp_client_op_timeout(acp_client_op *op, unsigned ms);
 /* The JSON-RPC id the call went out with (to match logs, $/cancel_request, elicitations). */
 int64_t acp_client_op_id(const acp_client_op *op);
@@ -399,6 +402,15 @@ bool acp_client_elicit_cancelled(const acp_client_elicit *e);
 /* A request-scoped elicitation's call of ours (its params.requestId), e.g. an authenticate;
  * NULL for a session-scoped one or once that call ended (which answers it `cancel`). */
 acp_client_op *acp_client_elicit_op(const acp_client_elicit *e);
+
+/* A terminal this client runs for the agent (terminal/create), by the terminalId a tool call's
+ * `terminal` content names: the output so far (borrowed until the loop runs again; not
+ * NUL-terminated), whether it was cut to its byte limit, and, once the command exited, its
+ * exit code or signal (*exited false until then). A UI shows it under the tool call.
+ * ACP_ENOTFOUND for an unknown or released id. */
+int acp_client_terminal_output(acp_client *c, const char *terminal_id, const char **out,
+                               size_t *len, bool *truncated, bool *exited, int64_t *exit_code,
+                               int *signal);
 
 /* --- driving the client yourself (ACP_CLIENT_MANUAL) ------------------------------------ */
 

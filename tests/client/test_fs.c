@@ -307,6 +307,39 @@ static void test_terminal_big(void **state)
     json_decref(out);
 }
 
+/* What a UI shows under a tool call's embedded terminal: the output the client holds, then
+ * the exit, read by the terminalId the agent got. */
+static void test_terminal_view(void **state)
+{
+    fixture *f = *state;
+    json_t *out = run(f,
+                      "[{\"method\":\"terminal/create\",\"params\":{\"command\":\"/bin/sh\","
+                      "\"args\":[\"-c\",\"printf 'two\\\\nlines'; exit 4\"]}},"
+                      "{\"method\":\"terminal/wait_for_exit\",\"params\":{\"terminalId\":\"$T\"}}]",
+                      NULL);
+    expect_ok(out, 0);
+    expect_ok(out, 1);
+    const char *id =
+        json_string_value(json_object_get(json_object_get(nth(out, 0), "result"), "terminalId"));
+    const char *text = NULL;
+    size_t len = 0;
+    bool truncated = true, exited = false;
+    int64_t code = 0;
+    int sig = -1;
+    assert_int_equal(
+        acp_client_terminal_output(f->c, id, &text, &len, &truncated, &exited, &code, &sig), 0);
+    assert_int_equal(len, 9);
+    assert_memory_equal(text, "two\nlines", 9);
+    assert_false(truncated);
+    assert_true(exited);
+    assert_int_equal(code, 4);
+    assert_int_equal(sig, 0);
+    assert_int_equal(
+        acp_client_terminal_output(f->c, "term-none", &text, &len, NULL, NULL, NULL, NULL),
+        ACP_ENOTFOUND);
+    json_decref(out);
+}
+
 static void test_modes_config(void **state)
 {
     fixture *f = *state;
@@ -330,6 +363,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_permission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminal_big, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modes_config, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
