@@ -5,11 +5,11 @@
 // leave; a pid counts as alive while /proc shows it running what we started (a zombie is dead, a
 // reused pid is someone else). docs/processes.md states the bounds checked here.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe } from "node:test";
-import { rawAgent, tempDir, test, BUILD, SOURCE, AGENT } from "../interop-agent/lib.mjs";
+import { rawAgent, tempDir, test, SOURCE, AGENT } from "../interop-agent/lib.mjs";
+import { run } from "../client/acp-helpers.mjs";
 
 const BAD = join(SOURCE, "tests/agent/bad-mcp.sh");
 // What each kind of server leaves, besides its own pid ("leader").
@@ -25,7 +25,7 @@ const BOUND_MS = 4000;
 // Scheduling, /proc scans and a loaded CI host.
 const SLACK_MS = 1500;
 // What a server leaves when its stdin closes is killed as the server exits: at once.
-const AT_ONCE_MS = 1000;
+const AT_ONCE_MS = 1500;
 const REC = `echo $$ >"$0/$1.tmp" && mv "$0/$1.tmp" "$0/$1.pid" && exec sleep 987654`;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -103,6 +103,9 @@ async function agentWithServers(t) {
   return { a, sid, procs, all: Object.values(procs).flat() };
 }
 
+// acp with acp-agent on a store in dir, for acp-helpers' run().
+const acpWith = (dir) => ({ dir, agent: `'${AGENT}' --store '${join(dir, "s.db")}'` });
+
 describe("process tree", { concurrency: true }, () => {
   test("session/close: leftovers die as their server exits, a SIGTERM-ignoring server within the bound", async (t) => {
     const { a, sid, procs, all } = await agentWithServers(t);
@@ -150,7 +153,7 @@ describe("process tree", { concurrency: true }, () => {
       `(trap '' TERM; setsid sh -c '${REC}' '${dir}' daemon &); ` +
       `env -i /usr/bin/setsid /bin/sh -c '${REC}' '${dir}' scrubbed & ` +
       `while ! [ -e '${dir}/escaped.pid' -a -e '${dir}/daemon.pid' -a -e '${dir}/scrubbed.pid' ]; do sleep 0.02; done; echo started`;
-    const r = await runAcp(dir, ["--terminal", "--yes", "prompt", `/term ${cmd}`]);
+    const r = await run(acpWith(dir), ["--terminal", "--yes", "prompt", `/term ${cmd}`]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /started/);
     await deaths(await pids(t, dir, ["escaped", "daemon", "scrubbed"]), Date.now(), 500);
@@ -164,27 +167,9 @@ describe("process tree", { concurrency: true }, () => {
       `setsid sh -c '${REC}' '${dir}' escaped & ` +
       `env -i /usr/bin/setsid /bin/sh -c '${REC}' '${dir}' scrubbed & ` +
       `echo $$ > '${dir}/leader.pid'; trap '' TERM; while :; do sleep 1; done`;
-    const r = await runAcp(dir, ["--terminal", "--yes", "--timeout", "1", "prompt", `/term ${cmd}`]);
+    const r = await run(acpWith(dir), ["--terminal", "--yes", "--timeout", "1", "prompt", `/term ${cmd}`]);
     assert.equal(r.code, 5, r.stderr);
     const procs = await pids(t, dir, ["leader", "escaped", "scrubbed"], () => "987654");
     await deaths(procs, Date.now(), 500);
   });
 });
-
-function runAcp(dir, args) {
-  return new Promise((resolve, reject) => {
-    const agent = `'${AGENT}' --store '${join(dir, "s.db")}'`;
-    const p = spawn(join(BUILD, "acp"), ["--agent", agent, "--cwd", dir, ...args], { stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "",
-      stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    const guard = setTimeout(() => p.kill("SIGKILL"), 30_000);
-    p.on("error", reject);
-    p.on("close", (code) => {
-      clearTimeout(guard);
-      resolve({ code, stdout, stderr });
-    });
-    p.stdin.end();
-  });
-}
