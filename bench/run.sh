@@ -448,3 +448,12 @@ out
 out "| benchmark | libacp | TS SDK | ratio | goal |"
 out "|---|---|---|---|---|"
 [ -f "$TMP/rows" ] && cat "$TMP/rows"
+
+# --- issue 13: request params checked at the agent's edge (bench/validate_params.c) ------------
+# With the full set only (no names given): one more row under the table, then how it was measured.
+if [ $# -eq 0 ] && [ -x "$B/bench/validate_params" ]; then
+    v=$("$B/bench/validate_params" 2>>"$LOG") || v=""
+    t=$(sed -n 's/^shape=text1 //p' <<<"$v")
+    out "| ns per validated session/prompt params, one text block (its jansson parse: $(kv "$t" parse_ns) ns) | $(kv "$t" validate_ns) |  |  | no measurable cost (issue 13) |"
+    out && out "    \$ build/bench/validate_params" && sed 's/^/    /' <<<"$v"
+fi
