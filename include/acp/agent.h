@@ -26,6 +26,13 @@
  *   - a second session/prompt while one runs in the same session: -32600 (the first goes on);
  *   - requests before initialize: -32600 "ACP connection must be initialized before '<m>'",
  *     as the official SDK does; a second initialize is answered again (capabilities replaced);
+ *   - then every request's params are checked against the schema's types, before the auth
+ *     gate and anything else: -32602 naming the first bad member by its JSON path (in the
+ *     message and in error.data.path). What the schema lets a decoder salvage is read as the
+ *     official SDK reads it: a malformed x-deserialize-default-on-error member is removed (so
+ *     engines never see a _meta, clientCapabilities or clientInfo of the wrong type) and a
+ *     null x-deserialize-default-on-null array becomes []; unknown members stay. A malformed
+ *     session/cancel is dropped and logged (docs/agent.md, "Request validation");
  *   - session/load of a session already open on this connection closes the open one first (its
  *     prompt answers cancelled), then loads it afresh; load/resume accept any absolute cwd and
  *     record it with the additional directories as the session's roots;
