@@ -80,6 +80,43 @@ test("/stream N BYTES: exactly N chunks of BYTES ASCII bytes, one messageId, all
   await a.end();
 });
 
+test("bad numbers in /stream and /sleep: an agent message says what is wrong and the turn ends at once (issue 13)", async (t) => {
+  // Each of these wrapped to a huge unsigned count (strtoul, sscanf %llu) and never ended.
+  const dir = tempDir(t);
+  const a = rawAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const sid = await a.newSession(dir);
+  for (const [text, said] of [
+    ["/stream -1 10", "/stream: N: '-1' is out of range: 0 to 10000000"],
+    ["/stream 99999999999999999999 1", "/stream: N: '99999999999999999999' is out of range: 0 to 10000000"],
+    ["/sleep -5", "/sleep: MS: '-5' is out of range: 0 to 86400000"],
+    ["/sleep 18446744073709551611", "/sleep: MS: '18446744073709551611' is out of range: 0 to 86400000"],
+    ["/sleep 1e9", "/sleep: MS: '1e9' is not a whole number"],
+    ["/stream 10x 1", "/stream: N: '10x' is not a whole number"],
+    ["/stream 1 -1", "/stream: BYTES: '-1' is out of range: 0 to 67108864"],
+    ["/stream 1 67108865", "/stream: BYTES: '67108865' is out of range: 0 to 67108864"],
+    ["/stream 10000000 200", "/stream: N x BYTES is 2000000000 bytes, over the 1073741824 a stream may send"],
+    ["/stream 3", "usage: /stream N BYTES"],
+    ["/stream 3 4 5", "usage: /stream N BYTES"],
+    ["/sleep", "usage: /sleep MS"],
+    ["/sleep 5 5", "usage: /sleep MS"],
+  ]) {
+    const from = a.lines.length;
+    const started = Date.now();
+    const resp = await a.prompt(sid, text);
+    assert.equal(resp.result?.stopReason, "end_turn", `${text}: ${JSON.stringify(resp)}`);
+    assert.ok(Date.now() - started < 5000, `${text} took ${Date.now() - started} ms`);
+    const msgs = a.updatesOf(sid, from).filter((e) => e.msg.params.update.sessionUpdate === "agent_message_chunk");
+    assert.deepEqual(msgs.map((e) => e.msg.params.update.content.text), [said], text);
+  }
+  // The edges still work: zero chunks, zero bytes, no wait, and the largest stream's shape.
+  for (const text of ["/stream 0 10", "/stream 2 0", "/sleep 0", "/sleep 00"]) {
+    const resp = await a.prompt(sid, text);
+    assert.equal(resp.result?.stopReason, "end_turn", `${text}: ${JSON.stringify(resp)}`);
+  }
+  await a.end();
+});
+
 test("/title: session_info_update, shown by session/list, persisted across a restart", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acp/num.h"
 #include "acp/version.h"
 #include "tools/acp-agent/echo.h"
 
@@ -15,6 +16,11 @@
 #define STREAM_BATCH     4096        /* /stream: chunks per loop turn at most */
 #define STREAM_BATCH_MAX (1u << 20)  /* /stream: bytes per loop turn at most */
 #define LOCAL_READ_MAX   (64u << 20)
+/* What one /stream or /sleep may ask: every turn ends, and in reasonable time. */
+#define STREAM_N_MAX     10000000u    /* /stream: chunks */
+#define STREAM_BYTES_MAX (64u << 20)  /* /stream: bytes per chunk */
+#define STREAM_TOTAL_MAX (1ull << 30) /* /stream: N x BYTES */
+#define SLEEP_MS_MAX     86400000u    /* /sleep: a day */
 
 enum job { JOB_NONE, JOB_SLEEP, JOB_STREAM, JOB_CLIENT, JOB_MCP };
 
@@ -252,11 +258,54 @@ static void stream_more(acp_turn *t, void *user)
         acp_turn_on_writable(t, stream_more, es);
 }
 
+/* A command's arguments as words (at blanks) in a copy of args: exactly n of them, else false
+ * (the usage line was said and the turn ended). The caller frees *copy either way. */
+static bool words(acp_turn *t, const char *args, char **copy, char **w, int n, const char *usage)
+{
+    int k = 0;
+    char *save = NULL, *x;
+    *copy = strdup(args);
+    for (x = *copy ? strtok_r(*copy, " \t\n", &save) : NULL; x && k <= n;
+         x = strtok_r(NULL, " \t\n", &save))
+        if (k++ < n) w[k - 1] = x;
+    if (!*copy) {
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "out of memory");
+        return false;
+    }
+    if (k == n) return true;
+    say(t, usage);
+    acp_turn_end(t, "end_turn");
+    return false;
+}
+
+/* Argument NAME of /CMD as a number from 0 to max; a bad one is said ("/sleep: MS: '-5' is
+ * out of range: 0 to 86400000") and ends the turn: false then. */
+static bool number(acp_turn *t, const char *cmd, const char *name, const char *s, uint64_t max,
+                   uint64_t *out)
+{
+    char why[ACP_NUM_WHY], line[ACP_NUM_WHY + 64];
+    if (!acp_parse_u64(s, 0, max, out, why, sizeof why)) return true;
+    snprintf(line, sizeof line, "/%s: %s: %s", cmd, name, why);
+    say(t, line);
+    acp_turn_end(t, "end_turn");
+    return false;
+}
+
 static void cmd_stream(acp_turn *t, echo_sess *es, const char *args)
 {
-    unsigned long long n = 0, bytes = 0;
-    if (sscanf(args, "%llu %llu", &n, &bytes) != 2 || bytes > (64u << 20)) {
-        say(t, "usage: /stream N BYTES");
+    char *copy, *w[2];
+    uint64_t n = 0, bytes = 0;
+    bool ok = words(t, args, &copy, w, 2, "usage: /stream N BYTES") &&
+              number(t, "stream", "N", w[0], STREAM_N_MAX, &n) &&
+              number(t, "stream", "BYTES", w[1], STREAM_BYTES_MAX, &bytes);
+    free(copy);
+    if (!ok) return;
+    if (n * bytes > STREAM_TOTAL_MAX) { /* both bounded: the product cannot wrap */
+        char line[160];
+        snprintf(line, sizeof line,
+                 "/stream: N x BYTES is %llu bytes, over the %llu a stream may send",
+                 (unsigned long long)(n * bytes), (unsigned long long)STREAM_TOTAL_MAX);
+        say(t, line);
         acp_turn_end(t, "end_turn");
         return;
     }
@@ -284,13 +333,12 @@ static void slept(uv_timer_t *h)
 
 static void cmd_sleep(acp_turn *t, echo_sess *es, const char *args)
 {
-    char *end;
-    unsigned long ms = strtoul(args, &end, 10);
-    if (end == args) {
-        say(t, "usage: /sleep MS");
-        acp_turn_end(t, "end_turn");
-        return;
-    }
+    char *copy, *w[1];
+    uint64_t ms = 0;
+    bool ok = words(t, args, &copy, w, 1, "usage: /sleep MS") &&
+              number(t, "sleep", "MS", w[0], SLEEP_MS_MAX, &ms);
+    free(copy);
+    if (!ok) return;
     es->t = t;
     es->job = JOB_SLEEP;
     uv_timer_start(es->timer, slept, ms, 0);
