@@ -135,6 +135,6 @@ int acp_parse_double(const char *s, double min, double max, double *out, char *w
         return 0;
     }
     char what[80];
-    snprintf(what, sizeof what, "is out of range: %g to %g", min, max);
+    snprintf(what, sizeof what, "is out of range: %.15g to %.15g", min, max);
     return refuse(why, why_size, s, what);
 }

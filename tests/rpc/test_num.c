@@ -140,10 +140,10 @@ static void double_refuses_what_strtod_would_take(void **state)
     dbl_refused("1.2.3", 0, 1e9, "'1.2.3' is not a number");
     dbl_refused("+1", 0, 1e9, "'+1' is not a number");
     dbl_refused("", 0, 1e9, "no number given");
-    dbl_refused("-1", 0.001, 4e6, "'-1' is out of range: 0.001 to 4e+06");
-    dbl_refused("0", 0.001, 4e6, "'0' is out of range: 0.001 to 4e+06");
+    dbl_refused("-1", 0.001, 4e6, "'-1' is out of range: 0.001 to 4000000");
+    dbl_refused("0", 0.001, 4e6, "'0' is out of range: 0.001 to 4000000");
     dbl_refused("1e999", 0, 1e300, "'1e999' is out of range: 0 to 1e+300");
-    dbl_refused("5000000", 0.001, 4e6, "'5000000' is out of range: 0.001 to 4e+06");
+    dbl_refused("5000000", 0.001, 4e6, "'5000000' is out of range: 0.001 to 4000000");
 }
 
 static void sentences_quote_safely_and_fit(void **state)
