@@ -92,7 +92,12 @@ int main(int argc, char **argv)
             }
             auth_env = spec + 4;
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
-            prog.verbose = strcmp(argv[++i], "quiet") != 0;
+            const char *level = argv[++i];
+            if (strcmp(level, "quiet") && strcmp(level, "info")) {
+                fprintf(stderr, "acp-agent: --log-level takes quiet or info, not '%s'\n", level);
+                return 2;
+            }
+            prog.verbose = !strcmp(level, "info");
         } else {
             fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
             return 2;

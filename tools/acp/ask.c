@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "acp/num.h"
 #include "tools/acp/app.h"
 
 typedef struct question {
@@ -143,8 +144,18 @@ static void answer(app *a, question *q, const char *line, bool eof)
 {
     if (q->p) {
         const char *id = NULL, *kind = NULL;
-        long n = eof ? 0 : strtol(line, NULL, 10);
-        json_t *o = n >= 1 ? json_array_get(q->options, (size_t)n - 1) : NULL;
+        /* the number of an option, blanks around it allowed; anything else denies */
+        const char *b = eof ? "" : line;
+        b += strspn(b, " \t");
+        size_t len = strcspn(b, "\r\n");
+        while (len && (b[len - 1] == ' ' || b[len - 1] == '\t')) len--;
+        char *pick_text = strndup(b, len);
+        uint64_t n = 0;
+        size_t count = json_array_size(q->options);
+        json_t *o = pick_text && count && !acp_parse_u64(pick_text, 1, count, &n, NULL, 0)
+                        ? json_array_get(q->options, (size_t)n - 1)
+                        : NULL;
+        free(pick_text);
         if (o) {
             id = str(o, "optionId");
             kind = str(o, "kind");

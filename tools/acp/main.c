@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acp/num.h"
 #include "acp/version.h"
 #include "tools/acp/app.h"
 
@@ -350,11 +351,12 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             a->auth = optarg;
             break;
         case O_TIMEOUT: {
-            char *end;
-            double s = strtod(optarg, &end);
-            if (end == optarg || *end || !(s > 0) || s > 4e6)
-                return usage_error("--timeout wants a number of SECONDS, not '%s'", optarg);
-            a->timeout_ms = s * 1000 < 1 ? 1 : (unsigned)(s * 1000);
+            /* a millisecond to 46 days: timeout_ms stays within 32 bits */
+            double s;
+            char why[ACP_NUM_WHY];
+            if (acp_parse_double(optarg, 0.001, 4e6, &s, why, sizeof why))
+                return usage_error("--timeout wants a number of SECONDS: %s", why);
+            a->timeout_ms = (unsigned)(s * 1000 + 0.5);
             break;
         }
         case 'h':
