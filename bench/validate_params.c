@@ -53,9 +53,11 @@ int main(int argc, char **argv)
         /* text with context: a resource link, an embedded resource, annotations, _meta */
         {"mixed5",
          "{\"sessionId\":\"sess_0123456789abcdef0123456789abcdef\",\"prompt\":[{\"type\":\"text\","
-         "\"text\":\"Fix the bug in these files.\"},{\"type\":\"resource_link\",\"name\":\"config.c\","
+         "\"text\":\"Fix the bug in these "
+         "files.\"},{\"type\":\"resource_link\",\"name\":\"config.c\","
          "\"uri\":\"file:///home/u/src/config.c\",\"mimeType\":\"text/x-c\",\"size\":12034},"
-         "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///home/u/src/config.h\",\"mimeType\":"
+         "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///home/u/src/"
+         "config.h\",\"mimeType\":"
          "\"text/x-c\",\"text\":\"#pragma once\\nint parse_config(const char *path);\\n\"},"
          "\"annotations\":{\"audience\":[\"assistant\"],\"priority\":0.8}},{\"type\":\"text\","
          "\"text\":\"Keep the public API.\"},{\"type\":\"resource_link\",\"name\":\"README.md\","
