@@ -13,6 +13,7 @@
  *   PQdb and from libpq's error text with every known password value masked out; libpq's own
  *   conninfo parse errors (which quote the string) are never shown. */
 #include <arpa/inet.h>
+#include <limits.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "acp/num.h"
 #include "store/backends.h"
 #include "store/store_impl.h"
 
@@ -222,14 +224,24 @@ static int exec(pg_store *p, int q, int n, const char *const *vals, ExecStatusTy
     return 0;
 }
 
-static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, long *affected)
+/* A count or a bigint the server wrote as text. Anything but a number from 0 up is a broken
+ * server or connection, said as a store failure rather than read as 0. */
+static int server_number(pg_store *p, const char *text, const char *what, int64_t *out)
+{
+    char why[ACP_NUM_WHY];
+    if (!acp_parse_i64(text, 0, INT64_MAX, out, why, sizeof why)) return 0;
+    return acp_store_fail(&p->base, ACP_ESTORE, "PostgreSQL sent a bad %s: %s (%s)", what, why,
+                          p->target);
+}
+
+static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, int64_t *affected)
 {
     PGresult *r = NULL;
     int rc = exec(p, q, n, vals, PGRES_COMMAND_OK, &r);
     if (rc) return rc;
-    if (affected) *affected = strtol(PQcmdTuples(r), NULL, 10);
+    if (affected) rc = server_number(p, PQcmdTuples(r), "row count", affected);
     PQclear(r);
-    return 0;
+    return rc;
 }
 
 static int exec_simple(pg_store *p, const char *sql, const char *what)
@@ -262,16 +274,18 @@ static int migrate(pg_store *p)
     if (rc) return rc;
     r = PQexec(p->conn, "SELECT coalesce(max(version), 0) FROM acp_schema");
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) return fail_result(p, r, "migrate");
-    long have = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    int64_t have = 0;
+    rc = server_number(p, PQgetvalue(r, 0, 0), "schema version", &have);
     PQclear(r);
+    if (rc) return rc;
     if (have > SCHEMA_VERSION) {
         PQclear(PQexec(p->conn, "ROLLBACK"));
         return acp_store_fail(&p->base, ACP_ESTORE,
-                              "session store schema version %ld is newer than this libacp "
+                              "session store schema version %lld is newer than this libacp "
                               "supports (%d) (%s)",
-                              have, SCHEMA_VERSION, p->target);
+                              (long long)have, SCHEMA_VERSION, p->target);
     }
-    for (long v = have; v < SCHEMA_VERSION; v++)
+    for (int64_t v = have; v < SCHEMA_VERSION; v++)
         if ((rc = exec_simple(p, migrations[v], "migrate"))) return rc;
     if (have < SCHEMA_VERSION) {
         snprintf(sql, sizeof sql, "DELETE FROM acp_schema; INSERT INTO acp_schema VALUES (%d)",
@@ -381,7 +395,7 @@ static int pg_create(acp_store *st, const acp_store_session *s)
     int rc = ready(p);
     if (rc) return rc;
     const char *v[6] = {s->id, s->cwd, s->add_dirs, s->title, s->created_at, s->updated_at};
-    long n = 0;
+    int64_t n = 0;
     if ((rc = exec_cmd(p, Q_CREATE, 6, v, &n))) return rc;
     if (n == 0) return acp_store_fail(st, ACP_EINVAL, "session %s already exists", s->id);
     return 0;
@@ -411,7 +425,7 @@ static int update_one(acp_store *st, int q, int n, const char *const *v)
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
-    long rows = 0;
+    int64_t rows = 0;
     if ((rc = exec_cmd(p, q, n, v, &rows))) return rc;
     return rows ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", v[0]);
 }
@@ -484,7 +498,8 @@ static char *batch_arrays(const acp_store_batch *b, size_t *off, size_t *size)
  * locks its row matched none (deleted meanwhile, perhaps by another process). */
 static void note_gone(acp_store_batch *b, size_t s, PGresult *r)
 {
-    b->sess[s].gone = strtol(PQcmdTuples(r), NULL, 10) == 0;
+    int64_t n = 0; /* a count that is not a number proves nothing stored, as 0 does */
+    b->sess[s].gone = acp_parse_i64(PQcmdTuples(r), 0, INT64_MAX, &n, NULL, 0) || n == 0;
 }
 
 /* Sends session k's share of the batch: its id, its count, the commit time, its texts. */
@@ -607,8 +622,10 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
         PQclear(r);
         return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
     }
-    int64_t hi = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    int64_t hi = 0;
+    rc = server_number(p, PQgetvalue(r, 0, 0), "seq", &hi);
     PQclear(r);
+    if (rc) return rc;
 
     int64_t pos = after_seq, last = after_seq;
     size_t total = 0;
@@ -637,7 +654,11 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
         }
         size_t got = 0;
         for (; given < n && !stopped; given++) {
-            last = strtoll(PQgetvalue(r, given, 0), NULL, 10);
+            if ((rc = server_number(p, PQgetvalue(r, given, 0), "seq", &last))) {
+                PQclear(r);
+                *last_seq = last; /* the last one given: a failed read leaves it alone */
+                return rc;
+            }
             size_t len = (size_t)PQgetlength(r, given, 1);
             rc = cb(user, last, PQgetvalue(r, given, 1), len);
             total += len;
@@ -724,6 +745,53 @@ static const acp_store_ops pg_ops = {
     .remove = pg_remove,
 };
 
+/* The numbers of a connection string, and of the PG* variables libpq reads in their place,
+ * checked before libpq sees them: it reads connect_timeout=0 or -5 as "wait for ever" (and
+ * the agent's loop waits with it), and says "invalid port" only at connect time. */
+static const struct {
+    const char *keyword, *env;
+    int64_t min, max;
+} conn_numbers[] = {
+    {"port", "PGPORT", 1, 65535}, /* each of a comma-separated list, one per host */
+    {"connect_timeout", "PGCONNECT_TIMEOUT", 1, 3600},
+    {"keepalives", NULL, 0, 1},
+    {"keepalives_idle", NULL, 0, INT_MAX},
+    {"keepalives_interval", NULL, 0, INT_MAX},
+    {"keepalives_count", NULL, 0, INT_MAX},
+    {"tcp_user_timeout", NULL, 0, INT_MAX},
+};
+
+/* NULL when every number is good, else the sentence (in why) naming the first bad one. */
+static const char *bad_number(PQconninfoOption *opts, char *why, size_t n)
+{
+    for (size_t i = 0; i < sizeof conn_numbers / sizeof *conn_numbers; i++) {
+        const char *v = NULL, *from = conn_numbers[i].keyword;
+        for (PQconninfoOption *o = opts; o->keyword && !v; o++)
+            if (!strcmp(o->keyword, conn_numbers[i].keyword)) v = o->val;
+        if (!v && conn_numbers[i].env && (v = getenv(conn_numbers[i].env)))
+            from = conn_numbers[i].env;
+        if (!v) continue;
+        bool list = !strcmp(conn_numbers[i].keyword, "port");
+        for (const char *p = v;; p++) {
+            size_t len = list ? strcspn(p, ",") : strlen(p);
+            char said[ACP_NUM_WHY], *num = strndup(p, len);
+            int64_t x;
+            int rc = !num               ? ACP_ENOMEM
+                     : len == 0 && list ? 0 /* a host's default port */
+                                        : acp_parse_i64(num, conn_numbers[i].min,
+                                                        conn_numbers[i].max, &x, said, sizeof said);
+            free(num);
+            if (rc) {
+                snprintf(why, n, "%s: %s", from, rc == ACP_ENOMEM ? "out of memory" : said);
+                return why;
+            }
+            p += len;
+            if (!*p) break;
+        }
+    }
+    return NULL;
+}
+
 int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg)
 {
     char *perr = NULL;
@@ -733,6 +801,12 @@ int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg)
         PQfreemem(perr);
         return acp_store_open_fail(errmsg, ACP_ESTORE,
                                    "invalid PostgreSQL connection string (check its syntax)");
+    }
+    char why[ACP_NUM_WHY + 64];
+    if (bad_number(opts, why, sizeof why)) {
+        PQconninfoFree(opts);
+        return acp_store_open_fail(errmsg, ACP_ESTORE,
+                                   "invalid PostgreSQL connection parameter: %s", why);
     }
     pg_store *p = calloc(1, sizeof *p);
     if (p) {
