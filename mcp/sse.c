@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "acp/error.h"
+#include "acp/num.h"
 #include "mcp/internal.h"
 
 void mcp_sse_init(mcp_sse *p, int (*on_event)(void *, const char *, const char *, size_t),
@@ -63,13 +64,20 @@ static int field(mcp_sse *p, const char *s, size_t n)
         free(p->last_id);
         p->last_id = id;
     } else if (nlen == 5 && memcmp(s, "retry", 5) == 0) {
-        long ms = 0;
-        if (vlen == 0 || vlen > 9) return 0;
-        for (size_t i = 0; i < vlen; i++) {
+        /* ASCII digits only, else the field is ignored (the standard's rule); a delay beyond
+         * MCP_SSE_RETRY_MAX_MS is cut to it: a server must not park a call for days. */
+        char num[24];
+        uint64_t ms = MCP_SSE_RETRY_MAX_MS;
+        for (size_t i = 0; i < vlen; i++)
             if (v[i] < '0' || v[i] > '9') return 0;
-            ms = ms * 10 + (v[i] - '0');
+        if (vlen == 0) return 0;
+        if (vlen < sizeof num) {
+            memcpy(num, v, vlen);
+            num[vlen] = '\0';
+            if (acp_parse_u64(num, 0, MCP_SSE_RETRY_MAX_MS, &ms, NULL, 0))
+                ms = MCP_SSE_RETRY_MAX_MS;
         }
-        p->retry_ms = ms;
+        p->retry_ms = (long)ms;
     }
     return 0;
 }

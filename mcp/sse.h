@@ -2,8 +2,9 @@
  * bytes of a response body as they arrive, in any pieces; it calls on_event for each complete
  * event. Lines end in LF, CR or CRLF (a CRLF split across two feeds is handled). Fields: event,
  * data (several data lines join with LF), id (kept across events and reconnections: it is the
- * Last-Event-ID to resume from), retry (the reconnection delay). Comments (":...") and unknown
- * fields are ignored; an event with no data is not dispatched, but its id still counts. */
+ * Last-Event-ID to resume from), retry (the reconnection delay, cut to MCP_SSE_RETRY_MAX_MS).
+ * Comments (":...") and unknown fields are ignored; an event with no data is not dispatched,
+ * but its id still counts. */
 #ifndef ACP_MCP_SSE_H
 #define ACP_MCP_SSE_H
 
@@ -11,6 +12,8 @@
 #include <stddef.h>
 
 #include "acp/json.h"
+
+#define MCP_SSE_RETRY_MAX_MS 60000 /* the longest reconnection delay a server may ask */
 
 typedef struct mcp_sse {
     acp_buf line;  /* the current, unterminated line */

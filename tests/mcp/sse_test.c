@@ -59,6 +59,14 @@ static void basics(void **state)
     check("id: 7\nretry: 500\ndata: \n\n", "[message|]", "7", 500);
     check("id: 1\n\nid: 2\ndata: y\n\n", "[message|y]", "2", -1);
     check("retry: 5x\ndata: z\n\n", "[message|z]", NULL, -1);
+    /* a delay past MCP_SSE_RETRY_MAX_MS is cut to it, also one beyond 64 bits; a sign is not
+     * a digit (ignored) */
+    check("retry: 60001\ndata: z\n\n", "[message|z]", NULL, MCP_SSE_RETRY_MAX_MS);
+    check("retry: 99999999999999999999999\ndata: z\n\n", "[message|z]", NULL, MCP_SSE_RETRY_MAX_MS);
+    check("retry: 60000\ndata: z\n\n", "[message|z]", NULL, 60000);
+    check("retry: -1\ndata: z\n\n", "[message|z]", NULL, -1);
+    check("retry: +5\ndata: z\n\n", "[message|z]", NULL, -1);
+    check("retry: \ndata: z\n\n", "[message|z]", NULL, -1);
     check("data: no end yet", "", NULL, -1);
     check("\xEF\xBB\xBF"
           "data: bom\n\n",
