@@ -63,7 +63,7 @@ static void parse(const uint8_t *body, size_t n, size_t max, unsigned piece, boo
         step = step % 7 + 1; /* pieces of 1..7 bytes in a fixed pattern */
     }
     if (p.last_id && (strchr(p.last_id, '\r') || strchr(p.last_id, '\n'))) abort();
-    if (p.retry_ms < -1) abort();
+    if (p.retry_ms < -1 || p.retry_ms > MCP_SSE_RETRY_MAX_MS) abort(); /* the bound holds */
     r->last_id = p.last_id ? strdup(p.last_id) : NULL;
     r->retry_ms = p.retry_ms;
     mcp_sse_free(&p);
