@@ -25,15 +25,18 @@
  *            the floor under any request (no load check then).
  *
  *   acp-bench-driver canned
- * is the other way round: an agent on stdin/stdout that answers initialize and session/new and
- * answers "/stream N BYTES" with N prebuilt agent_message_chunk lines (the same text acp-agent
- * sends) written 1 MiB at a time, so that a client's ingest rate is measured without an agent's
- * own cost in the way. Every other request gets -32601.
+ * is the other way round: an agent on stdin/stdout that answers initialize and session/new
+ * (sess_canned, then sess_canned.2, .3, ...) and answers "/stream N BYTES" with N prebuilt
+ * agent_message_chunk lines (the same text acp-agent sends) written 1 MiB at a time, so that a
+ * client's ingest rate is measured without an agent's own cost in the way. Prompts that are
+ * running together stream interleaved, every session a share of each 1 MiB round. Every other
+ * request gets -32601.
  *
  * It is deliberately minimal: it does not build or parse JSON trees. It finds top-level members
  * with a small scanner that assumes well-formed input (the agents under test write it), so
  * its own cost per line is a memchr and a few comparisons. Not part of libacp. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -444,46 +447,101 @@ static void reply(agent *a, span id, const char *result)
     agent_write(a, msg, (size_t)n);
 }
 
-static void canned_stream(agent *a, long n, long bytes)
+/* One /stream in progress, its lines prebuilt for its session. */
+typedef struct {
+    char id[64];    /* the request id's text */
+    char head[512]; /* a line up to its text */
+    size_t hl, bytes, ll;
+    char *block; /* `lines` complete lines */
+    size_t lines;
+    long left;
+} canned_turn;
+
+static void canned_start(canned_turn *t, span id, span sid, long n, long bytes)
 {
-    char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":"
-                  "\"sess_canned\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\","
-                  "\"messageId\":\"msg_canned\",\"content\":{\"type\":\"text\",\"text\":\"";
-    char tail[] = "\"}}}}\n";
-    size_t hl = strlen(head), tl = strlen(tail), ll = hl + (size_t)bytes + tl;
-    size_t per = (1 << 20) / ll + 1;
-    char *block = malloc(per * ll);
-    if (!block) die("out of memory");
-    for (size_t i = 0; i < per; i++) {
-        char *l = block + i * ll;
-        memcpy(l, head, hl);
-        memset(l + hl, 'x', (size_t)bytes);
-        memcpy(l + hl + (size_t)bytes, tail, tl);
+    int hl = snprintf(t->head, sizeof t->head,
+                      "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{"
+                      "\"sessionId\":%.*s,\"update\":{\"sessionUpdate\":\"agent_message_chunk\","
+                      "\"messageId\":\"msg_canned\",\"content\":{\"type\":\"text\",\"text\":\"",
+                      (int)sid.n, sid.p);
+    if (id.n >= sizeof t->id || hl < 0 || (size_t)hl >= sizeof t->head) die("request too long");
+    memcpy(t->id, id.p, id.n);
+    t->id[id.n] = 0;
+    t->hl = (size_t)hl;
+    t->bytes = (size_t)bytes;
+    t->ll = t->hl + t->bytes + 6; /* the text's closing quote, "}}}}" and the newline */
+    t->block = NULL;
+    t->lines = 0;
+    t->left = n;
+}
+
+/* Writes the next k lines of t (its block grown to k lines first). */
+static void canned_write(agent *a, canned_turn *t, size_t k)
+{
+    if (t->lines < k) {
+        if (!(t->block = realloc(t->block, k * t->ll))) die("out of memory");
+        for (size_t i = t->lines; i < k; i++) {
+            char *l = t->block + i * t->ll;
+            memcpy(l, t->head, t->hl);
+            memset(l + t->hl, 'x', t->bytes);
+            memcpy(l + t->hl + t->bytes, "\"}}}}\n", 6);
+        }
+        t->lines = k;
     }
-    for (long left = n; left > 0;) {
-        size_t k = (size_t)left < per ? (size_t)left : per;
-        agent_write(a, block, k * ll);
-        left -= (long)k;
+    agent_write(a, t->block, k * t->ll);
+    t->left -= (long)k;
+}
+
+/* Reads what the client has sent without waiting; false at EOF. */
+static bool canned_read(agent *a, bool wait)
+{
+    if (!wait) {
+        struct pollfd pfd = {.fd = 0, .events = POLLIN};
+        if (poll(&pfd, 1, 0) <= 0) return true;
     }
-    free(block);
+    if (a->pos > 0) {
+        memmove(a->buf, a->buf + a->pos, a->len - a->pos);
+        a->len -= a->pos;
+        a->pos = 0;
+    }
+    if (a->len == a->cap && !(a->buf = realloc(a->buf, a->cap *= 2))) die("out of memory");
+    ssize_t r;
+    do r = read(0, a->buf + a->len, a->cap - a->len);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) return false;
+    a->len += (size_t)r;
+    return true;
 }
 
 static int canned(void)
 {
     agent a = {.in = 1, .out = 0, .cap = 1 << 20};
     a.buf = malloc(a.cap);
+    canned_turn *turns = NULL;
+    size_t nturns = 0, cap = 0;
+    long sessions = 0;
     if (!a.buf) die("out of memory");
     for (;;) {
-        /* agent_line dies on EOF; a client closing our stdin is the normal end here. */
-        char *nl;
-        while (!(nl = memchr(a.buf + a.pos, '\n', a.len - a.pos))) {
-            memmove(a.buf, a.buf + a.pos, a.len - a.pos);
-            a.len -= a.pos;
-            a.pos = 0;
-            if (a.len == a.cap && !(a.buf = realloc(a.buf, a.cap *= 2))) die("out of memory");
-            ssize_t r = read(0, a.buf + a.len, a.cap - a.len);
-            if (r <= 0) return 0;
-            a.len += (size_t)r;
+        /* Every complete line first: prompts that arrive together stream together. */
+        if (!memchr(a.buf + a.pos, '\n', a.len - a.pos)) {
+            if (!canned_read(&a, nturns == 0)) return 0; /* the client closed our stdin */
+            if (memchr(a.buf + a.pos, '\n', a.len - a.pos)) continue;
+            /* Nothing new: one round of every stream, about 1 MiB in all (a lone stream
+             * writes 1 MiB at a time). */
+            for (size_t i = 0; i < nturns;) {
+                canned_turn *t = &turns[i];
+                size_t q = ((1u << 20) / t->ll + 1) / nturns;
+                if (q < 1) q = 1;
+                canned_write(&a, t, (size_t)t->left < q ? (size_t)t->left : q);
+                if (t->left > 0) {
+                    i++;
+                    continue;
+                }
+                reply(&a, (span){t->id, strlen(t->id)}, "{\"stopReason\":\"end_turn\"}");
+                free(t->block);
+                turns[i] = turns[--nturns];
+            }
+            continue;
         }
         span line = agent_line(&a), id, method;
         if (!member(line, "id", &id) || !member(line, "method", &method))
@@ -493,13 +551,27 @@ static int canned(void)
                   "{\"protocolVersion\":1,\"agentInfo\":{\"name\":\"canned\",\"version\":\"0\"},"
                   "\"agentCapabilities\":{},\"authMethods\":[]}");
         } else if (span_eq(method, "\"session/new\"")) {
-            reply(&a, id, "{\"sessionId\":\"sess_canned\"}");
+            char r[64];
+            if (sessions++)
+                snprintf(r, sizeof r, "{\"sessionId\":\"sess_canned.%ld\"}", sessions);
+            else
+                snprintf(r, sizeof r, "{\"sessionId\":\"sess_canned\"}");
+            reply(&a, id, r);
         } else if (span_eq(method, "\"session/prompt\"")) {
             long n = 0, bytes = 0;
+            span params, sid;
             const char *p = memmem(line.p, line.n, "/stream ", 8);
             if (p) sscanf(p, "/stream %ld %ld", &n, &bytes);
-            canned_stream(&a, n, bytes);
-            reply(&a, id, "{\"stopReason\":\"end_turn\"}");
+            if (!member(line, "params", &params) || !member(params, "sessionId", &sid))
+                die("session/prompt without a sessionId");
+            if (n <= 0) {
+                reply(&a, id, "{\"stopReason\":\"end_turn\"}");
+                continue;
+            }
+            if (nturns == cap &&
+                !(turns = realloc(turns, (cap = cap ? 2 * cap : 16) * sizeof *turns)))
+                die("out of memory");
+            canned_start(&turns[nturns++], id, sid, n, bytes);
         } else {
             char msg[256];
             int k = snprintf(msg, sizeof msg,

