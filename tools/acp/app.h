@@ -111,6 +111,9 @@ void auth_hint(app *a, char *out, size_t n);
 /* An env_var method whose required variables are all set and non-empty: true, with their
  * names in vars ("A, B"). */
 bool auth_env_ready(json_t *method, char *vars, size_t n);
+/* A method's type as 'acp auth' shows it: `type`, else _meta.type, else "terminal" for a
+ * _meta["terminal-auth"] login, else "agent". */
+const char *auth_type(json_t *method);
 
 /* settings.c */
 int cmd_modes(app *a);

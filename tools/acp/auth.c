@@ -36,6 +36,11 @@ static const char *type_of(json_t *m)
     return meta_login(m) ? "terminal" : "agent";
 }
 
+const char *auth_type(json_t *method)
+{
+    return type_of(method);
+}
+
 /* The command line of a terminal method (caller frees with acp_client_argv_free()): the
  * agent's own with the method's args (the schema's terminal type; qwen's _meta.args), or the
  * command and args of _meta["terminal-auth"] (opencode). NULL when there is none. */

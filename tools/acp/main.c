@@ -484,7 +484,7 @@ static int cmd_info(app *a)
     json_t *m;
     json_array_foreach(methods, i, m)
         printf("%s %s (%s)", i ? "," : "", or (json_string_value(json_object_get(m, "id")), "?"),
-               or (json_string_value(json_object_get(m, "type")), "agent"));
+               auth_type(m));
     printf("\n");
     return 0;
 }
