@@ -13,6 +13,7 @@
 
 #include "acp/num.h"
 #include "tools/acp/app.h"
+#include "tools/acp/safe.h"
 
 typedef struct question {
     struct question *next;
@@ -118,12 +119,13 @@ static const char *pick(json_t *options, const char *prefix)
     return NULL;
 }
 
+/* The tool call's title made safe (a safe_line() slot: use it before eight more calls). */
 static const char *tool_title(app *a, json_t *params)
 {
     json_t *tc = json_object_get(params, "toolCall");
     const char *t = str(tc, "title"), *id = str(tc, "toolCallId");
     if (!t && id) t = str(json_object_get(a->r.tools, id), "title");
-    return t ? t : "a tool call";
+    return t ? safe_line(t) : "a tool call";
 }
 
 /* Files named by an allowed permission request: their next write is not asked again
@@ -274,7 +276,7 @@ void on_permission(acp_client *c, acp_client_session *s, acp_client_perm *p, jso
     size_t i;
     json_t *o;
     json_array_foreach(options, i, o)
-        acp_buf_printf(&b, "  %zu) %s\n", i + 1, str(o, "name") ? str(o, "name") : "?");
+        acp_buf_printf(&b, "  %zu) %s\n", i + 1, safe_line(str(o, "name") ? str(o, "name") : "?"));
     acp_buf_printf(&b, "choose 1-%zu (anything else denies): ", json_array_size(options));
     acp_buf_cstr(&b);
     if (!q || !b.data) {
@@ -297,7 +299,7 @@ void on_permission(acp_client *c, acp_client_session *s, acp_client_perm *p, jso
 /* "sh -c 'ls -l'": the command and its arguments, quoted where a shell would need it. */
 static void command_line(json_t *params, acp_buf *b)
 {
-    acp_buf_printf(b, "%s", str(params, "command") ? str(params, "command") : "?");
+    acp_buf_printf(b, "%s", safe_line(str(params, "command") ? str(params, "command") : "?"));
     size_t i;
     json_t *arg;
     json_array_foreach(json_object_get(params, "args"), i, arg)
@@ -305,9 +307,9 @@ static void command_line(json_t *params, acp_buf *b)
         const char *s = json_string_value(arg);
         if (!s) continue;
         if (*s && !s[strcspn(s, " \t\n'\"\\$`*?[]{}()<>|&;#~")])
-            acp_buf_printf(b, " %s", s);
+            acp_buf_printf(b, " %s", safe_line(s));
         else
-            acp_buf_printf(b, " '%s'", s); /* shown, not run: a quote inside stays visible */
+            acp_buf_printf(b, " '%s'", safe_line(s)); /* shown, not run: a quote stays visible */
     }
 }
 
@@ -320,12 +322,13 @@ void on_ask(acp_client *c, acp_client_session *s, acp_client_ask *k, const char 
     acp_buf what = {0};
     if (write) {
         acp_buf_printf(&what, "write %zu bytes to %s",
-                       json_string_length(json_object_get(params, "content")), path ? path : "?");
+                       json_string_length(json_object_get(params, "content")),
+                       safe_line(path ? path : "?"));
     } else {
         acp_buf_printf(&what, "run ");
         command_line(params, &what);
         const char *cwd = str(params, "cwd");
-        if (cwd) acp_buf_printf(&what, " in %s", cwd);
+        if (cwd) acp_buf_printf(&what, " in %s", safe_line(cwd));
     }
     acp_buf_cstr(&what);
     const char *w = what.data ? what.data : method;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "tools/acp/app.h"
+#include "tools/acp/safe.h"
 
 extern char **environ;
 
@@ -175,9 +176,9 @@ static void list(app *a, json_t *methods)
     json_array_foreach(methods, i, m)
     {
         const char *type = type_of(m), *desc = str(m, "description");
-        printf("%-24s  %-8s  %s\n", str(m, "id") ? str(m, "id") : "?", type,
-               str(m, "name") ? str(m, "name") : "");
-        if (desc && *desc) printf("%-24s  %-8s  %s\n", "", "", desc);
+        printf("%-24s  %-8s  %s\n", safe_line(str(m, "id") ? str(m, "id") : "?"), safe_line(type),
+               safe_line(str(m, "name") ? str(m, "name") : ""));
+        if (desc && *desc) printf("%-24s  %-8s  %s\n", "", "", safe_line(desc));
         char extra[512] = "";
         if (!strcmp(type, "env_var")) {
             env_state(m, extra, sizeof extra);
@@ -189,7 +190,7 @@ static void list(app *a, json_t *methods)
             if (!argv) snprintf(extra, sizeof extra, "runs the agent's command (not known here)");
             acp_client_argv_free(argv);
         }
-        if (*extra) printf("%-24s  %-8s  %s\n", "", "", extra);
+        if (*extra) printf("%-24s  %-8s  %s\n", "", "", safe_line(extra));
     }
     printf("\nlogout: %s\n",
            acp_client_supports(a->c, ACP_CAP_LOGOUT) ? "supported" : "not advertised");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tools/acp/app.h"
+#include "tools/acp/safe.h"
 
 #define HISTORY_SIZE 1000
 
@@ -168,7 +169,7 @@ static unsigned char complete(EditLine *el, int key)
     }
     fputc('\n', stderr);
     json_array_foreach(a->commands, i, name) if (!strncmp(json_string_value(name), typed, tn))
-        fprintf(stderr, "/%s  ", json_string_value(name));
+        fprintf(stderr, "/%s  ", safe_line(json_string_value(name)));
     fputc('\n', stderr);
     return CC_REDISPLAY;
 }
@@ -278,7 +279,7 @@ static int edited(app *a)
         return EXIT_AGENT;
     }
     fprintf(stderr, "session %s; Ctrl-C cancels a reply, Ctrl-D exits\n",
-            acp_client_session_id(a->s));
+            safe_line(acp_client_session_id(a->s)));
     edit(a);
     while (!ch->done) {
         if (ch->line) {

@@ -11,19 +11,28 @@
 
 #include "acp/version.h"
 #include "tools/acp/app.h"
+#include "tools/acp/safe.h"
 
 #define WAIT_MS 3000 /* quiet this long during a call: say we are waiting */
 
+/* Notes carry the agent's words (its error messages and data, titles, stop reasons, the
+ * library's messages quoting them): the whole line is made safe, and stays one line. */
 void app_note(app *a, const char *fmt, ...)
 {
     chat_output_begin(a);
     render_break(&a->r);
     va_list ap;
     va_start(ap, fmt);
-    fputs("acp: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char *line = NULL;
+    int n = vasprintf(&line, fmt, ap);
     va_end(ap);
+    fputs("acp: ", stderr);
+    if (n >= 0)
+        safe_write(stderr, line, (size_t)n, SAFE_LINE);
+    else
+        fputs("(out of memory)", stderr);
+    fputc('\n', stderr);
+    free(line);
     chat_output_end(a);
 }
 

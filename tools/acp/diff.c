@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tools/acp/render.h"
+#include "tools/acp/safe.h"
 
 #define CONTEXT  2
 #define LCS_MAX  (4u << 20) /* table cells: beyond this the middle is not compared */
@@ -90,7 +91,9 @@ static void middle(const line *a, size_t o0, size_t o1, const line *b, size_t w0
 static void put_line(FILE *out, bool color, char t, const line *l)
 {
     const char *c = !color ? "" : t == '-' ? "\033[31m" : t == '+' ? "\033[32m" : "";
-    fprintf(out, "  %s%c%.*s%s\n", c, t, (int)l->n, l->p, color && t != ' ' ? "\033[0m" : "");
+    fprintf(out, "  %s%c", c, t);
+    safe_write(out, l->p, l->n, SAFE_LINE); /* the agent's text: a line stays one line */
+    fprintf(out, "%s\n", color && t != ' ' ? "\033[0m" : "");
 }
 
 static void new_file(FILE *out, bool color, const char *path, const char *text, size_t n,
@@ -98,8 +101,8 @@ static void new_file(FILE *out, bool color, const char *path, const char *text, 
 {
     line *b;
     size_t nb = split(text, n, &b);
-    fprintf(out, "  %s+++ %s (new file, %zu line%s)%s\n", color ? "\033[1m" : "", path, nb,
-            nb == 1 ? "" : "s", color ? "\033[0m" : "");
+    fprintf(out, "  %s+++ %s (new file, %zu line%s)%s\n", color ? "\033[1m" : "", safe_line(path),
+            nb, nb == 1 ? "" : "s", color ? "\033[0m" : "");
     size_t show = nb < NEW_HEAD ? nb : NEW_HEAD;
     if ((int)show > max_lines) show = (size_t)max_lines;
     for (size_t i = 0; i < show; i++) put_line(out, color, '+', &b[i]);
@@ -128,10 +131,10 @@ void render_diff(FILE *out, bool color, const char *path, const char *old_text, 
     const char *bold = color ? "\033[1m" : "", *cyan = color ? "\033[36m" : "",
                *off = color ? "\033[0m" : "";
     if (pre == na && pre == nb) {
-        fprintf(out, "  %s%s: no changes%s\n", bold, path, off);
+        fprintf(out, "  %s%s: no changes%s\n", bold, safe_line(path), off);
         goto out;
     }
-    fprintf(out, "  %s--- %s\n  +++ %s%s\n", bold, path, path, off);
+    fprintf(out, "  %s--- %s\n  +++ %s%s\n", bold, safe_line(path), safe_line(path), off);
     int shown = 0;
     size_t more = 0;
     for (size_t k = 0; k < n;) {

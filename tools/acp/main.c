@@ -12,6 +12,7 @@
 #include "acp/num.h"
 #include "acp/version.h"
 #include "tools/acp/app.h"
+#include "tools/acp/safe.h"
 
 static const char usage_main[] =
     "usage: acp [OPTIONS] COMMAND [ARGS]\n"
@@ -201,7 +202,7 @@ static int print_help(const command *cmd)
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "acp: ");
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, safe_line(arg)); /* the user's text, but perhaps pasted from anywhere */
     fprintf(stderr, "; see 'acp --help'\n");
     return EXIT_USAGE;
 }
@@ -456,8 +457,9 @@ static int cmd_info(app *a)
         return 0;
     }
     json_t *info = json_object_get(init, "agentInfo");
-    printf("agent:    %s %s\n", or (json_string_value(json_object_get(info, "name")), "(unnamed)"),
-           or (json_string_value(json_object_get(info, "version")), ""));
+    printf("agent:    %s %s\n",
+           safe_line(or (json_string_value(json_object_get(info, "name")), "(unnamed)")),
+           safe_line(or (json_string_value(json_object_get(info, "version")), "")));
     printf("protocol: %lld\n",
            (long long)json_integer_value(json_object_get(init, "protocolVersion")));
     static const struct {
@@ -482,9 +484,9 @@ static int cmd_info(app *a)
     printf("auth methods:%s", json_array_size(methods) ? "" : " none");
     size_t i;
     json_t *m;
-    json_array_foreach(methods, i, m)
-        printf("%s %s (%s)", i ? "," : "", or (json_string_value(json_object_get(m, "id")), "?"),
-               auth_type(m));
+    json_array_foreach(methods, i, m) printf(
+        "%s %s (%s)", i ? "," : "",
+        safe_line(or (json_string_value(json_object_get(m, "id")), "?")), safe_line(auth_type(m)));
     printf("\n");
     return 0;
 }
@@ -497,7 +499,7 @@ static int cmd_new(app *a)
     if (a->json)
         render_result(&a->r, json_deep_copy(acp_client_session_result(a->s)));
     else
-        printf("%s\n", acp_client_session_id(a->s));
+        printf("%s\n", safe_line(acp_client_session_id(a->s)));
     return 0;
 }
 
@@ -525,7 +527,7 @@ static int cmd_prompt(app *a)
     int rc = app_open(a);
     if (!rc) rc = app_session(a, "continue");
     if (!rc && !a->json && !a->sid && isatty(STDERR_FILENO))
-        fprintf(stderr, "session %s\n", acp_client_session_id(a->s));
+        fprintf(stderr, "session %s\n", safe_line(acp_client_session_id(a->s)));
     if (!rc) rc = app_turn(a, text ? text : "");
     free(text);
     return rc;
@@ -578,15 +580,16 @@ static int cmd_sessions(app *a)
         for (size_t i = 0; i < n; i++) json_array_append(sorted, v[i]);
         render_result(&a->r, json_pack("{s:o}", "sessions", sorted));
     } else if (n == 0) {
-        printf("no sessions%s%s\n", cwd ? " in " : "", cwd ? cwd : "");
+        printf("no sessions%s%s\n", cwd ? " in " : "", cwd ? safe_line(cwd) : "");
     } else {
         printf("%-38s  %-24s  %-30s  %s\n", "ID", "UPDATED", "TITLE", "CWD");
         for (size_t i = 0; i < n; i++) {
             const char *t = json_string_value(json_object_get(v[i], "title"));
             printf("%-38s  %-24s  %-30.30s  %s\n",
-                   or (json_string_value(json_object_get(v[i], "sessionId")), "?"),
-                   or (json_string_value(json_object_get(v[i], "updatedAt")), "-"), t ? t : "-",
-                   or (json_string_value(json_object_get(v[i], "cwd")), ""));
+                   safe_line(or (json_string_value(json_object_get(v[i], "sessionId")), "?")),
+                   safe_line(or (json_string_value(json_object_get(v[i], "updatedAt")), "-")),
+                   safe_line(t ? t : "-"),
+                   safe_line(or (json_string_value(json_object_get(v[i], "cwd")), "")));
         }
     }
     free(v);
@@ -689,6 +692,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         app_close(&a);
         render_free(&a.r);
+        safe_free();
     }
     json_decref(a.mcp);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);

@@ -2,7 +2,9 @@
  * each with their status and diffs, plans as checklists and usage (both redrawn in place on a
  * terminal), notices, mode and config changes; colours only when stdout is a terminal.
  * --json prints each notification's params exactly as received, one per line; text is drawn
- * from libacp's typed views (acp/update.h), read leniently, as the reference SDKs do. */
+ * from libacp's typed views (acp/update.h), read leniently, as the reference SDKs do. Every
+ * string of the agent's goes through safe.h on its way out: the escapes and colours on the
+ * screen are ours alone. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -11,6 +13,7 @@
 
 #include "acp/update.h"
 #include "tools/acp/render.h"
+#include "tools/acp/safe.h"
 
 #define DIM    "\033[2m"
 #define BOLD   "\033[1m"
@@ -131,6 +134,7 @@ static int fit(const char *s, int cols)
 
 static void block_line(render *r, const char *prefix, const char *text, const char *suffix)
 {
+    text = safe_line(text);          /* one line each, or the redraw would miscount */
     int cols = columns(r), room = 0; /* 0: not a terminal, no limit */
     if (cols) {
         room = cols - (int)strlen(prefix) - 1;
@@ -151,7 +155,7 @@ static void line_begin(render *r)
 static void put_text(render *r, const char *s, size_t n)
 {
     if (!n) return;
-    fwrite(s, 1, n, r->out);
+    safe_write(r->out, s, n, SAFE_TEXT);
     r->at_bol = s[n - 1] == '\n';
     r->block = BLOCK_NONE;
 }
@@ -164,15 +168,15 @@ static void content_text(render *r, const acp_content_view *c)
         break;
     case ACP_CONTENT_RESOURCE_LINK:
     case ACP_CONTENT_RESOURCE:
-        fprintf(r->out, "[%s]", c->uri);
+        fprintf(r->out, "[%s]", safe_line(c->uri));
         r->at_bol = false;
         break;
     case ACP_CONTENT_IMAGE:
-        fprintf(r->out, "[image %s]", c->mime_type);
+        fprintf(r->out, "[image %s]", safe_line(c->mime_type));
         r->at_bol = false;
         break;
     case ACP_CONTENT_AUDIO:
-        fprintf(r->out, "[audio %s]", c->mime_type);
+        fprintf(r->out, "[audio %s]", safe_line(c->mime_type));
         r->at_bol = false;
         break;
     }
@@ -185,7 +189,9 @@ static void text_head(render *r, const char *text, int max)
     for (int i = 0; *p && i < max; i++) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
-        fprintf(r->out, "  %s│%s %.*s\n", col(r, DIM), col(r, RESET), len, p);
+        fprintf(r->out, "  %s│%s ", col(r, DIM), col(r, RESET));
+        safe_write(r->out, p, (size_t)len, SAFE_LINE);
+        fputc('\n', r->out);
         p = nl ? nl + 1 : p + len;
     }
     if (*p) fprintf(r->out, "  %s│ …%s\n", col(r, DIM), col(r, RESET));
@@ -237,8 +243,9 @@ static void tool_call(render *r, const acp_tool_call_view *t, bool first)
         bool show_kind = kind && strcmp(kind, acp_tool_kind_name(ACP_TOOL_KIND_OTHER)) != 0;
         line_begin(r);
         fprintf(r->out, "%s[tool]%s %s%s%s %s%s%s\n", col(r, DIM), col(r, RESET),
-                title ? title : t->tool_call_id, show_kind ? " · " : "", show_kind ? kind : "",
-                col(r, c), acp_tool_status_name(st), col(r, RESET));
+                safe_line(title ? title : t->tool_call_id), show_kind ? " · " : "",
+                show_kind ? safe_line(kind) : "", col(r, c), acp_tool_status_name(st),
+                col(r, RESET));
     }
     if (t->ncontent) {
         line_begin(r);
@@ -268,7 +275,8 @@ static void usage(render *r, const acp_usage_view *u)
     if (u->size > 0)
         k += snprintf(line + k, sizeof line - k, " (%lld%%)", (long long)(u->used * 100 / u->size));
     if (u->has_cost)
-        snprintf(line + k, sizeof line - k, ", %.2f %s", u->cost_amount, u->cost_currency);
+        snprintf(line + k, sizeof line - k, ", %.2f %s", u->cost_amount,
+                 u->cost_currency); /* the agent's: block_line makes the line safe */
     block_begin(r, BLOCK_USAGE);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s[usage]%s ", col(r, DIM), col(r, RESET));
@@ -283,9 +291,10 @@ static void notice(render *r, const acp_notice_view *n)
                                                         : "";
     bool desc = n->description && *n->description;
     line_begin(r);
-    fprintf(r->out, "%s[notice]%s %s%s%s %s%s%s\n", col(r, DIM), col(r, RESET), col(r, c),
-            n->severity_text, col(r, RESET), n->title, desc ? ": " : "",
-            desc ? n->description : "");
+    fprintf(r->out, "%s[notice]%s %s%s%s %s%s", col(r, DIM), col(r, RESET), col(r, c),
+            safe_line(n->severity_text), col(r, RESET), safe_line(n->title), desc ? ": " : "");
+    if (desc) safe_write(r->out, n->description, strlen(n->description), SAFE_TEXT);
+    fputc('\n', r->out);
 }
 
 /* A config option's current value as text ("true"/"false" for booleans), from the JSON of a
@@ -307,7 +316,8 @@ static void config_changed(render *r, const acp_config_view *cv)
         if (was && !strcmp(was, v)) continue;
         if (r->has_modes && o->category == ACP_CONFIG_CATEGORY_MODE) continue; /* [mode] says it */
         line_begin(r);
-        fprintf(r->out, "%s[config]%s %s: %s\n", col(r, DIM), col(r, RESET), o->id, v);
+        fprintf(r->out, "%s[config]%s %s: %s\n", col(r, DIM), col(r, RESET), safe_line(o->id),
+                safe_line(v));
     }
     json_decref(r->config);
     r->config = now;
@@ -388,7 +398,8 @@ void render_update(render *r, const acp_update *u, const acp_update_view *v)
         break;
     case ACP_UPDATE_CURRENT_MODE:
         line_begin(r);
-        fprintf(r->out, "%s[mode]%s %s\n", col(r, DIM), col(r, RESET), v->mode.current_mode_id);
+        fprintf(r->out, "%s[mode]%s %s\n", col(r, DIM), col(r, RESET),
+                safe_line(v->mode.current_mode_id));
         break;
     case ACP_UPDATE_CONFIG_OPTION:
         config_changed(r, &v->config);
@@ -396,7 +407,8 @@ void render_update(render *r, const acp_update *u, const acp_update_view *v)
     case ACP_UPDATE_SESSION_INFO:
         if (v->info.title_patch == ACP_PATCH_SET) {
             line_begin(r);
-            fprintf(r->out, "%s[title]%s %s\n", col(r, DIM), col(r, RESET), v->info.title);
+            fprintf(r->out, "%s[title]%s %s\n", col(r, DIM), col(r, RESET),
+                    safe_line(v->info.title));
         }
         break;
     default:

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tools/acp/app.h"
+#include "tools/acp/safe.h"
 
 static const char *str(json_t *o, const char *key)
 {
@@ -18,7 +19,7 @@ static int open_session(app *a)
     int rc = app_open(a);
     if (!rc) rc = app_session(a, "continue");
     if (!rc && !a->sid && !a->json && isatty(STDERR_FILENO))
-        fprintf(stderr, "session %s\n", acp_client_session_id(a->s));
+        fprintf(stderr, "session %s\n", safe_line(acp_client_session_id(a->s)));
     return rc;
 }
 
@@ -77,7 +78,7 @@ int cmd_modes(app *a)
         return 0;
     }
     if (!json_array_size(avail)) {
-        printf("the agent offers no modes for session %s\n", sid);
+        printf("the agent offers no modes for session %s\n", safe_line(sid));
         return 0;
     }
     size_t i;
@@ -85,8 +86,9 @@ int cmd_modes(app *a)
     json_array_foreach(avail, i, m)
     {
         const char *id = str(m, "id"), *desc = str(m, "description");
-        printf("%s %-12s  %-16s  %s\n", cur && id && !strcmp(cur, id) ? "*" : " ", id ? id : "?",
-               str(m, "name") ? str(m, "name") : "", desc ? desc : "");
+        printf("%s %-12s  %-16s  %s\n", cur && id && !strcmp(cur, id) ? "*" : " ",
+               safe_line(id ? id : "?"), safe_line(str(m, "name") ? str(m, "name") : ""),
+               safe_line(desc ? desc : ""));
     }
     return 0;
 }
@@ -129,7 +131,8 @@ static void list_config(app *a, json_t *options)
         return;
     }
     if (!json_array_size(options)) {
-        printf("the agent offers no config options for session %s\n", acp_client_session_id(a->s));
+        printf("the agent offers no config options for session %s\n",
+               safe_line(acp_client_session_id(a->s)));
         return;
     }
     printf("%-16s  %-16s  %-16s  %s\n", "ID", "NAME", "VALUE", "CHOICES");
@@ -142,8 +145,9 @@ static void list_config(app *a, json_t *options)
             snprintf(choices, sizeof choices, "true, false");
         else
             names(json_object_get(o, "options"), "value", choices, sizeof choices);
-        printf("%-16s  %-16s  %-16s  %s\n", str(o, "id") ? str(o, "id") : "?",
-               str(o, "name") ? str(o, "name") : "", value_text(o), choices);
+        printf("%-16s  %-16s  %-16s  %s\n", safe_line(str(o, "id") ? str(o, "id") : "?"),
+               safe_line(str(o, "name") ? str(o, "name") : ""), safe_line(value_text(o)),
+               safe_line(choices));
     }
 }
 
