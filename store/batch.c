@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store_impl.h"
+#include "store/inject.h"
 
 /* Capacity kept across commits so a streaming turn does not reallocate; a batch that grew
  * past this (a 20 MB prompt) gives its memory back. */
@@ -55,9 +55,18 @@ static int session_of(acp_store_batch *b, const char *id, size_t *out)
     return 0;
 }
 
+/* An armed ACP_FAULT_APPEND error is the one failure an append has. */
+static bool append_faults(acp_store *st)
+{
+    if (!st->inject) return false;
+    acp_store_inject_op(st, ACP_FAULT_APPEND);
+    return acp_store_inject_step(st) != NULL;
+}
+
 int acp_store_append(acp_store *st, const char *id, const char *json, size_t n)
 {
     acp_store_batch *b = &st->batch;
+    if (append_faults(st)) return ACP_ENOMEM;
     size_t sess, off;
     if (grow((void **)&b->items, &b->items_cap, b->nitems + 1, sizeof *b->items)) return ACP_ENOMEM;
     if (session_of(b, id, &sess)) return ACP_ENOMEM;
@@ -135,6 +144,7 @@ int acp_store_commit(acp_store *st, const char *now)
     } else {
         if (!now) acp_store_now(stamp);
         for (size_t i = 0; i < st->batch.nsess; i++) st->batch.sess[i].gone = false;
+        if (st->inject) acp_store_inject_op(st, ACP_FAULT_COMMIT);
         rc = st->ops->commit(st, now ? now : stamp);
         if (!rc) rc = note_gone(st);
     }

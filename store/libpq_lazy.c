@@ -62,6 +62,11 @@ static char never_connected; /* what DEAD points at; never read */
       (PGconn * c, const char *n, int np, const char *const *v, const int *l, const int *f,        \
        int rf),                                                                                    \
       (c, n, np, v, l, f, rf), 0)                                                                  \
+    X(int, PQsendQueryParams,                                                                      \
+      (PGconn * c, const char *q, int np, const Oid *t, const char *const *v, const int *l,        \
+       const int *f, int rf),                                                                      \
+      (c, q, np, t, v, l, f, rf), 0)                                                               \
+    X(int, PQbackendPID, (const PGconn *c), (c), 0)                                                \
     X(PGresult *, PQgetResult, (PGconn * c), (c), NULL)                                            \
     X(int, PQenterPipelineMode, (PGconn * c), (c), 0)                                              \
     X(int, PQexitPipelineMode, (PGconn * c), (c), 0)                                               \

@@ -13,17 +13,20 @@
  *   PQdb and from libpq's error text with every known password value masked out; libpq's own
  *   conninfo parse errors (which quote the string) are never shown. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "acp/num.h"
 #include "store/backends.h"
-#include "store/store_impl.h"
+#include "store/inject.h"
 
 #define SCHEMA_VERSION   2
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
@@ -42,6 +45,7 @@ typedef struct pg_store {
     int backoff_ms;
     char reason[256]; /* why the last connect failed, masked */
     size_t row_bytes; /* mean size of replayed updates lately: sizes capped replay chunks */
+    bool lose_answer; /* store/inject.h: the commit's answer is to be lost */
 } pg_store;
 
 /* Each migration moves the schema from version i to i + 1. Only ever append. Every name
@@ -212,13 +216,74 @@ static int fail_result(pg_store *p, PGresult *r, const char *what)
     return acp_store_fail(&p->base, ACP_ESTORE, "postgresql %s: %s", what, msg);
 }
 
+/* --- fault injection (store/inject.h) ------------------------------------------------------ */
+
+static PGconn *open_conn(const pg_store *p);
+
+/* ACP_FAULT_ERROR: what is sent in place of the statement. The server raises the SQLSTATE
+ * as it would for the statement failing there (inside a transaction, aborting it). */
+static void raise_sql(const acp_store_fault *f, char *buf, size_t n)
+{
+    snprintf(buf, n, "DO $$BEGIN RAISE EXCEPTION 'injected fault' USING ERRCODE = '%s'; END$$",
+             f->sqlstate);
+}
+
+/* ACP_FAULT_LOSE: the server ends our backend, as an administrator or a restart would
+ * (pg_terminate_backend from a second connection), and its goodbye reaches our socket. */
+static void lose_conn(pg_store *p)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", PQbackendPID(p->conn));
+    PGconn *k = open_conn(p);
+    if (k && PQstatus(k) == CONNECTION_OK) PQclear(PQexec(k, sql));
+    PQfinish(k);
+    struct pollfd pfd = {.fd = PQsocket(p->conn), .events = POLLIN};
+    if (pfd.fd >= 0) poll(&pfd, 1, 2000);
+}
+
+/* ACP_FAULT_LOSE_AFTER: the statement ran, and its answer is lost with the connection. Our
+ * socket is swapped for one whose peer is gone (the server sees us leave), and libpq reads
+ * the end of the stream as it would had the network dropped there. */
+static void lose_answer(pg_store *p)
+{
+    int fd = PQsocket(p->conn), sv[2];
+    if (fd >= 0 && !socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+        dup3(sv[0], fd, O_CLOEXEC);
+        close(sv[0]);
+        close(sv[1]);
+    }
+    PQconsumeInput(p->conn);
+}
+
+/* Runs one statement of an operation: sql (simple protocol), else prepared statement q with
+ * text parameters. Every statement but commit's appends comes here, so an armed fault takes
+ * the place of the server's answer where the server would have given it. */
+static PGresult *run(pg_store *p, const char *sql, int q, int n, const char *const *vals)
+{
+    const acp_store_fault *f = acp_store_fault_at(&p->base);
+    char raise[160];
+    if (f && f->kind == ACP_FAULT_ERROR) {
+        raise_sql(f, raise, sizeof raise);
+        sql = raise;
+    }
+    if (f && f->kind == ACP_FAULT_LOSE) lose_conn(p);
+    PGresult *r =
+        sql ? PQexec(p->conn, sql) : PQexecPrepared(p->conn, stmts[q].name, n, vals, NULL, NULL, 0);
+    if (f && f->kind == ACP_FAULT_LOSE_AFTER) {
+        PQclear(r);
+        lose_answer(p);
+        return NULL;
+    }
+    return r;
+}
+
 /* Runs a prepared statement with text parameters (the one binary parameter, commit's text[],
  * goes through send_append). *out receives the result (caller PQclear()s) when it has
  * status `want`. */
 static int exec(pg_store *p, int q, int n, const char *const *vals, ExecStatusType want,
                 PGresult **out)
 {
-    PGresult *r = PQexecPrepared(p->conn, stmts[q].name, n, vals, NULL, NULL, 0);
+    PGresult *r = run(p, NULL, q, n, vals);
     if (!r || PQresultStatus(r) != want) return fail_result(p, r, stmts[q].name + 4);
     *out = r;
     return 0;
@@ -246,7 +311,7 @@ static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, int64_t 
 
 static int exec_simple(pg_store *p, const char *sql, const char *what)
 {
-    PGresult *r = PQexec(p->conn, sql);
+    PGresult *r = run(p, sql, 0, 0, NULL);
     if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) return fail_result(p, r, what);
     PQclear(r);
     return 0;
@@ -295,8 +360,8 @@ static int migrate(pg_store *p)
     return exec_simple(p, "COMMIT", "migrate");
 }
 
-/* One connection attempt: connect, (on the first) migrate, prepare the statements. */
-static int connect_once(pg_store *p, bool first)
+/* A new connection with our settings (PQstatus says whether it is up; NULL: no memory). */
+static PGconn *open_conn(const pg_store *p)
 {
     /* Keywords before dbname are defaults the conninfo may override; client_encoding after
      * it is forced, because stored texts must come back byte for byte. The TCP ones bound
@@ -313,7 +378,13 @@ static int connect_once(pg_store *p, bool first)
     kw[k] = "dbname", val[k++] = p->conninfo;
     kw[k] = "client_encoding", val[k++] = "UTF8";
     kw[k] = NULL, val[k] = NULL;
-    PGconn *c = PQconnectdbParams(kw, val, 1);
+    return PQconnectdbParams(kw, val, 1);
+}
+
+/* One connection attempt: connect, (on the first) migrate, prepare the statements. */
+static int connect_once(pg_store *p, bool first)
+{
+    PGconn *c = open_conn(p);
     if (!c) return acp_store_fail(&p->base, ACP_ENOMEM, "out of memory");
     p->conn = c;
     set_target(p, c);
@@ -510,7 +581,25 @@ static int send_append(pg_store *p, const acp_store_batch *b, size_t s, const ch
     snprintf(count, sizeof count, "%zu", b->sess[s].count);
     const char *v[4] = {acp_store_batch_id(b, s), count, now, array};
     const int lens[4] = {0, 0, 0, (int)size}, fmts[4] = {0, 0, 0, 1};
+    const acp_store_fault *f = acp_store_fault_at(&p->base);
+    if (f && f->kind == ACP_FAULT_LOSE) lose_conn(p);
+    if (f && f->kind == ACP_FAULT_LOSE_AFTER) p->lose_answer = true; /* once it has run */
+    if (f && f->kind == ACP_FAULT_ERROR) {
+        char raise[160];
+        raise_sql(f, raise, sizeof raise);
+        return PQsendQueryParams(p->conn, raise, 0, NULL, NULL, NULL, NULL, 0) ? 0 : -1;
+    }
     return PQsendQueryPrepared(p->conn, stmts[Q_APPEND].name, 4, v, lens, fmts, 0) ? 0 : -1;
+}
+
+/* An ACP_FAULT_LOSE_AFTER met by one of the commit's statements: the server has answered the
+ * whole commit (in a pipeline, its transaction is over), and that answer is lost now. */
+static bool lose_now(pg_store *p)
+{
+    if (!p->lose_answer) return false;
+    p->lose_answer = false;
+    lose_answer(p);
+    return true;
 }
 
 /* Several sessions: their statements go out as one pipeline, which the server runs as one
@@ -544,6 +633,10 @@ static int commit_pipeline(pg_store *p, acp_store_batch *b, const size_t *order,
             ok = false; /* nothing more will come */
         else if (i < sent)
             PQgetResult(c); /* the NULL that ends this statement */
+    }
+    if (ok && lose_now(p)) {
+        PQclear(err);
+        return fail_result(p, NULL, "commit");
     }
     if (!ok || !PQexitPipelineMode(c)) {
         /* A broken connection: whatever the server did with the batch, this handle cannot
@@ -592,6 +685,10 @@ static int pg_commit(acp_store *st, const char *now)
     } else {
         PGresult *r = PQgetResult(p->conn), *end;
         while ((end = PQgetResult(p->conn))) PQclear(end);
+        if (lose_now(p)) {
+            PQclear(r);
+            r = NULL;
+        }
         if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
             rc = fail_result(p, r, "commit");
         } else {
@@ -600,6 +697,7 @@ static int pg_commit(acp_store *st, const char *now)
         }
     }
 out:
+    p->lose_answer = false;
     free(order);
     free(off);
     free(size);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "store/backends.h"
-#include "store/store_impl.h"
+#include "store/inject.h"
 
 #define BUSY_TIMEOUT_MS 10000
 
@@ -99,6 +99,7 @@ typedef struct sq_store {
     acp_store base; /* first: the generic layer's view */
     sqlite3 *db;
     sqlite3_stmt *q[Q_COUNT]; /* prepared on first use, kept until close */
+    int fault;                /* the result code the last step was given by store/inject.h */
 } sq_store;
 
 static sq_store *sq(acp_store *st)
@@ -108,7 +109,24 @@ static sq_store *sq(acp_store *st)
 
 static int fail(sq_store *s, const char *what)
 {
-    return acp_store_fail(&s->base, ACP_ESTORE, "sqlite: %s: %s", what, sqlite3_errmsg(s->db));
+    const char *why = s->fault ? sqlite3_errstr(s->fault) : sqlite3_errmsg(s->db);
+    return acp_store_fail(&s->base, ACP_ESTORE, "sqlite: %s: %s", what, why);
+}
+
+/* Every database call of an operation goes through these two, so that an armed fault
+ * (store/inject.h) takes the place of SQLite's answer where SQLite would have given it. */
+static int db_step(sq_store *s, sqlite3_stmt *q)
+{
+    const acp_store_fault *f = acp_store_fault_at(&s->base);
+    s->fault = f ? f->code : 0;
+    return f ? f->code : sqlite3_step(q);
+}
+
+static int db_exec(sq_store *s, const char *text)
+{
+    const acp_store_fault *f = acp_store_fault_at(&s->base);
+    s->fault = f ? f->code : 0;
+    return f ? f->code : sqlite3_exec(s->db, text, NULL, NULL, NULL);
 }
 
 /* The cached statement for q, reset and unbound; NULL (with the error set) on failure. */
@@ -134,14 +152,14 @@ static void bind_text(sqlite3_stmt *q, int i, const char *t)
 
 static int exec(sq_store *s, const char *what, const char *text)
 {
-    return sqlite3_exec(s->db, text, NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(s, what);
+    return db_exec(s, text) == SQLITE_OK ? 0 : fail(s, what);
 }
 
 /* Ends a write transaction: COMMIT if rc is 0, else ROLLBACK (keeping rc's message). */
 static int finish(sq_store *s, int rc)
 {
     if (rc == 0) {
-        if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
+        if (db_exec(s, "COMMIT") == SQLITE_OK) return 0;
         rc = fail(s, "commit");
     }
     if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -263,6 +281,13 @@ int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
     return 0;
 }
 
+int acp_store_sqlite_busy_timeout(acp_store *st, unsigned ms)
+{
+    return sqlite3_busy_timeout(sq(st)->db, ms > INT_MAX ? INT_MAX : (int)ms) == SQLITE_OK
+               ? 0
+               : ACP_ESTORE;
+}
+
 static void sq_close(acp_store *st)
 {
     sq_store *s = sq(st);
@@ -282,7 +307,7 @@ static int sq_create(acp_store *st, const acp_store_session *in)
     bind_text(q, 4, in->title);
     bind_text(q, 5, in->created_at);
     bind_text(q, 6, in->updated_at);
-    int rc = sqlite3_step(q);
+    int rc = db_step(s, q);
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return 0;
     if (rc == SQLITE_CONSTRAINT)
@@ -319,7 +344,7 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     sqlite3_stmt *q = stmt(s, Q_GET);
     if (!q) return ACP_ESTORE;
     bind_text(q, 1, id);
-    int rc = sqlite3_step(q);
+    int rc = db_step(s, q);
     if (rc != SQLITE_ROW) {
         sqlite3_reset(q);
         return rc == SQLITE_DONE ? acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id)
@@ -339,7 +364,7 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
 /* Runs a single-row UPDATE already bound; ENOTFOUND when it matched no session. */
 static int update_one(sq_store *s, sqlite3_stmt *q, const char *what, const char *id)
 {
-    int rc = sqlite3_step(q);
+    int rc = db_step(s, q);
     sqlite3_reset(q);
     if (rc != SQLITE_DONE) return fail(s, what);
     return sqlite3_changes(s->db) ? 0
@@ -393,11 +418,11 @@ static int reserve(sq_store *s, acp_store_batch *b, const char *now)
         bind_text(q, 1, acp_store_batch_id(b, i));
         sqlite3_bind_int64(q, 2, (sqlite3_int64)bs->count);
         bind_text(q, 3, now);
-        int rc = sqlite3_step(q);
+        int rc = db_step(s, q);
         if (rc == SQLITE_ROW) {
             bs->key = sqlite3_column_int64(q, 0);
             bs->next = sqlite3_column_int64(q, 1) - (int64_t)bs->count + 1;
-            rc = sqlite3_step(q);
+            rc = db_step(s, q);
         } else {
             bs->gone = true; /* deleted meanwhile: nothing of it is stored */
         }
@@ -427,7 +452,7 @@ static int sq_commit(acp_store *st, const char *now)
                                 SQLITE_UTF8) != SQLITE_OK)
             rc = acp_store_fail(st, ACP_ETOOBIG, "sqlite: update of %zu bytes is over the limit",
                                 b->items[i].n);
-        else if (sqlite3_step(q) != SQLITE_DONE)
+        else if (db_step(s, q) != SQLITE_DONE)
             rc = fail(s, "append");
         sqlite3_reset(q);
     }
@@ -441,7 +466,7 @@ static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_
     sqlite3_stmt *q = stmt(s, Q_SID);
     if (!q) return ACP_ESTORE;
     bind_text(q, 1, id);
-    int rc = sqlite3_step(q);
+    int rc = db_step(s, q);
     sqlite3_int64 sid = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
     sqlite3_reset(q);
     if (rc != SQLITE_ROW)
@@ -453,7 +478,7 @@ static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_
     sqlite3_bind_int64(q, 2, after_seq);
     size_t total = 0;
     int ret = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while ((rc = db_step(s, q)) == SQLITE_ROW) {
         int64_t seq = sqlite3_column_int64(q, 0);
         const char *json = (const char *)sqlite3_column_text(q, 1);
         size_t n = (size_t)sqlite3_column_bytes(q, 1);
@@ -466,7 +491,7 @@ static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_
         if ((ret = cb(user, seq, json, n)) != 0) break;
         if (max_bytes && total > max_bytes) break;
     }
-    if (rc == SQLITE_ROW && ret != ACP_ENOMEM) rc = sqlite3_step(q); /* is anything left? */
+    if (rc == SQLITE_ROW && ret != ACP_ENOMEM) rc = db_step(s, q); /* is anything left? */
     sqlite3_reset(q);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(s, "replay");
     *done = rc == SQLITE_DONE;
@@ -483,8 +508,7 @@ static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     if (exec(s, "begin", "BEGIN")) return ACP_ESTORE;
     int rc = replay_in(s, id, after_seq, max_bytes, cb, user, last_seq, done);
     /* Ending a read transaction changes nothing: a failure here is not the caller's problem. */
-    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK &&
-        !sqlite3_get_autocommit(s->db))
+    if (db_exec(s, "COMMIT") != SQLITE_OK && !sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
@@ -512,7 +536,7 @@ static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     int rc, ret = 0;
     unsigned n = 0;
     char *next = NULL;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while ((rc = db_step(s, q)) == SQLITE_ROW) {
         if (n == limit) break; /* the extra row: more follow */
         acp_store_session row;
         if ((ret = row_session(q, &row))) break;
@@ -536,7 +560,7 @@ static int sq_remove(acp_store *st, const char *id)
     sqlite3_stmt *q = stmt(s, Q_SID);
     if (!q) return finish(s, ACP_ESTORE);
     bind_text(q, 1, id);
-    int rc = sqlite3_step(q);
+    int rc = db_step(s, q);
     sqlite3_int64 sid = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return finish(s, 0); /* already gone */
@@ -544,7 +568,7 @@ static int sq_remove(acp_store *st, const char *id)
     for (int k = Q_DEL_UPDATES; k <= Q_DEL_SESSION; k++) {
         if (!(q = stmt(s, k))) return finish(s, ACP_ESTORE);
         sqlite3_bind_int64(q, 1, sid);
-        rc = sqlite3_step(q);
+        rc = db_step(s, q);
         sqlite3_reset(q);
         if (rc != SQLITE_DONE) return finish(s, fail(s, "delete"));
     }

@@ -6,7 +6,7 @@
 
 #include "acp/json.h"
 #include "store/backends.h"
-#include "store/store_impl.h"
+#include "store/inject.h"
 
 /* acp_store_set_state's limit (the header's "at most 1 MiB"): a session's state is a handful
  * of mode and option ids, so anything near this is a bug upstream, not data to keep. */
@@ -75,6 +75,8 @@ void acp_store_close(acp_store *st)
     memset(b, 0, sizeof *b);
     free(st->gone);
     st->gone = NULL;
+    free(st->inject);
+    st->inject = NULL;
     st->ops->close(st);
 }
 
@@ -114,6 +116,12 @@ int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
     return ACP_ENOMEM;
 }
 
+/* Counts the operation for an armed fault (store/inject.h); a NULL test when none is. */
+static void begin(acp_store *st, unsigned op)
+{
+    if (st->inject) acp_store_inject_op(st, op);
+}
+
 static int bad(acp_store *st, const char *what)
 {
     return acp_store_fail(st, ACP_EINVAL, "store: invalid %s", what);
@@ -126,6 +134,7 @@ int acp_store_create(acp_store *st, const acp_store_session *s)
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
+    begin(st, ACP_FAULT_CREATE);
     return st->ops->create(st, s);
 }
 
@@ -134,6 +143,7 @@ int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
     acp_store_clear_err(st);
     memset(out, 0, sizeof *out);
     if (!id) return bad(st, "session id");
+    begin(st, ACP_FAULT_GET);
     return st->ops->get(st, id, out);
 }
 
@@ -143,6 +153,7 @@ int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char
     acp_store_clear_err(st);
     if (!id) return bad(st, "session id");
     if (updated_at && !acp_store_time_valid(updated_at)) return bad(st, "timestamp");
+    begin(st, ACP_FAULT_SET_INFO);
     return st->ops->set_info(st, id, set_title, title, updated_at);
 }
 
@@ -151,6 +162,7 @@ int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     acp_store_clear_err(st);
     if (!id) return bad(st, "session id");
     if (!cwd || !add_dirs) return bad(st, "session roots");
+    begin(st, ACP_FAULT_SET_ROOTS);
     return st->ops->set_roots(st, id, cwd, add_dirs);
 }
 
@@ -174,6 +186,7 @@ int acp_store_set_state(acp_store *st, const char *id, const char *state)
         if (acp_json_validate(state, n, STATE_MAX_DEPTH) || !is_object(state, n))
             return acp_store_fail(st, ACP_EINVAL, "store: session state is not a JSON object");
     }
+    begin(st, ACP_FAULT_SET_STATE);
     return st->ops->set_state(st, id, state);
 }
 
@@ -184,6 +197,7 @@ int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     if (!id || !cb || after_seq < 0) return bad(st, "replay argument");
     int64_t last = after_seq;
     bool fin = false;
+    begin(st, ACP_FAULT_REPLAY);
     int rc = st->ops->replay(st, id, after_seq, max_bytes, cb, user, &last, &fin);
     if (last_seq) *last_seq = last;
     if (done) *done = fin;
@@ -196,6 +210,7 @@ int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     acp_store_clear_err(st);
     *next_cursor = NULL;
     if (!cb || limit == 0) return bad(st, "list argument");
+    begin(st, ACP_FAULT_LIST);
     return st->ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
 }
 
@@ -203,5 +218,6 @@ int acp_store_delete(acp_store *st, const char *id)
 {
     acp_store_clear_err(st);
     if (!id) return bad(st, "session id");
+    begin(st, ACP_FAULT_DELETE);
     return st->ops->remove(st, id);
 }

@@ -48,6 +48,7 @@ struct acp_store {
     char *gone;
     size_t gone_len, gone_cap;
     char err[ACP_STORE_ERRMSG_MAX];
+    struct acp_store_inject *inject; /* NULL unless a test armed a fault (store/inject.h) */
 };
 
 /* Sets st->ops and clears everything else. */
