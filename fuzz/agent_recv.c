@@ -23,44 +23,17 @@
  * servers are not enabled (rejected as invalid params), and rt's fork + exec is wrapped at link
  * time (-Wl,--wrap=rt_spawn) so a stdio MCP server with any command fails before fork(): the
  * fuzzer can reach every MCP validation and failure path without starting a process. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "acp/agent.h"
-#include "fuzz/check_output.h"
-#include "rt/spawn.h"
-#include "store/store_impl.h"
+#include "fuzz/agent_harness.h"
 
-/* --- no processes ------------------------------------------------------------------------- */
-
-/* Fails as a spawn does when exec fails, so acp_proc takes its ordinary failure path (its
- * pipes and handles released) and no child ever exists. */
-int __wrap_rt_spawn(const rt_spawn_req *r, int *pid)
-{
-    *pid = 0;
-    return -EINVAL;
-}
-
-/* --- ids from a counter ----------------------------------------------------------------------- */
-
-/* getrandom is wrapped at link time (-Wl,--wrap=getrandom) for the agent's ids only (libuv and
- * jansson are shared libraries: their calls are not wrapped): every id the agent makes is the
- * next value of a counter reset per input, so session/new ids are predictable
- * (sess_00000000000000000000000000000000 first) and the fuzzer can prompt new sessions too. */
-static uint64_t next_random;
-
-ssize_t __wrap_getrandom(void *buf, size_t n, unsigned flags)
-{
-    unsigned char *b = buf;
-    memset(b, 0, n);
-    uint64_t v = next_random++;
-    for (size_t i = 0; i < 8 && i < n; i++) b[n - 1 - i] = (unsigned char)(v >> (8 * i));
-    return (ssize_t)n;
-}
+/* No process can start (rt_spawn fails as exec would) and the agent's ids come from a counter
+ * reset per input (sess_00000000000000000000000000000000 first), so the corpus can prompt new
+ * sessions too: fuzz/agent_harness.h. */
 
 /* --- what the engine describes --------------------------------------------------------------- */
 
@@ -173,15 +146,12 @@ typedef struct slot {
 typedef struct fz {
     acp_agent *a;
     unsigned variant;
-    acp_turn *held;     /* a "wait" turn, ended by cancel */
-    acp_turn *stubborn; /* a "stubborn" turn: ignores cancel, the runtime force-ends it */
-    acp_turn *stream;   /* a "stream N" turn, one chunk per writable callback */
-    int left;           /* chunks the stream still owes */
-    bool done;          /* on_done ran */
-    bool fail_commit;   /* "storefail": the next commit fails */
-    char fail_ops[16];  /* "opfail": letters of the other store operations whose next call fails */
-    const acp_store_ops *real;
-    acp_store_ops ops; /* the store's ops with a commit that can be made to fail */
+    acp_turn *held;           /* a "wait" turn, ended by cancel */
+    acp_turn *stubborn;       /* a "stubborn" turn: ignores cancel, the runtime force-ends it */
+    acp_turn *stream;         /* a "stream N" turn, one chunk per writable callback */
+    int left;                 /* chunks the stream still owes */
+    bool done;                /* on_done ran */
+    fuzz_store_faults faults; /* "storefail", "opfail": what the store's next calls fail */
     slot slots[NSLOTS];
     acp_auth *auths[NAUTHS]; /* authenticate requests held */
     acp_session *live[NLIVE];
@@ -192,81 +162,13 @@ typedef struct fz {
     json_t *created;  /* terminal ids the engine saw created: id -> count */
     json_t *released; /* terminal/release seen on the wire: id -> count */
     json_t *tools;    /* tool calls begun: id -> session id */
-    bool unsure;      /* a commit failed or raw updates were sent: history is not checked */
-    bool eof;         /* the client closed our input */
+    bool unsure; /* raw updates were sent: history is not checked (nor after a failed commit) */
+    bool eof;    /* the client closed our input */
     json_t *meta, *caps_meta;
 } fz;
 
-/* The input being run (one at a time): the failing commit finds its switch here. */
+/* The input being run (one at a time). */
 static fz *cur;
-
-static int commit(acp_store *st, const char *now)
-{
-    if (cur->fail_commit) {
-        cur->fail_commit = false;
-        cur->unsure = true;
-        return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
-    }
-    return cur->real->commit(st, now);
-}
-
-/* The next call of the store operation with this letter fails when "opfail" asked for it: c
- * create, g get, i set_info, r set_roots, s set_state, p replay, l list, d remove. */
-static bool op_fails(acp_store *st, char op)
-{
-    char *at = strchr(cur->fail_ops, op);
-    if (!at) return false;
-    memmove(at, at + 1, strlen(at));
-    acp_store_fail(st, ACP_ESTORE, "disk full (injected)");
-    return true;
-}
-
-static int op_create(acp_store *st, const acp_store_session *s)
-{
-    return op_fails(st, 'c') ? ACP_ESTORE : cur->real->create(st, s);
-}
-
-static int op_get(acp_store *st, const char *id, acp_store_session *out)
-{
-    return op_fails(st, 'g') ? ACP_ESTORE : cur->real->get(st, id, out);
-}
-
-static int op_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at)
-{
-    return op_fails(st, 'i') ? ACP_ESTORE
-                             : cur->real->set_info(st, id, set_title, title, updated_at);
-}
-
-static int op_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
-{
-    return op_fails(st, 'r') ? ACP_ESTORE : cur->real->set_roots(st, id, cwd, add_dirs);
-}
-
-static int op_set_state(acp_store *st, const char *id, const char *state)
-{
-    return op_fails(st, 's') ? ACP_ESTORE : cur->real->set_state(st, id, state);
-}
-
-static int op_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
-                     acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
-{
-    return op_fails(st, 'p')
-               ? ACP_ESTORE
-               : cur->real->replay(st, id, after_seq, max_bytes, cb, user, last_seq, done);
-}
-
-static int op_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
-                   acp_store_list_cb cb, void *user, char **next_cursor)
-{
-    return op_fails(st, 'l') ? ACP_ESTORE
-                             : cur->real->list(st, cwd, cursor, limit, cb, user, next_cursor);
-}
-
-static int op_remove(acp_store *st, const char *id)
-{
-    return op_fails(st, 'd') ? ACP_ESTORE : cur->real->remove(st, id);
-}
 
 /* The status a call's callback gets: ACP_ECLOSED says the connection ended (agent.h), and
  * nothing the client sends can make it so while it has not. */
@@ -1252,19 +1154,19 @@ static void run(fz *z, acp_turn *t, const json_t *prompt, const char *text)
         return;
     }
     if (!strcmp(text, "storefail")) {
-        z->fail_commit = true;
+        z->faults.commit = true;
         acp_turn_text(t, NULL, NULL, "lost", 4);
         return; /* the runtime answers the turn when the commit fails */
     }
     if (!strcmp(cmd, "storefail")) { /* with what the turn does in flight */
-        z->fail_commit = true;
+        z->faults.commit = true;
         run(z, t, prompt, arg);
         return;
     }
     if (!strcmp(cmd, "opfail")) { /* "opfail LETTERS [CMD]" */
         char ops[16];
         const char *rest = split(arg, ops);
-        snprintf(z->fail_ops, sizeof z->fail_ops, "%s", ops);
+        snprintf(z->faults.ops, sizeof z->faults.ops, "%s", ops);
         run(z, t, prompt, rest);
         return;
     }
@@ -1449,7 +1351,7 @@ static int history_line(void *user, int64_t seq, const char *json, size_t n)
  * updates could have patched it. */
 static void check_tools(fz *z, acp_store *st)
 {
-    if (z->unsure) return;
+    if (z->unsure || z->faults.commits_failed) return;
     const char *id;
     json_t *sid;
     json_object_foreach(z->tools, id, sid)
@@ -1482,8 +1384,7 @@ static void seen_line(const char *line, size_t n, void *user)
 /* Every output line must be one valid JSON value. */
 static void drain(fz *z)
 {
-    acp_agent_flush(z->a);
-    fuzz_check_output_lines(acp_agent_conn(z->a), seen_line, z);
+    fuzz_agent_drain(z->a, seen_line, z);
 }
 
 static void turn(uv_loop_t *loop, fz *z)
@@ -1519,20 +1420,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uv_loop_t loop;
     if (uv_loop_init(&loop)) abort();
     acp_store *st = store_with_session();
-    fz z = {.real = st->ops};
-    z.ops = *st->ops;
-    z.ops.commit = commit;
-    z.ops.create = op_create;
-    z.ops.get = op_get;
-    z.ops.set_info = op_set_info;
-    z.ops.set_roots = op_set_roots;
-    z.ops.set_state = op_set_state;
-    z.ops.replay = op_replay;
-    z.ops.list = op_list;
-    z.ops.remove = op_remove;
-    st->ops = &z.ops;
+    fz z = {0};
+    fuzz_store_wrap(st, &z.faults);
     cur = &z;
-    next_random = 0;
+    fuzz_ids_reset();
     /* The first byte picks the piece size, so lines split at odd offsets are explored too. */
     size_t piece = size ? (size_t)data[0] % 61 + 1 : 1;
     if (size && data[0] < 0x20) { /* the variant byte: not input */
@@ -1610,7 +1501,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     drain(&z);
     acp_agent_free(a);
     uv_run(&loop, UV_RUN_DEFAULT);
-    st->ops = z.real;
+    fuzz_store_unwrap(st);
     check_tools(&z, st);
     acp_store_close(st);
     if (uv_loop_close(&loop)) abort(); /* a handle left open */
