@@ -55,10 +55,15 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
     s->turn = t;
     acp_req_on_cancel(req, on_req_cancel, t);
 
-    /* The user's message becomes history now, under a message id of ours. */
+    /* The user's message becomes history now, under a message id of ours: all its blocks or
+     * none. A block that cannot be added takes back those before it, so a prompt answered
+     * with an error leaves nothing of itself to be stored twice when the client sends it
+     * again. (The session's merged text goes in first: it is not the prompt's to take back.) */
     char mid[48];
     acp_agent_new_id("msg_", mid);
-    for (size_t i = 0; i < json_array_size(prompt); i++) {
+    bool failed = history_settle(s) != 0;
+    size_t mark = acp_store_pending(a->store);
+    for (size_t i = 0; !failed && i < json_array_size(prompt); i++) {
         acp_buf *b = &a->scratch;
         b->len = 0;
         acp_jw w;
@@ -69,14 +74,16 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
         acp_jw_key(&w, "content");
         acp_jw_json(&w, json_array_get(prompt, i));
         acp_jw_obj_end(&w);
-        if (acp_jw_status(&w) || history_append(s, b->data, b->len)) {
-            b->len = 0;
-            s->turn = NULL;
-            json_decref((json_t *)t->prompt);
-            free(t);
-            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
-            return;
-        }
+        failed = acp_jw_status(&w) || history_append(s, b->data, b->len);
+    }
+    if (failed) {
+        acp_store_discard(a->store, mark);
+        a->scratch.len = 0;
+        s->turn = NULL;
+        json_decref((json_t *)t->prompt);
+        free(t);
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
     }
     a->scratch.len = 0;
     if (a->scratch.cap > 1024 * 1024) acp_buf_free(&a->scratch);

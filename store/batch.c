@@ -84,6 +84,22 @@ size_t acp_store_pending(const acp_store *st)
     return st->batch.nitems;
 }
 
+void acp_store_discard(acp_store *st, size_t n)
+{
+    acp_store_batch *b = &st->batch;
+    if (n >= b->nitems) return;
+    size_t len = b->items[n].json;
+    for (size_t i = n; i < b->nitems; i++) b->sess[b->items[i].sess].count--;
+    /* A session first appended at or after n is behind every other (sessions are recorded in
+     * order of first append), and its id was put just before that append's text. */
+    while (b->nsess && b->sess[b->nsess - 1].count == 0) {
+        b->nsess--;
+        if (b->sess[b->nsess].id < len) len = b->sess[b->nsess].id;
+    }
+    b->nitems = n;
+    b->len = len;
+}
+
 static void batch_reset(acp_store_batch *b)
 {
     if (b->cap > KEEP_BYTES) {

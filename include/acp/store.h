@@ -118,6 +118,11 @@ int acp_store_commit(acp_store *st, const char *now);
 const char *acp_store_gone(const acp_store *st, size_t i);
 /* Number of updates waiting in the batch. */
 size_t acp_store_pending(const acp_store *st);
+/* Takes back the updates appended after the first n of the batch (n as acp_store_pending()
+ * said before them), as if they had never been appended: several updates that must be stored
+ * together or not at all (a prompt's blocks) are dropped together when one cannot be added.
+ * n at or past acp_store_pending(): nothing happens. */
+void acp_store_discard(acp_store *st, size_t n);
 
 /* Streams history in order (seq runs 1, 2, 3, ... per session, without gaps). Calls cb for
  * each update with seq > after_seq (>= 0), stopping after the first update that takes the

@@ -787,14 +787,50 @@ static void t_busy_wait(void **state)
     walk_some(ACP_FAULT_COMMIT | ACP_FAULT_SET_STATE, busy_wait, false, 3, 1);
 }
 
+/* A prompt of two blocks whose second block cannot be added to the batch (out of memory) is
+ * answered with an error and stores nothing: its first block must not stay behind, or the
+ * client's retry would store it twice. */
+static void t_prompt_blocks(void **state)
+{
+    run r = {.x = fixture()};
+    h *x = r.x;
+    new_session(&r, &r.s[0]);
+    acp_store_fault f = {.ops = ACP_FAULT_APPEND, .nth = 2};
+    assert_int_equal(acp_store_inject(x->st, &f), 0);
+    char p[400];
+    snprintf(p, sizeof p,
+             "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"emit 1\"},"
+             "{\"type\":\"text\",\"text\":\"two\"}]}",
+             r.s[0].id);
+    json_t *msgs = request(x, next_id(x), "session/prompt", p);
+    assert_int_equal(acp_store_inject_fired(x->st), 1);
+    assert_int_equal(error_code(msgs), ACP_RPC_INTERNAL_ERROR);
+    assert_int_equal(count_updates(msgs, NULL), 0);
+    json_decref(msgs);
+    turn(x);
+    assert_int_equal(stored(x, r.s[0].id), 0);
+    /* the retry stores the prompt once, whole */
+    assert_int_equal(acp_store_inject(x->st, NULL), 0);
+    msgs = request(x, next_id(x), "session/prompt", p);
+    assert_string_equal(stop_reason(last(msgs)), "end_turn");
+    json_decref(msgs);
+    json_t *hist = history(x, r.s[0].id);
+    assert_int_equal(json_array_size(hist), 4); /* two blocks, a text, a tool call */
+    assert_string_equal(jstr(json_object_get(json_array_get(hist, 1), "content"), "text"), "two");
+    json_decref(hist);
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(t_commit),    cmocka_unit_test(t_append), cmocka_unit_test(t_set_state),
-        cmocka_unit_test(t_set_info),  cmocka_unit_test(t_create), cmocka_unit_test(t_get),
-        cmocka_unit_test(t_set_roots), cmocka_unit_test(t_replay), cmocka_unit_test(t_list),
-        cmocka_unit_test(t_delete),    cmocka_unit_test(t_stall),  cmocka_unit_test(t_busy),
-        cmocka_unit_test(t_busy_wait),
+        cmocka_unit_test(t_prompt_blocks), cmocka_unit_test(t_commit),
+        cmocka_unit_test(t_append),        cmocka_unit_test(t_set_state),
+        cmocka_unit_test(t_set_info),      cmocka_unit_test(t_create),
+        cmocka_unit_test(t_get),           cmocka_unit_test(t_set_roots),
+        cmocka_unit_test(t_replay),        cmocka_unit_test(t_list),
+        cmocka_unit_test(t_delete),        cmocka_unit_test(t_stall),
+        cmocka_unit_test(t_busy),          cmocka_unit_test(t_busy_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,6 +270,42 @@ static void t_append(void **state)
     acp_store_close(st);
 }
 
+static int collect_text(void *user, int64_t seq, const char *json, size_t n)
+{
+    char **all = user, *prev = *all;
+    assert_true(asprintf(all, "%s%.*s;", prev ? prev : "", (int)n, json) > 0);
+    free(prev);
+    return 0;
+}
+
+/* acp_store_discard: what was appended after the mark goes, sessions first appended after it
+ * included; what was before it, and what is appended next, is committed byte for byte. */
+static void t_discard(void **state)
+{
+    acp_store *st = fixture();
+    assert_int_equal(acp_store_append(st, "a", "{\"n\":3}", 7), 0);
+    size_t mark = acp_store_pending(st);
+    assert_int_equal(acp_store_append(st, "a", "{\"gone\":1}", 10), 0);
+    assert_int_equal(acp_store_append(st, "b", "{\"gone\":2}", 10), 0);
+    acp_store_discard(st, mark);
+    assert_int_equal(acp_store_pending(st), 1);
+    acp_store_discard(st, 5); /* past the end: nothing */
+    assert_int_equal(acp_store_pending(st), 1);
+    assert_int_equal(acp_store_append(st, "b", "{\"n\":3}", 7), 0);
+    assert_int_equal(acp_store_commit(st, NULL), 0);
+    acp_store_discard(st, 0); /* an empty batch: nothing */
+    char *a = NULL, *b = NULL;
+    int64_t last;
+    bool done;
+    assert_int_equal(acp_store_replay(st, "a", 0, 0, collect_text, &a, &last, &done), 0);
+    assert_int_equal(acp_store_replay(st, "b", 0, 0, collect_text, &b, &last, &done), 0);
+    assert_string_equal(a, "{\"n\":1};{\"n\":2};{\"n\":3};");
+    assert_string_equal(b, "{\"n\":1};{\"n\":2};{\"n\":3};");
+    free(a);
+    free(b);
+    acp_store_close(st);
+}
+
 static double ms_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -392,9 +428,10 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(t_every_step), cmocka_unit_test(t_stays_full), cmocka_unit_test(t_append),
-        cmocka_unit_test(t_stall),      cmocka_unit_test(t_real_busy),  cmocka_unit_test(t_call),
-        cmocka_unit_test(t_arming),
+        cmocka_unit_test(t_every_step), cmocka_unit_test(t_stays_full),
+        cmocka_unit_test(t_append),     cmocka_unit_test(t_discard),
+        cmocka_unit_test(t_stall),      cmocka_unit_test(t_real_busy),
+        cmocka_unit_test(t_call),       cmocka_unit_test(t_arming),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
