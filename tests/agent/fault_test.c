@@ -870,15 +870,8 @@ int main(void)
 {
     char *base = pg_env_conninfo("pg");
     if (!base) return PG_ENV_SKIP;
-    char name[64], sql[128];
-    char *plain = pg_env_new_db(base, name);
-    if (!plain) return 1;
-    /* synchronous_commit off: the runs are about what a fault leaves, not about power loss,
-     * and a loaded host's fsyncs made them many times slower */
-    size_t n = strlen(plain) + 64;
-    pg_db = malloc(n);
-    snprintf(pg_db, n, "%s options='-c synchronous_commit=off'", plain);
-    free(plain);
+    char name[64];
+    if (!(pg_db = pg_env_new_db_nosync(base, name))) return 1;
     assert_true(strlen(pg_db) < sizeof((h *)0)->db);
     /* (server errors through the agent take the paths SQLite's errors take; the backend's own
      * handling of them is pg_store_fault's) */
@@ -888,8 +881,7 @@ int main(void)
         cmocka_unit_test(t_lose_after),
     };
     int failed = cmocka_run_group_tests_name("pg_agent_fault", tests, NULL, NULL);
-    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
-    pg_env_exec(base, sql);
+    pg_env_drop_db(base, name);
     free(pg_db);
     free(base);
     return failed ? 1 : 0;

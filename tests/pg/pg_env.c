@@ -91,6 +91,24 @@ char *pg_env_new_db(const char *base, char *name_out)
     return c;
 }
 
+char *pg_env_new_db_nosync(const char *base, char *name_out)
+{
+    char *plain = pg_env_new_db(base, name_out);
+    if (!plain) return NULL;
+    size_t n = strlen(plain) + 64;
+    char *c = malloc(n);
+    if (c) snprintf(c, n, "%s options='-c synchronous_commit=off'", plain);
+    free(plain);
+    return c;
+}
+
+void pg_env_drop_db(const char *base, const char *name)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
+    pg_env_exec(base, sql);
+}
+
 int pg_env_cluster(const char *cmd, const char *name)
 {
     const char *src = getenv("ACP_SOURCE"), *build = getenv("ACP_BUILD");

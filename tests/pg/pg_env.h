@@ -22,6 +22,14 @@ char *pg_env_value(const char *conninfo, const char *sql);
  * (malloc'd) and its name in name_out (64 bytes). NULL on failure. */
 char *pg_env_new_db(const char *base, char *name_out);
 
+/* As pg_env_new_db(), with synchronous_commit off for every connection made with the returned
+ * conninfo: for tests of what a fault leaves, not of power loss (a loaded host's fsyncs made
+ * them many times slower). */
+char *pg_env_new_db_nosync(const char *base, char *name_out);
+
+/* DROP DATABASE name, whoever is still connected to it. */
+void pg_env_drop_db(const char *base, const char *name);
+
 /* Runs `scripts/pg-test-cluster.sh cmd $ACP_BUILD/name`: 0 when it exited 0. */
 int pg_env_cluster(const char *cmd, const char *name);
 

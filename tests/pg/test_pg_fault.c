@@ -16,44 +16,34 @@
 
 #include <libpq-fe.h>
 
+#include "fault_ops.h"
 #include "pg_env.h"
-#include "store/inject.h"
 
 #define T0          "2026-01-01T00:00:00.000Z"
 #define T1          "2026-02-02T00:00:00.000Z"
 #define UNAVAILABLE "session store unavailable: "
 
-static char *db;                 /* this program's database, its store in one schema */
-static PGconn *admin;            /* reads it for the comparisons */
-static char a[16], b[16], c[16]; /* the current run's sessions */
+static char *db;      /* this program's database, its store in one schema */
+static PGconn *admin; /* reads it for the comparisons */
 static int serial;
 
 /* Sessions a and b of a new run, two updates each, through a new handle. */
 static acp_store *fixture(void)
 {
     serial++;
-    snprintf(a, sizeof a, "a%d", serial);
-    snprintf(b, sizeof b, "b%d", serial);
-    snprintf(c, sizeof c, "c%d", serial);
+    snprintf(fault_a, sizeof fault_a, "a%d", serial);
+    snprintf(fault_b, sizeof fault_b, "b%d", serial);
+    snprintf(fault_c, sizeof fault_c, "c%d", serial);
     acp_store *st = NULL;
     assert_int_equal(acp_store_open(db, &st, NULL), 0);
-    const char *ids[] = {a, b};
-    for (int i = 0; i < 2; i++) {
-        acp_store_session s = {.id = (char *)ids[i], .cwd = "/w", .add_dirs = "[]"};
-        strcpy(s.created_at, T0);
-        strcpy(s.updated_at, T0);
-        assert_int_equal(acp_store_create(st, &s), 0);
-        assert_int_equal(acp_store_append(st, ids[i], "{\"n\":1}", 7), 0);
-        assert_int_equal(acp_store_append(st, ids[i], "{\"n\":2}", 7), 0);
-    }
-    assert_int_equal(acp_store_commit(st, T0), 0);
+    fault_fill(st);
     return st;
 }
 
 /* Everything stored of the run's sessions, as text (each id without its run number). */
 static char *dump(void)
 {
-    const char *ids[3] = {a, b, c};
+    const char *ids[3] = {fault_a, fault_b, fault_c};
     PGresult *r = PQexecParams(
         admin,
         "SELECT coalesce((SELECT string_agg(left(id, 1) || ',' || coalesce(title, '-') || ',' ||"
@@ -67,81 +57,6 @@ static char *dump(void)
     char *v = strdup(PQgetvalue(r, 0, 0));
     PQclear(r);
     return v;
-}
-
-static int count_row(void *user, int64_t seq, const char *json, size_t n)
-{
-    (*(int *)user)++;
-    return 0;
-}
-
-static int count_session(void *user, const acp_store_session *s)
-{
-    (*(int *)user)++;
-    return 0;
-}
-
-enum {
-    OP_CREATE,
-    OP_SET_INFO,
-    OP_SET_STATE,
-    OP_COMMIT1,
-    OP_COMMIT2,
-    OP_DELETE,
-    OP_GET,
-    OP_REPLAY,
-    OP_LIST,
-    NOPS
-};
-static const unsigned op_bit[NOPS] = {ACP_FAULT_CREATE, ACP_FAULT_SET_INFO, ACP_FAULT_SET_STATE,
-                                      ACP_FAULT_COMMIT, ACP_FAULT_COMMIT,   ACP_FAULT_DELETE,
-                                      ACP_FAULT_GET,    ACP_FAULT_REPLAY,   ACP_FAULT_LIST};
-static const char *const op_name[NOPS] = {
-    "create", "set_info", "set_state", "commit (one session)", "commit (two sessions)", "delete",
-    "get",    "replay",   "list"};
-
-static void prepare(acp_store *st, int op)
-{
-    if (op == OP_COMMIT1 || op == OP_COMMIT2) {
-        assert_int_equal(acp_store_append(st, a, "{\"n\":3}", 7), 0);
-        assert_int_equal(acp_store_append(st, a, "{\"n\":4}", 7), 0);
-    }
-    if (op == OP_COMMIT2) assert_int_equal(acp_store_append(st, b, "{\"n\":3}", 7), 0);
-}
-
-static int do_op(acp_store *st, int op)
-{
-    int n = 0, rc;
-    acp_store_session s = {.id = c, .cwd = "/w", .add_dirs = "[]"};
-    int64_t last;
-    bool done;
-    char *next = NULL;
-    switch (op) {
-    case OP_CREATE:
-        strcpy(s.created_at, T1);
-        strcpy(s.updated_at, T1);
-        return acp_store_create(st, &s);
-    case OP_SET_INFO:
-        return acp_store_set_info(st, a, true, "t", T1);
-    case OP_SET_STATE:
-        return acp_store_set_state(st, a, "{\"mode\":\"ask\"}");
-    case OP_COMMIT1:
-    case OP_COMMIT2:
-        return acp_store_commit(st, T1);
-    case OP_DELETE:
-        return acp_store_delete(st, b);
-    case OP_GET:
-        rc = acp_store_get(st, a, &s);
-        acp_store_session_clear(&s);
-        return rc;
-    case OP_REPLAY:
-        return acp_store_replay(st, a, 0, 0, count_row, &n, &last, &done);
-    case OP_LIST:
-        rc = acp_store_list(st, NULL, NULL, 1, count_session, &n, &next);
-        free(next);
-        return rc;
-    }
-    return -1;
 }
 
 static void walk(acp_fault_kind kind)
@@ -225,23 +140,15 @@ int main(void)
 {
     char *base = pg_env_conninfo("pg");
     if (!base) return PG_ENV_SKIP;
-    char name[64], sql[128];
-    char *plain = pg_env_new_db(base, name);
-    if (!plain) return 1;
-    /* synchronous_commit off: these runs are about what a fault leaves, not about power
-     * loss, and a loaded host's fsyncs made them many times slower */
-    size_t n = strlen(plain) + 64;
-    db = malloc(n);
-    snprintf(db, n, "%s options='-c synchronous_commit=off'", plain);
-    free(plain);
+    char name[64];
+    if (!(db = pg_env_new_db_nosync(base, name))) return 1;
     admin = PQconnectdb(db);
     if (PQstatus(admin) != CONNECTION_OK) return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(t_error), cmocka_unit_test(t_lose),
                                        cmocka_unit_test(t_lose_after)};
     int failed = cmocka_run_group_tests_name("pg_store_fault", tests, NULL, NULL);
     PQfinish(admin);
-    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
-    pg_env_exec(base, sql);
+    pg_env_drop_db(base, name);
     free(db);
     free(base);
     return failed ? 1 : 0;

@@ -20,11 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/inject.h"
+#include "fault_ops.h"
 #include "tmpdir.h"
-
-#define T0 "2026-01-01T00:00:00.000Z"
-#define T1 "2026-02-02T00:00:00.000Z"
 
 static char dir[PATH_MAX], db[PATH_MAX + 32];
 static int serial;
@@ -35,15 +32,7 @@ static acp_store *fixture(void)
     snprintf(db, sizeof db, "%s/s%d.db", dir, ++serial);
     acp_store *st = NULL;
     assert_int_equal(acp_store_open(db, &st, NULL), 0);
-    for (const char *id = "a"; *id <= 'b'; id = *id == 'a' ? "b" : "c") {
-        acp_store_session s = {.id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
-        strcpy(s.created_at, T0);
-        strcpy(s.updated_at, T0);
-        assert_int_equal(acp_store_create(st, &s), 0);
-        assert_int_equal(acp_store_append(st, id, "{\"n\":1}", 7), 0);
-        assert_int_equal(acp_store_append(st, id, "{\"n\":2}", 7), 0);
-    }
-    assert_int_equal(acp_store_commit(st, T0), 0);
+    fault_fill(st);
     return st;
 }
 
@@ -71,88 +60,6 @@ static char *dump(void)
     }
     sqlite3_close(d);
     return out;
-}
-
-static int count_row(void *user, int64_t seq, const char *json, size_t n)
-{
-    (*(int *)user)++;
-    return 0;
-}
-
-static int count_session(void *user, const acp_store_session *s)
-{
-    (*(int *)user)++;
-    return 0;
-}
-
-/* The operations, each as one call with fixed arguments (so two runs write the same bytes). */
-enum {
-    OP_CREATE,
-    OP_SET_INFO,
-    OP_SET_ROOTS,
-    OP_SET_STATE,
-    OP_COMMIT1,
-    OP_COMMIT2,
-    OP_DELETE,
-    OP_GET,
-    OP_REPLAY,
-    OP_LIST,
-    NOPS
-};
-static const unsigned op_bit[NOPS] = {ACP_FAULT_CREATE,    ACP_FAULT_SET_INFO, ACP_FAULT_SET_ROOTS,
-                                      ACP_FAULT_SET_STATE, ACP_FAULT_COMMIT,   ACP_FAULT_COMMIT,
-                                      ACP_FAULT_DELETE,    ACP_FAULT_GET,      ACP_FAULT_REPLAY,
-                                      ACP_FAULT_LIST};
-static const char *const op_name[NOPS] = {
-    "create", "set_info", "set_roots", "set_state", "commit (one session)", "commit (two sessions)",
-    "delete", "get",      "replay",    "list"};
-
-/* The batch a commit takes is appended before the fault is armed. */
-static void prepare(acp_store *st, int op)
-{
-    if (op == OP_COMMIT1 || op == OP_COMMIT2) {
-        assert_int_equal(acp_store_append(st, "a", "{\"n\":3}", 7), 0);
-        assert_int_equal(acp_store_append(st, "a", "{\"n\":4}", 7), 0);
-    }
-    if (op == OP_COMMIT2) assert_int_equal(acp_store_append(st, "b", "{\"n\":3}", 7), 0);
-}
-
-static int do_op(acp_store *st, int op)
-{
-    int n = 0;
-    acp_store_session s = {.id = "c", .cwd = "/w", .add_dirs = "[]"};
-    int64_t last;
-    bool done;
-    char *next = NULL;
-    int rc;
-    switch (op) {
-    case OP_CREATE:
-        strcpy(s.created_at, T1);
-        strcpy(s.updated_at, T1);
-        return acp_store_create(st, &s);
-    case OP_SET_INFO:
-        return acp_store_set_info(st, "a", true, "t", T1);
-    case OP_SET_ROOTS:
-        return acp_store_set_roots(st, "a", "/v", "[\"/x\"]");
-    case OP_SET_STATE:
-        return acp_store_set_state(st, "a", "{\"mode\":\"ask\"}");
-    case OP_COMMIT1:
-    case OP_COMMIT2:
-        return acp_store_commit(st, T1);
-    case OP_DELETE:
-        return acp_store_delete(st, "b");
-    case OP_GET:
-        rc = acp_store_get(st, "a", &s);
-        acp_store_session_clear(&s);
-        return rc;
-    case OP_REPLAY:
-        return acp_store_replay(st, "a", 0, 0, count_row, &n, &last, &done);
-    case OP_LIST:
-        rc = acp_store_list(st, NULL, NULL, 1, count_session, &n, &next);
-        free(next);
-        return rc;
-    }
-    return -1;
 }
 
 /* For each operation and each code: step 1, 2, ... fails until the operation runs through. */
