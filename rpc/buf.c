@@ -69,6 +69,19 @@ char *acp_buf_take(acp_buf *b, size_t *len)
     return p;
 }
 
+void acp_buf_shrink(acp_buf *b, size_t keep)
+{
+    if (b->cap <= keep) return;
+    if (b->len == 0) {
+        acp_buf_free(b);
+        return;
+    }
+    char *p = realloc(b->data, b->len);
+    if (!p) return; /* the bigger block stays: still correct */
+    b->data = p;
+    b->cap = b->len;
+}
+
 void acp_buf_free(acp_buf *b)
 {
     free(b->data);

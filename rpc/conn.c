@@ -1103,8 +1103,10 @@ int acp_conn_recv(acp_conn *c, const char *bytes, size_t len)
                 process_line(c, line.data, line.len);
                 if (c->discarding) end_discard(c);
                 if (!c->in.data) {
+                    /* Reuse the allocation, but not one a huge line left behind. */
                     line.len = 0;
-                    c->in = line; /* reuse the allocation */
+                    acp_buf_shrink(&line, ACP_BUF_KEEP);
+                    c->in = line;
                 } else {
                     acp_buf_free(&line);
                 }

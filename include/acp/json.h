@@ -31,6 +31,13 @@ const char *acp_buf_cstr(acp_buf *b); /* NUL-terminates (not counted in len); NU
 /* Hands the bytes to the caller (free() them) and leaves the buffer empty. */
 char *acp_buf_take(acp_buf *b, size_t *len);
 void acp_buf_free(acp_buf *b);
+/* Gives back what one huge message left behind: when the capacity is over keep, the buffer is
+ * cut to its length (freed when empty). Call it once a message is done, so a buffer reused
+ * across messages keeps up to keep bytes (no malloc churn for ordinary traffic) and a 60 MB
+ * prompt does not pin 64 MB for the life of the connection. */
+void acp_buf_shrink(acp_buf *b, size_t keep);
+/* The keep libacp uses for its own buffers that live across messages. */
+#define ACP_BUF_KEEP ((size_t)1 << 20)
 
 /* A span of JSON text inside some buffer the caller keeps alive. */
 typedef struct acp_span {
