@@ -33,6 +33,7 @@ static int dispatch(mcp_sse *p)
     }
     p->data.len = 0;
     p->event.len = 0;
+    acp_buf_shrink(&p->data, ACP_BUF_KEEP); /* a stream lives long; one huge event passes */
     return rc;
 }
 
@@ -104,6 +105,7 @@ int mcp_sse_feed(mcp_sse *p, const char *buf, size_t n)
             if (acp_buf_append(&p->line, buf + i, j - i)) return ACP_ENOMEM;
             rc = field(p, p->line.data, p->line.len);
             p->line.len = 0;
+            acp_buf_shrink(&p->line, ACP_BUF_KEEP);
         } else {
             rc = field(p, buf + i, j - i);
         }
@@ -119,6 +121,8 @@ void mcp_sse_restart(mcp_sse *p)
     p->line.len = 0;
     p->data.len = 0;
     p->event.len = 0;
+    acp_buf_shrink(&p->line, ACP_BUF_KEEP);
+    acp_buf_shrink(&p->data, ACP_BUF_KEEP);
     p->after_cr = false;
     p->started = false;
 }
