@@ -21,8 +21,9 @@ int history_settle(acp_session *s)
         if (acp_store_append(s->a->store, s->id, p->data, p->len)) return ACP_ENOMEM;
         p->len = 0;
     }
-    /* A streaming turn reuses its buffer; an idle session should not pin a megabyte. */
-    if (!s->turn && p->cap > 64 * 1024) acp_buf_free(p);
+    /* A streaming turn reuses its buffer (a merged text stays under AGENT_COALESCE_MAX), but
+     * not one huge chunk's; an idle session should not pin a megabyte. */
+    acp_buf_shrink(p, s->turn ? 2 * AGENT_COALESCE_MAX : 64 * 1024);
     return 0;
 }
 

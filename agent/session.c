@@ -329,11 +329,10 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     if (commit_rc || s->gone) drop_held_history(s);
     if (s->hold.len) acp_conn_out_append(a->conn, s->hold.data, s->hold.len);
     s->hold.len = 0;
-    if (!s->turn && s->hold.cap > 64 * 1024) {
-        /* Keep idle sessions small: a big burst should not pin its buffer. A streaming turn
-         * keeps it, or every loop turn would fault a fresh megabyte in. */
-        acp_buf_free(&s->hold);
-    }
+    /* Keep idle sessions small: a big burst should not pin its buffer. A streaming turn keeps
+     * what one loop turn holds (under AGENT_HIGH_WATER, doubled), or every loop turn would
+     * fault a fresh megabyte in; one huge update is not kept for the rest of the turn. */
+    acp_buf_shrink(&s->hold, s->turn ? 2 * AGENT_HIGH_WATER : 64 * 1024);
     /* A gone session's running turn is answered (-32002; the engine hears cancel) before the
      * replies held behind it, in the order the client asked: the set_mode that found the
      * session gone comes after the prompt it ends. */
@@ -393,6 +392,7 @@ int session_send(acp_session *s, const char *json, size_t n)
     if (b == &a->line) {
         int rc = acp_conn_out_append(a->conn, b->data, b->len);
         b->len = 0;
+        acp_buf_shrink(b, ACP_BUF_KEEP);
         return rc;
     }
     a->held += b->len - before;
