@@ -9,6 +9,7 @@
 #include "acp/rt.h"
 #include "acp/version.h"
 #include "tools/acp-agent/echo.h"
+#include "tools/acp-agent/memtrim.h"
 
 static const char usage[] =
     "usage: acp-agent [--store PATH|URI] [--auth env:VAR] [--log-level quiet|info] [--help]\n"
@@ -33,6 +34,7 @@ struct prog {
     int verbose;
     acp_agent *agent;
     uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+    memtrim trim;
 };
 
 static void log_line(const char *line, void *user)
@@ -52,6 +54,7 @@ static void on_done(acp_agent *a, void *user)
 {
     struct prog *p = user;
     for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
+    memtrim_close(&p->trim);
 }
 
 static char *default_store(void)
@@ -149,6 +152,7 @@ int main(int argc, char **argv)
             prog.sigs[i].data = &prog;
             uv_signal_start(&prog.sigs[i], on_signal, signums[i]);
         }
+        memtrim_start(&loop, &prog.trim);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
     if (a) acp_agent_free(a);
