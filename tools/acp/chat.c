@@ -7,6 +7,9 @@
  * when the line is empty; Ctrl-D exits. Without a terminal, lines are read plainly. */
 #include <errno.h>
 #include <histedit.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,16 @@ static void editor_close(app *a)
 
 /* --- the conversation ---------------------------------------------------------------- */
 
+/* A chat lives long and a turn may have carried a huge message: what libacp freed after it
+ * goes back to the system now (glibc keeps freed memory in its heap), not at exit. Between
+ * turns, at a person's pace, the walk over the heap costs nothing that shows. */
+static void turn_done(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 /* A turn's status that ends the chat: the agent is gone. Others are said and the chat goes
  * on. */
 static bool fatal(int rc)
@@ -266,6 +279,12 @@ static int plain(app *a)
         if (!n) continue;
         int st = app_turn(a, line);
         if (fatal(st)) rc = st;
+        if (cap > ACP_BUF_KEEP) { /* getline keeps the longest line's size otherwise */
+            free(line);
+            line = NULL;
+            cap = 0;
+        }
+        turn_done();
     }
     free(line);
     return rc;
@@ -294,6 +313,7 @@ static int edited(app *a)
                 }
             }
             free(line);
+            turn_done();
             if (!ch->done) edit(a);
             continue;
         }
