@@ -13,7 +13,7 @@ seconds=${1:?usage: fuzz/run.sh SECONDS [BUILD] [TARGET...]}
 src=$(cd "$(dirname "$0")" && pwd)
 build=${2:-$src/../build/fuzz}
 [ $# -ge 2 ] && shift 2 || shift $#
-targets=${*:-"rpc_recv json_scan agent_recv sse_parse store_cursor roots_resolve client_recv mcp_recv cmdline_split"}
+targets=${*:-"rpc_recv json_scan agent_recv agent_seq sse_parse store_cursor roots_resolve client_recv mcp_recv cmdline_split"}
 
 count=0
 for t in $targets; do count=$((count + 1)); done
@@ -30,6 +30,7 @@ for t in $targets; do
     fi
     case $t in
     agent_recv | rpc_recv) max_len=65536 ;;
+    agent_seq) max_len=2048 ;; # 256 steps of a few bytes each
     *) max_len=8192 ;;
     esac
     dict=
