@@ -34,6 +34,11 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS   5000 /* a blackholed host costs connect_timeout per attempt */
 #define TEXTOID          25
+/* libpq grows a connection's input and output buffers to the largest message it carried and
+ * never shrinks them; past this the connection is replaced after the call (the next call
+ * reconnects), or one 60 MB prompt stored pins 128 MiB for the agent's life. A streaming
+ * turn's batches stay under it and reuse the buffers. */
+#define CONN_KEEP_BYTES (16u << 20)
 
 typedef struct pg_store {
     acp_store base; /* first: the generic layer's view */
@@ -184,6 +189,14 @@ static void drop_conn(pg_store *p)
 {
     if (p->conn) PQfinish(p->conn);
     p->conn = NULL;
+}
+
+/* After a call whose largest message was about `bytes` (issue 13, item 6). */
+static void shed_buffers(pg_store *p, size_t bytes)
+{
+    if (bytes <= CONN_KEEP_BYTES || !p->conn) return;
+    drop_conn(p);
+    p->retry_at_ms = 0;
 }
 
 static int unavailable(pg_store *p)
@@ -698,6 +711,9 @@ static int pg_commit(acp_store *st, const char *now)
     }
 out:
     p->lose_answer = false;
+    size_t sent = 0;
+    for (size_t s = 0; arrays && s < ns; s++) sent = size[s] > sent ? size[s] : sent;
+    shed_buffers(p, sent);
     free(order);
     free(off);
     free(size);
@@ -726,7 +742,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     if (rc) return rc;
 
     int64_t pos = after_seq, last = after_seq;
-    size_t total = 0;
+    size_t total = 0, biggest = 0;
     bool stopped = false;
     while (pos < hi && !stopped) {
         /* Under a byte cap, ask for about as many rows as the cap has room for (sized by
@@ -760,6 +776,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
             size_t len = (size_t)PQgetlength(r, given, 1);
             rc = cb(user, last, PQgetvalue(r, given, 1), len);
             total += len;
+            biggest = len > biggest ? len : biggest;
             got += len;
             stopped = rc != 0 || (max_bytes && total > max_bytes);
         }
@@ -769,6 +786,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     }
     *last_seq = last;
     *done = pos >= hi;
+    shed_buffers(p, biggest);
     return rc;
 }
 
