@@ -20,41 +20,10 @@
 #include "acp/rpc.h"
 #include "mcp/sse.h"
 #include "tests/agent/harness.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-#ifdef SANITIZED
-/* <sanitizer/allocator_interface.h>, which not every compiler installs */
-size_t __sanitizer_get_current_allocated_bytes(void);
-static size_t live(void)
-{
-    return __sanitizer_get_current_allocated_bytes();
-}
-#else
-#include <malloc.h>
-static size_t live(void)
-{
-    struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
-}
-#endif
+#include "tests/memory/live.h"
 
 #define HUGE  (16u << 20) /* over ACP_BUF_KEEP and over the agent's coalescing bound */
 #define PIECE (64u << 10) /* what a transport reads at a time */
-
-/* Fails when more than margin bytes stayed allocated since before. */
-static void assert_back(size_t before, size_t margin, const char *what)
-{
-    size_t now = live();
-    if (now > before + margin)
-        fail_msg("%s: %zu bytes still allocated (margin %zu)", what, now - before, margin);
-}
 
 /* --- acp_conn: the line buffer ------------------------------------------------------------ */
 
