@@ -3,7 +3,8 @@
  * first (what stays is the footprint), then one of HUGE bytes, then small ones again, and
  * compares the bytes allocated and not freed. Before the fix the connection's line buffer kept
  * the largest line's capacity (an acp_conn per ACP client and per MCP server), and so did a
- * long-lived SSE stream's event buffer.
+ * long-lived SSE stream's event buffer and a running turn's buffers. mcp_test.c does the same
+ * with a stdio MCP server's huge line.
  *
  * Live bytes, not RSS, so the test means the same under ASan: the sanitizer's allocator counts
  * what is allocated (its quarantine and shadow are not); without it, glibc's in-use bytes,
@@ -16,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "acp/mcp.h"
 #include "acp/rpc.h"
 #include "mcp/sse.h"
 #include "tests/agent/harness.h"
@@ -202,92 +202,13 @@ static void agent_long_turn(void **state)
     h_free(x);
 }
 
-/* --- an MCP server that answers with one huge line ------------------------------------------ */
-
-static void h_guard(uv_timer_t *t)
-{
-    *(bool *)t->data = true;
-    uv_stop(t->loop);
-}
-
-static void run_until(uv_loop_t *loop, bool *flag)
-{
-    bool hung = false;
-    uv_timer_t guard;
-    uv_timer_init(loop, &guard);
-    guard.data = &hung;
-    uv_timer_start(&guard, h_guard, 120000, 0); /* only against hangs */
-    while (!*flag && !hung) uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&guard, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    if (hung) fail_msg("the loop did not reach the awaited event");
-}
-
-static void set_flag(void *user)
-{
-    *(bool *)user = true;
-}
-
-typedef struct call {
-    bool done;
-    int status;
-    size_t text_len;
-} call;
-
-static void call_done(acp_mcp_call *c, int status, const json_t *result, const char *error,
-                      void *user)
-{
-    call *k = user;
-    k->done = true;
-    k->status = status;
-    json_t *c0 = json_array_get(json_object_get(result, "content"), 0);
-    k->text_len = json_string_length(json_object_get(c0, "text"));
-}
-
-static size_t call_big(uv_loop_t *loop, acp_mcp_set *s, size_t bytes)
-{
-    call k = {0};
-    json_t *args = json_pack("{sI}", "bytes", (json_int_t)bytes);
-    acp_mcp_call_cbs cbs = {.on_done = call_done};
-    assert_int_equal(acp_mcp_call_tool(s, "big", "big", args, &cbs, &k, NULL), 0);
-    run_until(loop, &k.done);
-    assert_int_equal(k.status, 0);
-    return k.text_len;
-}
-
-static void mcp_line(void **state)
-{
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    json_t *servers = json_pack("[{ss ss s[s] s[]}]", "name", "big", "command", NODE_BIN, "args",
-                                SRC_DIR "/tests/memory/big-mcp.mjs", "env");
-    acp_mcp_set *s = NULL;
-    char *err = NULL;
-    assert_int_equal(acp_mcp_set_new(&loop, servers, NULL, NULL, 0, &s, &err), 0);
-    json_decref(servers);
-    bool ready = false;
-    acp_mcp_set_wait(s, 120000, set_flag, &ready);
-    run_until(&loop, &ready);
-    assert_int_equal(acp_mcp_server_status(s, 0, NULL), ACP_MCP_READY);
-    assert_int_equal(call_big(&loop, s, 10), 10);
-    size_t before = live();
-    assert_int_equal(call_big(&loop, s, HUGE), HUGE);
-    assert_back(before, 256u << 10, "after a huge MCP line");
-    assert_int_equal(call_big(&loop, s, 10), 10);
-    assert_back(before, 256u << 10, "after a small MCP line");
-    bool closed = false;
-    acp_mcp_set_close(s, set_flag, &closed);
-    run_until(&loop, &closed);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&loop), 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(conn_line),    cmocka_unit_test(sse_event),
-        cmocka_unit_test(agent_prompt), cmocka_unit_test(agent_long_turn),
-        cmocka_unit_test(mcp_line),
+        cmocka_unit_test(conn_line),
+        cmocka_unit_test(sse_event),
+        cmocka_unit_test(agent_prompt),
+        cmocka_unit_test(agent_long_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
