@@ -216,10 +216,10 @@ static json_t *ask(run *r, const char *method, const char *params)
 
 static void open_params(run *r, char *p, size_t n, const char *sid)
 {
-    if (sid)
-        snprintf(p, n, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", sid, r->x->dir);
-    else
-        snprintf(p, n, "{\"cwd\":\"%s\",\"mcpServers\":[]}", r->x->dir);
+    int k = sid ? snprintf(p, n, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}", sid,
+                           r->x->dir)
+                : snprintf(p, n, "{\"cwd\":\"%s\",\"mcpServers\":[]}", r->x->dir);
+    assert_true(k > 0 && (size_t)k < n);
 }
 
 /* session/new, once more if the store failed it: the script needs the session. */
@@ -461,7 +461,7 @@ static bool load_and_check(run *r, model *m, int tries)
 static void close_session(run *r, model *m)
 {
     char p[200];
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", m->id);
+    assert_true(snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", m->id) < (int)sizeof p);
     json_t *msgs = ask(r, "session/close", p);
     assert_non_null(result_of(msgs));
     json_decref(msgs);
@@ -471,7 +471,7 @@ static void close_session(run *r, model *m)
 static void delete_session(run *r, model *m)
 {
     char p[200];
-    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", m->id);
+    assert_true(snprintf(p, sizeof p, "{\"sessionId\":\"%s\"}", m->id) < (int)sizeof p);
     json_t *msgs = ask(r, "session/delete", p);
     if (result_of(msgs)) {
         m->gone = true;
