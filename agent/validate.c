@@ -10,27 +10,13 @@
 
 #include "agent/validate.h"
 
-typedef struct at {
-    const struct at *up;
-    const char *key; /* NULL: an array item */
-    size_t index;
-} at;
-
-static size_t render(const at *p, char *buf, size_t cap)
-{
-    size_t n = p->up ? render(p->up, buf, cap) : 0;
-    if (n >= cap) return n;
-    int k = !p->up   ? snprintf(buf, cap, "%s", p->key)
-            : p->key ? snprintf(buf + n, cap - n, ".%s", p->key)
-                     : snprintf(buf + n, cap - n, "[%zu]", p->index);
-    return k < 0 ? n : n + (size_t)k;
-}
+typedef acp_json_path at;
 
 /* Records "<path> <what>" and returns false. A lenient member above may still swallow it: the
  * last failure recorded is the one reported. */
 __attribute__((format(printf, 3, 4))) static bool fail(verr *e, const at *p, const char *fmt, ...)
 {
-    render(p, e->path, sizeof e->path);
+    acp_json_path_render(p, e->path, sizeof e->path);
     int n = snprintf(e->msg, sizeof e->msg, "%s ", e->path);
     if (n > 0 && (size_t)n < sizeof e->msg) {
         va_list ap;

@@ -14,12 +14,7 @@
 
 #include "acp/update.h"
 
-/* Where a member is, for messages: a chain up to "update", rendered only on failure. */
-typedef struct at {
-    const struct at *up;
-    const char *key; /* NULL: an array item */
-    size_t index;
-} at;
+typedef acp_json_path at; /* a chain up to "update", rendered only on failure */
 
 typedef struct ctx {
     bool lenient;
@@ -63,20 +58,10 @@ static const char *const notice_severities[] = {"", "info", "warning", "error", 
 static const char *const compaction_statuses[] = {"",       "in_progress", "completed",
                                                   "failed", "cancelled",   NULL};
 
-static size_t render(const at *p, char *buf, size_t cap)
-{
-    size_t n = p->up ? render(p->up, buf, cap) : 0;
-    if (n >= cap) return n;
-    int k = !p->up   ? snprintf(buf, cap, "%s", p->key)
-            : p->key ? snprintf(buf + n, cap - n, ".%s", p->key)
-                     : snprintf(buf + n, cap - n, "[%zu]", p->index);
-    return k < 0 ? n : n + (size_t)k;
-}
-
 /* Records "<path> <what>" and returns -1. */
 __attribute__((format(printf, 3, 4))) static int fail(ctx *c, const at *p, const char *fmt, ...)
 {
-    size_t n = render(p, c->err, sizeof c->err);
+    size_t n = acp_json_path_render(p, c->err, sizeof c->err);
     if (n + 1 < sizeof c->err) {
         c->err[n++] = ' ';
         va_list ap;

@@ -86,6 +86,18 @@ void acp_jw_kbool(acp_jw *w, const char *key, bool v);
 /* Appends s as a JSON string literal (quotes included) to b. ACP_EINVAL on invalid UTF-8. */
 int acp_json_escape(acp_buf *b, const char *s, size_t n);
 
+/* Where a member is, for messages: a chain of frames on the stack while a tree is walked, the
+ * root's key naming the whole ("params", "update"); key NULL marks an array item at index.
+ * Rendered only when something is wrong, so walking costs one frame per level. */
+typedef struct acp_json_path {
+    const struct acp_json_path *up;
+    const char *key;
+    size_t index;
+} acp_json_path;
+/* Writes "params.mcpServers[0].args" into buf (cap bytes, NUL-terminated, cut to fit) and
+ * returns the length the whole path needs. */
+size_t acp_json_path_render(const acp_json_path *p, char *buf, size_t cap);
+
 /* Scanner. Every function takes text that may be untrusted unless it says otherwise. */
 
 /* 0 if s[0..n) is exactly one JSON value (RFC 8259: UTF-8, no trailing garbage, whitespace
