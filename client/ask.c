@@ -6,22 +6,9 @@
 #include "client/internal.h"
 
 struct acp_client_ask {
-    acp_client *c;
-    acp_client_session *s; /* NULL once detached */
-    acp_client_ask *next;
-    acp_req *req; /* NULL once answered */
+    acp_pending p;
     void (*run)(acp_client *c, acp_req *req);
 };
-
-static void unlink_ask(acp_client_ask *a)
-{
-    for (acp_client_ask **pp = &a->c->asks; *pp; pp = &(*pp)->next) {
-        if (*pp == a) {
-            *pp = a->next;
-            return;
-        }
-    }
-}
 
 static void refuse(acp_req *req, const char *why)
 {
@@ -29,19 +16,18 @@ static void refuse(acp_req *req, const char *why)
                   why);
 }
 
-/* The agent withdrew its request ($/cancel_request). */
-static void on_withdrawn(acp_req *req, void *user)
+/* Withdrawn by the agent ($/cancel_request), or refused with the cancelled turn. */
+static void answer(acp_req *req, bool withdrawn)
 {
-    acp_client_ask *a = user;
-    if (!a->req) return;
-    acp_req_error(a->req, ACP_RPC_CANCELLED, NULL, "the request was cancelled");
-    a->req = NULL;
-    acp_client_withdrawn(a->c, a->s, a);
+    if (withdrawn)
+        acp_req_error(req, ACP_RPC_CANCELLED, NULL, "the request was cancelled");
+    else
+        refuse(req, "cancelled");
 }
 
 bool acp_client_ask_cancelled(const acp_client_ask *a)
 {
-    return !a->req;
+    return !a->p.req;
 }
 
 void acp_client_ask_app(acp_client *c, acp_client_session *s, acp_req *req, const char *method,
@@ -56,49 +42,21 @@ void acp_client_ask_app(acp_client *c, acp_client_session *s, acp_req *req, cons
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
-    *a = (acp_client_ask){.c = c, .s = s, .req = req, .run = run, .next = c->asks};
-    c->asks = a;
-    acp_req_on_cancel(req, on_withdrawn, a);
+    acp_client_pending_hold(c, &a->p, s, req, NULL, answer);
+    a->run = run;
     c->opts.on_ask(c, s, a, method, acp_req_params(req), c->opts.user);
 }
 
 int acp_client_ask_reply(acp_client_ask *a, bool allow)
 {
-    acp_req *req = a->req;
-    acp_client *c = a->c;
-    if (a->s) unlink_ask(a); /* a detached one is off the list, and c may be gone */
+    acp_client *c = a->p.c;
     void (*run)(acp_client *, acp_req *) = a->run;
-    bool live = a->s != NULL;
+    acp_req *req = acp_client_pending_release(&a->p); /* NULL once answered: c may be gone */
     free(a);
     if (!req) return 0;
-    acp_req_on_cancel(req, NULL, NULL);
-    if (allow && live)
+    if (allow)
         run(c, req);
     else
         refuse(req, "denied");
     return 0;
-}
-
-void acp_client_asks_cancel(acp_client *c, acp_client_session *s, bool detach)
-{
-    for (acp_client_ask **pp = &c->asks; *pp;) {
-        acp_client_ask *a = *pp;
-        if (s && a->s != s) {
-            pp = &a->next;
-            continue;
-        }
-        if (a->req) {
-            acp_req_on_cancel(a->req, NULL, NULL);
-            refuse(a->req, "cancelled");
-            a->req = NULL;
-            acp_client_withdrawn(c, a->s, a);
-        }
-        if (detach) {
-            *pp = a->next; /* still the application's to free with acp_client_ask_reply() */
-            a->s = NULL;
-            a->next = NULL;
-        } else {
-            pp = &a->next;
-        }
-    }
 }

@@ -39,11 +39,6 @@ void acp_client_refuse(acp_client *c, acp_req *req, int code, const char *fmt, .
     acp_req_error(req, code, NULL, "%s", msg);
 }
 
-void acp_client_withdrawn(acp_client *c, acp_client_session *s, const void *handle)
-{
-    if (c->opts.on_withdrawn) c->opts.on_withdrawn(c, s, handle, c->opts.user);
-}
-
 static void on_rpc_log(acp_conn *conn, const char *message, void *user)
 {
     acp_client_log(user, "%s", message);
@@ -322,8 +317,7 @@ void acp_client_free(acp_client *c)
     c->opts.on_withdrawn = NULL;
     acp_client_ops_cancel(c, NULL);
     while (c->sessions) acp_client_session_free(c->sessions);
-    acp_client_asks_cancel(c, NULL, true);
-    acp_client_elicits_cancel(c, NULL, true);
+    acp_client_pending_cancel(c, NULL, true);
     acp_client_terminals_free(c);
     if (!c->loop) {
         release(c);

@@ -7,48 +7,29 @@
 #include "client/internal.h"
 
 struct acp_client_elicit {
-    acp_client *c;
-    acp_client_session *s; /* NULL: request-scoped, or detached */
-    acp_client_elicit *next;
-    acp_req *req;      /* NULL once answered */
-    bool attached;     /* on c->elicits */
-    acp_client_op *op; /* request-scoped: the call of ours it belongs to, until that ends */
+    acp_pending p;
     char *url_id; /* URL mode: the elicitationId, awaited by elicitation/complete once accepted */
 };
 
-static void unlink_e(acp_client_elicit *e)
-{
-    for (acp_client_elicit **pp = &e->c->elicits; *pp; pp = &(*pp)->next) {
-        if (*pp == e) {
-            *pp = e->next;
-            return;
-        }
-    }
-}
-
 static void reply_action(acp_req *req, const char *action)
 {
-    acp_req_on_cancel(req, NULL, NULL);
     acp_req_reply(req, json_pack("{s:s}", "action", action));
 }
 
-static void on_withdrawn(acp_req *req, void *user)
+/* Withdrawn, cancelled with the turn, or its call ended: `cancel` each time. */
+static void answer(acp_req *req, bool withdrawn)
 {
-    acp_client_elicit *e = user;
-    if (!e->req) return;
-    reply_action(e->req, "cancel");
-    e->req = NULL;
-    acp_client_withdrawn(e->c, e->s, e);
+    reply_action(req, "cancel");
 }
 
 bool acp_client_elicit_cancelled(const acp_client_elicit *e)
 {
-    return !e->req;
+    return !e->p.req;
 }
 
 acp_client_op *acp_client_elicit_op(const acp_client_elicit *e)
 {
-    return e->op;
+    return e->p.op;
 }
 
 /* The call of ours a request-scoped elicitation names, or NULL. */
@@ -103,10 +84,8 @@ static void on_create(acp_conn *conn, acp_req *req, void *user)
         acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    *e = (acp_client_elicit){
-        .c = c, .s = s, .req = req, .next = c->elicits, .attached = true, .url_id = id, .op = op};
-    c->elicits = e;
-    acp_req_on_cancel(req, on_withdrawn, e);
+    acp_client_pending_hold(c, &e->p, s, req, op, answer);
+    e->url_id = id;
     c->opts.on_elicit(c, s, e, p, c->opts.user);
 }
 
@@ -120,65 +99,23 @@ static void await_complete(acp_client *c, const char *id)
 
 int acp_client_elicit_reply(acp_client_elicit *e, const char *action, json_t *content)
 {
-    acp_req *req = e->req;
-    acp_client *c = e->c; /* only used while req is live: a detached e may outlive c */
+    acp_client *c = e->p.c; /* only used while the request is live: a detached e may outlive c */
     char *url_id = e->url_id;
-    if (e->attached) unlink_e(e);
+    acp_req *req = acp_client_pending_release(&e->p);
     free(e);
-    int rc = 0;
-    if (!req) {
-        free(url_id);
-        json_decref(content);
-        return 0;
-    }
-    acp_req_on_cancel(req, NULL, NULL);
-    if (action && !strcmp(action, "accept") && url_id) await_complete(c, url_id);
+    bool accept = req && action && !strcmp(action, "accept");
+    if (accept && url_id) await_complete(c, url_id);
     free(url_id);
-    if (action && !strcmp(action, "accept")) {
+    int rc = 0;
+    if (accept) {
         json_t *r = json_pack("{s:s}", "action", "accept");
         if (json_is_object(content)) json_object_set(r, "content", content);
         rc = acp_req_reply(req, r);
-    } else {
+    } else if (req) {
         reply_action(req, action && !strcmp(action, "decline") ? "decline" : "cancel");
     }
     json_decref(content);
     return rc;
-}
-
-void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach)
-{
-    for (acp_client_elicit **pp = &c->elicits; *pp;) {
-        acp_client_elicit *e = *pp;
-        if (s && e->s != s) {
-            pp = &e->next;
-            continue;
-        }
-        if (e->req) {
-            reply_action(e->req, "cancel");
-            e->req = NULL;
-            acp_client_withdrawn(c, e->s, e);
-        }
-        e->op = NULL;
-        if (detach) {
-            *pp = e->next;
-            e->attached = false;
-            e->s = NULL;
-        } else {
-            pp = &e->next;
-        }
-    }
-}
-
-void acp_client_elicits_op_ended(acp_client *c, acp_client_op *op)
-{
-    for (acp_client_elicit *e = c->elicits; e; e = e->next) {
-        if (e->op != op) continue;
-        e->op = NULL;
-        if (!e->req) continue;
-        reply_action(e->req, "cancel");
-        e->req = NULL;
-        acp_client_withdrawn(c, e->s, e);
-    }
 }
 
 static void on_complete(acp_conn *conn, acp_msg *m, void *user)

@@ -11,6 +11,7 @@
 #include "acp/rt.h"
 
 typedef struct acp_term acp_term;
+typedef struct acp_pending acp_pending;
 
 struct acp_client {
     uv_loop_t own_loop; /* used when opts.loop is NULL */
@@ -37,9 +38,8 @@ struct acp_client {
     acp_client_session *found; /* acp_client_find()'s last answer: an agent streams in runs */
     acp_term *terms;
     uint64_t next_term;
-    acp_client_ask *asks;       /* fs writes and commands waiting for on_ask's answer */
-    acp_client_elicit *elicits; /* elicitations waiting for on_elicit's answer */
-    json_t *url_open; /* elicitationId -> true: URL elicitations accepted, not yet completed */
+    acp_pending *pending; /* requests of the agent's waiting for the application's answer */
+    json_t *url_open;     /* elicitationId -> true: URL elicitations accepted, not yet completed */
 };
 
 struct acp_client_session {
@@ -52,16 +52,28 @@ struct acp_client_session {
     json_t *config;   /* current configOptions, or NULL */
     acp_roots *roots; /* bounds the fs requests for this session */
     void *user;
-    bool loading;           /* a session/load is in flight: updates are replay */
-    acp_client_op *prompt;  /* the session/prompt in flight, or NULL */
-    acp_client_perm *perms; /* pending permission requests */
+    bool loading;          /* a session/load is in flight: updates are replay */
+    acp_client_op *prompt; /* the session/prompt in flight, or NULL */
+};
+
+/* A request of the agent's held for the application's answer: a permission, an ask or an
+ * elicitation, each of which starts with this. They share a life: on c->pending until the
+ * application replies or they are detached; answered for the application (on_withdrawn) by a
+ * cancel of their session's turn, by the agent withdrawing them ($/cancel_request), or by the
+ * end of the call of ours they belong to; freed only by their reply function. */
+struct acp_pending {
+    acp_client *c;
+    acp_client_session *s; /* NULL: request-scoped (an elicitation), or detached */
+    acp_pending *next;
+    acp_req *req;      /* NULL once answered */
+    bool attached;     /* on c->pending; once detached, c may be gone */
+    acp_client_op *op; /* request-scoped: the call of ours it belongs to, until that ends */
+    /* Answers req for the application: withdrawn by the agent, or cancelled with the turn. */
+    void (*answer)(acp_req *req, bool withdrawn);
 };
 
 struct acp_client_perm {
-    acp_client *c;
-    acp_client_session *s; /* NULL once the session handle is freed */
-    acp_client_perm *next;
-    acp_req *req; /* NULL once answered (by a cancel) */
+    acp_pending p;
 };
 
 /* What a call does with its answer before the application hears of it: the kind-specific
@@ -136,15 +148,18 @@ void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user);
 void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user);
 /* Releases every terminal (kills its process); from acp_client_free(). */
 void acp_client_terminals_free(acp_client *c);
-/* Answers the session's pending permissions, asks and elicitations with `cancelled` and,
- * when detach, lets go of them (the application may still hold them). s NULL: every one. */
-void acp_client_perms_cancel(acp_client_session *s, bool detach);
-void acp_client_asks_cancel(acp_client *c, acp_client_session *s, bool detach);
-void acp_client_elicits_cancel(acp_client *c, acp_client_session *s, bool detach);
-/* The call op ended: its request-scoped elicitations are answered `cancel`. */
-void acp_client_elicits_op_ended(acp_client *c, acp_client_op *op);
-/* Tells on_withdrawn that handle, still the application's, was answered for it. */
-void acp_client_withdrawn(acp_client *c, acp_client_session *s, const void *handle);
+/* Holds req in p (zeroed but for what follows acp_pending in its struct) until the
+ * application replies; answer says how it is answered for the application. */
+void acp_client_pending_hold(acp_client *c, acp_pending *p, acp_client_session *s, acp_req *req,
+                             acp_client_op *op, void (*answer)(acp_req *req, bool withdrawn));
+/* The reply side: lets go of p and returns its request to answer, or NULL when it was already
+ * answered for the application. p is the caller's to free. */
+acp_req *acp_client_pending_release(acp_pending *p);
+/* Answers s's pending requests (s NULL: every one) for the application and, when detach, lets
+ * go of them (the application still holds them). */
+void acp_client_pending_cancel(acp_client *c, acp_client_session *s, bool detach);
+/* The call op ended: the requests that belong to it are answered for the application. */
+void acp_client_pending_op_ended(acp_client *c, acp_client_op *op);
 
 /* Asks the application (on_ask) before running method for s; run(c, req) goes ahead, now or
  * after acp_client_ask_reply(). The request is refused when the application says no. */

@@ -87,7 +87,7 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
                                      op->method);
     }
     if (op->finish) op->finish(op, &r);
-    acp_client_elicits_op_ended(c, op);
+    acp_client_pending_op_ended(c, op);
     if (r.status == 0) c->err[0] = 0;
     r.errmsg = r.status ? c->err : "";
     if (op->cb) op->cb(c, &r, op->user);
@@ -219,7 +219,7 @@ void acp_client_ops_cancel(acp_client *c, acp_client_session *s)
             .stop = "unknown",
         };
         r.errmsg = c->err;
-        acp_client_elicits_op_ended(c, op);
+        acp_client_pending_op_ended(c, op);
         if (op->cb) op->cb(c, &r, op->user);
         op_free(op);
         op = c->ops;
@@ -250,7 +250,7 @@ static void sync_drop(acp_client *c, acp_client_sync *w)
         acp_conn_forget(c->conn, op->call);
         acp_client_reply r = {.status = ACP_ECANCELLED, .session = op->s, .stop = "unknown"};
         if (op->finish) op->finish(op, &r);
-        acp_client_elicits_op_ended(c, op);
+        acp_client_pending_op_ended(c, op);
         op_free(op);
         break;
     }

@@ -29,14 +29,11 @@ static void auto_reject(acp_req *req, json_t *params)
     reply_cancelled(req);
 }
 
-/* The agent withdrew the request ($/cancel_request): answer it `cancelled` at once. */
-static void on_withdrawn(acp_req *req, void *user)
+/* Withdrawn by the agent or cancelled with the turn: `cancelled` either way, as
+ * prompt-turn.mdx requires. */
+static void answer(acp_req *req, bool withdrawn)
 {
-    acp_client_perm *p = user;
-    if (!p->req) return;
-    reply_cancelled(p->req);
-    p->req = NULL;
-    acp_client_withdrawn(p->c, p->s, p);
+    reply_cancelled(req);
 }
 
 static void on_request(acp_conn *conn, acp_req *req, void *user)
@@ -58,61 +55,26 @@ static void on_request(acp_conn *conn, acp_req *req, void *user)
         acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
-    p->c = c;
-    p->s = s;
-    p->req = req;
-    p->next = s->perms;
-    s->perms = p;
-    acp_req_on_cancel(req, on_withdrawn, p);
+    acp_client_pending_hold(c, &p->p, s, req, NULL, answer);
     c->opts.on_permission(c, s, p, params, c->opts.user);
-}
-
-static void unlink_perm(acp_client_perm *p)
-{
-    if (!p->s) return;
-    for (acp_client_perm **pp = &p->s->perms; *pp; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    }
-    p->s = NULL;
 }
 
 int acp_client_perm_reply(acp_client_perm *p, const char *option_id)
 {
-    int rc = 0;
-    if (p->req) {
-        if (option_id)
-            rc = acp_req_reply(p->req, json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected",
-                                                 "optionId", option_id));
-        else
-            reply_cancelled(p->req);
-    }
-    unlink_perm(p);
+    acp_req *req = acp_client_pending_release(&p->p);
     free(p);
-    return rc;
+    if (!req) return 0;
+    if (!option_id) {
+        reply_cancelled(req);
+        return 0;
+    }
+    return acp_req_reply(
+        req, json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected", "optionId", option_id));
 }
 
 bool acp_client_perm_cancelled(const acp_client_perm *p)
 {
-    return !p->req;
-}
-
-void acp_client_perms_cancel(acp_client_session *s, bool detach)
-{
-    for (acp_client_perm *p = s->perms; p; p = p->next) {
-        if (!p->req) continue;
-        reply_cancelled(p->req);
-        p->req = NULL;
-        acp_client_withdrawn(s->c, s, p);
-    }
-    if (!detach) return;
-    while (s->perms) {
-        acp_client_perm *p = s->perms;
-        s->perms = p->next;
-        p->s = NULL; /* still the application's to free with acp_client_perm_reply() */
-    }
+    return !p->p.req;
 }
 
 void acp_client_perm_register(acp_client *c)

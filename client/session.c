@@ -87,9 +87,7 @@ void acp_client_session_free(acp_client_session *s)
         }
     }
     if (c->found == s) c->found = NULL;
-    acp_client_perms_cancel(s, true);
-    acp_client_asks_cancel(c, s, true);
-    acp_client_elicits_cancel(c, s, true);
+    acp_client_pending_cancel(c, s, true);
     acp_client_ops_cancel(c, s); /* their answers are of no use now; their callers are told */
     acp_roots_free(s->roots);
     json_decref(s->result);
@@ -430,9 +428,7 @@ int acp_client_session_cancel(acp_client_session *s)
         acp_transport_flush(s->c->tr); /* now, not at the end of the turn: the user waits */
     /* After session/cancel, pending permission requests MUST be answered `cancelled`; the
      * asks and elicitations of the turn go the same way. */
-    acp_client_perms_cancel(s, false);
-    acp_client_asks_cancel(s->c, s, false);
-    acp_client_elicits_cancel(s->c, s, false);
+    acp_client_pending_cancel(s->c, s, false);
     return rc;
 }
 

@@ -37,8 +37,9 @@ typedef struct fixture {
     acp_client_session *elicit_s;
     json_t *elicit_params;
     acp_client_elicit *held_e;
-    int64_t elicit_op; /* acp_client_op_id of a request-scoped one's call, else -1 */
-    int withdrawn;     /* on_withdrawn calls */
+    int64_t elicit_op;      /* acp_client_op_id of a request-scoped one's call, else -1 */
+    int withdrawn;          /* on_withdrawn calls */
+    bool free_in_withdrawn; /* on_withdrawn replies to (frees) held_e */
     int completes;
     char complete_id[64];
     /* on_ask */
@@ -97,7 +98,12 @@ static void on_withdrawn(acp_client *c, acp_client_session *s, const void *handl
 {
     fixture *f = user;
     f->withdrawn++;
-    if (handle == f->held_e) assert_true(acp_client_elicit_cancelled(f->held_e));
+    if (handle != f->held_e) return;
+    assert_true(acp_client_elicit_cancelled(f->held_e));
+    if (f->free_in_withdrawn) { /* the dialog closes and frees its handle right here */
+        acp_client_elicit_reply(f->held_e, "cancel", NULL);
+        f->held_e = NULL;
+    }
 }
 
 static void on_elicit_complete(acp_client *c, const char *id, json_t *params, void *user)
@@ -965,6 +971,18 @@ static void test_elicitation(void **state)
     assert_int_equal(f->elicits, 9);
     assert_int_equal(f->logs, logs + 4);
     assert_has(f->last_log, "elicitation/create");
+
+    /* A handle freed from inside on_withdrawn, while a cancel walks the pending requests. */
+    done d2 = {.f = f};
+    prompt_begin(f, "[" FORM("hold") "]", &d2);
+    spin_count(f, &f->elicits, 10);
+    f->free_in_withdrawn = true;
+    assert_int_equal(acp_client_session_cancel(f->s), 0);
+    assert_null(f->held_e);
+    out = prompt_end(f, &d2, "cancelled");
+    assert_json(ok_result(out, 0), "{\"action\":\"cancel\"}");
+    json_decref(out);
+    f->free_in_withdrawn = false;
 }
 
 /* Only form mode advertised: a url elicitation is refused without asking anybody. */
