@@ -95,11 +95,8 @@ int acp_client_need(acp_client *c, acp_agent_cap cap, const char *name)
 
 json_t *acp_client_auth_methods(const acp_client *c)
 {
-    static json_t *none;
     json_t *m = json_object_get(c->init, "authMethods");
-    if (json_is_array(m)) return m;
-    if (!none) none = json_array(); /* one immortal empty array */
-    return none;
+    return json_is_array(m) ? m : c->no_methods;
 }
 
 static bool obj_has(json_t *o, const char *k)
@@ -211,10 +208,16 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     if (!c) return ACP_ENOMEM;
     c->opts = *opts;
     int rc = 0;
+    /* Per client, not one static: two clients may live on two threads. */
+    if (!(c->no_methods = json_array())) {
+        free(c);
+        return ACP_ENOMEM;
+    }
     if (opts->transport != ACP_CLIENT_MANUAL) {
         c->loop = opts->loop;
         if (!c->loop) {
             if (uv_loop_init(&c->own_loop)) {
+                json_decref(c->no_methods);
                 free(c);
                 return ACP_ENOMEM;
             }
@@ -294,6 +297,7 @@ static void release(acp_client *c)
 {
     acp_conn_free(c->conn);
     json_decref(c->init);
+    json_decref(c->no_methods);
     json_decref(c->url_open);
     if (c->loop == &c->own_loop) uv_loop_close(&c->own_loop);
     free(c);

@@ -22,6 +22,7 @@ struct acp_client {
     acp_transport *tr;
     acp_client_opts opts; /* callbacks, user and the enabled capabilities */
     json_t *init;         /* initialize result */
+    json_t *no_methods;   /* [], acp_client_auth_methods() when the agent lists none */
     uint32_t caps;        /* bit per acp_agent_cap */
     bool gone;            /* the agent's output ended */
     bool exited;          /* the spawned agent was reaped: exit_code / exit_sig */
