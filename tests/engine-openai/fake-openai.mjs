@@ -171,9 +171,11 @@ export function completionOf(reply, body = {}) {
   };
 }
 
-/** Starts a scripted server. opts: {port (0), models: [ids] ("m" and "m-large"), fallback}. */
+/** Starts a scripted server. opts: {port (0), models: [ids] ("m" and "m-large"), fallback,
+ * upstream (a real server's base URL: every request is forwarded there and recorded)}. */
 export async function startFakeOpenAI(opts = {}) {
   const s = {
+    upstream: opts.upstream ?? null,
     requests: [],
     queue: [],
     keyed: [], // {match, replies}
@@ -292,6 +294,7 @@ export async function startFakeOpenAI(opts = {}) {
         notify();
       });
       notify();
+      if (s.upstream) return proxy(req, res, rec, path, raw);
       if (req.method === "GET" && /\/models$/.test(path)) {
         if (s.modelsStatus !== 200) return send(res, s.modelsStatus, { error: { message: "not found", type: "invalid_request_error", code: s.modelsStatus } });
         return send(res, 200, { object: "list", data: s.models.map((id) => ({ id, object: "model", created: 1764720000, owned_by: "llamacpp" })) });
@@ -310,6 +313,30 @@ export async function startFakeOpenAI(opts = {}) {
     s.sockets.add(sock);
     sock.on("close", () => s.sockets.delete(sock));
   });
+
+  // Live mode: forward to a real server (upstream base URL, e.g. http://127.0.0.1:11434/v1), still
+  // recording the request and seeing the client go away, so the live suite can assert what the model
+  // was sent and that a cancel closed the stream.
+  async function proxy(req, res, rec, path, raw) {
+    const ac = new AbortController();
+    res.on("close", () => ac.abort());
+    const headers = {};
+    for (const h of ["authorization", "content-type", "accept"]) if (req.headers[h]) headers[h] = req.headers[h];
+    try {
+      const up = await fetch(s.upstream.replace(/\/$/, "") + path.replace(/^\/v1/, ""), {
+        method: req.method,
+        headers,
+        body: req.method === "GET" ? undefined : raw,
+        signal: ac.signal,
+      });
+      res.writeHead(up.status, { "Content-Type": up.headers.get("content-type") ?? "application/json" });
+      for await (const chunk of up.body) if (!res.write(chunk)) await new Promise((r) => res.once("drain", r));
+      res.end();
+    } catch (e) {
+      if (!res.headersSent) send(res, 502, { error: { message: `upstream: ${e.message}`, type: "server_error", code: 502 } });
+      else res.destroy();
+    }
+  }
 
   function admin(req, res, path, body) {
     if (path === "/_admin/requests") return send(res, 200, s.requests.map(({ closed, reply, ...r }) => r));
