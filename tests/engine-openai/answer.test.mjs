@@ -60,7 +60,7 @@ test("system prompt file, max_tokens, and the API key: Bearer to the server, nev
   s.on("Who are you?", answer("A test model."));
   const key = "sk-test-4f1d9a0e77c2b3aa5e";
   const sys = file(dir, "system.txt", "You are a terse assistant. SYSTEM-MARKER-91b2.");
-  const a = openaiAgent(t, dir, s, { apiKey: key, args: ["--system-prompt", sys, "--max-tokens", "333", "--log-level", "debug"] });
+  const a = openaiAgent(t, dir, s, { apiKey: key, args: ["--system-prompt", sys, "--max-tokens", "333", "--log-level", "info"] });
   await a.init();
   const sid = await a.newSession(dir);
   const r = await a.prompt(sid, "Who are you?");
