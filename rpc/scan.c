@@ -451,6 +451,28 @@ bool acp_json_member(acp_span obj, const char *key, acp_span *val)
     return walk_object(&s, find_fn, &f, &stopped) && stopped;
 }
 
+bool acp_json_item(acp_span arr, size_t *pos, acp_span *val)
+{
+    const unsigned char *start = (const unsigned char *)arr.p;
+    scanner s = {start + *pos, start + arr.n, 0, ACP_SCAN_MAX_DEPTH, true};
+    if (s.p > s.end) return false;
+    skip_ws(&s);
+    if (*pos == 0) { /* the opening bracket */
+        if (s.p >= s.end || *s.p != '[') return false;
+        s.p++;
+        skip_ws(&s);
+    } else if (s.p < s.end && *s.p == ',') {
+        s.p++;
+        skip_ws(&s);
+    }
+    if (s.p >= s.end || *s.p == ']') return false;
+    const unsigned char *v = s.p;
+    if (!skip_value(&s)) return false;
+    *val = (acp_span){(const char *)v, (size_t)(s.p - v)};
+    *pos = (size_t)(s.p - start);
+    return true;
+}
+
 static bool env_fn(acp_span key, acp_span val, void *ctx)
 {
     acp_envelope *env = ctx;

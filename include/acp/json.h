@@ -109,6 +109,12 @@ int acp_json_validate(const char *s, size_t n, int max_depth);
  * when found. Runs in time linear in the object's text, without allocating. */
 bool acp_json_member(acp_span obj, const char *key, acp_span *val);
 
+/* Iterates the items of `arr`, which must be validated JSON text of an array: start with
+ * *pos = 0; each call sets *val to the exact text of the next item and returns true, or
+ * returns false past the last one (or when arr is not an array). Linear in the array's text
+ * over the whole iteration, without allocating. */
+bool acp_json_item(acp_span arr, size_t *pos, acp_span *val);
+
 /* The JSON type of validated value text: 'o' object, 'a' array, 's' string, 'n' number,
  * 't' true, 'f' false, 'z' null, 0 for empty. */
 char acp_json_kind(acp_span v);

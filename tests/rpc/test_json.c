@@ -123,12 +123,33 @@ static void scanner_finds_members(void **state)
     assert_null(s); /* NUL inside a C string would truncate it silently */
 }
 
+static void scanner_walks_array_items(void **state)
+{
+    const char *arr = " [ {\"a\":[1,2]} , \"x,]\" ,3,[ ]]";
+    acp_span a = {arr, strlen(arr)}, v;
+    const char *want[] = {"{\"a\":[1,2]}", "\"x,]\"", "3", "[ ]"};
+    size_t pos = 0, i = 0;
+    while (acp_json_item(a, &pos, &v)) {
+        assert_true(i < 4);
+        assert_int_equal(v.n, strlen(want[i]));
+        assert_memory_equal(v.p, want[i], v.n);
+        i++;
+    }
+    assert_int_equal(i, 4);
+    assert_false(acp_json_item(a, &pos, &v)); /* stays at the end */
+    pos = 0;
+    assert_false(acp_json_item((acp_span){"[]", 2}, &pos, &v));
+    pos = 0;
+    assert_false(acp_json_item((acp_span){"{}", 2}, &pos, &v)); /* not an array */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(writer_builds_compact_json),  cmocka_unit_test(writer_escapes_exactly),
         cmocka_unit_test(writer_rejects_invalid_utf8), cmocka_unit_test(writer_refuses_misuse),
         cmocka_unit_test(scanner_accepts_and_rejects), cmocka_unit_test(scanner_finds_members),
+        cmocka_unit_test(scanner_walks_array_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,324 @@
+/* The engine callbacks: a session's state is built from its stored history when it opens;
+ * prompts and cancels go to turn.c; the model list (GET /models) and the session title. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/version.h"
+#include "engines/openai/internal.h"
+
+#define MODELS_BODY_MAX (4u << 20)
+#define TITLE_MAX       80
+
+static const acp_mode modes[] = {
+    {"ask", "Ask", "Answers and reads files; no writes or commands"},
+    {"code", "Code", "Reads, writes files and runs commands, asking first"},
+};
+static const acp_config_value mode_values[] = {
+    {.value = "ask",
+     .name = "Ask",
+     .description = "Answers and reads files; no writes or commands"},
+    {.value = "code",
+     .name = "Code",
+     .description = "Reads, writes files and runs commands, asking first"},
+};
+
+static const char title_ask[] =
+    "Propose a short title (at most six words) for a conversation that begins with the request "
+    "below. Answer with the title only, without quotes.\n\n";
+
+/* --- sessions -----------------------------------------------------------------------------------
+ */
+
+static int feed(void *user, int64_t seq, const char *json, size_t n)
+{
+    return openai_history_feed(user, json, n);
+}
+
+static void session_setup(acp_session *s, void *user)
+{
+    openai *oa = user;
+    oa_sess *os = calloc(1, sizeof *os);
+    if (!os) return; /* prompts then answer "out of memory" */
+    os->oa = oa;
+    os->s = s;
+    os->next = 0;
+    if ((os->next_s = oa->sessions)) os->next_s->prev_s = os;
+    oa->sessions = os;
+    acp_session_set_data(s, os);
+    /* The model's context is the stored history: a new session has none (or is not stored
+     * yet: ACP_ENOTFOUND), a loaded or resumed one continues from it. */
+    acp_agent *a = acp_session_agent(s);
+    int64_t last = 0;
+    bool done = false;
+    acp_store_replay(acp_agent_store(a), acp_session_id(s), 0, 0, feed, &os->h, &last, &done);
+    os->titled = openai_history_started(&os->h);
+    if (oa->models) acp_session_set_config_options(s, oa->options, 2);
+}
+
+static void session_free(acp_session *s, void *user)
+{
+    openai *oa = user;
+    oa_sess *os = acp_session_data(s);
+    if (!os) return;
+    oa_turn_stop(os);
+    oa_call_free(&os->chat);
+    oa_call_free(&os->title);
+    openai_history_free(&os->h);
+    openai_tools_free(&os->tools);
+    if (os->prev_s)
+        os->prev_s->next_s = os->next_s;
+    else
+        oa->sessions = os->next_s;
+    if (os->next_s) os->next_s->prev_s = os->prev_s;
+    free(os);
+    acp_session_set_data(s, NULL);
+}
+
+static void prompt(acp_turn *t, const json_t *blocks, void *user)
+{
+    oa_sess *os = acp_session_data(acp_turn_session(t));
+    if (!os) {
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    oa_turn_prompt(os, t, blocks);
+}
+
+static void cancel(acp_turn *t, void *user)
+{
+    oa_sess *os = acp_session_data(acp_turn_session(t));
+    if (os && os->t == t) oa_turn_stop(os); /* aborts the stream: its socket closes next turn */
+    acp_turn_end(t, "cancelled");
+}
+
+/* --- the title
+ * ------------------------------------------------------------------------------------ */
+
+void oa_title_propose(oa_sess *os)
+{
+    if (os->titled || os->oa->o.no_title) return;
+    os->titled = true;
+    /* The first user message: a transcript of tool calls is not what a title needs, and some
+     * servers refuse tool messages in a request that offers no tools. */
+    acp_buf msgs = {0}, body = {0};
+    acp_span all, item, role, content = {0};
+    int rc = acp_buf_putc(&msgs, '[') || openai_history_render(&os->h, &msgs) ||
+             acp_buf_putc(&msgs, ']');
+    all = (acp_span){msgs.data, msgs.len};
+    for (size_t pos = 0; !rc && !content.n && acp_json_item(all, &pos, &item);)
+        if (acp_json_member(item, "role", &role) && acp_json_str_eq(role, "user"))
+            acp_json_member(item, "content", &content);
+    if (!rc && content.n > 2) {
+        int sys = oa_body_begin(os, &body, NULL, false); /* a compaction summary, if any */
+        rc = sys < 0 || (sys && acp_buf_putc(&body, ','));
+        if (!rc) rc = acp_buf_append(&body, "{\"role\":\"user\",\"content\":\"", 27);
+        acp_buf esc = {0};
+        if (!rc) rc = acp_json_escape(&esc, title_ask, strlen(title_ask));
+        if (!rc) rc = acp_buf_append(&body, esc.data + 1, esc.len - 2);
+        /* The request's first 4000 bytes are enough for a title. */
+        char *text = acp_json_strdup(content);
+        size_t n = text ? strlen(text) : 0;
+        if (n > 4000) {
+            n = 4000;
+            while (n && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+        }
+        if (!rc && text) {
+            acp_buf_free(&esc);
+            rc = acp_json_escape(&esc, text, n) || acp_buf_append(&body, esc.data + 1, esc.len - 2);
+        }
+        free(text);
+        acp_buf_free(&esc);
+        if (!rc) rc = acp_buf_append(&body, "\"}", 2) || oa_body_end(os, &body, false);
+        if (rc || oa_request(os, &os->title, OA_TITLE, &body)) acp_buf_free(&body);
+    }
+    acp_buf_free(&msgs);
+}
+
+static bool title_trim(char c)
+{
+    return c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '*' || c == '#' || c == '`' ||
+           c == '.';
+}
+
+void oa_title_answered(oa_sess *os, oa_call *c, int result, long status)
+{
+    if (result || status / 100 != 2 || c->st.error || !acp_buf_cstr(&c->text)) return;
+    char *p = c->text.data;
+    while (*p == '\n' || *p == '\r' || title_trim(*p)) p++;
+    if (!strncasecmp(p, "title:", 6)) p += 6;
+    while (title_trim(*p)) p++;
+    size_t n = strcspn(p, "\r\n");
+    while (n && title_trim(p[n - 1])) n--;
+    if (n > TITLE_MAX) { /* cut on a character boundary */
+        n = TITLE_MAX;
+        while (n && ((unsigned char)p[n] & 0xC0) == 0x80) n--;
+    }
+    if (!n) return;
+    acp_buf u = {0};
+    acp_jw w;
+    acp_jw_init(&w, &u);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "sessionUpdate", "session_info_update");
+    acp_jw_key(&w, "title");
+    acp_jw_strn(&w, p, n);
+    acp_jw_obj_end(&w);
+    if (!acp_jw_status(&w)) acp_session_update_raw(os->s, u.data, u.len, true);
+    acp_buf_free(&u);
+}
+
+/* --- models
+ * --------------------------------------------------------------------------------------- */
+
+static int models_data(acp_http *h, const char *p, size_t n, void *user)
+{
+    openai *oa = user;
+    if (oa->models_body.len + n > MODELS_BODY_MAX) return 1;
+    return acp_buf_append(&oa->models_body, p, n) ? 1 : 0;
+}
+
+/* The `model` option's values: the listed models, the one asked for (--model) first. */
+static int models_set(openai *oa, const json_t *data)
+{
+    size_t n = json_array_size(data), k = 0;
+    acp_config_value *v = calloc(n + 1, sizeof *v);
+    if (!v) return ACP_ENOMEM;
+    if (oa->o.model) v[k++] = (acp_config_value){.value = oa->o.model, .name = oa->o.model};
+    char **ids = calloc(n + 1, sizeof *ids);
+    size_t nid = 0;
+    for (size_t i = 0; ids && i < n; i++) {
+        const char *id = json_string_value(json_object_get(json_array_get(data, i), "id"));
+        bool dup = !id || !*id;
+        for (size_t j = 0; j < k && !dup; j++) dup = !strcmp(v[j].value, id);
+        if (dup || !(ids[nid] = strdup(id))) continue;
+        v[k].value = v[k].name = ids[nid++];
+        k++;
+    }
+    if (!ids || !k) {
+        free(ids);
+        free(v);
+        return ids ? 0 : ACP_ENOMEM;
+    }
+    oa->models = ids;
+    oa->model_values = v;
+    oa->options[1].values = v;
+    oa->options[1].nvalues = k;
+    oa->options[1].default_value = v[0].value;
+    return 0;
+}
+
+static void models_done(acp_http *h, int result, long status, void *user)
+{
+    openai *oa = user;
+    oa->models_req = NULL;
+    json_t *j = NULL;
+    if (!result && status / 100 == 2)
+        j = json_loadb(oa->models_body.data, oa->models_body.len, 0, NULL);
+    acp_buf_free(&oa->models_body);
+    json_t *data = json_object_get(j, "data");
+    if (!oa->models && json_is_array(data) && !models_set(oa, data))
+        for (oa_sess *os = oa->sessions; os; os = os->next_s)
+            acp_session_set_config_options(os->s, oa->options, 2);
+    json_decref(j);
+}
+
+void openai_start(openai *oa)
+{
+    if (!oa->http && !(oa->http = acp_http_client_new(oa->loop))) return;
+    char url[2048], *auth = NULL;
+    snprintf(url, sizeof url, "%s/models", oa->o.base_url);
+    if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0) return;
+    const char *headers[] = {"Accept: application/json", auth, NULL};
+    static const acp_http_cbs cbs = {.on_data = models_data, .on_done = models_done};
+    oa->models_req = acp_http_start(oa->http, "GET", url, headers, NULL, 0, &cbs, oa);
+    if (auth) {
+        explicit_bzero(auth, strlen(auth));
+        free(auth);
+    }
+}
+
+/* --- the engine
+ * ----------------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int openai_new(uv_loop_t *loop, const openai_opts *o, openai **out)
+{
+    const char *base = o->base_url ? o->base_url : "http://127.0.0.1:11434/v1";
+    if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8)) return ACP_EINVAL;
+    openai *oa = calloc(1, sizeof *oa);
+    if (!oa) return ACP_ENOMEM;
+    oa->loop = loop;
+    oa->o = *o;
+    oa->o.base_url = strdup(base);
+    oa->o.model = dup_or_null(o->model);
+    oa->o.api_key = dup_or_null(o->api_key);
+    oa->o.system_prompt = dup_or_null(o->system_prompt);
+    if (!oa->o.max_turns) oa->o.max_turns = 25;
+    if (!oa->o.context_tokens) oa->o.context_tokens = 32768;
+    if (!oa->o.base_url || (o->model && !oa->o.model) || (o->api_key && !oa->o.api_key) ||
+        (o->system_prompt && !oa->o.system_prompt)) {
+        openai_free(oa, NULL, NULL);
+        return ACP_ENOMEM;
+    }
+    char *b = (char *)oa->o.base_url;
+    for (size_t n = strlen(b); n > 0 && b[n - 1] == '/'; n--) b[n - 1] = '\0';
+    /* Until GET /models answers, the one model is the one asked for (or the server's own,
+     * which llama-server uses whatever the name). */
+    oa->default_model = (acp_config_value){.value = oa->o.model ? oa->o.model : "default",
+                                           .name = oa->o.model ? oa->o.model : "Server default"};
+    oa->options[0] = (acp_config_option){.id = "mode",
+                                         .name = "Mode",
+                                         .category = "mode",
+                                         .values = mode_values,
+                                         .nvalues = 2,
+                                         .default_value = "code"};
+    oa->options[1] = (acp_config_option){.id = "model",
+                                         .name = "Model",
+                                         .category = "model",
+                                         .values = &oa->default_model,
+                                         .nvalues = 1};
+    *out = oa;
+    return 0;
+}
+
+void openai_engine(openai *oa, acp_engine *e)
+{
+    *e = (acp_engine){.name = "acp-agent",
+                      .title = "libacp agent (openai engine)",
+                      .version = ACP_VERSION_STRING,
+                      .embedded_context = true,
+                      .modes = modes,
+                      .nmodes = 2,
+                      .default_mode = "code",
+                      .config_options = oa->options,
+                      .nconfig_options = 2,
+                      .session_setup = session_setup,
+                      .prompt = prompt,
+                      .cancel = cancel,
+                      .session_free = session_free,
+                      .user = oa};
+}
+
+void openai_free(openai *oa, void (*done)(void *user), void *user)
+{
+    if (oa->models_req) acp_http_abort(oa->models_req);
+    acp_buf_free(&oa->models_body);
+    for (char **m = oa->models; m && *m; m++) free(*m);
+    free(oa->models);
+    free(oa->model_values);
+    if (oa->o.api_key) explicit_bzero((char *)oa->o.api_key, strlen(oa->o.api_key));
+    free((char *)oa->o.api_key);
+    free((char *)oa->o.base_url);
+    free((char *)oa->o.model);
+    free((char *)oa->o.system_prompt);
+    acp_http_client *http = oa->http;
+    free(oa);
+    if (http)
+        acp_http_client_close(http, done, user);
+    else if (done)
+        done(user);
+}
