@@ -164,7 +164,7 @@ int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history)
     acp_jw_obj_end(&w);
     if (oa->o.max_tokens) acp_jw_kint(&w, "max_tokens", oa->o.max_tokens);
     if (acp_jw_status(&w)) return acp_jw_status(&w);
-    if (acp_buf_append(b, ",\"messages\":[", 13)) return ACP_ENOMEM;
+    if (acp_buf_append(b, ",\"messages\":[", strlen(",\"messages\":["))) return ACP_ENOMEM;
     int sys = openai_history_render_system(&os->h, system, b);
     if (sys < 0) return sys;
     if (!history) return sys;
@@ -180,7 +180,7 @@ int oa_body_end(oa_sess *os, acp_buf *b, bool tools)
 {
     int rc = acp_buf_putc(b, ']');
     if (tools && os->tools.n) {
-        rc |= acp_buf_append(b, ",\"tools\":", 9);
+        rc |= acp_buf_append(b, ",\"tools\":", strlen(",\"tools\":"));
         rc |= acp_buf_append(b, os->tools.json.data, os->tools.json.len);
     }
     rc |= acp_buf_putc(b, '}');

@@ -23,9 +23,12 @@ static const acp_config_value mode_values[] = {
      .description = "Reads, writes files and runs commands, asking first"},
 };
 
+static const char user_open[] = "{\"role\":\"user\",\"content\":\"";
 static const char title_ask[] =
     "Propose a short title (at most six words) for a conversation that begins with the request "
     "below. Answer with the title only, without quotes.\n\n";
+
+static void models_fetch(openai *oa);
 
 /* --- sessions -----------------------------------------------------------------------------------
  */
@@ -53,7 +56,10 @@ static void session_setup(acp_session *s, void *user)
     bool done = false;
     acp_store_replay(acp_agent_store(a), acp_session_id(s), 0, 0, feed, &os->h, &last, &done);
     os->titled = openai_history_started(&os->h);
-    if (oa->models) acp_session_set_config_options(s, oa->options, 2);
+    if (oa->models)
+        acp_session_set_config_options(s, oa->options, 2);
+    else
+        models_fetch(oa); /* the server was down at start, perhaps: the list comes as an update */
 }
 
 static void session_free(acp_session *s, void *user)
@@ -112,7 +118,7 @@ void oa_title_propose(oa_sess *os)
     if (!rc && content.n > 2) {
         int sys = oa_body_begin(os, &body, NULL, false); /* a compaction summary, if any */
         rc = sys < 0 || (sys && acp_buf_putc(&body, ','));
-        if (!rc) rc = acp_buf_append(&body, "{\"role\":\"user\",\"content\":\"", 27);
+        if (!rc) rc = acp_buf_append(&body, user_open, strlen(user_open));
         acp_buf esc = {0};
         if (!rc) rc = acp_json_escape(&esc, title_ask, strlen(title_ask));
         if (!rc) rc = acp_buf_append(&body, esc.data + 1, esc.len - 2);
@@ -220,11 +226,14 @@ static void models_done(acp_http *h, int result, long status, void *user)
         for (oa_sess *os = oa->sessions; os; os = os->next_s)
             acp_session_set_config_options(os->s, oa->options, 2);
     json_decref(j);
+    void (*ready)(void *) = oa->ready;
+    oa->ready = NULL;
+    if (ready) ready(oa->ready_user);
 }
 
-void openai_start(openai *oa)
+static void models_fetch(openai *oa)
 {
-    if (!oa->http && !(oa->http = acp_http_client_new(oa->loop))) return;
+    if (oa->models_req || (!oa->http && !(oa->http = acp_http_client_new(oa->loop)))) return;
     char url[2048], *auth = NULL;
     snprintf(url, sizeof url, "%s/models", oa->o.base_url);
     if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0) return;
@@ -234,6 +243,17 @@ void openai_start(openai *oa)
     if (auth) {
         explicit_bzero(auth, strlen(auth));
         free(auth);
+    }
+}
+
+void openai_start(openai *oa, void (*ready)(void *user), void *user)
+{
+    oa->ready = ready;
+    oa->ready_user = user;
+    models_fetch(oa);
+    if (!oa->models_req) {
+        oa->ready = NULL;
+        if (ready) ready(user);
     }
 }
 

@@ -22,6 +22,8 @@ struct openai {
     acp_http_client *http;
     acp_http *models_req;
     acp_buf models_body;
+    void (*ready)(void *user); /* openai_start's */
+    void *ready_user;
     char **models; /* from GET /models, NULL-terminated; NULL: not (yet) listed */
     oa_sess *sessions;
     acp_config_value *model_values; /* the listed models' (names borrowed from models) */

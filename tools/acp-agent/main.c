@@ -151,6 +151,16 @@ static int openai_arg(const char *a, const char *v, openai_opts *o, const char *
     return 1;
 }
 
+static void models_ready(void *user)
+{
+    *(bool *)user = true;
+}
+
+static void models_waited(uv_timer_t *t)
+{
+    models_ready(t->data);
+}
+
 int main(int argc, char **argv)
 {
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
@@ -264,7 +274,18 @@ int main(int argc, char **argv)
     acp_agent *a = NULL;
     int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
     if (!rc && !oa) rc = echo_serve(a);
-    if (!rc && oa) openai_start(oa);
+    bool models_in = false; /* main's: openai_start's callback may come after the wait */
+    if (!rc && oa) {
+        /* The model list belongs in the first session's result: wait for GET /models, but
+         * not long (an unreachable server is told at the first prompt). */
+        uv_timer_t wait;
+        uv_timer_init(&loop, &wait);
+        wait.data = &models_in;
+        uv_timer_start(&wait, models_waited, 2000, 0);
+        openai_start(oa, models_ready, &models_in);
+        while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
+        uv_close((uv_handle_t *)&wait, NULL);
+    }
     if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
     if (rc) {
         fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
