@@ -164,7 +164,7 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
         return;
     }
     if (!option || strcmp(option, "allow")) {
-        fail(os, "The user did not allow this.");
+        fail(os, "Permission denied: the user rejected this.");
         return;
     }
     acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress"});
@@ -231,7 +231,7 @@ static void next(oa_sess *os)
     }
     oa_tool *x = &os->calls[os->next];
     if (!x->def) {
-        fail(os, "There is no tool named '%s'. The tools are those listed in the request.", x->fn);
+        fail(os, "Unknown tool '%s': no such tool is offered; use one of the tools listed.", x->fn);
         return;
     }
     if (x->bad_args) {
@@ -343,10 +343,13 @@ void oa_exec_begin(oa_sess *os)
         } else {
             json_incref(raw);
         }
+        /* The model's own id goes back to it with the result (stored, for a load too). */
+        json_t *meta = c->id ? json_pack("{s{ss}}", "openai", "toolCallId", c->id) : NULL;
         char title[512];
-        acp_tool_info info = {.title = title, .name = x->fn, .raw_input = raw};
+        acp_tool_info info = {.title = title, .name = x->fn, .raw_input = raw, .meta = meta};
         describe(os, x, &info, title, sizeof title);
         int rc = acp_tool_call_begin(os->t, &info, &x->tc);
+        json_decref(meta);
         char *text = raw ? json_dumps(raw, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
         json_decref(raw);
         if (rc) {
@@ -357,7 +360,7 @@ void oa_exec_begin(oa_sess *os)
             return;
         }
         acp_span in = text ? (acp_span){text, strlen(text)} : (acp_span){"{}", 2};
-        openai_history_call(&os->h, acp_tool_call_id(x->tc), x->fn, in);
+        openai_history_call(&os->h, acp_tool_call_id(x->tc), c->id, x->fn, in);
         free(text);
     }
     next(os);

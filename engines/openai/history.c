@@ -53,7 +53,7 @@ static int render_cur(const openai_history *h, acp_buf *out, bool *wrote)
         rc |= acp_buf_putc(out, '}');
         for (size_t i = 0; i < h->nres; i++) {
             rc |= put_str(out, ",{\"role\":\"tool\",\"tool_call_id\":");
-            rc |= acp_json_escape(out, h->res[i].id, strlen(h->res[i].id));
+            rc |= acp_json_escape(out, h->res[i].wire_id, strlen(h->res[i].wire_id));
             rc |= put_str(out, ",\"content\":\"");
             if (h->res[i].has)
                 rc |= acp_buf_append(out, h->res[i].text.data, h->res[i].text.len);
@@ -70,6 +70,7 @@ static void clear_cur(openai_history *h)
 {
     for (size_t i = 0; i < h->nres; i++) {
         free(h->res[i].id);
+        free(h->res[i].wire_id);
         acp_buf_free(&h->res[i].text);
     }
     h->nres = 0;
@@ -163,7 +164,8 @@ int openai_history_assistant_text(openai_history *h, const char *text, size_t n)
     return put_plain(&h->content, text, n);
 }
 
-int openai_history_call(openai_history *h, const char *id, const char *name, acp_span raw_input)
+int openai_history_call(openai_history *h, const char *id, const char *wire_id, const char *name,
+                        acp_span raw_input)
 {
     if (assistant(h)) return ACP_ENOMEM;
     if (h->nres == h->capres) {
@@ -175,12 +177,16 @@ int openai_history_call(openai_history *h, const char *id, const char *name, acp
     }
     openai_result *r = &h->res[h->nres];
     memset(r, 0, sizeof *r);
-    if (!(r->id = strdup(id))) return ACP_ENOMEM;
+    if (!wire_id || !*wire_id) wire_id = id;
+    if (!(r->id = strdup(id)) || !(r->wire_id = strdup(wire_id))) {
+        free(r->id);
+        return ACP_ENOMEM;
+    }
     h->nres++;
     int rc = 0;
     if (h->calls.len) rc |= acp_buf_putc(&h->calls, ',');
     rc |= put_str(&h->calls, "{\"id\":");
-    rc |= acp_json_escape(&h->calls, id, strlen(id));
+    rc |= acp_json_escape(&h->calls, wire_id, strlen(wire_id));
     rc |= put_str(&h->calls, ",\"type\":\"function\",\"function\":{\"name\":");
     rc |= acp_json_escape(&h->calls, name, strlen(name));
     rc |= put_str(&h->calls, ",\"arguments\":");
@@ -286,12 +292,16 @@ int openai_history_feed(openai_history *h, const char *json, size_t n)
         return rc;
     }
     if (acp_json_str_eq(kind, "tool_call")) {
-        char *id = member_str(u, "toolCallId"), *name = member_str(u, "name");
-        acp_span raw = {0};
+        char *id = member_str(u, "toolCallId"), *name = member_str(u, "name"), *wire = NULL;
+        acp_span raw = {0}, meta, ours;
         acp_json_member(u, "rawInput", &raw);
-        int rc = id && name ? openai_history_call(h, id, name, raw) : 0;
+        if (acp_json_member(u, "_meta", &meta) && acp_json_kind(meta) == 'o' &&
+            acp_json_member(meta, "openai", &ours) && acp_json_kind(ours) == 'o')
+            wire = member_str(ours, "toolCallId");
+        int rc = id && name ? openai_history_call(h, id, wire, name, raw) : 0;
         free(id);
         free(name);
+        free(wire);
         return rc;
     }
     if (acp_json_str_eq(kind, "tool_call_update")) {

@@ -12,8 +12,9 @@
  *     other blocks as "[image]", "[audio]").
  *   - agent_message_chunk: assistant text; thoughts are not sent back.
  *   - tool_call with a `name` (the function name the model used; calls of other engines have
- *     none and are left out): a tool call of the current assistant message, id = toolCallId,
- *     arguments = rawInput (a JSON string as is, anything else as its JSON text).
+ *     none and are left out): a tool call of the current assistant message, its id the one the
+ *     model gave it (_meta.openai.toolCallId; some servers insist on their own id format), else
+ *     the toolCallId; arguments = rawInput (a JSON string as is, anything else as its JSON text).
  *   - tool_call_update completed/failed: the tool message for that call, its text the text
  *     content items joined by "\n" ("Error: " first when failed). A call with no final update
  *     gets "(no result)": the API refuses a tool call without its tool message.
@@ -32,8 +33,9 @@
 enum openai_msg { OPENAI_MSG_NONE, OPENAI_MSG_USER, OPENAI_MSG_ASSISTANT };
 
 typedef struct openai_result {
-    char *id;     /* owned */
-    acp_buf text; /* escaped; empty until the result arrived */
+    char *id;      /* the toolCallId (owned) */
+    char *wire_id; /* the id the model gave the call, sent back to it (owned) */
+    acp_buf text;  /* escaped; empty until the result arrived */
     bool has;
 } openai_result;
 
@@ -58,9 +60,11 @@ typedef struct openai_history {
 int openai_history_user_block(openai_history *h, const char *mid, acp_span block);
 /* Assistant text, plain UTF-8 (escaped here). */
 int openai_history_assistant_text(openai_history *h, const char *text, size_t n);
-/* A tool call of the assistant message: id and name plain, raw_input JSON text (the rawInput
- * stored with the call). 0 or ACP_ENOMEM. */
-int openai_history_call(openai_history *h, const char *id, const char *name, acp_span raw_input);
+/* A tool call of the assistant message: its toolCallId, the model's own id for it (NULL: none),
+ * the function name, and raw_input, the JSON text of the rawInput stored with the call.
+ * 0 or ACP_ENOMEM. */
+int openai_history_call(openai_history *h, const char *id, const char *wire_id, const char *name,
+                        acp_span raw_input);
 /* The result of call id from the content array (ToolCallContent[] JSON text) stored when it
  * finished. Unknown ids are ignored. 0 or ACP_ENOMEM. */
 int openai_history_result(openai_history *h, const char *id, bool failed, acp_span content);
