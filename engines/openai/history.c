@@ -320,11 +320,24 @@ int openai_history_feed(openai_history *h, const char *json, size_t n)
     return 0;
 }
 
+int openai_history_render_done(const openai_history *h, acp_buf *out)
+{
+    int rc = 0;
+    if (h->summary.len) {
+        rc |= put_str(out, "{\"role\":\"user\",\"content\":\"");
+        rc |= acp_buf_append(out, h->summary.data, h->summary.len);
+        rc |= put_str(out, "\"}");
+        if (h->ndone) rc |= acp_buf_putc(out, ',');
+    }
+    rc |= acp_buf_append(out, h->done.data, h->done.len);
+    return rc ? ACP_ENOMEM : 0;
+}
+
 int openai_history_render(const openai_history *h, acp_buf *out)
 {
-    if (acp_buf_append(out, h->done.data, h->done.len)) return ACP_ENOMEM;
+    if (openai_history_render_done(h, out)) return ACP_ENOMEM;
     size_t at = out->len;
-    if (h->ndone && acp_buf_putc(out, ',')) return ACP_ENOMEM;
+    if ((h->ndone || h->summary.len) && acp_buf_putc(out, ',')) return ACP_ENOMEM;
     bool wrote;
     if (render_cur(h, out, &wrote)) return ACP_ENOMEM;
     if (!wrote) out->len = at;
@@ -334,14 +347,12 @@ int openai_history_render(const openai_history *h, acp_buf *out)
 int openai_history_render_system(const openai_history *h, const char *system, acp_buf *out)
 {
     bool sys = system && *system;
-    if (!sys && !h->summary.len) return 0;
+    if (!sys) return 0;
     int rc = put_str(out, "{\"role\":\"system\",\"content\":\"");
-    if (sys) rc |= put_plain(out, system, strlen(system));
-    if (h->summary.len) {
-        if (sys) rc |= put_str(out, "\\n\\n");
-        rc |= put_str(out, "Summary of the earlier conversation:\\n");
-        rc |= acp_buf_append(out, h->summary.data, h->summary.len);
-    }
+    rc |= put_plain(out, system, strlen(system));
+    if (h->summary.len)
+        rc |= put_str(out, "\\n\\nThe first message condenses the earlier part of this "
+                           "conversation.");
     rc |= put_str(out, "\"}");
     return rc ? ACP_ENOMEM : 1;
 }

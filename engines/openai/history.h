@@ -19,8 +19,8 @@
  *     content items joined by "\n" ("Error: " first when failed). A call with no final update
  *     gets "(no result)": the API refuses a tool call without its tool message.
  *   - a completed compaction: its summary stands for every message before it (the user message
- *     being built stays); openai_history_render puts it in the system message, so roles still
- *     alternate for chat templates that insist.
+ *     being built stays): it is the first message, from the user (as Codex and Claude Code send
+ *     theirs), and the system message says so.
  * Text is kept as escaped JSON string content, so rendering a request is concatenation. */
 #ifndef ACP_ENGINES_OPENAI_HISTORY_H
 #define ACP_ENGINES_OPENAI_HISTORY_H
@@ -74,10 +74,13 @@ int openai_history_compacted(openai_history *h, const char *summary, size_t n);
 int openai_history_feed(openai_history *h, const char *json, size_t n);
 
 /* Appends the messages, comma-joined (the inside of "messages":[...] after the system
- * message), to out: finished ones and the one being built. 0 or ACP_ENOMEM. */
+ * message), to out: the compaction summary, the finished ones and the one being built.
+ * 0 or ACP_ENOMEM. */
 int openai_history_render(const openai_history *h, acp_buf *out);
-/* Appends the system message: system (plain, may be NULL) and the compaction summary. Nothing
- * when both are empty. Returns whether it wrote one, or ACP_ENOMEM. */
+/* The same without the message being built (what a compaction summarises). */
+int openai_history_render_done(const openai_history *h, acp_buf *out);
+/* Appends the system message: system (plain; NULL or empty: none), with a sentence on the
+ * summary when there is one. Returns whether it wrote one, or ACP_ENOMEM. */
 int openai_history_render_system(const openai_history *h, const char *system, acp_buf *out);
 /* Bytes of message text held (for the context estimate: about 4 per token). */
 size_t openai_history_bytes(const openai_history *h);

@@ -123,8 +123,7 @@ static bool compact(oa_sess *os)
     if (!os->h.ndone || context_estimate(os) * 4 < window * 3) return false;
     acp_buf body = {0};
     int rc = oa_body_begin(os, &body, summary_system, false) < 0; /* writes the system message */
-    if (!rc)
-        rc = acp_buf_putc(&body, ',') || acp_buf_append(&body, os->h.done.data, os->h.done.len);
+    if (!rc) rc = acp_buf_putc(&body, ',') || openai_history_render_done(&os->h, &body);
     if (!rc)
         rc = acp_buf_putc(&body, ',') || acp_buf_append(&body, summary_ask, strlen(summary_ask));
     if (!rc) rc = oa_body_end(os, &body, false);
