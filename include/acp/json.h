@@ -109,6 +109,12 @@ int acp_json_validate(const char *s, size_t n, int max_depth);
  * when found. Runs in time linear in the object's text, without allocating. */
 bool acp_json_member(acp_span obj, const char *key, acp_span *val);
 
+/* Several members of `obj` (validated JSON text of an object) in one pass: vals[i] is set to the
+ * text of the first member keys[i], or {NULL, 0} when there is none. Returns how many keys were
+ * found; n at most 64 (keys past it are not looked for). For text read on a hot path, where one
+ * acp_json_member() walk per key would cost more than the rest of the work. */
+size_t acp_json_members(acp_span obj, const char *const *keys, size_t n, acp_span *vals);
+
 /* Iterates the items of `arr`, which must be validated JSON text of an array: start with
  * *pos = 0; each call sets *val to the exact text of the next item and returns true, or
  * returns false past the last one (or when arr is not an array). Linear in the array's text
