@@ -6,9 +6,6 @@
 
 #include "acp/error.h"
 
-/* The deepest chunk a server sends is choices[].delta.tool_calls[].function.arguments: 6. */
-#define CHUNK_MAX_DEPTH 64
-
 static int on_event(void *user, const char *event, const char *data, size_t n);
 
 void openai_stream_init(openai_stream *st, int (*on_text)(void *, bool, const char *, size_t),
@@ -149,9 +146,8 @@ static int on_event(void *user, const char *event, const char *data, size_t n)
     static const char *const delta_keys[] = {"content", "reasoning_content", "reasoning",
                                              "tool_calls"};
     acp_span chunk = {data, n}, top[3], ch[2], d[4], choice, v;
-    if (acp_json_validate(data, n, CHUNK_MAX_DEPTH) || acp_json_kind(chunk) != 'o')
+    if (acp_json_members(chunk, top_keys, 3, top) < 0) /* validates the chunk as it goes */
         return fail(st, "the model server sent an event that is not a JSON object");
-    acp_json_members(chunk, top_keys, 3, top);
     if (top[2].p && acp_json_kind(top[2]) != 'z') {
         acp_span msg;
         free(st->error);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/error.h"
 #include "acp/json.h"
 
 static char *written(acp_buf *b)
@@ -134,6 +135,12 @@ static void scanner_finds_several_members(void **state)
     assert_int_equal(v[1].n, 1); /* the first "a" */
     assert_memory_equal(v[1].p, "1", 1);
     assert_null(v[2].p);
+    /* untrusted text is validated whole, past the members it found */
+    const char *bad[] = {"{\"c\":1,\"a\":2,\"x\":[1,}", "{\"a\":1} x", "[1]", "{\"a\":\"\xff\"}",
+                         "{\"a\":1,}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(acp_json_members((acp_span){bad[i], strlen(bad[i])}, keys, 3, v),
+                         ACP_EINVAL);
 }
 
 static void scanner_walks_array_items(void **state)
