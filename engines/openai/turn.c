@@ -190,6 +190,14 @@ static void compacted(oa_sess *os, oa_call *c, int result, long status)
                 openai_history_compacted(&os->h, c->text.data, c->text.len);
                 os->used = 0;
                 usage_update(os, context_estimate(os));
+                /* A client without session.compaction saw nothing of it: a thought says so (not
+                 * a message, which would become part of the model's context). */
+                if (!acp_agent_client_has(acp_session_agent(os->s), "session.compaction")) {
+                    static const char note[] = "Compacted the earlier conversation into a summary.";
+                    char tid[48];
+                    acp_agent_new_id("thk_", tid);
+                    acp_turn_text(os->t, "agent_thought_chunk", tid, note, sizeof note - 1);
+                }
             }
         }
         acp_buf_free(&u);
