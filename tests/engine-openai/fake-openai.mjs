@@ -33,6 +33,9 @@
 // first request that matches (received or future); server.waitAborted() with the first request
 // the client gave up on.
 //
+// With opts.upstream (a real server's base URL: make test-live) every request is forwarded there
+// instead, still recorded, and a client that goes away aborts the upstream request too.
+//
 // As a program (for curl, the benchmark, a person): `node fake-openai.mjs [--port N] [--tokens N]`
 // prints `listening http://127.0.0.1:PORT/v1` and serves a plain answer, or with --tokens N one of
 // N tokens streamed as fast as the socket takes them. Admin endpoints: GET /_admin/requests (the
