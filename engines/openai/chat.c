@@ -28,13 +28,16 @@ static int on_data(acp_http *h, const char *p, size_t n, void *user)
 {
     oa_call *c = user;
     long status = acp_http_status(h);
+    int rc;
     if (status < 200 || status > 299) { /* an error's body: kept for its message */
         size_t room = OA_ERRBODY_MAX - c->text.len;
-        return acp_buf_append(&c->text, p, n < room ? n : room) ? 1 : 0;
+        rc = acp_buf_append(&c->text, p, n < room ? n : room);
+    } else {
+        rc = openai_stream_feed(&c->st, p, n);
     }
-    int rc = openai_stream_feed(&c->st, p, n);
     if (!rc) return 0;
-    /* A malformed stream, or the turn could not take the text: this exchange is over. */
+    /* A malformed stream, no memory, or the turn could not take the text: this exchange is
+     * over, and is answered here (an exchange aborted from on_data gets no on_done). */
     acp_http_abort(h);
     c->h = NULL;
     if (!c->st.error)
@@ -48,7 +51,10 @@ static int start(oa_call *c);
 static void on_retry(uv_timer_t *t)
 {
     oa_call *c = t->data;
-    if (start(c)) answered(c, 0, 0);
+    if (start(c)) {
+        if (!c->st.error) c->st.error = strdup("the request could not be sent again");
+        answered(c, -1, 0);
+    }
 }
 
 /* 429 and 503 are retried (before anything streamed) after the server's Retry-After (seconds,

@@ -226,11 +226,12 @@ void oa_turn_answered(oa_sess *os, oa_call *c, int result, long status)
         return;
     }
     const char *base = os->oa->o.base_url;
+    const char *why = c->st.error ? c->st.error : "out of memory";
     if (result) {
         if (c->streamed)
-            oa_turn_say(os, "\n\nThe model server's stream broke off: %s", c->st.error);
+            oa_turn_say(os, "\n\nThe model server's stream broke off: %s", why);
         else
-            oa_turn_say(os, "Cannot reach the model server at %s: %s", base, c->st.error);
+            oa_turn_say(os, "Cannot reach the model server at %s: %s", base, why);
         oa_turn_end(os, "end_turn");
         return;
     }
