@@ -226,13 +226,19 @@ int openai_history_result(openai_history *h, const char *id, bool failed, acp_sp
     return rc ? ACP_ENOMEM : 0;
 }
 
-int openai_history_compacted(openai_history *h, const char *summary, size_t n)
+/* Forgets what a compaction summarised: every message before it but the prompt that
+ * triggered it (the one being built, if it is the user's). */
+static void summarised(openai_history *h)
 {
-    /* The prompt that triggered the compaction is not part of what it summarised. */
     if (h->cur != OPENAI_MSG_USER) clear_cur(h);
     h->done.len = 0;
     h->ndone = 0;
     h->summary.len = 0;
+}
+
+int openai_history_compacted(openai_history *h, const char *summary, size_t n)
+{
+    summarised(h);
     return put_plain(&h->summary, summary, n);
 }
 
@@ -257,15 +263,11 @@ static int feed_compaction(openai_history *h, acp_span u, bool chunk)
     if (chunk) {
         if (acp_json_member(u, "content", &v) && acp_json_kind(v) == 'o' &&
             acp_json_member(v, "text", &t) && acp_json_kind(t) == 's')
-            return acp_buf_append(&h->cmp_text, t.p + 1, t.n - 2) ? ACP_ENOMEM : 0;
+            return put_lit(&h->cmp_text, t) ? ACP_ENOMEM : 0; /* kept escaped, as the summary */
         return 0;
     }
     if (!acp_json_member(u, "status", &v) || !acp_json_str_eq(v, "completed")) return 0;
-    /* The summary is escaped already: it goes in as is. */
-    if (h->cur != OPENAI_MSG_USER) clear_cur(h);
-    h->done.len = 0;
-    h->ndone = 0;
-    h->summary.len = 0;
+    summarised(h);
     int rc = acp_buf_append(&h->summary, h->cmp_text.data, h->cmp_text.len);
     h->cmp_text.len = 0;
     return rc ? ACP_ENOMEM : 0;
