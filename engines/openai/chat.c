@@ -182,12 +182,13 @@ int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history)
     return 0;
 }
 
-int oa_body_end(oa_sess *os, acp_buf *b, bool tools)
+int oa_body_end(oa_sess *os, acp_buf *b, bool tools, const char *tool_choice)
 {
     int rc = acp_buf_putc(b, ']');
     if (tools && os->tools.n) {
         rc |= acp_buf_append(b, ",\"tools\":", strlen(",\"tools\":"));
         rc |= acp_buf_append(b, os->tools.json.data, os->tools.json.len);
+        if (tool_choice) rc |= acp_buf_printf(b, ",\"tool_choice\":\"%s\"", tool_choice);
     }
     rc |= acp_buf_putc(b, '}');
     return rc ? ACP_ENOMEM : 0;

@@ -135,7 +135,7 @@ void oa_title_propose(oa_sess *os)
         }
         free(text);
         acp_buf_free(&esc);
-        if (!rc) rc = acp_buf_append(&body, "\"}", 2) || oa_body_end(os, &body, false);
+        if (!rc) rc = acp_buf_append(&body, "\"}", 2) || oa_body_end(os, &body, false, NULL);
         if (rc || oa_request(os, &os->title, OA_TITLE, &body)) acp_buf_free(&body);
     }
     acp_buf_free(&msgs);

@@ -92,8 +92,9 @@ void oa_call_free(oa_call *c);
  * compaction summary) and, with history, the whole message list. Without history it returns
  * 1 when it wrote the system message (the next message needs a comma), else 0; ACP_ENOMEM. */
 int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history);
-/* Closes the messages and the body, with the round's tools when asked. */
-int oa_body_end(oa_sess *os, acp_buf *b, bool tools);
+/* Closes the messages and the body, with the round's tools when asked, and tool_choice (a
+ * plain word; NULL: not sent, the server's default). */
+int oa_body_end(oa_sess *os, acp_buf *b, bool tools, const char *tool_choice);
 
 /* turn.c: the turn is os->t, NULL when none runs. */
 void oa_turn_prompt(oa_sess *os, acp_turn *t, const json_t *blocks);

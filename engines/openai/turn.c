@@ -85,7 +85,9 @@ static uint64_t context_estimate(oa_sess *os)
     return est > os->used ? est : os->used;
 }
 
-void oa_turn_round(oa_sess *os)
+/* The tools the model is offered now: the client's file and terminal methods (as advertised,
+ * and no writes or commands in mode ask) and the session's ready MCP tools. */
+static int offer_tools(oa_sess *os)
 {
     acp_session *s = os->s;
     acp_agent *a = acp_session_agent(s);
@@ -100,14 +102,22 @@ void oa_turn_round(oa_sess *os)
         rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_RUN);
     rc |= openai_tools_add_set(&os->tools, acp_session_mcp(s));
     rc |= openai_tools_json(&os->tools, acp_session_mcp(s));
+    return rc ? ACP_ENOMEM : 0;
+}
+
+void oa_turn_round(oa_sess *os)
+{
+    int rc = offer_tools(os);
     char *system = system_text(os);
     acp_buf body = {0};
-    if (!rc && system) rc = oa_body_begin(os, &body, system, true);
-    if (!rc && system) rc = oa_body_end(os, &body, true);
+    if (!rc && !system) rc = ACP_ENOMEM;
+    if (!rc) rc = oa_body_begin(os, &body, system, true);
+    if (!rc) rc = oa_body_end(os, &body, true, NULL);
     free(system);
     acp_agent_new_id("msg_", os->mid);
     acp_agent_new_id("thk_", os->tid);
-    if (rc || !system || oa_request(os, &os->chat, OA_CHAT, &body)) {
+    if (!rc) rc = oa_request(os, &os->chat, OA_CHAT, &body);
+    if (rc) {
         acp_buf_free(&body);
         oa_turn_say(os, "Could not send the request to the model server (%s).",
                     rc == ACP_EIO ? "libcurl is not available" : "out of memory");
@@ -121,12 +131,15 @@ static bool compact(oa_sess *os)
 {
     uint64_t window = os->oa->o.context_tokens;
     if (!os->h.ndone || context_estimate(os) * 4 < window * 3) return false;
+    /* The tools go along unusable (tool_choice none): the history has calls to them, and a
+     * strict server refuses tool calls of tools the request does not define. */
+    if (offer_tools(os)) return false;
     acp_buf body = {0};
     int rc = oa_body_begin(os, &body, summary_system, false) < 0; /* writes the system message */
     if (!rc) rc = acp_buf_putc(&body, ',') || openai_history_render_done(&os->h, &body);
     if (!rc)
         rc = acp_buf_putc(&body, ',') || acp_buf_append(&body, summary_ask, strlen(summary_ask));
-    if (!rc) rc = oa_body_end(os, &body, false);
+    if (!rc) rc = oa_body_end(os, &body, true, "none");
     if (rc || oa_request(os, &os->chat, OA_SUMMARY, &body)) {
         acp_buf_free(&body);
         return false;
