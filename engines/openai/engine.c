@@ -49,6 +49,9 @@ static void session_setup(acp_session *s, void *user)
     if ((os->next_s = oa->sessions)) os->next_s->prev_s = os;
     oa->sessions = os;
     acp_session_set_data(s, os);
+    /* One tool result may take a quarter of the window (4 bytes a token): a whole log file
+     * read once must not fill every later request, nor stop the summary that would fix it. */
+    os->h.result_max = oa->o.context_tokens;
     /* The model's context is the stored history: a new session has none (or is not stored
      * yet: ACP_ENOTFOUND), a loaded or resumed one continues from it. */
     acp_agent *a = acp_session_agent(s);

@@ -200,6 +200,25 @@ int openai_history_call(openai_history *h, const char *id, const char *wire_id, 
     return rc ? ACP_ENOMEM : 0;
 }
 
+/* The longest prefix of escaped JSON string content s, at most max bytes, that is still valid
+ * content: not inside an escape sequence (a backslash run of odd length, or \uXXXX) nor inside
+ * a UTF-8 sequence. */
+static size_t escaped_cut(const char *s, size_t max)
+{
+    size_t k = max;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    for (size_t back = 1; back <= 5 && back <= k; back++) /* \uXXXX cut after its backslash */
+        if (s[k - back] == '\\' && s[k - back + 1] == 'u') {
+            size_t run = 0;
+            while (run < k - back && s[k - back - 1 - run] == '\\') run++;
+            if (run % 2 == 0) k -= back;
+            break;
+        }
+    size_t run = 0;
+    while (run < k && s[k - 1 - run] == '\\') run++;
+    return run % 2 ? k - 1 : k;
+}
+
 int openai_history_result(openai_history *h, const char *id, bool failed, acp_span content)
 {
     if (h->cur != OPENAI_MSG_ASSISTANT) return 0;
@@ -223,6 +242,11 @@ int openai_history_result(openai_history *h, const char *id, bool failed, acp_sp
         rc |= put_lit(&r->text, v);
     }
     if (r->text.len == at) rc |= put_str(&r->text, failed ? "failed" : "(no output)");
+    if (!rc && h->result_max && r->text.len > h->result_max) {
+        size_t cut = escaped_cut(r->text.data, h->result_max), n = r->text.len - cut;
+        r->text.len = cut;
+        rc |= acp_buf_printf(&r->text, "\\n[... %zu more bytes not shown]", n);
+    }
     return rc ? ACP_ENOMEM : 0;
 }
 

@@ -16,8 +16,9 @@
  *     model gave it (_meta.openai.toolCallId; some servers insist on their own id format), else
  *     the toolCallId; arguments = rawInput (a JSON string as is, anything else as its JSON text).
  *   - tool_call_update completed/failed: the tool message for that call, its text the text
- *     content items joined by "\n" ("Error: " first when failed). A call with no final update
- *     gets "(no result)": the API refuses a tool call without its tool message.
+ *     content items joined by "\n" ("Error: " first when failed), cut to result_max. A call
+ *     with no final update gets "(no result)": the API refuses a tool call without its tool
+ *     message.
  *   - a completed compaction: its summary stands for every message before it (the user message
  *     being built stays): it is the first message, from the user (as Codex and Claude Code send
  *     theirs), and the system message says so.
@@ -40,6 +41,9 @@ typedef struct openai_result {
 } openai_result;
 
 typedef struct openai_history {
+    /* Set by the owner: a tool result longer than this (escaped bytes; 0: no limit) reaches
+     * the model cut, with the count of bytes left out. The stored result stays whole. */
+    size_t result_max;
     acp_buf done;    /* finished messages as JSON objects, comma-joined */
     size_t ndone;    /* how many */
     acp_buf summary; /* escaped text of the last completed compaction; empty: none */

@@ -185,6 +185,44 @@ static void compaction_replaces_older_turns(void **state)
     openai_history_free(&h);
 }
 
+/* A long tool result reaches the model cut at result_max, at any byte, as valid JSON text that
+ * is a prefix of the whole, followed by how much was left out. */
+static void long_results_are_cut_validly(void **state)
+{
+    const char *call = "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"c\",\"title\":\"t\","
+                       "\"name\":\"f\"}";
+    json_t *item =
+        json_pack("[{ss s{ss ss}}]", "type", "content", "content", "type", "text", "text",
+                  "\xc3\xa9\"\n\\\x01\xe2\x82\xac-\xc3\xa9\"\n\\\x01\xe2\x82\xac-");
+    char *content = json_dumps(item, JSON_COMPACT);
+    const char *whole = "\xc3\xa9\"\n\\\x01\xe2\x82\xac-\xc3\xa9\"\n\\\x01\xe2\x82\xac-";
+    for (size_t max = 1; max < 40; max++) {
+        openai_history h = {.result_max = max};
+        openai_history_feed(&h, call, strlen(call));
+        assert_int_equal(
+            openai_history_result(&h, "c", false, (acp_span){content, strlen(content)}), 0);
+        acp_buf b = {0};
+        acp_buf_putc(&b, '[');
+        openai_history_render(&h, &b);
+        acp_buf_putc(&b, ']');
+        json_t *msgs = json_loadb(b.data, b.len, 0, NULL);
+        if (!msgs) fail_msg("max %zu: not JSON: %.*s", max, (int)b.len, b.data);
+        const char *text = json_string_value(json_object_get(json_array_get(msgs, 1), "content"));
+        const char *mark = strstr(text, "\n[... ");
+        if (mark) {
+            assert_memory_equal(text, whole, (size_t)(mark - text));
+            assert_non_null(strstr(mark, " more bytes not shown]"));
+        } else {
+            assert_string_equal(text, whole);
+        }
+        json_decref(msgs);
+        acp_buf_free(&b);
+        openai_history_free(&h);
+    }
+    free(content);
+    json_decref(item);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +230,7 @@ int main(void)
         cmocka_unit_test(live_turn_matches_its_stored_form),
         cmocka_unit_test(unanswered_call_gets_a_result),
         cmocka_unit_test(compaction_replaces_older_turns),
+        cmocka_unit_test(long_results_are_cut_validly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
