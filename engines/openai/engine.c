@@ -45,7 +45,6 @@ static void session_setup(acp_session *s, void *user)
     if (!os) return; /* prompts then answer "out of memory" */
     os->oa = oa;
     os->s = s;
-    os->next = 0;
     if ((os->next_s = oa->sessions)) os->next_s->prev_s = os;
     oa->sessions = os;
     acp_session_set_data(s, os);
@@ -57,7 +56,14 @@ static void session_setup(acp_session *s, void *user)
     acp_agent *a = acp_session_agent(s);
     int64_t last = 0;
     bool done = false;
-    acp_store_replay(acp_agent_store(a), acp_session_id(s), 0, 0, feed, &os->h, &last, &done);
+    acp_store *st = acp_agent_store(a);
+    int rc = acp_store_replay(st, acp_session_id(s), 0, 0, feed, &os->h, &last, &done);
+    /* A context cut short would let the model answer without what came before: its prompts
+     * are refused instead, saying why. */
+    if (rc && rc != ACP_ENOTFOUND &&
+        asprintf(&os->broken, "cannot rebuild the model's context from the session store: %s",
+                 rc == ACP_ENOMEM ? "out of memory" : acp_store_errmsg(st)) < 0)
+        os->broken = NULL;
     os->titled = openai_history_started(&os->h);
     if (oa->models)
         acp_session_set_config_options(s, oa->options, 2);
@@ -75,6 +81,7 @@ static void session_free(acp_session *s, void *user)
     oa_call_free(&os->title);
     openai_history_free(&os->h);
     openai_tools_free(&os->tools);
+    free(os->broken);
     if (os->prev_s)
         os->prev_s->next_s = os->next_s;
     else
@@ -87,8 +94,8 @@ static void session_free(acp_session *s, void *user)
 static void prompt(acp_turn *t, const json_t *blocks, void *user)
 {
     oa_sess *os = acp_session_data(acp_turn_session(t));
-    if (!os) {
-        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "out of memory");
+    if (!os || os->broken) {
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", os ? os->broken : "out of memory");
         return;
     }
     oa_turn_prompt(os, t, blocks);

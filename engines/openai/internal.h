@@ -63,11 +63,13 @@ struct oa_sess {
     oa_sess *prev_s, *next_s; /* the engine's open sessions */
     openai_history h;
     bool titled;
+    char *broken;  /* why its context could not be rebuilt (prompts are refused); owned */
     uint64_t used; /* tokens in context after the last answer (the server's count) */
     /* The turn. */
     acp_turn *t;
     unsigned round;
     char mid[48], tid[48]; /* message ids of this round's answer and thoughts */
+    char cmp_id[48];       /* the compaction being made */
     oa_call chat;
     oa_call title;
     openai_tools tools;

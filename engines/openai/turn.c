@@ -36,10 +36,10 @@ void oa_turn_say(oa_sess *os, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vasprintf(&text, fmt, ap);
     va_end(ap);
-    if (n < 0 || !os->t) return;
+    if (n < 0) return;
     acp_agent_new_id("msg_", mid);
     /* What the user was told is history: the model sees it on the next turn, after a load too. */
-    if (!acp_turn_text(os->t, NULL, mid, text, (size_t)n))
+    if (os->t && !acp_turn_text(os->t, NULL, mid, text, (size_t)n))
         openai_history_assistant_text(&os->h, text, (size_t)n);
     free(text);
 }
@@ -125,6 +125,9 @@ void oa_turn_round(oa_sess *os)
     }
 }
 
+static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
+                             const char *error);
+
 /* Asks for a summary of everything before the current prompt when the context is over 3/4 of
  * the window; false when there is nothing to do. */
 static bool compact(oa_sess *os)
@@ -144,6 +147,9 @@ static bool compact(oa_sess *os)
         acp_buf_free(&body);
         return false;
     }
+    /* Shown while the model summarises (a client without session.compaction gets nothing). */
+    acp_agent_new_id("cmp_", os->cmp_id);
+    compaction_update(os, "in_progress", NULL, 0, NULL);
     return true;
 }
 
@@ -170,50 +176,58 @@ void oa_turn_prompt(oa_sess *os, acp_turn *t, const json_t *blocks)
     if (!compact(os)) oa_turn_round(os);
 }
 
+/* One compaction update of os->cmp_id: its status, and its summary (a chunk) when given. */
+static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
+                             const char *error)
+{
+    acp_buf u = {0};
+    acp_jw w;
+    acp_jw_init(&w, &u);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "sessionUpdate", summary ? "compaction_summary_chunk" : "compaction_update");
+    acp_jw_kstr(&w, "compactionId", os->cmp_id);
+    if (summary) {
+        acp_jw_key(&w, "content");
+        acp_jw_obj(&w);
+        acp_jw_kstr(&w, "type", "text");
+        acp_jw_key(&w, "text");
+        acp_jw_strn(&w, summary, n);
+        acp_jw_obj_end(&w);
+    } else {
+        acp_jw_kstr(&w, "status", status);
+        if (error) acp_jw_kstr(&w, "error", error);
+    }
+    acp_jw_obj_end(&w);
+    int rc = acp_jw_status(&w);
+    if (!rc) rc = acp_turn_update_raw(os->t, u.data, u.len, true);
+    acp_buf_free(&u);
+    return rc;
+}
+
 /* The summary arrived: recorded as a compaction (stored, replayed, and what a load rebuilds
- * the context from), then the prompt's request goes out. A failed summary is not fatal: the
- * request goes out with the whole context. */
+ * the context from), then the prompt's request goes out. A failed summary is recorded failed
+ * and is not fatal: the request goes out with the whole context. */
 static void compacted(oa_sess *os, oa_call *c, int result, long status)
 {
     if (!result && status / 100 == 2 && !c->st.error && c->text.len) {
-        char cid[48];
-        acp_agent_new_id("cmp_", cid);
-        acp_buf u = {0};
-        acp_jw w;
-        for (int step = 0; step < 3; step++) {
-            u.len = 0;
-            acp_jw_init(&w, &u);
-            acp_jw_obj(&w);
-            acp_jw_kstr(&w, "sessionUpdate",
-                        step == 1 ? "compaction_summary_chunk" : "compaction_update");
-            acp_jw_kstr(&w, "compactionId", cid);
-            if (step == 1) {
-                acp_jw_key(&w, "content");
-                acp_jw_obj(&w);
-                acp_jw_kstr(&w, "type", "text");
-                acp_jw_key(&w, "text");
-                acp_jw_strn(&w, c->text.data, c->text.len);
-                acp_jw_obj_end(&w);
-            } else {
-                acp_jw_kstr(&w, "status", step ? "completed" : "in_progress");
-            }
-            acp_jw_obj_end(&w);
-            if (acp_jw_status(&w) || acp_turn_update_raw(os->t, u.data, u.len, true)) break;
-            if (step == 2) {
-                openai_history_compacted(&os->h, c->text.data, c->text.len);
-                os->used = 0;
-                usage_update(os, context_estimate(os));
-                /* A client without session.compaction saw nothing of it: a thought says so (not
-                 * a message, which would become part of the model's context). */
-                if (!acp_agent_client_has(acp_session_agent(os->s), "session.compaction")) {
-                    static const char note[] = "Compacted the earlier conversation into a summary.";
-                    char tid[48];
-                    acp_agent_new_id("thk_", tid);
-                    acp_turn_text(os->t, "agent_thought_chunk", tid, note, sizeof note - 1);
-                }
+        if (!compaction_update(os, NULL, c->text.data, c->text.len, NULL) &&
+            !compaction_update(os, "completed", NULL, 0, NULL)) {
+            openai_history_compacted(&os->h, c->text.data, c->text.len);
+            os->used = 0;
+            usage_update(os, context_estimate(os));
+            /* A client without session.compaction saw nothing of it: a thought says so (not a
+             * message, which would become part of the model's context). */
+            if (!acp_agent_client_has(acp_session_agent(os->s), "session.compaction")) {
+                static const char note[] = "Compacted the earlier conversation into a summary.";
+                char tid[48];
+                acp_agent_new_id("thk_", tid);
+                acp_turn_text(os->t, "agent_thought_chunk", tid, note, sizeof note - 1);
             }
         }
-        acp_buf_free(&u);
+    } else {
+        char why[64];
+        snprintf(why, sizeof why, "the model server did not summarise (HTTP %ld)", status);
+        compaction_update(os, "failed", NULL, 0, c->st.error ? c->st.error : why);
     }
     oa_turn_round(os);
 }
