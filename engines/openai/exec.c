@@ -153,24 +153,15 @@ static void term_created(acp_terminal *term, int status, const char *error, void
 
 /* --- permissions ------------------------------------------------------------------------------ */
 
-static void permitted(acp_turn *t, int status, const char *option, const char *kind,
-                      const char *error, void *user)
+/* A write or a command the user allowed: do it. */
+static void allowed(oa_sess *os)
 {
-    oa_sess *os = user;
     oa_tool *x = &os->calls[os->next];
     acp_agent *a = acp_session_agent(os->s);
-    if (status) {
-        fail(os, "The permission request failed: %s", error ? error : acp_strerror(status));
-        return;
-    }
-    if (!option || strcmp(option, "allow")) {
-        fail(os, "Permission denied: the user rejected this.");
-        return;
-    }
     acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress"});
     if (x->def->kind == OPENAI_TOOL_WRITE) {
         const char *text = json_string_value(json_object_get(x->args, "content"));
-        if (acp_turn_write_text_file(t, x->path, text, strlen(text), write_done, os))
+        if (acp_turn_write_text_file(os->t, x->path, text, strlen(text), write_done, os))
             fail(os, "Could not write the file: %s", acp_agent_errmsg(a));
         return;
     }
@@ -179,8 +170,27 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
                            .args = argv,
                            .cwd = acp_session_cwd(os->s),
                            .output_byte_limit = OUTPUT_LIMIT};
-    if (acp_turn_terminal_create(t, &o, term_created, os, &os->term))
+    if (acp_turn_terminal_create(os->t, &o, term_created, os, &os->term))
         fail(os, "Could not start the command: %s", acp_agent_errmsg(a));
+}
+
+static void permitted(acp_turn *t, int status, const char *option, const char *kind,
+                      const char *error, void *user)
+{
+    oa_sess *os = user;
+    oa_tool *x = &os->calls[os->next];
+    if (status) {
+        fail(os, "The permission request failed: %s", error ? error : acp_strerror(status));
+        return;
+    }
+    if (!kind || strncmp(kind, "allow_", 6)) {
+        fail(os, "Permission denied: the user rejected this.");
+        return;
+    }
+    /* "Always" holds for the rest of the session, for that kind of tool (writes, or
+     * commands); a restart asks again. */
+    if (!strcmp(kind, "allow_always")) os->always[x->def->kind] = true;
+    allowed(os);
 }
 
 /* --- MCP ----------------------------------------------------------------------------------------
@@ -219,6 +229,7 @@ static void mcp_done(acp_mcp_call *c, int status, const json_t *result, const ch
  */
 
 static const acp_perm_option allow_opts[] = {{"allow", "Allow", "allow_once"},
+                                             {"always", "Always allow", "allow_always"},
                                              {"reject", "Reject", "reject_once"}};
 
 static void next(oa_sess *os)
@@ -251,7 +262,9 @@ static void next(oa_sess *os)
     }
     case OPENAI_TOOL_WRITE:
     case OPENAI_TOOL_RUN:
-        if (acp_turn_request_permission(os->t, x->tc, allow_opts, 2, permitted, os))
+        if (os->always[x->def->kind])
+            allowed(os);
+        else if (acp_turn_request_permission(os->t, x->tc, allow_opts, 3, permitted, os))
             fail(os, "Could not ask for permission: %s", acp_agent_errmsg(a));
         return;
     case OPENAI_TOOL_MCP: {

@@ -63,8 +63,9 @@ struct oa_sess {
     oa_sess *prev_s, *next_s; /* the engine's open sessions */
     openai_history h;
     bool titled;
-    char *broken;  /* why its context could not be rebuilt (prompts are refused); owned */
-    uint64_t used; /* tokens in context after the last answer (the server's count) */
+    char *broken; /* why its context could not be rebuilt (prompts are refused); owned */
+    bool always[OPENAI_TOOL_MCP]; /* the user chose "always allow" for writes or for commands */
+    uint64_t used;                /* tokens in context after the last answer (the server's count) */
     /* The turn. */
     acp_turn *t;
     unsigned round;
