@@ -327,22 +327,25 @@ static void describe(oa_sess *os, oa_tool *x, acp_tool_info *info, char *title, 
 void oa_exec_begin(oa_sess *os)
 {
     openai_stream *st = &os->chat.st;
-    if (!(os->calls = calloc(st->ncalls, sizeof *os->calls))) {
+    /* A model gone wrong may stream any number of calls: the first OA_CALLS_MAX run, the rest
+     * are dropped (from the context too, which stays a message the model could have sent). */
+    size_t n = st->ncalls < OA_CALLS_MAX ? st->ncalls : OA_CALLS_MAX;
+    if (!(os->calls = calloc(n, sizeof *os->calls))) {
         oa_turn_say(os, "Out of memory.");
         oa_turn_end(os, "end_turn");
         return;
     }
-    os->ncalls = st->ncalls;
+    os->ncalls = n;
     os->next = 0;
-    for (size_t i = 0; i < st->ncalls; i++) {
+    for (size_t i = 0; i < n; i++) {
         oa_tool *x = &os->calls[i];
         const openai_call *c = &st->calls[i];
         x->fn = strdup(c->name ? c->name : "");
         x->def = c->name ? openai_tools_find(&os->tools, c->name) : NULL;
         json_error_t err;
         const char *args = c->args.len ? c->args.data : "{}";
-        size_t n = c->args.len ? c->args.len : 2;
-        x->args = json_loadb(args, n, JSON_REJECT_DUPLICATES, &err);
+        size_t alen = c->args.len ? c->args.len : 2;
+        x->args = json_loadb(args, alen, JSON_REJECT_DUPLICATES, &err);
         json_t *raw = x->args;
         if (!json_is_object(x->args)) {
             json_decref(x->args);
@@ -352,7 +355,7 @@ void oa_exec_begin(oa_sess *os)
                          "valid JSON arguments.",
                          raw ? "another JSON value" : err.text) < 0)
                 x->bad_args = NULL;
-            raw = json_stringn(args, n); /* shown as sent (NULL when not UTF-8) */
+            raw = json_stringn(args, alen); /* shown as sent (NULL when not UTF-8) */
         } else {
             json_incref(raw);
         }

@@ -13,6 +13,7 @@
 #define OA_RETRIES     5     /* 429 / 503 retries of one request */
 #define OA_RETRY_MAX_S 60    /* the longest Retry-After honoured */
 #define OA_ERRBODY_MAX 65536 /* an error response's body kept for its message */
+#define OA_CALLS_MAX   64    /* tool calls run from one model message */
 
 typedef struct oa_sess oa_sess;
 
