@@ -57,11 +57,13 @@ static void on_retry(uv_timer_t *t)
     }
 }
 
-/* 429 and 503 are retried (before anything streamed) after the server's Retry-After (seconds,
- * or retry-after-ms as OpenAI sends it), else 1, 2, 4, 8, 16 s. */
+/* 429 (rate limited) and what a gateway or a loading server answers for a moment (502, 503,
+ * 504) are retried, before anything streamed, after the server's Retry-After (seconds, or
+ * retry-after-ms as OpenAI sends it), else 1, 2, 4, 8, 16 s. */
 static bool retry(oa_call *c, acp_http *h, long status)
 {
-    if ((status != 429 && status != 503) || c->retries >= OA_RETRIES || c->streamed) return false;
+    bool transient = status == 429 || status == 502 || status == 503 || status == 504;
+    if (!transient || c->retries >= OA_RETRIES || c->streamed) return false;
     uint64_t ms = 1000ull << c->retries;
     const char *v = acp_http_header(h, "retry-after-ms"), *s = acp_http_header(h, "Retry-After");
     char *end;

@@ -72,6 +72,7 @@ struct oa_sess {
     unsigned round;
     char mid[48], tid[48]; /* message ids of this round's answer and thoughts */
     char cmp_id[48];       /* the compaction being made */
+    bool compacting;       /* its summary is being asked for */
     oa_call chat;
     oa_call title;
     openai_tools tools;

@@ -21,6 +21,9 @@ static const char summary_ask[] =
     "was done and decided, the files and commands involved, and what is still open. Answer "
     "with the summary only.\"}";
 
+static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
+                             const char *error);
+
 /* The system message's text for this session (malloc'd). */
 static char *system_text(oa_sess *os)
 {
@@ -55,6 +58,10 @@ int oa_turn_text(oa_sess *os, bool reasoning, const char *text, size_t n)
 
 void oa_turn_stop(oa_sess *os)
 {
+    /* A compaction cut short by a cancel ends failed: the history keeps no entity in progress
+     * for good. */
+    if (os->t && os->compacting) compaction_update(os, "failed", NULL, 0, "cancelled");
+    os->compacting = false;
     os->t = NULL;
     oa_call_stop(&os->chat);
     oa_exec_clear(os);
@@ -125,9 +132,6 @@ void oa_turn_round(oa_sess *os)
     }
 }
 
-static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
-                             const char *error);
-
 /* Asks for a summary of everything before the current prompt when the context is over 3/4 of
  * the window; false when there is nothing to do. */
 static bool compact(oa_sess *os)
@@ -150,6 +154,7 @@ static bool compact(oa_sess *os)
     /* Shown while the model summarises (a client without session.compaction gets nothing). */
     acp_agent_new_id("cmp_", os->cmp_id);
     compaction_update(os, "in_progress", NULL, 0, NULL);
+    os->compacting = true;
     return true;
 }
 
@@ -209,6 +214,7 @@ static int compaction_update(oa_sess *os, const char *status, const char *summar
  * and is not fatal: the request goes out with the whole context. */
 static void compacted(oa_sess *os, oa_call *c, int result, long status)
 {
+    os->compacting = false;
     if (!result && status / 100 == 2 && !c->st.error && c->text.len) {
         if (!compaction_update(os, NULL, c->text.data, c->text.len, NULL) &&
             !compaction_update(os, "completed", NULL, 0, NULL)) {
