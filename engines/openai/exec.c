@@ -384,6 +384,12 @@ void oa_exec_begin(oa_sess *os)
 
 void oa_exec_clear(oa_sess *os)
 {
+    /* Calls the turn ends before they finished are stored failed by the runtime, without
+     * content: the context says the same now as a load will. */
+    for (size_t i = os->next; i < os->ncalls; i++)
+        if (os->calls[i].tc)
+            openai_history_result(&os->h, acp_tool_call_id(os->calls[i].tc), true,
+                                  (acp_span){"[]", 2});
     if (os->mcp) {
         acp_mcp_call *c = os->mcp;
         os->mcp = NULL; /* its on_done, run from inside the cancel, sees it is not wanted */
