@@ -28,13 +28,16 @@ static int on_data(acp_http *h, const char *p, size_t n, void *user)
 {
     oa_call *c = user;
     long status = acp_http_status(h);
+    int rc;
     if (status < 200 || status > 299) { /* an error's body: kept for its message */
         size_t room = OA_ERRBODY_MAX - c->text.len;
-        return acp_buf_append(&c->text, p, n < room ? n : room) ? 1 : 0;
+        rc = acp_buf_append(&c->text, p, n < room ? n : room);
+    } else {
+        rc = openai_stream_feed(&c->st, p, n);
     }
-    int rc = openai_stream_feed(&c->st, p, n);
     if (!rc) return 0;
-    /* A malformed stream, or the turn could not take the text: this exchange is over. */
+    /* A malformed stream, no memory, or the turn could not take the text: this exchange is
+     * over, and is answered here (an exchange aborted from on_data gets no on_done). */
     acp_http_abort(h);
     c->h = NULL;
     if (!c->st.error)
@@ -48,14 +51,19 @@ static int start(oa_call *c);
 static void on_retry(uv_timer_t *t)
 {
     oa_call *c = t->data;
-    if (start(c)) answered(c, 0, 0);
+    if (start(c)) {
+        if (!c->st.error) c->st.error = strdup("the request could not be sent again");
+        answered(c, -1, 0);
+    }
 }
 
-/* 429 and 503 are retried (before anything streamed) after the server's Retry-After (seconds,
- * or retry-after-ms as OpenAI sends it), else 1, 2, 4, 8, 16 s. */
+/* 429 (rate limited) and what a gateway or a loading server answers for a moment (502, 503,
+ * 504) are retried, before anything streamed, after the server's Retry-After (seconds, or
+ * retry-after-ms as OpenAI sends it), else 1, 2, 4, 8, 16 s. */
 static bool retry(oa_call *c, acp_http *h, long status)
 {
-    if ((status != 429 && status != 503) || c->retries >= OA_RETRIES || c->streamed) return false;
+    bool transient = status == 429 || status == 502 || status == 503 || status == 504;
+    if (!transient || c->retries >= OA_RETRIES || c->streamed) return false;
     uint64_t ms = 1000ull << c->retries;
     const char *v = acp_http_header(h, "retry-after-ms"), *s = acp_http_header(h, "Retry-After");
     char *end;
@@ -164,7 +172,7 @@ int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history)
     acp_jw_obj_end(&w);
     if (oa->o.max_tokens) acp_jw_kint(&w, "max_tokens", oa->o.max_tokens);
     if (acp_jw_status(&w)) return acp_jw_status(&w);
-    if (acp_buf_append(b, ",\"messages\":[", 13)) return ACP_ENOMEM;
+    if (acp_buf_append(b, ",\"messages\":[", strlen(",\"messages\":["))) return ACP_ENOMEM;
     int sys = openai_history_render_system(&os->h, system, b);
     if (sys < 0) return sys;
     if (!history) return sys;
@@ -176,12 +184,13 @@ int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history)
     return 0;
 }
 
-int oa_body_end(oa_sess *os, acp_buf *b, bool tools)
+int oa_body_end(oa_sess *os, acp_buf *b, bool tools, const char *tool_choice)
 {
     int rc = acp_buf_putc(b, ']');
     if (tools && os->tools.n) {
-        rc |= acp_buf_append(b, ",\"tools\":", 9);
+        rc |= acp_buf_append(b, ",\"tools\":", strlen(",\"tools\":"));
         rc |= acp_buf_append(b, os->tools.json.data, os->tools.json.len);
+        if (tool_choice) rc |= acp_buf_printf(b, ",\"tool_choice\":\"%s\"", tool_choice);
     }
     rc |= acp_buf_putc(b, '}');
     return rc ? ACP_ENOMEM : 0;

@@ -23,9 +23,12 @@ static const acp_config_value mode_values[] = {
      .description = "Reads, writes files and runs commands, asking first"},
 };
 
+static const char user_open[] = "{\"role\":\"user\",\"content\":\"";
 static const char title_ask[] =
     "Propose a short title (at most six words) for a conversation that begins with the request "
     "below. Answer with the title only, without quotes.\n\n";
+
+static void models_fetch(openai *oa);
 
 /* --- sessions -----------------------------------------------------------------------------------
  */
@@ -42,18 +45,30 @@ static void session_setup(acp_session *s, void *user)
     if (!os) return; /* prompts then answer "out of memory" */
     os->oa = oa;
     os->s = s;
-    os->next = 0;
     if ((os->next_s = oa->sessions)) os->next_s->prev_s = os;
     oa->sessions = os;
     acp_session_set_data(s, os);
+    /* One tool result may take a quarter of the window (4 bytes a token): a whole log file
+     * read once must not fill every later request, nor stop the summary that would fix it. */
+    os->h.result_max = oa->o.context_tokens;
     /* The model's context is the stored history: a new session has none (or is not stored
      * yet: ACP_ENOTFOUND), a loaded or resumed one continues from it. */
     acp_agent *a = acp_session_agent(s);
     int64_t last = 0;
     bool done = false;
-    acp_store_replay(acp_agent_store(a), acp_session_id(s), 0, 0, feed, &os->h, &last, &done);
+    acp_store *st = acp_agent_store(a);
+    int rc = acp_store_replay(st, acp_session_id(s), 0, 0, feed, &os->h, &last, &done);
+    /* A context cut short would let the model answer without what came before: its prompts
+     * are refused instead, saying why. */
+    if (rc && rc != ACP_ENOTFOUND &&
+        asprintf(&os->broken, "cannot rebuild the model's context from the session store: %s",
+                 rc == ACP_ENOMEM ? "out of memory" : acp_store_errmsg(st)) < 0)
+        os->broken = NULL;
     os->titled = openai_history_started(&os->h);
-    if (oa->models) acp_session_set_config_options(s, oa->options, 2);
+    if (oa->models)
+        acp_session_set_config_options(s, oa->options, 2);
+    else
+        models_fetch(oa); /* the server was down at start, perhaps: the list comes as an update */
 }
 
 static void session_free(acp_session *s, void *user)
@@ -66,6 +81,7 @@ static void session_free(acp_session *s, void *user)
     oa_call_free(&os->title);
     openai_history_free(&os->h);
     openai_tools_free(&os->tools);
+    free(os->broken);
     if (os->prev_s)
         os->prev_s->next_s = os->next_s;
     else
@@ -78,8 +94,8 @@ static void session_free(acp_session *s, void *user)
 static void prompt(acp_turn *t, const json_t *blocks, void *user)
 {
     oa_sess *os = acp_session_data(acp_turn_session(t));
-    if (!os) {
-        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "out of memory");
+    if (!os || os->broken) {
+        acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", os ? os->broken : "out of memory");
         return;
     }
     oa_turn_prompt(os, t, blocks);
@@ -112,7 +128,7 @@ void oa_title_propose(oa_sess *os)
     if (!rc && content.n > 2) {
         int sys = oa_body_begin(os, &body, NULL, false); /* a compaction summary, if any */
         rc = sys < 0 || (sys && acp_buf_putc(&body, ','));
-        if (!rc) rc = acp_buf_append(&body, "{\"role\":\"user\",\"content\":\"", 27);
+        if (!rc) rc = acp_buf_append(&body, user_open, strlen(user_open));
         acp_buf esc = {0};
         if (!rc) rc = acp_json_escape(&esc, title_ask, strlen(title_ask));
         if (!rc) rc = acp_buf_append(&body, esc.data + 1, esc.len - 2);
@@ -129,7 +145,7 @@ void oa_title_propose(oa_sess *os)
         }
         free(text);
         acp_buf_free(&esc);
-        if (!rc) rc = acp_buf_append(&body, "\"}", 2) || oa_body_end(os, &body, false);
+        if (!rc) rc = acp_buf_append(&body, "\"}", 2) || oa_body_end(os, &body, false, NULL);
         if (rc || oa_request(os, &os->title, OA_TITLE, &body)) acp_buf_free(&body);
     }
     acp_buf_free(&msgs);
@@ -220,11 +236,14 @@ static void models_done(acp_http *h, int result, long status, void *user)
         for (oa_sess *os = oa->sessions; os; os = os->next_s)
             acp_session_set_config_options(os->s, oa->options, 2);
     json_decref(j);
+    void (*ready)(void *) = oa->ready;
+    oa->ready = NULL;
+    if (ready) ready(oa->ready_user);
 }
 
-void openai_start(openai *oa)
+static void models_fetch(openai *oa)
 {
-    if (!oa->http && !(oa->http = acp_http_client_new(oa->loop))) return;
+    if (oa->models_req || (!oa->http && !(oa->http = acp_http_client_new(oa->loop)))) return;
     char url[2048], *auth = NULL;
     snprintf(url, sizeof url, "%s/models", oa->o.base_url);
     if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0) return;
@@ -234,6 +253,17 @@ void openai_start(openai *oa)
     if (auth) {
         explicit_bzero(auth, strlen(auth));
         free(auth);
+    }
+}
+
+void openai_start(openai *oa, void (*ready)(void *user), void *user)
+{
+    oa->ready = ready;
+    oa->ready_user = user;
+    models_fetch(oa);
+    if (!oa->models_req) {
+        oa->ready = NULL;
+        if (ready) ready(user);
     }
 }
 

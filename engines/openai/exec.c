@@ -153,24 +153,15 @@ static void term_created(acp_terminal *term, int status, const char *error, void
 
 /* --- permissions ------------------------------------------------------------------------------ */
 
-static void permitted(acp_turn *t, int status, const char *option, const char *kind,
-                      const char *error, void *user)
+/* A write or a command the user allowed: do it. */
+static void allowed(oa_sess *os)
 {
-    oa_sess *os = user;
     oa_tool *x = &os->calls[os->next];
     acp_agent *a = acp_session_agent(os->s);
-    if (status) {
-        fail(os, "The permission request failed: %s", error ? error : acp_strerror(status));
-        return;
-    }
-    if (!option || strcmp(option, "allow")) {
-        fail(os, "The user did not allow this.");
-        return;
-    }
     acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress"});
     if (x->def->kind == OPENAI_TOOL_WRITE) {
         const char *text = json_string_value(json_object_get(x->args, "content"));
-        if (acp_turn_write_text_file(t, x->path, text, strlen(text), write_done, os))
+        if (acp_turn_write_text_file(os->t, x->path, text, strlen(text), write_done, os))
             fail(os, "Could not write the file: %s", acp_agent_errmsg(a));
         return;
     }
@@ -179,8 +170,27 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
                            .args = argv,
                            .cwd = acp_session_cwd(os->s),
                            .output_byte_limit = OUTPUT_LIMIT};
-    if (acp_turn_terminal_create(t, &o, term_created, os, &os->term))
+    if (acp_turn_terminal_create(os->t, &o, term_created, os, &os->term))
         fail(os, "Could not start the command: %s", acp_agent_errmsg(a));
+}
+
+static void permitted(acp_turn *t, int status, const char *option, const char *kind,
+                      const char *error, void *user)
+{
+    oa_sess *os = user;
+    oa_tool *x = &os->calls[os->next];
+    if (status) {
+        fail(os, "The permission request failed: %s", error ? error : acp_strerror(status));
+        return;
+    }
+    if (!kind || strncmp(kind, "allow_", 6)) {
+        fail(os, "Permission denied: the user rejected this.");
+        return;
+    }
+    /* "Always" holds for the rest of the session, for that kind of tool (writes, or
+     * commands); a restart asks again. */
+    if (!strcmp(kind, "allow_always")) os->always[x->def->kind] = true;
+    allowed(os);
 }
 
 /* --- MCP ----------------------------------------------------------------------------------------
@@ -219,6 +229,7 @@ static void mcp_done(acp_mcp_call *c, int status, const json_t *result, const ch
  */
 
 static const acp_perm_option allow_opts[] = {{"allow", "Allow", "allow_once"},
+                                             {"always", "Always allow", "allow_always"},
                                              {"reject", "Reject", "reject_once"}};
 
 static void next(oa_sess *os)
@@ -231,7 +242,7 @@ static void next(oa_sess *os)
     }
     oa_tool *x = &os->calls[os->next];
     if (!x->def) {
-        fail(os, "There is no tool named '%s'. The tools are those listed in the request.", x->fn);
+        fail(os, "Unknown tool '%s': no such tool is offered; use one of the tools listed.", x->fn);
         return;
     }
     if (x->bad_args) {
@@ -251,7 +262,9 @@ static void next(oa_sess *os)
     }
     case OPENAI_TOOL_WRITE:
     case OPENAI_TOOL_RUN:
-        if (acp_turn_request_permission(os->t, x->tc, allow_opts, 2, permitted, os))
+        if (os->always[x->def->kind])
+            allowed(os);
+        else if (acp_turn_request_permission(os->t, x->tc, allow_opts, 3, permitted, os))
             fail(os, "Could not ask for permission: %s", acp_agent_errmsg(a));
         return;
     case OPENAI_TOOL_MCP: {
@@ -314,22 +327,25 @@ static void describe(oa_sess *os, oa_tool *x, acp_tool_info *info, char *title, 
 void oa_exec_begin(oa_sess *os)
 {
     openai_stream *st = &os->chat.st;
-    if (!(os->calls = calloc(st->ncalls, sizeof *os->calls))) {
+    /* A model gone wrong may stream any number of calls: the first OA_CALLS_MAX run, the rest
+     * are dropped (from the context too, which stays a message the model could have sent). */
+    size_t n = st->ncalls < OA_CALLS_MAX ? st->ncalls : OA_CALLS_MAX;
+    if (!(os->calls = calloc(n, sizeof *os->calls))) {
         oa_turn_say(os, "Out of memory.");
         oa_turn_end(os, "end_turn");
         return;
     }
-    os->ncalls = st->ncalls;
+    os->ncalls = n;
     os->next = 0;
-    for (size_t i = 0; i < st->ncalls; i++) {
+    for (size_t i = 0; i < n; i++) {
         oa_tool *x = &os->calls[i];
         const openai_call *c = &st->calls[i];
         x->fn = strdup(c->name ? c->name : "");
         x->def = c->name ? openai_tools_find(&os->tools, c->name) : NULL;
         json_error_t err;
         const char *args = c->args.len ? c->args.data : "{}";
-        size_t n = c->args.len ? c->args.len : 2;
-        x->args = json_loadb(args, n, JSON_REJECT_DUPLICATES, &err);
+        size_t alen = c->args.len ? c->args.len : 2;
+        x->args = json_loadb(args, alen, JSON_REJECT_DUPLICATES, &err);
         json_t *raw = x->args;
         if (!json_is_object(x->args)) {
             json_decref(x->args);
@@ -339,14 +355,17 @@ void oa_exec_begin(oa_sess *os)
                          "valid JSON arguments.",
                          raw ? "another JSON value" : err.text) < 0)
                 x->bad_args = NULL;
-            raw = json_stringn(args, n); /* shown as sent (NULL when not UTF-8) */
+            raw = json_stringn(args, alen); /* shown as sent (NULL when not UTF-8) */
         } else {
             json_incref(raw);
         }
+        /* The model's own id goes back to it with the result (stored, for a load too). */
+        json_t *meta = c->id ? json_pack("{s{ss}}", "openai", "toolCallId", c->id) : NULL;
         char title[512];
-        acp_tool_info info = {.title = title, .name = x->fn, .raw_input = raw};
+        acp_tool_info info = {.title = title, .name = x->fn, .raw_input = raw, .meta = meta};
         describe(os, x, &info, title, sizeof title);
         int rc = acp_tool_call_begin(os->t, &info, &x->tc);
+        json_decref(meta);
         char *text = raw ? json_dumps(raw, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
         json_decref(raw);
         if (rc) {
@@ -357,7 +376,7 @@ void oa_exec_begin(oa_sess *os)
             return;
         }
         acp_span in = text ? (acp_span){text, strlen(text)} : (acp_span){"{}", 2};
-        openai_history_call(&os->h, acp_tool_call_id(x->tc), x->fn, in);
+        openai_history_call(&os->h, acp_tool_call_id(x->tc), c->id, x->fn, in);
         free(text);
     }
     next(os);
@@ -365,6 +384,12 @@ void oa_exec_begin(oa_sess *os)
 
 void oa_exec_clear(oa_sess *os)
 {
+    /* Calls the turn ends before they finished are stored failed by the runtime, without
+     * content: the context says the same now as a load will. */
+    for (size_t i = os->next; i < os->ncalls; i++)
+        if (os->calls[i].tc)
+            openai_history_result(&os->h, acp_tool_call_id(os->calls[i].tc), true,
+                                  (acp_span){"[]", 2});
     if (os->mcp) {
         acp_mcp_call *c = os->mcp;
         os->mcp = NULL; /* its on_done, run from inside the cancel, sees it is not wanted */

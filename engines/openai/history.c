@@ -53,7 +53,7 @@ static int render_cur(const openai_history *h, acp_buf *out, bool *wrote)
         rc |= acp_buf_putc(out, '}');
         for (size_t i = 0; i < h->nres; i++) {
             rc |= put_str(out, ",{\"role\":\"tool\",\"tool_call_id\":");
-            rc |= acp_json_escape(out, h->res[i].id, strlen(h->res[i].id));
+            rc |= acp_json_escape(out, h->res[i].wire_id, strlen(h->res[i].wire_id));
             rc |= put_str(out, ",\"content\":\"");
             if (h->res[i].has)
                 rc |= acp_buf_append(out, h->res[i].text.data, h->res[i].text.len);
@@ -70,6 +70,7 @@ static void clear_cur(openai_history *h)
 {
     for (size_t i = 0; i < h->nres; i++) {
         free(h->res[i].id);
+        free(h->res[i].wire_id);
         acp_buf_free(&h->res[i].text);
     }
     h->nres = 0;
@@ -163,7 +164,8 @@ int openai_history_assistant_text(openai_history *h, const char *text, size_t n)
     return put_plain(&h->content, text, n);
 }
 
-int openai_history_call(openai_history *h, const char *id, const char *name, acp_span raw_input)
+int openai_history_call(openai_history *h, const char *id, const char *wire_id, const char *name,
+                        acp_span raw_input)
 {
     if (assistant(h)) return ACP_ENOMEM;
     if (h->nres == h->capres) {
@@ -175,12 +177,16 @@ int openai_history_call(openai_history *h, const char *id, const char *name, acp
     }
     openai_result *r = &h->res[h->nres];
     memset(r, 0, sizeof *r);
-    if (!(r->id = strdup(id))) return ACP_ENOMEM;
+    if (!wire_id || !*wire_id) wire_id = id;
+    if (!(r->id = strdup(id)) || !(r->wire_id = strdup(wire_id))) {
+        free(r->id);
+        return ACP_ENOMEM;
+    }
     h->nres++;
     int rc = 0;
     if (h->calls.len) rc |= acp_buf_putc(&h->calls, ',');
     rc |= put_str(&h->calls, "{\"id\":");
-    rc |= acp_json_escape(&h->calls, id, strlen(id));
+    rc |= acp_json_escape(&h->calls, wire_id, strlen(wire_id));
     rc |= put_str(&h->calls, ",\"type\":\"function\",\"function\":{\"name\":");
     rc |= acp_json_escape(&h->calls, name, strlen(name));
     rc |= put_str(&h->calls, ",\"arguments\":");
@@ -192,6 +198,25 @@ int openai_history_call(openai_history *h, const char *id, const char *name, acp
         rc |= put_str(&h->calls, "\"{}\"");
     rc |= put_str(&h->calls, "}}");
     return rc ? ACP_ENOMEM : 0;
+}
+
+/* The longest prefix of escaped JSON string content s, at most max bytes, that is still valid
+ * content: not inside an escape sequence (a backslash run of odd length, or \uXXXX) nor inside
+ * a UTF-8 sequence. */
+static size_t escaped_cut(const char *s, size_t max)
+{
+    size_t k = max;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    for (size_t back = 1; back <= 5 && back <= k; back++) /* \uXXXX cut after its backslash */
+        if (s[k - back] == '\\' && s[k - back + 1] == 'u') {
+            size_t run = 0;
+            while (run < k - back && s[k - back - 1 - run] == '\\') run++;
+            if (run % 2 == 0) k -= back;
+            break;
+        }
+    size_t run = 0;
+    while (run < k && s[k - 1 - run] == '\\') run++;
+    return run % 2 ? k - 1 : k;
 }
 
 int openai_history_result(openai_history *h, const char *id, bool failed, acp_span content)
@@ -217,16 +242,27 @@ int openai_history_result(openai_history *h, const char *id, bool failed, acp_sp
         rc |= put_lit(&r->text, v);
     }
     if (r->text.len == at) rc |= put_str(&r->text, failed ? "failed" : "(no output)");
+    if (!rc && h->result_max && r->text.len > h->result_max) {
+        size_t cut = escaped_cut(r->text.data, h->result_max), n = r->text.len - cut;
+        r->text.len = cut;
+        rc |= acp_buf_printf(&r->text, "\\n[... %zu more bytes not shown]", n);
+    }
     return rc ? ACP_ENOMEM : 0;
 }
 
-int openai_history_compacted(openai_history *h, const char *summary, size_t n)
+/* Forgets what a compaction summarised: every message before it but the prompt that
+ * triggered it (the one being built, if it is the user's). */
+static void summarised(openai_history *h)
 {
-    /* The prompt that triggered the compaction is not part of what it summarised. */
     if (h->cur != OPENAI_MSG_USER) clear_cur(h);
     h->done.len = 0;
     h->ndone = 0;
     h->summary.len = 0;
+}
+
+int openai_history_compacted(openai_history *h, const char *summary, size_t n)
+{
+    summarised(h);
     return put_plain(&h->summary, summary, n);
 }
 
@@ -251,15 +287,11 @@ static int feed_compaction(openai_history *h, acp_span u, bool chunk)
     if (chunk) {
         if (acp_json_member(u, "content", &v) && acp_json_kind(v) == 'o' &&
             acp_json_member(v, "text", &t) && acp_json_kind(t) == 's')
-            return acp_buf_append(&h->cmp_text, t.p + 1, t.n - 2) ? ACP_ENOMEM : 0;
+            return put_lit(&h->cmp_text, t) ? ACP_ENOMEM : 0; /* kept escaped, as the summary */
         return 0;
     }
     if (!acp_json_member(u, "status", &v) || !acp_json_str_eq(v, "completed")) return 0;
-    /* The summary is escaped already: it goes in as is. */
-    if (h->cur != OPENAI_MSG_USER) clear_cur(h);
-    h->done.len = 0;
-    h->ndone = 0;
-    h->summary.len = 0;
+    summarised(h);
     int rc = acp_buf_append(&h->summary, h->cmp_text.data, h->cmp_text.len);
     h->cmp_text.len = 0;
     return rc ? ACP_ENOMEM : 0;
@@ -286,12 +318,16 @@ int openai_history_feed(openai_history *h, const char *json, size_t n)
         return rc;
     }
     if (acp_json_str_eq(kind, "tool_call")) {
-        char *id = member_str(u, "toolCallId"), *name = member_str(u, "name");
-        acp_span raw = {0};
+        char *id = member_str(u, "toolCallId"), *name = member_str(u, "name"), *wire = NULL;
+        acp_span raw = {0}, meta, ours;
         acp_json_member(u, "rawInput", &raw);
-        int rc = id && name ? openai_history_call(h, id, name, raw) : 0;
+        if (acp_json_member(u, "_meta", &meta) && acp_json_kind(meta) == 'o' &&
+            acp_json_member(meta, "openai", &ours) && acp_json_kind(ours) == 'o')
+            wire = member_str(ours, "toolCallId");
+        int rc = id && name ? openai_history_call(h, id, wire, name, raw) : 0;
         free(id);
         free(name);
+        free(wire);
         return rc;
     }
     if (acp_json_str_eq(kind, "tool_call_update")) {
@@ -310,11 +346,24 @@ int openai_history_feed(openai_history *h, const char *json, size_t n)
     return 0;
 }
 
+int openai_history_render_done(const openai_history *h, acp_buf *out)
+{
+    int rc = 0;
+    if (h->summary.len) {
+        rc |= put_str(out, "{\"role\":\"user\",\"content\":\"");
+        rc |= acp_buf_append(out, h->summary.data, h->summary.len);
+        rc |= put_str(out, "\"}");
+        if (h->ndone) rc |= acp_buf_putc(out, ',');
+    }
+    rc |= acp_buf_append(out, h->done.data, h->done.len);
+    return rc ? ACP_ENOMEM : 0;
+}
+
 int openai_history_render(const openai_history *h, acp_buf *out)
 {
-    if (acp_buf_append(out, h->done.data, h->done.len)) return ACP_ENOMEM;
+    if (openai_history_render_done(h, out)) return ACP_ENOMEM;
     size_t at = out->len;
-    if (h->ndone && acp_buf_putc(out, ',')) return ACP_ENOMEM;
+    if ((h->ndone || h->summary.len) && acp_buf_putc(out, ',')) return ACP_ENOMEM;
     bool wrote;
     if (render_cur(h, out, &wrote)) return ACP_ENOMEM;
     if (!wrote) out->len = at;
@@ -324,14 +373,12 @@ int openai_history_render(const openai_history *h, acp_buf *out)
 int openai_history_render_system(const openai_history *h, const char *system, acp_buf *out)
 {
     bool sys = system && *system;
-    if (!sys && !h->summary.len) return 0;
+    if (!sys) return 0;
     int rc = put_str(out, "{\"role\":\"system\",\"content\":\"");
-    if (sys) rc |= put_plain(out, system, strlen(system));
-    if (h->summary.len) {
-        if (sys) rc |= put_str(out, "\\n\\n");
-        rc |= put_str(out, "Summary of the earlier conversation:\\n");
-        rc |= acp_buf_append(out, h->summary.data, h->summary.len);
-    }
+    rc |= put_plain(out, system, strlen(system));
+    if (h->summary.len)
+        rc |= put_str(out, "\\n\\nThe first message condenses the earlier part of this "
+                           "conversation.");
     rc |= put_str(out, "\"}");
     return rc ? ACP_ENOMEM : 1;
 }

@@ -12,14 +12,16 @@
  *     other blocks as "[image]", "[audio]").
  *   - agent_message_chunk: assistant text; thoughts are not sent back.
  *   - tool_call with a `name` (the function name the model used; calls of other engines have
- *     none and are left out): a tool call of the current assistant message, id = toolCallId,
- *     arguments = rawInput (a JSON string as is, anything else as its JSON text).
+ *     none and are left out): a tool call of the current assistant message, its id the one the
+ *     model gave it (_meta.openai.toolCallId; some servers insist on their own id format), else
+ *     the toolCallId; arguments = rawInput (a JSON string as is, anything else as its JSON text).
  *   - tool_call_update completed/failed: the tool message for that call, its text the text
- *     content items joined by "\n" ("Error: " first when failed). A call with no final update
- *     gets "(no result)": the API refuses a tool call without its tool message.
+ *     content items joined by "\n" ("Error: " first when failed), cut to result_max. A call
+ *     with no final update gets "(no result)": the API refuses a tool call without its tool
+ *     message.
  *   - a completed compaction: its summary stands for every message before it (the user message
- *     being built stays); openai_history_render puts it in the system message, so roles still
- *     alternate for chat templates that insist.
+ *     being built stays): it is the first message, from the user (as Codex and Claude Code send
+ *     theirs), and the system message says so.
  * Text is kept as escaped JSON string content, so rendering a request is concatenation. */
 #ifndef ACP_ENGINES_OPENAI_HISTORY_H
 #define ACP_ENGINES_OPENAI_HISTORY_H
@@ -32,12 +34,16 @@
 enum openai_msg { OPENAI_MSG_NONE, OPENAI_MSG_USER, OPENAI_MSG_ASSISTANT };
 
 typedef struct openai_result {
-    char *id;     /* owned */
-    acp_buf text; /* escaped; empty until the result arrived */
+    char *id;      /* the toolCallId (owned) */
+    char *wire_id; /* the id the model gave the call, sent back to it (owned) */
+    acp_buf text;  /* escaped; empty until the result arrived */
     bool has;
 } openai_result;
 
 typedef struct openai_history {
+    /* Set by the owner: a tool result longer than this (escaped bytes; 0: no limit) reaches
+     * the model cut, with the count of bytes left out. The stored result stays whole. */
+    size_t result_max;
     acp_buf done;    /* finished messages as JSON objects, comma-joined */
     size_t ndone;    /* how many */
     acp_buf summary; /* escaped text of the last completed compaction; empty: none */
@@ -58,9 +64,11 @@ typedef struct openai_history {
 int openai_history_user_block(openai_history *h, const char *mid, acp_span block);
 /* Assistant text, plain UTF-8 (escaped here). */
 int openai_history_assistant_text(openai_history *h, const char *text, size_t n);
-/* A tool call of the assistant message: id and name plain, raw_input JSON text (the rawInput
- * stored with the call). 0 or ACP_ENOMEM. */
-int openai_history_call(openai_history *h, const char *id, const char *name, acp_span raw_input);
+/* A tool call of the assistant message: its toolCallId, the model's own id for it (NULL: none),
+ * the function name, and raw_input, the JSON text of the rawInput stored with the call.
+ * 0 or ACP_ENOMEM. */
+int openai_history_call(openai_history *h, const char *id, const char *wire_id, const char *name,
+                        acp_span raw_input);
 /* The result of call id from the content array (ToolCallContent[] JSON text) stored when it
  * finished. Unknown ids are ignored. 0 or ACP_ENOMEM. */
 int openai_history_result(openai_history *h, const char *id, bool failed, acp_span content);
@@ -70,10 +78,13 @@ int openai_history_compacted(openai_history *h, const char *summary, size_t n);
 int openai_history_feed(openai_history *h, const char *json, size_t n);
 
 /* Appends the messages, comma-joined (the inside of "messages":[...] after the system
- * message), to out: finished ones and the one being built. 0 or ACP_ENOMEM. */
+ * message), to out: the compaction summary, the finished ones and the one being built.
+ * 0 or ACP_ENOMEM. */
 int openai_history_render(const openai_history *h, acp_buf *out);
-/* Appends the system message: system (plain, may be NULL) and the compaction summary. Nothing
- * when both are empty. Returns whether it wrote one, or ACP_ENOMEM. */
+/* The same without the message being built (what a compaction summarises). */
+int openai_history_render_done(const openai_history *h, acp_buf *out);
+/* Appends the system message: system (plain; NULL or empty: none), with a sentence on the
+ * summary when there is one. Returns whether it wrote one, or ACP_ENOMEM. */
 int openai_history_render_system(const openai_history *h, const char *system, acp_buf *out);
 /* Bytes of message text held (for the context estimate: about 4 per token). */
 size_t openai_history_bytes(const openai_history *h);

@@ -13,6 +13,7 @@
 #define OA_RETRIES     5     /* 429 / 503 retries of one request */
 #define OA_RETRY_MAX_S 60    /* the longest Retry-After honoured */
 #define OA_ERRBODY_MAX 65536 /* an error response's body kept for its message */
+#define OA_CALLS_MAX   64    /* tool calls run from one model message */
 
 typedef struct oa_sess oa_sess;
 
@@ -22,6 +23,8 @@ struct openai {
     acp_http_client *http;
     acp_http *models_req;
     acp_buf models_body;
+    void (*ready)(void *user); /* openai_start's */
+    void *ready_user;
     char **models; /* from GET /models, NULL-terminated; NULL: not (yet) listed */
     oa_sess *sessions;
     acp_config_value *model_values; /* the listed models' (names borrowed from models) */
@@ -61,11 +64,15 @@ struct oa_sess {
     oa_sess *prev_s, *next_s; /* the engine's open sessions */
     openai_history h;
     bool titled;
-    uint64_t used; /* tokens in context after the last answer (the server's count) */
+    char *broken; /* why its context could not be rebuilt (prompts are refused); owned */
+    bool always[OPENAI_TOOL_MCP]; /* the user chose "always allow" for writes or for commands */
+    uint64_t used;                /* tokens in context after the last answer (the server's count) */
     /* The turn. */
     acp_turn *t;
     unsigned round;
     char mid[48], tid[48]; /* message ids of this round's answer and thoughts */
+    char cmp_id[48];       /* the compaction being made */
+    bool compacting;       /* its summary is being asked for */
     oa_call chat;
     oa_call title;
     openai_tools tools;
@@ -77,28 +84,46 @@ struct oa_sess {
 };
 
 /* chat.c */
+/* Starts exchange c (stopping what it had in flight) with body (taken: *body is left empty).
+ * Its answer comes to oa_turn_answered (OA_CHAT, OA_SUMMARY) or oa_title_answered, once,
+ * after any 429/503 retries. 0, ACP_EIO (no libcurl) or ACP_ENOMEM: then nothing comes. */
 int oa_request(oa_sess *os, oa_call *c, enum oa_req kind, acp_buf *body);
+/* Aborts c's exchange or retry wait: no answer comes. The socket closes on the next loop
+ * turn. */
 void oa_call_stop(oa_call *c);
+/* Stops and frees what c holds (its timer closes from the loop). */
 void oa_call_free(oa_call *c);
 /* The request body up to and inside "messages":[ : the system message (system and the
  * compaction summary) and, with history, the whole message list. Without history it returns
  * 1 when it wrote the system message (the next message needs a comma), else 0; ACP_ENOMEM. */
 int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history);
-/* Closes the messages and the body, with the round's tools when asked. */
-int oa_body_end(oa_sess *os, acp_buf *b, bool tools);
-/* turn.c */
+/* Closes the messages and the body, with the round's tools when asked, and tool_choice (a
+ * plain word; NULL: not sent, the server's default). */
+int oa_body_end(oa_sess *os, acp_buf *b, bool tools, const char *tool_choice);
+
+/* turn.c: the turn is os->t, NULL when none runs. */
 void oa_turn_prompt(oa_sess *os, acp_turn *t, const json_t *blocks);
+/* Offers the round's tools and asks the model. */
 void oa_turn_round(oa_sess *os);
 void oa_turn_answered(oa_sess *os, oa_call *c, int result, long status);
+/* A streamed delta: to the client, and (not reasoning) to the context. Non-zero when the turn
+ * cannot take it (its response is decided): the stream is then dropped. */
 int oa_turn_text(oa_sess *os, bool reasoning, const char *text, size_t n);
+/* Ends the turn with a StopReason (after stopping what runs), then proposes a title. */
 void oa_turn_end(oa_sess *os, const char *reason);
+/* An agent message, also part of the context (what the user was told, the model is told). */
 void oa_turn_say(oa_sess *os, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Stops the request and the tool calls in flight and forgets the turn (cancel, close). */
 void oa_turn_stop(oa_sess *os);
+/* The round's tool calls are done: ask again, or stop at max_turns. */
 void oa_turn_next_round(oa_sess *os);
-/* exec.c */
+
+/* exec.c: the tool calls of the answer in os->chat.st. */
 void oa_exec_begin(oa_sess *os);
+/* Cancels the MCP call, releases the terminal and frees the round's calls. */
 void oa_exec_clear(oa_sess *os);
-/* engine.c */
+
+/* engine.c: after the first exchange, the model's title for the session. */
 void oa_title_propose(oa_sess *os);
 void oa_title_answered(oa_sess *os, oa_call *c, int result, long status);
 

@@ -35,8 +35,11 @@ typedef struct openai openai;
 int openai_new(uv_loop_t *loop, const openai_opts *o, openai **out);
 /* Fills *e with the engine (borrowing oa for the agent's lifetime). */
 void openai_engine(openai *oa, acp_engine *e);
-/* Asks the server for its models (GET /models): the sessions' `model` option lists them. */
-void openai_start(openai *oa);
+/* Asks the server for its models (GET /models): the sessions' `model` option lists them.
+ * ready (may be NULL) runs once when the answer or the failure is in, from the loop (or from
+ * inside this call when no request could start), unless openai_free() came first. A program
+ * that runs its loop until then, briefly, has the list in the first session's result. */
+void openai_start(openai *oa, void (*ready)(void *user), void *user);
 /* Aborts what is in flight and frees; done (may be NULL) runs from the loop when the HTTP
  * client's handles are closed. Call after acp_agent_free(). */
 void openai_free(openai *oa, void (*done)(void *user), void *user);

@@ -6,9 +6,6 @@
 
 #include "acp/error.h"
 
-/* The deepest chunk a server sends is choices[].delta.tool_calls[].function.arguments: 6. */
-#define CHUNK_MAX_DEPTH 64
-
 static int on_event(void *user, const char *event, const char *data, size_t n);
 
 void openai_stream_init(openai_stream *st, int (*on_text)(void *, bool, const char *, size_t),
@@ -143,43 +140,51 @@ static int on_event(void *user, const char *event, const char *data, size_t n)
         st->done = true;
         return 0;
     }
-    acp_span chunk = {data, n}, v, choice, delta;
-    if (acp_json_validate(data, n, CHUNK_MAX_DEPTH) || acp_json_kind(chunk) != 'o')
+    /* One walk per level: a chunk is mostly members we skip (id, model, fingerprints...). */
+    static const char *const top_keys[] = {"choices", "usage", "error"};
+    static const char *const choice_keys[] = {"delta", "finish_reason"};
+    static const char *const delta_keys[] = {"content", "reasoning_content", "reasoning",
+                                             "tool_calls"};
+    acp_span chunk = {data, n}, top[3], ch[2], d[4], choice, v;
+    if (acp_json_members(chunk, top_keys, 3, top) < 0) /* validates the chunk as it goes */
         return fail(st, "the model server sent an event that is not a JSON object");
-    if (acp_json_member(chunk, "error", &v) && acp_json_kind(v) != 'z') {
+    if (top[2].p && acp_json_kind(top[2]) != 'z') {
         acp_span msg;
         free(st->error);
         st->error = NULL;
-        if (acp_json_kind(v) == 'o' && acp_json_member(v, "message", &msg))
+        if (acp_json_kind(top[2]) == 'o' && acp_json_member(top[2], "message", &msg))
             st->error = dup_string(msg);
-        else if (acp_json_kind(v) == 's')
-            st->error = dup_string(v);
+        else if (acp_json_kind(top[2]) == 's')
+            st->error = dup_string(top[2]);
         if (!st->error) st->error = strdup("the model server reported an error");
         return 0;
     }
-    if (acp_json_member(chunk, "usage", &v) && acp_json_kind(v) == 'o') {
+    if (top[1].p && acp_json_kind(top[1]) == 'o') {
         st->has_usage = true;
-        member_u64(v, "prompt_tokens", &st->prompt_tokens);
-        member_u64(v, "completion_tokens", &st->completion_tokens);
-        if (!member_u64(v, "total_tokens", &st->total_tokens))
+        member_u64(top[1], "prompt_tokens", &st->prompt_tokens);
+        member_u64(top[1], "completion_tokens", &st->completion_tokens);
+        if (!member_u64(top[1], "total_tokens", &st->total_tokens))
             st->total_tokens = st->prompt_tokens + st->completion_tokens;
     }
     size_t pos = 0;
-    if (!acp_json_member(chunk, "choices", &v) || acp_json_kind(v) != 'a' ||
-        !acp_json_item(v, &pos, &choice) || acp_json_kind(choice) != 'o')
+    if (!top[0].p || acp_json_kind(top[0]) != 'a' || !acp_json_item(top[0], &pos, &choice) ||
+        acp_json_kind(choice) != 'o')
         return 0; /* the usage chunk has choices: [] */
-    if (acp_json_member(choice, "finish_reason", &v) && acp_json_kind(v) == 's' &&
-        v.n - 2 < sizeof st->finish) {
+    acp_json_members(choice, choice_keys, 2, ch);
+    v = ch[1];
+    if (v.p && acp_json_kind(v) == 's' && v.n - 2 < sizeof st->finish) {
         char *s = acp_json_strdup(v);
         if (s) snprintf(st->finish, sizeof st->finish, "%s", s);
         free(s);
     }
-    if (!acp_json_member(choice, "delta", &delta) || acp_json_kind(delta) != 'o') return 0;
+    if (!ch[0].p || acp_json_kind(ch[0]) != 'o') return 0;
+    acp_json_members(ch[0], delta_keys, 4, d);
     int rc;
-    if (acp_json_member(delta, "reasoning_content", &v) || acp_json_member(delta, "reasoning", &v))
-        if ((rc = text(st, true, v))) return rc;
-    if (acp_json_member(delta, "content", &v) && (rc = text(st, false, v))) return rc;
-    if (acp_json_member(delta, "tool_calls", &v) && acp_json_kind(v) == 'a') {
+    if (d[1].p && (rc = text(st, true, d[1]))) return rc;
+    if (d[2].p && (rc = text(st, true, d[2]))) return rc;
+    if (d[0].p && (rc = text(st, false, d[0]))) return rc;
+    v = d[3];
+    if (v.p && acp_json_kind(v) == 'a') {
         acp_span frag;
         pos = 0;
         while (acp_json_item(v, &pos, &frag))

@@ -139,7 +139,7 @@ int openai_tools_json(openai_tools *ts, const acp_mcp_set *set)
     acp_jw_arr(&w);
     for (size_t i = 0; i < ts->n; i++) {
         const openai_tool *t = &ts->v[i];
-        size_t srv, tool;
+        size_t srv = 0, tool = 0;
         if (t->kind == OPENAI_TOOL_MCP && !mcp_lookup(set, t, &srv, &tool)) continue;
         acp_jw_obj(&w);
         acp_jw_kstr(&w, "type", "function");

@@ -2,8 +2,8 @@
  * accepts (^[A-Za-z0-9_-]{1,64}$), each mapping back to exactly one tool.
  *
  * Built-in tools come first, under fixed names: read_text_file (the client's fs/read_text_file),
- * write_text_file (fs/write_text_file), run_command (the terminal methods). Then every tool of every
- * READY MCP server, named SERVER__TOOL with each byte outside [A-Za-z0-9_-] replaced by '_'.
+ * write_text_file (fs/write_text_file), run_command (the terminal methods). Then every tool of
+ * every READY MCP server, named SERVER__TOOL with each byte outside [A-Za-z0-9_-] replaced by '_'.
  * A name that would be longer than 64 bytes, or that is already taken (two servers "a.b" and
  * "a_b", or a server called "read_text_file"), is cut to 55 bytes and followed by '_' and 8 hex
  * digits of a hash of (server, tool) (the hash salted until the name is free), so the same

@@ -21,6 +21,9 @@ static const char summary_ask[] =
     "was done and decided, the files and commands involved, and what is still open. Answer "
     "with the summary only.\"}";
 
+static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
+                             const char *error);
+
 /* The system message's text for this session (malloc'd). */
 static char *system_text(oa_sess *os)
 {
@@ -36,10 +39,10 @@ void oa_turn_say(oa_sess *os, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vasprintf(&text, fmt, ap);
     va_end(ap);
-    if (n < 0 || !os->t) return;
+    if (n < 0) return;
     acp_agent_new_id("msg_", mid);
     /* What the user was told is history: the model sees it on the next turn, after a load too. */
-    if (!acp_turn_text(os->t, NULL, mid, text, (size_t)n))
+    if (os->t && !acp_turn_text(os->t, NULL, mid, text, (size_t)n))
         openai_history_assistant_text(&os->h, text, (size_t)n);
     free(text);
 }
@@ -55,6 +58,10 @@ int oa_turn_text(oa_sess *os, bool reasoning, const char *text, size_t n)
 
 void oa_turn_stop(oa_sess *os)
 {
+    /* A compaction cut short by a cancel ends failed: the history keeps no entity in progress
+     * for good. */
+    if (os->t && os->compacting) compaction_update(os, "failed", NULL, 0, "cancelled");
+    os->compacting = false;
     os->t = NULL;
     oa_call_stop(&os->chat);
     oa_exec_clear(os);
@@ -85,7 +92,9 @@ static uint64_t context_estimate(oa_sess *os)
     return est > os->used ? est : os->used;
 }
 
-void oa_turn_round(oa_sess *os)
+/* The tools the model is offered now: the client's file and terminal methods (as advertised,
+ * and no writes or commands in mode ask) and the session's ready MCP tools. */
+static int offer_tools(oa_sess *os)
 {
     acp_session *s = os->s;
     acp_agent *a = acp_session_agent(s);
@@ -100,14 +109,22 @@ void oa_turn_round(oa_sess *os)
         rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_RUN);
     rc |= openai_tools_add_set(&os->tools, acp_session_mcp(s));
     rc |= openai_tools_json(&os->tools, acp_session_mcp(s));
+    return rc ? ACP_ENOMEM : 0;
+}
+
+void oa_turn_round(oa_sess *os)
+{
+    int rc = offer_tools(os);
     char *system = system_text(os);
     acp_buf body = {0};
-    if (!rc && system) rc = oa_body_begin(os, &body, system, true);
-    if (!rc && system) rc = oa_body_end(os, &body, true);
+    if (!rc && !system) rc = ACP_ENOMEM;
+    if (!rc) rc = oa_body_begin(os, &body, system, true);
+    if (!rc) rc = oa_body_end(os, &body, true, NULL);
     free(system);
     acp_agent_new_id("msg_", os->mid);
     acp_agent_new_id("thk_", os->tid);
-    if (rc || !system || oa_request(os, &os->chat, OA_CHAT, &body)) {
+    if (!rc) rc = oa_request(os, &os->chat, OA_CHAT, &body);
+    if (rc) {
         acp_buf_free(&body);
         oa_turn_say(os, "Could not send the request to the model server (%s).",
                     rc == ACP_EIO ? "libcurl is not available" : "out of memory");
@@ -121,17 +138,23 @@ static bool compact(oa_sess *os)
 {
     uint64_t window = os->oa->o.context_tokens;
     if (!os->h.ndone || context_estimate(os) * 4 < window * 3) return false;
+    /* The tools go along unusable (tool_choice none): the history has calls to them, and a
+     * strict server refuses tool calls of tools the request does not define. */
+    if (offer_tools(os)) return false;
     acp_buf body = {0};
     int rc = oa_body_begin(os, &body, summary_system, false) < 0; /* writes the system message */
-    if (!rc)
-        rc = acp_buf_putc(&body, ',') || acp_buf_append(&body, os->h.done.data, os->h.done.len);
+    if (!rc) rc = acp_buf_putc(&body, ',') || openai_history_render_done(&os->h, &body);
     if (!rc)
         rc = acp_buf_putc(&body, ',') || acp_buf_append(&body, summary_ask, strlen(summary_ask));
-    if (!rc) rc = oa_body_end(os, &body, false);
+    if (!rc) rc = oa_body_end(os, &body, true, "none");
     if (rc || oa_request(os, &os->chat, OA_SUMMARY, &body)) {
         acp_buf_free(&body);
         return false;
     }
+    /* Shown while the model summarises (a client without session.compaction gets nothing). */
+    acp_agent_new_id("cmp_", os->cmp_id);
+    compaction_update(os, "in_progress", NULL, 0, NULL);
+    os->compacting = true;
     return true;
 }
 
@@ -158,42 +181,59 @@ void oa_turn_prompt(oa_sess *os, acp_turn *t, const json_t *blocks)
     if (!compact(os)) oa_turn_round(os);
 }
 
+/* One compaction update of os->cmp_id: its status, and its summary (a chunk) when given. */
+static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
+                             const char *error)
+{
+    acp_buf u = {0};
+    acp_jw w;
+    acp_jw_init(&w, &u);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "sessionUpdate", summary ? "compaction_summary_chunk" : "compaction_update");
+    acp_jw_kstr(&w, "compactionId", os->cmp_id);
+    if (summary) {
+        acp_jw_key(&w, "content");
+        acp_jw_obj(&w);
+        acp_jw_kstr(&w, "type", "text");
+        acp_jw_key(&w, "text");
+        acp_jw_strn(&w, summary, n);
+        acp_jw_obj_end(&w);
+    } else {
+        acp_jw_kstr(&w, "status", status);
+        if (error) acp_jw_kstr(&w, "error", error);
+    }
+    acp_jw_obj_end(&w);
+    int rc = acp_jw_status(&w);
+    if (!rc) rc = acp_turn_update_raw(os->t, u.data, u.len, true);
+    acp_buf_free(&u);
+    return rc;
+}
+
 /* The summary arrived: recorded as a compaction (stored, replayed, and what a load rebuilds
- * the context from), then the prompt's request goes out. A failed summary is not fatal: the
- * request goes out with the whole context. */
+ * the context from), then the prompt's request goes out. A failed summary is recorded failed
+ * and is not fatal: the request goes out with the whole context. */
 static void compacted(oa_sess *os, oa_call *c, int result, long status)
 {
+    os->compacting = false;
     if (!result && status / 100 == 2 && !c->st.error && c->text.len) {
-        char cid[48];
-        acp_agent_new_id("cmp_", cid);
-        acp_buf u = {0};
-        acp_jw w;
-        for (int step = 0; step < 3; step++) {
-            u.len = 0;
-            acp_jw_init(&w, &u);
-            acp_jw_obj(&w);
-            acp_jw_kstr(&w, "sessionUpdate",
-                        step == 1 ? "compaction_summary_chunk" : "compaction_update");
-            acp_jw_kstr(&w, "compactionId", cid);
-            if (step == 1) {
-                acp_jw_key(&w, "content");
-                acp_jw_obj(&w);
-                acp_jw_kstr(&w, "type", "text");
-                acp_jw_key(&w, "text");
-                acp_jw_strn(&w, c->text.data, c->text.len);
-                acp_jw_obj_end(&w);
-            } else {
-                acp_jw_kstr(&w, "status", step ? "completed" : "in_progress");
-            }
-            acp_jw_obj_end(&w);
-            if (acp_jw_status(&w) || acp_turn_update_raw(os->t, u.data, u.len, true)) break;
-            if (step == 2) {
-                openai_history_compacted(&os->h, c->text.data, c->text.len);
-                os->used = 0;
-                usage_update(os, context_estimate(os));
+        if (!compaction_update(os, NULL, c->text.data, c->text.len, NULL) &&
+            !compaction_update(os, "completed", NULL, 0, NULL)) {
+            openai_history_compacted(&os->h, c->text.data, c->text.len);
+            os->used = 0;
+            usage_update(os, context_estimate(os));
+            /* A client without session.compaction saw nothing of it: a thought says so (not a
+             * message, which would become part of the model's context). */
+            if (!acp_agent_client_has(acp_session_agent(os->s), "session.compaction")) {
+                static const char note[] = "Compacted the earlier conversation into a summary.";
+                char tid[48];
+                acp_agent_new_id("thk_", tid);
+                acp_turn_text(os->t, "agent_thought_chunk", tid, note, sizeof note - 1);
             }
         }
-        acp_buf_free(&u);
+    } else {
+        char why[64];
+        snprintf(why, sizeof why, "the model server did not summarise (HTTP %ld)", status);
+        compaction_update(os, "failed", NULL, 0, c->st.error ? c->st.error : why);
     }
     oa_turn_round(os);
 }
@@ -219,11 +259,12 @@ void oa_turn_answered(oa_sess *os, oa_call *c, int result, long status)
         return;
     }
     const char *base = os->oa->o.base_url;
+    const char *why = c->st.error ? c->st.error : "out of memory";
     if (result) {
         if (c->streamed)
-            oa_turn_say(os, "\n\nThe model server's stream broke off: %s", c->st.error);
+            oa_turn_say(os, "\n\nThe model server's stream broke off: %s", why);
         else
-            oa_turn_say(os, "Cannot reach the model server at %s: %s", base, c->st.error);
+            oa_turn_say(os, "Cannot reach the model server at %s: %s", base, why);
         oa_turn_end(os, "end_turn");
         return;
     }

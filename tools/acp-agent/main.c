@@ -151,6 +151,16 @@ static int openai_arg(const char *a, const char *v, openai_opts *o, const char *
     return 1;
 }
 
+static void models_ready(void *user)
+{
+    *(bool *)user = true;
+}
+
+static void models_waited(uv_timer_t *t)
+{
+    models_ready(t->data);
+}
+
 int main(int argc, char **argv)
 {
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
@@ -205,6 +215,11 @@ int main(int argc, char **argv)
                         "--max-tokens, --max-turns and --context-tokens need --engine openai\n");
         return 2;
     }
+    if (oo.base_url && strncmp(oo.base_url, "http://", 7) && strncmp(oo.base_url, "https://", 8)) {
+        fprintf(stderr, "acp-agent: --base-url must start with http:// or https://, not '%s'\n",
+                oo.base_url);
+        return 2;
+    }
     /* The key comes from the environment only: a command line is visible to every user (ps). */
     if (key_env && !(oo.api_key = getenv(key_env))) {
         fprintf(stderr, "acp-agent: --api-key-env: %s is not set\n", key_env);
@@ -224,6 +239,7 @@ int main(int argc, char **argv)
     char *def = where ? NULL : default_store();
     if (!where && !def) {
         fprintf(stderr, "acp-agent: no --store given and neither XDG_STATE_HOME nor HOME set\n");
+        free(system_prompt);
         return 1;
     }
     acp_store *store = NULL;
@@ -233,38 +249,51 @@ int main(int argc, char **argv)
                 err ? err : "out of memory");
         free(err);
         free(def);
+        free(system_prompt);
         return 1;
     }
     free(def);
 
     uv_loop_t loop;
     uv_loop_init(&loop);
+    openai *oa = NULL;
+    if (!strcmp(engine, "openai")) {
+        int orc = openai_new(&loop, &oo, &oa); /* the URL was checked: only memory can fail */
+        free(system_prompt);
+        if (orc) {
+            fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(orc));
+            uv_loop_close(&loop);
+            acp_store_close(store);
+            return 1;
+        }
+    }
     /* MCP servers' orphans (double-forked, setsid'd) come back to us, to die when we end. */
     acp_reaper *reaper = NULL;
     if (acp_reaper_start(&loop, &reaper) && prog.verbose)
         fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
-    openai *oa = NULL;
-    if (!strcmp(engine, "openai")) {
-        int orc = openai_new(&loop, &oo, &oa);
-        free(system_prompt);
-        if (orc) {
-            fprintf(stderr, "acp-agent: %s\n",
-                    orc == ACP_EINVAL ? "--base-url must start with http:// or https://"
-                                      : acp_strerror(orc));
-            return 2;
-        }
+    if (oa)
         openai_engine(oa, &eng);
-    } else {
+    else
         echo_engine(&eng, auth_env);
-    }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {
         .on_log = log_line, .on_done = on_done, .user = &prog, .mcp_http = true, .mcp_sse = true};
     acp_agent *a = NULL;
     int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
     if (!rc && !oa) rc = echo_serve(a);
-    if (!rc && oa) openai_start(oa);
+    bool models_in = false; /* main's: openai_start's callback may come after the wait */
+    if (!rc && oa) {
+        /* The model list belongs in the first session's result: wait for GET /models, but
+         * not long (an unreachable server is told at the first prompt). */
+        uv_timer_t wait;
+        uv_timer_init(&loop, &wait);
+        wait.data = &models_in;
+        uv_timer_start(&wait, models_waited, 2000, 0);
+        openai_start(oa, models_ready, &models_in);
+        while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
+        uv_close((uv_handle_t *)&wait, NULL);
+    }
     if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
     if (rc) {
         fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
