@@ -25,7 +25,9 @@ test("load after restart: the next request to the model contains the earlier con
     s.on(q1, answer("Noted, Ada: 7219."));
     s.on(q2, answer("You are Ada and your number is 7219."));
   }
-  const a = openaiAgent(t, dir, s, { store });
+  // A window no answer fills: this test is about the rebuild, not compaction (compaction.test.mjs).
+  const wide = ["--context-tokens", "100000000"];
+  const a = openaiAgent(t, dir, s, { store, args: wide });
   await a.init();
   const sid = await a.newSession(dir);
   const r1 = await a.prompt(sid, q1);
@@ -33,7 +35,7 @@ test("load after restart: the next request to the model contains the earlier con
   const said = textOf(r1.updates);
   await a.end();
 
-  const b = openaiAgent(t, dir, s, { store });
+  const b = openaiAgent(t, dir, s, { store, args: wide });
   await b.init();
   await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   const r2 = await b.prompt(sid, q2);
