@@ -166,3 +166,20 @@ test("a title the model proposes after the first exchange arrives as session_inf
   assert.match(list.sessions.find((x) => x.sessionId === sid)?.title ?? "", /Fixing the RPC parser/);
   await a.end();
 });
+
+test("a server without GET /models (404): sessions and prompts work, the model option holds --model", async (t) => {
+  if (scripted(t)) return;
+  const dir = tempDir(t);
+  const s = await modelServer(t);
+  s.modelsStatus = 404;
+  s.on("Hi there.", answer("Hello."));
+  const a = openaiAgent(t, dir, s);
+  await a.init();
+  const res = await a.request("session/new", { cwd: dir, mcpServers: [] });
+  const opt = (res.configOptions ?? []).find((o) => o.id === "model" || o.category === "model");
+  if (opt) assert.equal(opt.currentValue, "m");
+  const r = await a.prompt(res.sessionId, "Hi there.");
+  assert.equal(r.stopReason, "end_turn");
+  assert.equal(textOf(r.updates), "Hello.");
+  await a.end();
+});

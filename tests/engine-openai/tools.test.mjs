@@ -344,3 +344,34 @@ test("--max-turns: a model that keeps calling tools is stopped with max_turn_req
   assert.ok(seen.length >= 2 && seen.length <= 3, `${seen.length} model requests for --max-turns 2`);
   await a.end();
 });
+
+test("two MCP servers with the same tools and names no API accepts: distinct valid tool names, each call reaches its own server", async (t) => {
+  if (scripted(t)) return;
+  const dir = tempDir(t);
+  const s = await modelServer(t);
+  const q = "Echo on both servers.";
+  const seen = scriptTurn(
+    s,
+    q,
+    (body) => {
+      const echoes = (body.tools ?? []).filter((x) => /echo/i.test(x.function.name) && x.function.parameters?.properties?.message);
+      assert.equal(echoes.length, 2, `two echo tools expected: ${toolNames(body)}`);
+      return toolCalls(echoes.map((x, i) => [x.function.name, { message: `to ${i}` }]));
+    },
+    () => answer("Both echoed."),
+  );
+  const a = openaiAgent(t, dir, s);
+  await a.init();
+  const sid = await a.newSession(dir, { mcpServers: [everything("ev.one"), everything("ev two/x")] });
+  const r = await a.prompt(sid, q);
+  assert.equal(r.stopReason, "end_turn");
+  for (const n of toolNames(seen[0])) assert.match(n, NAME_RULE, `tool name ${n} breaks ^[A-Za-z0-9_-]{1,64}$`);
+  assert.equal(new Set(toolNames(seen[0])).size, toolNames(seen[0]).length, "tool names are unique across servers");
+  const calls = toolCallsOf(r.updates);
+  assert.deepEqual(calls.map((c) => c.status), ["completed", "completed"]);
+  // Each call names the server it went to (title "SERVER: TOOL"): one each, none guessed twice.
+  const servers = calls.map((c) => (/ev two\/x/.test(c.title) ? "ev two/x" : /ev\.one/.test(c.title) ? "ev.one" : c.title)).sort();
+  assert.deepEqual(servers, ["ev two/x", "ev.one"], `titles: ${calls.map((c) => c.title)}`);
+  assert.deepEqual(callsIn(seen[1]).map((c) => c.result).sort(), ["Echo: to 0", "Echo: to 1"]);
+  await a.end();
+});
