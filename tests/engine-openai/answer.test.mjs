@@ -155,8 +155,12 @@ test("a title the model proposes after the first exchange arrives as session_inf
   await a.init();
   const sid = await a.newSession(dir);
   await a.prompt(sid, "Help me fix the parser in rpc/conn.c");
-  // The title may come with the turn or just after it: wait for the update.
-  const e = await a.waitFor((m) => m.method === "session/update" && m.params?.update?.sessionUpdate === "session_info_update" && typeof m.params.update.title === "string");
+  // The title may come with the turn or just after it: wait for the update (20 s guards a hang,
+  // it measures nothing).
+  const e = await Promise.race([
+    a.waitFor((m) => m.method === "session/update" && m.params?.update?.sessionUpdate === "session_info_update" && typeof m.params.update.title === "string"),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`no session_info_update with a title; the model was asked: ${JSON.stringify(s.chats().map((r) => r.raw.slice(0, 200)))}`)), 20_000).unref()),
+  ]);
   assert.match(e.msg.params.update.title, /Fixing the RPC parser/);
   const list = await a.request("session/list", {});
   assert.match(list.sessions.find((x) => x.sessionId === sid)?.title ?? "", /Fixing the RPC parser/);

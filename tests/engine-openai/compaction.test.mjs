@@ -7,9 +7,13 @@ import { test, tempDir, assert, modelServer, openaiAgent, scripted, contentText,
 import { answer } from "./fixtures.mjs";
 
 const SUMMARY = "SUMMARY-7c3: the user introduced the project Zephyr and asked about its parser.";
-// A summarisation request is recognised by what any summarising prompt says: "summar...".
-const asksSummary = (body) => body.messages.some((m) => /summar/i.test(contentText(m.content)) && !contentText(m.content).startsWith("SUMMARY-7c3"));
-const mentions = (body, text) => body.messages.some((m) => contentText(m.content).includes(text));
+// A summarisation request is recognised by what any summarising prompt says ("summar...") in its
+// last message (a conversation request after the compaction carries the summary, not the ask).
+const asksSummary = (body) => {
+  const last = (body?.messages ?? []).at(-1);
+  return !!last && /summar/i.test(contentText(last.content)) && !contentText(last.content).includes("SUMMARY-7c3");
+};
+const mentions = (body, text) => (body?.messages ?? []).some((m) => contentText(m.content).includes(text));
 
 test("near --context-tokens: usage_update against the window, a model-written summary replaces the older turns, stored and used after a restart", async (t) => {
   if (scripted(t)) return;

@@ -303,6 +303,11 @@ export async function startFakeOpenAI(opts = {}) {
         return send(res, 200, { object: "list", data: s.models.map((id) => ({ id, object: "model", created: 1764720000, owned_by: "llamacpp" })) });
       }
       if (req.method !== "POST" || !/\/chat\/completions$/.test(path)) return send(res, 404, { error: { message: `no route ${req.method} ${path}`, type: "invalid_request_error", code: 404 } });
+      // What llama-server and OpenAI answer to a body that is not JSON, or has no messages.
+      if (raw && body === null) {
+        rec.invalidJson = true;
+        return send(res, 400, { error: { message: "Failed to parse the request body as JSON", type: "invalid_request_error", param: null, code: null } });
+      }
       if (!isObj(body) || !Array.isArray(body.messages))
         return send(res, 400, { error: { message: "messages is required", type: "invalid_request_error", param: "messages", code: null } });
       const reply = pick(body, rec);
@@ -364,8 +369,9 @@ export async function startFakeOpenAI(opts = {}) {
   /** Stops listening and drops every open connection. */
   s.close = () =>
     new Promise((resolve) => {
-      for (const sock of s.sockets) sock.destroy();
       server.close(() => resolve());
+      server.closeAllConnections();
+      for (const sock of s.sockets) sock.destroy();
     });
   return s;
 }

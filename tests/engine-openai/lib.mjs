@@ -35,6 +35,18 @@ export async function modelServer(t, opts = {}) {
   return s;
 }
 
+// Whatever a test is about, every request the engine made must be JSON a server can parse. Checked
+// in an after hook registered behind the agent's own (which kills it if the test failed first): a
+// hook that throws skips the hooks after it.
+function checkRequests(t, s) {
+  if (s.checked) return;
+  s.checked = true;
+  t.after(() => {
+    const bad = s.requests.filter((r) => r.invalidJson || (r.method === "POST" && r.raw && r.body === null));
+    assert.deepEqual(bad.map((r) => JSON.stringify(r.raw.slice(0, 300))), [], "the engine sent a request body that is not valid JSON");
+  });
+}
+
 /**
  * acp-agent --engine openai against `server` (or baseUrl), with a fresh SQLite store in `dir`.
  * opts: everything sdkAgent takes (fs, terminal, permission, clientCapabilities, env), plus
@@ -51,6 +63,7 @@ export function openaiAgent(t, dir, server, opts = {}) {
     args.push("--api-key-env", "ACP_TEST_OPENAI_KEY");
   }
   const a = sdkAgent(t, { ...opts, store: opts.store ?? join(dir, "sessions.db"), args: [...args, ...(opts.args ?? [])], env });
+  if (server) checkRequests(t, server);
   return a;
 }
 
