@@ -28,6 +28,9 @@ void replay_stop(acp_session *s)
     s->rnext = NULL;
 }
 
+/* What a step gathers by doubling its buffer before it is taken for a long history. */
+#define REPLAY_SMALL (64u << 10)
+
 struct step {
     acp_agent *a; /* NULL: the client takes every gated kind, no row needs looking at */
     acp_buf *b;
@@ -58,6 +61,12 @@ static int add_line(void *user, int64_t seq, const char *json, size_t n)
      * not get them (the spec's MUST NOT), also not on a load: the same gate as when sent. */
     const char *cap = st->a ? session_kind_needs(stored_kind(json, n)) : NULL;
     if (cap && !acp_agent_client_has(st->a, cap)) return 0;
+    /* A history past REPLAY_SMALL fills the step: its buffer is sized for the step at once
+     * (and the row that ends it), not doubled up to there. Each doubling copies what was
+     * gathered when acp-agent keeps blocks under 8 MiB on the heap (memtrim.c), where a
+     * realloc moves them: 4 MB copied per load. A short history never asks for this much. */
+    if (st->b->len > REPLAY_SMALL && st->b->cap < 2 * AGENT_REPLAY_STEP)
+        acp_buf_reserve(st->b, 2 * AGENT_REPLAY_STEP - st->b->len); /* failing: grown below */
     return session_envelope(st->b, st->id, st->idn, json, n);
 }
 

@@ -16,6 +16,7 @@ typedef acp_json_path at;
  * last failure recorded is the one reported. */
 __attribute__((format(printf, 3, 4))) static bool fail(verr *e, const at *p, const char *fmt, ...)
 {
+    if (e->quiet) return false;
     acp_json_path_render(p, e->path, sizeof e->path);
     int n = snprintf(e->msg, sizeof e->msg, "%s ", e->path);
     if (n > 0 && (size_t)n < sizeof e->msg) {
@@ -90,6 +91,7 @@ static void describe(const vfield *f, char *buf, size_t cap)
 
 static bool wrong_type(verr *e, const vfield *f, const at *p)
 {
+    if (e->quiet) return false;
     char want[160];
     describe(f, want, sizeof want);
     return fail(e, p, "must be %s", want);
@@ -152,6 +154,7 @@ static bool check_tagged(verr *e, json_t *obj, const vunion *u, const at *p)
         sh = u->other;
     if (sh) return check_shape(e, obj, sh, p);
     if (!tag) return fail(e, &here, "is required");
+    if (e->quiet) return false;
     vfield names = {.kind = V_ENUM, .of = u->names};
     char want[160];
     describe(&names, want, sizeof want);
@@ -163,13 +166,19 @@ static bool check_anyof(verr *e, json_t *obj, const vunion *u, const at *p)
     if (u->common && !check_shape(e, obj, u->common, p)) return false;
     size_t pick = u->report;
     if (u->tag) one_of(json_object_get(obj, u->tag), u->names, &pick);
+    /* Only the picked variant's failure can be reported: the others are tried quietly (a
+     * set_config_option with a value id failed the boolean variant first, and rendering
+     * that message was most of what checking the request cost). */
+    bool quiet = e->quiet, ok = false;
     verr why;
-    for (size_t i = 0; i < u->n; i++) {
-        if (check_shape(e, obj, u->variants[i], p)) return true;
-        if (i == pick) why = *e;
+    for (size_t i = 0; i < u->n && !ok; i++) {
+        e->quiet = quiet || i != pick;
+        ok = check_shape(e, obj, u->variants[i], p);
+        if (!ok && i == pick) why = *e;
     }
-    *e = why;
-    return false;
+    if (!ok) *e = why;
+    e->quiet = quiet;
+    return ok;
 }
 
 static bool check_value(verr *e, json_t *v, const vfield *f, const at *p)
@@ -213,6 +222,7 @@ static bool check_value(verr *e, json_t *v, const vfield *f, const at *p)
 bool params_check(json_t *params, const vfield *root, verr *e)
 {
     at top = {NULL, root->key, 0};
+    e->quiet = false;
     return check_value(e, params, root, &top);
 }
 

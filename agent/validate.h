@@ -69,6 +69,7 @@ typedef struct vunion {
 typedef struct verr {
     char path[256];
     char msg[512];
+    bool quiet; /* trying an anyOf variant whose failure is not reported: nothing rendered */
 } verr;
 
 /* Checks params against root (whose key is the path's start, "params"), removing the malformed

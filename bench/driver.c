@@ -3,7 +3,7 @@
  * clock for build/acp-agent and the TypeScript-SDK peer).
  *
  *   acp-bench-driver MODE [-n N] [-b BYTES] [-s SESSION] [-k SERVERS] [-r REPEAT] [-p DEPTH]
- *                    [--cwd DIR] [--mcp 'ABS_CMD ARG...'] [--ping] -- AGENT_CMD ARG...
+ *                    [--cwd DIR] [--mcp 'ABS_CMD ARG...'] [--ping] [--no-kill] -- AGENT_CMD ARG...
  *
  * Modes (each prints one line of key=value figures on stdout):
  *   cold     spawn + initialize + session/new round trip, -r times, fresh process each time
@@ -22,7 +22,9 @@
  *            round trip. Then the agent is killed (SIGKILL) and a fresh one must give back the
  *            last value in its session/load result: the values were stored before the answers.
  *            --ping sends `_bench/ping` instead, which no agent knows: the -32601 round trip,
- *            the floor under any request (no load check then).
+ *            the floor under any request (no load check then). --no-kill leaves the kill and
+ *            the load check out: the agent ends at EOF, so a profiler around it (valgrind,
+ *            bench/instructions.sh) writes its report.
  *
  *   acp-bench-driver canned
  * is the other way round: an agent on stdin/stdout that answers initialize and session/new
@@ -657,11 +659,15 @@ int main(int argc, char **argv)
     if (argc < 2) die("usage: acp-bench-driver MODE [options] -- AGENT ARGS...");
     const char *mode = argv[1], *session = NULL;
     long n = 1000, bytes = 200, repeat = 10, k = 1, depth = 1;
-    bool ping = false;
+    bool ping = false, nokill = false;
     int i = 2;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (!strcmp(argv[i], "--ping")) {
             ping = true;
+            continue;
+        }
+        if (!strcmp(argv[i], "--no-kill")) {
+            nokill = true;
             continue;
         }
         if (i + 1 >= argc) die("option %s needs a value", argv[i]);
@@ -837,7 +843,7 @@ int main(int argc, char **argv)
         /* The durability check: no clean shutdown, a fresh process, the last value back. */
         const char *last = config_values[(total - 1) % 2];
         bool persisted = false;
-        if (!ping) {
+        if (!ping && !nokill) {
             kill(a.pid, SIGKILL);
             agent_stop(&a);
             agent_spawn(&a, cmd);

@@ -6,6 +6,7 @@
  * are read with uv_fs_read and written with plain blocking write(2). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,8 +292,11 @@ static int open_end(uv_loop_t *loop, int fd, bool readable, uv_stream_t **s, int
 static int setup(uv_loop_t *loop, acp_conn *conn, const acp_transport_opts *opts,
                  acp_transport **out)
 {
-    acp_transport *t = calloc(1, sizeof *t);
+    /* Zeroed but for the read buffer, which is written before it is read: clearing its 64 KiB
+     * was 2.5% of an agent's whole start (a recycled heap block is cleared, a fresh one not). */
+    acp_transport *t = malloc(sizeof *t);
     if (!t) return ACP_ENOMEM;
+    memset(t, 0, offsetof(acp_transport, rbuf));
     t->loop = loop;
     t->conn = conn;
     if (opts) t->o = *opts;

@@ -5,6 +5,11 @@
 // author gets from the SDK. Not part of libacp; nothing in the tree depends on it.
 //
 //   node bench/ts-agent/agent.mjs --store DIR
+//   node bench/ts-agent/agent.mjs --store DIR --listen PORT   (remote ACP, the SDK's AcpServer)
+//
+// With --listen the same app is served by the SDK's experimental AcpServer over Streamable HTTP
+// and WebSocket on 127.0.0.1:PORT/acp (0: any free port; the bound port is printed on stdout as
+// "listening PORT"), the peer of `acp-agent --listen` in the remote benchmarks.
 //
 // Echo engine: text not starting with "/" comes back as one agent_message_chunk; "/stream N BYTES"
 // sends N agent_message_chunk updates of exactly BYTES ASCII bytes with one messageId; "/title TEXT"
@@ -36,6 +41,7 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const argv = process.argv.slice(2);
 let storeDir = path.join(process.env.XDG_STATE_HOME || path.join(process.env.HOME || "/tmp", ".local/state"), "acp-ts-agent");
+let listenPort = null;
 // --engine openai: prompts go to an OpenAI-compatible server through the `openai` npm client
 // (bench/ts-agent/openai.mjs), as acp-agent --engine openai does with libcurl (issue 12).
 const openaiOpts = { engine: "echo", baseURL: "http://127.0.0.1:11434/v1", model: "", apiKeyEnv: null };
@@ -45,6 +51,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i] === "--base-url") openaiOpts.baseURL = argv[++i];
   else if (argv[i] === "--model") openaiOpts.model = argv[++i];
   else if (argv[i] === "--api-key-env") openaiOpts.apiKeyEnv = argv[++i];
+  else if (argv[i] === "--listen") listenPort = Number(argv[++i]);
 }
 const openaiEngine = openaiOpts.engine === "openai" ? await import("./openai.mjs").then((m) => m.openaiEngine(openaiOpts)) : null;
 fs.mkdirSync(storeDir, { recursive: true });
@@ -387,6 +394,27 @@ const app = acp.agent({ name: "acp-ts-agent" })
     }
   });
 
-const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
-const conn = app.connect(stream);
-conn.closed.then(() => process.exit(0));
+if (listenPort === null) {
+  const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+  const conn = app.connect(stream);
+  conn.closed.then(() => process.exit(0));
+} else {
+  const { AcpServer } = await import("@agentclientprotocol/sdk/experimental/server");
+  const { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } = await import("@agentclientprotocol/sdk/experimental/node");
+  const { WebSocketServer } = await import("ws");
+  const http = await import("node:http");
+  const server = new AcpServer({ agent: app });
+  const onHttp = createNodeHttpHandler(server);
+  const httpServer = http.createServer((req, res) => {
+    if (new URL(req.url, "http://x").pathname !== "/acp") {
+      res.writeHead(404).end();
+      return;
+    }
+    onHttp(req, res);
+  });
+  httpServer.on("upgrade", createNodeWebSocketUpgradeHandler(server, new WebSocketServer({ noServer: true })));
+  httpServer.listen(listenPort, "127.0.0.1", () => console.log(`listening ${httpServer.address().port}`));
+  const stop = () => server.close().finally(() => process.exit(0));
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}

@@ -50,7 +50,7 @@ static void session_setup(acp_session *s, void *user)
     acp_session_set_data(s, os);
     /* One tool result may take a quarter of the window (4 bytes a token): a whole log file
      * read once must not fill every later request, nor stop the summary that would fix it. */
-    os->h.result_max = oa->o.context_tokens;
+    os->h.result_max = oa_window(os);
     /* The model's context is the stored history: a new session has none (or is not stored
      * yet: ACP_ENOTFOUND), a loaded or resumed one continues from it. */
     acp_agent *a = acp_session_agent(s);
@@ -194,33 +194,70 @@ static int models_data(acp_http *h, const char *p, size_t n, void *user)
 }
 
 /* The `model` option's values: the listed models, the one asked for (--model) first. */
+/* A model's context window as some servers list it: vLLM's max_model_len, OpenRouter's and
+ * LM Studio's context_length; 0 when it says none. */
+static unsigned listed_window(const json_t *m)
+{
+    static const char *const keys[] = {"max_model_len", "context_length", "context_window"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(m, keys[i]);
+        if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 100000000)
+            return (unsigned)json_integer_value(v);
+    }
+    return 0;
+}
+
 static int models_set(openai *oa, const json_t *data)
 {
     size_t n = json_array_size(data), k = 0;
     acp_config_value *v = calloc(n + 1, sizeof *v);
-    if (!v) return ACP_ENOMEM;
-    if (oa->o.model) v[k++] = (acp_config_value){.value = oa->o.model, .name = oa->o.model};
+    unsigned *windows = calloc(n + 1, sizeof *windows);
     char **ids = calloc(n + 1, sizeof *ids);
-    size_t nid = 0;
-    for (size_t i = 0; ids && i < n; i++) {
-        const char *id = json_string_value(json_object_get(json_array_get(data, i), "id"));
-        bool dup = !id || !*id;
-        for (size_t j = 0; j < k && !dup; j++) dup = !strcmp(v[j].value, id);
-        if (dup || !(ids[nid] = strdup(id))) continue;
-        v[k].value = v[k].name = ids[nid++];
-        k++;
+    if (!v || !windows || !ids) {
+        free(v);
+        free(windows);
+        free(ids);
+        return ACP_ENOMEM;
     }
-    if (!ids || !k) {
+    if (oa->o.model) v[k++] = (acp_config_value){.value = oa->o.model, .name = oa->o.model};
+    size_t nid = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(data, i);
+        const char *id = json_string_value(json_object_get(m, "id"));
+        if (!id || !*id) continue;
+        size_t j = 0;
+        while (j < k && strcmp(v[j].value, id)) j++;
+        if (j == k) { /* a new one */
+            if (!(ids[nid] = strdup(id))) continue;
+            v[k].value = v[k].name = ids[nid++];
+            k++;
+        }
+        if (!windows[j]) windows[j] = listed_window(m);
+    }
+    if (!nid && !oa->o.model) k = 0;
+    if (!k) {
         free(ids);
         free(v);
-        return ids ? 0 : ACP_ENOMEM;
+        free(windows);
+        return 0;
     }
     oa->models = ids;
     oa->model_values = v;
+    oa->model_windows = windows;
     oa->options[1].values = v;
     oa->options[1].nvalues = k;
     oa->options[1].default_value = v[0].value;
     return 0;
+}
+
+unsigned oa_window(const oa_sess *os)
+{
+    const openai *oa = os->oa;
+    const char *model = acp_session_config(os->s, "model");
+    for (size_t i = 0; !oa->window_given && model && oa->models && i < oa->options[1].nvalues; i++)
+        if (!strcmp(oa->model_values[i].value, model) && oa->model_windows[i])
+            return oa->model_windows[i];
+    return oa->o.context_tokens;
 }
 
 static void models_done(acp_http *h, int result, long status, void *user)
@@ -288,6 +325,7 @@ int openai_new(uv_loop_t *loop, const openai_opts *o, openai **out)
     oa->o.api_key = dup_or_null(o->api_key);
     oa->o.system_prompt = dup_or_null(o->system_prompt);
     if (!oa->o.max_turns) oa->o.max_turns = 25;
+    oa->window_given = oa->o.context_tokens != 0; /* else a listed window wins over 32768 */
     if (!oa->o.context_tokens) oa->o.context_tokens = 32768;
     if (!oa->o.base_url || (o->model && !oa->o.model) || (o->api_key && !oa->o.api_key) ||
         (o->system_prompt && !oa->o.system_prompt)) {
@@ -340,6 +378,7 @@ void openai_free(openai *oa, void (*done)(void *user), void *user)
     for (char **m = oa->models; m && *m; m++) free(*m);
     free(oa->models);
     free(oa->model_values);
+    free(oa->model_windows);
     if (oa->o.api_key) explicit_bzero((char *)oa->o.api_key, strlen(oa->o.api_key));
     free((char *)oa->o.api_key);
     free((char *)oa->o.base_url);

@@ -29,6 +29,8 @@ struct openai {
     oa_sess *sessions;
     acp_config_value *model_values; /* the listed models' (names borrowed from models) */
     acp_config_value default_model; /* the one model until the list arrives */
+    unsigned *model_windows;        /* per model_values entry: the window listed for it, 0: none */
+    bool window_given;              /* --context-tokens was given: it wins over a listed window */
     acp_config_option options[2];   /* mode, model */
 };
 
@@ -123,7 +125,10 @@ void oa_exec_begin(oa_sess *os);
 /* Cancels the MCP call, releases the terminal and frees the round's calls. */
 void oa_exec_clear(oa_sess *os);
 
-/* engine.c: after the first exchange, the model's title for the session. */
+/* engine.c: the context window of the session's model: --context-tokens when given, else
+ * what GET /models listed for it, else 32768. */
+unsigned oa_window(const oa_sess *os);
+/* After the first exchange, the model's title for the session. */
 void oa_title_propose(oa_sess *os);
 void oa_title_answered(oa_sess *os, oa_call *c, int result, long status);
 

@@ -23,7 +23,7 @@ typedef struct openai_opts {
     const char *system_prompt; /* the system message's text; NULL: a short default */
     unsigned max_tokens;       /* max_tokens of each request; 0: not sent */
     unsigned max_turns;        /* tool rounds per prompt; 0: 25 */
-    unsigned context_tokens;   /* the context window; 0: 32768 */
+    unsigned context_tokens;   /* the context window; 0: as GET /models lists it, else 32768 */
     bool no_title;             /* do not ask the model for a session title */
 } openai_opts;
 

@@ -80,7 +80,7 @@ static void usage_update(oa_sess *os, uint64_t used)
 {
     char u[160];
     int n = snprintf(u, sizeof u, "{\"sessionUpdate\":\"usage_update\",\"used\":%llu,\"size\":%u}",
-                     (unsigned long long)used, os->oa->o.context_tokens);
+                     (unsigned long long)used, oa_window(os));
     acp_turn_update_raw(os->t, u, (size_t)n, true);
 }
 
@@ -136,7 +136,7 @@ void oa_turn_round(oa_sess *os)
  * the window; false when there is nothing to do. */
 static bool compact(oa_sess *os)
 {
-    uint64_t window = os->oa->o.context_tokens;
+    uint64_t window = oa_window(os);
     if (!os->h.ndone || context_estimate(os) * 4 < window * 3) return false;
     /* The tools go along unusable (tool_choice none): the history has calls to them, and a
      * strict server refuses tool calls of tools the request does not define. */

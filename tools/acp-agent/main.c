@@ -44,10 +44,11 @@ static const char usage[] =
     "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
     "--api-key-env VAR (the key is read from that variable, never from the command line),\n"
     "--system-prompt FILE, --max-tokens N (per answer; default: the server's),\n"
-    "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window,\n"
-    "default 32768; older turns are summarised near it). The model's tools: the session's\n"
-    "MCP tools, and the client's file reads, writes and terminal when it offers them\n"
-    "(writes and commands ask first; none in mode ask).\n";
+    "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window;\n"
+    "default: what the server lists for the model, else 32768; older turns are summarised\n"
+    "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
+    "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
+    "ask).\n";
 
 struct prog {
     int verbose;
