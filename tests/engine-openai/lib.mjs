@@ -42,7 +42,7 @@ function checkRequests(t, s) {
   if (s.checked) return;
   s.checked = true;
   t.after(() => {
-    const bad = s.requests.filter((r) => r.invalidJson || (r.method === "POST" && r.raw && r.body === null));
+    const bad = (s.requests ?? []).filter((r) => r.invalidJson || (r.method === "POST" && r.raw && r.body === null));
     assert.deepEqual(bad.map((r) => JSON.stringify(r.raw.slice(0, 300))), [], "the engine sent a request body that is not valid JSON");
   });
 }
