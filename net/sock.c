@@ -524,3 +524,8 @@ int acp_sock_connect(uv_loop_t *loop, const acp_sock_connect_opts *o, const acp_
     *out = s;
     return 0;
 }
+
+uv_loop_t *acp_sock_loop(const acp_sock *s)
+{
+    return s->loop;
+}
