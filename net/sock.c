@@ -309,6 +309,11 @@ void acp_sock_bind(acp_sock *s, const acp_sock_cbs *cbs, void *user)
     update_reading(s);
 }
 
+uv_loop_t *acp_sock_loop(const acp_sock *s)
+{
+    return s->loop;
+}
+
 const char *acp_sock_alpn(const acp_sock *s)
 {
     return s->tls ? acp_tls_alpn(s->tls) : NULL;
