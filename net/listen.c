@@ -18,15 +18,15 @@
 #include "net/listen.h"
 #include "net/sock_server.h"
 #include "net/wire.h"
+#include "net/ws.h"
 
-/* The profiles' entry points, as their branches define them in net/ws.h and net/shttp.h. */
+/* The Streamable HTTP profile's entry points, as net-http's branch defines them in
+ * net/shttp.h. */
 typedef struct acp_shttp acp_shttp;
 acp_shttp *acp_shttp_new(uv_loop_t *loop, const acp_net_limits *lim,
                          void (*on_link)(acp_link *l, void *user), void *user);
 void acp_shttp_handle(acp_shttp *h, acp_http_req *r);
 void acp_shttp_free(acp_shttp *h);
-int acp_ws_accept(acp_sock *s, acp_http_req *upgrade, const char *leftover, size_t n,
-                  const acp_net_limits *lim, void (*on_link)(acp_link *l, void *user), void *user);
 
 /* Connections past max_connections are still read far enough to be answered 503 (a reset
  * would look like a network fault), up to this many at once; beyond, they are dropped. */

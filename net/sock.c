@@ -311,11 +311,6 @@ void acp_sock_bind(acp_sock *s, const acp_sock_cbs *cbs, void *user)
     update_reading(s);
 }
 
-uv_loop_t *acp_sock_loop(const acp_sock *s)
-{
-    return s->loop;
-}
-
 const char *acp_sock_alpn(const acp_sock *s)
 {
     return s->tls ? acp_tls_alpn(s->tls) : NULL;
@@ -530,4 +525,9 @@ int acp_sock_connect(uv_loop_t *loop, const acp_sock_connect_opts *o, const acp_
     }
     *out = s;
     return 0;
+}
+
+uv_loop_t *acp_sock_loop(const acp_sock *s)
+{
+    return s->loop;
 }

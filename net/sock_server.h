@@ -32,8 +32,6 @@ int acp_sock_accept(uv_stream_t *server, bool is_unix, acp_tls_ctx *tls, const a
  * times out. Holds nest. */
 void acp_sock_idle_hold(acp_sock *s, bool hold);
 
-uv_loop_t *acp_sock_loop(const acp_sock *s);
-
 /* Every socket of g closed (acp_sock_close(): what is queued is written first, bounded by the
  * close timeout). */
 void acp_sock_group_close(acp_sock_group *g);
