@@ -11,6 +11,7 @@
 
 #include "acp/error.h"
 #include "acp/json.h"
+#include "net/sock_server.h"
 
 typedef struct h2_stream {
     acp_http_req req; /* first: the exchange */
@@ -24,14 +25,16 @@ typedef struct h2_stream {
     acp_buf body;
     acp_buf out; /* response body bytes nghttp2 has not taken yet, from off */
     size_t off, peak;
-    bool delivered, too_big, started, ended, aborted, drain_due;
+    bool head_done, refused, delivered, started, ended, aborted, drain_due;
 } h2_stream;
 
 struct acp_h2 {
+    acp_h2 *prev, *next; /* in the group */
+    acp_h2_group *g;
     acp_sock *s;
     nghttp2_session *ng;
-    acp_net_limits lim;
-    acp_h2_cbs cbs;
+    const acp_net_limits *lim;
+    const acp_wire_cbs *cbs;
     void *user;
     h2_stream *streams;
     int depth; /* inside nghttp2: frames go out after it returns */
@@ -192,6 +195,7 @@ static const acp_http_req_ops req_ops = {res_start, res_write, res_end, res_queu
 
 static void stream_free(acp_h2 *h, h2_stream *st)
 {
+    acp_sock_idle_hold(h->s, false);
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -257,9 +261,11 @@ static void reply_now(h2_stream *st, int status, const char *text)
     acp_http_res_send(&st->req, status, "text/plain", text, strlen(text), NULL, 0);
 }
 
-static void deliver(acp_h2 *h, h2_stream *st)
+/* The head is complete: the request side of the exchange is filled (no more fields come; a
+ * trailer section is not read). */
+static void head_done(h2_stream *st)
 {
-    st->delivered = true;
+    st->head_done = true;
     if (st->authority && !acp_http_req_header(&st->req, "host"))
         add_field(st, (const uint8_t *)"host", 4, (const uint8_t *)st->authority,
                   strlen(st->authority));
@@ -267,9 +273,15 @@ static void deliver(acp_h2 *h, h2_stream *st)
     st->req.path = st->path ? st->path : "";
     st->req.headers = st->fields;
     st->req.nheaders = st->nfields;
+    st->req.body = "";
+}
+
+static void deliver(acp_h2 *h, h2_stream *st)
+{
+    st->delivered = true;
     st->req.body = acp_buf_cstr(&st->body) ? st->body.data : "";
     st->req.body_len = st->body.len;
-    h->cbs.on_request(&st->req, h->user);
+    h->cbs->on_request(&st->req, NULL, NULL, 0, h->user);
 }
 
 /* --- nghttp2 callbacks -------------------------------------------------------------------- */
@@ -287,6 +299,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *fr, void *
     st->next = h->streams;
     if (h->streams) h->streams->prev = st;
     h->streams = st;
+    acp_sock_idle_hold(h->s, true); /* an open stream is not idleness */
     nghttp2_session_set_stream_user_data(ng, st->id, st);
     return 0;
 }
@@ -295,7 +308,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *fr, const uint8_t
                      const uint8_t *value, size_t vlen, uint8_t flags, void *user)
 {
     h2_stream *st = nghttp2_session_get_stream_user_data(ng, fr->hd.stream_id);
-    if (!st || st->delivered) return 0; /* trailers are not read */
+    if (!st || st->head_done) return 0; /* trailers are not read */
     st->head_bytes += nlen + vlen + 32; /* RFC 9113's accounting for header list size */
     if (st->head_bytes > H2_MAX_HEAD) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     char **pseudo = NULL;
@@ -315,7 +328,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *fr, const uint8_t
  * resets the stream once the response is out, RFC 9113 8.1). */
 static void refuse_large(h2_stream *st)
 {
-    st->too_big = true;
+    st->refused = true;
     acp_buf_free(&st->body);
     reply_now(st, 413, "Payload Too Large");
 }
@@ -325,8 +338,8 @@ static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
 {
     acp_h2 *h = user;
     h2_stream *st = nghttp2_session_get_stream_user_data(ng, id);
-    if (!st || st->too_big || st->delivered) return 0;
-    if (st->body.len + len > h->lim.max_message) {
+    if (!st || st->refused || st->delivered) return 0;
+    if (st->body.len + len > h->lim->max_message) {
         refuse_large(st);
         return 0;
     }
@@ -338,12 +351,17 @@ static int on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *user)
     acp_h2 *h = user;
     if (fr->hd.type != NGHTTP2_HEADERS && fr->hd.type != NGHTTP2_DATA) return 0;
     h2_stream *st = nghttp2_session_get_stream_user_data(ng, fr->hd.stream_id);
-    if (!st || st->too_big || st->delivered) return 0;
-    if (fr->hd.type == NGHTTP2_HEADERS) {
-        const char *cl = acp_http_req_header(
-            &(acp_http_req){.headers = st->fields, .nheaders = st->nfields}, "content-length");
-        if (cl && strtoull(cl, NULL, 10) > h->lim.max_message) {
+    if (!st || st->refused || st->delivered) return 0;
+    if (fr->hd.type == NGHTTP2_HEADERS && !st->head_done) {
+        head_done(st);
+        const char *cl = acp_http_req_header(&st->req, "content-length");
+        if (cl && strtoull(cl, NULL, 10) > h->lim->max_message) {
             refuse_large(st);
+            return 0;
+        }
+        /* The router may answer from the head alone (401): the body is then never read. */
+        if (h->cbs->on_head && !h->cbs->on_head(&st->req, h->user)) {
+            st->refused = true;
             return 0;
         }
     }
@@ -385,18 +403,25 @@ static void on_sock_close(acp_sock *s, const char *reason, void *user)
     h->closing = true;
     while (h->streams) stream_abort(h, h->streams);
     nghttp2_session_del(h->ng);
-    if (h->cbs.on_close) h->cbs.on_close(h, reason, h->user);
+    if (h->g) {
+        if (h->prev)
+            h->prev->next = h->next;
+        else
+            h->g->head = h->next;
+        if (h->next) h->next->prev = h->prev;
+        h->g->count--;
+    }
     free(h);
 }
 
-int acp_h2_accept(acp_sock *s, const char *leftover, size_t n, const acp_net_limits *lim,
-                  const acp_h2_cbs *cbs, void *user, acp_h2 **out)
+int acp_h2_serve(acp_sock *s, const char *data, size_t n, const acp_net_limits *lim,
+                 const acp_wire_cbs *cbs, void *user, acp_h2_group *g)
 {
     acp_h2 *h = calloc(1, sizeof *h);
     nghttp2_session_callbacks *cb = NULL;
     if (!h || nghttp2_session_callbacks_new(&cb) != 0) {
         free(h);
-        acp_sock_close(s);
+        acp_sock_abort(s);
         return ACP_ENOMEM;
     }
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
@@ -408,13 +433,19 @@ int acp_h2_accept(acp_sock *s, const char *leftover, size_t n, const acp_net_lim
     nghttp2_session_callbacks_del(cb);
     if (rv != 0) {
         free(h);
-        acp_sock_close(s);
+        acp_sock_abort(s);
         return ACP_ENOMEM;
     }
     h->s = s;
-    h->lim = acp_net_limits_resolve(lim);
-    h->cbs = *cbs;
+    h->lim = lim;
+    h->cbs = cbs;
     h->user = user;
+    if ((h->g = g)) {
+        h->next = g->head;
+        if (g->head) g->head->prev = h;
+        g->head = h;
+        g->count++;
+    }
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, H2_MAX_HEAD},
@@ -423,19 +454,22 @@ int acp_h2_accept(acp_sock *s, const char *leftover, size_t n, const acp_net_lim
     nghttp2_submit_settings(h->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof *iv);
     static const acp_sock_cbs scb = {NULL, on_sock_read, on_sock_drain, on_sock_close};
     acp_sock_bind(s, &scb, h);
-    if (out) *out = h;
     if (n)
-        on_sock_read(s, leftover, n, h);
+        on_sock_read(s, data, n, h);
     else
         flush(h);
     return 0;
 }
 
-void acp_h2_shutdown(acp_h2 *h)
+void acp_h2_group_shutdown(acp_h2_group *g)
 {
-    if (h->goaway || h->closing) return;
-    h->goaway = true;
-    nghttp2_submit_goaway(h->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->ng),
-                          NGHTTP2_NO_ERROR, NULL, 0);
-    flush(h);
+    for (acp_h2 *h = g->head, *next; h; h = next) {
+        next = h->next; /* a socket may close inside flush; its on_close comes from the loop */
+        if (h->goaway || h->closing) continue;
+        h->goaway = true;
+        nghttp2_submit_goaway(h->ng, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(h->ng), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        flush(h);
+    }
 }

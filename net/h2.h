@@ -8,14 +8,15 @@
  *   - a stream the client resets, or a connection that ends, aborts its exchange (on_abort);
  *   - response bodies go out as the client's flow-control window and the socket allow; what
  *     waits is acp_http_res_queued(), and on_drain reports when it has fallen below half;
- *   - acp_h2_shutdown() sends GOAWAY: streams already begun finish, then the socket closes.
+ *   - acp_h2_group_shutdown() sends GOAWAY: streams already begun finish, then the socket
+ *     closes.
  * Everything runs on the loop's thread. */
 #ifndef ACP_NET_H2_H
 #define ACP_NET_H2_H
 
 #include <stddef.h>
 
-#include "net/http.h"
+#include "net/http1.h"
 #include "net/limits.h"
 #include "net/sock.h"
 
@@ -26,23 +27,25 @@ typedef struct acp_h2 acp_h2;
     256 /* SETTINGS_MAX_CONCURRENT_STREAMS: one SSE stream per                                     \
          * session a client follows, plus its POSTs */
 
-typedef struct acp_h2_cbs {
-    /* A whole request (head and body): the router answers it through net/http.h. */
-    void (*on_request)(acp_http_req *r, void *user);
-    /* The connection ended (its socket closed); h is freed right after. NULL: not needed. */
-    void (*on_close)(acp_h2 *h, const char *reason, void *user);
-} acp_h2_cbs;
+/* The HTTP/2 connections of one listener, so it can shut them all down (zero-initialised by
+ * the listener; each connection unlinks itself as it ends). */
+typedef struct acp_h2_group {
+    acp_h2 *head;
+    unsigned count;
+} acp_h2_group;
 
-/* Takes the socket over (acp_sock_bind) and serves HTTP/2 on it; leftover[0..n) are bytes
- * already read from it (the preface the listener sniffed). lim is copied, cbs copied, user
- * borrowed. The connection owns itself: it ends when the socket closes. *out (may be NULL)
- * lets the caller shut it down until on_close. 0, ACP_ENOMEM (the socket is closed) or ACP_EIO
- * (the leftover bytes are not HTTP/2; the socket is closed). */
-int acp_h2_accept(acp_sock *s, const char *leftover, size_t n, const acp_net_limits *lim,
-                  const acp_h2_cbs *cbs, void *user, acp_h2 **out);
+/* Takes the socket over (acp_sock_bind) and serves HTTP/2 on it; data[0..n) are bytes already
+ * read from it (the preface the listener sniffed), borrowed. lim and cbs are borrowed for the
+ * connection's life, as acp_http1_serve's (net/http1.h): cbs->on_head (may be NULL) sees each
+ * request's head before any body byte is read, cbs->on_request gets the whole request with a
+ * NULL socket (HTTP/2 has no upgrade to hand a socket over for). The connection joins g (may
+ * be NULL) and owns itself: it ends with the socket, which it holds off idling while a stream
+ * is open. 0, or ACP_ENOMEM (s is then aborted). */
+int acp_h2_serve(acp_sock *s, const char *data, size_t n, const acp_net_limits *lim,
+                 const acp_wire_cbs *cbs, void *user, acp_h2_group *g);
 
-/* Orderly shutdown: GOAWAY now; the socket closes once the streams already begun have ended.
- * Idempotent. */
-void acp_h2_shutdown(acp_h2 *h);
+/* Orderly shutdown of every connection of g: GOAWAY now; each socket closes once the streams
+ * it had begun have ended (the profile ends its SSE streams when it is freed). */
+void acp_h2_group_shutdown(acp_h2_group *g);
 
 #endif

@@ -1,10 +1,11 @@
-/* The wire-independent half of net/http.h: accessors and dispatch to the wire's ops. */
-#include "net/http.h"
-
-#include <stdlib.h>
+/* The wire-independent half of net/http.h: the request's accessors and the response calls
+ * dispatched to whichever wire carries the exchange. */
+#include <stdio.h>
 #include <string.h>
 
 #include "acp/error.h"
+#include "net/http.h"
+#include "net/http1.h"
 
 const char *acp_http_req_method(const acp_http_req *r)
 {
@@ -19,7 +20,7 @@ const char *acp_http_req_path(const acp_http_req *r)
 const char *acp_http_req_header(const acp_http_req *r, const char *name)
 {
     for (size_t i = 0; i < r->nheaders; i++)
-        if (strcmp(r->headers[i].name, name) == 0) return r->headers[i].value;
+        if (!strcmp(r->headers[i].name, name)) return r->headers[i].value;
     return NULL;
 }
 
@@ -53,15 +54,14 @@ void acp_http_res_end(acp_http_req *r)
 int acp_http_res_send(acp_http_req *r, int status, const char *ctype, const void *body, size_t n,
                       const acp_http_field *fields, size_t nfields)
 {
-    acp_http_field *all = malloc((nfields + 1) * sizeof *all);
-    if (!all) return ACP_ENOMEM;
+    acp_http_field f[32];
+    if (nfields + 1 > sizeof f / sizeof *f) return ACP_EINVAL;
     size_t k = 0;
-    if (ctype) all[k++] = (acp_http_field){"Content-Type", ctype};
-    for (size_t i = 0; i < nfields; i++) all[k++] = fields[i];
-    int rc = r->ops->start(r, status, all, k, n);
-    free(all);
-    if (rc == 0 && n) rc = r->ops->write(r, body, n);
-    if (rc == 0) r->ops->end(r);
+    if (ctype) f[k++] = (acp_http_field){"Content-Type", ctype};
+    for (size_t i = 0; i < nfields; i++) f[k++] = fields[i];
+    int rc = acp_http_res_start(r, status, f, k, n);
+    if (!rc && n) rc = acp_http_res_write(r, body, n);
+    if (!rc) acp_http_res_end(r);
     return rc;
 }
 
@@ -72,6 +72,60 @@ size_t acp_http_res_queued(const acp_http_req *r)
 
 void acp_http_req_watch(acp_http_req *r, const acp_http_req_cbs *cbs, void *user)
 {
-    r->cbs = cbs ? *cbs : (acp_http_req_cbs){0};
+    r->cbs = *cbs;
     r->user = user;
+}
+
+const char *acp_http_reason(int status)
+{
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 417:
+        return "Expectation Failed";
+    case 426:
+        return "Upgrade Required";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 499:
+        return "Client Closed Request";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "";
+    }
 }

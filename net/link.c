@@ -1,9 +1,10 @@
-/* The profile-independent half of net/link.h: dispatch to the profile and to the owner. */
+/* acp_link: the owner-facing calls dispatch to the profile; the profile-facing ones to the
+ * owner's callbacks. Nothing is delivered before the owner bound itself (link.h). */
 #include "net/link.h"
 
 #include "acp/error.h"
 
-#define LINK_DEFAULT_HIGH_WATER ((size_t)4 << 20)
+#define DEFAULT_HIGH_WATER (4u << 20)
 
 void acp_link_bind(acp_link *l, const acp_link_cbs *cbs, void *user)
 {
@@ -24,7 +25,7 @@ size_t acp_link_queued(const acp_link *l)
 
 size_t acp_link_high_water(const acp_link *l)
 {
-    return l->high_water ? l->high_water : LINK_DEFAULT_HIGH_WATER;
+    return l->high_water ? l->high_water : DEFAULT_HIGH_WATER;
 }
 
 void acp_link_close(acp_link *l)
@@ -45,4 +46,5 @@ void acp_link_drained(acp_link *l)
 void acp_link_ended(acp_link *l, const char *reason)
 {
     if (l->bound && l->cbs.on_close) l->cbs.on_close(l, reason, l->user);
+    l->bound = false;
 }

@@ -14,19 +14,15 @@
 #include "acp/json.h"
 #include "net/h2.h"
 #include "net/shttp.h"
-#include "stub_sock.h"
-
-typedef struct conn {
-    struct conn *prev, *next;
-    acp_h2 *h2;
-} conn;
+#include "net/sock_server.h"
 
 static uv_loop_t *loop;
 static uv_pipe_t server;
 static uv_signal_t sigterm;
 static acp_shttp *shttp;
 static acp_net_limits lim;
-static conn *conns;
+static acp_h2_group h2s;
+static acp_sock_group socks;
 static const char *agent_path, *store_path;
 
 /* --- One acp-agent per ACP connection --------------------------------------------------- */
@@ -156,42 +152,23 @@ static void on_link(acp_link *l, void *user)
 
 /* --- The server ----------------------------------------------------------------------------- */
 
-static void route(acp_http_req *r, void *user)
+static bool route(acp_http_req *r, acp_sock *s, const char *leftover, size_t n, void *user)
 {
     const char *p = acp_http_req_path(r);
-    size_t n = strcspn(p, "?");
-    if (n == 4 && memcmp(p, "/acp", 4) == 0)
+    size_t len = strcspn(p, "?");
+    if (len == 4 && memcmp(p, "/acp", 4) == 0)
         acp_shttp_handle(shttp, r);
     else
         acp_http_res_send(r, 404, "text/plain", "Not Found", 9, NULL, 0);
-}
-
-static void on_h2_close(acp_h2 *h, const char *reason, void *user)
-{
-    conn *c = user;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    free(c);
+    return false;
 }
 
 static void on_connection(uv_stream_t *srv, int status)
 {
-    if (status < 0) return;
-    uv_pipe_t *p = malloc(sizeof *p);
-    uv_pipe_init(loop, p, 0);
-    if (uv_accept(srv, (uv_stream_t *)p) != 0) {
-        uv_close((uv_handle_t *)p, (uv_close_cb)free);
-        return;
-    }
-    conn *c = calloc(1, sizeof *c);
-    c->next = conns;
-    if (conns) conns->prev = c;
-    conns = c;
-    static const acp_h2_cbs cbs = {route, on_h2_close};
-    acp_h2_accept(stub_sock_wrap((uv_stream_t *)p), NULL, 0, &lim, &cbs, c, &c->h2);
+    acp_sock *s;
+    if (status < 0 || acp_sock_accept(srv, true, NULL, &lim, &socks, &s) != 0) return;
+    static const acp_wire_cbs cbs = {NULL, route};
+    acp_h2_serve(s, NULL, 0, &lim, &cbs, NULL, &h2s);
 }
 
 static void on_sigterm(uv_signal_t *s, int sig)
@@ -200,7 +177,7 @@ static void on_sigterm(uv_signal_t *s, int sig)
     uv_close((uv_handle_t *)&server, NULL);
     acp_shttp_free(shttp);
     shttp = NULL;
-    for (conn *c = conns; c; c = c->next) acp_h2_shutdown(c->h2);
+    acp_h2_group_shutdown(&h2s);
 }
 
 int main(int argc, char **argv)
@@ -212,6 +189,7 @@ int main(int argc, char **argv)
     agent_path = argv[2];
     store_path = argv[3];
     if (argc > 4) lim.max_message = strtoull(argv[4], NULL, 10);
+    lim = acp_net_limits_resolve(&lim);
     loop = uv_default_loop();
     signal(SIGPIPE, SIG_IGN);
     shttp = acp_shttp_new(loop, &lim, on_link, NULL);
