@@ -14,19 +14,13 @@
 #include <openssl/sha.h>
 
 #include "acp/error.h"
+#include "net/h2.h"
 #include "net/http1.h"
 #include "net/listen.h"
+#include "net/shttp.h"
 #include "net/sock_server.h"
 #include "net/wire.h"
 #include "net/ws.h"
-
-/* The Streamable HTTP profile's entry points, as net-http's branch defines them in
- * net/shttp.h. */
-typedef struct acp_shttp acp_shttp;
-acp_shttp *acp_shttp_new(uv_loop_t *loop, const acp_net_limits *lim,
-                         void (*on_link)(acp_link *l, void *user), void *user);
-void acp_shttp_handle(acp_shttp *h, acp_http_req *r);
-void acp_shttp_free(acp_shttp *h);
 
 /* Connections past max_connections are still read far enough to be answered 503 (a reset
  * would look like a network fault), up to this many at once; beyond, they are dropped. */
@@ -53,6 +47,7 @@ struct acp_listener {
     acp_net_limits lim;
     acp_sock_group socks;    /* admitted */
     acp_sock_group refusing; /* over the limit, being answered 503 */
+    acp_h2_group h2s;        /* HTTP/2 connections, for GOAWAY at shutdown */
     acp_shttp *shttp;
     void (*on_link)(acp_link *l, void *user);
     void (*on_log)(const char *line, void *user);
@@ -199,7 +194,7 @@ static void handover(sniff *sn, bool h2, const char *data, size_t n)
     uv_timer_stop(&sn->timer);
     sniff_end(sn);
     if (h2)
-        acp_h2_serve(s, data, n, &L->lim, cbs, L);
+        acp_h2_serve(s, data, n, &L->lim, cbs, L, &L->h2s);
     else
         acp_http1_serve(s, data, n, &L->lim, cbs, L);
 }
@@ -455,6 +450,7 @@ void acp_listener_stop(acp_listener *L)
 {
     if (L->stopped) return;
     L->stopped = true;
+    acp_h2_group_shutdown(&L->h2s);
     if (L->bound && !uv_is_closing(&L->srv.h)) uv_close(&L->srv.h, srv_closed);
     if (L->unix_path) unlink(L->unix_path);
 }

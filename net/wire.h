@@ -24,11 +24,4 @@ typedef struct acp_wire_cbs {
     bool (*on_request)(acp_http_req *r, acp_sock *s, const char *leftover, size_t n, void *user);
 } acp_wire_cbs;
 
-/* HTTP/2 (net/h2.c, on nghttp2): serves s (the wire binds it), starting with data already
- * read (n bytes, borrowed: the client preface, or the first bytes after a TLS handshake that
- * chose h2). lim and cbs borrowed for the connection's life; on_request always gets s NULL.
- * 0 or ACP_ENOMEM (s is then aborted). */
-int acp_h2_serve(acp_sock *s, const char *data, size_t n, const acp_net_limits *lim,
-                 const acp_wire_cbs *cbs, void *user);
-
 #endif
