@@ -176,7 +176,16 @@ if (!["stdio", "ws"].includes(TRANSPORT)) throw new Error(`ACP_TRANSPORT=${TRANS
 // ws mode: every agent this process starts wants this token (a file the agent reads), every
 // connection sends it.
 const TOKEN = randomBytes(16).toString("hex");
-let tokenFiles = 0;
+let tokenFile = null;
+function tokenPath() {
+  if (!tokenFile) {
+    const dir = mkdtempSync(join(tmpdir(), "acp-token-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, TOKEN + "\n", { mode: 0o600 });
+  }
+  return tokenFile;
+}
 
 /** Skips the test when not on stdio: `if (stdioOnly(t, "why")) return;`. */
 export function stdioOnly(t, why) {
@@ -222,18 +231,15 @@ export function storeBytes(storePath) {
 // agent without --store (env must then point XDG_STATE_HOME/HOME somewhere safe). sdk: the messages
 // go through the SDK's own WebSocket stream (objects; line is their JSON) instead of a raw socket.
 // The returned st: proc, stderr, stray, exited, exit; send(text or message); closeInput() (EOF);
-// onEnd(cb(why)) once nothing more can arrive; inputEnded(); pauseInput()/resumeInput().
+// onEnd(cb(why)) once nothing more can arrive; inputEnded(); pauseInput()/resumeInput(); closeCode
+// (WebSocket: the close code the agent's end of it gave).
 function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = false }, onLine) {
   assert.ok(store || env.XDG_STATE_HOME || env.HOME, "every test uses its own store");
   const home = homeDir ?? (store ? store.slice(0, store.lastIndexOf("/")) : (env.XDG_STATE_HOME ?? env.HOME));
   const xdg = home + "/xdg";
   const ws = TRANSPORT === "ws";
   const listen = [];
-  if (ws) {
-    const tokenFile = join(home, `.acp-token-${process.pid}-${++tokenFiles}`);
-    writeFileSync(tokenFile, TOKEN + "\n", { mode: 0o600 });
-    listen.push("--listen", "127.0.0.1:0", "--token-file", tokenFile);
-  }
+  if (ws) listen.push("--listen", "127.0.0.1:0", "--token-file", tokenPath());
   const proc = spawn(AGENT, [...(store ? ["--store", store] : []), ...args, ...listen], {
     cwd: cwd ?? home,
     env: Object.fromEntries(Object.entries({ ...process.env, XDG_STATE_HOME: xdg, ...env }).filter(([, v]) => v != null)),
@@ -344,7 +350,10 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
       sock = new WebSocket(url, { headers, maxPayload: 0 });
       sock.on("open", flush);
       sock.on("message", (data, isBinary) => (isBinary ? st.stray.push("(binary frame)") : received(data.toString("utf8"))));
-      sock.on("close", (code) => ended(`the agent's WebSocket closed (${code}); acp-agent ${st.exited ? `exit ${st.exited.code}` : "running"}`));
+      sock.on("close", (code) => {
+        st.closeCode = code;
+        ended(`the agent's WebSocket closed (${code}); acp-agent ${st.exited ? `exit ${st.exited.code}` : "running"}`);
+      });
       sock.on("error", () => {});
       return;
     }
@@ -353,7 +362,10 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
       constructor(u, protocols, o) {
         super(u, protocols, { ...o, maxPayload: 0 });
         sock = this; // eslint-disable-line consistent-this
-        this.on("close", (code) => ended(`the agent's WebSocket closed (${code})`));
+        this.on("close", (code) => {
+          st.closeCode = code;
+          ended(`the agent's WebSocket closed (${code})`);
+        });
       }
     }
     const stream = createWebSocketStream(url, { WebSocket: Tap, headers });
