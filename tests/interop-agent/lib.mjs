@@ -25,8 +25,9 @@
 // sdkAgent through the official SDK's createWebSocketStream (experimental/ws-client, on the ws
 // package, with the bearer token), rawAgent with a plain ws WebSocket (one text message per line,
 // so raw text still goes out as written). Then closeStdin() closes the WebSocket (the connection's
-// EOF), end() sends SIGTERM (the orderly shutdown: turns cancelled and answered, commits, close)
-// and still asserts exit 0 and no stray stdout; kill9() kills the same agent process. Tests that
+// EOF, both ways: a WebSocket has no half-close), finish() is the end after which the agent still
+// writes (stdio: EOF; WebSocket: SIGTERM, the orderly shutdown: turns cancelled and answered,
+// commits, close), end() finishes and still asserts exit 0 and no stray stdout; kill9() kills the same agent process. Tests that
 // only mean something on stdio (byte framing, a half-closed stdin) call stdioOnly(t, why).
 
 import { spawn } from "node:child_process";
@@ -397,9 +398,16 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
   return st;
 }
 
+// The end that still lets the agent write: stdio, EOF on stdin; WebSocket (no half-close there),
+// SIGTERM, the listening agent's orderly end (turns cancelled and answered, then the close).
+function finish(st) {
+  if (TRANSPORT !== "ws") return st.closeInput();
+  if (!st.termSent) st.proc.kill("SIGTERM");
+  st.termSent = true;
+}
+
 async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
-  // stdio: EOF on stdin. WebSocket: SIGTERM, the listening agent's orderly end.
-  if (!st.exited) TRANSPORT === "ws" ? st.proc.kill("SIGTERM") : st.proc.stdin.end();
+  if (!st.exited) finish(st);
   const guard = setTimeout(() => st.proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
   const ex = await st.exit;
   clearTimeout(guard);
@@ -759,6 +767,8 @@ export function sdkAgent(t, opts) {
   h.requestsOf = (prefix) => h.msgs.filter((e) => "id" in e.msg && typeof e.msg.method === "string" && e.msg.method.startsWith(prefix));
   /** Closes the agent's stdin (EOF) and keeps reading its stdout (WebSocket: closes it). */
   h.closeStdin = () => h.st.closeInput();
+  /** Ends the agent's input and keeps reading what it still writes (see finish()). */
+  h.finish = () => finish(h.st);
   h.clientCapabilities = () => {
     const fs = opts.fs ? fsCaps : { readTextFile: false, writeTextFile: false };
     const base = { fs, terminal: !!opts.terminal };
@@ -857,6 +867,8 @@ export function rawAgent(t, opts) {
   };
   /** Closes the agent's stdin (EOF) and keeps reading its stdout (WebSocket: closes it). */
   h.closeStdin = () => h.st.closeInput();
+  /** Ends the agent's input and keeps reading what it still writes (see finish()). */
+  h.finish = () => finish(h.st);
   /** Sends a request; id defaults to a fresh integer. Resolves with the response message. */
   // A request fired and never awaited (a /stream cut short by kill -9) must not become an unhandled
   // rejection when stdout closes: the catch marks it handled, awaiting callers still see the error.
