@@ -914,6 +914,52 @@ export function rawAgent(t, opts) {
   return h;
 }
 
+// ---- listening agents (remote ACP, issue 11) ------------------------------------------------------
+
+/** The Authorization header every listening agent started here wants. */
+export const wsHeaders = () => ({ Authorization: `Bearer ${TOKEN}` });
+
+/**
+ * Starts `acp-agent --listen 127.0.0.1:0 --token-file F` (whatever ACP_TRANSPORT says) on a store;
+ * resolves once it listens: {url (ws://.../acp), proc, stderr(), stop()}. stop() sends SIGTERM and
+ * asserts exit 0 (ASan's 66 would be a leak); t.after kills it if the test did not.
+ */
+export async function listeningAgent(t, { store, home, args = [] }) {
+  home = home ?? store.slice(0, store.lastIndexOf("/"));
+  const proc = spawn(AGENT, ["--store", store, ...args, "--listen", "127.0.0.1:0", "--token-file", tokenPath()], {
+    cwd: home,
+    env: { ...process.env, XDG_STATE_HOME: home + "/xdg" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  let stdout = "";
+  const exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  t.after(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
+  proc.stdout.on("data", (d) => (stdout += d));
+  const url = await new Promise((resolve, reject) => {
+    proc.stderr.on("data", (d) => {
+      stderr += d;
+      const m = /\b127\.0\.0\.1:([1-9]\d*)\b/.exec(stderr);
+      if (m) resolve(`ws://127.0.0.1:${m[1]}/acp`);
+    });
+    exit.then((e) => reject(new Error(`acp-agent --listen exited (${e.code}, ${e.signal}): ${stderr}`)));
+  });
+  return {
+    url,
+    proc,
+    exit,
+    stderr: () => stderr,
+    async stop() {
+      proc.kill("SIGTERM");
+      const guard = setTimeout(() => proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
+      const e = await exit;
+      clearTimeout(guard);
+      assert.equal(stdout, "", "acp-agent --listen wrote to stdout");
+      assert.deepEqual([e.code, e.signal], [0, null], `acp-agent exit ${e.code} (66 = sanitizer/leak report); stderr:\n${stderr.slice(-4000)}`);
+    },
+  };
+}
+
 // ---- update helpers --------------------------------------------------------------------------------
 
 export const kindOf = (u) => u.sessionUpdate;
