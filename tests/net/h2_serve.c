@@ -1,10 +1,12 @@
 /* A test server for the HTTP/2 wire and the Streamable HTTP profile before the listener exists:
- * h2c with prior knowledge on a Unix socket, /acp routed to acp_shttp, and each ACP connection
- * bridged to its own real acp-agent process over stdio (what acp_agent_serve_* will do in
- * process). Prints "ready" when listening; SIGTERM shuts down in order: stop accepting, end the
- * connections, GOAWAY, wait for the agents, exit 0.
+ * on a Unix socket, or on 127.0.0.1 at a port the kernel picks (SOCKET "tcp"), h2c with prior
+ * knowledge or HTTP/1.1 (told apart by the client's first bytes, as the listener will), /acp
+ * routed to acp_shttp, and each ACP connection bridged to its own real acp-agent process over
+ * stdio (what acp_agent_serve_* will do in process). Prints "ready PORT" when listening;
+ * SIGTERM shuts down in order: stop accepting, end the connections, GOAWAY, wait for the
+ * agents, exit 0.
  *
- *   h2_serve SOCKET AGENT STORE [MAX_MESSAGE] */
+ *   h2_serve SOCKET|tcp AGENT STORE [MAX_MESSAGE] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,11 @@
 #include "net/sock_server.h"
 
 static uv_loop_t *loop;
-static uv_pipe_t server;
+static union {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+} server;
+static bool is_unix;
 static uv_signal_t sigterm;
 static acp_shttp *shttp;
 static acp_net_limits lim;
@@ -156,19 +162,34 @@ static bool route(acp_http_req *r, acp_sock *s, const char *leftover, size_t n, 
 {
     const char *p = acp_http_req_path(r);
     size_t len = strcspn(p, "?");
-    if (len == 4 && memcmp(p, "/acp", 4) == 0)
+    if (!shttp)
+        acp_http_res_send(r, 503, "text/plain", "Shutting down", 13, NULL, 0);
+    else if (len == 4 && memcmp(p, "/acp", 4) == 0)
         acp_shttp_handle(shttp, r);
     else
         acp_http_res_send(r, 404, "text/plain", "Not Found", 9, NULL, 0);
     return false;
 }
 
+static const acp_wire_cbs wire = {NULL, route};
+
+/* The first bytes say which wire: HTTP/2's connection preface, or HTTP/1.1. */
+static void on_first_read(acp_sock *s, const char *p, size_t n, void *user)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    size_t k = n < sizeof preface - 1 ? n : sizeof preface - 1;
+    if (memcmp(p, preface, k) == 0)
+        acp_h2_serve(s, p, n, &lim, &wire, NULL, &h2s);
+    else
+        acp_http1_serve(s, p, n, &lim, &wire, NULL);
+}
+
 static void on_connection(uv_stream_t *srv, int status)
 {
     acp_sock *s;
-    if (status < 0 || acp_sock_accept(srv, true, NULL, &lim, &socks, &s) != 0) return;
-    static const acp_wire_cbs cbs = {NULL, route};
-    acp_h2_serve(s, NULL, 0, &lim, &cbs, NULL, &h2s);
+    if (status < 0 || acp_sock_accept(srv, is_unix, NULL, &lim, &socks, &s) != 0) return;
+    static const acp_sock_cbs first = {NULL, on_first_read, NULL, NULL};
+    acp_sock_bind(s, &first, NULL);
 }
 
 static void on_sigterm(uv_signal_t *s, int sig)
@@ -178,6 +199,7 @@ static void on_sigterm(uv_signal_t *s, int sig)
     acp_shttp_free(shttp);
     shttp = NULL;
     acp_h2_group_shutdown(&h2s);
+    acp_sock_group_close(&socks); /* after the GOAWAYs, which are written first */
 }
 
 int main(int argc, char **argv)
@@ -193,15 +215,28 @@ int main(int argc, char **argv)
     loop = uv_default_loop();
     signal(SIGPIPE, SIG_IGN);
     shttp = acp_shttp_new(loop, &lim, on_link, NULL);
-    uv_pipe_init(loop, &server, 0);
-    if (uv_pipe_bind(&server, argv[1]) != 0 ||
-        uv_listen((uv_stream_t *)&server, 64, on_connection) != 0) {
+    int port = 0, rc;
+    is_unix = strcmp(argv[1], "tcp") != 0;
+    if (is_unix) {
+        uv_pipe_init(loop, &server.pipe, 0);
+        rc = uv_pipe_bind(&server.pipe, argv[1]);
+    } else {
+        struct sockaddr_in a;
+        uv_ip4_addr("127.0.0.1", 0, &a);
+        uv_tcp_init(loop, &server.tcp);
+        rc = uv_tcp_bind(&server.tcp, (const struct sockaddr *)&a, 0);
+        struct sockaddr_in got;
+        int len = sizeof got;
+        if (rc == 0) rc = uv_tcp_getsockname(&server.tcp, (struct sockaddr *)&got, &len);
+        port = ntohs(got.sin_port);
+    }
+    if (rc != 0 || uv_listen((uv_stream_t *)&server, 64, on_connection) != 0) {
         fprintf(stderr, "h2_serve: cannot listen on %s\n", argv[1]);
         return 1;
     }
     uv_signal_init(loop, &sigterm);
     uv_signal_start(&sigterm, on_sigterm, SIGTERM);
-    printf("ready\n");
+    printf("ready %d\n", port);
     fflush(stdout);
     uv_run(loop, UV_RUN_DEFAULT);
     return uv_loop_close(loop) == 0 ? 0 : 3;
