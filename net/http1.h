@@ -17,6 +17,7 @@
 #include "net/http.h"
 #include "net/limits.h"
 #include "net/sock.h"
+#include "net/wire.h"
 
 enum {
     ACP_HTTP1_MORE = 0,    /* everything given was consumed; feed more */
@@ -57,20 +58,6 @@ const char *acp_http1_header(const acp_http1_parser *p, const char *name);
 /* Ready for the next request (what the last one grew the buffers to is given back). */
 void acp_http1_parser_reset(acp_http1_parser *p);
 void acp_http1_parser_free(acp_http1_parser *p);
-
-/* What a server wire (HTTP/1.1 here, HTTP/2 in net/h2.c) tells the router, user borrowed. */
-typedef struct acp_wire_cbs {
-    /* A request's head arrived and no byte of its body was read: return true to go on, or
-     * answer r (acp_http_res_send) and return false: the body is never read (bearer-token
-     * auth answers 401 here, before any ACP byte). r has no body yet. */
-    bool (*on_head)(acp_http_req *r, void *user);
-    /* The whole request. s is the socket (NULL on HTTP/2) and leftover/n the bytes already
-     * read after the request (an upgrade's first frames). Return true when the router took the
-     * socket over (a WebSocket upgrade answered 101): the wire then frees the request (so
-     * copy from it what outlives the call) and forgets the socket. Otherwise the router
-     * answers r, now or later. */
-    bool (*on_request)(acp_http_req *r, acp_sock *s, const char *leftover, size_t n, void *user);
-} acp_wire_cbs;
 
 /* Serves HTTP/1.1 on s (the wire binds it), starting with data already read (n bytes,
  * borrowed). lim and cbs are borrowed for the connection's life. Requests are answered in

@@ -13,6 +13,9 @@
 typedef struct acp_sock_group {
     acp_sock *head;
     unsigned count;
+    /* Called when the last member was freed (NULL: nobody asks). */
+    void (*on_empty)(struct acp_sock_group *g);
+    void *user;
 } acp_sock_group;
 
 /* Accepts one pending connection from server (a listening uv_tcp_t or uv_pipe_t). tls (NULL:
@@ -28,8 +31,6 @@ int acp_sock_accept(uv_stream_t *server, bool is_unix, acp_tls_ctx *tls, const a
  * answered (a long-lived SSE stream included), so only a connection with nothing outstanding
  * times out. Holds nest. */
 void acp_sock_idle_hold(acp_sock *s, bool hold);
-
-uv_loop_t *acp_sock_loop(const acp_sock *s);
 
 /* Every socket of g closed (acp_sock_close(): what is queued is written first, bounded by the
  * close timeout). */
