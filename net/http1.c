@@ -126,7 +126,8 @@ static int res_write(acp_http_req *r, const void *p, size_t n)
     h1conn *c = q->c;
     if (!c || !q->started) return ACP_EIO;
     if (n == 0) return 0;
-    if (q->bodyless) return ACP_EINVAL;
+    /* A HEAD's body is the one GET would send, not sent: the profile need not know. */
+    if (q->bodyless) return strcmp(r->method, "HEAD") ? ACP_EINVAL : 0;
     if (!q->chunked) {
         if (!q->streaming) {
             if (n > q->remaining) return ACP_EINVAL;
