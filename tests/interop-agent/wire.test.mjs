@@ -191,6 +191,15 @@ test("an oversized line (80 MiB) -> -32600 with its id, and the connection survi
     await a.end();
     return;
   }
+  if (TRANSPORT === "http") {
+    // A POST body over max_message is refused 413 before the agent sees it; the connection
+    // goes on (the harness records the refusal as stray text, taken back here).
+    while (!a.st.stray.some((x) => x.startsWith("(HTTP 413"))) await new Promise((r) => setTimeout(r, 20));
+    a.st.stray.length = 0;
+    assert.ok((await a.request("session/list", {})).result);
+    await a.end();
+    return;
+  }
   const r = await a.nextLine();
   assert.equal(r.msg.error?.code, -32600, r.raw.slice(0, 300));
   assert.equal(r.msg.id, 9);
