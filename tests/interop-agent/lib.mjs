@@ -25,8 +25,9 @@
 // sdkAgent through the official SDK's createWebSocketStream (experimental/ws-client, on the ws
 // package, with the bearer token), rawAgent with a plain ws WebSocket (one text message per line,
 // so raw text still goes out as written). Then closeStdin() closes the WebSocket (the connection's
-// EOF), end() sends SIGTERM (the orderly shutdown: turns cancelled and answered, commits, close)
-// and still asserts exit 0 and no stray stdout; kill9() kills the same agent process. Tests that
+// EOF, both ways: a WebSocket has no half-close), finish() is the end after which the agent still
+// writes (stdio: EOF; WebSocket: SIGTERM, the orderly shutdown: turns cancelled and answered,
+// commits, close), end() finishes and still asserts exit 0 and no stray stdout; kill9() kills the same agent process. Tests that
 // only mean something on stdio (byte framing, a half-closed stdin) call stdioOnly(t, why).
 // "http" is the same over Streamable HTTP (HTTP/1.1, Node's fetch): sdkAgent through the SDK's
 // createHttpStream (experimental/http-client), rawAgent through a small client of ours that
@@ -420,6 +421,15 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
   return st;
 }
 
+// The end that still lets the agent write: stdio, EOF on stdin; WebSocket (no half-close there)
+// and Streamable HTTP, SIGTERM, the listening agent's orderly end (turns cancelled and answered,
+// then the close).
+function finish(st) {
+  if (TRANSPORT === "stdio") return st.closeInput();
+  if (!st.termSent) st.proc.kill("SIGTERM");
+  st.termSent = true;
+}
+
 // Streamable HTTP through the SDK's client: messages are objects both ways.
 function sdkHttp(st, where, onLine, ended) {
   const headers = { Authorization: `Bearer ${TOKEN}` };
@@ -553,10 +563,9 @@ function rawHttp(st, where, received, ended) {
 }
 
 async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
-  // stdio: EOF on stdin. WebSocket and HTTP: SIGTERM, the listening agent's orderly end, once
-  // the POSTs already sent are answered (a POST cut by the shutdown is not the agent's doing).
+  // The POSTs already sent are answered first (one cut by the shutdown is not the agent's doing).
   if (!st.exited && st.settle) await st.settle();
-  if (!st.exited) TRANSPORT !== "stdio" ? st.proc.kill("SIGTERM") : st.proc.stdin.end();
+  if (!st.exited) finish(st);
   const guard = setTimeout(() => st.proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
   const ex = await st.exit;
   clearTimeout(guard);
@@ -916,6 +925,8 @@ export function sdkAgent(t, opts) {
   h.requestsOf = (prefix) => h.msgs.filter((e) => "id" in e.msg && typeof e.msg.method === "string" && e.msg.method.startsWith(prefix));
   /** Closes the agent's stdin (EOF) and keeps reading its stdout (WebSocket: closes it). */
   h.closeStdin = () => h.st.closeInput();
+  /** Ends the agent's input and keeps reading what it still writes (see finish()). */
+  h.finish = () => finish(h.st);
   h.clientCapabilities = () => {
     const fs = opts.fs ? fsCaps : { readTextFile: false, writeTextFile: false };
     const base = { fs, terminal: !!opts.terminal };
@@ -1014,6 +1025,8 @@ export function rawAgent(t, opts) {
   };
   /** Closes the agent's stdin (EOF) and keeps reading its stdout (WebSocket: closes it). */
   h.closeStdin = () => h.st.closeInput();
+  /** Ends the agent's input and keeps reading what it still writes (see finish()). */
+  h.finish = () => finish(h.st);
   /** Sends a request; id defaults to a fresh integer. Resolves with the response message. */
   // A request fired and never awaited (a /stream cut short by kill -9) must not become an unhandled
   // rejection when stdout closes: the catch marks it handled, awaiting callers still see the error.
@@ -1057,6 +1070,52 @@ export function rawAgent(t, opts) {
   h.end = (o) => endAgent(h.st, o, h.violations);
   h.kill9 = () => kill9(h.st);
   return h;
+}
+
+// ---- listening agents (remote ACP, issue 11) ------------------------------------------------------
+
+/** The Authorization header every listening agent started here wants. */
+export const wsHeaders = () => ({ Authorization: `Bearer ${TOKEN}` });
+
+/**
+ * Starts `acp-agent --listen 127.0.0.1:0 --token-file F` (whatever ACP_TRANSPORT says) on a store;
+ * resolves once it listens: {url (ws://.../acp), proc, stderr(), stop()}. stop() sends SIGTERM and
+ * asserts exit 0 (ASan's 66 would be a leak); t.after kills it if the test did not.
+ */
+export async function listeningAgent(t, { store, home, args = [] }) {
+  home = home ?? store.slice(0, store.lastIndexOf("/"));
+  const proc = spawn(AGENT, ["--store", store, ...args, "--listen", "127.0.0.1:0", "--token-file", tokenPath()], {
+    cwd: home,
+    env: { ...process.env, XDG_STATE_HOME: home + "/xdg" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  let stdout = "";
+  const exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  t.after(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
+  proc.stdout.on("data", (d) => (stdout += d));
+  const url = await new Promise((resolve, reject) => {
+    proc.stderr.on("data", (d) => {
+      stderr += d;
+      const m = /\b127\.0\.0\.1:([1-9]\d*)\b/.exec(stderr);
+      if (m) resolve(`ws://127.0.0.1:${m[1]}/acp`);
+    });
+    exit.then((e) => reject(new Error(`acp-agent --listen exited (${e.code}, ${e.signal}): ${stderr}`)));
+  });
+  return {
+    url,
+    proc,
+    exit,
+    stderr: () => stderr,
+    async stop() {
+      proc.kill("SIGTERM");
+      const guard = setTimeout(() => proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
+      const e = await exit;
+      clearTimeout(guard);
+      assert.equal(stdout, "", "acp-agent --listen wrote to stdout");
+      assert.deepEqual([e.code, e.signal], [0, null], `acp-agent exit ${e.code} (66 = sanitizer/leak report); stderr:\n${stderr.slice(-4000)}`);
+    },
+  };
 }
 
 // ---- update helpers --------------------------------------------------------------------------------
