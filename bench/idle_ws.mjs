@@ -5,11 +5,12 @@
 // Not in run.sh yet: a figure of its own, no SDK counterpart (the SDK's AcpServer keeps each
 // connection in JS objects of its own; measuring it the same way is future work).
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { WebSocket } from "ws";
 const N = Number(process.argv[2] ?? 2000);
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
-const p = spawn(process.env.AGENT, ["--store", `${process.env.TMPDIR ?? "/tmp"}/idle-ws-${process.pid}.db`, "--listen", "127.0.0.1:0", "--log-level", "info", "--max-connections", "20000"], { stdio: ["ignore", "ignore", "pipe"] });
+const db = `${process.env.TMPDIR ?? "/tmp"}/idle-ws-${process.pid}.db`;
+const p = spawn(process.env.AGENT, ["--store", db, "--listen", "127.0.0.1:0", "--log-level", "info", "--max-connections", "20000"], { stdio: ["ignore", "ignore", "pipe"] });
 let err = "";
 p.stderr.on("data", (d) => (err += d));
 await new Promise((r) => { const i = setInterval(() => { if (/listening on/.test(err)) { clearInterval(i); r(); } }, 20); });
@@ -44,4 +45,5 @@ lat.sort((a, b) => a - b);
 console.log(`connections ${N}: RSS ${base} kB -> ${after} kB = ${((after - base) / N).toFixed(1)} kB per idle connection; echo round trip p50 ${lat[1000].toFixed(3)} ms p99 ${lat[1980].toFixed(3)} ms`);
 p.kill("SIGTERM");
 await new Promise((r) => p.on("exit", r));
+for (const f of [db, `${db}-wal`, `${db}-shm`]) rmSync(f, { force: true });
 process.exit(0);
