@@ -405,7 +405,12 @@ int acp_sock_accept(uv_stream_t *server, bool is_unix, acp_tls_ctx *tls, const a
         uv_close((uv_handle_t *)&s->timer, handle_closed);
         return ACP_EIO;
     }
-    if (!is_unix) uv_tcp_nodelay(&s->u.tcp, 1);
+    if (!is_unix) {
+        uv_tcp_nodelay(&s->u.tcp, 1);
+        /* A peer that vanished without a FIN (a dropped link, a dead NAT entry) under a quiet
+         * SSE stream is found by the kernel's probes, not only by our next write. */
+        uv_tcp_keepalive(&s->u.tcp, 1, 60);
+    }
     s->connected = true;
     s->opened = !tls; /* with TLS, on_open reports the handshake */
     s->idle_ms = lim->idle_timeout_ms;
