@@ -20,6 +20,7 @@
 #include "net/ws_int.h"
 
 static void flush(acp_ws *w);
+static void after_write(acp_ws *w);
 
 int ws_random(void *buf, size_t n)
 {
@@ -91,6 +92,7 @@ static void on_check(uv_check_t *h)
     uv_idle_stop(&w->idle);
     uv_check_stop(&w->check);
     write_out(w);
+    after_write(w);
 }
 
 /* Room for n more bytes in `out`, the turn's write scheduled; NULL without memory. */
@@ -326,13 +328,28 @@ static void sock_read(acp_sock *s, const char *p, size_t n, void *user)
         feed(w, p, n);
 }
 
-static void sock_drain(acp_sock *s, void *user)
+static void drained(acp_ws *w)
 {
-    acp_ws *w = user;
-    if (!w->over || queued(w) >= w->link.high_water / 2) return;
     w->over = false;
     if (!w->sock_closing) acp_sock_pause(w->sock, false);
     acp_link_drained(&w->link);
+}
+
+/* The link's drain, told by the socket: below half the high water. A queue that went over
+ * the mark only while the turn's frames were still ours never filled the socket, which
+ * then has to be asked to report its drain. */
+static void after_write(acp_ws *w)
+{
+    if (!w->over || !w->sock || w->sock_closing) return;
+    if (queued(w) < w->link.high_water / 2)
+        drained(w);
+    else
+        acp_sock_want_drain(w->sock);
+}
+
+static void sock_drain(acp_sock *s, void *user)
+{
+    after_write(user);
 }
 
 static void handle_closed(uv_handle_t *h)
