@@ -24,7 +24,7 @@ static struct fake {
     void *user;
     uv_loop_t *loop;
     size_t queued;
-    bool paused, closing;
+    bool paused, closing, want_drain;
 } S;
 static char fake_sock; /* its address is the socket; never dereferenced */
 #define FAKE ((acp_sock *)&fake_sock)
@@ -50,6 +50,11 @@ size_t __wrap_acp_sock_queued(const acp_sock *s)
 size_t __wrap_acp_sock_high_water(const acp_sock *s)
 {
     return 1024;
+}
+
+void __wrap_acp_sock_want_drain(acp_sock *s)
+{
+    S.want_drain = true;
 }
 
 void __wrap_acp_sock_pause(acp_sock *s, bool paused)
@@ -180,8 +185,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* The end of the loop turn: the link writes what it framed. */
         uv_run(&loop, UV_RUN_NOWAIT);
         /* The peer read everything: the drain the socket reports. */
-        bool was_full = S.queued >= 1024;
+        bool was_full = S.queued >= 1024 || S.want_drain;
         S.queued = 0;
+        S.want_drain = false;
         if (was_full && !S.closing) S.cbs.on_drain(FAKE, S.user);
     }
     if (!O.ended && !S.closing) acp_link_close(O.l);

@@ -24,18 +24,21 @@ function tmp(t) {
 
 async function agent(t, dir, extra = []) {
   writeFileSync(join(dir, "token"), TOKEN + "\n", { mode: 0o600 });
-  const p = spawn(AGENT, ["--store", join(dir, "s.db"), "--listen", "127.0.0.1:0", "--token-file", join(dir, "token"), ...extra], {
+  const listen = extra.includes("--listen") ? [] : ["--listen", "127.0.0.1:0"];
+  const p = spawn(AGENT, ["--store", join(dir, "s.db"), ...listen, "--token-file", join(dir, "token"), ...extra], {
     cwd: dir,
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
   const exit = new Promise((r) => p.on("exit", (code, signal) => r({ code, signal })));
+  const unix = extra.includes("--listen");
   t.after(() => p.exitCode === null && p.signalCode === null && p.kill("SIGKILL"));
   const port = await new Promise((resolve, reject) => {
     p.stderr.on("data", (d) => {
       err += d;
       const m = /127\.0\.0\.1:([1-9]\d*)/.exec(err);
       if (m) resolve(Number(m[1]));
+      if (unix && /listening on unix:/.test(err)) resolve(0);
     });
     exit.then(() => reject(new Error(err)));
   });
@@ -49,9 +52,9 @@ async function agent(t, dir, extra = []) {
   };
 }
 
-function probe(args) {
+function probe(args, env = {}) {
   return new Promise((resolve) => {
-    const p = spawn(PROBE, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(PROBE, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
     let out = "";
     let err = "";
     p.stdout.on("data", (d) => (out += d));
@@ -141,5 +144,13 @@ test("a client that pauses reading mid-/stream gets every update in order once i
   assert.equal(answers.get(3).result.stopReason, "end_turn");
   ws.close();
   await new Promise((r) => ws.on("close", r));
+  await a.stop();
+});
+
+test("our client and acp-agent --listen unix:PATH: the same over a Unix-domain socket", async (t) => {
+  const dir = tmp(t);
+  const path = join(dir, "agent.sock");
+  const a = await agent(t, dir, ["--listen", `unix:${path}`]);
+  assertRounds(await probe(["ws://localhost/acp", TOKEN], { WS_PROBE_UNIX: path }));
   await a.stop();
 });
