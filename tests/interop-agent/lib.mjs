@@ -481,6 +481,13 @@ function rawHttp(st, where, received, ended) {
   let cid = null;
   let chain = where.then((u) => (url = u));
   let closing = false;
+  // The end: once the connection's stream has ended and every session's has too (they end in
+  // any order, and the last messages may be on any of them).
+  let pumping = 0;
+  let connEnded = false;
+  const maybeEnded = () => {
+    if (connEnded && pumping === 0) ended("the connection's SSE streams ended");
+  };
   const parse = (text) => {
     try {
       return JSON.parse(text);
@@ -488,7 +495,11 @@ function rawHttp(st, where, received, ended) {
       return undefined;
     }
   };
-  const refused = async (r) => st.stray.push(`(HTTP ${r.status} ${(await r.text()).slice(0, 200)})`);
+  // After SIGTERM (finish) a POST racing the shutdown may be refused or cut: not the agent's doing.
+  const refused = async (r) => {
+    const body = await r.text();
+    if (!st.termSent) st.stray.push(`(HTTP ${r.status} ${body.slice(0, 200)})`);
+  };
   const open = (sid) => {
     if (streams.has(sid)) return streams.get(sid);
     const headers = { ...auth, accept: "text/event-stream", "acp-connection-id": cid, ...(sid ? { "acp-session-id": sid } : {}) };
@@ -500,9 +511,20 @@ function rawHttp(st, where, received, ended) {
     return head;
   };
   const pump = async (r, sid) => {
+    pumping++;
+    try {
+      await pumpBody(r, sid);
+    } finally {
+      pumping--;
+      if (!sid) connEnded = true;
+      maybeEnded();
+    }
+  };
+  const pumpBody = async (r, sid) => {
     const dec = new TextDecoder();
     let buf = "";
     for await (const chunk of r.body) {
+      if (gate) await gate;
       buf += dec.decode(chunk, { stream: true });
       let i;
       while ((i = buf.indexOf("\n\n")) >= 0) {
@@ -515,8 +537,10 @@ function rawHttp(st, where, received, ended) {
         received(data);
       }
     }
-    if (!sid) ended("the connection's SSE stream ended");
   };
+  // pauseInput: stop reading the streams, so the server's output backs up (TCP, then its queue).
+  let gate = null;
+  let release = null;
   const post = async (text) => {
     const msg = parse(text);
     const headers = { ...auth, "content-type": "application/json" };
@@ -531,7 +555,7 @@ function rawHttp(st, where, received, ended) {
     headers["acp-connection-id"] = cid;
     let sid = isObj(msg) && isObj(msg.params) && typeof msg.params.sessionId === "string" ? msg.params.sessionId : undefined;
     if (!sid && isObj(msg) && !("method" in msg)) sid = askedOn.get(JSON.stringify(msg.id));
-    if (sid) {
+    if (sid !== undefined) {
       headers["acp-session-id"] = sid;
       await open(sid);
     }
@@ -544,7 +568,7 @@ function rawHttp(st, where, received, ended) {
       if (closing || st.exited) return;
       const text = typeof m === "string" ? m : JSON.stringify(m);
       chain = chain.then(() => post(text)).catch((e) => {
-        if (!closing) st.stray.push(`(HTTP failed: ${e.cause?.message ?? e.message})`);
+        if (!closing && !st.termSent) st.stray.push(`(HTTP failed: ${e.cause?.message ?? e.message})`);
       });
     },
     closeInput() {
@@ -556,8 +580,13 @@ function rawHttp(st, where, received, ended) {
         ended("DELETE");
       });
     },
-    pauseInput() {},
-    resumeInput() {},
+    pauseInput() {
+      gate ??= new Promise((r) => (release = r));
+    },
+    resumeInput() {
+      release?.();
+      gate = release = null;
+    },
     settle: () => chain,
   };
 }
