@@ -517,6 +517,17 @@ static void stream_done(mcp_http *h, int result, long status, void *user)
 
 static const mcp_http_cbs stream_cbs = {.on_data = stream_data, .on_done = stream_done};
 
+/* The end of a response's head: a stream is known to be open before its first event (an SSE
+ * response may send no byte for a long time), so the messages that wait for it may go. */
+static size_t stream_header(char *p, size_t size, size_t n, void *user)
+{
+    stream *st = user;
+    long status = st->h ? mcp_http_status(st->h) : 0;
+    if (st->h && n * size <= 2 && (p[0] == '\r' || p[0] == '\n') && status >= 200)
+        stream_checked(st, st->h);
+    return n * size;
+}
+
 static stream *open_stream(shc *t, const char *sid)
 {
     stream *st = calloc(1, sizeof *st);
@@ -534,6 +545,8 @@ static stream *open_stream(shc *t, const char *sid)
         fail(t, "cannot start an HTTP request");
         return NULL;
     }
+    curl_easy_setopt(mcp_http_easy(st->h), CURLOPT_HEADERFUNCTION, stream_header);
+    curl_easy_setopt(mcp_http_easy(st->h), CURLOPT_HEADERDATA, st);
     return st;
 }
 
@@ -579,6 +592,13 @@ static void init_done(shc *t, mcp_http *h, long status, const char *init_id)
 {
     char body[256];
     tame(body, sizeof body, t->post_err.data, t->post_err.len);
+    if (status == 401 || status == 403) {
+        fail(t,
+             "the agent at %s refused our credentials: HTTP %ld%s%s (the bearer token is "
+             "missing or wrong)",
+             t->url, status, body[0] ? ": " : "", body);
+        return;
+    }
     if (status != 200) {
         fail(t, "the server refused initialize: HTTP %ld%s%s", status, body[0] ? ": " : "", body);
         return;
@@ -629,8 +649,8 @@ static void post_done(mcp_http *h, int result, long status, void *user)
         pop(t);
     } else if (status == 401 || status == 403) {
         fail(t,
-             "the agent at %s refused our credentials: HTTP %ld%s%s (check --token or "
-             "ACP_TOKEN)",
+             "the agent at %s refused our credentials: HTTP %ld%s%s (the bearer token is "
+             "missing or wrong)",
              t->url, status, body[0] ? ": " : "", body);
     } else if (status == 404 || status == 410) {
         fail(t, "the agent at %s no longer knows this connection: HTTP %ld%s%s", t->url, status,
