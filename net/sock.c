@@ -68,12 +68,14 @@ static void maybe_free(acp_sock *s)
         s->g->count--;
     }
     if (s->cbs.on_close) s->cbs.on_close(s, s->reason ? s->reason : "closed", s->user);
+    acp_sock_group *g = s->g;
     acp_tls_free(s->tls);
     acp_tls_ctx_free(s->ctx);
     acp_buf_free(&s->plain);
     acp_buf_free(&s->early);
     free(s->host);
     free(s);
+    if (g && !g->count && g->on_empty) g->on_empty(g);
 }
 
 static void handle_closed(uv_handle_t *h)
@@ -523,4 +525,9 @@ int acp_sock_connect(uv_loop_t *loop, const acp_sock_connect_opts *o, const acp_
     }
     *out = s;
     return 0;
+}
+
+uv_loop_t *acp_sock_loop(const acp_sock *s)
+{
+    return s->loop;
 }

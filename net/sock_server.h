@@ -13,6 +13,9 @@
 typedef struct acp_sock_group {
     acp_sock *head;
     unsigned count;
+    /* Called when the last member was freed (NULL: nobody asks). */
+    void (*on_empty)(struct acp_sock_group *g);
+    void *user;
 } acp_sock_group;
 
 /* Accepts one pending connection from server (a listening uv_tcp_t or uv_pipe_t). tls (NULL:
