@@ -173,10 +173,22 @@ static void flush(acp_ws *w)
     }
     if (wslay_event_get_close_sent(w->ctx))
         set_reason(w, sent_reason(wslay_event_get_status_code_sent(w->ctx)));
-    /* Close frames both ways (or wslay gave up on the peer): the socket's turn to end. */
-    if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx)) {
+    if (wslay_event_want_read(w->ctx) || wslay_event_want_write(w->ctx)) return;
+    /* Close frames both ways: the socket's turn to end. */
+    if (wslay_event_get_close_received(w->ctx)) {
         w->sock_closing = true;
         acp_sock_close(w->sock);
+        return;
+    }
+    /* wslay closed on a bad frame and stopped reading. Closing the socket now, with the
+     * peer's bytes unread, would make the kernel answer with a reset that can destroy our
+     * close frame before the peer reads it (a client still uploading an oversized message
+     * would see 1006, not 1009). So read on, discarding, until the peer closes its side or
+     * the close timeout. */
+    if (!w->lingering) {
+        w->lingering = true;
+        if (w->over) acp_sock_pause(w->sock, false);
+        ws_deadline(w, w->lim.close_timeout_ms);
     }
 }
 
@@ -189,7 +201,7 @@ static size_t queued(const acp_ws *w)
  * sends, which would mostly ask for more output, until it has read half of it. */
 static void check_high(acp_ws *w)
 {
-    if (w->over || !w->sock || queued(w) < w->link.high_water) return;
+    if (w->over || w->lingering || !w->sock || queued(w) < w->link.high_water) return;
     w->over = true;
     w->stalled = 0;
     w->stall_mark = queued(w);
@@ -198,6 +210,7 @@ static void check_high(acp_ws *w)
 
 static void feed(acp_ws *w, const char *p, size_t n)
 {
+    if (w->lingering) return; /* wslay reads no more: discarded */
     w->in = p;
     w->in_len = n;
     w->in_recv = true;
@@ -268,7 +281,7 @@ static void on_timer(uv_timer_t *t)
 {
     acp_ws *w = t->data;
     if (!w->sock || w->sock_closing) return;
-    if (w->closing) {
+    if (w->closing || w->lingering) {
         ws_fail(w, "close timed out");
         return;
     }

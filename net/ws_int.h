@@ -31,7 +31,8 @@ struct acp_ws {
     bool closing;      /* we queued a close frame */
     bool sock_closing; /* acp_sock_close/abort called */
     bool aborted;
-    bool over; /* queued reached the high water; reading paused until the drain */
+    bool lingering; /* wslay closed on a bad frame: draining the peer until it closes */
+    bool over;      /* queued reached the high water; reading paused until the drain */
     bool awaiting_pong;
     unsigned missed;    /* pings in a row without a pong */
     unsigned stalled;   /* ping ticks over the high water without the peer reading */

@@ -117,11 +117,11 @@ test("delete during a load: the replay stops and the load is -32002, nothing sta
   await Promise.all([a.init(), b.init()]);
   const load = a.request("session/load", { sessionId: sid, cwd: home, mcpServers: [] });
   await a.waitFor((m) => m.method === "session/update" && m.params?.update?.sessionUpdate === "agent_message_chunk");
-  a.st.proc.stdout.pause(); // A stops reading: the replay stalls on back-pressure
+  a.st.pauseInput(); // A stops reading: the replay stalls on back-pressure
   await new Promise((r) => setTimeout(r, 200));
   const del = await b.request("session/delete", { sessionId: sid });
   assert.deepEqual(del.result, {});
-  a.st.proc.stdout.resume();
+  a.st.resumeInput();
   const r = await load;
   assert.equal(r.error?.code, -32002, `load answered ${JSON.stringify(r.result ?? r.error)}`);
   assert.equal(r.error.data?.sessionId, sid);

@@ -4,7 +4,11 @@
 // (401 otherwise) and sets an affinity cookie on the 101, which the client must send back when it
 // reconnects (the RFD's cookie rule).
 import { spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import test from "node:test";
@@ -34,13 +38,21 @@ function sdkAgent() {
     });
 }
 
-async function startServer(t) {
+// A self-signed certificate for 127.0.0.1 (and one for another name, which must not pass).
+function makeCert(t, dir, name, san) {
+  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${name}`,
+    "-addext", `subjectAltName=${san}`, "-keyout", join(dir, `${name}.key`), "-out", join(dir, `${name}.pem`)], { stdio: "ignore" });
+  return { key: readFileSync(join(dir, `${name}.key`)), cert: readFileSync(join(dir, `${name}.pem`)), ca: join(dir, `${name}.pem`) };
+}
+
+async function startServer(t, tls) {
   const server = new AcpServer({ createAgent: sdkAgent });
   const wss = new WebSocketServer({ noServer: true });
   const upgrades = [];
   wss.on("headers", (headers) => headers.push("Set-Cookie: affinity=node-1; Path=/; HttpOnly"));
   const upgrade = createNodeWebSocketUpgradeHandler(server, wss);
-  const http = createServer((req, res) => res.writeHead(404).end());
+  const handler = (req, res) => res.writeHead(404).end();
+  const http = tls ? createTlsServer({ key: tls.key, cert: tls.cert }, handler) : createServer(handler);
   http.on("upgrade", (req, socket, head) => {
     upgrades.push({ authorization: req.headers.authorization, cookie: req.headers.cookie, url: req.url });
     if (req.headers.authorization !== `Bearer ${TOKEN}`) {
@@ -56,7 +68,7 @@ async function startServer(t) {
     http.closeAllConnections();
     await new Promise((r) => http.close(r));
   });
-  return { url: `ws://127.0.0.1:${http.address().port}/acp`, upgrades };
+  return { url: `${tls ? "wss" : "ws"}://127.0.0.1:${http.address().port}/acp`, upgrades };
 }
 
 function probe(args) {
@@ -115,4 +127,26 @@ test("our WebSocket client refused by the SDK-fronted server: 401 is reported, n
   assert.equal(open.status, -12); // ACP_EACCES
   assert.equal(r.lines.filter((l) => l.jsonrpc).length, 0);
   assert.equal(s.upgrades.length, 1);
+});
+
+test("our client over wss:// to the SDK's server behind TLS: the certificate is verified against the given CA and the address", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "acp-wss-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const good = makeCert(t, dir, "loopback", "IP:127.0.0.1");
+  const other = makeCert(t, dir, "elsewhere", "DNS:elsewhere.test");
+  const s = await startServer(t, good);
+  const r = await probe([s.url, TOKEN, good.ca]);
+  assert.equal(r.code, 0, `${r.err}\n${JSON.stringify(r.lines)}`);
+  assert.equal(r.lines.filter((l) => l.jsonrpc && l.id === 3 && l.result?.stopReason === "end_turn").length, 2);
+  assert.equal(s.upgrades[1].cookie, "affinity=node-1");
+  // A certificate for another name, trusted as a CA: refused, nothing sent.
+  const s2 = await startServer(t, other);
+  const bad = await probe([s2.url, TOKEN, other.ca]);
+  assert.equal(bad.code, 2);
+  assert.equal(bad.lines[0].status, -6); // ACP_EIO
+  assert.equal(s2.upgrades.length, 0);
+  // Not trusted at all (the system's anchors): refused too.
+  const untrusted = await probe([s.url, TOKEN]);
+  assert.equal(untrusted.code, 2);
+  assert.equal(s.upgrades.length, 2);
 });

@@ -1,5 +1,5 @@
 /* A minimal ACP client over acp_ws_connect, for tests against servers we did not write:
- *   ws_probe URL [TOKEN]
+ *   ws_probe URL [TOKEN [CA_FILE]]   (TOKEN "" for none)
  * Twice (the second time with the cookies the first kept, as a reconnect does): connects,
  * sends initialize, session/new and one session/prompt ("hello"), each after the previous
  * answer, then closes. Every message received is printed on stdout as one line; the
@@ -79,7 +79,7 @@ static void on_close(acp_link *l, const char *reason, void *u)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: ws_probe URL [TOKEN]\n");
+        fprintf(stderr, "usage: ws_probe URL [TOKEN [CA_FILE]]\n");
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -90,8 +90,10 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int round = 0; round < 2 && !rc; round++) {
         probe p = {.round = round};
-        acp_ws_connect_opts o = {
-            .url = argv[1], .token = argc > 2 ? argv[2] : NULL, .cookies = jar};
+        acp_ws_connect_opts o = {.url = argv[1],
+                                 .token = argc > 2 && *argv[2] ? argv[2] : NULL,
+                                 .cookies = jar,
+                                 .ca_file = argc > 3 ? argv[3] : NULL};
         if (acp_ws_connect(&loop, &o, on_open, &p, &p.l)) return 1;
         static const acp_link_cbs cbs = {on_message, NULL, on_close};
         acp_link_bind(p.l, &cbs, &p);

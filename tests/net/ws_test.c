@@ -544,6 +544,7 @@ static void test_cookies(void **state)
     while (c.in.n < 1) uv_run(&loop, UV_RUN_ONCE);
     assert_string_equal(c.in.msg[0], "hi");
     acp_link_close(c.l);
+    acp_sock_group_close(&srv.group); /* the scripted server answers no close frame */
     assert_true(run_until(client_closed, &c));
     inbox_free(&c.in);
     acp_cookie_jar_free(jar);
@@ -607,10 +608,13 @@ static void test_raw_client(void **state)
     k = frame(f, 1, true, "{}", 2, false);
     raw_send(fd, f, k);
     raw_expect(&r, "\x88\x02\x03\xea", 4); /* close 1002 */
+    /* The server reads on (discarding) until we close: then it ends too. */
+    uint8_t more[16];
+    raw_send(fd, more, frame(more, 1, true, "ignored", 7, true));
+    close(fd);
     assert_true(run_until(srv_closed, NULL));
     assert_string_equal(srv.in.reason, "protocol error");
     assert_int_equal(srv.in.n, 1);
-    close(fd);
 }
 
 static void test_bad_upgrade(void **state)
