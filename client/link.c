@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "net/cookie.h"
 #include "net/link.h"
 #include "net/shttp_client.h"
+#include "net/ws.h"
 
 static void on_eof(acp_transport *t, void *user)
 {
@@ -101,7 +103,8 @@ struct acp_client_net {
     acp_client *c;
     acp_link *link; /* NULL once it ended */
     uv_prepare_t prep;
-    int open; /* the link and the prepare handle, until each is closed */
+    int open;            /* the link and the prepare handle, until each is closed */
+    acp_cookie_jar *jar; /* the server's cookies, for the link's life */
     void (*done)(void *user);
     void *done_user;
 };
@@ -111,6 +114,7 @@ static void net_release(acp_client_net *n)
     if (--n->open) return;
     void (*done)(void *) = n->done;
     void *user = n->done_user;
+    acp_cookie_jar_free(n->jar);
     free(n);
     if (done) done(user);
 }
@@ -127,8 +131,9 @@ static void net_on_close(acp_link *l, const char *reason, void *user)
     acp_client_net *n = user;
     n->link = NULL;
     acp_client *c = n->c;
-    if (!n->done) { /* not our close: the agent is out of reach */
-        snprintf(c->net_err, sizeof c->net_err, "%s", reason && *reason ? reason : "closed");
+    if (!n->done) {         /* not our close: the agent is out of reach */
+        if (!c->net_err[0]) /* on_ws_open may have said it better */
+            snprintf(c->net_err, sizeof c->net_err, "%s", reason && *reason ? reason : "closed");
         acp_client_eof(c);
     }
     net_release(n);
@@ -176,6 +181,14 @@ const char *acp_client_gone_why(const acp_client *c, const char *fallback)
     return c->net_err[0] ? c->net_err : fallback;
 }
 
+static void on_ws_open(acp_link *l, int status, const char *detail, void *user)
+{
+    acp_client_net *n = user;
+    if (status) /* on_close follows */
+        snprintf(n->c->net_err, sizeof n->c->net_err, "cannot open a WebSocket to %s: %s",
+                 n->c->opts.url, detail && *detail ? detail : acp_strerror(status));
+}
+
 static int url_connect(acp_client *c)
 {
     const acp_client_opts *o = &c->opts;
@@ -183,6 +196,10 @@ static int url_connect(acp_client *c)
     acp_client_net *n = calloc(1, sizeof *n);
     if (!n) return ACP_ENOMEM;
     n->c = c;
+    if (!(n->jar = acp_cookie_jar_new())) {
+        free(n);
+        return ACP_ENOMEM;
+    }
     char *msg = NULL;
     int rc;
     if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8)) {
@@ -190,11 +207,15 @@ static int url_connect(acp_client *c)
                                     .token = o->token,
                                     .ca_file = o->ca_file,
                                     .h2c = o->h2c,
-                                    .max_message = o->max_message};
+                                    .max_message = o->max_message,
+                                    .cookies = n->jar};
         rc = acp_shttp_connect(c->loop, &so, &n->link, &msg);
     } else if (!strncasecmp(url, "ws://", 5) || !strncasecmp(url, "wss://", 6)) {
-        rc = ACP_ENOTSUP;
-        msg = strdup("WebSocket agents (ws://, wss://) are not supported by this build yet");
+        acp_net_limits lim = {.max_message = o->max_message};
+        acp_ws_connect_opts wo = {
+            .url = url, .token = o->token, .cookies = n->jar, .ca_file = o->ca_file, .lim = &lim};
+        rc = acp_ws_connect(c->loop, &wo, on_ws_open, n, &n->link);
+        if (rc == ACP_EINVAL) msg = strdup("not a valid ws:// or wss:// URL");
     } else {
         rc = ACP_EINVAL;
         msg = strdup("an agent URL starts with ws://, wss://, http:// or https://");
@@ -203,6 +224,7 @@ static int url_connect(acp_client *c)
         acp_client_seterr(c, rc, "cannot connect to the agent at %s: %s", url,
                           msg ? msg : acp_strerror(rc));
         free(msg);
+        acp_cookie_jar_free(n->jar);
         free(n);
         return rc;
     }

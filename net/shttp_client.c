@@ -13,6 +13,7 @@
 #include "acp/error.h"
 #include "acp/json.h"
 #include "mcp/curl_uv.h"
+#include "net/cookie.h"
 #include "mcp/libcurl_lazy.h"
 #include "mcp/sse.h"
 
@@ -68,7 +69,8 @@ struct shc {
     acp_link link; /* first: the profile's link */
     uv_loop_t *loop;
     mcp_curl *curl;
-    char *url, *auth, *ca_file, *conn_id, *cookies;
+    char *url, *auth, *ca_file, *conn_id;
+    acp_cookie_jar *jar, *own_jar; /* own_jar: the one made here when the owner gave none */
     bool h2c;
     size_t max;
     unsigned close_ms;
@@ -337,33 +339,7 @@ static int on_event(void *user, const char *event, const char *data, size_t n)
     return t->failing || t->deleting ? 1 : 0;
 }
 
-/* --- cookies (the SDK's cookie store: name=value pairs, the newest value wins) ------------ */
-
-static void cookie_set(shc *t, const char *name, size_t nn, const char *val, size_t vn)
-{
-    acp_buf b = {0};
-    const char *c = t->cookies;
-    while (c && *c) { /* keep every other cookie */
-        const char *end = strstr(c, "; ");
-        size_t len = end ? (size_t)(end - c) : strlen(c);
-        if (!(len > nn && c[nn] == '=' && !memcmp(c, name, nn))) {
-            if (b.len) acp_buf_append(&b, "; ", 2);
-            acp_buf_append(&b, c, len);
-        }
-        c = end ? end + 2 : c + len;
-    }
-    if (b.len) acp_buf_append(&b, "; ", 2);
-    acp_buf_append(&b, name, nn);
-    acp_buf_putc(&b, '=');
-    acp_buf_append(&b, val, vn);
-    const char *s = acp_buf_cstr(&b);
-    if (!s) {
-        acp_buf_free(&b);
-        return;
-    }
-    free(t->cookies);
-    t->cookies = acp_buf_take(&b, NULL);
-}
+/* --- cookies ---------------------------------------------------------------------------- */
 
 static void take_cookies(shc *t, mcp_http *h)
 {
@@ -371,18 +347,10 @@ static void take_cookies(shc *t, mcp_http *h)
     for (size_t i = 0;
          curl_easy_header(mcp_http_easy(h), "Set-Cookie", i, CURLH_HEADER, -1, &hd) == CURLHE_OK;
          i++) {
-        const char *v = hd->value, *semi = strchr(v, ';');
-        size_t len = semi ? (size_t)(semi - v) : strlen(v);
-        const char *eq = memchr(v, '=', len);
-        if (!eq || eq == v) continue;
-        const char *ne = eq, *vb = eq + 1, *ve = v + len;
-        while (ne > v && (ne[-1] == ' ' || ne[-1] == '\t')) ne--;
-        while (vb < ve && (*vb == ' ' || *vb == '\t')) vb++;
-        while (ve > vb && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-        bool ok = ne > v;
-        for (const char *q = v; q < ve && ok; q++) /* a cookie goes back in a header line */
+        bool ok = true; /* a cookie goes back in a header line: visible ASCII and spaces */
+        for (const char *q = hd->value; *q && ok; q++)
             ok = (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x7f;
-        if (ok) cookie_set(t, v, (size_t)(ne - v), vb, (size_t)(ve - vb));
+        if (ok) acp_cookie_jar_store(t->jar, hd->value);
         if (hd->amount <= i + 1) break;
     }
 }
@@ -401,7 +369,9 @@ static mcp_http *start(shc *t, const char *method, const char *accept, const cha
     if (t->conn_id) LINE("Acp-Connection-Id: %s", t->conn_id);
     if (sid) LINE("Acp-Session-Id: %s", sid);
     if (t->auth) LINE("%s", t->auth);
-    if (t->cookies) LINE("Cookie: %s", t->cookies);
+    char *cookies = acp_cookie_jar_header(t->jar);
+    if (cookies) LINE("Cookie: %s", cookies);
+    free(cookies);
     LINE("Expect:"); /* no 100-continue round trip before a large body */
 #undef LINE
     mcp_http *h = NULL;
@@ -781,7 +751,7 @@ static void on_handle_closed(uv_handle_t *h)
     free(t->url);
     free(t->ca_file);
     free(t->conn_id);
-    free(t->cookies);
+    acp_cookie_jar_free(t->own_jar);
     if (t->auth) explicit_bzero(t->auth, strlen(t->auth));
     free(t->auth);
     free(t);
@@ -959,7 +929,9 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
     t->h2c = o->h2c && !https;
     t->max = o->max_message ? o->max_message : DEFAULT_MAX;
     t->close_ms = o->close_timeout_ms ? o->close_timeout_ms : DEFAULT_CLOSE;
-    bool ok = (t->url = strdup(url)) && (!o->ca_file || (t->ca_file = strdup(o->ca_file))) &&
+    t->jar = o->cookies ? o->cookies : (t->own_jar = acp_cookie_jar_new());
+    bool ok = t->jar && (t->url = strdup(url)) &&
+              (!o->ca_file || (t->ca_file = strdup(o->ca_file))) &&
               (!o->token || asprintf(&t->auth, "Authorization: Bearer %s", o->token) >= 0);
     if (!ok) t->auth = NULL;
     if (ok && !(t->curl = mcp_curl_new(loop))) {
@@ -968,12 +940,14 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
         free(t->url);
         free(t->ca_file);
         free(t->auth);
+        acp_cookie_jar_free(t->own_jar);
         free(t);
         return ACP_EIO;
     }
     if (!ok) {
         free(t->url);
         free(t->ca_file);
+        acp_cookie_jar_free(t->own_jar);
         free(t);
         return ACP_ENOMEM;
     }

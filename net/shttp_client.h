@@ -12,8 +12,8 @@
  *     when it is about a session (params.sessionId, or the answer to a request that came on a
  *     session's stream);
  *   - closing DELETEs the connection.
- * Cookies the server sets are sent back on every request of the connection (name=value, as the
- * SDK's cookie store does) and forgotten with it. The bearer token goes in `Authorization` and
+ * Cookies the server sets are sent back on every request of the connection (net/cookie.h: the
+ * SDK's cookie store's rules). The bearer token goes in `Authorization` and
  * nowhere else: not in errors, not in logs.
  *
  * Failures are reported the SDK's way. A request whose POST is refused (an HTTP status other
@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "net/cookie.h"
 #include "net/link.h"
 
 typedef struct acp_shttp_client_opts {
@@ -48,6 +49,9 @@ typedef struct acp_shttp_client_opts {
                                 * 0 means 64 MiB */
     unsigned close_timeout_ms; /* how long a close may take for the queue and the DELETE:
                                 * 0 means 5000 */
+    acp_cookie_jar *cookies;   /* borrowed, must outlive the link: what the server sets lands
+                                * here and goes back on every request, also of a later
+                                * connection with the same jar; NULL: a jar of the link's own */
 } acp_shttp_client_opts;
 
 /* Starts a link to o->url (every string copied). Nothing is sent until the owner binds the

@@ -1,4 +1,4 @@
-// acp (and so libacp's client) against remote agents over Streamable HTTP:
+// acp (and so libacp's client) against remote agents, over Streamable HTTP and WebSocket:
 //   - the official TypeScript SDK 2.4.0's AcpServer (experimental/node's createNodeHttpHandler)
 //     with an SDK agent: info, new, prompt with updates, sessions, history (load with replay),
 //     a permission request answered both ways, cancel, close, and reconnecting to a second
@@ -65,117 +65,123 @@ function acp(url, args, { env = {}, onSpawn, onStdout } = {}) {
   });
 }
 
-let sdk, A, B;
-before(async () => {
-  sdk = await server("sdk-server.mjs", { RECORD: join(dir, "requests.jsonl") });
-  A = `http://127.0.0.1:${sdk.a}/acp`;
-  B = `http://127.0.0.1:${sdk.b}/acp`;
-});
+let sdkStarted;
+const sdk = () => (sdkStarted ??= server("sdk-server.mjs", { RECORD: join(dir, "requests.jsonl") }));
 after(async () => {
   await Promise.all(started.map(stop));
   rmSync(dir, { recursive: true, force: true });
 });
 
-test("info, new, prompt with updates, sessions, history and close against the SDK's AcpServer", async () => {
-  const info = await acp(A, ["--json", "info"]);
-  assert.equal(info.code, 0, info.stderr);
-  assert.equal(JSON.parse(info.stdout).agentInfo.name, "sdk-remote");
-
-  const made = await acp(A, ["new"]);
-  assert.equal(made.code, 0, made.stderr);
-  const id = made.stdout.trim();
-  assert.match(id, /^sess-/);
-
-  const p = await acp(A, ["--json", "prompt", "-s", id, "hello", "remote"]);
-  assert.equal(p.code, 0, p.stderr);
-  const out = lines(p.stdout);
-  assert.equal(texts(out), "echo: hello remote.");
-  assert.equal(out.at(-1).stopReason, "end_turn");
-
-  const list = await acp(A, ["--json", "sessions"]);
-  assert.equal(list.code, 0, list.stderr);
-  assert.ok(lines(list.stdout).flatMap((o) => o.sessions ?? [o]).some((s) => s.sessionId === id), list.stdout);
-
-  // session/load: the replay arrives on the session's stream, the answer on the connection's;
-  // every replayed update must reach acp before the load ends, every time.
-  for (let i = 0; i < 5; i++) {
-    const h = await acp(A, ["--json", "history", id]);
-    assert.equal(h.code, 0, h.stderr);
-    const hist = lines(h.stdout);
-    assert.equal(texts(hist, "user_message_chunk"), "hello remote");
-    assert.equal(texts(hist), "echo: hello remote.");
-  }
-
-  const closed = await acp(A, ["close", id]);
-  assert.equal(closed.code, 0, closed.stderr);
-});
-
-test("reconnect: prompt -s ID on another server loads the session there", async () => {
-  const id = (await acp(A, ["new"])).stdout.trim();
-  assert.equal((await acp(A, ["prompt", "-s", id, "one"])).code, 0);
-  const p = await acp(B, ["--json", "prompt", "-s", id, "two"]);
-  assert.equal(p.code, 0, p.stderr);
-  assert.equal(texts(lines(p.stdout).filter((o) => !o.replay)), "echo: two.");
-  const h = await acp(B, ["--json", "history", id]);
-  assert.equal(texts(lines(h.stdout), "user_message_chunk"), "onetwo");
-});
-
-test("a permission request on the session's stream, answered both ways", async () => {
-  const id = (await acp(A, ["new"])).stdout.trim();
-  const yes = await acp(A, ["--yes", "prompt", "-s", id, "/ask"]);
-  assert.equal(yes.code, 0, yes.stderr);
-  assert.match(yes.stdout, /chose yes/);
-  const no = await acp(A, ["--deny", "prompt", "-s", id, "/ask"]);
-  assert.equal(no.code, 3, no.stderr);
-  assert.match(no.stdout, /chose no/);
-});
-
-test("Ctrl-C cancels a remote turn: session/cancel is posted and the turn ends cancelled", async () => {
-  const id = (await acp(A, ["new"])).stdout.trim();
-  let sent = false;
-  const r = await acp(A, ["prompt", "-s", id, "/sleep"], {
-    onStdout: (out, p) => {
-      if (!sent && out.includes("sleeping")) {
-        sent = true;
-        p.kill("SIGINT");
-      }
-    },
+for (const scheme of ["http", "ws"]) {
+  const url = (port) => `${scheme}://127.0.0.1:${port}/acp`;
+  let A, B;
+  before(async () => {
+    const s = await sdk();
+    A = url(s.a);
+    B = url(s.b);
   });
-  assert.equal(r.code, 130, r.stderr);
-  const reqs = readFileSync(join(dir, "requests.jsonl"), "utf8");
-  assert.match(reqs, /"method":"DELETE"/); // the connection was ended on the server too
-});
 
-test("a bearer token: refused without it or with a wrong one, never in acp's argv", async () => {
-  const s = await server("sdk-server.mjs", { TOKEN: "s3cret-t0ken", RECORD: join(dir, "tok.jsonl") });
-  const url = `http://127.0.0.1:${s.a}/acp`;
-  const none = await acp(url, ["info"]);
-  assert.equal(none.code, 4);
-  assert.match(none.stderr, /refused our credentials: HTTP 401/);
-  const wrong = await acp(url, ["info"], { env: { ACP_TOKEN: "nope" } });
-  assert.equal(wrong.code, 4);
-  assert.match(wrong.stderr, /HTTP 401/);
-  assert.ok(!wrong.stderr.includes("nope"));
-  const env = await acp(url, ["info"], { env: { ACP_TOKEN: "s3cret-t0ken" } });
-  assert.equal(env.code, 0, env.stderr);
-  // --token: the prompt sleeps while we read acp's command line and environment.
-  const id = (await acp(url, ["new", "--token", "s3cret-t0ken"])).stdout.trim();
-  let cmdline = "", environ = "";
-  const r = await acp(url, ["--token", "s3cret-t0ken", "prompt", "-s", id, "/sleep"], {
-    onStdout: (out, p) => {
-      if (!cmdline && out.includes("sleeping")) {
-        cmdline = readFileSync(`/proc/${p.pid}/cmdline`, "utf8");
-        p.kill("SIGINT");
-      }
-    },
-    env: { ACP_TOKEN: "s3cret-t0ken" },
+  test(`${scheme}: info, new, prompt with updates, sessions, history and close against the SDK's AcpServer`, async () => {
+    const info = await acp(A, ["--json", "info"]);
+    assert.equal(info.code, 0, info.stderr);
+    assert.equal(JSON.parse(info.stdout).agentInfo.name, "sdk-remote");
+
+    const made = await acp(A, ["new"]);
+    assert.equal(made.code, 0, made.stderr);
+    const id = made.stdout.trim();
+    assert.match(id, /^sess-/);
+
+    const p = await acp(A, ["--json", "prompt", "-s", id, "hello", "remote"]);
+    assert.equal(p.code, 0, p.stderr);
+    const out = lines(p.stdout);
+    assert.equal(texts(out), "echo: hello remote.");
+    assert.equal(out.at(-1).stopReason, "end_turn");
+
+    const list = await acp(A, ["--json", "sessions"]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.ok(lines(list.stdout).flatMap((o) => o.sessions ?? [o]).some((s) => s.sessionId === id), list.stdout);
+
+    // session/load: the replay arrives on the session's stream, the answer on the connection's;
+    // every replayed update must reach acp before the load ends, every time.
+    for (let i = 0; i < 5; i++) {
+      const h = await acp(A, ["--json", "history", id]);
+      assert.equal(h.code, 0, h.stderr);
+      const hist = lines(h.stdout);
+      assert.equal(texts(hist, "user_message_chunk"), "hello remote");
+      assert.equal(texts(hist), "echo: hello remote.");
+    }
+
+    const closed = await acp(A, ["close", id]);
+    assert.equal(closed.code, 0, closed.stderr);
   });
-  assert.equal(r.code, 130, r.stderr);
-  assert.ok(cmdline.includes("--token") && !cmdline.includes("s3cret"), cmdline);
-  const recorded = readFileSync(join(dir, "tok.jsonl"), "utf8");
-  assert.match(recorded, /Bearer <right>/);
-  await stop(s.proc);
-});
+
+  test(`${scheme}: reconnect: prompt -s ID on another server loads the session there`, async () => {
+    const id = (await acp(A, ["new"])).stdout.trim();
+    assert.equal((await acp(A, ["prompt", "-s", id, "one"])).code, 0);
+    const p = await acp(B, ["--json", "prompt", "-s", id, "two"]);
+    assert.equal(p.code, 0, p.stderr);
+    assert.equal(texts(lines(p.stdout).filter((o) => !o.replay)), "echo: two.");
+    const h = await acp(B, ["--json", "history", id]);
+    assert.equal(texts(lines(h.stdout), "user_message_chunk"), "onetwo");
+  });
+
+  test(`${scheme}: a permission request on the session's stream, answered both ways`, async () => {
+    const id = (await acp(A, ["new"])).stdout.trim();
+    const yes = await acp(A, ["--yes", "prompt", "-s", id, "/ask"]);
+    assert.equal(yes.code, 0, yes.stderr);
+    assert.match(yes.stdout, /chose yes/);
+    const no = await acp(A, ["--deny", "prompt", "-s", id, "/ask"]);
+    assert.equal(no.code, 3, no.stderr);
+    assert.match(no.stdout, /chose no/);
+  });
+
+  test(`${scheme}: Ctrl-C cancels a remote turn: session/cancel is posted and the turn ends cancelled`, async () => {
+    const id = (await acp(A, ["new"])).stdout.trim();
+    let sent = false;
+    const r = await acp(A, ["prompt", "-s", id, "/sleep"], {
+      onStdout: (out, p) => {
+        if (!sent && out.includes("sleeping")) {
+          sent = true;
+          p.kill("SIGINT");
+        }
+      },
+    });
+    assert.equal(r.code, 130, r.stderr);
+    const reqs = readFileSync(join(dir, "requests.jsonl"), "utf8");
+    if (scheme === "http") assert.match(reqs, /"method":"DELETE"/); // the connection ended there too
+  });
+
+  test(`${scheme}: a bearer token: refused without it or with a wrong one, never in acp's argv`, async () => {
+    const s = await server("sdk-server.mjs", { TOKEN: "s3cret-t0ken", RECORD: join(dir, "tok.jsonl") });
+    const url = `${scheme}://127.0.0.1:${s.a}/acp`;
+    const none = await acp(url, ["info"]);
+    assert.equal(none.code, 4);
+    assert.match(none.stderr, scheme === "http" ? /refused our credentials: HTTP 401/ : /HTTP 401/);
+    const wrong = await acp(url, ["info"], { env: { ACP_TOKEN: "nope" } });
+    assert.equal(wrong.code, 4);
+    assert.match(wrong.stderr, /HTTP 401/);
+    assert.ok(!wrong.stderr.includes("nope"));
+    const env = await acp(url, ["info"], { env: { ACP_TOKEN: "s3cret-t0ken" } });
+    assert.equal(env.code, 0, env.stderr);
+    // --token: the prompt sleeps while we read acp's command line and environment.
+    const id = (await acp(url, ["new", "--token", "s3cret-t0ken"])).stdout.trim();
+    let cmdline = "", environ = "";
+    const r = await acp(url, ["--token", "s3cret-t0ken", "prompt", "-s", id, "/sleep"], {
+      onStdout: (out, p) => {
+        if (!cmdline && out.includes("sleeping")) {
+          cmdline = readFileSync(`/proc/${p.pid}/cmdline`, "utf8");
+          p.kill("SIGINT");
+        }
+      },
+      env: { ACP_TOKEN: "s3cret-t0ken" },
+    });
+    assert.equal(r.code, 130, r.stderr);
+    assert.ok(cmdline.includes("--token") && !cmdline.includes("s3cret"), cmdline);
+    const recorded = readFileSync(join(dir, "tok.jsonl"), "utf8");
+    assert.match(recorded, /Bearer <right>/);
+    await stop(s.proc);
+  });
+}
 
 test("--token with a local agent is a usage error", async () => {
   const r = await new Promise((resolve) => {
