@@ -43,6 +43,18 @@ struct acp_h2 {
 
 static const acp_http_req_ops req_ops;
 
+/* n bytes as a C string. Not strndup: the bytes need not be NUL-terminated, and strndup may
+ * read past n looking for one (ASan's strict_string_checks says so). */
+static char *memdup0(const void *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
 /* --- Output ------------------------------------------------------------------------------- */
 
 static size_t out_queued(const h2_stream *st)
@@ -247,7 +259,7 @@ static int add_field(h2_stream *st, const uint8_t *name, size_t nlen, const uint
         st->fields = f;
         st->cap = cap;
     }
-    char *n = strndup((const char *)name, nlen), *v = strndup((const char *)value, vlen);
+    char *n = memdup0((const char *)name, nlen), *v = memdup0((const char *)value, vlen);
     if (!n || !v) {
         free(n), free(v);
         return -1;
@@ -317,7 +329,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *fr, const uint8_t
     if (nlen == 10 && memcmp(name, ":authority", 10) == 0) pseudo = &st->authority;
     if (pseudo) {
         free(*pseudo);
-        *pseudo = strndup((const char *)value, vlen);
+        *pseudo = memdup0((const char *)value, vlen);
         return *pseudo ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     if (nlen && name[0] == ':') return 0; /* :scheme, :protocol */

@@ -39,7 +39,8 @@ struct h1conn {
     bool in_feed;  /* feed() is on the stack */
     bool detached; /* the socket was handed to the router */
     bool ending;   /* the socket is closing: parse nothing more */
-    bool dead;     /* the socket closed; waiting for the timer's close callback */
+    bool head_timing;
+    bool dead; /* the socket closed; waiting for the timer's close callback */
 };
 
 static void feed(h1conn *c, const char *data, size_t n);
@@ -125,7 +126,8 @@ static int res_write(acp_http_req *r, const void *p, size_t n)
     h1conn *c = q->c;
     if (!c || !q->started) return ACP_EIO;
     if (n == 0) return 0;
-    if (q->bodyless) return ACP_EINVAL;
+    /* A HEAD's body is the one GET would send, not sent: the profile need not know. */
+    if (q->bodyless) return strcmp(r->method, "HEAD") ? ACP_EINVAL : 0;
     if (!q->chunked) {
         if (!q->streaming) {
             if (n > q->remaining) return ACP_EINVAL;
@@ -223,10 +225,22 @@ static void head_timeout(uv_timer_t *t)
     acp_http1_refuse(c->s, 408, "request head not received in time", NULL, 0);
 }
 
+/* While a head is on its way the head timeout governs, not the idle timeout (a trickle of
+ * bytes would otherwise keep restarting it). */
 static void start_head_timer(h1conn *c)
 {
-    if (!uv_is_active((uv_handle_t *)&c->head_timer))
-        uv_timer_start(&c->head_timer, head_timeout, c->lim->header_timeout_ms, 0);
+    if (c->head_timing) return;
+    c->head_timing = true;
+    acp_sock_idle_hold(c->s, true);
+    uv_timer_start(&c->head_timer, head_timeout, c->lim->header_timeout_ms, 0);
+}
+
+static void stop_head_timer(h1conn *c)
+{
+    if (!c->head_timing) return;
+    c->head_timing = false;
+    uv_timer_stop(&c->head_timer);
+    acp_sock_idle_hold(c->s, false);
 }
 
 /* Parses data; stops at an exchange that is still being answered and keeps the rest. */
@@ -248,13 +262,13 @@ static void feed(h1conn *c, const char *data, size_t n)
             break;
         }
         if (ev == ACP_HTTP1_ERROR) {
-            uv_timer_stop(&c->head_timer);
+            stop_head_timer(c);
             c->ending = true;
             acp_http1_refuse(c->s, c->p.status, c->p.error, NULL, 0);
             break;
         }
         if (ev == ACP_HTTP1_HEAD) {
-            uv_timer_stop(&c->head_timer);
+            stop_head_timer(c);
             h1req *q = calloc(1, sizeof *q);
             if (!q) {
                 acp_sock_abort(c->s);
@@ -268,12 +282,14 @@ static void feed(h1conn *c, const char *data, size_t n)
             q->r.nheaders = c->p.nfields;
             c->cur = q;
             acp_sock_idle_hold(c->s, true);
-            c->in_head = true;
+            /* An answer from on_head leaves the body unread: the connection cannot go on
+             * unless there is none. */
+            c->in_head = c->p.chunked || c->p.need > 0;
             bool go = c->cbs->on_head ? c->cbs->on_head(&q->r, c->user) : true;
             c->in_head = false;
             if (!go) {
                 if (c->cur == q && !c->dead) exchange_done(c, true); /* it did not answer */
-                break;
+                continue; /* the next request, unless the connection is ending */
             }
             if (c->p.expect_continue) acp_sock_write(c->s, "HTTP/1.1 100 Continue\r\n\r\n", 25);
             continue;

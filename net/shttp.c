@@ -36,6 +36,7 @@ typedef struct route {
     struct route *next;
     char *key;
     char *session;
+    bool if_received; /* the session's stream only if a client is reading it (session/load) */
 } route;
 
 /* A POST held while the connection's output is at its high-water mark. */
@@ -82,6 +83,18 @@ struct acp_shttp {
 
 static const acp_link_ops link_ops;
 
+/* n bytes as a C string. Not strndup: the bytes need not be NUL-terminated, and strndup may
+ * read past n looking for one (ASan's strict_string_checks says so). */
+static char *memdup0(const void *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
 /* --- Small answers ------------------------------------------------------------------------ */
 
 static void reply(acp_http_req *r, int status, const char *ctype, const char *body)
@@ -112,7 +125,7 @@ static int route_add(route **list, acp_span key, const char *session)
 {
     route *rt = calloc(1, sizeof *rt);
     if (!rt) return ACP_ENOMEM;
-    rt->key = strndup(key.p, key.n);
+    rt->key = memdup0(key.p, key.n);
     rt->session = session ? strdup(session) : NULL;
     if (!rt->key || (session && !rt->session)) {
         free(rt->key), free(rt->session), free(rt);
@@ -440,8 +453,15 @@ static shttp_conn *conn_find(acp_shttp *h, const char *id)
 }
 
 /* Hands a validated POST's message to the owner and answers 202. The route of a request's
- * answer is recorded first: session/load's answer goes on the connection stream (the SDK's
- * pendingResponseRoute), any other session request's on its session's. */
+ * answer is recorded first: a session request's answer goes on its session's stream.
+ *
+ * session/load differs from the SDK, whose pendingResponseRoute sends its answer on the
+ * connection stream while the replay goes on the session's: two streams (two TCP connections
+ * over HTTP/1.1) whose order the client cannot know, so its SDK client saw the load answered
+ * before the replay arrived. Here the answer follows the replay on the session stream when a
+ * client reads that stream (the SDK's client always opens it before it POSTs session/load),
+ * and goes on the connection stream otherwise, so a client that reads only that one still
+ * gets it. */
 static void forward(shttp_conn *c, acp_http_req *r)
 {
     size_t n;
@@ -452,9 +472,9 @@ static void forward(shttp_conn *c, acp_http_req *r)
         const char *hdr = acp_http_req_header(r, "acp-session-id");
         char *psid = hdr ? NULL : params_session(env.params);
         const char *sid = hdr ? hdr : psid;
-        if (span_is(env.method, "session/load")) sid = NULL;
         route_free(route_take(&c->pending, env.id)); /* a reused id: the newest wins */
         int rc = route_add(&c->pending, env.id, sid);
+        if (!rc && sid && span_is(env.method, "session/load")) c->pending->if_received = true;
         free(psid);
         if (rc) {
             text(r, 500, "Out of memory");
@@ -551,7 +571,7 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
         return;
     }
     shttp_conn *c = calloc(1, sizeof *c);
-    if (!c || !(c->init_id = strndup(env->id.p, env->id.n))) {
+    if (!c || !(c->init_id = memdup0(env->id.p, env->id.n))) {
         free(c);
         text(r, 500, "Out of memory");
         return;
@@ -830,6 +850,13 @@ static int link_send(acp_link *l, const char *msg, size_t len)
     if (!env.method.p) {
         /* An answer goes where its request asked (the connection stream when unknown). */
         route *rt = env.id.p ? route_take(&c->pending, env.id) : NULL;
+        if (rt && rt->session && rt->if_received) {
+            stream *ss = session_find(c, rt->session);
+            if (!ss || !ss->rx) {
+                free(rt->session);
+                rt->session = NULL;
+            }
+        }
         if (rt && rt->session) sid = strdup(rt->session);
         route_free(rt);
     } else {

@@ -22,7 +22,7 @@ typedef struct fake_req {
     bool ended, aborted;
 } fake_req;
 
-/* A request: method, body (NULL for none, copied pointer: keep it alive) and header pairs
+/* A request: method, body (NULL for none; copied) and header pairs
  * name, value, ... ending with NULL. */
 fake_req *fake_new(const char *method, const char *body, ...);
 /* A response header by name (case-insensitive), or NULL. */

@@ -310,16 +310,18 @@ static void test_streams(void **state)
     assert_non_null(strstr(cs->body.data, "data: {\"jsonrpc\":\"2.0\", \"method\":\"_n\"}\n\n"));
     assert_null(strstr(cs->body.data, "session/update"));
 
-    /* session/load's answer goes on the connection stream, like the SDK's. */
+    /* session/load's answer follows its replay on the session stream while a client reads it
+     * (the SDK puts it on the connection stream, where it could overtake the replay). */
     const char *ld = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/"
                      "load\",\"params\":{\"sessionId\":\"s1\"}}";
     r = REQ(f, "POST", ld, JSON, "acp-connection-id", id, "acp-session-id", "s1");
     assert_int_equal(r->status, 202);
     const char *la = "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
+    acp_link_send(p->link, up, strlen(up));
     acp_link_send(p->link, la, strlen(la));
-    acp_buf_cstr(&cs->body);
-    assert_non_null(strstr(cs->body.data, la));
-
+    snprintf(want, sizeof want, "data: %s\n\ndata: %s\n\n", up, la);
+    assert_non_null(strstr(body(ss), want));
+    assert_null(strstr(body(cs), la));
     /* The agent asks the client something in the session: the answer must name the session. */
     const char *ask = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/request_permission\","
                       "\"params\":{\"sessionId\":\"s1\"}}";
@@ -341,6 +343,10 @@ static void test_streams(void **state)
 
     /* The session stream's client leaves; updates wait for the next one, in order. */
     fake_abort(ss);
+    /* With nobody reading the session stream, a load's answer takes the connection stream. */
+    r = REQ(f, "POST", ld, JSON, "acp-connection-id", id, "acp-session-id", "s1");
+    acp_link_send(p->link, la, strlen(la));
+    assert_non_null(strstr(body(cs), la));
     fake_read(cs);
     const char *up2 =
         "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s1\"}}";
