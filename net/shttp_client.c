@@ -387,6 +387,13 @@ static mcp_http *start(shc *t, const char *method, const char *accept, const cha
                      t->h2c ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
                             : (long)CURL_HTTP_VERSION_2TLS);
     if (t->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
+    /* libcurl 7.88 (Debian 12) fails every request after the first on a reused h2c
+     * prior-knowledge connection (CURLE_HTTP2 before sending; the same with the curl tool
+     * against Node's http2 server): each exchange gets a connection of its own there. */
+    if (t->h2c) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* an event stream is not buffered */
     return h;
 }
@@ -439,6 +446,18 @@ static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
     return t->failing || t->deleting || rc ? 1 : 0;
 }
 
+/* What a failed exchange says: curl's own words, else its code. */
+static const char *curl_why(mcp_http *h, int result, char *buf, size_t cap)
+{
+    const char *err = mcp_http_error(h);
+    if (err && *err) return err;
+    snprintf(buf, cap, "%s (curl error %d)",
+             result == CURLE_HTTP2 || result == CURLE_HTTP2_STREAM ? "HTTP/2 framing error"
+                                                                   : "network error",
+             result);
+    return buf;
+}
+
 static void stream_done(mcp_http *h, int result, long status, void *user)
 {
     stream *st = user;
@@ -447,14 +466,15 @@ static void stream_done(mcp_http *h, int result, long status, void *user)
     st->h = NULL;
     char body[256];
     tame(body, sizeof body, st->err.data, st->err.len);
-    const char *err = mcp_http_error(h);
+    char why[300];
     if (t->failing || t->deleting) return;
     if (result && st->open) {
-        fail(t, "the connection to %s broke: %s", t->url, err ? err : "network error");
+        fail(t, "the connection to %s broke: %s", t->url, curl_why(h, result, why, sizeof why));
         return;
     }
     if (result) {
-        fail(t, "cannot open an event stream at %s: %s", t->url, err ? err : "network error");
+        fail(t, "cannot open an event stream at %s: %s", t->url,
+             curl_why(h, result, why, sizeof why));
         return;
     }
     if (!st->open && status == 409 && st->sid) {
@@ -608,11 +628,11 @@ static void post_done(mcp_http *h, int result, long status, void *user)
     take_cookies(t, h);
     post_info pi = t->pi;
     t->pi = (post_info){0};
-    const char *err = mcp_http_error(h);
+    char why[300];
     char body[256];
     tame(body, sizeof body, t->post_err.data, t->post_err.len);
     if (result) {
-        fail(t, "cannot reach the agent at %s: %s", t->url, err ? err : "network error");
+        fail(t, "cannot reach the agent at %s: %s", t->url, curl_why(h, result, why, sizeof why));
     } else if (pi.init) {
         init_done(t, h, status, pi.id);
     } else if (status >= 200 && status < 300) {
