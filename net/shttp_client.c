@@ -23,6 +23,10 @@
 #define MAX_ERROR_BODY 8192 /* error bodies are diagnostics, as in the SDK */
 #define MAX_ID         1024 /* the longest connection or session id we put in a header */
 #define JSON_DEPTH     128
+/* A load's answer that overtook its replay waits until the session's stream has been quiet
+ * this long, and never longer than HOLD_MAX_MS in all (see the header). */
+#define HOLD_QUIET_MS 100
+#define HOLD_MAX_MS   5000
 
 typedef struct shc shc;
 
@@ -44,7 +48,6 @@ typedef struct stream {
     bool open;    /* 200 text/event-stream: messages about the session may be posted */
     bool refused; /* 409: the session is failed until session/load or session/resume */
     char why[600];
-    uint64_t bytes; /* read so far: the hold-back watches it */
     acp_buf err;
 } stream;
 
@@ -84,12 +87,10 @@ struct shc {
     route *routes;
     msg *held, **held_tail; /* the connection stream's messages from a reattach answer on */
     char *held_sid;
-    uint64_t held_mark;
-    int held_quiet;
+    uint64_t held_since;
     mcp_http *del;
     uv_timer_t kick, deadline;
-    uv_idle_t idle;
-    uv_check_t check;
+    uv_timer_t quiet; /* releases the held messages once the session's stream went quiet */
     int handles;
     bool full; /* queued reached the high-water mark: on_drain is owed */
     bool closing, failing, deleting, finishing, ended;
@@ -233,8 +234,7 @@ static void fail_session_requests(shc *t, const char *sid, const char *why)
 
 static void release_held(shc *t)
 {
-    uv_idle_stop(&t->idle);
-    uv_check_stop(&t->check);
+    uv_timer_stop(&t->quiet);
     free(t->held_sid);
     t->held_sid = NULL;
     while (t->held) {
@@ -246,24 +246,17 @@ static void release_held(shc *t)
     t->held_tail = &t->held;
 }
 
-static void on_idle(uv_idle_t *h)
+static void on_quiet(uv_timer_t *tm)
 {
-    /* Only here to keep the loop's poll from blocking while an answer is held. */
+    release_held(tm->data);
 }
 
-/* After each poll phase: the session's stream has read dry once it read nothing new in a
- * whole pass that did not block. */
-static void on_check(uv_check_t *h)
+/* The held session's stream brought more: the replay is still coming. */
+static void held_stream_read(shc *t, stream *st)
 {
-    shc *t = h->data;
-    stream *st = t->held_sid ? find_stream(t, t->held_sid) : NULL;
-    if (st && st->open && st->bytes != t->held_mark) {
-        t->held_mark = st->bytes;
-        t->held_quiet = 0;
-        return;
-    }
-    if (st && st->open && ++t->held_quiet < 2) return;
-    release_held(t);
+    if (t->held && t->held_sid && st->sid && !strcmp(st->sid, t->held_sid) &&
+        uv_now(t->loop) - t->held_since < HOLD_MAX_MS)
+        uv_timer_start(&t->quiet, on_quiet, HOLD_QUIET_MS, 0);
 }
 
 static void hold(shc *t, const char *sid, const char *p, size_t n)
@@ -277,12 +270,9 @@ static void hold(shc *t, const char *sid, const char *p, size_t n)
     m->n = n;
     m->next = NULL;
     if (!t->held) {
-        stream *st = sid ? find_stream(t, sid) : NULL;
         t->held_sid = sid ? strdup(sid) : NULL;
-        t->held_mark = st ? st->bytes : 0;
-        t->held_quiet = 0;
-        uv_idle_start(&t->idle, on_idle);
-        uv_check_start(&t->check, on_check);
+        t->held_since = uv_now(t->loop);
+        uv_timer_start(&t->quiet, on_quiet, HOLD_QUIET_MS, 0);
     }
     *t->held_tail = m;
     t->held_tail = &m->next;
@@ -432,7 +422,7 @@ static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
     stream *st = user;
     shc *t = st->t;
     stream_checked(st, h);
-    st->bytes += n;
+    held_stream_read(t, st);
     if (!st->open) /* an error's body, for the message */
         return st->err.len < MAX_ERROR_BODY
                    ? acp_buf_append(&st->err, p, n < MAX_ERROR_BODY ? n : MAX_ERROR_BODY)
@@ -782,8 +772,7 @@ static void curl_closed(void *user)
     shc *t = user;
     uv_close((uv_handle_t *)&t->kick, on_handle_closed);
     uv_close((uv_handle_t *)&t->deadline, on_handle_closed);
-    uv_close((uv_handle_t *)&t->idle, on_handle_closed);
-    uv_close((uv_handle_t *)&t->check, on_handle_closed);
+    uv_close((uv_handle_t *)&t->quiet, on_handle_closed);
 }
 
 /* Runs from the loop, never from inside curl's callbacks. */
@@ -973,10 +962,9 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
     }
     uv_timer_init(loop, &t->kick);
     uv_timer_init(loop, &t->deadline);
-    uv_idle_init(loop, &t->idle);
-    uv_check_init(loop, &t->check);
-    t->kick.data = t->deadline.data = t->idle.data = t->check.data = t;
-    t->handles = 4;
+    uv_timer_init(loop, &t->quiet);
+    t->kick.data = t->deadline.data = t->quiet.data = t;
+    t->handles = 3;
     *out = &t->link;
     return 0;
 }
