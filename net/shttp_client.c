@@ -23,6 +23,7 @@
 #define MAX_ERROR_BODY 8192 /* error bodies are diagnostics, as in the SDK */
 #define MAX_ID         1024 /* the longest connection or session id we put in a header */
 #define JSON_DEPTH     128
+#define MAX_STREAMS    1024 /* streams opened because an answer named a session */
 /* A load's answer that overtook its replay waits until the session's stream has been quiet
  * this long, and never longer than HOLD_MAX_MS in all (see the header). */
 #define HOLD_QUIET_MS 100
@@ -74,7 +75,7 @@ struct shc {
     mcp_curl *curl;
     char *url, *auth, *ca_file, *conn_id;
     acp_cookie_jar *jar, *own_jar; /* own_jar: the one made here when the owner gave none */
-    bool h2c;
+    bool http2, h2c;
     size_t max;
     unsigned close_ms;
     msg *q, **q_tail;
@@ -84,6 +85,7 @@ struct shc {
     acp_buf post_err;
     bool init_sent;
     stream *streams;
+    size_t nstreams;
     route *routes;
     msg *held, **held_tail; /* the connection stream's messages from a reattach answer on */
     char *held_sid;
@@ -301,8 +303,9 @@ static void from_server(shc *t, stream *st, const char *data, size_t n)
         bool reattach = r && r->reattach;
         char *sid = NULL;
         if (acp_json_member(v, "result", &result) && acp_json_kind(result) == 'o' &&
-            (sid = str_member(result, "sessionId")) && header_safe(sid) && !find_stream(t, sid))
-            open_stream(t, sid); /* its updates may follow at once */
+            (sid = str_member(result, "sessionId")) && header_safe(sid) && !find_stream(t, sid) &&
+            t->nstreams < MAX_STREAMS) /* a server cannot make us open streams without end */
+            open_stream(t, sid);       /* its updates may follow at once */
         free(sid);
         if (st && !st->sid && (reattach || t->held)) {
             hold(t, t->held ? t->held_sid : r->sid, p, n);
@@ -374,8 +377,9 @@ static mcp_http *start(shc *t, const char *method, const char *accept, const cha
     if (!h) return NULL;
     CURL *e = mcp_http_easy(h);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     t->h2c ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
-                            : (long)CURL_HTTP_VERSION_2TLS);
+                     !t->http2 ? (long)CURL_HTTP_VERSION_1_1
+                     : t->h2c  ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                               : (long)CURL_HTTP_VERSION_2TLS);
     if (t->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
     /* libcurl 7.88 (Debian 12) fails every request after the first on a reused h2c
      * prior-knowledge connection (CURLE_HTTP2 before sending; the same with the curl tool
@@ -402,6 +406,7 @@ static void unlink_stream(shc *t, stream *st)
     for (stream **p = &t->streams; *p; p = &(*p)->next)
         if (*p == st) {
             *p = st->next;
+            t->nstreams--;
             return;
         }
 }
@@ -521,6 +526,7 @@ static stream *open_stream(shc *t, const char *sid)
     st->sse.max = t->max;
     st->next = t->streams;
     t->streams = st;
+    t->nstreams++;
     if (!(st->h = start(t, "GET", "text/event-stream", sid, NULL, 0, &stream_cbs, st))) {
         fail(t, "cannot start an HTTP request");
         return NULL;
@@ -935,7 +941,8 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
     t->link.ops = &ops;
     t->q_tail = &t->q;
     t->held_tail = &t->held;
-    t->h2c = o->h2c && !https;
+    t->http2 = o->http2;
+    t->h2c = o->http2 && !https;
     t->max = o->max_message ? o->max_message : DEFAULT_MAX;
     t->close_ms = o->close_timeout_ms ? o->close_timeout_ms : DEFAULT_CLOSE;
     t->jar = o->cookies ? o->cookies : (t->own_jar = acp_cookie_jar_new());
