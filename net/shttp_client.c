@@ -13,6 +13,7 @@
 #include "acp/error.h"
 #include "acp/json.h"
 #include "mcp/curl_uv.h"
+#include "mcp/http_easy.h"
 #include "net/cookie.h"
 #include "mcp/libcurl_lazy.h"
 #include "mcp/sse.h"
