@@ -334,3 +334,10 @@ const char *acp_http_error(acp_http *h)
 {
     return h->err[0] ? h->err : NULL;
 }
+
+#include "mcp/http_easy.h" /* the private accessor net/shttp_client.c uses */
+
+void *mcp_http_easy(mcp_http *h)
+{
+    return h->easy;
+}
