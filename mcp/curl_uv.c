@@ -337,7 +337,7 @@ const char *acp_http_error(acp_http *h)
 
 #include "mcp/http_easy.h" /* the private accessor net/shttp_client.c uses */
 
-void *mcp_http_easy(mcp_http *h)
+void *acp_http_easy(acp_http *h)
 {
     return h->easy;
 }

@@ -3,12 +3,12 @@
  * header callback, reuse rules) and every value of a repeated response header
  * (curl_easy_header on Set-Cookie). Set options right after the exchange starts: it is added to
  * curl from the loop, later. Borrowed; valid as long as the exchange. Kept out of
- * mcp/curl_uv.h so that header stays the driver's own contract. */
+ * include/acp/http.h, the public contract. */
 #ifndef ACP_MCP_HTTP_EASY_H
 #define ACP_MCP_HTTP_EASY_H
 
-#include "mcp/curl_uv.h"
+#include "acp/http.h"
 
-void *mcp_http_easy(mcp_http *h);
+void *acp_http_easy(acp_http *h);
 
 #endif
