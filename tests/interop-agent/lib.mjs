@@ -436,11 +436,12 @@ function sdkHttp(st, where, onLine, ended) {
   const queue = [];
   let writer = null;
   let closing = false;
+  let last = Promise.resolve(); // the newest write: it settles once its POST is answered
   where.then((url) => {
     if (st.exited) return;
     const stream = createHttpStream(url, { headers });
     writer = stream.writable.getWriter();
-    for (const m of queue.splice(0)) writer.write(m).catch(() => {});
+    for (const m of queue.splice(0)) last = writer.write(m).catch(() => {});
     if (closing) writer.close().catch(() => {});
     (async () => {
       const reader = stream.readable.getReader();
@@ -456,9 +457,10 @@ function sdkHttp(st, where, onLine, ended) {
     send(m) {
       if (closing || st.exited) return;
       const out = typeof m === "string" ? JSON.parse(m) : m;
-      if (writer) writer.write(out).catch(() => {});
+      if (writer) last = writer.write(out).catch(() => {});
       else queue.push(out);
     },
+    settle: () => last,
     closeInput() {
       st.stdinClosed = closing = true;
       if (writer) writer.close().catch(() => {});
@@ -541,7 +543,9 @@ function rawHttp(st, where, received, ended) {
     send(m) {
       if (closing || st.exited) return;
       const text = typeof m === "string" ? m : JSON.stringify(m);
-      chain = chain.then(() => post(text)).catch(() => {});
+      chain = chain.then(() => post(text)).catch((e) => {
+        if (!closing) st.stray.push(`(HTTP failed: ${e.cause?.message ?? e.message})`);
+      });
     },
     closeInput() {
       if (closing) return;
@@ -554,10 +558,13 @@ function rawHttp(st, where, received, ended) {
     },
     pauseInput() {},
     resumeInput() {},
+    settle: () => chain,
   };
 }
 
 async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
+  // The POSTs already sent are answered first (one cut by the shutdown is not the agent's doing).
+  if (!st.exited && st.settle) await st.settle();
   if (!st.exited) finish(st);
   const guard = setTimeout(() => st.proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
   const ex = await st.exit;

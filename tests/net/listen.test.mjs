@@ -8,7 +8,7 @@
 // (the turn answers, the store has it, exit 0), unix:/path, h2c with prior knowledge.
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import https from "node:https";
@@ -45,15 +45,24 @@ async function startAgent(t, dir, args = [], listen = "127.0.0.1:0") {
   return { proc, port, exited, stderr: () => stderr };
 }
 
-/** Writes `text` on a new connection and collects what comes back until the server closes
- * (or `until` matches what arrived, when given). */
-function raw(port, text, until) {
+/** Has `got` one whole response (head and Content-Length body)? */
+function complete(got) {
+  const end = got.indexOf("\r\n\r\n");
+  if (end < 0) return false;
+  const len = /\r\ncontent-length: (\d+)\r\n/i.exec(got.slice(0, end + 2));
+  return !!len && Buffer.byteLength(got.slice(end + 4)) >= Number(len[1]);
+}
+
+/** Writes `text` on a new connection and collects what comes back: one whole response (then
+ * the client closes: a server that refused a request keeps reading what the client may still
+ * send until the client closes), or with waitClose everything until the server closes. */
+function raw(port, text, { waitClose = false } = {}) {
   return new Promise((resolve, reject) => {
     const s = net.connect(port, "127.0.0.1");
     let got = "";
     s.on("data", (d) => {
       got += d;
-      if (until && until.test(got)) {
+      if (!waitClose && complete(got)) {
         s.destroy();
         resolve(got);
       }
@@ -126,6 +135,7 @@ test("bearer token: none or a wrong one is answered 401 before the body is read,
   for (const auth of ["", "Authorization: Bearer wrong\r\n", `Authorization: Basic ${token}\r\n`, `Authorization: Bearer ${token}x\r\n`]) {
     const r = await raw(a.port, head(auth));
     assert.equal(statusOf(r), 401, r);
+    assert.match(r, /\r\n\r\na valid bearer token is required/);
     assert.match(r, /WWW-Authenticate: Bearer/);
     assert.match(r, /Connection: close/);
   }
@@ -311,7 +321,7 @@ test("idle and header timeouts: a quiet keep-alive connection is closed, a slow 
   const dir = tempDir(t);
   const a = await startAgent(t, dir, ["--idle-timeout", "0.3", "--header-timeout", "0.3"]);
   // Keep-alive: the answer comes, then the server closes the quiet connection itself.
-  const r = await raw(a.port, "GET /other HTTP/1.1\r\nHost: x\r\n\r\n");
+  const r = await raw(a.port, "GET /other HTTP/1.1\r\nHost: x\r\n\r\n", { waitClose: true });
   assert.equal(statusOf(r), 404);
   // Half a head: 408.
   const slow = await raw(a.port, "GET /acp HTTP/1.1\r\nHost: x\r\n");
@@ -401,6 +411,42 @@ test("h2c with prior knowledge on the same port as HTTP/1.1", async (t) => {
   assert.equal(JSON.parse(res.text).result.protocolVersion, 1);
   await new Promise((r) => h2.close(r));
   assert.equal(statusOf(await raw(a.port, post(a.port, INIT))), 200);
+  a.proc.kill("SIGTERM");
+  assert.deepEqual(await a.exited, { code: 0, signal: null });
+});
+
+test("connections leave no descriptor behind: after HTTP, WebSocket, refused and abandoned ones the agent is back to its count", async (t) => {
+  const dir = tempDir(t);
+  const token = "tok";
+  writeFileSync(join(dir, "token"), token);
+  const a = await startAgent(t, dir, ["--token-file", join(dir, "token")]);
+  const fds = () => readdirSync(`/proc/${a.proc.pid}/fd`).length;
+  const auth = { Authorization: `Bearer ${token}` };
+  // The store is open from the start; nothing a connection uses should stay.
+  const base = fds();
+  for (let i = 0; i < 10; i++) {
+    assert.equal(statusOf(await raw(a.port, post(a.port, INIT, auth))), 200);
+    assert.equal(statusOf(await raw(a.port, post(a.port, INIT))), 401);
+    const c = wsClient(`ws://127.0.0.1:${a.port}/acp`, { headers: auth });
+    await c.opened;
+    await session(c, dir);
+    c.ws.close();
+    await c.closed;
+    // Abandoned: half a head, then gone; and a connection that never says anything.
+    const s = net.connect(a.port, "127.0.0.1");
+    await new Promise((r) => s.on("connect", r));
+    s.write("POST /acp HTTP/1.1\r\nHost: x\r\n");
+    s.destroy();
+    const q = net.connect(a.port, "127.0.0.1");
+    await new Promise((r) => q.on("connect", r));
+    q.destroy();
+  }
+  let now = fds();
+  for (let i = 0; i < 200 && now !== base; i++) {
+    await sleep(20);
+    now = fds();
+  }
+  assert.equal(now, base, `descriptors: ${base} before, ${now} after`);
   a.proc.kill("SIGTERM");
   assert.deepEqual(await a.exited, { code: 0, signal: null });
 });
