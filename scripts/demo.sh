@@ -79,6 +79,54 @@ step sessions
 say "The conversation, replayed by session/load"
 step history "$id"
 
+say "Remote ACP: the same store served over WebSocket and Streamable HTTP (acp-agent --listen)"
+printf 'demo-token\n' >"$work/token"
+printf "${cyan}\$ acp-agent --listen 127.0.0.1:0 --token-file token --store .../sessions.db &${off}\n"
+"$build/acp-agent" --listen 127.0.0.1:0 --port-file "$work/port" --token-file "$work/token" \
+    --store "$work/sessions.db" 2>>"$log" &
+server=$!
+trap 'kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+i=0
+while [ ! -s "$work/port" ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] && kill -0 "$server" 2>/dev/null || { echo "demo: acp-agent --listen did not start" >&2; cat "$log" >&2; exit 1; }
+    sleep 0.1
+done
+port=$(cat "$work/port")
+racp() {
+    show --agent "$@"
+    url=$1
+    shift
+    ACP_TOKEN=demo-token "$build/acp" --agent "$url" --cwd "$work" "$@" 2>>"$log" && return 0
+    echo "demo: step failed: acp --agent $url $*" >&2
+    cat "$log" >&2
+    exit 1
+}
+racp "ws://127.0.0.1:$port/acp" prompt -s "$id" "Hello over a WebSocket"
+racp "http://127.0.0.1:$port/acp" history "$id"
+printf "${cyan}\$ kill -TERM %%acp-agent${off}   (stop accepting, finish turns, commit, exit 0)\n"
+kill -TERM "$server"
+wait "$server"
+trap 'rm -rf "$work"' EXIT
+
+say "A model engine: acp-agent --engine openai, here against the tests' scripted OpenAI-compatible server"
+"$node" "$root/tests/engine-openai/fake-openai.mjs" >"$work/model" 2>>"$log" &
+model=$!
+trap 'kill "$model" 2>/dev/null; rm -rf "$work"' EXIT
+i=0
+until grep -q '^listening' "$work/model" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 100 ] && kill -0 "$model" 2>/dev/null || { echo "demo: the scripted model server did not start" >&2; exit 1; }
+    sleep 0.1
+done
+url=$(sed -n 's/^listening //p' "$work/model")
+show --agent "acp-agent --engine openai --base-url $url --model demo" prompt "What is ACP?"
+"$build/acp" --agent "'$build/acp-agent' --engine openai --base-url $url --model demo --store '$work/model.db'" \
+    --cwd "$work" prompt "What is ACP?" 2>>"$log" || { echo "demo: step failed: the openai engine" >&2; cat "$log" >&2; exit 1; }
+kill -TERM "$model"
+wait "$model" || true
+trap 'rm -rf "$work"' EXIT
+
 say "Resume (no replay), close, delete"
 step resume "$id"
 step close "$id"
