@@ -7,7 +7,8 @@
 #   scripts/deploy-local.sh [-n AGENTS] [-p PORT] [-b BUILD_DIR] [--check]
 #
 # --check: one initialize through the proxy (TLS, token, an agent's answer with its
-# Acp-Connection-Id), then stop everything; the exit status says whether it worked.
+# Acp-Connection-Id) and six more requests of that connection (each must reach the same agent),
+# then stop everything; the exit status says whether it worked.
 # Needs: haproxy, openssl, curl (for --check), a PostgreSQL server, acp-agent with --listen.
 set -eu
 
@@ -126,9 +127,25 @@ if [ $check = 1 ]; then
         -H "Authorization: Bearer $(cat "$state/token")" -H "Content-Type: application/json" \
         -H "Accept: application/json, text/event-stream" \
         -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
-    if printf '%s' "$head" | grep -qi '^acp-connection-id:' &&
-        grep -q '"protocolVersion":1' "$state/init.json"; then
-        echo "deploy-local: ok: initialize through haproxy (TLS) reached an agent"
+    cid=$(printf '%s' "$head" | tr -d '\r' | sed -n 's/^[Aa]cp-[Cc]onnection-[Ii]d: *//p')
+    if [ -n "$cid" ] && grep -q '"protocolVersion":1' "$state/init.json"; then
+        # The connection's later requests must reach the same agent (any other answers 404):
+        # a few, so that a proxy without stickiness would be caught with two agents or more.
+        i=0
+        while [ $i -lt 6 ]; do
+            code=$(curl -sk -o /dev/null -w '%{http_code}' --http1.1 "$url" \
+                -H "Authorization: Bearer $(cat "$state/token")" \
+                -H "Content-Type: application/json" -H "Acp-Connection-Id: $cid" \
+                -H "Accept: application/json, text/event-stream" \
+                -d '{"jsonrpc":"2.0","id":'$((i + 2))',"method":"session/list","params":{}}')
+            if [ "$code" != 202 ]; then
+                echo "deploy-local: a request of connection $cid was answered $code" >&2
+                exit 1
+            fi
+            i=$((i + 1))
+        done
+        echo "deploy-local: ok: initialize through haproxy (TLS) reached an agent, and its" \
+            "connection's requests stayed with it"
         exit 0
     fi
     echo "deploy-local: initialize through the proxy failed:" >&2
