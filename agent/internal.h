@@ -186,13 +186,27 @@ typedef struct ext_handler {
     struct ext_handler *next;
 } ext_handler;
 
+/* Where the connection's output goes: the stdio transport (agent.c) or a network link
+ * (serve.c). The agent commits before any of it leaves (acp_agent_flush), asks writable()
+ * before producing more, and calls close() once at the end of its shutdown; the
+ * implementation then calls agent_out_closed() (from the loop, never from inside close()). */
+typedef struct agent_out {
+    /* Each gets the agent's out_ctx. */
+    bool (*writable)(void *ctx); /* false once full: agent_out_drained() follows */
+    size_t (*queued)(void *ctx); /* bytes produced and not yet handed to the kernel */
+    void (*flush)(void *ctx);    /* write what the connection has now */
+    void (*soon)(void *ctx);     /* the connection's output went non-empty (may be NULL) */
+    void (*close)(void *ctx);    /* write what is left, then close */
+} agent_out;
+
 struct acp_agent {
     uv_loop_t *loop;
     acp_store *store;
     acp_engine eng;
     acp_agent_opts opts;
     acp_conn *conn;
-    acp_transport *tr;
+    const agent_out *out; /* NULL: none (embedded), or closed */
+    void *out_ctx;        /* the implementation's: an acp_transport, a link's state */
     bool initialized;
     json_t *client_caps;
     json_t *init_params;
@@ -225,10 +239,17 @@ struct acp_agent {
 
     bool shutting_down, done_called, freeing;
     int closing_mcp; /* MCP sets still shutting down */
-    bool transport_closing;
+    bool out_closing;
 };
 
 /* agent.c */
+/* Attaches an output (out static, ctx owned by the implementation). */
+void agent_out_attach(acp_agent *a, const agent_out *out, void *ctx);
+/* The output's queue fell below half after writable() said no. */
+void agent_out_drained(acp_agent *a);
+/* The output is closed (after close(), or when the peer went away and the agent's shutdown
+ * ran to its end): the agent finishes (on_done, or the free acp_agent_free started). */
+void agent_out_closed(acp_agent *a);
 void agent_log(acp_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool agent_writable(const acp_agent *a);
 void agent_pump_start(acp_agent *a);

@@ -8,7 +8,7 @@
 // (tests/pg/agent-on-pg.sh maps one --store path to one schema: the two agents share it).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { test, tempDir, sdkAgent, rawAgent, normalize, userMsg, CONVERSATION } from "./lib.mjs";
+import { test, tempDir, sdkAgent, rawAgent, normalize, userMsg, CONVERSATION, TRANSPORT } from "./lib.mjs";
 
 /** A's store and B, a raw client on the same store that deletes. */
 async function twoAgents(t) {
@@ -92,6 +92,9 @@ test("after B's delete, set_mode, set_config_option and a /title on A are -32002
   ];
   for (const change of changes) {
     const sid = await a.newSession(home);
+    // Over Streamable HTTP the session's first update (its commands) comes on the session's
+    // stream and the session/new answer on the connection's: it may arrive after the answer.
+    if (TRANSPORT === "http") await a.waitFor((m) => m.method === "session/update" && m.params?.sessionId === sid);
     await del(sid);
     const before = a.updates(sid).length;
     assertGone(await failure(change(sid)), sid);
@@ -117,11 +120,11 @@ test("delete during a load: the replay stops and the load is -32002, nothing sta
   await Promise.all([a.init(), b.init()]);
   const load = a.request("session/load", { sessionId: sid, cwd: home, mcpServers: [] });
   await a.waitFor((m) => m.method === "session/update" && m.params?.update?.sessionUpdate === "agent_message_chunk");
-  a.st.proc.stdout.pause(); // A stops reading: the replay stalls on back-pressure
+  a.st.pauseInput(); // A stops reading: the replay stalls on back-pressure
   await new Promise((r) => setTimeout(r, 200));
   const del = await b.request("session/delete", { sessionId: sid });
   assert.deepEqual(del.result, {});
-  a.st.proc.stdout.resume();
+  a.st.resumeInput();
   const r = await load;
   assert.equal(r.error?.code, -32002, `load answered ${JSON.stringify(r.result ?? r.error)}`);
   assert.equal(r.error.data?.sessionId, sid);

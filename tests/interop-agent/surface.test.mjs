@@ -26,6 +26,7 @@ import {
   ELICIT_CONTENT,
   CONVERSATION,
   ISO8601,
+  notOverHttp,
 } from "./lib.mjs";
 
 // ---- helpers -----------------------------------------------------------------------------------------
@@ -810,12 +811,17 @@ test("/term cancelled mid-command: the prompt answers cancelled, terminal/releas
 });
 
 test("/term when the client closes the agent's stdin mid-command (EOF): terminal/release is still written, the agent exits 0", async (t) => {
+  // The raw client's twin ("EOF while a turn waits on the client") runs over HTTP. The SDK's HTTP
+  // client ends everything when the connection's stream ends, and over HTTP/1.1 that stream's end
+  // and a session stream's last message (this terminal/release) travel on two TCP connections in
+  // no order the client can know: the server ends the session streams first, but may still lose.
+  if (notOverHttp(t, "the SDK's HTTP client may drop a session message that races its connection stream's end")) return;
   const dir = tempDir(t);
   const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   a.prompt(sid, "/term sleep 30").catch(() => {}); // the connection ends under it
   await soon(a.waitFor((m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit");
   const terminalId = a.terminalProcs[0].terminalId;
-  a.closeStdin();
+  a.finish(); // EOF (over WebSocket, whose close is both ways: SIGTERM, which still writes)
   const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release after EOF");
   assert.deepEqual(release.msg.params, { sessionId: sid, terminalId });
   await a.end();
@@ -1182,7 +1188,7 @@ test("EOF while a turn waits on the client (/ask, /elicit, /term): the turn answ
     const prompt = a.prompt(sid, cmd);
     if (waitsOn) await soon(a.waitFor((m) => m.method === waitsOn, from), `${cmd}: ${waitsOn}`);
     else await a.request("session/list", {});
-    a.closeStdin();
+    a.finish(); // EOF (over WebSocket, whose close is both ways: SIGTERM, which still writes)
     const p = await soon(prompt, `${cmd}: the prompt response after EOF`);
     if (p.result?.stopReason !== "cancelled") problems.push(`${cmd}: EOF answered the running turn ${JSON.stringify(p.result ?? p.error)}, not cancelled`);
     if (cmd.startsWith("/term") && a.requestsOf("terminal/release", from).length !== 1) problems.push(`${cmd}: no terminal/release after EOF`);

@@ -1,22 +1,34 @@
-/* acp-agent: the libacp session runtime with the echo engine, ACP on stdin/stdout. */
+/* acp-agent: the libacp session runtime with an engine (echo, or openai for a model server), ACP
+ * on stdin/stdout or, with --listen, served over the network (WebSocket and Streamable HTTP,
+ * docs/remote.md). */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acp/agent.h"
 #include "acp/num.h"
 #include "acp/rt.h"
+#include "acp/server.h"
 #include "acp/version.h"
+#include "engines/openai/openai.h"
 #include "tools/acp-agent/echo.h"
 #include "tools/acp-agent/memtrim.h"
 
 static const char usage[] =
-    "usage: acp-agent [--store PATH|URI] [--auth env:VAR] [--lease-ttl MS]\n"
-    "                 [--log-level quiet|info] [--help] [--version]\n"
+    "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
+    "                 [--lease-ttl MS] [--log-level quiet|info] [--help] [--version]\n"
+    "                 [--listen HOST:PORT|unix:/path [server options]]\n"
+    "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
+    "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
+    "                 [--context-tokens N] [--store PATH|URI] ...\n"
     "\n"
-    "An ACP agent on stdin/stdout (logs on stderr) with the built-in echo engine.\n"
+    "An ACP agent on stdin/stdout (logs on stderr) with a built-in engine: echo (the\n"
+    "default, a test engine) or openai (a model on any OpenAI-compatible server).\n"
     "Sessions persist in the store: an SQLite file path (default\n"
     "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
@@ -34,11 +46,44 @@ static const char usage[] =
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
     "/elicit, /ext (the client's _acp-agent/ping); the client may call _acp-agent/echo.\n"
-    "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n";
+    "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
+    "\n"
+    "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
+    "llama-server, Ollama, vLLM, LM Studio, OpenAI or a gateway. --base-url (default\n"
+    "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
+    "--api-key-env VAR (the key is read from that variable, never from the command line),\n"
+    "--system-prompt FILE, --max-tokens N (per answer; default: the server's),\n"
+    "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window;\n"
+    "default: what the server lists for the model, else 32768; older turns are summarised\n"
+    "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
+    "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
+    "ask).\n"
+    "\n"
+    "--listen HOST:PORT|unix:/path: serve ACP over the network instead of stdio, WebSocket\n"
+    "and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over TLS, h2c with\n"
+    "prior knowledge), every connection its own ACP connection on the one store. Port 0\n"
+    "picks a free port; the address is logged (\"listening on ...\") and, with\n"
+    "--port-file FILE, the port is written to FILE. SIGTERM or SIGINT: stop accepting,\n"
+    "cancel and answer running turns, commit, close every connection, exit 0.\n"
+    "Server options (docs/remote.md):\n"
+    "  --tls-cert FILE --tls-key FILE  TLS with this PEM certificate chain and key\n"
+    "  --token-file FILE     every request must carry Authorization: Bearer <the file's\n"
+    "                        first line>; others get 401 before any ACP byte is read\n"
+    "  --max-connections N   sockets open at once, more get 503 (1024)\n"
+    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M)\n"
+    "  --high-water BYTES    output queued per connection before its turns wait (4M)\n"
+    "  --idle-timeout S      close a connection idle, or not reading, this long (300)\n"
+    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10)\n"
+    "  --ping-interval S     WebSocket ping; two missed pongs close (30)\n"
+    "  --close-timeout S     how long a close waits for a slow reader (5)\n"
+    "  --port-file FILE      write the bound TCP port to FILE once listening\n"
+    "Sizes take K, M or G; seconds may have decimals (0.5).\n";
 
 struct prog {
     int verbose;
+    bool echo; /* the echo engine, whose extension methods each agent registers */
     acp_agent *agent;
+    acp_server *server;
     uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
     memtrim trim;
 };
@@ -53,14 +98,102 @@ static void log_line(const char *line, void *user)
 static void on_signal(uv_signal_t *h, int signum)
 {
     struct prog *p = h->data;
-    acp_agent_shutdown(p->agent);
+    if (p->server) {
+        if (p->verbose)
+            fprintf(stderr, "acp-agent: %s: closing %zu connection(s)\n",
+                    signum == SIGTERM ? "SIGTERM" : "SIGINT", acp_server_connections(p->server));
+        acp_server_shutdown(p->server);
+    } else {
+        acp_agent_shutdown(p->agent);
+    }
+}
+
+static void finished(struct prog *p)
+{
+    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
+    memtrim_close(&p->trim);
 }
 
 static void on_done(acp_agent *a, void *user)
 {
-    struct prog *p = user;
-    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
-    memtrim_close(&p->trim);
+    finished(user);
+}
+
+static void on_server_done(acp_server *srv, void *user)
+{
+    finished(user);
+}
+
+static int on_agent(acp_agent *a, void *user)
+{
+    return ((struct prog *)user)->echo ? echo_serve(a) : 0;
+}
+
+/* "64M", "4096", "1.5K": bytes, read with the one checked number parser (issue 13). */
+static bool parse_size(const char *s, size_t *out)
+{
+    char num[64];
+    size_t n = strlen(s);
+    double mul = 1;
+    if (n && strchr("KkMmGg", s[n - 1])) {
+        char u = (char)(s[n - 1] | 0x20);
+        mul = u == 'k' ? 1024.0 : u == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+        n--;
+    }
+    double v;
+    if (n >= sizeof num) return false;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    if (acp_parse_double(num, 1 / mul, (double)(SIZE_MAX / 2) / mul, &v, NULL, 0)) return false;
+    *out = v * mul < 1 ? 1 : (size_t)(v * mul);
+    return true;
+}
+
+/* Seconds, decimals allowed, to milliseconds (at least 1). */
+static bool parse_seconds(const char *s, unsigned *ms)
+{
+    double v;
+    if (acp_parse_double(s, 0.000001, 4e6, &v, NULL, 0)) return false;
+    double m = v * 1000;
+    *ms = m < 1 ? 1 : (unsigned)(m + 0.5);
+    return true;
+}
+
+/* The token: the file's first line without its line end. Kept only in memory. */
+static char *read_token(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "acp-agent: cannot read the token file '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+                     line[n - 1] == '\t'))
+        line[--n] = '\0';
+    if (n <= 0) {
+        fprintf(stderr, "acp-agent: the token file '%s' is empty\n", path);
+        if (line) explicit_bzero(line, cap);
+        free(line);
+        return NULL;
+    }
+    return line;
+}
+
+/* The port, for scripts and tests that listen on port 0; written whole or not at all. */
+static bool write_port(const char *path, int port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    bool ok = f && fprintf(f, "%d\n", port) > 0;
+    if (f && fclose(f)) ok = false;
+    if (ok && rename(tmp, path)) ok = false;
+    if (!ok) fprintf(stderr, "acp-agent: cannot write the port file '%s'\n", path);
+    return ok;
 }
 
 static char *default_store(void)
@@ -78,12 +211,88 @@ static char *default_store(void)
     return n < 0 ? NULL : out;
 }
 
+/* A whole file (the system prompt), NUL-terminated; NULL with errno set. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    acp_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (b.len + n > (1u << 20) || acp_buf_append(&b, chunk, n)) {
+            errno = EFBIG;
+            break;
+        }
+    bool bad = ferror(f) || errno == EFBIG;
+    fclose(f);
+    if (bad || !acp_buf_cstr(&b)) {
+        acp_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+/* The openai engine's options (each takes a value v): 1 taken, -1 taken but bad (said on
+ * stderr), 0 not one of them. */
+static int openai_arg(const char *a, const char *v, openai_opts *o, const char **key_env,
+                      const char **prompt_file)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+        uint64_t max;
+    } nums[] = {{"--max-tokens", offsetof(openai_opts, max_tokens), 100000000},
+                {"--max-turns", offsetof(openai_opts, max_turns), 100000},
+                {"--context-tokens", offsetof(openai_opts, context_tokens), 100000000}};
+    if (!v) return 0;
+    if (!strcmp(a, "--base-url"))
+        o->base_url = v;
+    else if (!strcmp(a, "--model"))
+        o->model = v;
+    else if (!strcmp(a, "--api-key-env"))
+        *key_env = v;
+    else if (!strcmp(a, "--system-prompt"))
+        *prompt_file = v;
+    else {
+        for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+            if (strcmp(a, nums[i].name)) continue;
+            char why[ACP_NUM_WHY];
+            uint64_t n;
+            if (acp_parse_u64(v, 1, nums[i].max, &n, why, sizeof why)) {
+                fprintf(stderr, "acp-agent: %s: %s\n", a, why);
+                return -1;
+            }
+            *(unsigned *)((char *)o + nums[i].offset) = (unsigned)n;
+            return 1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+static void models_ready(void *user)
+{
+    *(bool *)user = true;
+}
+
+static void models_waited(uv_timer_t *t)
+{
+    models_ready(t->data);
+}
+
 int main(int argc, char **argv)
 {
-    const char *where = NULL, *auth_env = NULL;
+    const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
+               *prompt_file = NULL;
+    const char *listen = NULL, *token_file = NULL, *port_file = NULL;
+    acp_server_opts so = {0};
+    openai_opts oo = {0};
+    bool openai_flag = false;
     uint64_t lease_ttl = 0;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
+        int taken;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return 0;
@@ -108,6 +317,45 @@ int main(int argc, char **argv)
                         why);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+            listen = argv[++i];
+        } else if (!strcmp(argv[i], "--tls-cert") && i + 1 < argc) {
+            so.tls_cert = argv[++i];
+        } else if (!strcmp(argv[i], "--tls-key") && i + 1 < argc) {
+            so.tls_key = argv[++i];
+        } else if (!strcmp(argv[i], "--token-file") && i + 1 < argc) {
+            token_file = argv[++i];
+        } else if (!strcmp(argv[i], "--port-file") && i + 1 < argc) {
+            port_file = argv[++i];
+        } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
+            size_t n;
+            if (!parse_size(argv[++i], &n) || n > 1000000) {
+                fprintf(stderr, "acp-agent: --max-connections takes a count, not '%s'\n", argv[i]);
+                return 2;
+            }
+            so.max_connections = (unsigned)n;
+        } else if ((!strcmp(argv[i], "--max-message") || !strcmp(argv[i], "--high-water")) &&
+                   i + 1 < argc) {
+            size_t *dst = !strcmp(argv[i], "--max-message") ? &so.max_message : &so.high_water;
+            if (!parse_size(argv[i + 1], dst)) {
+                fprintf(stderr, "acp-agent: %s takes a size (4096, 64M), not '%s'\n", argv[i],
+                        argv[i + 1]);
+                return 2;
+            }
+            i++;
+        } else if ((!strcmp(argv[i], "--idle-timeout") || !strcmp(argv[i], "--header-timeout") ||
+                    !strcmp(argv[i], "--ping-interval") || !strcmp(argv[i], "--close-timeout")) &&
+                   i + 1 < argc) {
+            unsigned *dst = !strcmp(argv[i], "--idle-timeout")     ? &so.idle_timeout_ms
+                            : !strcmp(argv[i], "--header-timeout") ? &so.header_timeout_ms
+                            : !strcmp(argv[i], "--ping-interval")  ? &so.ping_interval_ms
+                                                                   : &so.close_timeout_ms;
+            if (!parse_seconds(argv[i + 1], dst)) {
+                fprintf(stderr, "acp-agent: %s takes seconds (10, 0.5), not '%s'\n", argv[i],
+                        argv[i + 1]);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
             const char *level = argv[++i];
             if (strcmp(level, "quiet") && strcmp(level, "info")) {
@@ -115,10 +363,57 @@ int main(int argc, char **argv)
                 return 2;
             }
             prog.verbose = !strcmp(level, "info");
+        } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
+            engine = argv[++i];
+            if (strcmp(engine, "echo") && strcmp(engine, "openai")) {
+                fprintf(stderr, "acp-agent: --engine takes echo or openai, not '%s'\n", engine);
+                return 2;
+            }
+        } else if ((taken = openai_arg(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &oo, &key_env,
+                                       &prompt_file))) {
+            if (taken < 0) return 2;
+            openai_flag = true;
+            i++;
         } else {
             fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
             return 2;
         }
+    }
+    if (!listen && (so.tls_cert || so.tls_key || token_file || port_file || so.max_connections ||
+                    so.max_message || so.high_water || so.idle_timeout_ms || so.header_timeout_ms ||
+                    so.ping_interval_ms || so.close_timeout_ms)) {
+        fprintf(stderr, "acp-agent: server options need --listen\n");
+        return 2;
+    }
+    if (!so.tls_cert != !so.tls_key) {
+        fprintf(stderr, "acp-agent: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    if (openai_flag && strcmp(engine, "openai")) {
+        fprintf(stderr, "acp-agent: --base-url, --model, --api-key-env, --system-prompt, "
+                        "--max-tokens, --max-turns and --context-tokens need --engine openai\n");
+        return 2;
+    }
+    if (oo.base_url && strncmp(oo.base_url, "http://", 7) && strncmp(oo.base_url, "https://", 8)) {
+        fprintf(stderr, "acp-agent: --base-url must start with http:// or https://, not '%s'\n",
+                oo.base_url);
+        return 2;
+    }
+    /* The key comes from the environment only: a command line is visible to every user (ps). */
+    if (key_env && !(oo.api_key = getenv(key_env))) {
+        fprintf(stderr, "acp-agent: --api-key-env: %s is not set\n", key_env);
+        return 2;
+    }
+    char *system_prompt = NULL;
+    if (prompt_file && !(oo.system_prompt = system_prompt = read_file(prompt_file))) {
+        fprintf(stderr, "acp-agent: --system-prompt: cannot read '%s': %s\n", prompt_file,
+                strerror(errno));
+        return 2;
+    }
+    char *token = NULL;
+    if (token_file && !(token = read_token(token_file))) {
+        free(system_prompt);
+        return 1;
     }
     signal(SIGPIPE, SIG_IGN);
     /* A bigger pipe to the client means fewer wake-ups per MB of replay or stream; best effort
@@ -128,6 +423,7 @@ int main(int argc, char **argv)
     char *def = where ? NULL : default_store();
     if (!where && !def) {
         fprintf(stderr, "acp-agent: no --store given and neither XDG_STATE_HOME nor HOME set\n");
+        free(system_prompt);
         return 1;
     }
     acp_store *store = NULL;
@@ -137,18 +433,51 @@ int main(int argc, char **argv)
                 err ? err : "out of memory");
         free(err);
         free(def);
+        if (token) explicit_bzero(token, strlen(token));
+        free(token);
+        free(system_prompt);
         return 1;
     }
     free(def);
 
     uv_loop_t loop;
     uv_loop_init(&loop);
+    openai *oa = NULL;
+    if (!strcmp(engine, "openai")) {
+        int orc = openai_new(&loop, &oo, &oa); /* the URL was checked: only memory can fail */
+        if (orc) {
+            fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(orc));
+            if (token) explicit_bzero(token, strlen(token));
+            free(token);
+            free(system_prompt);
+            uv_loop_close(&loop);
+            acp_store_close(store);
+            return 1;
+        }
+    }
+    free(system_prompt); /* openai_new copied it */
     /* MCP servers' orphans (double-forked, setsid'd) come back to us, to die when we end. */
     acp_reaper *reaper = NULL;
     if (acp_reaper_start(&loop, &reaper) && prog.verbose)
         fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
-    echo_engine(&eng, auth_env);
+    prog.echo = !oa;
+    if (oa)
+        openai_engine(oa, &eng);
+    else
+        echo_engine(&eng, auth_env);
+    bool models_in = false; /* main's: openai_start's callback may come after the wait */
+    if (oa) {
+        /* The model list belongs in the first session's result: wait for GET /models, but
+         * not long (an unreachable server is told at the first prompt). */
+        uv_timer_t wait;
+        uv_timer_init(&loop, &wait);
+        wait.data = &models_in;
+        uv_timer_start(&wait, models_waited, 2000, 0);
+        openai_start(oa, models_ready, &models_in);
+        while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
+        uv_close((uv_handle_t *)&wait, NULL);
+    }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {.on_log = log_line,
                            .on_done = on_done,
@@ -157,12 +486,37 @@ int main(int argc, char **argv)
                            .mcp_sse = true,
                            .lease_ttl_ms = (unsigned)lease_ttl};
     acp_agent *a = NULL;
-    int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
-    if (!rc) rc = echo_serve(a);
-    if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
-    if (rc) {
-        fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
+    int rc;
+    if (listen) {
+        so.listen = listen;
+        so.token = token;
+        so.on_agent = on_agent;
+        so.on_done = on_server_done;
+        so.user = &prog;
+        char *serr = NULL;
+        rc = acp_agent_serve_listen(&loop, store, &eng, &opts, &so, &prog.server, &serr);
+        if (token) explicit_bzero(token, strlen(token)); /* the server keeps only a hash */
+        free(token);
+        if (rc) {
+            fprintf(stderr, "acp-agent: %s\n", serr ? serr : acp_strerror(rc));
+            free(serr);
+        } else if (port_file && !write_port(port_file, acp_server_port(prog.server))) {
+            rc = ACP_EIO;
+        } else if (prog.verbose) {
+            if (!strncmp(listen, "unix:", 5))
+                fprintf(stderr, "acp-agent: listening on %s\n", listen);
+            else
+                fprintf(stderr, "acp-agent: listening on %.*s:%d%s\n",
+                        (int)(strrchr(listen, ':') - listen), listen, acp_server_port(prog.server),
+                        so.tls_cert ? " (TLS)" : "");
+        }
     } else {
+        rc = acp_agent_new(&loop, store, &eng, &opts, &a);
+        if (!rc) rc = on_agent(a, &prog);
+        if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
+        if (rc) fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
+    }
+    if (!rc) {
         prog.agent = a;
         int signums[2] = {SIGTERM, SIGINT};
         for (int i = 0; i < 2; i++) {
@@ -174,7 +528,9 @@ int main(int argc, char **argv)
         uv_run(&loop, UV_RUN_DEFAULT);
     }
     if (a) acp_agent_free(a);
+    if (prog.server) acp_server_free(prog.server);
     uv_run(&loop, UV_RUN_DEFAULT); /* the agent's handles close here */
+    if (oa) openai_free(oa, NULL, NULL);
     acp_reaper_close(reaper, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
