@@ -21,7 +21,7 @@
 
 static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
-    "                 [--log-level quiet|info] [--help] [--version]\n"
+    "                 [--lease-ttl MS] [--log-level quiet|info] [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
     "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
@@ -33,6 +33,11 @@ static const char usage[] =
     "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
     "MCP servers stopped with whatever they started, everything committed; exit status 0.\n"
+    "\n"
+    "--lease-ttl MS: this agent holds a lease on each session it has open, so that no\n"
+    "other agent on the store opens it meanwhile; MS (default 15000) is how long the\n"
+    "lease outlives an agent that stopped renewing it (killed on another machine,\n"
+    "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -284,6 +289,7 @@ int main(int argc, char **argv)
     acp_server_opts so = {0};
     openai_opts oo = {0};
     bool openai_flag = false;
+    uint64_t lease_ttl = 0;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
         int taken;
@@ -304,6 +310,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             auth_env = spec + 4;
+        } else if (!strcmp(argv[i], "--lease-ttl") && i + 1 < argc) {
+            char why[ACP_NUM_WHY];
+            if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl, why, sizeof why)) {
+                fprintf(stderr, "acp-agent: --lease-ttl takes milliseconds (1 to 86400000): %s\n",
+                        why);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
             listen = argv[++i];
         } else if (!strcmp(argv[i], "--tls-cert") && i + 1 < argc) {
@@ -466,8 +479,12 @@ int main(int argc, char **argv)
         uv_close((uv_handle_t *)&wait, NULL);
     }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
-    acp_agent_opts opts = {
-        .on_log = log_line, .on_done = on_done, .user = &prog, .mcp_http = true, .mcp_sse = true};
+    acp_agent_opts opts = {.on_log = log_line,
+                           .on_done = on_done,
+                           .user = &prog,
+                           .mcp_http = true,
+                           .mcp_sse = true,
+                           .lease_ttl_ms = (unsigned)lease_ttl};
     acp_agent *a = NULL;
     int rc;
     if (listen) {
