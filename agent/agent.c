@@ -425,6 +425,9 @@ void agent_maybe_done(acp_agent *a)
 {
     if (!a->shutting_down || a->done_called || a->out_closing) return;
     if (a->closing_mcp || a->dirty || a->sessions) return;
+    /* No session left to renew: an active renewal timer would keep the loop (and the program)
+     * alive for up to a third of the lease TTL after everything else is done. */
+    uv_timer_stop(&a->renewer);
     if (a->out) {
         a->out_closing = true;
         a->out->close(a->out_ctx);

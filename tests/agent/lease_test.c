@@ -213,6 +213,21 @@ static void t_fenced_out(void **state)
 
 /* Every step of the lease's store calls fails once: the open is answered with the store's
  * error (or goes through when the fault met nothing), and nothing half-open stays behind. */
+/* Once shut down with its sessions closed, an agent leaves nothing running on the loop: the
+ * renewal timer (a third of the TTL, here 20 minutes) would otherwise keep a program that runs
+ * its loop until done (acp-agent) alive until the next tick. uv_run returns at once or the
+ * test runs into ctest's timeout. */
+static void t_shutdown_idle(void **state)
+{
+    h *x = ((h **)*state)[0];
+    char id[80];
+    restart(x, 3600000);
+    new_session(x, id);
+    acp_agent_shutdown(x->a);
+    uv_run(&x->loop, UV_RUN_DEFAULT);
+    assert_false(uv_loop_alive(&x->loop));
+}
+
 static void t_lease_faults(void **state)
 {
     h **ab = *state, *a = ab[0], *b = ab[1];
@@ -264,6 +279,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(t_two_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(t_fenced_out, setup, teardown),
         cmocka_unit_test_setup_teardown(t_lease_faults, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_shutdown_idle, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
