@@ -21,7 +21,8 @@ typedef struct acp_link_cbs {
     void (*on_drain)(acp_link *l, void *user);
     /* The link ended: the peer closed or vanished, an idle timeout, a protocol error, the
      * connection was deleted (Streamable HTTP DELETE), or acp_link_close() finished. `reason` is
-     * a static string for logs. Called once; no callback follows and the link is freed right
+     * a sentence for logs, valid during the call only (a profile may build it in a buffer):
+     * copy it to keep it. Called once; no callback follows and the link is freed right
      * after it returns, so drop every pointer to it here. */
     void (*on_close)(acp_link *l, const char *reason, void *user);
 } acp_link_cbs;

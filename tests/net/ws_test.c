@@ -59,7 +59,8 @@ typedef struct inbox {
     size_t len[16];
     int n;
     int closed, drains;
-    const char *reason;
+    const char *reason; /* NULL, or reason_buf: on_close's reason lives only for the call */
+    char reason_buf[128];
     unsigned code;
 } inbox;
 
@@ -153,7 +154,8 @@ static void srv_drain(acp_link *l, void *u)
 static void srv_close(acp_link *l, const char *reason, void *u)
 {
     srv.in.closed++;
-    srv.in.reason = reason;
+    snprintf(srv.in.reason_buf, sizeof srv.in.reason_buf, "%s", reason);
+    srv.in.reason = srv.in.reason_buf;
     srv.in.code = acp_ws_close_code(l);
     srv.link = NULL;
 }
@@ -308,7 +310,8 @@ static void cl_close(acp_link *l, const char *reason, void *u)
 {
     client *c = u;
     c->in.closed++;
-    c->in.reason = reason;
+    snprintf(c->in.reason_buf, sizeof c->in.reason_buf, "%s", reason);
+    c->in.reason = c->in.reason_buf;
     c->in.code = acp_ws_close_code(l);
     c->l = NULL;
 }
