@@ -78,7 +78,7 @@ static void on_link(acp_link *l, void *user)
     peer *p = &o->peers[o->n++];
     p->link = l;
     p->o = o;
-    static const acp_link_cbs cbs = {on_message, on_drain, on_close};
+    static const acp_link_cbs cbs = {on_message, on_drain, on_close, NULL};
     acp_link_bind(l, &cbs, p);
     if (o->refuse) acp_link_close(l);
 }
