@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "acp/error.h"
+#include "acp/num.h"
 #include "net/h2.h"
 #include "net/http1.h"
 #include "net/listen.h"
@@ -337,15 +338,19 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
         *err = sentence("cannot listen on '%s': expected HOST:PORT or unix:/path", where);
         return ACP_EINVAL;
     }
-    char host[256], *end;
+    char host[256], why[ACP_NUM_WHY];
     size_t hl = (size_t)(colon - where);
     if (where[0] == '[' && hl >= 2 && where[hl - 1] == ']') {
         where++;
         hl -= 2;
     }
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535 || hl >= sizeof host) {
-        *err = sentence("cannot listen on '%s': bad port", where);
+    uint64_t port;
+    if (acp_parse_u64(colon + 1, 0, 65535, &port, why, sizeof why)) {
+        *err = sentence("cannot listen on '%s': the port: %s", where, why);
+        return ACP_EINVAL;
+    }
+    if (hl >= sizeof host) {
+        *err = sentence("cannot listen on '%s': the host name is too long", where);
         return ACP_EINVAL;
     }
     memcpy(host, where, hl);
@@ -355,7 +360,7 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *ai = NULL;
     char ps[8];
-    snprintf(ps, sizeof ps, "%ld", port);
+    snprintf(ps, sizeof ps, "%u", (unsigned)port);
     int g = getaddrinfo(host, ps, &hints, &ai);
     if (g || !ai) {
         *err = sentence("cannot listen on '%s': %s", host, gai_strerror(g));
@@ -366,7 +371,7 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
     int rc = uv_tcp_bind(&L->srv.tcp, ai->ai_addr, 0);
     freeaddrinfo(ai);
     if (rc) {
-        *err = sentence("cannot listen on %s:%ld: %s", host, port, uv_strerror(rc));
+        *err = sentence("cannot listen on %s:%u: %s", host, (unsigned)port, uv_strerror(rc));
         return ACP_EIO;
     }
     struct sockaddr_storage ss;

@@ -8,7 +8,7 @@
 // is closed, the agent lives on), the idle and header timeouts, SIGTERM in the middle of a turn
 // (the turn answers, the store has it, exit 0), unix:/path, h2c with prior knowledge.
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -224,6 +224,46 @@ test("Origin: a web page is refused 403 (WebSocket, HTTP/1.1, h2) unless --allow
   assert.equal(statusOf(await raw(c2.port, post(c2.port, INIT, { Origin: evil }))), 200);
   c2.proc.kill("SIGTERM");
   assert.deepEqual(await c2.exited, { code: 0, signal: null });
+});
+
+test("numbers from the network and the command line are read checked: bad ports and Content-Lengths are refused", async (t) => {
+  const dir = tempDir(t);
+  // --listen's port: trailing junk, a sign, out of range, nothing.
+  for (const port of ["80x", "-1", "99999", "+80", " 80", "99999999999999999999", ""]) {
+    const r = spawnSync(AGENT, ["--store", join(dir, "sessions.db"), "--listen", `127.0.0.1:${port}`], {
+      encoding: "utf8",
+      timeout: 60000, // a port read loosely would start a server: it is killed, and the check below fails
+      killSignal: "SIGKILL",
+    });
+    assert.notEqual(r.status, 0, `port '${port}' was accepted`);
+    assert.match(r.stderr, port ? /the port: .* (is not a whole number|is out of range)/ : /expected HOST:PORT/, r.stderr);
+  }
+  // Content-Length over HTTP/1.1: not a number, negative, too large to hold: 400; the agent lives.
+  const a = await startAgent(t, dir);
+  const b = JSON.stringify(INIT);
+  for (const cl of ["1e3", "-5", "99999999999999999999999", "0x10", "+5", `${b.length} x`]) {
+    const r = await raw(a.port, `POST /acp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${cl}\r\n\r\n${b}`);
+    assert.equal(statusOf(r), 400, `Content-Length ${cl}: ${r}`);
+  }
+  // Over HTTP/2 as well: the stream is refused (nghttp2 resets it, or we answer 400), never served.
+  const h2 = http2.connect(`http://127.0.0.1:${a.port}`);
+  h2.on("error", () => {});
+  for (const cl of ["1e3", "-5", "99999999999999999999999"]) {
+    const got = await new Promise((resolve) => {
+      const s = h2.request({ ":method": "POST", ":path": "/acp", "content-type": "application/json", "content-length": cl });
+      let st = 0;
+      s.on("response", (h) => (st = h[":status"]));
+      s.on("error", () => resolve(st || "reset"));
+      s.on("close", () => resolve(st || "reset"));
+      s.resume();
+      s.end(b);
+    });
+    assert.ok(got === "reset" || got === 400, `h2 Content-Length ${cl}: ${got}`);
+  }
+  h2.destroy();
+  assert.equal(statusOf(await raw(a.port, post(a.port, INIT))), 200);
+  a.proc.kill("SIGTERM");
+  assert.deepEqual(await a.exited, { code: 0, signal: null });
 });
 
 test("TLS with a self-signed certificate: verified clients get HTTP/1.1, h2 and wss; an unverified one fails", async (t) => {

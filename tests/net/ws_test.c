@@ -788,8 +788,11 @@ static void test_ping_timeout(void **state)
 static void test_bad_urls(void **state)
 {
     static const char *const urls[] = {
-        "http://127.0.0.1/acp", "ws://",       "ws://:80/",  "ws://h:0/",
-        "ws://h:65536/",        "ws://u:p@h/", "ws://[::1/", "ws://h:8x/"};
+        "http://127.0.0.1/acp", "ws://", "ws://:80/", "ws://h:0/", "ws://h:65536/", "ws://u:p@h/",
+        "ws://[::1/", "ws://h:8x/",
+        /* Ports are read with acp_parse_u64: sign, junk, overflow, nothing. */
+        "ws://h:80x/", "ws://h:-1/", "ws://h:99999/", "ws://h:+80/", "ws://h:/", "ws://[::1]:1e3/",
+        "ws://h:99999999999999999999/"};
     client c = {0};
     for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
         acp_ws_connect_opts o = {.url = urls[i]};
