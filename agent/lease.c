@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acp/num.h"
 #include "agent/internal.h"
 
 void agent_reply_busy(acp_req *req, const char *id, int64_t wait_ms)
@@ -73,9 +74,14 @@ static bool holder_dead(const char *h)
     if (!strcmp(m, "-") || strcmp(m, mine)) return false;
     const char *p = end - 1; /* the '/' before it; the pid field ends there */
     while (p > h && p[-1] != '/') p--;
-    char *stop;
-    long pid = strtol(p, &stop, 10);
-    if (stop != end - 1 || pid <= 1 || pid == (long)getpid()) return false;
+    /* The holder comes from the store, written by whoever shares it: "+5", " 5" or a number
+     * past pid_t must not name a process. 4194304 is Linux's PID_MAX_LIMIT. */
+    char ps[16];
+    uint64_t pid;
+    if ((size_t)(end - 1 - p) >= sizeof ps) return false;
+    memcpy(ps, p, (size_t)(end - 1 - p));
+    ps[end - 1 - p] = '\0';
+    if (acp_parse_u64(ps, 2, 4194304, &pid, NULL, 0) || pid == (uint64_t)getpid()) return false;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 

@@ -171,6 +171,12 @@ static void link_closed(acp_link *l, const char *reason, void *user)
     maybe_finish(o);
 }
 
+static void link_logged(acp_link *l, const char *line, void *user)
+{
+    link_out *o = user;
+    agent_log(o->a, "client connection: %s", line);
+}
+
 int acp_agent_serve_link(acp_agent *a, acp_link *l, unsigned stall_ms)
 {
     link_out *o = calloc(1, sizeof *o);
@@ -186,7 +192,7 @@ int acp_agent_serve_link(acp_agent *a, acp_link *l, unsigned stall_ms)
     o->prep.data = o->stall.data = o;
     o->handles = 2;
     agent_out_attach(a, &link_ops, o);
-    acp_link_cbs cbs = {link_message, link_drained, link_closed};
+    acp_link_cbs cbs = {link_message, link_drained, link_closed, link_logged};
     acp_link_bind(l, &cbs, o);
     return 0;
 }

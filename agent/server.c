@@ -148,10 +148,13 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
     srv->aopts.on_done = NULL;
     srv->o = *opts;
     srv->o.listen = srv->o.tls_cert = srv->o.tls_key = srv->o.token = NULL; /* not kept */
+    srv->o.allow_origins = NULL;
     acp_listener_opts lo = {.where = opts->listen,
                             .tls_cert = opts->tls_cert,
                             .tls_key = opts->tls_key,
                             .token = opts->token,
+                            .origins = opts->allow_origins,
+                            .norigins = opts->n_allow_origins,
                             .limits = {.max_message = opts->max_message,
                                        .high_water = opts->high_water,
                                        .max_connections = opts->max_connections,

@@ -139,6 +139,12 @@ static void net_on_close(acp_link *l, const char *reason, void *user)
     net_release(n);
 }
 
+static void net_on_log(acp_link *l, const char *line, void *user)
+{
+    acp_client_net *n = user;
+    acp_client_log(n->c, "the agent's connection: %s", line);
+}
+
 void acp_client_net_flush(acp_client *c)
 {
     acp_client_net *n = c->net;
@@ -228,7 +234,8 @@ static int url_connect(acp_client *c)
         free(n);
         return rc;
     }
-    static const acp_link_cbs cbs = {.on_message = net_on_message, .on_close = net_on_close};
+    static const acp_link_cbs cbs = {
+        .on_message = net_on_message, .on_close = net_on_close, .on_log = net_on_log};
     acp_link_bind(n->link, &cbs, n);
     uv_prepare_init(c->loop, &n->prep);
     n->prep.data = n;

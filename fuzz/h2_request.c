@@ -106,7 +106,7 @@ static void owner_close(acp_link *l, const char *reason, void *user)
 
 static void on_link(acp_link *l, void *user)
 {
-    static const acp_link_cbs cbs = {owner_msg, NULL, owner_close};
+    static const acp_link_cbs cbs = {owner_msg, NULL, owner_close, NULL};
     acp_link_bind(l, &cbs, NULL);
 }
 

@@ -65,7 +65,7 @@ static void on_close(acp_link *l, const char *reason, void *user)
 
 static void on_link(acp_link *l, void *user)
 {
-    static const acp_link_cbs cbs = {on_msg, NULL, on_close};
+    static const acp_link_cbs cbs = {on_msg, NULL, on_close, NULL};
     if (S.nlinks == MAX_LINKS) abort();
     S.links[S.nlinks] = l;
     acp_link_bind(l, &cbs, (void *)(intptr_t)S.nlinks);

@@ -2,7 +2,8 @@
  * the upgrade, as our server (masked client frames) or as our client (the 101 head, then
  * unmasked server frames). Never a crash, a leak or a handle left open; every message
  * delivered is text within max_message and valid UTF-8 (what wslay promises and the agent
- * relies on); nothing is delivered after the link's end, which is reported exactly once.
+ * relies on); nothing is delivered after the link's end, which is reported exactly once;
+ * binary messages are ignored, and told to on_log at most once.
  *
  * No socket: the acp_sock calls are wrapped at link time (-Wl,--wrap=...) by a fake whose
  * writes are counted and whose reads are the input, in pieces. A loop turn runs after each
@@ -90,7 +91,7 @@ static struct owner {
     acp_link *l;
     size_t max;
     bool echo, ended;
-    int opens;
+    int opens, logs;
 } O;
 
 /* Structure only (lead bytes and continuations): a weaker check than wslay's DFA, so any
@@ -134,7 +135,13 @@ static void on_close(acp_link *l, const char *reason, void *u)
     O.ended = true;
 }
 
-static const acp_link_cbs cbs = {on_message, on_drain, on_close};
+/* Binary messages are ignored and told once per connection, however many come. */
+static void on_log(acp_link *l, const char *line, void *u)
+{
+    if (O.ended || !line || ++O.logs > 1) abort();
+}
+
+static const acp_link_cbs cbs = {on_message, on_drain, on_close, on_log};
 
 static void on_link(acp_link *l, void *u)
 {

@@ -48,3 +48,8 @@ void acp_link_ended(acp_link *l, const char *reason)
     if (l->bound && l->cbs.on_close) l->cbs.on_close(l, reason, l->user);
     l->bound = false;
 }
+
+void acp_link_log(acp_link *l, const char *line)
+{
+    if (l->bound && l->cbs.on_log) l->cbs.on_log(l, line, l->user);
+}

@@ -21,9 +21,13 @@ typedef struct acp_link_cbs {
     void (*on_drain)(acp_link *l, void *user);
     /* The link ended: the peer closed or vanished, an idle timeout, a protocol error, the
      * connection was deleted (Streamable HTTP DELETE), or acp_link_close() finished. `reason` is
-     * a static string for logs. Called once; no callback follows and the link is freed right
-     * after it returns, so drop every pointer to it here. */
+     * a sentence for logs, valid during the call only (a profile may build it in a buffer):
+     * copy it to keep it. Called once; no callback follows and the link is freed right after
+     * it returns, so drop every pointer to it here. */
     void (*on_close)(acp_link *l, const char *reason, void *user);
+    /* Something the peer did that the link tolerated but an operator should hear of (e.g. a
+     * binary WebSocket message, ignored). `line` is valid during the call. NULL: not told. */
+    void (*on_log)(acp_link *l, const char *line, void *user);
 } acp_link_cbs;
 
 /* Sets who receives the link's events (cbs copied, user borrowed). The owner of a new link
@@ -62,10 +66,11 @@ struct acp_link {
     bool bound;
 };
 
-/* Profile side: hand a message to the owner, report a drain, and report the end (exactly
- * once; the profile frees the link after acp_link_ended returns). */
+/* Profile side: hand a message to the owner, report a drain, report the end (exactly once;
+ * the profile frees the link after acp_link_ended returns), and tell the owner's log. */
 void acp_link_deliver(acp_link *l, const char *msg, size_t len);
 void acp_link_drained(acp_link *l);
 void acp_link_ended(acp_link *l, const char *reason);
+void acp_link_log(acp_link *l, const char *line);
 
 #endif

@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "acp/error.h"
+#include "acp/num.h"
 #include "net/h2.h"
 #include "net/http1.h"
 #include "net/listen.h"
@@ -44,6 +45,8 @@ struct acp_listener {
     acp_tls_ctx *tls;
     bool has_token;
     unsigned char token_hash[SHA256_DIGEST_LENGTH];
+    char **origins; /* copies of the allowed Origin values */
+    size_t norigins;
     acp_net_limits lim;
     acp_sock_group socks;    /* admitted */
     acp_sock_group refusing; /* over the limit, being answered 503 */
@@ -103,6 +106,17 @@ static bool token_ok(acp_listener *L, const char *auth)
     return CRYPTO_memcmp(h, L->token_hash, sizeof h) == 0;
 }
 
+/* Browsers send no CORS preflight for a WebSocket upgrade, so without this any page the user
+ * visits could drive a loopback agent. Clients outside a browser (the official SDK in Node,
+ * curl, ours) send no Origin and are not affected. */
+static bool origin_ok(const acp_listener *L, const char *origin)
+{
+    if (!origin) return true;
+    for (size_t i = 0; i < L->norigins; i++)
+        if (!strcmp(L->origins[i], "*") || !strcmp(L->origins[i], origin)) return true;
+    return false;
+}
+
 static bool path_is_acp(const char *path)
 {
     size_t n = strcspn(path, "?#");
@@ -114,6 +128,12 @@ static bool on_head(acp_http_req *r, void *user)
     acp_listener *L = user;
     if (L->stopped) {
         refuse(r, 503, "the server is shutting down");
+        return false;
+    }
+    /* Checked before the token too: see docs/remote.md ("Browsers and Origin"). */
+    if (!origin_ok(L, acp_http_req_header(r, "origin"))) {
+        lg(L, "refused a request from a web page: its Origin is not allowed (--allow-origin)");
+        refuse(r, 403, "this Origin is not allowed (the agent's --allow-origin)");
         return false;
     }
     if (L->has_token && !token_ok(L, acp_http_req_header(r, "authorization"))) {
@@ -318,15 +338,19 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
         *err = sentence("cannot listen on '%s': expected HOST:PORT or unix:/path", where);
         return ACP_EINVAL;
     }
-    char host[256], *end;
+    char host[256], why[ACP_NUM_WHY];
     size_t hl = (size_t)(colon - where);
     if (where[0] == '[' && hl >= 2 && where[hl - 1] == ']') {
         where++;
         hl -= 2;
     }
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535 || hl >= sizeof host) {
-        *err = sentence("cannot listen on '%s': bad port", where);
+    uint64_t port;
+    if (acp_parse_u64(colon + 1, 0, 65535, &port, why, sizeof why)) {
+        *err = sentence("cannot listen on '%s': the port: %s", where, why);
+        return ACP_EINVAL;
+    }
+    if (hl >= sizeof host) {
+        *err = sentence("cannot listen on '%s': the host name is too long", where);
         return ACP_EINVAL;
     }
     memcpy(host, where, hl);
@@ -336,7 +360,7 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *ai = NULL;
     char ps[8];
-    snprintf(ps, sizeof ps, "%ld", port);
+    snprintf(ps, sizeof ps, "%u", (unsigned)port);
     int g = getaddrinfo(host, ps, &hints, &ai);
     if (g || !ai) {
         *err = sentence("cannot listen on '%s': %s", host, gai_strerror(g));
@@ -347,7 +371,7 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
     int rc = uv_tcp_bind(&L->srv.tcp, ai->ai_addr, 0);
     freeaddrinfo(ai);
     if (rc) {
-        *err = sentence("cannot listen on %s:%ld: %s", host, port, uv_strerror(rc));
+        *err = sentence("cannot listen on %s:%u: %s", host, (unsigned)port, uv_strerror(rc));
         return ACP_EIO;
     }
     struct sockaddr_storage ss;
@@ -366,6 +390,8 @@ static void listener_free(acp_listener *L)
     acp_tls_ctx_free(L->tls);
     free(L->unix_path);
     OPENSSL_cleanse(L->token_hash, sizeof L->token_hash);
+    for (size_t i = 0; i < L->norigins; i++) free(L->origins[i]);
+    free(L->origins);
     void (*done)(void *) = L->done;
     void *du = L->done_user;
     free(L);
@@ -414,7 +440,10 @@ int acp_listener_open(uv_loop_t *loop, const acp_listener_opts *o, acp_listener 
         SHA256((const unsigned char *)o->token, strlen(o->token), L->token_hash);
     }
     int rc = 0;
-    if (o->tls_cert && !(L->tls = acp_tls_ctx_server(o->tls_cert, o->tls_key, true, err)))
+    if (o->norigins && !(L->origins = calloc(o->norigins, sizeof *L->origins))) rc = ACP_ENOMEM;
+    for (size_t i = 0; !rc && i < o->norigins; i++, L->norigins++)
+        if (!(L->origins[i] = strdup(o->origins[i]))) rc = ACP_ENOMEM;
+    if (!rc && o->tls_cert && !(L->tls = acp_tls_ctx_server(o->tls_cert, o->tls_key, true, err)))
         rc = ACP_EINVAL;
     if (!rc && !(L->shttp = acp_shttp_new(loop, &L->lim, o->on_link, o->user))) rc = ACP_ENOMEM;
     if (!rc)

@@ -1,9 +1,9 @@
 /* The listener (internal to net/): one endpoint, "HOST:PORT" or "unix:/path", with optional TLS,
  * serving both remote ACP profiles on it. Each accepted socket is sniffed (ALPN h2 or the
  * HTTP/2 client preface: net/h2.c; anything else: HTTP/1.1, net/http1.c) and every request
- * goes through the router: bearer-token auth (401 before any body byte is read), the
- * connection limit (503), path /acp (404), then `Upgrade: websocket` to acp_ws_accept() and
- * everything else to acp_shttp_handle(). New ACP connections come out as links.
+ * goes through the router: the Origin check (403), bearer-token auth (401 before any body
+ * byte is read), the connection limit (503), path /acp (404), then `Upgrade: websocket` to
+ * acp_ws_accept() and everything else to acp_shttp_handle(). New ACP connections come out as links.
  * Everything runs on one uv loop, from one thread. */
 #ifndef ACP_NET_LISTEN_H
 #define ACP_NET_LISTEN_H
@@ -20,7 +20,11 @@ typedef struct acp_listener_opts {
     const char *tls_cert, *tls_key; /* PEM files, both or neither */
     const char *token;              /* the bearer token requests must carry; NULL: none. Copied;
                                      * it never reaches a log */
-    acp_net_limits limits;          /* zeros: defaults */
+    /* Origin values a request may carry (exact match; "*": any); a request with an Origin
+     * not among them gets 403. Requests without Origin are not checked. Copied. */
+    const char *const *origins;
+    size_t norigins;
+    acp_net_limits limits; /* zeros: defaults */
     /* A new ACP connection: bind the link (acp_link_bind) before returning. */
     void (*on_link)(acp_link *l, void *user);
     void (*on_log)(const char *line, void *user); /* NULL: silent */

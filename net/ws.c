@@ -215,7 +215,15 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
             acp_link_deliver(&w->link, a->msg ? (const char *)a->msg : "", a->msg_length);
         break;
     case WSLAY_BINARY_FRAME:
-        close_with(w, WSLAY_CODE_UNSUPPORTED_DATA, "binary message (ACP is text)");
+        /* The RFD (docs/rfds/streamable-http-websocket-transport.mdx, "WebSocket"): "All
+         * messages are WebSocket text frames containing JSON-RPC. Binary frames are ignored."
+         * The official SDK ignores them too, with a warning; one line per connection keeps a
+         * peer that sends many from flooding the log. */
+        if (!w->told_binary && !w->closing) {
+            w->told_binary = true;
+            acp_link_log(&w->link, "ignored a binary WebSocket message (ACP messages are text "
+                                   "frames); any more on this connection are ignored silently");
+        }
         break;
     case WSLAY_PONG:
         w->awaiting_pong = false;

@@ -5,9 +5,10 @@
  * libacp never sees a frame.
  *
  * What both sides enforce, from the acp_net_limits they are given:
- *   - a message over max_message closes with 1009; a binary message closes with 1003 (ACP is
- *     text); an unmasked client frame, a bad opcode or invalid UTF-8 closes with 1002 / 1007
- *     (wslay); fragmented messages are reassembled before delivery;
+ *   - a message over max_message closes with 1009; a binary message is ignored, as the RFD
+ *     says (the first one per connection is told to the link's on_log); an unmasked client
+ *     frame, a bad opcode or invalid UTF-8 closes with 1002 / 1007 (wslay); fragmented
+ *     messages are reassembled before delivery;
  *   - a ping every ping_interval_ms; a peer that lets two go unanswered is dropped;
  *   - back-pressure: acp_link_queued() counts what the socket has not written; over the high
  *     water the link stops reading the peer (its requests would only add output), and

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "acp/error.h"
+#include "acp/num.h"
 #include "net/ws_int.h"
 
 /* A 101 head is small; a server that sends more before its blank line is not one. */
@@ -53,12 +54,14 @@ static bool parse_url(const char *s, url *u)
     if (!hlen || hlen >= sizeof u->host) return false;
     memcpy(u->host, h, hlen);
     u->host[hlen] = '\0';
-    unsigned long p = u->tls ? 443 : 80;
+    uint64_t p = u->tls ? 443 : 80;
     if (port) {
+        char ps[8];
         size_t plen = (size_t)(a + alen - port);
-        if (!plen || plen > 5 || strspn(port, "0123456789") < plen) return false;
-        p = strtoul(port, NULL, 10);
-        if (!p || p > 65535) return false;
+        if (plen >= sizeof ps) return false;
+        memcpy(ps, port, plen);
+        ps[plen] = '\0';
+        if (acp_parse_u64(ps, 1, 65535, &p, NULL, 0)) return false;
     }
     u->port = (unsigned short)p;
     snprintf(u->host_hdr, sizeof u->host_hdr, "%.*s", (int)alen, a);

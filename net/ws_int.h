@@ -43,6 +43,7 @@ struct acp_ws {
     bool lingering; /* wslay closed on a bad frame: draining the peer until it closes */
     bool over;      /* queued reached the high water; reading paused until the drain */
     bool awaiting_pong;
+    bool told_binary;   /* a binary message was logged: once per connection is enough */
     unsigned missed;    /* pings in a row without a pong */
     unsigned stalled;   /* ping ticks over the high water without the peer reading */
     size_t stall_mark;  /* what was queued at the last such tick */

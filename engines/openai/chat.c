@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/num.h"
 #include "engines/openai/internal.h"
 
 static int on_text(void *user, bool reasoning, const char *text, size_t n)
@@ -66,13 +67,12 @@ static bool retry(oa_call *c, acp_http *h, long status)
     if (!transient || c->retries >= OA_RETRIES || c->streamed) return false;
     uint64_t ms = 1000ull << c->retries;
     const char *v = acp_http_header(h, "retry-after-ms"), *s = acp_http_header(h, "Retry-After");
-    char *end;
+    uint64_t x;
     if (v && *v) {
-        unsigned long long x = strtoull(v, &end, 10);
-        if (!*end) ms = x;
+        if (!acp_parse_u64(v, 0, UINT64_MAX, &x, NULL, 0)) ms = x;
     } else if (s && *s) { /* an HTTP date is not honoured: the backoff stands */
-        unsigned long long x = strtoull(s, &end, 10);
-        if (!*end && *s != '-') ms = x * 1000;
+        if (!acp_parse_u64(s, 0, UINT64_MAX, &x, NULL, 0))
+            ms = x > OA_RETRY_MAX_S ? OA_RETRY_MAX_S * 1000ull : x * 1000;
     }
     if (ms > OA_RETRY_MAX_S * 1000ull) ms = OA_RETRY_MAX_S * 1000ull;
     if (!c->timer) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "acp/error.h"
+#include "acp/num.h"
 
 static int on_event(void *user, const char *event, const char *data, size_t n);
 
@@ -49,11 +50,7 @@ static bool member_u64(acp_span obj, const char *key, uint64_t *out)
     char num[24];
     memcpy(num, v.p, v.n);
     num[v.n] = '\0';
-    char *end;
-    unsigned long long x = strtoull(num, &end, 10);
-    if (*end || num[0] == '-') return false;
-    *out = x;
-    return true;
+    return acp_parse_u64(num, 0, UINT64_MAX, out, NULL, 0) == 0;
 }
 
 /* Passes a JSON string's text to on_text: straight from the chunk when it has no escapes (the

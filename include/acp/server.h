@@ -33,6 +33,12 @@ typedef struct acp_server_opts {
      * else is answered 401 before a byte of its body is read. Compared in constant time.
      * Copied, kept only in memory, and never logged. NULL: no authentication. */
     const char *token;
+    /* Web pages allowed to connect: a request carrying an Origin header (every browser's
+     * WebSocket and fetch do; the official SDK in Node, curl and acp_client do not) is
+     * answered 403 unless its Origin equals one of these exactly ("*" allows any), whether
+     * or not it has a valid token (docs/remote.md). Copied. NULL/0: no web page may. */
+    const char *const *allow_origins;
+    size_t n_allow_origins;
 
     /* Limits; 0 means the default in brackets. */
     size_t max_message;         /* one JSON-RPC message; larger: 413 / WebSocket 1009 [64 MiB] */

@@ -5,8 +5,12 @@
  * over, and A's next appends, made under the old fence, are stored nowhere: A's prompt is
  * answered -32002 lease_lost, its updates never reach its client, and A closes the session. A
  * store fault on the lease is answered as a store error and leaves nothing open. */
+#include <ctype.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "store/inject.h"
@@ -166,6 +170,55 @@ static void t_two_connections(void **state)
     json_decref(r);
 }
 
+/* lease.c's "<boot id>.<pid namespace inode>", so the test can write holders of this machine. */
+static void this_machine(char *buf, size_t n)
+{
+    char boot[64] = "", hex[40];
+    struct stat ns;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    assert_non_null(f);
+    assert_non_null(fgets(boot, sizeof boot, f));
+    fclose(f);
+    size_t k = 0;
+    for (size_t i = 0; boot[i] && k < 32; i++)
+        if (isxdigit((unsigned char)boot[i])) hex[k++] = boot[i];
+    hex[k] = '\0';
+    assert_int_equal(stat("/proc/self/ns/pid", &ns), 0);
+    snprintf(buf, n, "%s.%lx", hex, (unsigned long)ns.st_ino);
+}
+
+/* A holder on this machine whose process is gone is taken over at once; its pid field is read
+ * checked (issue 13): "+PID", " PID", "-PID" or a number past any pid name no process, so such
+ * a lease is waited out, never taken as a dead holder's. */
+static void t_dead_holder_pid(void **state)
+{
+    h **ab = *state, *a = ab[0], *b = ab[1];
+    char sid[80], m[64], holder[ACP_STORE_HOLDER_MAX + 1];
+    new_session(a, sid);
+    json_decref(on(a, "session/close", sid, ""));
+    this_machine(m, sizeof m);
+    pid_t dead = fork();
+    if (!dead) _exit(0);
+    assert_true(dead > 0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    static const char *const bad[] = {"+%d", " %d", "-%d", "%d00000000000000000000", "%dx", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char pid[48];
+        snprintf(pid, sizeof pid, bad[i], (int)dead);
+        snprintf(holder, sizeof holder, "h/%s/%s/x", pid, m);
+        int64_t fence;
+        assert_int_equal(acp_store_lease_acquire(a->st, sid, holder, 60000, NULL, &fence, NULL), 0);
+        assert_busy(open_(b, "session/load", sid), sid);
+        assert_int_equal(acp_store_lease_release(a->st, sid, fence), 0);
+    }
+    snprintf(holder, sizeof holder, "h/%d/%s/x", (int)dead, m);
+    int64_t fence;
+    assert_int_equal(acp_store_lease_acquire(a->st, sid, holder, 60000, NULL, &fence, NULL), 0);
+    json_t *r = open_(b, "session/load", sid); /* the same pid, written plainly: taken over */
+    assert_non_null(result_of(r));
+    json_decref(r);
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
@@ -278,6 +331,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(t_two_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(t_fenced_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_dead_holder_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(t_lease_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(t_shutdown_idle, setup, teardown),
     };

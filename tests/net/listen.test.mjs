@@ -1,13 +1,14 @@
 // acp-agent --listen as an operator runs it: real processes on 127.0.0.1 and a Unix socket,
 // driven with raw HTTP/1.1 (so every byte on the wire is ours to choose), Node's https and
 // http2 clients, and the ws package for WebSocket round trips. What is checked is what the
-// server promises in docs/remote.md: bearer-token auth answered 401 before the body is read,
+// server promises in docs/remote.md: the Origin check (403 for a web page not allowed),
+// bearer-token auth answered 401 before the body is read,
 // TLS with a certificate the test makes, the connection limit (503), the message limit (413 /
 // close 1009), a client that never reads (turns wait at the high-water mark, the connection
 // is closed, the agent lives on), the idle and header timeouts, SIGTERM in the middle of a turn
 // (the turn answers, the store has it, exit 0), unix:/path, h2c with prior knowledge.
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -158,6 +159,111 @@ test("bearer token: none or a wrong one is answered 401 before the body is read,
   assert.match(a.stderr(), /refused a request: no bearer token/);
   assert.match(a.stderr(), /refused a request: wrong bearer token/);
   assert.ok(!a.stderr().includes(token), "the token reached the log");
+});
+
+test("Origin: a web page is refused 403 (WebSocket, HTTP/1.1, h2) unless --allow-origin lists it, token or not", async (t) => {
+  const dir = tempDir(t);
+  const evil = "http://evil.example";
+  // No --allow-origin: no web page may connect; clients that send no Origin (Node, curl) may.
+  const a = await startAgent(t, dir);
+  const ws = wsClient(`ws://127.0.0.1:${a.port}/acp`, { origin: evil });
+  await assert.rejects(ws.opened, (e) => e.status === 403);
+  const r = await raw(a.port, post(a.port, INIT, { Origin: evil }));
+  assert.equal(statusOf(r), 403, r);
+  assert.match(r, /Origin is not allowed/);
+  const h2 = http2.connect(`http://127.0.0.1:${a.port}`);
+  const status = await new Promise((resolve, reject) => {
+    const s = h2.request({ ":method": "POST", ":path": "/acp", "content-type": "application/json", origin: evil });
+    let st;
+    s.on("response", (h) => (st = h[":status"]));
+    s.on("end", () => resolve(st));
+    s.on("error", reject);
+    s.resume();
+    s.end(JSON.stringify(INIT));
+  });
+  assert.equal(status, 403);
+  await new Promise((r) => h2.close(r));
+  const plain = wsClient(`ws://127.0.0.1:${a.port}/acp`);
+  await plain.opened;
+  await session(plain, dir);
+  plain.ws.close();
+  await plain.closed;
+  a.proc.kill("SIGTERM");
+  assert.deepEqual(await a.exited, { code: 0, signal: null });
+  assert.match(a.stderr(), /Origin is not allowed/);
+
+  // Listed origins match exactly; with a token, a valid token does not excuse another Origin.
+  const token = "tok-" + Math.random().toString(36).slice(2);
+  writeFileSync(join(dir, "token"), token, { mode: 0o600 });
+  const app = "https://app.example";
+  const b = await startAgent(t, dir, ["--token-file", join(dir, "token"), "--allow-origin", "null", "--allow-origin", app]);
+  const auth = { Authorization: `Bearer ${token}` };
+  for (const origin of [evil, app + ".evil", app + "/", "HTTPS://APP.EXAMPLE", "http://app.example"]) {
+    const c = wsClient(`ws://127.0.0.1:${b.port}/acp`, { origin, headers: auth });
+    await assert.rejects(c.opened, (e) => e.status === 403, origin);
+  }
+  for (const origin of [app, "null"]) {
+    const c = wsClient(`ws://127.0.0.1:${b.port}/acp`, { origin, headers: auth });
+    await c.opened;
+    await session(c, dir);
+    c.ws.close();
+    await c.closed;
+  }
+  const noTok = wsClient(`ws://127.0.0.1:${b.port}/acp`, { origin: app });
+  await assert.rejects(noTok.opened, (e) => e.status === 401);
+  b.proc.kill("SIGTERM");
+  assert.deepEqual(await b.exited, { code: 0, signal: null });
+
+  // "*" allows any page.
+  const c2 = await startAgent(t, dir, ["--allow-origin", "*"]);
+  const any = wsClient(`ws://127.0.0.1:${c2.port}/acp`, { origin: evil });
+  await any.opened;
+  await session(any, dir);
+  any.ws.close();
+  await any.closed;
+  assert.equal(statusOf(await raw(c2.port, post(c2.port, INIT, { Origin: evil }))), 200);
+  c2.proc.kill("SIGTERM");
+  assert.deepEqual(await c2.exited, { code: 0, signal: null });
+});
+
+test("numbers from the network and the command line are read checked: bad ports and Content-Lengths are refused", async (t) => {
+  const dir = tempDir(t);
+  // --listen's port: trailing junk, a sign, out of range, nothing.
+  for (const port of ["80x", "-1", "99999", "+80", " 80", "99999999999999999999", ""]) {
+    const r = spawnSync(AGENT, ["--store", join(dir, "sessions.db"), "--listen", `127.0.0.1:${port}`], {
+      encoding: "utf8",
+      timeout: 60000, // a port read loosely would start a server: it is killed, and the check below fails
+      killSignal: "SIGKILL",
+    });
+    assert.notEqual(r.status, 0, `port '${port}' was accepted`);
+    assert.match(r.stderr, port ? /the port: .* (is not a whole number|is out of range)/ : /expected HOST:PORT/, r.stderr);
+  }
+  // Content-Length over HTTP/1.1: not a number, negative, too large to hold: 400; the agent lives.
+  const a = await startAgent(t, dir);
+  const b = JSON.stringify(INIT);
+  for (const cl of ["1e3", "-5", "99999999999999999999999", "0x10", "+5", `${b.length} x`]) {
+    const r = await raw(a.port, `POST /acp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${cl}\r\n\r\n${b}`);
+    assert.equal(statusOf(r), 400, `Content-Length ${cl}: ${r}`);
+  }
+  // Over HTTP/2 as well: the stream is refused (nghttp2 resets it, or we answer 400), never served.
+  const h2 = http2.connect(`http://127.0.0.1:${a.port}`);
+  h2.on("error", () => {});
+  for (const cl of ["1e3", "-5", "99999999999999999999999"]) {
+    const got = await new Promise((resolve) => {
+      const s = h2.request({ ":method": "POST", ":path": "/acp", "content-type": "application/json", "content-length": cl });
+      let st = 0;
+      s.on("response", (h) => (st = h[":status"]));
+      s.on("error", () => resolve(st || "reset"));
+      s.on("close", () => resolve(st || "reset"));
+      s.resume();
+      s.end(b);
+    });
+    assert.ok(got === "reset" || got === 400, `h2 Content-Length ${cl}: ${got}`);
+  }
+  h2.destroy();
+  assert.equal(statusOf(await raw(a.port, post(a.port, INIT))), 200);
+  a.proc.kill("SIGTERM");
+  assert.deepEqual(await a.exited, { code: 0, signal: null });
 });
 
 test("TLS with a self-signed certificate: verified clients get HTTP/1.1, h2 and wss; an unverified one fails", async (t) => {

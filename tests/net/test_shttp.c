@@ -23,7 +23,8 @@ typedef struct peer {
     acp_link *link;
     acp_buf got; /* inbound messages, one per line */
     int nmsg, drains;
-    const char *closed; /* on_close's reason */
+    const char *closed; /* NULL, or closed_buf: on_close's reason lives only for the call */
+    char closed_buf[128];
     struct owner *o;
 } peer;
 
@@ -66,7 +67,8 @@ static void on_drain(acp_link *l, void *user)
 static void on_close(acp_link *l, const char *reason, void *user)
 {
     peer *p = user;
-    p->closed = reason;
+    snprintf(p->closed_buf, sizeof p->closed_buf, "%s", reason);
+    p->closed = p->closed_buf;
     p->link = NULL;
 }
 
@@ -76,7 +78,7 @@ static void on_link(acp_link *l, void *user)
     peer *p = &o->peers[o->n++];
     p->link = l;
     p->o = o;
-    static const acp_link_cbs cbs = {on_message, on_drain, on_close};
+    static const acp_link_cbs cbs = {on_message, on_drain, on_close, NULL};
     acp_link_bind(l, &cbs, p);
     if (o->refuse) acp_link_close(l);
 }

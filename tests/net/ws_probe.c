@@ -96,7 +96,7 @@ int main(int argc, char **argv)
                                  .ca_file = argc > 3 ? argv[3] : NULL,
                                  .unix_path = getenv("WS_PROBE_UNIX")};
         if (acp_ws_connect(&loop, &o, on_open, &p, &p.l)) return 1;
-        static const acp_link_cbs cbs = {on_message, NULL, on_close};
+        static const acp_link_cbs cbs = {on_message, NULL, on_close, NULL};
         acp_link_bind(p.l, &cbs, &p);
         while (!p.done) uv_run(&loop, UV_RUN_ONCE);
         rc = p.rc;

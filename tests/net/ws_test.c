@@ -1,6 +1,6 @@
 /* The WebSocket profile over real TCP on 127.0.0.1: our client against our server (messages
  * both ways, token and cookie sent, limits), our client against a scripted raw server (status
- * codes, a bad Sec-WebSocket-Accept, Set-Cookie kept, a binary frame), our server against a
+ * codes, a bad Sec-WebSocket-Accept, Set-Cookie kept, binary frames ignored), our server against a
  * scripted raw client (fragments, pings, unmasked frames, bad upgrades, a client that never
  * reads or never answers pings). The server side sits behind a tiny stand-in for the HTTP/1.1
  * wire: it reads one request head and calls acp_ws_accept() as the router would. */
@@ -59,7 +59,9 @@ typedef struct inbox {
     size_t len[16];
     int n;
     int closed, drains;
-    const char *reason;
+    const char *reason; /* NULL, or reason_buf: on_close's reason lives only for the call */
+    char reason_buf[128];
+    int logs; /* lines told to on_log */
     unsigned code;
 } inbox;
 
@@ -153,14 +155,20 @@ static void srv_drain(acp_link *l, void *u)
 static void srv_close(acp_link *l, const char *reason, void *u)
 {
     srv.in.closed++;
-    srv.in.reason = reason;
+    snprintf(srv.in.reason_buf, sizeof srv.in.reason_buf, "%s", reason);
+    srv.in.reason = srv.in.reason_buf;
     srv.in.code = acp_ws_close_code(l);
     srv.link = NULL;
 }
 
+static void srv_log(acp_link *l, const char *line, void *u)
+{
+    srv.in.logs++;
+}
+
 static void srv_on_link(acp_link *l, void *u)
 {
-    static const acp_link_cbs cbs = {srv_msg, srv_drain, srv_close};
+    static const acp_link_cbs cbs = {srv_msg, srv_drain, srv_close, srv_log};
     srv.link = l;
     srv.accepted++;
     acp_link_bind(l, &cbs, NULL);
@@ -308,9 +316,15 @@ static void cl_close(acp_link *l, const char *reason, void *u)
 {
     client *c = u;
     c->in.closed++;
-    c->in.reason = reason;
+    snprintf(c->in.reason_buf, sizeof c->in.reason_buf, "%s", reason);
+    c->in.reason = c->in.reason_buf;
     c->in.code = acp_ws_close_code(l);
     c->l = NULL;
+}
+
+static void cl_log(acp_link *l, const char *line, void *u)
+{
+    ((client *)u)->in.logs++;
 }
 
 static void client_connect(client *c, const char *token, acp_cookie_jar *jar,
@@ -320,7 +334,7 @@ static void client_connect(client *c, const char *token, acp_cookie_jar *jar,
     snprintf(url, sizeof url, "ws://127.0.0.1:%d/acp", srv.port);
     acp_ws_connect_opts o = {.url = url, .token = token, .cookies = jar, .lim = lim};
     assert_int_equal(acp_ws_connect(&loop, &o, cl_open, c, &c->l), 0);
-    static const acp_link_cbs cbs = {cl_msg, NULL, cl_close};
+    static const acp_link_cbs cbs = {cl_msg, NULL, cl_close, cl_log};
     acp_link_bind(c->l, &cbs, c);
 }
 
@@ -561,27 +575,56 @@ static void test_bad_accept(void **state)
     assert_int_equal(c.in.n, 0);
 }
 
-/* A binary message is not ACP: the client closes with 1003. */
+/* Binary messages are ignored, as the RFD says ("Binary frames are ignored"), and told to the
+ * owner's log once per connection: our client skips two and receives the text after them,
+ * and the connection stays open (no close frame goes out). */
 static void test_binary(void **state)
 {
-    static uint8_t bin[16];
+    static uint8_t f[32];
     srv.raw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
               "Sec-WebSocket-Accept: %s\r\n\r\n";
-    srv.raw_frames = (const char *)bin;
-    srv.raw_frames_len = frame(bin, 2, true, "\x01\x02", 2, false);
+    size_t k = frame(f, 2, true, "\x01\x02", 2, false);
+    k += frame(f + k, 2, true, "\xff", 1, false);
+    k += frame(f + k, 1, true, "hi", 2, false);
+    srv.raw_frames = (const char *)f;
+    srv.raw_frames_len = k;
     client c = {0};
     client_connect(&c, NULL, NULL, NULL);
     assert_true(run_until(client_opened, &c));
-    /* Our close frame, masked: 0x88, 0x80 | length, then the mask. Unmask its code. */
-    while (srv.got_len < 8) uv_run(&loop, UV_RUN_ONCE);
-    assert_int_equal((uint8_t)srv.got[0], 0x88);
-    unsigned code = (unsigned)(((uint8_t)srv.got[6] ^ (uint8_t)srv.got[2]) << 8 |
-                               ((uint8_t)srv.got[7] ^ (uint8_t)srv.got[3]));
-    assert_int_equal(code, 1003);
-    assert_int_equal(c.in.n, 0);
+    while (c.in.n < 1) uv_run(&loop, UV_RUN_ONCE);
+    assert_string_equal(c.in.msg[0], "hi");
+    assert_int_equal(c.in.n, 1);
+    assert_int_equal(c.in.logs, 1);
+    assert_int_equal(c.in.closed, 0);
+    assert_int_equal(srv.got_len, 0); /* no close frame */
+    acp_link_close(c.l);
     acp_sock_group_close(&srv.group); /* the raw server does not answer the close */
     assert_true(run_until(client_closed, &c));
-    assert_string_equal(c.in.reason, "binary message (ACP is text)");
+    inbox_free(&c.in);
+}
+
+/* Our server, likewise: masked binary frames from a raw client are ignored (one log line),
+ * the text after them is delivered, and the server answers with no close. */
+static void test_binary_server(void **state)
+{
+    int fd = raw_connect();
+    raw_send(fd, UPGRADE, sizeof UPGRADE - 1);
+    rbuf r = {.fd = fd};
+    raw_expect(&r, "\r\n\r\n", 4);
+    assert_non_null(strstr(r.b, "HTTP/1.1 101 "));
+    uint8_t f[64];
+    size_t k = frame(f, 2, true, "\x00\x01\x02", 3, true);
+    k += frame(f + k, 2, true, "", 0, true);
+    k += frame(f + k, 1, true, "{}", 2, true);
+    raw_send(fd, f, k);
+    int one = 1;
+    assert_true(run_until(srv_has, &one));
+    assert_string_equal(srv.in.msg[0], "{}");
+    assert_int_equal(srv.in.logs, 1);
+    assert_int_equal(srv.in.closed, 0);
+    close(fd);
+    assert_true(run_until(srv_closed, NULL));
+    assert_int_equal(srv.in.n, 1);
 }
 
 /* Our server against raw frames: a fragmented message reassembled, a ping answered, an
@@ -745,8 +788,11 @@ static void test_ping_timeout(void **state)
 static void test_bad_urls(void **state)
 {
     static const char *const urls[] = {
-        "http://127.0.0.1/acp", "ws://",       "ws://:80/",  "ws://h:0/",
-        "ws://h:65536/",        "ws://u:p@h/", "ws://[::1/", "ws://h:8x/"};
+        "http://127.0.0.1/acp", "ws://", "ws://:80/", "ws://h:0/", "ws://h:65536/", "ws://u:p@h/",
+        "ws://[::1/", "ws://h:8x/",
+        /* Ports are read with acp_parse_u64: sign, junk, overflow, nothing. */
+        "ws://h:80x/", "ws://h:-1/", "ws://h:99999/", "ws://h:+80/", "ws://h:/", "ws://[::1]:1e3/",
+        "ws://h:99999999999999999999/"};
     client c = {0};
     for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
         acp_ws_connect_opts o = {.url = urls[i]};
@@ -810,6 +856,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cookies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_accept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_upgrade, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain, setup, teardown),

@@ -69,6 +69,8 @@ static const char usage[] =
     "  --tls-cert FILE --tls-key FILE  TLS with this PEM certificate chain and key\n"
     "  --token-file FILE     every request must carry Authorization: Bearer <the file's\n"
     "                        first line>; others get 401 before any ACP byte is read\n"
+    "  --allow-origin ORIGIN a web page that may connect (repeatable; exact, or *);\n"
+    "                        other Origins get 403, token or not\n"
     "  --max-connections N   sockets open at once, more get 503 (1024)\n"
     "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M)\n"
     "  --high-water BYTES    output queued per connection before its turns wait (4M)\n"
@@ -287,6 +289,7 @@ int main(int argc, char **argv)
                *prompt_file = NULL;
     const char *listen = NULL, *token_file = NULL, *port_file = NULL;
     acp_server_opts so = {0};
+    const char *origins[64]; /* --allow-origin values (argv strings) */
     openai_opts oo = {0};
     bool openai_flag = false;
     uint64_t lease_ttl = 0;
@@ -325,6 +328,14 @@ int main(int argc, char **argv)
             so.tls_key = argv[++i];
         } else if (!strcmp(argv[i], "--token-file") && i + 1 < argc) {
             token_file = argv[++i];
+        } else if (!strcmp(argv[i], "--allow-origin") && i + 1 < argc) {
+            if (so.n_allow_origins == sizeof origins / sizeof *origins || !argv[i + 1][0]) {
+                fprintf(stderr, "acp-agent: --allow-origin: %s\n",
+                        argv[i + 1][0] ? "at most 64" : "empty origin");
+                return 2;
+            }
+            origins[so.n_allow_origins++] = argv[++i];
+            so.allow_origins = origins;
         } else if (!strcmp(argv[i], "--port-file") && i + 1 < argc) {
             port_file = argv[++i];
         } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
@@ -379,9 +390,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!listen && (so.tls_cert || so.tls_key || token_file || port_file || so.max_connections ||
-                    so.max_message || so.high_water || so.idle_timeout_ms || so.header_timeout_ms ||
-                    so.ping_interval_ms || so.close_timeout_ms)) {
+    if (!listen && (so.tls_cert || so.tls_key || token_file || port_file || so.n_allow_origins ||
+                    so.max_connections || so.max_message || so.high_water || so.idle_timeout_ms ||
+                    so.header_timeout_ms || so.ping_interval_ms || so.close_timeout_ms)) {
         fprintf(stderr, "acp-agent: server options need --listen\n");
         return 2;
     }
