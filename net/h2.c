@@ -25,7 +25,8 @@ typedef struct h2_stream {
     size_t head_bytes;
     acp_buf body;
     acp_buf out; /* response body bytes nghttp2 has not taken yet, from off */
-    size_t off, peak;
+    size_t off;
+    size_t mark; /* on_drain is owed when the queue falls to half of this (0: none owed) */
     bool head_done, refused, delivered, started, ended, aborted, drain_due;
 } h2_stream;
 
@@ -63,7 +64,7 @@ static size_t out_queued(const h2_stream *st)
     return st->out.len - st->off;
 }
 
-/* on_drain for the streams whose queue fell below half its peak. A callback may end streams
+/* on_drain for the streams whose queue halved from its mark. A callback may end streams
  * (nghttp2 frees them), so the walk restarts after each. */
 static void report_drains(acp_h2 *h)
 {
@@ -117,8 +118,12 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
         st->off = 0;
     }
     if (st->ended && out_queued(st) == 0) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (st->peak && out_queued(st) < st->peak / 2) {
-        st->peak = 0;
+    /* on_drain each time the queue halves, down to empty, not once: the profile resumes at
+     * its own threshold (half its high-water mark, summed over a connection's streams), which
+     * a single report at half the peak misses whenever the peak overshot the mark. Such a
+     * stream then waited for the next keep-alive comment to report again (issue 11). */
+    if (st->mark && out_queued(st) <= st->mark / 2) {
+        st->mark = out_queued(st);
         st->drain_due = true;
     }
     return (ssize_t)k;
@@ -181,7 +186,7 @@ static int res_write(acp_http_req *r, const void *p, size_t n)
     h2_stream *st = (h2_stream *)r;
     if (st->aborted || st->h->closing || !st->started || st->ended) return ACP_EIO;
     if (acp_buf_append(&st->out, p, n)) return ACP_ENOMEM;
-    if (out_queued(st) > st->peak) st->peak = out_queued(st);
+    if (out_queued(st) > st->mark) st->mark = out_queued(st);
     nghttp2_session_resume_data(st->h->ng, st->id);
     flush(st->h);
     return 0;

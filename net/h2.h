@@ -7,7 +7,8 @@
  *     request heads by H2_MAX_HEAD (the stream is reset);
  *   - a stream the client resets, or a connection that ends, aborts its exchange (on_abort);
  *   - response bodies go out as the client's flow-control window and the socket allow; what
- *     waits is acp_http_res_queued(), and on_drain reports when it has fallen below half;
+ *     waits is acp_http_res_queued(), and on_drain reports each time it has halved, down to
+ *     empty (so a profile that resumes at its own mark always hears it);
  *   - acp_h2_group_shutdown() sends GOAWAY: streams already begun finish, then the socket
  *     closes.
  * Everything runs on the loop's thread. */

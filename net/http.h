@@ -51,7 +51,9 @@ int acp_http_res_send(acp_http_req *r, int status, const char *ctype, const void
 size_t acp_http_res_queued(const acp_http_req *r);
 
 typedef struct acp_http_req_cbs {
-    /* acp_http_res_queued() fell below half of what it was when the profile last checked. */
+    /* acp_http_res_queued() fell: HTTP/1.1 below half the socket's high-water mark after
+     * reaching it, HTTP/2 each time the stream's queue halved, down to empty. A profile that
+     * stopped at its own mark re-checks here; a drain it needs is never skipped. */
     void (*on_drain)(acp_http_req *r, void *user);
     /* The client went away before the response ended (stream reset, connection closed,
      * server shutdown). The exchange is freed right after this returns. */

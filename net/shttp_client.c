@@ -76,7 +76,7 @@ struct shc {
     acp_http_client *curl;
     char *url, *auth, *ca_file, *conn_id;
     acp_cookie_jar *jar, *own_jar; /* own_jar: the one made here when the owner gave none */
-    bool http2, h2c;
+    bool tls, h2c;
     size_t max;
     unsigned close_ms;
     msg *q, **q_tail;
@@ -377,14 +377,17 @@ static acp_http *start(shc *t, const char *method, const char *accept, const cha
     }
     if (!h) return NULL;
     CURL *e = acp_http_easy(h);
+    /* Over TLS h2 is offered by ALPN and the server chooses; cleartext h2 needs prior
+     * knowledge that the server speaks it, which only the owner has. */
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     !t->http2 ? (long)CURL_HTTP_VERSION_1_1
-                     : t->h2c  ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
-                               : (long)CURL_HTTP_VERSION_2TLS);
+                     t->h2c   ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                     : t->tls ? (long)CURL_HTTP_VERSION_2TLS
+                              : (long)CURL_HTTP_VERSION_1_1);
     if (t->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
     /* libcurl 7.88 (Debian 12) fails every request after the first on a reused h2c
-     * prior-knowledge connection (CURLE_HTTP2 before sending; the same with the curl tool
-     * against Node's http2 server): each exchange gets a connection of its own there. */
+     * prior-knowledge connection (CURLE_HTTP2 before sending; the curl tool too, against
+     * Node's http2 server as against ours): curl's bug, curl/curl#10634, fixed in 8.0 by
+     * curl/curl#10643. Each exchange gets a connection of its own there. */
     if (t->h2c) {
         curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
@@ -942,7 +945,7 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
     t->link.ops = &ops;
     t->q_tail = &t->q;
     t->held_tail = &t->held;
-    t->http2 = o->http2;
+    t->tls = https;
     t->h2c = o->http2 && !https;
     t->max = o->max_message ? o->max_message : DEFAULT_MAX;
     t->close_ms = o->close_timeout_ms ? o->close_timeout_ms : DEFAULT_CLOSE;

@@ -123,8 +123,9 @@ typedef struct acp_client_opts {
     /* ACP_CLIENT_UNIX: the socket's path. */
     const char *path;
     /* ACP_CLIENT_URL: the agent's endpoint (usually ending in /acp). ws:// and wss:// speak the
-     * WebSocket profile, http:// and https:// Streamable HTTP, over HTTP/1.1 unless http2 asks
-     * for HTTP/2 (h2 by ALPN over https, prior knowledge over http). Cookies the
+     * WebSocket profile, http:// and https:// Streamable HTTP: https:// offers h2 by ALPN
+     * (HTTP/1.1 when the server declines); http:// is HTTP/1.1 unless http2 asks for h2c
+     * with prior knowledge. Cookies the
      * server sets are sent back for the life of the connection. token: a bearer token for the
      * Authorization header, sent to that endpoint only and never logged or put in an error;
      * NULL: none. ca_file: trust anchors (PEM) for wss:// and https://; NULL: the system's.

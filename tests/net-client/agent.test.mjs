@@ -1,7 +1,7 @@
 // acp (libacp's client) against acp-agent --listen, libacp's own server, in every profile the
 // client speaks: Streamable HTTP over HTTP/1.1 and over cleartext HTTP/2 (--http2), WebSocket,
-// and https:// / wss:// with a self-signed certificate made here (HTTP/1.1 and, with --http2,
-// h2 by ALPN; the certificate verified against --cacert, refused without it).
+// and https:// / wss:// with a self-signed certificate made here (https:// offers h2 by ALPN,
+// with or without --http2; the certificate verified against --cacert, refused without it).
 // Many hosts, one history: two agents on one SQLite file; a session made on A is prompted on B
 // (acp prompt -s ID resumes it there), listed and deleted on B; and A killed with -9 in the
 // middle of a /stream turn: acp says the connection broke, and every update acp had printed

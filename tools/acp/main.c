@@ -40,7 +40,7 @@ static const char usage_main[] =
     "  --agent URL               a remote agent: ws://, wss://, http:// or https://HOST/acp\n"
     "  --token TOKEN             bearer token for a remote agent (better: ACP_TOKEN)\n"
     "  --cacert FILE             trust anchors for wss:// and https://\n"
-    "  --http2                   Streamable HTTP over HTTP/2 (h2 over https, h2c over http)\n"
+    "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
     "  --cwd DIR                 the session's working directory (default: the current one)\n"
     "  --json                    one JSON object per line: every update raw, then the result\n"
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
