@@ -32,9 +32,8 @@ function scriptTurn(s, text, ...steps) {
 
 /**
  * The tool calls in a request body, in order: {id, type, name, args (text), result (the content of
- * the tool message answering it, or undefined)}. The ids are the request's own: the engine may name
- * calls its own way (it keeps the ACP toolCallId, so a context rebuilt from the store is the same),
- * but every call must be answered by a tool message with its id, after the assistant message.
+ * the tool message answering it, or undefined)}. Every call must be answered by a tool message with
+ * its id, after the assistant message; that the id is exactly the model's own is callid.test.mjs's.
  */
 function callsIn(body) {
   const out = [];
