@@ -181,7 +181,8 @@ static void reap(acp_http_client *c)
 static void on_reaper(uv_timer_t *t)
 {
     acp_http_client *c = t->data;
-    reap(c);
+    /* The fresh list first: one aborted before it was added is on the dead list too, and the
+     * reap frees it (reaping first made this walk read freed exchanges). */
     while (c->fresh) {
         acp_http *h = c->fresh;
         c->fresh = h->next_fresh;
@@ -194,6 +195,7 @@ static void on_reaper(uv_timer_t *t)
             bury(h);
         }
     }
+    reap(c);
 }
 
 static void check_done(acp_http_client *c)
@@ -253,8 +255,7 @@ void acp_http_client_close(acp_http_client *c, void (*done)(void *user), void *u
     c->closing = true;
     c->done = done;
     c->done_user = user;
-    reap(c);
-    while (c->fresh) { /* only aborted ones can be left: they are on the dead list too */
+    while (c->fresh) { /* aborted ones are on the dead list too: the reap below frees them */
         acp_http *h = c->fresh;
         c->fresh = h->next_fresh;
         if (!h->aborted) http_free(h);
