@@ -246,21 +246,20 @@ int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const c
     acp_agent *a = t->s->a;
     acp_buf *b = &a->scratch;
     b->len = 0;
-    acp_jw w;
-    acp_jw_init(&w, b);
-    acp_jw_obj(&w);
-    acp_jw_kstr(&w, "sessionUpdate", kind ? kind : "agent_message_chunk");
-    if (message_id) acp_jw_kstr(&w, "messageId", message_id);
-    acp_jw_key(&w, "content");
-    acp_jw_obj(&w);
-    acp_jw_kstr(&w, "type", "text");
-    acp_jw_key(&w, "text");
+    /* Written as text, not through acp_jw: this is once per streamed token, and escaping the
+     * same constant keys for every one was a fifth of the update's cost. */
+    static const char open[] = "{\"sessionUpdate\":", mid[] = ",\"messageId\":",
+                      content[] = ",\"content\":{\"type\":\"text\",\"text\":";
+    if (!kind) kind = "agent_message_chunk";
+    int rc = acp_buf_append(b, open, sizeof open - 1) ? ACP_ENOMEM : 0;
+    if (!rc) rc = acp_json_escape(b, kind, strlen(kind));
+    if (!rc && message_id) rc = acp_buf_append(b, mid, sizeof mid - 1) ? ACP_ENOMEM : 0;
+    if (!rc && message_id) rc = acp_json_escape(b, message_id, strlen(message_id));
+    if (!rc) rc = acp_buf_append(b, content, sizeof content - 1) ? ACP_ENOMEM : 0;
     size_t body = b->len + 1; /* after the opening quote */
-    acp_jw_strn(&w, text, n);
+    if (!rc) rc = acp_json_escape(b, text, n);
     size_t end = b->len - 1; /* at the closing quote */
-    acp_jw_obj_end(&w);
-    acp_jw_obj_end(&w);
-    int rc = acp_jw_status(&w);
+    if (!rc) rc = acp_buf_append(b, "}}", 2) ? ACP_ENOMEM : 0;
     /* Merged only under a messageId: without one nothing says two chunks are one message. */
     if (!rc && message_id)
         rc = history_append_text(t->s, b->data, b->len, body, end);

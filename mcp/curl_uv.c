@@ -9,12 +9,13 @@ struct acp_http_client {
     uv_loop_t *loop;
     CURLM *multi;
     uv_timer_t timer;  /* curl's timeout */
+    uv_idle_t now;     /* curl's timeout of 0: once, in the next loop turn (see on_curl_timer) */
     uv_timer_t reaper; /* adds new and releases aborted exchanges outside curl's callbacks */
     acp_http *dead;    /* aborted, waiting for the reaper */
     acp_http *fresh;   /* started, waiting for the reaper to add them, oldest first */
     acp_http **fresh_tail;
     struct sock_watch *watches;
-    int handles; /* open uv handles: timer, reaper and one per watched socket */
+    int handles; /* open uv handles: timer, now, reaper and one per watched socket */
     bool closing;
     void (*done)(void *user);
     void *done_user;
@@ -119,12 +120,30 @@ static void on_timer(uv_timer_t *t)
     check_done(c);
 }
 
+static void on_now(uv_idle_t *i)
+{
+    acp_http_client *c = i->data;
+    int running;
+    uv_idle_stop(i);
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(c);
+}
+
+/* A timeout of 0 is what curl asks after reading its fill of a socket that has more: "call me
+ * again now". On a libuv timer that restarts from its own callback (libuv before 1.45 runs a
+ * timer due again at once, in the same phase), a server streaming faster than we take it kept
+ * the loop in curl until the socket ran dry: nothing was flushed, committed or read from the
+ * client (a cancel) meanwhile, and a whole 100,000-token answer was held in memory. An idle
+ * handle runs once a loop turn and keeps that turn's poll from blocking, so every turn reads
+ * a bounded amount and then does the rest of the loop's work. */
 static int on_curl_timer(CURLM *m, long ms, void *userp)
 {
     acp_http_client *c = userp;
-    if (ms < 0)
-        uv_timer_stop(&c->timer);
-    else
+    uv_timer_stop(&c->timer);
+    uv_idle_stop(&c->now);
+    if (ms == 0)
+        uv_idle_start(&c->now, on_now);
+    else if (ms > 0)
         uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
     return 0;
 }
@@ -162,7 +181,8 @@ static void reap(acp_http_client *c)
 static void on_reaper(uv_timer_t *t)
 {
     acp_http_client *c = t->data;
-    reap(c);
+    /* The fresh list first: one aborted before it was added is on the dead list too, and the
+     * reap frees it (reaping first made this walk read freed exchanges). */
     while (c->fresh) {
         acp_http *h = c->fresh;
         c->fresh = h->next_fresh;
@@ -175,6 +195,7 @@ static void on_reaper(uv_timer_t *t)
             bury(h);
         }
     }
+    reap(c);
 }
 
 static void check_done(acp_http_client *c)
@@ -218,9 +239,10 @@ acp_http_client *acp_http_client_new(uv_loop_t *loop)
     }
     c->loop = loop;
     uv_timer_init(loop, &c->timer);
+    uv_idle_init(loop, &c->now);
     uv_timer_init(loop, &c->reaper);
-    c->timer.data = c->reaper.data = c;
-    c->handles = 2;
+    c->timer.data = c->now.data = c->reaper.data = c;
+    c->handles = 3;
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
     curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
@@ -233,8 +255,7 @@ void acp_http_client_close(acp_http_client *c, void (*done)(void *user), void *u
     c->closing = true;
     c->done = done;
     c->done_user = user;
-    reap(c);
-    while (c->fresh) { /* only aborted ones can be left: they are on the dead list too */
+    while (c->fresh) { /* aborted ones are on the dead list too: the reap below frees them */
         acp_http *h = c->fresh;
         c->fresh = h->next_fresh;
         if (!h->aborted) http_free(h);
@@ -245,6 +266,7 @@ void acp_http_client_close(acp_http_client *c, void (*done)(void *user), void *u
     c->multi = NULL;
     while (c->watches) unwatch(c, c->watches); /* sockets cleanup did not report */
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->now, on_handle_closed);
     uv_close((uv_handle_t *)&c->reaper, on_handle_closed);
 }
 

@@ -6,6 +6,7 @@
 
 #include "acp/error.h"
 #include "acp/json.h"
+#include "rpc/plain.h"
 #include "rpc/utf8.h"
 
 #define MAX_DEPTH 64
@@ -31,8 +32,7 @@ int acp_json_escape(acp_buf *b, const char *str, size_t n)
     b->data[b->len++] = '"';
     size_t i = 0;
     while (i < n) {
-        size_t run = i;
-        while (run < n && char_class[s[run]] == 0) run++;
+        size_t run = (size_t)(acp_json_plain_run(s + i, s + n) - s);
         if (run > i) {
             if (acp_buf_append(b, s + i, run - i)) goto nomem;
             i = run;

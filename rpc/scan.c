@@ -8,6 +8,7 @@
 
 #include "acp/error.h"
 #include "acp/json.h"
+#include "rpc/plain.h"
 #include "rpc/scan.h"
 #include "rpc/utf8.h"
 
@@ -17,19 +18,12 @@ typedef struct scanner {
     bool trusted; /* the text was validated before: values are skipped, not checked again */
 } scanner;
 
-/* Bytes that stand for themselves inside a string: 0x20 to 0x7f but the quote (0x22) and the
- * backslash (0x5c), one bit each. Runs of them are most of every message, so they get a
- * one-load test. */
-static const uint64_t plain_bits[2] = {0xFFFFFFFB00000000u, 0xFFFFFFFFEFFFFFFFu};
-
-static bool plain(unsigned char c)
-{
-    return c < 128 && (plain_bits[c >> 6] >> (c & 63)) & 1;
-}
-
 static void skip_ws(scanner *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+    /* Compact text (nearly all) has none: one compare says so, as every whitespace byte is
+     * below '!'. */
+    while (s->p < s->end && *s->p <= ' ' &&
+           (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
 }
 
@@ -38,30 +32,11 @@ static bool is_hex(unsigned char c)
     return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 
-/* The end of the run of plain bytes at p: eight at a time while no byte of the word can be
- * special (below 0x20, a quote, a backslash, or 0x80 and up: the classic has-zero / has-less
- * bit tricks, which never miss one and at worst stop early), then byte by byte. Locals,
- * because through a scanner every byte read could alias its pointer and force a reload. */
-static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    while (end - p >= 8) {
-        uint64_t x, q, b;
-        memcpy(&x, p, 8);
-        q = x ^ (ones * '"');
-        b = x ^ (ones * '\\');
-        if ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) | x) & highs) break;
-        p += 8;
-    }
-    while (p < end && plain(*p)) p++;
-    return p;
-}
-
 static bool scan_string(scanner *s)
 {
     s->p++; /* opening quote */
     while (s->p < s->end) {
-        const unsigned char *p = plain_run(s->p, s->end), *end = s->end;
+        const unsigned char *p = acp_json_plain_run(s->p, s->end), *end = s->end;
         s->p = p;
         if (p >= end) break;
         unsigned char c = *s->p;
@@ -455,19 +430,26 @@ struct members_ctx {
     const char *const *keys;
     size_t n, found;
     acp_span *vals;
-    size_t lens[64];
 };
+
+/* Whether the n bytes at raw spell the C string k. Stops at k's end: raw, the inside of a
+ * validated key, holds no NUL byte. */
+static bool key_is(const char *raw, size_t n, const char *k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (raw[i] != k[i]) return false;
+    return k[n] == '\0';
+}
 
 static bool members_fn(acp_span key, acp_span val, void *ctx)
 {
     struct members_ctx *m = ctx;
-    /* A key written plainly (nearly all) is equal only at the same length: most members are
-     * told apart by that one compare, without decoding. */
+    /* A key written plainly (nearly all) is compared as it stands, mostly told apart from a
+     * wanted one by its first byte, without decoding. */
     bool plain = !memchr(key.p, '\\', key.n);
     for (size_t i = 0; i < m->n; i++)
         if (!m->vals[i].p &&
-            (plain ? key.n == m->lens[i] + 2 && !memcmp(key.p + 1, m->keys[i], m->lens[i])
-                   : acp_json_str_eq(key, m->keys[i]))) {
+            (plain ? key_is(key.p + 1, key.n - 2, m->keys[i]) : acp_json_str_eq(key, m->keys[i]))) {
             m->vals[i] = val;
             m->found++;
             break;
@@ -477,9 +459,8 @@ static bool members_fn(acp_span key, acp_span val, void *ctx)
 
 int acp_json_members(acp_span obj, const char *const *keys, size_t n, acp_span *vals)
 {
-    struct members_ctx m = {keys, n < 64 ? n : 64, 0, vals, {0}};
+    struct members_ctx m = {keys, n < 64 ? n : 64, 0, vals};
     for (size_t i = 0; i < n; i++) vals[i] = (acp_span){NULL, 0};
-    for (size_t i = 0; i < m.n; i++) m.lens[i] = strlen(keys[i]);
     scanner s = {(const unsigned char *)obj.p, (const unsigned char *)obj.p + obj.n, 0,
                  ACP_SCAN_MAX_DEPTH, false};
     skip_ws(&s);

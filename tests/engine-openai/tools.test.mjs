@@ -32,9 +32,8 @@ function scriptTurn(s, text, ...steps) {
 
 /**
  * The tool calls in a request body, in order: {id, type, name, args (text), result (the content of
- * the tool message answering it, or undefined)}. The ids are the request's own: the engine may name
- * calls its own way (it keeps the ACP toolCallId, so a context rebuilt from the store is the same),
- * but every call must be answered by a tool message with its id, after the assistant message.
+ * the tool message answering it, or undefined)}. Every call must be answered by a tool message with
+ * its id, after the assistant message; that the id is exactly the model's own is callid.test.mjs's.
  */
 function callsIn(body) {
   const out = [];
@@ -319,10 +318,12 @@ test("terminal allowed: the command runs in a client terminal, its output goes t
   const sid = await a.newSession(dir);
   const r = await a.prompt(sid, q);
   assert.equal(r.stopReason, "end_turn");
-  // The terminal is released (MUST), perhaps just after the turn: wait for the request on the wire.
+  // The terminal is released (MUST), perhaps just after the turn: wait for the request on the
+  // wire. That is the check: the client's handler, which records terminalCalls, may run a tick
+  // after the line arrived (under load it had not yet, and the test failed with the release sent).
   await a.waitFor((m) => m.method === "terminal/release");
   const methods = a.terminalCalls.map((c) => c.method);
-  assert.ok(methods.includes("terminal/create") && methods.includes("terminal/release"), `terminal calls: ${methods}`);
+  assert.ok(methods.includes("terminal/create"), `terminal calls: ${methods}`);
   assert.match(resultOf(seen[1]), /ran-it-7d1/, `the command's output: ${brief(seen[1])}`);
   const [c] = toolCallsOf(r.updates);
   assert.equal(c.status, "completed");

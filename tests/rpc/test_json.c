@@ -1,9 +1,11 @@
 /* The streaming writer and the validating scanner. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,35 @@ static void writer_escapes_exactly(void **state)
     assert_string_equal(back, in);
     free(back);
     acp_buf_free(&b);
+}
+
+/* The escaper copies plain runs a word at a time: every byte that needs escaping, and a UTF-8
+ * sequence, at every offset of the first words is escaped exactly as one byte at a time would. */
+static void writer_escapes_at_every_offset(void **state)
+{
+    static const char *const ins[] = {"\"",   "\\",   "\n",       "\x01",
+                                      "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac"};
+    static const char *const want[] = {"\\\"",    "\\\\", "\\n",      "\\u0001",
+                                       "\\u001f", "\x7f", "\xc3\xa9", "\xe2\x82\xac"};
+    char in[64], exp[96];
+    for (size_t c = 0; c < sizeof ins / sizeof *ins; c++)
+        for (size_t at = 0; at < 20; at++)
+            for (size_t after = 0; after < 10; after++) {
+                size_t n = 0, e = 0;
+                exp[e++] = '"';
+                for (size_t i = 0; i < at; i++) in[n++] = exp[e++] = 'a';
+                memcpy(in + n, ins[c], strlen(ins[c]));
+                n += strlen(ins[c]);
+                memcpy(exp + e, want[c], strlen(want[c]));
+                e += strlen(want[c]);
+                for (size_t i = 0; i < after; i++) in[n++] = exp[e++] = 'b';
+                exp[e++] = '"';
+                acp_buf b = {0};
+                assert_int_equal(acp_json_escape(&b, in, n), 0);
+                assert_int_equal(b.len, e);
+                assert_memory_equal(b.data, exp, e);
+                acp_buf_free(&b);
+            }
 }
 
 static void writer_rejects_invalid_utf8(void **state)
@@ -108,6 +139,45 @@ static void scanner_accepts_and_rejects(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_not_equal(acp_json_validate(bad[i], strlen(bad[i]), 16), 0);
     assert_int_not_equal(acp_json_validate("[[[[1]]]]", 9, 3), 0); /* depth limit */
+}
+
+/* The string scan goes a word at a time and jumps to the first special byte of a word: each
+ * kind of special byte at every offset of the first words, in strings of every length around
+ * them, is found (a string ends at the right quote, a bad byte is refused, an escape or a
+ * UTF-8 sequence is passed). */
+static void scanner_finds_special_bytes_at_every_offset(void **state)
+{
+    static const struct {
+        const char *ins; /* put at the offset */
+        bool ok;
+    } cases[] = {{"", true}, /* plain strings of every length: each ends at its quote */
+                 {"\\n", true},   {"\\u00e9", true}, {"\xc3\xa9", true}, {"\xe2\x82\xac", true},
+                 {"\x01", false}, {"\x1f", false},   {"\x7f", true},     {"\xff", false},
+                 {"\\x", false},  {"\xc3", false},   {" ", true}};
+    char buf[64], obj[96];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (size_t at = 0; at < 20; at++)
+            for (size_t len = at; len < at + 10; len++) {
+                /* "aaa<ins>aaa": len plain bytes with ins at offset at */
+                size_t n = 0;
+                for (size_t i = 0; i < at; i++) buf[n++] = 'a';
+                size_t k = strlen(cases[c].ins);
+                memcpy(buf + n, cases[c].ins, k);
+                n += k;
+                for (size_t i = at; i < len; i++) buf[n++] = 'b';
+                int m = snprintf(obj, sizeof obj, "{\"k\":\"%.*s\",\"z\":1}", (int)n, buf);
+                acp_span v[2];
+                const char *keys[] = {"k", "z"};
+                int rc = acp_json_members((acp_span){obj, (size_t)m}, keys, 2, v);
+                if (!cases[c].ok) {
+                    assert_int_equal(rc, ACP_EINVAL);
+                    continue;
+                }
+                assert_int_equal(rc, 2);
+                assert_int_equal(v[0].n, n + 2);
+                assert_memory_equal(v[0].p + 1, buf, n);
+                assert_int_equal(v[1].n, 1);
+            }
 }
 
 static void scanner_finds_members(void **state)
@@ -168,9 +238,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(writer_builds_compact_json),
         cmocka_unit_test(writer_escapes_exactly),
+        cmocka_unit_test(writer_escapes_at_every_offset),
         cmocka_unit_test(writer_rejects_invalid_utf8),
         cmocka_unit_test(writer_refuses_misuse),
         cmocka_unit_test(scanner_accepts_and_rejects),
+        cmocka_unit_test(scanner_finds_special_bytes_at_every_offset),
         cmocka_unit_test(scanner_finds_members),
         cmocka_unit_test(scanner_walks_array_items),
         cmocka_unit_test(scanner_finds_several_members),
