@@ -155,13 +155,18 @@ int acp_agent_flush(acp_agent *a)
         }
     }
     int rc = acp_store_pending(a->store) ? acp_store_commit(a->store, NULL) : 0;
-    int failed = rc; /* what every session's release hears: 0 when only some were gone */
-    if (rc == ACP_ENOTFOUND) {
-        /* The rest of the batch is stored; these sessions were deleted elsewhere. */
+    int failed = rc; /* what every session's release hears: 0 when only some were lost */
+    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) {
+        /* The rest of the batch is stored; these sessions were deleted elsewhere, or their
+         * lease was taken by another holder. The fence tells this agent's session from another
+         * agent's sharing the store (whose own flush hears of it the same way). */
         const char *id;
-        for (size_t i = 0; (id = acp_store_gone(a->store, i)); i++)
+        int64_t fence;
+        int why;
+        for (size_t i = 0; (id = acp_store_gone(a->store, i, &fence, &why)); i++)
             for (acp_session *s = a->dirty; s; s = s->dnext)
-                if (!strcmp(s->id, id)) session_gone(s); /* dirty already: only marked */
+                if (s->fence == fence && !strcmp(s->id, id))
+                    session_gone(s, why == ACP_ESTALE); /* dirty already: only marked */
         failed = 0;
     }
     char *err = failed ? strdup(acp_store_errmsg(a->store)) : NULL;
@@ -217,12 +222,20 @@ void agent_reply_not_found(acp_req *req, const char *id)
                   "session not found: %s", id);
 }
 
-void agent_reply_gone(acp_req *req, const char *id)
+void agent_reply_gone(acp_req *req, const char *id, bool fenced)
 {
-    acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
-                  "session %s was deleted elsewhere (by another process or connection); it is "
-                  "closed here and nothing more of it was stored",
-                  id);
+    if (fenced)
+        acp_req_error(req, ACP_RPC_NOT_FOUND,
+                      json_pack("{ssss}", "sessionId", id, "reason", "lease_lost"),
+                      "session %s was taken over by another agent (another host, process or "
+                      "connection) after this one's lease on it lapsed; it is closed here and "
+                      "nothing more of it was stored here",
+                      id);
+    else
+        acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
+                      "session %s was deleted elsewhere (by another process or connection); it "
+                      "is closed here and nothing more of it was stored",
+                      id);
 }
 
 /* The spec only says clients MUST initialize first; refusing with -32600 and this message is
@@ -277,6 +290,19 @@ static void handle_closed(uv_handle_t *h)
     agent_maybe_free(a);
 }
 
+/* "<host>/<pid>/<128 random bits>": unique among every agent on the store (the random part),
+ * and telling an operator who holds a session (the rest). */
+static void make_holder(acp_agent *a)
+{
+    char host[65] = "", rnd[40];
+    gethostname(host, sizeof host - 1);
+    acp_agent_new_id("", rnd);
+    snprintf(a->holder, sizeof a->holder, "%.64s/%ld/%s", host, (long)getpid(), rnd);
+}
+
+#define LEASE_TTL_DEFAULT 15000u
+#define LEASE_TTL_MAX     (24u * 3600 * 1000)
+
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out)
 {
@@ -288,7 +314,11 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     if (opts) a->opts = *opts;
     a->client_caps = json_object();
     a->init_params = json_object();
-    if (cfg_check_engine(a) || auth_check_engine(a)) {
+    a->lease_ttl_ms = a->opts.lease_ttl_ms ? a->opts.lease_ttl_ms : LEASE_TTL_DEFAULT;
+    make_holder(a);
+    if (a->lease_ttl_ms > LEASE_TTL_MAX)
+        agent_fail(a, ACP_EINVAL, "lease_ttl_ms over a day: %u", a->lease_ttl_ms);
+    if (a->errmsg[0] || cfg_check_engine(a) || auth_check_engine(a)) {
         agent_log(a, "invalid engine: %s", a->errmsg);
         json_decref(a->client_caps);
         json_decref(a->init_params);
@@ -306,8 +336,9 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     }
     uv_idle_init(loop, &a->pump);
     uv_prepare_init(loop, &a->flusher);
-    a->pump.data = a->flusher.data = a;
-    a->handles_open = 2;
+    uv_timer_init(loop, &a->renewer);
+    a->pump.data = a->flusher.data = a->renewer.data = a;
+    a->handles_open = 3;
     methods_register(a);
     *out = a;
     return 0;
@@ -436,6 +467,7 @@ void acp_agent_free(acp_agent *a)
     }
     uv_close((uv_handle_t *)&a->pump, handle_closed);
     uv_close((uv_handle_t *)&a->flusher, handle_closed);
+    uv_close((uv_handle_t *)&a->renewer, handle_closed);
 }
 
 /* --- stdio transport ------------------------------------------------------------------------ */

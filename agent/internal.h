@@ -125,9 +125,15 @@ struct acp_session {
     bool dirty;               /* has appends not yet committed: its output is held */
     enum sess_state state;
     /* Deleted from the store by another process or connection (a write for it was
-     * ACP_ENOTFOUND): nothing more of it is sent or stored, and the next flush answers what
-     * is pending -32002 and closes it (session_gone). */
-    bool gone;
+     * ACP_ENOTFOUND), or fenced out (`fenced`: its lease was taken by another holder, a write
+     * or renewal was ACP_ESTALE): nothing more of it is sent or stored, and the next flush
+     * answers what is pending -32002 and closes it (session_gone). */
+    bool gone, fenced;
+    /* The epoch of this agent's lease on the session (0: none yet): every write carries it,
+     * and it is released when the session is freed, unless keep_lease (a load on this agent
+     * took the session over, lease and all). */
+    int64_t fence;
+    bool keep_lease;
     char *id;
     char *id_json; /* the id as a JSON string literal, for envelopes */
     acp_roots *roots;
@@ -206,7 +212,11 @@ struct acp_agent {
 
     uv_idle_t pump;       /* runs waiters and replays while the output has room */
     uv_prepare_t flusher; /* commits once per loop turn when something is held */
+    uv_timer_t renewer;   /* renews the leases of the open sessions (lease.c) */
     bool pump_on, flusher_on;
+    char holder[ACP_STORE_HOLDER_MAX + 1]; /* this agent's lease holder id */
+    unsigned lease_ttl_ms;
+    bool lease_warned; /* a renewal failed (ESTORE): said once until one succeeds */
     int handles_open;
 
     size_t held;     /* bytes in every session's hold buffer */
@@ -227,8 +237,11 @@ void agent_reply_store_error(acp_agent *a, acp_req *req); /* the store's own las
 void agent_store_error(acp_req *req, const char *errmsg); /* -32603 with that sentence */
 /* -32002 for a session id that is neither open nor stored, the id in error.data.sessionId. */
 void agent_reply_not_found(acp_req *req, const char *id);
-/* -32002 for an open session that was deleted from the store elsewhere (data.sessionId). */
-void agent_reply_gone(acp_req *req, const char *id);
+/* -32002 for an open session that was deleted from the store elsewhere, or (fenced) taken
+ * over by another lease holder (data.sessionId, and data.reason "lease_lost" then). */
+void agent_reply_gone(acp_req *req, const char *id, bool fenced);
+/* ACP_RPC_SESSION_BUSY for a session leased by another holder for wait_ms more. */
+void agent_reply_busy(acp_req *req, const char *id, int64_t wait_ms);
 /* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
 const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
@@ -274,10 +287,16 @@ bool session_kinds_gated(const acp_agent *a);
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
                   bool prompt);
-/* A write for s was ACP_ENOTFOUND: the session was deleted from the store elsewhere. Marks it
- * gone and dirty, so the next flush (never this call: the engine may be on the stack) drops
- * its held history, answers its prompt and pending replies -32002 and closes it. */
-void session_gone(acp_session *s);
+/* A write for s was ACP_ENOTFOUND: the session was deleted from the store elsewhere; or
+ * ACP_ESTALE (fenced): another holder took its lease. Marks it gone and dirty, so the next
+ * flush (never this call: the engine may be on the stack) drops its held history, answers its
+ * prompt and pending replies -32002 and closes it. */
+void session_gone(acp_session *s, bool fenced);
+/* For a write for s that returned rc: ACP_ENOTFOUND and ACP_ESTALE mark s gone (above) and
+ * become ACP_ENOTFOUND with acp_agent_errmsg() saying which; anything else is returned. */
+int session_write_failed(acp_session *s, int rc);
+/* ACP_ENOTFOUND for a gone session, acp_agent_errmsg() saying why. */
+int session_gone_error(acp_session *s);
 /* Answers req -32002 for a gone session s, after its held output. */
 void session_reply_gone(acp_session *s, acp_req *req);
 /* Answers a request about session s (result stolen; NULL: {}), or the JSON text json[0..n),
@@ -306,6 +325,15 @@ void turn_force_end(acp_turn *t);
  * session is gone), the engine told through cancel. */
 void turn_store_failed(acp_turn *t, const char *errmsg);
 void turn_writable_run(acp_agent *a);
+
+/* lease.c: every open session holds its lease (acp/store.h) while it is open here. */
+/* Takes the lease of session id for this agent into *fence. On failure answers req (busy:
+ * ACP_RPC_SESSION_BUSY with the retry hint; gone: -32002; store: -32603) and returns false. */
+bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence);
+/* Gives s's lease up (session_free): another holder may take it at once. */
+void lease_give_up(acp_session *s);
+/* Keeps the renewal timer running while some session holds a lease. */
+void lease_renewing(acp_agent *a);
 
 /* replay.c */
 void replay_start(acp_session *s);

@@ -218,13 +218,19 @@ typedef struct acp_agent_opts {
     /* MCP transports beyond stdio to accept and advertise (true only when mcp/ has them). */
     bool mcp_http, mcp_sse;
     unsigned mcp_connect_timeout_ms; /* how long new/load/resume wait for servers; 0: 10000 */
+    /* The lease on each open session (acp/store.h "Leases"): how long it outlives this agent
+     * if it stops renewing (killed, paused, cut off from the store), which is how long another
+     * agent must wait to take the session over. Renewed every third of it. 0: 15000; at most
+     * a day (longer: ACP_EINVAL from acp_agent_new). */
+    unsigned lease_ttl_ms;
 } acp_agent_opts;
 
-/* Creates an agent on `loop` using `store` (borrowed; must outlive the agent) and the engine
- * (copied). opts may be NULL. The agent owns one acp_conn (acp_agent_conn). *out is owned by
- * the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config options or auth
- * methods are malformed: duplicate or missing ids, a default that is not a value; the reason
- * goes to opts.on_log) or ACP_ENOMEM. */
+/* Creates an agent on `loop` using `store` (borrowed; must outlive the agent; several agents
+ * may share one) and the engine (copied). opts may be NULL. The agent owns one acp_conn
+ * (acp_agent_conn) and is one lease holder, with an id of its own (acp_agent_lease_holder).
+ * *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config
+ * options or auth methods are malformed: duplicate or missing ids, a default that is not a
+ * value; or lease_ttl_ms over a day; the reason goes to opts.on_log) or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
@@ -250,6 +256,9 @@ int acp_agent_flush(acp_agent *a);
 void acp_agent_shutdown(acp_agent *a);
 
 uv_loop_t *acp_agent_loop(const acp_agent *a);
+/* This agent's lease holder id, as the store records it ("<host>/<pid>/<random>"; borrowed
+ * for the agent's life): what an operator sees in acp_sessions.lease_holder. */
+const char *acp_agent_lease_holder(const acp_agent *a);
 acp_store *acp_agent_store(const acp_agent *a);
 /* The client's initialize params.clientCapabilities (borrowed; an empty object before
  * initialize). */

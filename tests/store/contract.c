@@ -85,13 +85,13 @@ static void mk_n(acp_store *st, int n, const char *state)
         stamp(t, i);
         snprintf(id, sizeof id, "s%d", i);
         mk(st, id, "/w", t);
-        if (state) assert_int_equal(acp_store_set_state(st, id, state), 0);
+        if (state) assert_int_equal(acp_store_set_state(st, id, 0, state), 0);
     }
 }
 
 static void append(acp_store *st, const char *id, const char *json)
 {
-    assert_int_equal(acp_store_append(st, id, json, strlen(json)), 0);
+    assert_int_equal(acp_store_append(st, id, 0, json, strlen(json)), 0);
 }
 
 /* --- replay collection ----------------------------------------------------------------- */
@@ -283,26 +283,26 @@ static void t_set_info(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     acp_store_session out;
-    assert_int_equal(acp_store_set_info(f->st, "a", true, "Title one", NULL), 0);
+    assert_int_equal(acp_store_set_info(f->st, "a", 0, true, "Title one", NULL), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.title, "Title one");
     assert_string_equal(out.updated_at, "2026-01-01T00:00:00.000Z"); /* NULL leaves it */
     acp_store_session_clear(&out);
 
-    assert_int_equal(acp_store_set_info(f->st, "a", false, "ignored", "2026-02-03T04:05:06.789Z"),
-                     0);
+    assert_int_equal(
+        acp_store_set_info(f->st, "a", 0, false, "ignored", "2026-02-03T04:05:06.789Z"), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.title, "Title one"); /* set_title=false leaves it */
     assert_string_equal(out.updated_at, "2026-02-03T04:05:06.789Z");
     acp_store_session_clear(&out);
 
-    assert_int_equal(acp_store_set_info(f->st, "a", true, NULL, NULL), 0);
+    assert_int_equal(acp_store_set_info(f->st, "a", 0, true, NULL, NULL), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_null(out.title);
     acp_store_session_clear(&out);
 
-    assert_int_equal(acp_store_set_info(f->st, "ghost", true, "x", NULL), ACP_ENOTFOUND);
-    assert_int_equal(acp_store_set_info(f->st, "a", false, NULL, "2026-13-01T00:00:00.000Z"),
+    assert_int_equal(acp_store_set_info(f->st, "ghost", 0, true, "x", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_info(f->st, "a", 0, false, NULL, "2026-13-01T00:00:00.000Z"),
                      ACP_EINVAL);
 }
 
@@ -310,13 +310,13 @@ static void t_set_roots(void **state)
 {
     fx *f = *state;
     mk(f->st, "a", "/old", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_roots(f->st, "a", "/new", "[\"/extra\"]"), 0);
+    assert_int_equal(acp_store_set_roots(f->st, "a", 0, "/new", "[\"/extra\"]"), 0);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.cwd, "/new");
     assert_string_equal(out.add_dirs, "[\"/extra\"]");
     acp_store_session_clear(&out);
-    assert_int_equal(acp_store_set_roots(f->st, "ghost", "/x", "[]"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_roots(f->st, "ghost", 0, "/x", "[]"), ACP_ENOTFOUND);
 
     /* list reports the current roots, and the cwd filter follows them */
     page p = {0};
@@ -552,8 +552,8 @@ static void t_append_deleted(void **state)
     append(f->st, "a", "{\"a\":2}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
     assert_non_null(strstr(acp_store_errmsg(f->st), "ghost"));
-    assert_string_equal(acp_store_gone(f->st, 0), "ghost");
-    assert_null(acp_store_gone(f->st, 1));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "ghost");
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     assert_int_equal(acp_store_pending(f->st), 0);
     got g = {0};
     replay_all(f->st, "a", &g);
@@ -576,8 +576,8 @@ static void t_append_deleted(void **state)
     append(f->st, "b", "{\"b\":2}");
     assert_int_equal(acp_store_delete(other, "a"), 0);
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
-    assert_string_equal(acp_store_gone(f->st, 0), "a");
-    assert_null(acp_store_gone(f->st, 1));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "a");
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
     assert_int_equal(acp_store_replay(f->st, "a", 0, 0, collect, &g, &last, &done), ACP_ENOTFOUND);
     replay_all(other, "b", &g);
@@ -591,21 +591,21 @@ static void t_append_deleted(void **state)
     append(f->st, "y", "{}");
     append(f->st, "x", "{}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
-    assert_string_equal(acp_store_gone(f->st, 0), "x");
-    assert_string_equal(acp_store_gone(f->st, 1), "y");
-    assert_null(acp_store_gone(f->st, 2));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "x");
+    assert_string_equal(acp_store_gone(f->st, 1, NULL, NULL), "y");
+    assert_null(acp_store_gone(f->st, 2, NULL, NULL));
     replay_all(other, "b", &g);
     assert_int_equal(g.n, 3);
     got_free(&g);
     append(f->st, "b", "{\"b\":4}");
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
-    assert_null(acp_store_gone(f->st, 0));
+    assert_null(acp_store_gone(f->st, 0, NULL, NULL));
 
     /* every other write for a session deleted elsewhere fails the same way */
     assert_int_equal(acp_store_delete(other, "b"), 0);
-    assert_int_equal(acp_store_set_info(f->st, "b", true, "t", NULL), ACP_ENOTFOUND);
-    assert_int_equal(acp_store_set_roots(f->st, "b", "/x", "[]"), ACP_ENOTFOUND);
-    assert_int_equal(acp_store_set_state(f->st, "b", "{}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_info(f->st, "b", 0, true, "t", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_roots(f->st, "b", 0, "/x", "[]"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, "{}"), ACP_ENOTFOUND);
     append(f->st, "b", "{\"b\":5}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
     assert_int_equal(acp_store_get(other, "b", &out), ACP_ENOTFOUND);
@@ -656,7 +656,7 @@ static void t_list_order(void **state)
     append(f->st, "z", "{}");
     assert_int_equal(acp_store_commit(f->st, "2026-02-01T00:00:00.000Z"), 0);
     /* and so does a set_info with a new updated_at */
-    assert_int_equal(acp_store_set_info(f->st, "b", true, "B", "2026-02-02T00:00:00.000Z"), 0);
+    assert_int_equal(acp_store_set_info(f->st, "b", 0, true, "B", "2026-02-02T00:00:00.000Z"), 0);
     assert_int_equal(acp_store_list(f->st, NULL, NULL, 2, on_row, &p, &next), 0);
     assert_int_equal(p.n, 2);
     assert_string_equal(p.id[0], "b");
@@ -1014,7 +1014,7 @@ static void t_state_set_get(void **state)
     assert_state(f->st, "a", NULL); /* none recorded yet */
 
     const char *one = "{\"mode\":\"code\",\"config\":{\"model\":\"m1\"}}";
-    assert_int_equal(acp_store_set_state(f->st, "a", one), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, one), 0);
     assert_string_equal(acp_store_errmsg(f->st), "");
     assert_state(f->st, "a", one);
     assert_state(f->st, "b", NULL); /* only the session named */
@@ -1027,18 +1027,18 @@ static void t_state_set_get(void **state)
     assert_null(out.state);
 
     const char *odd = " \n{\"t\" : \"a\\\\b\\n\\u00e9 é 😀 \\\"q\\\"\",\n\t\"n\":1.50e+3 } ";
-    assert_int_equal(acp_store_set_state(f->st, "a", odd), 0); /* overwrite */
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, odd), 0); /* overwrite */
     assert_state(f->st, "a", odd);
-    assert_int_equal(acp_store_set_state(f->st, "a", "{}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{}"), 0);
     assert_state(f->st, "a", "{}");
-    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0); /* clears */
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, NULL), 0); /* clears */
     assert_state(f->st, "a", NULL);
-    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0); /* clearing again is fine */
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, NULL), 0); /* clearing again is fine */
     assert_state(f->st, "a", NULL);
 
     /* the largest state the header allows, 1 MiB, is kept whole */
     char *big = object_of((size_t)1 << 20);
-    assert_int_equal(acp_store_set_state(f->st, "b", big), 0);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, big), 0);
     assert_state(f->st, "b", big);
     free(big);
 }
@@ -1048,22 +1048,22 @@ static void t_state_set_get(void **state)
 static void t_state_missing(void **state)
 {
     fx *f = *state;
-    assert_int_equal(acp_store_set_state(f->st, "ghost", "{\"m\":1}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "ghost", 0, "{\"m\":1}"), ACP_ENOTFOUND);
     assert_string_not_equal(acp_store_errmsg(f->st), "");
-    assert_int_equal(acp_store_set_state(f->st, "ghost", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "ghost", 0, NULL), ACP_ENOTFOUND);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
 
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"m\":1}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"m\":1}"), 0);
     assert_int_equal(acp_store_delete(f->st, "a"), 0);
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"m\":2}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"m\":2}"), ACP_ENOTFOUND);
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
 
     acp_store *other = open_where(f->where);
     assert_int_equal(acp_store_delete(other, "b"), 0);
-    assert_int_equal(acp_store_set_state(f->st, "b", "{\"m\":3}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, "{\"m\":3}"), ACP_ENOTFOUND);
     acp_store_close(other);
     assert_int_equal(acp_store_get(f->st, "b", &out), ACP_ENOTFOUND);
 
@@ -1081,7 +1081,7 @@ static void t_state_invalid(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     const char *kept = "{\"mode\":\"ask\"}";
-    assert_int_equal(acp_store_set_state(f->st, "a", kept), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, kept), 0);
     char *over = object_of(((size_t)1 << 20) + 1);
     const char *bad[] = {
         "",
@@ -1102,7 +1102,7 @@ static void t_state_invalid(void **state)
         over,
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = acp_store_set_state(f->st, "a", bad[i]);
+        int rc = acp_store_set_state(f->st, "a", 0, bad[i]);
         if (rc != ACP_EINVAL) print_error("state %zu (%.40s) accepted\n", i, bad[i]);
         assert_int_equal(rc, ACP_EINVAL);
         assert_string_not_equal(acp_store_errmsg(f->st), "");
@@ -1110,9 +1110,9 @@ static void t_state_invalid(void **state)
     }
     free(over);
     /* a bad id is refused before anything else */
-    assert_int_equal(acp_store_set_state(f->st, NULL, "{}"), ACP_EINVAL);
+    assert_int_equal(acp_store_set_state(f->st, NULL, 0, "{}"), ACP_EINVAL);
     /* an invalid text for a session that does not exist: the text is what is wrong */
-    assert_int_equal(acp_store_set_state(f->st, "ghost", "[]"), ACP_EINVAL);
+    assert_int_equal(acp_store_set_state(f->st, "ghost", 0, "[]"), ACP_EINVAL);
     assert_state(f->st, "a", kept);
 }
 
@@ -1122,10 +1122,10 @@ static void t_state_reopen(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"mode\":\"code\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"mode\":\"code\"}"), 0);
     acp_store *other = open_where(f->where);
     assert_state(other, "a", "{\"mode\":\"code\"}");
-    assert_int_equal(acp_store_set_state(other, "b", "{\"mode\":\"plan\"}"), 0);
+    assert_int_equal(acp_store_set_state(other, "b", 0, "{\"mode\":\"plan\"}"), 0);
     acp_store_close(other);
     acp_store_close(f->st);
     f->st = NULL; /* teardown's, should the open fail */
@@ -1133,7 +1133,7 @@ static void t_state_reopen(void **state)
     assert_state(f->st, "a", "{\"mode\":\"code\"}");
     assert_state(f->st, "b", "{\"mode\":\"plan\"}");
     /* and so does clearing it */
-    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, NULL), 0);
     acp_store_close(f->st);
     f->st = NULL;
     f->st = open_where(f->where);
@@ -1168,8 +1168,8 @@ static void t_state_delete(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"mode\":\"a\"}"), 0);
-    assert_int_equal(acp_store_set_state(f->st, "b", "{\"mode\":\"b\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"mode\":\"a\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, "{\"mode\":\"b\"}"), 0);
     assert_int_equal(acp_store_delete(f->st, "a"), 0);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
