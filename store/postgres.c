@@ -112,9 +112,6 @@ enum {
 /* COLS leaves state out: only get returns it, so list ships no more than it shows. */
 #define COLS       "id, cwd, add_dirs, title, created_at, updated_at"
 #define LIST_ORDER " ORDER BY updated_at DESC, id DESC LIMIT "
-/* A write's lease fence (parameter n): none, or the session's current epoch. */
-#define FENCED(n) " AND ($" #n "::bigint = 0 OR lease_epoch = $" #n "::bigint)"
-#define TTL(n)    " + $" #n "::bigint * interval '1 millisecond'"
 
 static const struct {
     const char *name;
@@ -124,22 +121,27 @@ static const struct {
                   "INSERT INTO acp_sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
                   " ON CONFLICT (id) DO NOTHING"},
     [Q_GET] = {"acp_get", "SELECT " COLS ", state FROM acp_sessions WHERE id = $1"},
+    /* Every write's "AND ($n = 0 OR lease_epoch = $n)": no lease fence, or the current one. */
     [Q_SET_INFO] = {"acp_set_info",
                     "UPDATE acp_sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
-                    " updated_at = COALESCE($4, updated_at) WHERE id = $1" FENCED(5)},
+                    " updated_at = COALESCE($4, updated_at) WHERE id = $1"
+                    " AND ($5::bigint = 0 OR lease_epoch = $5::bigint)"},
     [Q_SET_ROOTS] = {"acp_set_roots",
-                     "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1" FENCED(4)},
-    [Q_SET_STATE] = {"acp_set_state", "UPDATE acp_sessions SET state = $2 WHERE id = $1" FENCED(3)},
+                     "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"
+                     " AND ($4::bigint = 0 OR lease_epoch = $4::bigint)"},
+    [Q_SET_STATE] = {"acp_set_state", "UPDATE acp_sessions SET state = $2 WHERE id = $1"
+                                      " AND ($3::bigint = 0 OR lease_epoch = $3::bigint)"},
     /* The row lock taken by the UPDATE orders concurrent committers of one session; a
      * session deleted meanwhile, or whose fence is stale, matches no row, and then nothing is
      * inserted (0 rows: the commit reports the session lost). */
     [Q_APPEND] = {"acp_append",
                   "WITH s AS (UPDATE acp_sessions SET next_seq = next_seq + $2::bigint,"
-                  " updated_at = $3 WHERE id = $1" FENCED(
-                      5) " RETURNING next_seq - $2::bigint"
-                         " AS base) INSERT INTO acp_updates (session_id, seq, body)"
-                         " SELECT $1, s.base + u.ord - 1, u.body"
-                         " FROM s, unnest($4::text[]) WITH ORDINALITY AS u(body, ord)"},
+                  " updated_at = $3 WHERE id = $1"
+                  " AND ($5::bigint = 0 OR lease_epoch = $5::bigint)"
+                  " RETURNING next_seq - $2::bigint"
+                  " AS base) INSERT INTO acp_updates (session_id, seq, body)"
+                  " SELECT $1, s.base + u.ord - 1, u.body"
+                  " FROM s, unnest($4::text[]) WITH ORDINALITY AS u(body, ord)"},
     [Q_LAST_SEQ] = {"acp_last_seq", "SELECT next_seq - 1 FROM acp_sessions WHERE id = $1"},
     [Q_REPLAY] = {"acp_replay", "SELECT seq, body FROM acp_updates WHERE session_id = $1"
                                 " AND seq > $2::bigint AND seq <= $3::bigint ORDER BY seq"},
@@ -156,25 +158,24 @@ static const struct {
                           " AND (updated_at, id) < ($3, $4)" LIST_ORDER "$1::bigint"},
     [Q_EPOCH] = {"acp_epoch", "SELECT lease_epoch FROM acp_sessions WHERE id = $1"},
     /* One statement, one row lock, one reading of the server's clock: no row when the session
-     * is absent; else the new epoch when granted (the lease free: never taken, released, or
-     * expired; or already this holder's), or NULL and the ms the holder's lease has left. */
-    [Q_ACQUIRE] =
-        {"acp_lease_acquire",
-         "WITH c AS (SELECT id, lease_holder, lease_expires, clock_timestamp() AS now"
-         " FROM acp_sessions WHERE id = $1 FOR UPDATE),"
-         " g AS (UPDATE acp_sessions s SET lease_holder = $2,"
-         " lease_epoch = s.lease_epoch + 1, lease_expires = c.now" TTL(
-             3) " FROM c"
-                " WHERE s.id = c.id AND (c.lease_expires IS NULL OR c.lease_expires <= c.now"
-                " OR c.lease_holder = $2) RETURNING s.lease_epoch)"
-                " SELECT (SELECT lease_epoch FROM g),"
-                " ceil(extract(epoch FROM c.lease_expires - c.now) * 1000)::bigint FROM c"},
+     * is absent; else the epoch when granted (a new one when the lease was free: never taken,
+     * released, or expired; the same when it is already this holder's), or NULL and the ms
+     * the holder's lease has left. */
+    [Q_ACQUIRE] = {"acp_lease_acquire",
+                   "WITH c AS (SELECT id, lease_holder, lease_expires, clock_timestamp() AS now"
+                   " FROM acp_sessions WHERE id = $1 FOR UPDATE),"
+                   " g AS (UPDATE acp_sessions s SET lease_holder = $2, lease_epoch ="
+                   " s.lease_epoch + (c.lease_holder IS DISTINCT FROM $2)::int, lease_expires ="
+                   " c.now + $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
+                   " (c.lease_expires IS NULL OR c.lease_expires <= c.now OR c.lease_holder = $2)"
+                   " RETURNING s.lease_epoch) SELECT (SELECT lease_epoch FROM g),"
+                   " ceil(extract(epoch FROM c.lease_expires - c.now) * 1000)::bigint FROM c"},
     /* No row: absent; 1: renewed; 0: the epoch moved on. */
     [Q_RENEW] = {"acp_lease_renew",
                  "WITH c AS (SELECT id, lease_epoch FROM acp_sessions WHERE id = $1 FOR UPDATE),"
-                 " r AS (UPDATE acp_sessions s SET lease_expires = clock_timestamp()" TTL(
-                     3) " FROM c WHERE s.id = c.id AND c.lease_epoch = $2::bigint RETURNING 1)"
-                        " SELECT (SELECT count(*) FROM r) FROM c"},
+                 " r AS (UPDATE acp_sessions s SET lease_expires = clock_timestamp() +"
+                 " $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
+                 " c.lease_epoch = $2::bigint RETURNING 1) SELECT (SELECT count(*) FROM r) FROM c"},
     /* A new epoch: writes under the given-up fence are stale from now on. */
     [Q_RELEASE] = {"acp_lease_release",
                    "UPDATE acp_sessions SET lease_holder = NULL, lease_expires = NULL,"

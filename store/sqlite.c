@@ -84,8 +84,6 @@ enum {
 #define ORDER " ORDER BY updated_at DESC, id DESC LIMIT ?4"
 /* The keyset: strictly after (updated_at, id) in list order. */
 #define AFTER "(updated_at < ?2 OR (updated_at = ?2 AND id < ?3))"
-/* A write's lease fence (parameter n): none, or the session's current epoch. */
-#define FENCED(n) " AND (?" #n " = 0 OR lease_epoch = ?" #n ")"
 /* Now in ms since the Unix epoch, by the clock of the one host that shares an SQLite file
  * (julianday: unixepoch()'s 'subsec' needs SQLite 3.42). Fixed for one statement. */
 #define NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
@@ -93,12 +91,17 @@ enum {
 static const char *const sql[Q_COUNT] = {
     [Q_CREATE] = "INSERT INTO sessions (" COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [Q_GET] = "SELECT " COLS ", state FROM sessions WHERE id = ?1",
+    /* Every write's "AND (?n = 0 OR lease_epoch = ?n)": no lease fence, or the current one. */
     [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
-                   " updated_at = coalesce(?4, updated_at) WHERE id = ?1" FENCED(5),
-    [Q_SET_ROOTS] = "UPDATE sessions SET cwd = ?2, add_dirs = ?3 WHERE id = ?1" FENCED(4),
-    [Q_SET_STATE] = "UPDATE sessions SET state = ?2 WHERE id = ?1" FENCED(3),
-    [Q_BUMP] = "UPDATE sessions SET last_seq = last_seq + ?2, updated_at = ?3 WHERE id = ?1" FENCED(
-        4) " RETURNING sid, last_seq",
+                   " updated_at = coalesce(?4, updated_at) WHERE id = ?1"
+                   " AND (?5 = 0 OR lease_epoch = ?5)",
+    [Q_SET_ROOTS] = "UPDATE sessions SET cwd = ?2, add_dirs = ?3 WHERE id = ?1"
+                    " AND (?4 = 0 OR lease_epoch = ?4)",
+    [Q_SET_STATE] = "UPDATE sessions SET state = ?2 WHERE id = ?1"
+                    " AND (?3 = 0 OR lease_epoch = ?3)",
+    [Q_BUMP] = "UPDATE sessions SET last_seq = last_seq + ?2, updated_at = ?3 WHERE id = ?1"
+               " AND (?4 = 0 OR lease_epoch = ?4)"
+               " RETURNING sid, last_seq",
     [Q_INSERT] = "INSERT INTO updates (sid, seq, json) VALUES (?1, ?2, ?3)",
     [Q_SID] = "SELECT sid FROM sessions WHERE id = ?1",
     [Q_REPLAY] = "SELECT seq, json FROM updates WHERE sid = ?1 AND seq > ?2 ORDER BY seq",
@@ -109,8 +112,9 @@ static const char *const sql[Q_COUNT] = {
     [Q_DEL_UPDATES] = "DELETE FROM updates WHERE sid = ?1",
     [Q_DEL_SESSION] = "DELETE FROM sessions WHERE sid = ?1",
     [Q_EPOCH] = "SELECT lease_epoch FROM sessions WHERE id = ?1",
-    /* Free (never taken, released: NULL; expired), or this holder's: a new epoch. */
-    [Q_ACQUIRE] = "UPDATE sessions SET lease_holder = ?2, lease_epoch = lease_epoch + 1,"
+    /* Free (never taken, released: NULL; expired): a new epoch; this holder's: the same. */
+    [Q_ACQUIRE] = "UPDATE sessions SET lease_holder = ?2, lease_epoch = lease_epoch +"
+                  " (lease_holder IS NOT ?2),"
                   " lease_expires = " NOW_MS " + ?3 WHERE id = ?1 AND (lease_expires IS NULL"
                   " OR lease_expires <= " NOW_MS " OR lease_holder = ?2) RETURNING lease_epoch",
     [Q_LEASE_LEFT] = "SELECT lease_expires - " NOW_MS " FROM sessions WHERE id = ?1",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -1178,6 +1179,220 @@ static void t_state_delete(void **state)
     assert_state(f->st, "a", NULL);
 }
 
+/* --- leases ------------------------------------------------------------------------------ */
+
+#define DAY_MS (24u * 3600 * 1000)
+
+/* Waits out a lease of ttl_ms by the database's clock (the test's own clock is no proof, so
+ * ask the store: another holder can take it once it is free). */
+static void wait_expired(acp_store *st, const char *id, const char *other)
+{
+    for (;;) {
+        int64_t fence = 0, wait = 0;
+        int rc = acp_store_lease_acquire(st, id, other, DAY_MS, &fence, &wait);
+        if (rc == 0) {
+            assert_int_equal(acp_store_lease_release(st, id, fence), 0);
+            return;
+        }
+        assert_int_equal(rc, ACP_EBUSY);
+        struct timespec ts = {0, (long)(wait + 1) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int64_t take(acp_store *st, const char *id, const char *holder, unsigned ttl_ms)
+{
+    int64_t fence = 0;
+    assert_int_equal(acp_store_lease_acquire(st, id, holder, ttl_ms, &fence, NULL), 0);
+    assert_true(fence > 0);
+    return fence;
+}
+
+static int replayed(acp_store *st, const char *id)
+{
+    got g = {0};
+    replay_all(st, id, &g);
+    int n = g.n;
+    got_free(&g);
+    return n;
+}
+
+/* One holder at a time: a fresh lease refuses another holder (another handle: another
+ * process) with how long it has left; its own holder gets it again under the same epoch. */
+static void t_lease_acquire(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 60000), fence = -1, wait = -1;
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, &fence, &wait), ACP_EBUSY);
+    assert_int_equal(fence, 0);
+    assert_true(wait > 0 && wait <= 60000);
+    assert_non_null(strstr(acp_store_errmsg(o), "s"));
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, &fence, NULL), ACP_EBUSY);
+    assert_int_equal(take(o, "s", "A", 60000), f1); /* A's again: a renewal */
+
+    assert_int_equal(acp_store_lease_acquire(f->st, "nope", "A", 1000, &fence, &wait),
+                     ACP_ENOTFOUND);
+    char big[ACP_STORE_HOLDER_MAX + 2];
+    memset(big, 'h', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, &fence, &wait), ACP_EINVAL);
+    big[ACP_STORE_HOLDER_MAX] = '\0'; /* the longest accepted, but not the holder */
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, &fence, &wait), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "", 1000, &fence, &wait), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", NULL, 1000, &fence, &wait), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 0, &fence, &wait), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", DAY_MS + 1, &fence, &wait),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 0), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", 0, 1000), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_release(f->st, "s", -1), ACP_EINVAL);
+    acp_store_close(o);
+}
+
+/* Every write carries its fence, and only the current epoch's (or none) is stored. */
+static void t_lease_fence(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 60000), stale = f1 + 1;
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{\"a\":1}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_set_info(f->st, "s", f1, true, "t", NULL), 0);
+    assert_int_equal(acp_store_set_roots(f->st, "s", f1, "/x", "[]"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{\"m\":1}"), 0);
+    append(f->st, "s", "{\"none\":1}"); /* fence 0: no lease asked for */
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+
+    assert_int_equal(acp_store_set_info(f->st, "s", stale, true, "u", NULL), ACP_ESTALE);
+    assert_int_equal(acp_store_set_roots(f->st, "s", stale, "/y", "[]"), ACP_ESTALE);
+    assert_int_equal(acp_store_set_state(f->st, "s", stale, "{\"m\":2}"), ACP_ESTALE);
+    assert_int_equal(acp_store_set_info(f->st, "s", -1, true, "u", NULL), ACP_EINVAL);
+    assert_int_equal(acp_store_append(f->st, "s", stale, "{\"a\":2}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTALE);
+    int64_t fence = 0;
+    int why = 0;
+    assert_string_equal(acp_store_gone(f->st, 0, &fence, &why), "s");
+    assert_int_equal(fence, stale);
+    assert_int_equal(why, ACP_ESTALE);
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "s", &out), 0);
+    assert_string_equal(out.title, "t");
+    assert_string_equal(out.cwd, "/x");
+    assert_string_equal(out.state, "{\"m\":1}");
+    acp_store_session_clear(&out);
+    assert_int_equal(replayed(f->st, "s"), 2);
+}
+
+/* A holder that stops renewing loses the lease once it expires: another takes it with a new
+ * epoch, and from then on the old holder's writes store nothing, its renewal says so, and in
+ * one batch shared by both (one handle, two holders) only the new holder's appends count. */
+static void t_lease_takeover(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "t", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 5), ft = take(f->st, "t", "A", 60000);
+    wait_expired(o, "s", "probe");
+    /* expired and free again, but not taken: the old holder may renew and go on */
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 5), ACP_ESTALE); /* the probe's */
+    int64_t f2 = take(o, "s", "B", 60000);
+    assert_true(f2 > f1);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 60000), ACP_ESTALE);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ESTALE);
+
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{\"A\":1}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "t", ft, "{\"A\":2}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "s", f2, "{\"B\":1}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{\"A\":3}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTALE);
+    int64_t fence = 0;
+    int why = 0;
+    assert_string_equal(acp_store_gone(f->st, 0, &fence, &why), "s");
+    assert_int_equal(fence, f1);
+    assert_int_equal(why, ACP_ESTALE);
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
+    got g = {0};
+    replay_all(o, "s", &g);
+    assert_int_equal(g.n, 1);
+    assert_string_equal(g.json[0], "{\"B\":1}");
+    got_free(&g);
+    assert_int_equal(replayed(o, "t"), 1);
+
+    /* the new holder renews; the old cannot get it back while it is fresh */
+    assert_int_equal(acp_store_lease_renew(o, "s", f2, 60000), 0);
+    int64_t wait = 0;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 60000, &fence, &wait), ACP_EBUSY);
+    acp_store_close(o);
+}
+
+/* A renewal extends the lease from now, also one that had expired while nobody took it. */
+static void t_lease_renew(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 5);
+    struct timespec ts = {0, 30 * 1000000};
+    nanosleep(&ts, NULL); /* past its 5 ms (nobody else can have taken it: it is ours) */
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 60000), 0);
+    int64_t fence = 0, wait = 0;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "B", 60000, &fence, &wait), ACP_EBUSY);
+    assert_true(wait > 5);
+    assert_int_equal(acp_store_lease_renew(f->st, "nope", f1, 1000), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{}", 2), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+}
+
+/* Release frees the lease at once (no TTL to wait) and makes the released fence stale. */
+static void t_lease_release(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", DAY_MS);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0); /* not ours: nothing to do */
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 1000), ACP_ESTALE);
+    int64_t f2 = take(o, "s", "B", DAY_MS);
+    assert_true(f2 > f1);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0); /* stale: B's stays */
+    int64_t fence = 0, wait = 0;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 1000, &fence, &wait), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_release(f->st, "nope", 3), 0);
+    /* the same holder after a release: a new epoch, the released one stays stale */
+    assert_int_equal(acp_store_lease_release(o, "s", f2), 0);
+    int64_t f3 = take(o, "s", "B", DAY_MS);
+    assert_true(f3 > f2);
+    assert_int_equal(acp_store_set_state(o, "s", f2, "{}"), ACP_ESTALE);
+    acp_store_close(o);
+}
+
+/* Delete wins over a lease: the holder's next write, commit or renewal finds the session
+ * gone (not stale), and nothing brings it back. */
+static void t_lease_delete(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", DAY_MS);
+    assert_int_equal(acp_store_delete(o, "s"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 1000), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{}", 2), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
+    int why = 0;
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, &why), "s");
+    assert_int_equal(why, ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(o, "s", &out), ACP_ENOTFOUND);
+    acp_store_close(o);
+}
+
 int store_contract_run(const store_contract_env *env)
 {
     void *e = (void *)env;
@@ -1207,6 +1422,12 @@ int store_contract_run(const store_contract_env *env)
         T(t_state_reopen),
         T(t_state_not_listed),
         T(t_state_delete),
+        T(t_lease_acquire),
+        T(t_lease_fence),
+        T(t_lease_takeover),
+        T(t_lease_renew),
+        T(t_lease_release),
+        T(t_lease_delete),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
