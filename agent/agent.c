@@ -290,16 +290,6 @@ static void handle_closed(uv_handle_t *h)
     agent_maybe_free(a);
 }
 
-/* "<host>/<pid>/<128 random bits>": unique among every agent on the store (the random part),
- * and telling an operator who holds a session (the rest). */
-static void make_holder(acp_agent *a)
-{
-    char host[65] = "", rnd[40];
-    gethostname(host, sizeof host - 1);
-    acp_agent_new_id("", rnd);
-    snprintf(a->holder, sizeof a->holder, "%.64s/%ld/%s", host, (long)getpid(), rnd);
-}
-
 #define LEASE_TTL_DEFAULT 15000u
 #define LEASE_TTL_MAX     (24u * 3600 * 1000)
 
@@ -315,7 +305,7 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     a->client_caps = json_object();
     a->init_params = json_object();
     a->lease_ttl_ms = a->opts.lease_ttl_ms ? a->opts.lease_ttl_ms : LEASE_TTL_DEFAULT;
-    make_holder(a);
+    lease_make_holder(a);
     if (a->lease_ttl_ms > LEASE_TTL_MAX)
         agent_fail(a, ACP_EINVAL, "lease_ttl_ms over a day: %u", a->lease_ttl_ms);
     if (a->errmsg[0] || cfg_check_engine(a) || auth_check_engine(a)) {

@@ -327,6 +327,11 @@ void turn_store_failed(acp_turn *t, const char *errmsg);
 void turn_writable_run(acp_agent *a);
 
 /* lease.c: every open session holds its lease (acp/store.h) while it is open here. */
+/* Fills a->holder: "<host>/<pid>/<machine>/<random>", where machine names this boot of this
+ * machine and PID namespace ("-" when unknown): unique among every agent on the store (the
+ * random part), telling an operator who holds a session, and telling another agent on the
+ * same machine whether the holder's process is gone. */
+void lease_make_holder(acp_agent *a);
 /* Takes the lease of session id for this agent into *fence. On failure answers req (busy:
  * ACP_RPC_SESSION_BUSY with the retry hint; gone: -32002; store: -32603) and returns false. */
 bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence);

@@ -167,9 +167,11 @@ static const struct {
                    " g AS (UPDATE acp_sessions s SET lease_holder = $2, lease_epoch ="
                    " s.lease_epoch + (c.lease_holder IS DISTINCT FROM $2)::int, lease_expires ="
                    " c.now + $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
-                   " (c.lease_expires IS NULL OR c.lease_expires <= c.now OR c.lease_holder = $2)"
-                   " RETURNING s.lease_epoch) SELECT (SELECT lease_epoch FROM g),"
-                   " ceil(extract(epoch FROM c.lease_expires - c.now) * 1000)::bigint FROM c"},
+                   " (c.lease_expires IS NULL OR c.lease_expires <= c.now OR c.lease_holder = $2"
+                   " OR c.lease_holder = $4) RETURNING s.lease_epoch)"
+                   " SELECT (SELECT lease_epoch FROM g),"
+                   " ceil(extract(epoch FROM c.lease_expires - c.now) * 1000)::bigint,"
+                   " c.lease_holder FROM c"},
     /* No row: absent; 1: renewed; 0: the epoch moved on. */
     [Q_RENEW] = {"acp_lease_renew",
                  "WITH c AS (SELECT id, lease_epoch FROM acp_sessions WHERE id = $1 FOR UPDATE),"
@@ -921,21 +923,23 @@ static int pg_remove(acp_store *st, const char *id)
 }
 
 static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            int64_t *fence, int64_t *wait_ms)
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
 {
     pg_store *p = (pg_store *)st;
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[3] = {id, holder, ttl};
+    const char *v[4] = {id, holder, ttl, dead};
     PGresult *r = NULL;
     int rc = ready(p);
-    if (rc || (rc = exec(p, Q_ACQUIRE, 3, v, PGRES_TUPLES_OK, &r))) return rc;
-    if (PQntuples(r) == 0)
+    if (rc || (rc = exec(p, Q_ACQUIRE, 4, v, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0) {
         rc = acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
-    else if (!PQgetisnull(r, 0, 0))
+    } else if (!PQgetisnull(r, 0, 0)) {
         rc = server_number(p, PQgetvalue(r, 0, 0), "lease epoch", fence);
-    else if (!(rc = server_number(p, PQgetvalue(r, 0, 1), "lease time", wait_ms)))
+    } else if (!(rc = server_number(p, PQgetvalue(r, 0, 1), "lease time", &busy->wait_ms))) {
+        snprintf(busy->holder, sizeof busy->holder, "%s", PQgetvalue(r, 0, 2));
         rc = acp_store_fail(st, ACP_EBUSY, "session %s is leased to another holder", id);
+    }
     PQclear(r);
     return rc;
 }

@@ -114,10 +114,10 @@ static const char *const sql[Q_COUNT] = {
     [Q_EPOCH] = "SELECT lease_epoch FROM sessions WHERE id = ?1",
     /* Free (never taken, released: NULL; expired): a new epoch; this holder's: the same. */
     [Q_ACQUIRE] = "UPDATE sessions SET lease_holder = ?2, lease_epoch = lease_epoch +"
-                  " (lease_holder IS NOT ?2),"
-                  " lease_expires = " NOW_MS " + ?3 WHERE id = ?1 AND (lease_expires IS NULL"
-                  " OR lease_expires <= " NOW_MS " OR lease_holder = ?2) RETURNING lease_epoch",
-    [Q_LEASE_LEFT] = "SELECT lease_expires - " NOW_MS " FROM sessions WHERE id = ?1",
+                  " (lease_holder IS NOT ?2), lease_expires = " NOW_MS " + ?3 WHERE id = ?1"
+                  " AND (lease_expires IS NULL OR lease_expires <= " NOW_MS
+                  " OR lease_holder = ?2 OR lease_holder = ?4) RETURNING lease_epoch",
+    [Q_LEASE_LEFT] = "SELECT lease_expires - " NOW_MS ", lease_holder FROM sessions WHERE id = ?1",
     [Q_RENEW] = "UPDATE sessions SET lease_expires = " NOW_MS " + ?3"
                 " WHERE id = ?1 AND lease_epoch = ?2",
     /* A new epoch: writes under the given-up fence are stale from now on. */
@@ -641,7 +641,7 @@ static int sq_remove(acp_store *st, const char *id)
 /* One write transaction: the grant and, when refused, how long the holder's lease has left,
  * from one state of the row. */
 static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            int64_t *fence, int64_t *wait_ms)
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
 {
     sq_store *s = sq(st);
     if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
@@ -650,6 +650,7 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
     bind_text(q, 1, id);
     bind_text(q, 2, holder);
     sqlite3_bind_int64(q, 3, ttl_ms);
+    bind_text(q, 4, dead);
     int rc = db_step(s, q);
     if (rc == SQLITE_ROW) {
         *fence = sqlite3_column_int64(q, 0);
@@ -661,7 +662,11 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
     if (!(q = stmt(s, Q_LEASE_LEFT))) return finish(s, ACP_ESTORE);
     bind_text(q, 1, id);
     rc = db_step(s, q);
-    if (rc == SQLITE_ROW) *wait_ms = sqlite3_column_int64(q, 0);
+    if (rc == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(q, 1);
+        busy->wait_ms = sqlite3_column_int64(q, 0);
+        snprintf(busy->holder, sizeof busy->holder, "%s", h ? h : "");
+    }
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return finish(s, acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id));
     if (rc != SQLITE_ROW) return finish(s, fail(s, "lease"));

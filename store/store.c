@@ -236,20 +236,25 @@ static bool bad_ttl(unsigned ttl_ms)
     return ttl_ms == 0 || ttl_ms > LEASE_TTL_MAX;
 }
 
+static bool bad_holder(const char *h)
+{
+    return !h || !*h || strlen(h) > ACP_STORE_HOLDER_MAX;
+}
+
 int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            int64_t *fence, int64_t *wait_ms)
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
 {
     acp_store_clear_err(st);
-    int64_t wait = 0;
+    acp_store_lease_busy b = {0};
     *fence = 0;
-    if (wait_ms) *wait_ms = 0;
+    if (busy) *busy = b;
     if (!id) return bad(st, "session id");
-    if (!holder || !*holder || strlen(holder) > ACP_STORE_HOLDER_MAX)
-        return bad(st, "lease holder");
+    if (bad_holder(holder) || (dead && bad_holder(dead))) return bad(st, "lease holder");
     if (bad_ttl(ttl_ms)) return bad(st, "lease ttl");
     begin(st, ACP_FAULT_LEASE);
-    int rc = st->ops->lease_acquire(st, id, holder, ttl_ms, fence, &wait);
-    if (rc == ACP_EBUSY && wait_ms) *wait_ms = wait < 0 ? 0 : wait;
+    int rc = st->ops->lease_acquire(st, id, holder, ttl_ms, dead, fence, &b);
+    if (b.wait_ms < 0) b.wait_ms = 0;
+    if (rc == ACP_EBUSY && busy) *busy = b;
     return rc;
 }
 

@@ -177,16 +177,23 @@ int acp_store_delete(acp_store *st, const char *id);
 /* The longest holder id the store accepts. */
 #define ACP_STORE_HOLDER_MAX 128
 
+/* What acp_store_lease_acquire() says of the lease that refused it. */
+typedef struct acp_store_lease_busy {
+    int64_t wait_ms; /* how long until it expires unless renewed (>= 0) */
+    char holder[ACP_STORE_HOLDER_MAX + 1];
+} acp_store_lease_busy;
+
 /* Takes session id's lease for `holder` (a non-empty string of at most ACP_STORE_HOLDER_MAX
  * bytes naming one writer, unique among all that share the store) for ttl_ms (1 ms to one
  * day), committed before returning. It is granted when the lease is free (never taken,
- * released, or expired by the database's clock) or already this holder's, and every grant
- * makes a new epoch: *fence receives it, the fence of the caller's writes from now on (an
- * earlier fence of the same holder is stale too). ACP_EBUSY when another holder's lease is
- * fresh: *wait_ms (if non-NULL) receives how long until it expires unless renewed (>= 0).
- * ACP_ENOTFOUND, ACP_EINVAL (holder or ttl_ms out of range), ACP_ESTORE. */
+ * released, expired by the database's clock, or held by `dead`: NULL, or a holder the caller
+ * knows has died, whose lease counts as expired), with a new epoch, or when it is this
+ * holder's already, with the same epoch (a renewal: the holder's writes in flight stand).
+ * *fence receives the epoch, the fence of the caller's writes. ACP_EBUSY when another
+ * holder's lease is fresh: *busy (if non-NULL) says whose and for how long. ACP_ENOTFOUND,
+ * ACP_EINVAL (holder, dead or ttl_ms out of range), ACP_ESTORE. */
 int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            int64_t *fence, int64_t *wait_ms);
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy);
 /* Extends the lease of `fence` to ttl_ms from now (the database's clock), also when it had
  * expired and nobody took it since. ACP_ESTALE: the lease is no longer this fence's (another
  * holder took it, or it was released): the caller must stop writing. ACP_ENOTFOUND,
@@ -220,9 +227,9 @@ typedef struct acp_store_ops {
     int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                 acp_store_list_cb cb, void *user, char **next_cursor);
     int (*remove)(acp_store *st, const char *id);
-    /* wait_ms is non-NULL. */
+    /* busy is non-NULL and zeroed. */
     int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                         int64_t *fence, int64_t *wait_ms);
+                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
     int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
 } acp_store_ops;

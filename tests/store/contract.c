@@ -1188,14 +1188,15 @@ static void t_state_delete(void **state)
 static void wait_expired(acp_store *st, const char *id, const char *other)
 {
     for (;;) {
-        int64_t fence = 0, wait = 0;
-        int rc = acp_store_lease_acquire(st, id, other, DAY_MS, &fence, &wait);
+        int64_t fence = 0;
+        acp_store_lease_busy busy;
+        int rc = acp_store_lease_acquire(st, id, other, DAY_MS, NULL, &fence, &busy);
         if (rc == 0) {
             assert_int_equal(acp_store_lease_release(st, id, fence), 0);
             return;
         }
         assert_int_equal(rc, ACP_EBUSY);
-        struct timespec ts = {0, (long)(wait + 1) * 1000000};
+        struct timespec ts = {0, (long)(busy.wait_ms + 1) * 1000000};
         nanosleep(&ts, NULL);
     }
 }
@@ -1203,7 +1204,7 @@ static void wait_expired(acp_store *st, const char *id, const char *other)
 static int64_t take(acp_store *st, const char *id, const char *holder, unsigned ttl_ms)
 {
     int64_t fence = 0;
-    assert_int_equal(acp_store_lease_acquire(st, id, holder, ttl_ms, &fence, NULL), 0);
+    assert_int_equal(acp_store_lease_acquire(st, id, holder, ttl_ms, NULL, &fence, NULL), 0);
     assert_true(fence > 0);
     return fence;
 }
@@ -1224,30 +1225,44 @@ static void t_lease_acquire(void **state)
     fx *f = *state;
     acp_store *o = open_where(f->where);
     mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
-    int64_t f1 = take(f->st, "s", "A", 60000), fence = -1, wait = -1;
-    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, &fence, &wait), ACP_EBUSY);
+    int64_t f1 = take(f->st, "s", "A", 60000), fence = -1;
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, &busy), ACP_EBUSY);
     assert_int_equal(fence, 0);
-    assert_true(wait > 0 && wait <= 60000);
+    assert_true(busy.wait_ms > 0 && busy.wait_ms <= 60000);
+    assert_string_equal(busy.holder, "A");
     assert_non_null(strstr(acp_store_errmsg(o), "s"));
-    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, &fence, NULL), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
     assert_int_equal(take(o, "s", "A", 60000), f1); /* A's again: a renewal */
 
-    assert_int_equal(acp_store_lease_acquire(f->st, "nope", "A", 1000, &fence, &wait),
+    assert_int_equal(acp_store_lease_acquire(f->st, "nope", "A", 1000, NULL, &fence, &busy),
                      ACP_ENOTFOUND);
     char big[ACP_STORE_HOLDER_MAX + 2];
     memset(big, 'h', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, &fence, &wait), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, NULL, &fence, &busy),
+                     ACP_EINVAL);
     big[ACP_STORE_HOLDER_MAX] = '\0'; /* the longest accepted, but not the holder */
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, &fence, &wait), ACP_EBUSY);
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", "", 1000, &fence, &wait), ACP_EINVAL);
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", NULL, 1000, &fence, &wait), ACP_EINVAL);
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 0, &fence, &wait), ACP_EINVAL);
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", DAY_MS + 1, &fence, &wait),
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "", 1000, NULL, &fence, &busy),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", NULL, 1000, NULL, &fence, &busy),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 0, NULL, &fence, &busy), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", DAY_MS + 1, NULL, &fence, &busy),
                      ACP_EINVAL);
     assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 0), ACP_EINVAL);
     assert_int_equal(acp_store_lease_renew(f->st, "s", 0, 1000), ACP_EINVAL);
     assert_int_equal(acp_store_lease_release(f->st, "s", -1), ACP_EINVAL);
+
+    /* a holder known dead: its fresh lease is free to take, with a new epoch; naming another
+     * holder dead changes nothing */
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, "C", &fence, &busy), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, "", &fence, &busy), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, "A", &fence, &busy), 0);
+    assert_true(fence > f1);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ESTALE);
     acp_store_close(o);
 }
 
@@ -1324,8 +1339,9 @@ static void t_lease_takeover(void **state)
 
     /* the new holder renews; the old cannot get it back while it is fresh */
     assert_int_equal(acp_store_lease_renew(o, "s", f2, 60000), 0);
-    int64_t wait = 0;
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 60000, &fence, &wait), ACP_EBUSY);
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 60000, NULL, &fence, &busy),
+                     ACP_EBUSY);
     acp_store_close(o);
 }
 
@@ -1338,9 +1354,11 @@ static void t_lease_renew(void **state)
     struct timespec ts = {0, 30 * 1000000};
     nanosleep(&ts, NULL); /* past its 5 ms (nobody else can have taken it: it is ours) */
     assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 60000), 0);
-    int64_t fence = 0, wait = 0;
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", "B", 60000, &fence, &wait), ACP_EBUSY);
-    assert_true(wait > 5);
+    int64_t fence = 0;
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "B", 60000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    assert_true(busy.wait_ms > 5);
     assert_int_equal(acp_store_lease_renew(f->st, "nope", f1, 1000), ACP_ENOTFOUND);
     assert_int_equal(acp_store_append(f->st, "s", f1, "{}", 2), 0);
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
@@ -1360,8 +1378,10 @@ static void t_lease_release(void **state)
     int64_t f2 = take(o, "s", "B", DAY_MS);
     assert_true(f2 > f1);
     assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0); /* stale: B's stays */
-    int64_t fence = 0, wait = 0;
-    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 1000, &fence, &wait), ACP_EBUSY);
+    int64_t fence = 0;
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 1000, NULL, &fence, &busy),
+                     ACP_EBUSY);
     assert_int_equal(acp_store_lease_release(f->st, "nope", 3), 0);
     /* the same holder after a release: a new epoch, the released one stays stale */
     assert_int_equal(acp_store_lease_release(o, "s", f2), 0);

@@ -6,20 +6,26 @@
 #include <string.h>
 
 #include "acp/agent.h"
+#include "acp/num.h"
 #include "acp/rt.h"
 #include "acp/version.h"
 #include "tools/acp-agent/echo.h"
 #include "tools/acp-agent/memtrim.h"
 
 static const char usage[] =
-    "usage: acp-agent [--store PATH|URI] [--auth env:VAR] [--log-level quiet|info] [--help]\n"
-    "                 [--version]\n"
+    "usage: acp-agent [--store PATH|URI] [--auth env:VAR] [--lease-ttl MS]\n"
+    "                 [--log-level quiet|info] [--help] [--version]\n"
     "\n"
     "An ACP agent on stdin/stdout (logs on stderr) with the built-in echo engine.\n"
     "Sessions persist in the store: an SQLite file path (default\n"
     "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
     "MCP servers stopped with whatever they started, everything committed; exit status 0.\n"
+    "\n"
+    "--lease-ttl MS: this agent holds a lease on each session it has open, so that no\n"
+    "other agent on the store opens it meanwhile; MS (default 15000) is how long the\n"
+    "lease outlives an agent that stopped renewing it (killed on another machine,\n"
+    "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -75,6 +81,7 @@ static char *default_store(void)
 int main(int argc, char **argv)
 {
     const char *where = NULL, *auth_env = NULL;
+    uint64_t lease_ttl = 0;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -94,6 +101,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             auth_env = spec + 4;
+        } else if (!strcmp(argv[i], "--lease-ttl") && i + 1 < argc) {
+            char why[ACP_NUM_WHY];
+            if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl, why, sizeof why)) {
+                fprintf(stderr, "acp-agent: --lease-ttl takes milliseconds (1 to 86400000): %s\n",
+                        why);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
             const char *level = argv[++i];
             if (strcmp(level, "quiet") && strcmp(level, "info")) {
@@ -136,8 +150,12 @@ int main(int argc, char **argv)
     acp_engine eng;
     echo_engine(&eng, auth_env);
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
-    acp_agent_opts opts = {
-        .on_log = log_line, .on_done = on_done, .user = &prog, .mcp_http = true, .mcp_sse = true};
+    acp_agent_opts opts = {.on_log = log_line,
+                           .on_done = on_done,
+                           .user = &prog,
+                           .mcp_http = true,
+                           .mcp_sse = true,
+                           .lease_ttl_ms = (unsigned)lease_ttl};
     acp_agent *a = NULL;
     int rc = acp_agent_new(&loop, store, &eng, &opts, &a);
     if (!rc) rc = echo_serve(a);
