@@ -84,10 +84,10 @@ bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence)
     acp_store_lease_busy busy;
     int rc = acp_store_lease_acquire(a->store, id, a->holder, a->lease_ttl_ms, NULL, fence, &busy);
     if (rc == ACP_EBUSY && holder_dead(busy.holder)) {
-        agent_log(a, "session %s: its lease holder %s is gone: taking the session over", id,
-                  busy.holder);
-        rc = acp_store_lease_acquire(a->store, id, a->holder, a->lease_ttl_ms, busy.holder, fence,
-                                     &busy);
+        char dead[sizeof busy.holder];
+        memcpy(dead, busy.holder, sizeof dead); /* busy is written again */
+        agent_log(a, "session %s: its lease holder %s is gone: taking the session over", id, dead);
+        rc = acp_store_lease_acquire(a->store, id, a->holder, a->lease_ttl_ms, dead, fence, &busy);
     }
     if (!rc) {
         lease_renewing(a);
