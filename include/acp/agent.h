@@ -14,9 +14,10 @@
  * current_mode_update, and requests to the client still go out) and the running prompt is
  * answered -32603 "session store unavailable: <reason>".
  *
- * Several processes may share one store. When one deletes a session another has open, the
- * other learns it from its next write for the session (the commit of its updates, a title, a
- * mode or config change: ACP_ENOTFOUND from the store). It then drops what it held of the
+ * Several processes (and several agents in one process) may share one store. When one deletes a
+ * session another has open, the other learns it from its next write for the session (the commit
+ * of its updates, a title, a mode or config change: ACP_ENOTFOUND from the store) or lease
+ * renewal; so it does when another agent took the session's lease over (ACP_ESTALE). It then drops what it held of the
  * session, answers the request that wrote (and a prompt running in the session) -32002 with
  * data.sessionId, "... was deleted elsewhere ...", refuses further updates (ACP_ENOTFOUND)
  * and, at the next flush, closes the session as session/close would (engine.cancel, then
@@ -38,9 +39,12 @@
  *     record it with the additional directories as the session's roots;
  *   - session/close and session/prompt of a session that is not open: -32002 with
  *     data.sessionId; session/cancel of one is ignored (a notification);
- *   - a session open in several processes at once (loaded or resumed in each) is allowed:
- *     nothing is locked, every turn is stored whole in one history in commit order, each
- *     client sees its own turns live, the mode, config values and title are last-writer-wins;
+ *   - a session is open in one agent at a time: each agent holds a lease on the sessions it
+ *     has open (acp/store.h "Leases"; opts.lease_ttl_ms); session/load or resume of one another
+ *     agent holds is answered ACP_RPC_SESSION_BUSY (-32010) with data.sessionId and
+ *     data.retryAfterMs; an agent whose lease was taken over (it stopped renewing past the TTL)
+ *     treats the session as deleted elsewhere, with data.reason "lease_lost" and the message
+ *     "taken over by another agent" (docs/agent.md, "Several processes on one store");
  *   - a delete by another process during a session/load's replay stops it: the load is
  *     answered -32002 (what was replayed is void) and nothing stays open;
  *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602;
