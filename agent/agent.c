@@ -82,9 +82,9 @@ void acp_agent_new_id(const char *prefix, char *buf)
 bool agent_writable(const acp_agent *a)
 {
     if (a->held >= AGENT_HIGH_WATER) return false;
-    if (a->tr)
-        return acp_transport_writable(a->tr) &&
-               acp_transport_queued(a->tr) + a->held < AGENT_HIGH_WATER;
+    if (a->out)
+        return a->out->writable(a->out_ctx) &&
+               a->out->queued(a->out_ctx) + a->held < AGENT_HIGH_WATER;
     return acp_conn_out_len(a->conn) + a->held < AGENT_HIGH_WATER;
 }
 
@@ -101,7 +101,7 @@ static void pump_cb(uv_idle_t *h)
         /* When the transport itself is full its on_drain restarts us; held bytes alone leave
          * with this turn's flush, so then we just look again next turn. Without a transport
          * the embedder drains. */
-        if (a->tr && !acp_transport_writable(a->tr)) {
+        if (a->out && !a->out->writable(a->out_ctx)) {
             uv_idle_stop(&a->pump);
             a->pump_on = false;
         }
@@ -122,7 +122,7 @@ static void flusher_cb(uv_prepare_t *h)
 {
     acp_agent *a = h->data;
     acp_agent_flush(a);
-    if (a->tr) acp_transport_flush(a->tr);
+    if (a->out) a->out->flush(a->out_ctx);
 }
 
 void agent_mark_dirty(acp_agent *a, acp_session *s)
@@ -155,13 +155,18 @@ int acp_agent_flush(acp_agent *a)
         }
     }
     int rc = acp_store_pending(a->store) ? acp_store_commit(a->store, NULL) : 0;
-    int failed = rc; /* what every session's release hears: 0 when only some were gone */
-    if (rc == ACP_ENOTFOUND) {
-        /* The rest of the batch is stored; these sessions were deleted elsewhere. */
+    int failed = rc; /* what every session's release hears: 0 when only some were lost */
+    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) {
+        /* The rest of the batch is stored; these sessions were deleted elsewhere, or their
+         * lease was taken by another holder. The fence tells this agent's session from another
+         * agent's sharing the store (whose own flush hears of it the same way). */
         const char *id;
-        for (size_t i = 0; (id = acp_store_gone(a->store, i)); i++)
+        int64_t fence;
+        int why;
+        for (size_t i = 0; (id = acp_store_gone(a->store, i, &fence, &why)); i++)
             for (acp_session *s = a->dirty; s; s = s->dnext)
-                if (!strcmp(s->id, id)) session_gone(s); /* dirty already: only marked */
+                if (s->fence == fence && !strcmp(s->id, id))
+                    session_gone(s, why == ACP_ESTALE); /* dirty already: only marked */
         failed = 0;
     }
     char *err = failed ? strdup(acp_store_errmsg(a->store)) : NULL;
@@ -217,12 +222,20 @@ void agent_reply_not_found(acp_req *req, const char *id)
                   "session not found: %s", id);
 }
 
-void agent_reply_gone(acp_req *req, const char *id)
+void agent_reply_gone(acp_req *req, const char *id, bool fenced)
 {
-    acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
-                  "session %s was deleted elsewhere (by another process or connection); it is "
-                  "closed here and nothing more of it was stored",
-                  id);
+    if (fenced)
+        acp_req_error(req, ACP_RPC_NOT_FOUND,
+                      json_pack("{ssss}", "sessionId", id, "reason", "lease_lost"),
+                      "session %s was taken over by another agent (another host, process or "
+                      "connection) after this one's lease on it lapsed; it is closed here and "
+                      "nothing more of it was stored here",
+                      id);
+    else
+        acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
+                      "session %s was deleted elsewhere (by another process or connection); it "
+                      "is closed here and nothing more of it was stored",
+                      id);
 }
 
 /* The spec only says clients MUST initialize first; refusing with -32600 and this message is
@@ -246,6 +259,12 @@ static void conn_log(acp_conn *c, const char *message, void *user)
     agent_log(user, "rpc: %s", message);
 }
 
+static void conn_output(acp_conn *c, void *user)
+{
+    acp_agent *a = user;
+    if (a->out && a->out->soon) a->out->soon(a->out_ctx);
+}
+
 static void on_unknown(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
@@ -257,7 +276,7 @@ static void on_unknown(acp_conn *c, acp_req *req, void *user)
  * finished shutting down (their done callbacks still point at us). */
 void agent_maybe_free(acp_agent *a)
 {
-    if (!a->freeing || a->handles_open || a->closing_mcp || a->tr) return;
+    if (!a->freeing || a->handles_open || a->closing_mcp || a->out) return;
     calls_agent_free(a);
     auth_free_all(a);
     ext_free_all(a);
@@ -277,6 +296,9 @@ static void handle_closed(uv_handle_t *h)
     agent_maybe_free(a);
 }
 
+#define LEASE_TTL_DEFAULT 15000u
+#define LEASE_TTL_MAX     (24u * 3600 * 1000)
+
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out)
 {
@@ -288,14 +310,19 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     if (opts) a->opts = *opts;
     a->client_caps = json_object();
     a->init_params = json_object();
-    if (cfg_check_engine(a) || auth_check_engine(a)) {
+    a->lease_ttl_ms = a->opts.lease_ttl_ms ? a->opts.lease_ttl_ms : LEASE_TTL_DEFAULT;
+    lease_make_holder(a);
+    if (a->lease_ttl_ms > LEASE_TTL_MAX)
+        agent_fail(a, ACP_EINVAL, "lease_ttl_ms over a day: %u", a->lease_ttl_ms);
+    if (a->errmsg[0] || cfg_check_engine(a) || auth_check_engine(a)) {
         agent_log(a, "invalid engine: %s", a->errmsg);
         json_decref(a->client_caps);
         json_decref(a->init_params);
         free(a);
         return ACP_EINVAL;
     }
-    acp_conn_opts co = {.on_request = on_unknown, .on_log = conn_log, .user = a};
+    acp_conn_opts co = {
+        .on_request = on_unknown, .on_log = conn_log, .on_output = conn_output, .user = a};
     a->conn = acp_conn_new(&co);
     if (!a->conn || !a->client_caps || !a->init_params) {
         acp_conn_free(a->conn);
@@ -306,8 +333,9 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     }
     uv_idle_init(loop, &a->pump);
     uv_prepare_init(loop, &a->flusher);
-    a->pump.data = a->flusher.data = a;
-    a->handles_open = 2;
+    uv_timer_init(loop, &a->renewer);
+    a->pump.data = a->flusher.data = a->renewer.data = a;
+    a->handles_open = 3;
     methods_register(a);
     *out = a;
     return 0;
@@ -368,10 +396,21 @@ size_t acp_agent_session_count(const acp_agent *a)
 
 /* --- shutdown ------------------------------------------------------------------------------ */
 
-static void transport_closed(void *user)
+void agent_out_attach(acp_agent *a, const agent_out *out, void *ctx)
 {
-    acp_agent *a = user;
-    a->tr = NULL; /* it borrowed our conn until now */
+    a->out = out;
+    a->out_ctx = ctx;
+}
+
+void agent_out_drained(acp_agent *a)
+{
+    if (a->waiters || a->replays) agent_pump_start(a);
+}
+
+void agent_out_closed(acp_agent *a)
+{
+    a->out = NULL; /* it borrowed our conn until now */
+    a->out_ctx = NULL;
     if (a->freeing) {
         agent_maybe_free(a);
         return;
@@ -384,11 +423,11 @@ static void transport_closed(void *user)
 
 void agent_maybe_done(acp_agent *a)
 {
-    if (!a->shutting_down || a->done_called || a->transport_closing) return;
+    if (!a->shutting_down || a->done_called || a->out_closing) return;
     if (a->closing_mcp || a->dirty || a->sessions) return;
-    if (a->tr) {
-        a->transport_closing = true;
-        acp_transport_close(a->tr, transport_closed, a);
+    if (a->out) {
+        a->out_closing = true;
+        a->out->close(a->out_ctx);
         return;
     }
     a->done_called = true;
@@ -430,15 +469,21 @@ void acp_agent_free(acp_agent *a)
         s->dirty = false;
         session_release(s, 0, "");
     }
-    if (a->tr && !a->transport_closing) {
-        a->transport_closing = true;
-        acp_transport_close(a->tr, transport_closed, a);
+    if (a->out && !a->out_closing) {
+        a->out_closing = true;
+        a->out->close(a->out_ctx);
     }
     uv_close((uv_handle_t *)&a->pump, handle_closed);
     uv_close((uv_handle_t *)&a->flusher, handle_closed);
+    uv_close((uv_handle_t *)&a->renewer, handle_closed);
 }
 
 /* --- stdio transport ------------------------------------------------------------------------ */
+
+typedef struct stdio_out {
+    acp_agent *a;
+    acp_transport *t;
+} stdio_out;
 
 static int tr_before_flush(acp_transport *t, void *user)
 {
@@ -448,8 +493,7 @@ static int tr_before_flush(acp_transport *t, void *user)
 
 static void tr_drain(acp_transport *t, void *user)
 {
-    acp_agent *a = user;
-    if (a->waiters || a->replays) agent_pump_start(a);
+    agent_out_drained(user);
 }
 
 static void tr_eof(acp_transport *t, void *user)
@@ -457,12 +501,51 @@ static void tr_eof(acp_transport *t, void *user)
     acp_agent_shutdown(user);
 }
 
+static bool tr_writable(void *ctx)
+{
+    return acp_transport_writable(((stdio_out *)ctx)->t);
+}
+
+static size_t tr_queued(void *ctx)
+{
+    return acp_transport_queued(((stdio_out *)ctx)->t);
+}
+
+static void tr_flush(void *ctx)
+{
+    acp_transport_flush(((stdio_out *)ctx)->t);
+}
+
+static void tr_closed(void *ctx)
+{
+    acp_agent *a = ((stdio_out *)ctx)->a;
+    free(ctx);
+    agent_out_closed(a);
+}
+
+static void tr_close(void *ctx)
+{
+    acp_transport_close(((stdio_out *)ctx)->t, tr_closed, ctx);
+}
+
+/* The transport flushes from its own prepare handle every loop turn: no `soon` needed. */
+static const agent_out stdio_ops = {tr_writable, tr_queued, tr_flush, NULL, tr_close};
+
 int acp_agent_serve_stdio(acp_agent *a, int in_fd, int out_fd)
 {
+    stdio_out *so = malloc(sizeof *so);
+    if (!so) return ACP_ENOMEM;
     acp_transport_opts o = {.high_water = AGENT_HIGH_WATER,
                             .before_flush = tr_before_flush,
                             .on_drain = tr_drain,
                             .on_eof = tr_eof,
                             .user = a};
-    return acp_transport_open(a->loop, a->conn, in_fd, out_fd, &o, &a->tr);
+    so->a = a;
+    int rc = acp_transport_open(a->loop, a->conn, in_fd, out_fd, &o, &so->t);
+    if (rc) {
+        free(so);
+        return rc;
+    }
+    agent_out_attach(a, &stdio_ops, so);
+    return 0;
 }

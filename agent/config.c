@@ -215,18 +215,17 @@ static char *state_text(const acp_session *s)
 }
 
 /* Records the current values in the store. ACP_ENOTFOUND: the session was deleted (by
- * another process, say), and is closed at the next flush. */
+ * another process, say) or taken over by another lease holder, and is closed at the next
+ * flush. */
 static int save(acp_session *s)
 {
-    if (s->gone) return agent_fail(s->a, ACP_ENOTFOUND, "session %s was deleted elsewhere", s->id);
+    if (s->gone) return session_gone_error(s);
     char *txt = state_text(s);
     if (!txt) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
-    int rc = acp_store_set_state(s->a->store, s->id, txt);
+    int rc = acp_store_set_state(s->a->store, s->id, s->fence, txt);
     free(txt);
-    if (rc == ACP_ENOTFOUND) session_gone(s);
-    if (rc == ACP_ESTORE || rc == ACP_ENOTFOUND)
-        agent_fail(s->a, rc, "%s", acp_store_errmsg(s->a->store));
-    return rc;
+    if (rc == ACP_ESTORE) agent_fail(s->a, rc, "%s", acp_store_errmsg(s->a->store));
+    return session_write_failed(s, rc);
 }
 
 /* --- JSON ---------------------------------------------------------------------------------- */

@@ -18,7 +18,7 @@ int history_settle(acp_session *s)
     acp_buf *p = &s->pend;
     if (s->gone) p->len = 0; /* its appends could only come back ACP_ENOTFOUND */
     if (p->len) {
-        if (acp_store_append(s->a->store, s->id, p->data, p->len)) return ACP_ENOMEM;
+        if (acp_store_append(s->a->store, s->id, s->fence, p->data, p->len)) return ACP_ENOMEM;
         p->len = 0;
     }
     /* A streaming turn reuses its buffer (a merged text stays under AGENT_COALESCE_MAX), but
@@ -30,7 +30,8 @@ int history_settle(acp_session *s)
 int history_append(acp_session *s, const char *json, size_t n)
 {
     if (s->gone) return ACP_ENOTFOUND;
-    if (history_settle(s) || acp_store_append(s->a->store, s->id, json, n)) return ACP_ENOMEM;
+    if (history_settle(s) || acp_store_append(s->a->store, s->id, s->fence, json, n))
+        return ACP_ENOMEM;
     agent_mark_dirty(s->a, s);
     return 0;
 }

@@ -125,9 +125,15 @@ struct acp_session {
     bool dirty;               /* has appends not yet committed: its output is held */
     enum sess_state state;
     /* Deleted from the store by another process or connection (a write for it was
-     * ACP_ENOTFOUND): nothing more of it is sent or stored, and the next flush answers what
-     * is pending -32002 and closes it (session_gone). */
-    bool gone;
+     * ACP_ENOTFOUND), or fenced out (`fenced`: its lease was taken by another holder, a write
+     * or renewal was ACP_ESTALE): nothing more of it is sent or stored, and the next flush
+     * answers what is pending -32002 and closes it (session_gone). */
+    bool gone, fenced;
+    /* The epoch of this agent's lease on the session (0: none yet): every write carries it,
+     * and it is released when the session is freed, unless keep_lease (a load on this agent
+     * took the session over, lease and all). */
+    int64_t fence;
+    bool keep_lease;
     char *id;
     char *id_json; /* the id as a JSON string literal, for envelopes */
     acp_roots *roots;
@@ -180,13 +186,27 @@ typedef struct ext_handler {
     struct ext_handler *next;
 } ext_handler;
 
+/* Where the connection's output goes: the stdio transport (agent.c) or a network link
+ * (serve.c). The agent commits before any of it leaves (acp_agent_flush), asks writable()
+ * before producing more, and calls close() once at the end of its shutdown; the
+ * implementation then calls agent_out_closed() (from the loop, never from inside close()). */
+typedef struct agent_out {
+    /* Each gets the agent's out_ctx. */
+    bool (*writable)(void *ctx); /* false once full: agent_out_drained() follows */
+    size_t (*queued)(void *ctx); /* bytes produced and not yet handed to the kernel */
+    void (*flush)(void *ctx);    /* write what the connection has now */
+    void (*soon)(void *ctx);     /* the connection's output went non-empty (may be NULL) */
+    void (*close)(void *ctx);    /* write what is left, then close */
+} agent_out;
+
 struct acp_agent {
     uv_loop_t *loop;
     acp_store *store;
     acp_engine eng;
     acp_agent_opts opts;
     acp_conn *conn;
-    acp_transport *tr;
+    const agent_out *out; /* NULL: none (embedded), or closed */
+    void *out_ctx;        /* the implementation's: an acp_transport, a link's state */
     bool initialized;
     json_t *client_caps;
     json_t *init_params;
@@ -206,7 +226,11 @@ struct acp_agent {
 
     uv_idle_t pump;       /* runs waiters and replays while the output has room */
     uv_prepare_t flusher; /* commits once per loop turn when something is held */
+    uv_timer_t renewer;   /* renews the leases of the open sessions (lease.c) */
     bool pump_on, flusher_on;
+    char holder[ACP_STORE_HOLDER_MAX + 1]; /* this agent's lease holder id */
+    unsigned lease_ttl_ms;
+    bool lease_warned; /* a renewal failed (ESTORE): said once until one succeeds */
     int handles_open;
 
     size_t held;     /* bytes in every session's hold buffer */
@@ -215,10 +239,17 @@ struct acp_agent {
 
     bool shutting_down, done_called, freeing;
     int closing_mcp; /* MCP sets still shutting down */
-    bool transport_closing;
+    bool out_closing;
 };
 
 /* agent.c */
+/* Attaches an output (out static, ctx owned by the implementation). */
+void agent_out_attach(acp_agent *a, const agent_out *out, void *ctx);
+/* The output's queue fell below half after writable() said no. */
+void agent_out_drained(acp_agent *a);
+/* The output is closed (after close(), or when the peer went away and the agent's shutdown
+ * ran to its end): the agent finishes (on_done, or the free acp_agent_free started). */
+void agent_out_closed(acp_agent *a);
 void agent_log(acp_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool agent_writable(const acp_agent *a);
 void agent_pump_start(acp_agent *a);
@@ -227,8 +258,11 @@ void agent_reply_store_error(acp_agent *a, acp_req *req); /* the store's own las
 void agent_store_error(acp_req *req, const char *errmsg); /* -32603 with that sentence */
 /* -32002 for a session id that is neither open nor stored, the id in error.data.sessionId. */
 void agent_reply_not_found(acp_req *req, const char *id);
-/* -32002 for an open session that was deleted from the store elsewhere (data.sessionId). */
-void agent_reply_gone(acp_req *req, const char *id);
+/* -32002 for an open session that was deleted from the store elsewhere, or (fenced) taken
+ * over by another lease holder (data.sessionId, and data.reason "lease_lost" then). */
+void agent_reply_gone(acp_req *req, const char *id, bool fenced);
+/* ACP_RPC_SESSION_BUSY for a session leased by another holder for wait_ms more. */
+void agent_reply_busy(acp_req *req, const char *id, int64_t wait_ms);
 /* "session store unavailable: <errmsg>", the prefix once: errmsg itself or buf (n bytes). */
 const char *agent_store_sentence(const char *errmsg, char *buf, size_t n);
 bool agent_check_init(acp_agent *a, acp_req *req);
@@ -274,10 +308,16 @@ bool session_kinds_gated(const acp_agent *a);
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n);
 int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const char *message,
                   bool prompt);
-/* A write for s was ACP_ENOTFOUND: the session was deleted from the store elsewhere. Marks it
- * gone and dirty, so the next flush (never this call: the engine may be on the stack) drops
- * its held history, answers its prompt and pending replies -32002 and closes it. */
-void session_gone(acp_session *s);
+/* A write for s was ACP_ENOTFOUND: the session was deleted from the store elsewhere; or
+ * ACP_ESTALE (fenced): another holder took its lease. Marks it gone and dirty, so the next
+ * flush (never this call: the engine may be on the stack) drops its held history, answers its
+ * prompt and pending replies -32002 and closes it. */
+void session_gone(acp_session *s, bool fenced);
+/* For a write for s that returned rc: ACP_ENOTFOUND and ACP_ESTALE mark s gone (above) and
+ * become ACP_ENOTFOUND with acp_agent_errmsg() saying which; anything else is returned. */
+int session_write_failed(acp_session *s, int rc);
+/* ACP_ENOTFOUND for a gone session, acp_agent_errmsg() saying why. */
+int session_gone_error(acp_session *s);
 /* Answers req -32002 for a gone session s, after its held output. */
 void session_reply_gone(acp_session *s, acp_req *req);
 /* Answers a request about session s (result stolen; NULL: {}), or the JSON text json[0..n),
@@ -306,6 +346,20 @@ void turn_force_end(acp_turn *t);
  * session is gone), the engine told through cancel. */
 void turn_store_failed(acp_turn *t, const char *errmsg);
 void turn_writable_run(acp_agent *a);
+
+/* lease.c: every open session holds its lease (acp/store.h) while it is open here. */
+/* Fills a->holder: "<host>/<pid>/<machine>/<random>", where machine names this boot of this
+ * machine and PID namespace ("-" when unknown): unique among every agent on the store (the
+ * random part), telling an operator who holds a session, and telling another agent on the
+ * same machine whether the holder's process is gone. */
+void lease_make_holder(acp_agent *a);
+/* Takes the lease of session id for this agent into *fence. On failure answers req (busy:
+ * ACP_RPC_SESSION_BUSY with the retry hint; gone: -32002; store: -32603) and returns false. */
+bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence);
+/* Gives s's lease up (session_free): another holder may take it at once. */
+void lease_give_up(acp_session *s);
+/* Keeps the renewal timer running while some session holds a lease. */
+void lease_renewing(acp_agent *a);
 
 /* replay.c */
 void replay_start(acp_session *s);

@@ -184,6 +184,10 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
         session_free(s);
         return;
     }
+    if (!lease_take(a, req, id, &s->fence)) {
+        session_free(s);
+        return;
+    }
     s->is_new = true;
     s->open_req = req;
     session_activate(s);
@@ -203,23 +207,27 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
         /* Failed; if because it is not stored any more (-32002), the one open here was
          * deleted elsewhere: it goes too. */
         acp_store_session row = {0};
-        if (old && acp_store_get(a->store, old->id, &row) == ACP_ENOTFOUND) session_gone(old);
+        if (old && acp_store_get(a->store, old->id, &row) == ACP_ENOTFOUND)
+            session_gone(old, false);
         acp_store_session_clear(&row);
         return;
     }
     if (old) {
+        old->keep_lease = true; /* the new incarnation holds it now, under the same epoch */
+        s->keep_lease = false;
         session_close(old);
         /* What the old incarnation still holds goes out now, before any replay or response
          * of the new one (committing early is always allowed). */
         acp_agent_flush(a);
     }
     /* The request's roots are now the session's: list reports them. */
-    int rc = acp_store_set_roots(a->store, id, acp_session_cwd(s), s->add_dirs);
+    int rc = acp_store_set_roots(a->store, id, s->fence, acp_session_cwd(s), s->add_dirs);
     if (rc) {
-        if (rc == ACP_ENOTFOUND) /* it was there a moment ago */
-            agent_reply_gone(req, id);
+        if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) /* it was ours a moment ago */
+            agent_reply_gone(req, id, rc == ACP_ESTALE);
         else
             agent_reply_store_error(a, req);
+        if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) s->fence = 0; /* nothing to give up */
         session_free(s);
         return;
     }

@@ -87,7 +87,7 @@ static void replay_step(acp_session *s)
         if (rc == ACP_ENOTFOUND) {
             /* It was there when the load began (its roots were recorded): deleted since, by
              * another process; what was replayed so far is answered by this error. */
-            agent_reply_gone(req, s->id);
+            agent_reply_gone(req, s->id, s->fenced);
         } else if (rc == ACP_ESTORE) {
             agent_reply_store_error(a, req);
         } else {

@@ -60,14 +60,25 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     acp_roots *roots = roots_from(a, req, params);
     if (!roots) return NULL;
     json_t *servers = json_object_get(params, "mcpServers");
-    /* After validating the params, before starting any MCP server. */
+    /* After validating the params, before starting any MCP server. The lease first: what is
+     * read from the row after it is what no other holder can change any more. This agent
+     * may hold it already (the session is open here and is being loaded afresh): that keeps
+     * its epoch, so the old incarnation's last commit still goes through. */
     acp_store_session row = {0};
+    int64_t fence = 0;
+    /* The incarnation open here, if any, goes on using the lease when this open fails. */
+    bool shared = session_find(a, id) != NULL;
     if (must_exist) {
+        if (!lease_take(a, req, id, &fence)) {
+            acp_roots_free(roots);
+            return NULL;
+        }
         int rc = acp_store_get(a->store, id, &row);
         if (rc) {
             acp_roots_free(roots);
+            if (rc != ACP_ENOTFOUND && !shared) acp_store_lease_release(a->store, id, fence);
             if (rc == ACP_ENOTFOUND)
-                agent_reply_not_found(req, id);
+                agent_reply_not_found(req, id); /* (req and id go with the answer) */
             else if (rc == ACP_ESTORE)
                 agent_reply_store_error(a, req);
             else
@@ -79,6 +90,8 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     if (!s) goto nomem;
     s->a = a;
     s->roots = roots;
+    s->fence = fence;
+    s->keep_lease = shared; /* a failure below frees s: its lease with it, unless shared */
     s->id = strdup(id);
     acp_buf b = {0};
     if (!s->id) goto nomem;
@@ -125,10 +138,12 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     return s;
 nomem:
     acp_store_session_clear(&row);
-    if (s)
+    if (s) {
         session_free(s);
-    else
+    } else {
         acp_roots_free(roots);
+        if (fence && !shared) acp_store_lease_release(a->store, id, fence);
+    }
     acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
     return NULL;
 }
@@ -156,6 +171,7 @@ static void session_unlink(acp_session *s)
 
 void session_free(acp_session *s)
 {
+    lease_give_up(s); /* after its last commit: a reconnecting client may load it at once */
     /* Only a session that never became active still has its set: nothing waits for it. */
     if (s->mcp) acp_mcp_set_close(s->mcp, NULL, NULL);
     for (size_t i = 0; i < s->ndefs; i++) {
@@ -233,12 +249,32 @@ int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const 
     return 0;
 }
 
-void session_gone(acp_session *s)
+void session_gone(acp_session *s, bool fenced)
 {
     if (s->gone) return;
-    agent_log(s->a, "session %s was deleted from the store elsewhere: closing it", s->id);
+    agent_log(s->a,
+              fenced ? "session %s: another agent took its lease over (this one's had lapsed): "
+                       "closing it"
+                     : "session %s was deleted from the store elsewhere: closing it",
+              s->id);
     s->gone = true;
+    s->fenced = fenced;
     agent_mark_dirty(s->a, s);
+}
+
+int session_gone_error(acp_session *s)
+{
+    return agent_fail(s->a, ACP_ENOTFOUND,
+                      s->fenced ? "session %s was taken over by another agent"
+                                : "session %s was deleted elsewhere",
+                      s->id);
+}
+
+int session_write_failed(acp_session *s, int rc)
+{
+    if (rc != ACP_ENOTFOUND && rc != ACP_ESTALE) return rc;
+    session_gone(s, rc == ACP_ESTALE);
+    return session_gone_error(s);
 }
 
 void session_reply_gone(acp_session *s, acp_req *req)
@@ -247,7 +283,7 @@ void session_reply_gone(acp_session *s, acp_req *req)
         s->defs[s->ndefs - 1].gone = true;
         return;
     }
-    agent_reply_gone(req, s->id);
+    agent_reply_gone(req, s->id, s->fenced);
 }
 
 /* The end of a gone session, from its release, after its replies: an unanswered open is
@@ -256,7 +292,7 @@ void session_reply_gone(acp_session *s, acp_req *req)
 static void session_end_gone(acp_session *s)
 {
     if (s->open_req) {
-        agent_reply_gone(s->open_req, s->id);
+        agent_reply_gone(s->open_req, s->id, s->fenced);
         s->open_req = NULL;
     }
     if (s->state != SESS_CLOSED)
@@ -344,7 +380,7 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     for (size_t i = 0; i < n; i++) {
         if (d[i].gone || (s->gone && d[i].prompt)) {
             json_decref(d[i].result);
-            agent_reply_gone(d[i].req, s->id);
+            agent_reply_gone(d[i].req, s->id, s->fenced);
         } else if (commit_rc && d[i].prompt) {
             json_decref(d[i].result);
             agent_store_error(d[i].req, errmsg);
@@ -472,26 +508,23 @@ static int record_info(acp_session *s, const char *json, size_t n)
     json_t *at = json_object_get(u, "updatedAt");
     int rc = 0;
     if (title || json_is_string(at)) {
-        rc = acp_store_set_info(s->a->store, s->id, title != NULL,
+        rc = acp_store_set_info(s->a->store, s->id, s->fence, title != NULL,
                                 json_is_string(title) ? json_string_value(title) : NULL,
                                 json_is_string(at) ? json_string_value(at) : NULL);
         /* A client-chosen updatedAt in another format is still sent, just not stored. */
         if (rc == ACP_EINVAL && json_is_string(at))
-            rc = acp_store_set_info(s->a->store, s->id, title != NULL,
+            rc = acp_store_set_info(s->a->store, s->id, s->fence, title != NULL,
                                     json_is_string(title) ? json_string_value(title) : NULL, NULL);
     }
     json_decref(u);
-    if (rc == ACP_ENOTFOUND) { /* not sent: the client must not see a title stored nowhere */
-        session_gone(s);
-        return agent_fail(s->a, rc, "session %s was deleted elsewhere", s->id);
-    }
-    return rc;
+    /* Not sent when lost: the client must not see a title stored nowhere. */
+    return session_write_failed(s, rc);
 }
 
 int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted)
 {
     if (s->state == SESS_CLOSED) return ACP_ECLOSED;
-    if (s->gone) return agent_fail(s->a, ACP_ENOTFOUND, "session %s was deleted elsewhere", s->id);
+    if (s->gone) return session_gone_error(s);
     if (!trusted && acp_json_validate(json, n, 64)) return ACP_EINVAL;
     acp_span obj = {json, n}, kind;
     if (acp_json_kind(obj) != 'o' || !acp_json_member(obj, "sessionUpdate", &kind) ||

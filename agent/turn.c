@@ -121,7 +121,7 @@ static void turn_decide(acp_turn *t, json_t *result, int code, const char *messa
     acp_req_on_cancel(req, NULL, NULL);
     if (s->gone && !s->dirty) { /* (dirty: the release answers it so) */
         json_decref(result);
-        agent_reply_gone(req, s->id);
+        agent_reply_gone(req, s->id, s->fenced);
         return;
     }
     if (s->dirty) {
@@ -169,7 +169,7 @@ static void check_stored(acp_session *s)
 {
     if (s->dirty || s->gone) return;
     acp_store_session row;
-    if (acp_store_get(s->a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s);
+    if (acp_store_get(s->a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
     acp_store_session_clear(&row);
 }
 

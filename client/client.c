@@ -179,9 +179,13 @@ static void init_finish(acp_client_op *op, acp_client_reply *r)
         return;
     }
     if (r->status == ACP_ECLOSED) {
-        acp_client_seterr(c, ACP_ECLOSED,
-                          "the agent exited during initialize; check the agent command (see its "
-                          "messages above)");
+        if (c->opts.transport == ACP_CLIENT_URL)
+            acp_client_seterr(c, ACP_ECLOSED, "cannot initialize the agent at %s: %s", c->opts.url,
+                              acp_client_gone_why(c, "the connection ended"));
+        else
+            acp_client_seterr(c, ACP_ECLOSED,
+                              "the agent exited during initialize; check the agent command (see "
+                              "its messages above)");
         return;
     }
     if (r->status) return;
@@ -335,6 +339,10 @@ void acp_client_free(acp_client *c)
     if (c->tr) {
         c->closing++;
         acp_transport_close(c->tr, closed_one, c);
+    }
+    if (c->net) {
+        c->closing++;
+        acp_client_net_close(c, closed_one, c);
     }
     if (c->proc) {
         c->closing++;

@@ -11,6 +11,7 @@
 #include "acp/rt.h"
 
 typedef struct acp_term acp_term;
+typedef struct acp_client_net acp_client_net;
 typedef struct acp_pending acp_pending;
 
 struct acp_client {
@@ -20,6 +21,8 @@ struct acp_client {
     acp_conn *conn;
     acp_proc *proc;
     acp_transport *tr;
+    acp_client_net *net;  /* ACP_CLIENT_URL: the link to the remote agent */
+    char net_err[600];    /* why that link ended ("" while it is up) */
     acp_client_opts opts; /* callbacks, user and the enabled capabilities */
     json_t *init;         /* initialize result */
     json_t *no_methods;   /* [], acp_client_auth_methods() when the agent lists none */
@@ -130,6 +133,12 @@ void acp_client_deadlines(acp_client *c);
 
 /* Connects opts' transport (not manual) on c->loop. */
 int acp_client_link_open(acp_client *c);
+/* ACP_CLIENT_URL: sends what the connection has queued now; closes the link (done runs from
+ * the loop once it ended). */
+void acp_client_net_flush(acp_client *c);
+void acp_client_net_close(acp_client *c, void (*done)(void *user), void *user);
+/* Why the agent is out of reach, for messages: the remote link's end, else `fallback`. */
+const char *acp_client_gone_why(const acp_client *c, const char *fallback);
 
 acp_client_session *acp_client_find(acp_client *c, acp_span id_literal);
 acp_client_session *acp_client_find_id(acp_client *c, const char *id);

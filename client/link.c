@@ -1,16 +1,22 @@
 /* The transports that carry a client's bytes: a spawned agent's pipes, file descriptors the
- * application already has, a Unix socket. Each ends as an acp_transport on the client's loop;
- * the remote transports (WebSocket, Streamable HTTP) plug in here as well, as anything that
- * feeds acp_conn_recv() and drains the connection's output. ACP_CLIENT_MANUAL has none. */
+ * application already has, a Unix socket, each an acp_transport on the client's loop; and a
+ * remote agent by URL, an acp_link (net/link.h) whose whole messages feed acp_conn_recv() and
+ * which takes the connection's output line by line, once per loop turn. ACP_CLIENT_MANUAL has
+ * none. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "net/cookie.h"
+#include "net/link.h"
+#include "net/shttp_client.h"
+#include "net/ws.h"
 
 static void on_eof(acp_transport *t, void *user)
 {
@@ -91,6 +97,147 @@ static int unix_connect(acp_client *c, const acp_transport_opts *to)
               : 0;
 }
 
+/* --- a remote agent by URL ------------------------------------------------------------- */
+
+struct acp_client_net {
+    acp_client *c;
+    acp_link *link; /* NULL once it ended */
+    uv_prepare_t prep;
+    int open;            /* the link and the prepare handle, until each is closed */
+    acp_cookie_jar *jar; /* the server's cookies, for the link's life */
+    void (*done)(void *user);
+    void *done_user;
+};
+
+static void net_release(acp_client_net *n)
+{
+    if (--n->open) return;
+    void (*done)(void *) = n->done;
+    void *user = n->done_user;
+    acp_cookie_jar_free(n->jar);
+    free(n);
+    if (done) done(user);
+}
+
+static void net_on_message(acp_link *l, const char *msg, size_t len, void *user)
+{
+    acp_client_net *n = user;
+    /* One message, one line: the link's messages hold no line break. */
+    if (!acp_conn_recv(n->c->conn, msg, len)) acp_conn_recv(n->c->conn, "\n", 1);
+}
+
+static void net_on_close(acp_link *l, const char *reason, void *user)
+{
+    acp_client_net *n = user;
+    n->link = NULL;
+    acp_client *c = n->c;
+    if (!n->done) {         /* not our close: the agent is out of reach */
+        if (!c->net_err[0]) /* on_ws_open may have said it better */
+            snprintf(c->net_err, sizeof c->net_err, "%s", reason && *reason ? reason : "closed");
+        acp_client_eof(c);
+    }
+    net_release(n);
+}
+
+void acp_client_net_flush(acp_client *c)
+{
+    acp_client_net *n = c->net;
+    if (!n || !n->link || !acp_conn_out_len(c->conn)) return;
+    size_t len;
+    char *out = acp_conn_out_take(c->conn, &len);
+    for (char *p = out, *end = out + len; p < end;) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (k) acp_link_send(n->link, p, k); /* ACP_EIO: the link is ending; on_close says so */
+        p += k + 1;
+    }
+    free(out);
+}
+
+static void net_on_prepare(uv_prepare_t *h)
+{
+    acp_client_net *n = h->data;
+    acp_client_net_flush(n->c);
+}
+
+static void net_prep_closed(uv_handle_t *h)
+{
+    net_release(h->data);
+}
+
+void acp_client_net_close(acp_client *c, void (*done)(void *user), void *user)
+{
+    acp_client_net *n = c->net;
+    acp_client_net_flush(c); /* a last session/cancel, a permission's answer */
+    c->net = NULL;
+    n->done = done;
+    n->done_user = user;
+    uv_close((uv_handle_t *)&n->prep, net_prep_closed);
+    if (n->link) acp_link_close(n->link); /* on_close follows from the loop */
+}
+
+const char *acp_client_gone_why(const acp_client *c, const char *fallback)
+{
+    return c->net_err[0] ? c->net_err : fallback;
+}
+
+static void on_ws_open(acp_link *l, int status, const char *detail, void *user)
+{
+    acp_client_net *n = user;
+    if (status) /* on_close follows */
+        snprintf(n->c->net_err, sizeof n->c->net_err, "cannot open a WebSocket to %s: %s",
+                 n->c->opts.url, detail && *detail ? detail : acp_strerror(status));
+}
+
+static int url_connect(acp_client *c)
+{
+    const acp_client_opts *o = &c->opts;
+    const char *url = o->url ? o->url : "";
+    acp_client_net *n = calloc(1, sizeof *n);
+    if (!n) return ACP_ENOMEM;
+    n->c = c;
+    if (!(n->jar = acp_cookie_jar_new())) {
+        free(n);
+        return ACP_ENOMEM;
+    }
+    char *msg = NULL;
+    int rc;
+    if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8)) {
+        acp_shttp_client_opts so = {.url = url,
+                                    .token = o->token,
+                                    .ca_file = o->ca_file,
+                                    .h2c = o->h2c,
+                                    .max_message = o->max_message,
+                                    .cookies = n->jar};
+        rc = acp_shttp_connect(c->loop, &so, &n->link, &msg);
+    } else if (!strncasecmp(url, "ws://", 5) || !strncasecmp(url, "wss://", 6)) {
+        acp_net_limits lim = {.max_message = o->max_message};
+        acp_ws_connect_opts wo = {
+            .url = url, .token = o->token, .cookies = n->jar, .ca_file = o->ca_file, .lim = &lim};
+        rc = acp_ws_connect(c->loop, &wo, on_ws_open, n, &n->link);
+        if (rc == ACP_EINVAL) msg = strdup("not a valid ws:// or wss:// URL");
+    } else {
+        rc = ACP_EINVAL;
+        msg = strdup("an agent URL starts with ws://, wss://, http:// or https://");
+    }
+    if (rc) {
+        acp_client_seterr(c, rc, "cannot connect to the agent at %s: %s", url,
+                          msg ? msg : acp_strerror(rc));
+        free(msg);
+        acp_cookie_jar_free(n->jar);
+        free(n);
+        return rc;
+    }
+    static const acp_link_cbs cbs = {.on_message = net_on_message, .on_close = net_on_close};
+    acp_link_bind(n->link, &cbs, n);
+    uv_prepare_init(c->loop, &n->prep);
+    n->prep.data = n;
+    uv_prepare_start(&n->prep, net_on_prepare);
+    n->open = 2;
+    c->net = n;
+    return 0;
+}
+
 int acp_client_link_open(acp_client *c)
 {
     acp_transport_opts to = {.on_eof = on_eof, .user = c};
@@ -105,6 +252,8 @@ int acp_client_link_open(acp_client *c)
                                       c->opts.out_fd, acp_strerror(rc))
                   : 0;
     }
+    case ACP_CLIENT_URL:
+        return url_connect(c);
     default:
         return acp_client_seterr(c, ACP_EINVAL, "unknown transport %d", c->opts.transport);
     }

@@ -68,10 +68,14 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
                                      op->method);
     } else if (acp_msg_is_error(m) && acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED &&
                acp_conn_closed(conn)) { /* the code alone is no proof: an agent may send it */
-        r.status = acp_client_seterr(c, ACP_ECLOSED,
-                                     "the agent exited before answering %s; see its messages "
-                                     "above",
-                                     op->method);
+        r.status = c->net_err[0] ? acp_client_seterr(c, ACP_ECLOSED,
+                                                     "the connection to the agent ended before "
+                                                     "it answered %s: %s",
+                                                     op->method, c->net_err)
+                                 : acp_client_seterr(c, ACP_ECLOSED,
+                                                     "the agent exited before answering %s; see "
+                                                     "its messages above",
+                                                     op->method);
     } else if (acp_msg_is_error(m)) {
         r.code = c->errcode = acp_msg_error_code(m);
         r.data = acp_msg_error_data(m);
@@ -103,7 +107,8 @@ int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_o
     c->err[0] = 0;
     if (c->gone) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
+        return acp_client_seterr(c, ACP_ECLOSED, "%s",
+                                 acp_client_gone_why(c, "the agent has exited; start it again"));
     }
     if (cb == acp_client_sync_cb && !c->loop) { /* nothing would ever run the loop for it */
         json_decref(params);
@@ -309,7 +314,8 @@ int acp_client_notify(acp_client *c, const char *method, json_t *params)
     }
     if (c->gone) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_ECLOSED, "the agent has exited; start it again");
+        return acp_client_seterr(c, ACP_ECLOSED, "%s",
+                                 acp_client_gone_why(c, "the agent has exited; start it again"));
     }
     int rc = acp_conn_notify(c->conn, method, params);
     return rc ? acp_client_seterr(c, rc, "cannot send %s: %s", method, acp_strerror(rc)) : 0;

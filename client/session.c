@@ -426,6 +426,7 @@ int acp_client_session_cancel(acp_client_session *s)
     int rc = acp_conn_notify(s->c->conn, "session/cancel", json_pack("{s:s}", "sessionId", s->id));
     if (s->c->tr)
         acp_transport_flush(s->c->tr); /* now, not at the end of the turn: the user waits */
+    acp_client_net_flush(s->c);
     /* After session/cancel, pending permission requests MUST be answered `cancelled`; the
      * asks and elicitations of the turn go the same way. */
     acp_client_pending_cancel(s->c, s, false);

@@ -92,21 +92,23 @@ static int op_get(acp_store *st, const char *id, acp_store_session *out)
     return op_fails(st, 'g') ? ACP_ESTORE : find(st)->real->get(st, id, out);
 }
 
-static int op_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at)
+static int op_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,
+                       const char *title, const char *updated_at)
 {
-    return op_fails(st, 'i') ? ACP_ESTORE
-                             : find(st)->real->set_info(st, id, set_title, title, updated_at);
+    return op_fails(st, 'i')
+               ? ACP_ESTORE
+               : find(st)->real->set_info(st, id, fence, set_title, title, updated_at);
 }
 
-static int op_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+static int op_set_roots(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                        const char *add_dirs)
 {
-    return op_fails(st, 'r') ? ACP_ESTORE : find(st)->real->set_roots(st, id, cwd, add_dirs);
+    return op_fails(st, 'r') ? ACP_ESTORE : find(st)->real->set_roots(st, id, fence, cwd, add_dirs);
 }
 
-static int op_set_state(acp_store *st, const char *id, const char *state)
+static int op_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
-    return op_fails(st, 's') ? ACP_ESTORE : find(st)->real->set_state(st, id, state);
+    return op_fails(st, 's') ? ACP_ESTORE : find(st)->real->set_state(st, id, fence, state);
 }
 
 static int op_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,

@@ -1410,7 +1410,7 @@ static acp_store *store_with_session(void)
         "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"tc_0\",\"title\":\"t\"}"};
     if (acp_store_create(st, &s)) abort();
     for (int i = 0; i < 3; i++)
-        if (acp_store_append(st, "s1", h[i], strlen(h[i]))) abort();
+        if (acp_store_append(st, "s1", 0, h[i], strlen(h[i]))) abort();
     if (acp_store_commit(st, NULL)) abort();
     return st;
 }

@@ -334,3 +334,8 @@ const char *mcp_http_error(mcp_http *h)
 {
     return h->err[0] ? h->err : NULL;
 }
+
+void *mcp_http_easy(mcp_http *h)
+{
+    return h->easy;
+}

@@ -42,5 +42,9 @@ const char *mcp_http_content_type(mcp_http *h);
 const char *mcp_http_header(mcp_http *h, const char *name);
 /* The curl error text for a failed result (borrowed, until h is freed). */
 const char *mcp_http_error(mcp_http *h);
+/* The exchange's CURL easy handle, for options beyond the ones set here (HTTP version, trust
+ * anchors) right after mcp_http_start(), and for reading every value of a repeated response
+ * header (curl_easy_header). Borrowed; valid as long as h. */
+void *mcp_http_easy(mcp_http *h);
 
 #endif

@@ -38,6 +38,8 @@ size_t acp_sock_high_water(const acp_sock *s);
 /* Stop (true) or resume (false) reading: back-pressure on a peer that sends faster than we
  * can answer. */
 void acp_sock_pause(acp_sock *s, bool paused);
+/* The loop the socket runs on (a wire taking it over starts its own timers there). */
+uv_loop_t *acp_sock_loop(const acp_sock *s);
 /* The ALPN protocol agreed in the TLS handshake ("h2", "http/1.1"), or NULL (no TLS / none). */
 const char *acp_sock_alpn(const acp_sock *s);
 /* Writes what is queued (up to a bounded time), then closes; on_close follows. Idempotent. */

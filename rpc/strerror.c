@@ -31,6 +31,8 @@ const char *acp_strerror(int status)
         return "access denied";
     case ACP_EBUSY:
         return "busy";
+    case ACP_ESTALE:
+        return "lease lost to another holder";
     }
     return "unknown error";
 }

@@ -37,20 +37,25 @@ static int put(acp_store_batch *b, const char *s, size_t n, size_t *off)
     return 0;
 }
 
-/* The session index for id: the previous item's session first (the common case: a turn
- * streams into one session), then the others. */
-static int session_of(acp_store_batch *b, const char *id, size_t *out)
+static bool same(const acp_store_batch *b, size_t s, const char *id, int64_t fence)
+{
+    return b->sess[s].fence == fence && strcmp(acp_store_batch_id(b, s), id) == 0;
+}
+
+/* The session index for (id, fence): the previous item's session first (the common case: a
+ * turn streams into one session), then the others. */
+static int session_of(acp_store_batch *b, const char *id, int64_t fence, size_t *out)
 {
     if (b->nitems) {
         size_t s = b->items[b->nitems - 1].sess;
-        if (strcmp(acp_store_batch_id(b, s), id) == 0) return *out = s, 0;
+        if (same(b, s, id, fence)) return *out = s, 0;
     }
     for (size_t s = 0; s < b->nsess; s++)
-        if (strcmp(acp_store_batch_id(b, s), id) == 0) return *out = s, 0;
+        if (same(b, s, id, fence)) return *out = s, 0;
     if (grow((void **)&b->sess, &b->sess_cap, b->nsess + 1, sizeof *b->sess)) return ACP_ENOMEM;
     size_t off;
     if (put(b, id, strlen(id), &off)) return ACP_ENOMEM;
-    b->sess[b->nsess] = (acp_store_bsess){.id = off};
+    b->sess[b->nsess] = (acp_store_bsess){.id = off, .fence = fence};
     *out = b->nsess++;
     return 0;
 }
@@ -63,13 +68,13 @@ static bool append_faults(acp_store *st)
     return acp_store_inject_step(st) != NULL;
 }
 
-int acp_store_append(acp_store *st, const char *id, const char *json, size_t n)
+int acp_store_append(acp_store *st, const char *id, int64_t fence, const char *json, size_t n)
 {
     acp_store_batch *b = &st->batch;
     if (append_faults(st)) return ACP_ENOMEM;
     size_t sess, off;
     if (grow((void **)&b->items, &b->items_cap, b->nitems + 1, sizeof *b->items)) return ACP_ENOMEM;
-    if (session_of(b, id, &sess)) return ACP_ENOMEM;
+    if (session_of(b, id, fence, &sess)) return ACP_ENOMEM;
     if (put(b, json, n, &off)) {
         if (b->sess[sess].count == 0) b->nsess--; /* it was added just now: forget it */
         return ACP_ENOMEM;
@@ -119,37 +124,43 @@ static int reserve_gone(acp_store *st)
     const acp_store_batch *b = &st->batch;
     size_t need = 0;
     for (size_t i = 0; i < b->nsess; i++) need += strlen(acp_store_batch_id(b, i)) + 1;
-    return grow((void **)&st->gone, &st->gone_cap, need, 1);
+    return grow((void **)&st->gone, &st->gone_cap, need, 1) ||
+           grow((void **)&st->lost, &st->lost_cap, b->nsess, sizeof *st->lost);
 }
 
-/* Records the sessions the backend found gone (acp_store_gone) and says so: ACP_ENOTFOUND
- * naming the first, or 0 when none was. */
+/* Records the sessions the backend did not store (acp_store_gone) and says so: ACP_ENOTFOUND
+ * naming the first gone one, else ACP_ESTALE naming the first fenced out, or 0. */
 static int note_gone(acp_store *st)
 {
     const acp_store_batch *b = &st->batch;
-    size_t n = 0, first = 0;
+    size_t n[2] = {0, 0}, first[2] = {0, 0}; /* [0]: gone, [1]: fenced out */
     for (size_t i = 0; i < b->nsess; i++) {
-        if (!b->sess[i].gone) continue;
+        if (!b->sess[i].lost) continue;
         const char *id = acp_store_batch_id(b, i);
         size_t len = strlen(id) + 1;
+        st->lost[st->nlost++] =
+            (acp_store_lost){.id = st->gone_len, .fence = b->sess[i].fence, .why = b->sess[i].lost};
         memcpy(st->gone + st->gone_len, id, len);
         st->gone_len += len;
-        if (!n++) first = i;
+        int k = b->sess[i].lost == ACP_ESTALE;
+        if (!n[k]++) first[k] = i;
     }
-    if (!n) return 0;
-    if (n == 1)
-        return acp_store_fail(st, ACP_ENOTFOUND,
-                              "session %s no longer exists: its updates were not stored",
-                              acp_store_batch_id(b, first));
-    return acp_store_fail(st, ACP_ENOTFOUND,
-                          "session %s and %zu more no longer exist: their updates were not stored",
-                          acp_store_batch_id(b, first), n - 1);
+    if (n[0])
+        return acp_store_fail(
+            st, ACP_ENOTFOUND, "session %s%s no longer exists: its updates were not stored",
+            acp_store_batch_id(b, first[0]), n[0] + n[1] > 1 ? " (and others)" : "");
+    if (n[1])
+        return acp_store_fail(st, ACP_ESTALE,
+                              "session %s%s is leased to another holder now: updates appended "
+                              "under an older lease were not stored",
+                              acp_store_batch_id(b, first[1]), n[1] > 1 ? " (and others)" : "");
+    return 0;
 }
 
 int acp_store_commit(acp_store *st, const char *now)
 {
     acp_store_clear_err(st);
-    st->gone_len = 0;
+    st->gone_len = st->nlost = 0;
     if (st->batch.nitems == 0) return 0;
     char stamp[ACP_STORE_TIME_LEN + 1];
     int rc;
@@ -159,7 +170,7 @@ int acp_store_commit(acp_store *st, const char *now)
         rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
     } else {
         if (!now) acp_store_now(stamp);
-        for (size_t i = 0; i < st->batch.nsess; i++) st->batch.sess[i].gone = false;
+        for (size_t i = 0; i < st->batch.nsess; i++) st->batch.sess[i].lost = 0;
         if (st->inject) acp_store_inject_op(st, ACP_FAULT_COMMIT);
         rc = st->ops->commit(st, now ? now : stamp);
         if (!rc) rc = note_gone(st);
@@ -168,9 +179,10 @@ int acp_store_commit(acp_store *st, const char *now)
     return rc;
 }
 
-const char *acp_store_gone(const acp_store *st, size_t i)
+const char *acp_store_gone(const acp_store *st, size_t i, int64_t *fence, int *why)
 {
-    for (size_t at = 0; at < st->gone_len; at += strlen(st->gone + at) + 1)
-        if (i-- == 0) return st->gone + at;
-    return NULL;
+    if (i >= st->nlost) return NULL;
+    if (fence) *fence = st->lost[i].fence;
+    if (why) *why = st->lost[i].why;
+    return st->gone + st->lost[i].id;
 }

@@ -28,7 +28,7 @@
 #include "store/backends.h"
 #include "store/inject.h"
 
-#define SCHEMA_VERSION   2
+#define SCHEMA_VERSION   3
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
@@ -79,6 +79,12 @@ static const char *const migrations[SCHEMA_VERSION] = {
      * catalog change only (no table rewrite), so the migration's ACCESS EXCLUSIVE lock is
      * held for moments even on a large store. */
     "ALTER TABLE acp_sessions ADD COLUMN state text;",
+    /* v2 -> v3: the session's lease (acp_store_lease_acquire): who holds it, its epoch (the
+     * fence of every write) and until when by the server's clock (never the hosts': theirs
+     * disagree). A constant default is a catalog change too (PostgreSQL 11 and later). */
+    "ALTER TABLE acp_sessions ADD COLUMN lease_holder text,"
+    " ADD COLUMN lease_epoch bigint NOT NULL DEFAULT 0,"
+    " ADD COLUMN lease_expires timestamptz;",
 };
 
 enum {
@@ -96,6 +102,10 @@ enum {
     Q_LIST_ALL_AFTER,
     Q_LIST_CWD,
     Q_LIST_CWD_AFTER,
+    Q_EPOCH,
+    Q_ACQUIRE,
+    Q_RENEW,
+    Q_RELEASE,
     Q_COUNT
 };
 
@@ -111,19 +121,25 @@ static const struct {
                   "INSERT INTO acp_sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
                   " ON CONFLICT (id) DO NOTHING"},
     [Q_GET] = {"acp_get", "SELECT " COLS ", state FROM acp_sessions WHERE id = $1"},
+    /* Every write's "AND ($n = 0 OR lease_epoch = $n)": no lease fence, or the current one. */
     [Q_SET_INFO] = {"acp_set_info",
                     "UPDATE acp_sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
-                    " updated_at = COALESCE($4, updated_at) WHERE id = $1"},
+                    " updated_at = COALESCE($4, updated_at) WHERE id = $1"
+                    " AND ($5::bigint = 0 OR lease_epoch = $5::bigint)"},
     [Q_SET_ROOTS] = {"acp_set_roots",
-                     "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"},
-    [Q_SET_STATE] = {"acp_set_state", "UPDATE acp_sessions SET state = $2 WHERE id = $1"},
+                     "UPDATE acp_sessions SET cwd = $2, add_dirs = $3 WHERE id = $1"
+                     " AND ($4::bigint = 0 OR lease_epoch = $4::bigint)"},
+    [Q_SET_STATE] = {"acp_set_state", "UPDATE acp_sessions SET state = $2 WHERE id = $1"
+                                      " AND ($3::bigint = 0 OR lease_epoch = $3::bigint)"},
     /* The row lock taken by the UPDATE orders concurrent committers of one session; a
-     * session deleted meanwhile matches no row, and then nothing is inserted (0 rows: the
-     * commit reports the session gone). */
+     * session deleted meanwhile, or whose fence is stale, matches no row, and then nothing is
+     * inserted (0 rows: the commit reports the session lost). */
     [Q_APPEND] = {"acp_append",
                   "WITH s AS (UPDATE acp_sessions SET next_seq = next_seq + $2::bigint,"
-                  " updated_at = $3 WHERE id = $1 RETURNING next_seq - $2::bigint AS base)"
-                  " INSERT INTO acp_updates (session_id, seq, body)"
+                  " updated_at = $3 WHERE id = $1"
+                  " AND ($5::bigint = 0 OR lease_epoch = $5::bigint)"
+                  " RETURNING next_seq - $2::bigint"
+                  " AS base) INSERT INTO acp_updates (session_id, seq, body)"
                   " SELECT $1, s.base + u.ord - 1, u.body"
                   " FROM s, unnest($4::text[]) WITH ORDINALITY AS u(body, ord)"},
     [Q_LAST_SEQ] = {"acp_last_seq", "SELECT next_seq - 1 FROM acp_sessions WHERE id = $1"},
@@ -140,6 +156,32 @@ static const struct {
     [Q_LIST_CWD_AFTER] = {"acp_list_cwd_after",
                           "SELECT " COLS " FROM acp_sessions WHERE cwd = $2"
                           " AND (updated_at, id) < ($3, $4)" LIST_ORDER "$1::bigint"},
+    [Q_EPOCH] = {"acp_epoch", "SELECT lease_epoch FROM acp_sessions WHERE id = $1"},
+    /* One statement, one row lock, one reading of the server's clock: no row when the session
+     * is absent; else the epoch when granted (a new one when the lease was free: never taken,
+     * released, or expired; the same when it is already this holder's), or NULL and the ms
+     * the holder's lease has left. */
+    [Q_ACQUIRE] = {"acp_lease_acquire",
+                   "WITH c AS (SELECT id, lease_holder, lease_expires, clock_timestamp() AS now"
+                   " FROM acp_sessions WHERE id = $1 FOR UPDATE),"
+                   " g AS (UPDATE acp_sessions s SET lease_holder = $2, lease_epoch ="
+                   " s.lease_epoch + (c.lease_holder IS DISTINCT FROM $2)::int, lease_expires ="
+                   " c.now + $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
+                   " (c.lease_expires IS NULL OR c.lease_expires <= c.now OR c.lease_holder = $2"
+                   " OR c.lease_holder = $4) RETURNING s.lease_epoch)"
+                   " SELECT (SELECT lease_epoch FROM g),"
+                   " ceil(extract(epoch FROM c.lease_expires - c.now) * 1000)::bigint,"
+                   " c.lease_holder FROM c"},
+    /* No row: absent; 1: renewed; 0: the epoch moved on. */
+    [Q_RENEW] = {"acp_lease_renew",
+                 "WITH c AS (SELECT id, lease_epoch FROM acp_sessions WHERE id = $1 FOR UPDATE),"
+                 " r AS (UPDATE acp_sessions s SET lease_expires = clock_timestamp() +"
+                 " $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
+                 " c.lease_epoch = $2::bigint RETURNING 1) SELECT (SELECT count(*) FROM r) FROM c"},
+    /* A new epoch: writes under the given-up fence are stale from now on. */
+    [Q_RELEASE] = {"acp_lease_release",
+                   "UPDATE acp_sessions SET lease_holder = NULL, lease_expires = NULL,"
+                   " lease_epoch = lease_epoch + 1 WHERE id = $1 AND lease_epoch = $2::bigint"},
 };
 
 static int64_t now_ms(void)
@@ -503,34 +545,64 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     return rc ? acp_store_fail(st, rc, "out of memory") : 0;
 }
 
-/* Runs a single-row UPDATE; ENOTFOUND when it matched no session (as sqlite.c's update_one). */
-static int update_one(acp_store *st, int q, int n, const char *const *v)
+/* Why a write under `fence` for session id matched no row: ACP_ENOTFOUND (no such session),
+ * ACP_ESTALE (the session is there: its epoch moved on), or ACP_ESTORE. Asked after the write:
+ * a delete in between makes a stale fence look gone, and either way the writer stops. */
+static int why_unmatched(pg_store *p, const char *id, int64_t fence)
+{
+    PGresult *r = NULL;
+    int rc = exec(p, Q_EPOCH, 1, &id, PGRES_TUPLES_OK, &r);
+    if (rc) return rc;
+    rc = PQntuples(r) && fence ? ACP_ESTALE : ACP_ENOTFOUND;
+    PQclear(r);
+    return rc;
+}
+
+static int unmatched(pg_store *p, const char *id, int64_t fence)
+{
+    int rc = why_unmatched(p, id, fence);
+    if (rc == ACP_ENOTFOUND) return acp_store_fail(&p->base, rc, "no session %s", id);
+    if (rc == ACP_ESTALE)
+        return acp_store_fail(&p->base, rc, "session %s is leased to another holder now", id);
+    return rc;
+}
+
+/* Runs a single-row UPDATE made under fence; ENOTFOUND when it matched no session, ESTALE
+ * when it matched none because the fence is stale. */
+static int update_one(acp_store *st, int q, int n, const char *const *v, int64_t fence)
 {
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
     int64_t rows = 0;
     if ((rc = exec_cmd(p, q, n, v, &rows))) return rc;
-    return rows ? 0 : acp_store_fail(st, ACP_ENOTFOUND, "no session %s", v[0]);
+    return rows ? 0 : unmatched(p, v[0], fence);
 }
 
-static int pg_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at)
+static int pg_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,
+                       const char *title, const char *updated_at)
 {
-    const char *v[4] = {id, set_title ? "t" : "f", title, updated_at};
-    return update_one(st, Q_SET_INFO, 4, v);
+    char f[24];
+    snprintf(f, sizeof f, "%lld", (long long)fence);
+    const char *v[5] = {id, set_title ? "t" : "f", title, updated_at, f};
+    return update_one(st, Q_SET_INFO, 5, v, fence);
 }
 
-static int pg_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+static int pg_set_roots(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                        const char *add_dirs)
 {
-    const char *v[3] = {id, cwd, add_dirs};
-    return update_one(st, Q_SET_ROOTS, 3, v);
+    char f[24];
+    snprintf(f, sizeof f, "%lld", (long long)fence);
+    const char *v[4] = {id, cwd, add_dirs, f};
+    return update_one(st, Q_SET_ROOTS, 4, v, fence);
 }
 
-static int pg_set_state(acp_store *st, const char *id, const char *state)
+static int pg_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
-    const char *v[2] = {id, state};
-    return update_one(st, Q_SET_STATE, 2, v);
+    char f[24];
+    snprintf(f, sizeof f, "%lld", (long long)fence);
+    const char *v[3] = {id, state, f};
+    return update_one(st, Q_SET_STATE, 3, v, fence);
 }
 
 static void put32(char *at, uint32_t v)
@@ -578,22 +650,26 @@ static char *batch_arrays(const acp_store_batch *b, size_t *off, size_t *size)
     return buf;
 }
 
-/* Marks session s of the batch gone when its append inserted nothing: the UPDATE that
- * locks its row matched none (deleted meanwhile, perhaps by another process). */
+/* Marks session s of the batch lost when its append inserted nothing: the UPDATE that locks
+ * its row matched none (deleted meanwhile, perhaps by another process, or its fence is stale:
+ * which one is asked once the commit is over). */
 static void note_gone(acp_store_batch *b, size_t s, PGresult *r)
 {
     int64_t n = 0; /* a count that is not a number proves nothing stored, as 0 does */
-    b->sess[s].gone = acp_parse_i64(PQcmdTuples(r), 0, INT64_MAX, &n, NULL, 0) || n == 0;
+    bool lost = acp_parse_i64(PQcmdTuples(r), 0, INT64_MAX, &n, NULL, 0) || n == 0;
+    b->sess[s].lost = lost ? ACP_ENOTFOUND : 0;
 }
 
-/* Sends session k's share of the batch: its id, its count, the commit time, its texts. */
+/* Sends session k's share of the batch: its id, its count, the commit time, its texts, its
+ * fence. */
 static int send_append(pg_store *p, const acp_store_batch *b, size_t s, const char *now,
                        const char *array, size_t size)
 {
-    char count[24];
+    char count[24], fence[24];
     snprintf(count, sizeof count, "%zu", b->sess[s].count);
-    const char *v[4] = {acp_store_batch_id(b, s), count, now, array};
-    const int lens[4] = {0, 0, 0, (int)size}, fmts[4] = {0, 0, 0, 1};
+    snprintf(fence, sizeof fence, "%lld", (long long)b->sess[s].fence);
+    const char *v[5] = {acp_store_batch_id(b, s), count, now, array, fence};
+    const int lens[5] = {0, 0, 0, (int)size, 0}, fmts[5] = {0, 0, 0, 1, 0};
     const acp_store_fault *f = acp_store_fault_at(&p->base);
     if (f && f->kind == ACP_FAULT_LOSE) lose_conn(p);
     if (f && f->kind == ACP_FAULT_LOSE_AFTER) p->lose_answer = true; /* once it has run */
@@ -602,7 +678,7 @@ static int send_append(pg_store *p, const acp_store_batch *b, size_t s, const ch
         raise_sql(f, raise, sizeof raise);
         return PQsendQueryParams(p->conn, raise, 0, NULL, NULL, NULL, NULL, 0) ? 0 : -1;
     }
-    return PQsendQueryPrepared(p->conn, stmts[Q_APPEND].name, 4, v, lens, fmts, 0) ? 0 : -1;
+    return PQsendQueryPrepared(p->conn, stmts[Q_APPEND].name, 5, v, lens, fmts, 0) ? 0 : -1;
 }
 
 /* An ACP_FAULT_LOSE_AFTER met by one of the commit's statements: the server has answered the
@@ -709,6 +785,14 @@ static int pg_commit(acp_store *st, const char *now)
             PQclear(r);
         }
     }
+    /* The batch is committed: sessions appended under a fence that stored nothing were deleted
+     * or fenced out, and only a read tells which. */
+    for (size_t s = 0; !rc && s < ns; s++)
+        if (b->sess[s].lost && b->sess[s].fence) {
+            int why = why_unmatched(p, acp_store_batch_id(b, s), b->sess[s].fence);
+            if (why == ACP_ESTORE) why = ACP_ENOTFOUND; /* the store fails the next call too */
+            b->sess[s].lost = why;
+        }
 out:
     p->lose_answer = false;
     size_t sent = 0;
@@ -838,6 +922,56 @@ static int pg_remove(acp_store *st, const char *id)
     return exec_simple(p, "COMMIT", "delete");
 }
 
+static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+{
+    pg_store *p = (pg_store *)st;
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    const char *v[4] = {id, holder, ttl, dead};
+    PGresult *r = NULL;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_ACQUIRE, 4, v, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0) {
+        rc = acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    } else if (!PQgetisnull(r, 0, 0)) {
+        rc = server_number(p, PQgetvalue(r, 0, 0), "lease epoch", fence);
+    } else if (!(rc = server_number(p, PQgetvalue(r, 0, 1), "lease time", &busy->wait_ms))) {
+        snprintf(busy->holder, sizeof busy->holder, "%s", PQgetvalue(r, 0, 2));
+        rc = acp_store_fail(st, ACP_EBUSY, "session %s is leased to another holder", id);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+{
+    pg_store *p = (pg_store *)st;
+    char f[24], ttl[24];
+    snprintf(f, sizeof f, "%lld", (long long)fence);
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    const char *v[3] = {id, f, ttl};
+    PGresult *r = NULL;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_RENEW, 3, v, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0)
+        rc = acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+    else if (strcmp(PQgetvalue(r, 0, 0), "1"))
+        rc = acp_store_fail(st, ACP_ESTALE, "session %s is leased to another holder now", id);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_lease_release(acp_store *st, const char *id, int64_t fence)
+{
+    pg_store *p = (pg_store *)st;
+    char f[24];
+    snprintf(f, sizeof f, "%lld", (long long)fence);
+    const char *v[2] = {id, f};
+    int rc = ready(p);
+    return rc ? rc : exec_cmd(p, Q_RELEASE, 2, v, NULL);
+}
+
 static void pg_close(acp_store *st)
 {
     pg_store *p = (pg_store *)st;
@@ -859,6 +993,9 @@ static const acp_store_ops pg_ops = {
     .replay = pg_replay,
     .list = pg_list,
     .remove = pg_remove,
+    .lease_acquire = pg_lease_acquire,
+    .lease_renew = pg_lease_renew,
+    .lease_release = pg_lease_release,
 };
 
 /* The numbers of a connection string, and of the PG* variables libpq reads in their place,

@@ -47,6 +47,11 @@ static const char *const migrations[] = {
     /* v1 -> v2: the agent's per-session state. ADD COLUMN rewrites the table's definition,
      * not its rows, so a store of any size migrates at once. */
     "ALTER TABLE sessions ADD COLUMN state TEXT;",
+    /* v2 -> v3: the session's lease (acp_store_lease_acquire): who holds it, its epoch (the
+     * fence of every write), and until when, in ms since the Unix epoch by SQLite's clock. */
+    "ALTER TABLE sessions ADD COLUMN lease_holder TEXT;"
+    "ALTER TABLE sessions ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -66,6 +71,11 @@ enum {
     Q_LIST_CWD_AFTER,
     Q_DEL_UPDATES,
     Q_DEL_SESSION,
+    Q_EPOCH,
+    Q_ACQUIRE,
+    Q_LEASE_LEFT,
+    Q_RENEW,
+    Q_RELEASE,
     Q_COUNT
 };
 
@@ -74,15 +84,23 @@ enum {
 #define ORDER " ORDER BY updated_at DESC, id DESC LIMIT ?4"
 /* The keyset: strictly after (updated_at, id) in list order. */
 #define AFTER "(updated_at < ?2 OR (updated_at = ?2 AND id < ?3))"
+/* Now in ms since the Unix epoch, by the clock of the one host that shares an SQLite file
+ * (julianday: unixepoch()'s 'subsec' needs SQLite 3.42). Fixed for one statement. */
+#define NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 
 static const char *const sql[Q_COUNT] = {
     [Q_CREATE] = "INSERT INTO sessions (" COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [Q_GET] = "SELECT " COLS ", state FROM sessions WHERE id = ?1",
+    /* Every write's "AND (?n = 0 OR lease_epoch = ?n)": no lease fence, or the current one. */
     [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
-                   " updated_at = coalesce(?4, updated_at) WHERE id = ?1",
-    [Q_SET_ROOTS] = "UPDATE sessions SET cwd = ?2, add_dirs = ?3 WHERE id = ?1",
-    [Q_SET_STATE] = "UPDATE sessions SET state = ?2 WHERE id = ?1",
+                   " updated_at = coalesce(?4, updated_at) WHERE id = ?1"
+                   " AND (?5 = 0 OR lease_epoch = ?5)",
+    [Q_SET_ROOTS] = "UPDATE sessions SET cwd = ?2, add_dirs = ?3 WHERE id = ?1"
+                    " AND (?4 = 0 OR lease_epoch = ?4)",
+    [Q_SET_STATE] = "UPDATE sessions SET state = ?2 WHERE id = ?1"
+                    " AND (?3 = 0 OR lease_epoch = ?3)",
     [Q_BUMP] = "UPDATE sessions SET last_seq = last_seq + ?2, updated_at = ?3 WHERE id = ?1"
+               " AND (?4 = 0 OR lease_epoch = ?4)"
                " RETURNING sid, last_seq",
     [Q_INSERT] = "INSERT INTO updates (sid, seq, json) VALUES (?1, ?2, ?3)",
     [Q_SID] = "SELECT sid FROM sessions WHERE id = ?1",
@@ -93,6 +111,18 @@ static const char *const sql[Q_COUNT] = {
     [Q_LIST_CWD_AFTER] = "SELECT " COLS " FROM sessions WHERE cwd = ?1 AND " AFTER ORDER,
     [Q_DEL_UPDATES] = "DELETE FROM updates WHERE sid = ?1",
     [Q_DEL_SESSION] = "DELETE FROM sessions WHERE sid = ?1",
+    [Q_EPOCH] = "SELECT lease_epoch FROM sessions WHERE id = ?1",
+    /* Free (never taken, released: NULL; expired): a new epoch; this holder's: the same. */
+    [Q_ACQUIRE] = "UPDATE sessions SET lease_holder = ?2, lease_epoch = lease_epoch +"
+                  " (lease_holder IS NOT ?2), lease_expires = " NOW_MS " + ?3 WHERE id = ?1"
+                  " AND (lease_expires IS NULL OR lease_expires <= " NOW_MS
+                  " OR lease_holder = ?2 OR lease_holder = ?4) RETURNING lease_epoch",
+    [Q_LEASE_LEFT] = "SELECT lease_expires - " NOW_MS ", lease_holder FROM sessions WHERE id = ?1",
+    [Q_RENEW] = "UPDATE sessions SET lease_expires = " NOW_MS " + ?3"
+                " WHERE id = ?1 AND lease_epoch = ?2",
+    /* A new epoch: writes under the given-up fence are stale from now on. */
+    [Q_RELEASE] = "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL,"
+                  " lease_epoch = lease_epoch + 1 WHERE id = ?1 AND lease_epoch = ?2",
 };
 
 typedef struct sq_store {
@@ -361,18 +391,40 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     return rc;
 }
 
-/* Runs a single-row UPDATE already bound; ENOTFOUND when it matched no session. */
-static int update_one(sq_store *s, sqlite3_stmt *q, const char *what, const char *id)
+/* Why a write under `fence` for session id matched no row: ACP_ENOTFOUND (no such session),
+ * ACP_ESTALE (the session is there: its epoch moved on), or ACP_ESTORE. */
+static int why_unmatched(sq_store *s, const char *id, int64_t fence)
+{
+    sqlite3_stmt *q = stmt(s, Q_EPOCH);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    int rc = db_step(s, q);
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE || (rc == SQLITE_ROW && !fence)) return ACP_ENOTFOUND;
+    return rc == SQLITE_ROW ? ACP_ESTALE : fail(s, "lease");
+}
+
+static int unmatched(sq_store *s, const char *id, int64_t fence)
+{
+    int rc = why_unmatched(s, id, fence);
+    if (rc == ACP_ENOTFOUND) return acp_store_fail(&s->base, rc, "no session %s", id);
+    if (rc == ACP_ESTALE)
+        return acp_store_fail(&s->base, rc, "session %s is leased to another holder now", id);
+    return rc;
+}
+
+/* Runs a single-row UPDATE already bound; ENOTFOUND when it matched no session, ESTALE when
+ * it matched none because the fence is stale. */
+static int update_one(sq_store *s, sqlite3_stmt *q, const char *what, const char *id, int64_t fence)
 {
     int rc = db_step(s, q);
     sqlite3_reset(q);
     if (rc != SQLITE_DONE) return fail(s, what);
-    return sqlite3_changes(s->db) ? 0
-                                  : acp_store_fail(&s->base, ACP_ENOTFOUND, "no session %s", id);
+    return sqlite3_changes(s->db) ? 0 : unmatched(s, id, fence);
 }
 
-static int sq_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at)
+static int sq_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,
+                       const char *title, const char *updated_at)
 {
     sq_store *s = sq(st);
     sqlite3_stmt *q = stmt(s, Q_SET_INFO);
@@ -381,10 +433,12 @@ static int sq_set_info(acp_store *st, const char *id, bool set_title, const char
     sqlite3_bind_int(q, 2, set_title);
     bind_text(q, 3, title);
     bind_text(q, 4, updated_at);
-    return update_one(s, q, "set info", id);
+    sqlite3_bind_int64(q, 5, fence);
+    return update_one(s, q, "set info", id, fence);
 }
 
-static int sq_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+static int sq_set_roots(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                        const char *add_dirs)
 {
     sq_store *s = sq(st);
     sqlite3_stmt *q = stmt(s, Q_SET_ROOTS);
@@ -392,22 +446,25 @@ static int sq_set_roots(acp_store *st, const char *id, const char *cwd, const ch
     bind_text(q, 1, id);
     bind_text(q, 2, cwd);
     bind_text(q, 3, add_dirs);
-    return update_one(s, q, "set roots", id);
+    sqlite3_bind_int64(q, 4, fence);
+    return update_one(s, q, "set roots", id, fence);
 }
 
-static int sq_set_state(acp_store *st, const char *id, const char *state)
+static int sq_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
     sq_store *s = sq(st);
     sqlite3_stmt *q = stmt(s, Q_SET_STATE);
     if (!q) return ACP_ESTORE;
     bind_text(q, 1, id);
     bind_text(q, 2, state);
-    return update_one(s, q, "set state", id);
+    sqlite3_bind_int64(q, 3, fence);
+    return update_one(s, q, "set state", id, fence);
 }
 
 /* Reserves count seqs for each session of the batch: one UPDATE ... RETURNING per session,
  * inside the write transaction, so the range is ours alone. A session deleted meanwhile
- * (by another process) matches no row: it is marked gone and none of its updates is stored. */
+ * (by another process), or whose fence is stale, matches no row: it is marked lost (why,
+ * asked in the same transaction) and none of its updates is stored. */
 static int reserve(sq_store *s, acp_store_batch *b, const char *now)
 {
     sqlite3_stmt *q = stmt(s, Q_BUMP);
@@ -418,20 +475,21 @@ static int reserve(sq_store *s, acp_store_batch *b, const char *now)
         bind_text(q, 1, acp_store_batch_id(b, i));
         sqlite3_bind_int64(q, 2, (sqlite3_int64)bs->count);
         bind_text(q, 3, now);
+        sqlite3_bind_int64(q, 4, bs->fence);
         int rc = db_step(s, q);
-        if (rc == SQLITE_ROW) {
+        bool matched = rc == SQLITE_ROW;
+        if (matched) {
             bs->key = sqlite3_column_int64(q, 0);
             bs->next = sqlite3_column_int64(q, 1) - (int64_t)bs->count + 1;
             rc = db_step(s, q);
-        } else {
-            bs->gone = true; /* deleted meanwhile: nothing of it is stored */
         }
-        if (rc != SQLITE_DONE) {
-            sqlite3_reset(q);
-            return fail(s, "reserve seq");
+        sqlite3_reset(q);
+        if (rc != SQLITE_DONE) return fail(s, "reserve seq");
+        if (!matched) { /* nothing of it is stored */
+            bs->lost = why_unmatched(s, acp_store_batch_id(b, i), bs->fence);
+            if (bs->lost == ACP_ESTORE) return ACP_ESTORE;
         }
     }
-    sqlite3_reset(q);
     return 0;
 }
 
@@ -445,7 +503,7 @@ static int sq_commit(acp_store *st, const char *now)
     if (!rc && !q) rc = ACP_ESTORE;
     for (size_t i = 0; !rc && i < b->nitems; i++) {
         acp_store_bsess *bs = &b->sess[b->items[i].sess];
-        if (bs->gone) continue;
+        if (bs->lost) continue;
         sqlite3_bind_int64(q, 1, bs->key);
         sqlite3_bind_int64(q, 2, bs->next++);
         if (sqlite3_bind_text64(q, 3, acp_store_batch_json(b, i), b->items[i].n, SQLITE_STATIC,
@@ -580,6 +638,64 @@ static int sq_remove(acp_store *st, const char *id)
     return 0;
 }
 
+/* One write transaction: the grant and, when refused, how long the holder's lease has left,
+ * from one state of the row. */
+static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+{
+    sq_store *s = sq(st);
+    if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
+    sqlite3_stmt *q = stmt(s, Q_ACQUIRE);
+    if (!q) return finish(s, ACP_ESTORE);
+    bind_text(q, 1, id);
+    bind_text(q, 2, holder);
+    sqlite3_bind_int64(q, 3, ttl_ms);
+    bind_text(q, 4, dead);
+    int rc = db_step(s, q);
+    if (rc == SQLITE_ROW) {
+        *fence = sqlite3_column_int64(q, 0);
+        rc = db_step(s, q);
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE) return finish(s, fail(s, "lease"));
+    if (*fence) return finish(s, 0);
+    if (!(q = stmt(s, Q_LEASE_LEFT))) return finish(s, ACP_ESTORE);
+    bind_text(q, 1, id);
+    rc = db_step(s, q);
+    if (rc == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(q, 1);
+        busy->wait_ms = sqlite3_column_int64(q, 0);
+        snprintf(busy->holder, sizeof busy->holder, "%s", h ? h : "");
+    }
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE) return finish(s, acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id));
+    if (rc != SQLITE_ROW) return finish(s, fail(s, "lease"));
+    return finish(s, acp_store_fail(st, ACP_EBUSY, "session %s is leased to another holder", id));
+}
+
+static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_RENEW);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    sqlite3_bind_int64(q, 2, fence);
+    sqlite3_bind_int64(q, 3, ttl_ms);
+    return update_one(s, q, "lease", id, fence);
+}
+
+static int sq_lease_release(acp_store *st, const char *id, int64_t fence)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_RELEASE);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    sqlite3_bind_int64(q, 2, fence);
+    int rc = db_step(s, q);
+    sqlite3_reset(q);
+    return rc == SQLITE_DONE ? 0 : fail(s, "lease");
+}
+
 static const acp_store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -592,4 +708,7 @@ static const acp_store_ops sqlite_ops = {
     .replay = sq_replay,
     .list = sq_list,
     .remove = sq_remove,
+    .lease_acquire = sq_lease_acquire,
+    .lease_renew = sq_lease_renew,
+    .lease_release = sq_lease_release,
 };

@@ -75,6 +75,8 @@ void acp_store_close(acp_store *st)
     memset(b, 0, sizeof *b);
     free(st->gone);
     st->gone = NULL;
+    free(st->lost);
+    st->lost = NULL;
     free(st->inject);
     st->inject = NULL;
     st->ops->close(st);
@@ -147,23 +149,26 @@ int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
     return st->ops->get(st, id, out);
 }
 
-int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at)
+int acp_store_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,
+                       const char *title, const char *updated_at)
 {
     acp_store_clear_err(st);
     if (!id) return bad(st, "session id");
+    if (fence < 0) return bad(st, "lease fence");
     if (updated_at && !acp_store_time_valid(updated_at)) return bad(st, "timestamp");
     begin(st, ACP_FAULT_SET_INFO);
-    return st->ops->set_info(st, id, set_title, title, updated_at);
+    return st->ops->set_info(st, id, fence, set_title, title, updated_at);
 }
 
-int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs)
+int acp_store_set_roots(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                        const char *add_dirs)
 {
     acp_store_clear_err(st);
     if (!id) return bad(st, "session id");
+    if (fence < 0) return bad(st, "lease fence");
     if (!cwd || !add_dirs) return bad(st, "session roots");
     begin(st, ACP_FAULT_SET_ROOTS);
-    return st->ops->set_roots(st, id, cwd, add_dirs);
+    return st->ops->set_roots(st, id, fence, cwd, add_dirs);
 }
 
 /* A JSON object, judged by its first character after the whitespace JSON allows around a
@@ -174,10 +179,11 @@ static bool is_object(const char *s, size_t n)
     return acp_json_kind((acp_span){s + i, n - i}) == 'o';
 }
 
-int acp_store_set_state(acp_store *st, const char *id, const char *state)
+int acp_store_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
     acp_store_clear_err(st);
     if (!id) return bad(st, "session id");
+    if (fence < 0) return bad(st, "lease fence");
     if (state) {
         /* strnlen: a runaway string is refused without reading all of it */
         size_t n = strnlen(state, STATE_MAX + 1);
@@ -187,7 +193,7 @@ int acp_store_set_state(acp_store *st, const char *id, const char *state)
             return acp_store_fail(st, ACP_EINVAL, "store: session state is not a JSON object");
     }
     begin(st, ACP_FAULT_SET_STATE);
-    return st->ops->set_state(st, id, state);
+    return st->ops->set_state(st, id, fence, state);
 }
 
 int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
@@ -220,4 +226,53 @@ int acp_store_delete(acp_store *st, const char *id)
     if (!id) return bad(st, "session id");
     begin(st, ACP_FAULT_DELETE);
     return st->ops->remove(st, id);
+}
+
+/* A day: a lease is a liveness bound, and a longer one only hides a dead holder longer. */
+#define LEASE_TTL_MAX (24u * 3600 * 1000)
+
+static bool bad_ttl(unsigned ttl_ms)
+{
+    return ttl_ms == 0 || ttl_ms > LEASE_TTL_MAX;
+}
+
+static bool bad_holder(const char *h)
+{
+    return !h || !*h || strlen(h) > ACP_STORE_HOLDER_MAX;
+}
+
+int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+{
+    acp_store_clear_err(st);
+    acp_store_lease_busy b = {0};
+    *fence = 0;
+    if (busy) *busy = b;
+    if (!id) return bad(st, "session id");
+    if (bad_holder(holder) || (dead && bad_holder(dead))) return bad(st, "lease holder");
+    if (bad_ttl(ttl_ms)) return bad(st, "lease ttl");
+    begin(st, ACP_FAULT_LEASE);
+    int rc = st->ops->lease_acquire(st, id, holder, ttl_ms, dead, fence, &b);
+    if (b.wait_ms < 0) b.wait_ms = 0;
+    if (rc == ACP_EBUSY && busy) *busy = b;
+    return rc;
+}
+
+int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+{
+    acp_store_clear_err(st);
+    if (!id) return bad(st, "session id");
+    if (fence <= 0) return bad(st, "lease fence");
+    if (bad_ttl(ttl_ms)) return bad(st, "lease ttl");
+    begin(st, ACP_FAULT_LEASE);
+    return st->ops->lease_renew(st, id, fence, ttl_ms);
+}
+
+int acp_store_lease_release(acp_store *st, const char *id, int64_t fence)
+{
+    acp_store_clear_err(st);
+    if (!id) return bad(st, "session id");
+    if (fence <= 0) return bad(st, "lease fence");
+    begin(st, ACP_FAULT_LEASE);
+    return st->ops->lease_release(st, id, fence);
 }

@@ -19,15 +19,26 @@ typedef struct acp_store_item {
     size_t sess; /* index into batch.sess */
 } acp_store_item;
 
-/* One distinct session touched by the batch, in order of first append. */
+/* One distinct (session, fence) touched by the batch, in order of first append. Keyed by the
+ * fence too: two holders sharing one handle may append to one session in one batch (the old
+ * one not yet aware it was fenced out), and only the current one's appends may be stored. */
 typedef struct acp_store_bsess {
-    size_t id;    /* offset of the session id in buf */
-    size_t count; /* how many items of the batch belong to it */
-    int64_t next; /* scratch for the backend's commit: next seq to assign */
-    int64_t key;  /* scratch for the backend's commit: its row key, if it has one */
-    bool gone;    /* set by the backend's commit: the session no longer exists, its updates
-                   * were not stored (false on entry) */
+    size_t id;     /* offset of the session id in buf */
+    int64_t fence; /* the lease epoch its appends were made under (0: none) */
+    size_t count;  /* how many items of the batch belong to it */
+    int64_t next;  /* scratch for the backend's commit: next seq to assign */
+    int64_t key;   /* scratch for the backend's commit: its row key, if it has one */
+    int lost;      /* set by the backend's commit when its updates were not stored:
+                    * ACP_ENOTFOUND (the session no longer exists) or ACP_ESTALE (the fence
+                    * is no longer its epoch); 0 on entry */
 } acp_store_bsess;
+
+/* One entry of acp_store_gone(). */
+typedef struct acp_store_lost {
+    size_t id; /* offset of the id in acp_store.gone */
+    int64_t fence;
+    int why;
+} acp_store_lost;
 
 typedef struct acp_store_batch {
     char *buf;
@@ -43,10 +54,12 @@ typedef struct acp_store_batch {
 struct acp_store {
     const acp_store_ops *ops;
     acp_store_batch batch; /* appended, not yet committed; owned by the generic layer */
-    /* The ids of the sessions the last commit found gone (acp_store_gone), each
-     * NUL-terminated, one after the other; owned by the generic layer. */
+    /* The sessions the last commit did not store (acp_store_gone): their ids, each
+     * NUL-terminated, one after the other, and one record each; owned by the generic layer. */
     char *gone;
     size_t gone_len, gone_cap;
+    acp_store_lost *lost;
+    size_t nlost, lost_cap;
     char err[ACP_STORE_ERRMSG_MAX];
     struct acp_store_inject *inject; /* NULL unless a test armed a fault (store/inject.h) */
 };

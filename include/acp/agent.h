@@ -14,9 +14,10 @@
  * current_mode_update, and requests to the client still go out) and the running prompt is
  * answered -32603 "session store unavailable: <reason>".
  *
- * Several processes may share one store. When one deletes a session another has open, the
- * other learns it from its next write for the session (the commit of its updates, a title, a
- * mode or config change: ACP_ENOTFOUND from the store). It then drops what it held of the
+ * Several processes (and several agents in one process) may share one store. When one deletes a
+ * session another has open, the other learns it from its next write for the session (the commit
+ * of its updates, a title, a mode or config change: ACP_ENOTFOUND from the store) or lease
+ * renewal; so it does when another agent took the session's lease over (ACP_ESTALE). It then drops what it held of the
  * session, answers the request that wrote (and a prompt running in the session) -32002 with
  * data.sessionId, "... was deleted elsewhere ...", refuses further updates (ACP_ENOTFOUND)
  * and, at the next flush, closes the session as session/close would (engine.cancel, then
@@ -38,9 +39,12 @@
  *     record it with the additional directories as the session's roots;
  *   - session/close and session/prompt of a session that is not open: -32002 with
  *     data.sessionId; session/cancel of one is ignored (a notification);
- *   - a session open in several processes at once (loaded or resumed in each) is allowed:
- *     nothing is locked, every turn is stored whole in one history in commit order, each
- *     client sees its own turns live, the mode, config values and title are last-writer-wins;
+ *   - a session is open in one agent at a time: each agent holds a lease on the sessions it
+ *     has open (acp/store.h "Leases"; opts.lease_ttl_ms); session/load or resume of one another
+ *     agent holds is answered ACP_RPC_SESSION_BUSY (-32010) with data.sessionId and
+ *     data.retryAfterMs; an agent whose lease was taken over (it stopped renewing past the TTL)
+ *     treats the session as deleted elsewhere, with data.reason "lease_lost" and the message
+ *     "taken over by another agent" (docs/agent.md, "Several processes on one store");
  *   - a delete by another process during a session/load's replay stops it: the load is
  *     answered -32002 (what was replayed is void) and nothing stays open;
  *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602;
@@ -218,13 +222,19 @@ typedef struct acp_agent_opts {
     /* MCP transports beyond stdio to accept and advertise (true only when mcp/ has them). */
     bool mcp_http, mcp_sse;
     unsigned mcp_connect_timeout_ms; /* how long new/load/resume wait for servers; 0: 10000 */
+    /* The lease on each open session (acp/store.h "Leases"): how long it outlives this agent
+     * if it stops renewing (killed, paused, cut off from the store), which is how long another
+     * agent must wait to take the session over. Renewed every third of it. 0: 15000; at most
+     * a day (longer: ACP_EINVAL from acp_agent_new). */
+    unsigned lease_ttl_ms;
 } acp_agent_opts;
 
-/* Creates an agent on `loop` using `store` (borrowed; must outlive the agent) and the engine
- * (copied). opts may be NULL. The agent owns one acp_conn (acp_agent_conn). *out is owned by
- * the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config options or auth
- * methods are malformed: duplicate or missing ids, a default that is not a value; the reason
- * goes to opts.on_log) or ACP_ENOMEM. */
+/* Creates an agent on `loop` using `store` (borrowed; must outlive the agent; several agents
+ * may share one) and the engine (copied). opts may be NULL. The agent owns one acp_conn
+ * (acp_agent_conn) and is one lease holder, with an id of its own (acp_agent_lease_holder).
+ * *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config
+ * options or auth methods are malformed: duplicate or missing ids, a default that is not a
+ * value; or lease_ttl_ms over a day; the reason goes to opts.on_log) or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
@@ -250,6 +260,9 @@ int acp_agent_flush(acp_agent *a);
 void acp_agent_shutdown(acp_agent *a);
 
 uv_loop_t *acp_agent_loop(const acp_agent *a);
+/* This agent's lease holder id, as the store records it ("<host>/<pid>/<random>"; borrowed
+ * for the agent's life): what an operator sees in acp_sessions.lease_holder. */
+const char *acp_agent_lease_holder(const acp_agent *a);
 acp_store *acp_agent_store(const acp_agent *a);
 /* The client's initialize params.clientCapabilities (borrowed; an empty object before
  * initialize). */

@@ -103,6 +103,7 @@ typedef enum acp_client_transport {
     ACP_CLIENT_FDS,       /* read in_fd, write out_fd (a socket, a pty, an SSH channel...) */
     ACP_CLIENT_UNIX,      /* connect to the Unix socket at `path` */
     ACP_CLIENT_MANUAL,    /* no I/O: the application feeds and takes bytes (see below) */
+    ACP_CLIENT_URL,       /* a remote agent at `url`: ws://, wss://, http://, https:// */
 } acp_client_transport;
 
 typedef struct acp_client_opts {
@@ -121,6 +122,17 @@ typedef struct acp_client_opts {
     int in_fd, out_fd;
     /* ACP_CLIENT_UNIX: the socket's path. */
     const char *path;
+    /* ACP_CLIENT_URL: the agent's endpoint (usually ending in /acp). ws:// and wss:// speak the
+     * WebSocket profile, http:// and https:// Streamable HTTP (HTTP/2 where the server offers
+     * it by ALPN; h2c: cleartext HTTP/2 with prior knowledge instead of HTTP/1.1). Cookies the
+     * server sets are sent back for the life of the connection. token: a bearer token for the
+     * Authorization header, sent to that endpoint only and never logged or put in an error;
+     * NULL: none. ca_file: trust anchors (PEM) for wss:// and https://; NULL: the system's.
+     * Every string is copied. */
+    const char *url;
+    const char *token;
+    const char *ca_file;
+    bool h2c;
 
     /* clientInfo. NULL name: {"name":"libacp","version":ACP_VERSION_STRING}. */
     const char *client_name;
@@ -190,7 +202,8 @@ typedef struct acp_client_opts {
      * agent withdrew the request. handle is the acp_client_perm, acp_client_ask or
      * acp_client_elicit: close its dialog; it is still freed with its reply function. */
     void (*on_withdrawn)(acp_client *c, acp_client_session *s, const void *handle, void *user);
-    /* The agent's connection ended (it exited or closed the socket). Every pending call has
+    /* The agent's connection ended (it exited or closed the socket; for ACP_CLIENT_URL the
+     * network connection ended, and acp_client_errmsg() says why). Every pending call has
      * already ended with ACP_ECLOSED. */
     void (*on_closed)(acp_client *c, void *user);
     void *user;

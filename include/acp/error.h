@@ -24,7 +24,10 @@ enum acp_status {
     ACP_ETIMEDOUT = -10, /* a timeout expired */
     ACP_EPROTO = -11,    /* the peer answered with an error or broke the protocol */
     ACP_EACCES = -12,    /* outside the session's root set, or permission denied */
-    ACP_EBUSY = -13,     /* the object is busy (a prompt already running, ...) */
+    ACP_EBUSY = -13,     /* the object is busy (a prompt already running, a session leased
+                          * by another holder, ...) */
+    ACP_ESTALE = -14,    /* a session's lease moved to another holder: this one's writes are
+                          * fenced out */
 };
 
 /* A static, human-readable name for an ACP_E* code. Never NULL. */
@@ -39,6 +42,11 @@ const char *acp_strerror(int status);
 #define ACP_RPC_AUTH_REQUIRED    (-32000)
 #define ACP_RPC_NOT_FOUND        (-32002)
 #define ACP_RPC_CANCELLED        (-32800)
+/* libacp's own, in the server-error range the schema leaves open (away from the low numbers
+ * ACP assigns in order): session/load, resume (or new) refused because another agent (another
+ * host, process or connection) holds the session's lease. error.data: sessionId, retryAfterMs
+ * (when the lease expires unless renewed). */
+#define ACP_RPC_SESSION_BUSY (-32010)
 /* Never sent on the wire: a local error given to a pending call's callback when the peer
  * closed the connection, or when the caller abandoned the call (timeout). */
 #define ACP_RPC_CONN_CLOSED (-32099)

@@ -15,6 +15,17 @@
  * nothing, and a replay running across the delete ends ACP_ENOTFOUND rather than pass a cut
  * history off as whole.
  *
+ * Leases: one writer at a time per session. A holder (an acp_agent: one per connection, many
+ * per process) takes a session's lease with acp_store_lease_acquire() and gets a fence, the
+ * lease's epoch, which grows by one at every acquisition. Every write for the session carries
+ * that fence and is made only while the fence is still the session's current epoch, checked
+ * in the same statement or transaction that writes: once another holder has taken the lease
+ * (after it went stale), the old holder's writes are ACP_ESTALE and store nothing, however
+ * late its timers or clock, so two holders never interleave one history. A lease lasts ttl_ms
+ * by the database's clock (PostgreSQL's clock_timestamp(); SQLite's, which is the one host's)
+ * unless renewed; a dead holder's lease is free to take once it has expired. Fence 0 writes
+ * without a lease (single-writer embedders, tools); such writes are not fenced.
+ *
  * Not thread-safe: one store handle per thread. Secrets (MCP env values, HTTP headers) are
  * never passed to the store. */
 #ifndef ACP_STORE_H
@@ -80,42 +91,50 @@ const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" 
 int acp_store_create(acp_store *st, const acp_store_session *s);
 /* Reads one session into *out (caller clears it). ACP_ENOTFOUND if absent or deleted. */
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out);
+/* Every write for one session below takes `fence`: the epoch of the caller's lease on it
+ * (acp_store_lease_acquire), or 0 for no lease. With a fence that is no longer the session's
+ * epoch (another holder acquired it since) the write stores nothing and is ACP_ESTALE. */
+
 /* Updates metadata, committed before returning. title: set_title=false leaves it, true sets
  * it (NULL clears). updated_at: NULL leaves it (malformed: ACP_EINVAL). ACP_ENOTFOUND if
  * absent. */
-int acp_store_set_info(acp_store *st, const char *id, bool set_title, const char *title,
-                       const char *updated_at);
+int acp_store_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,
+                       const char *title, const char *updated_at);
 /* Records the roots a load/resume activated (cwd and additional directories as JSON array
  * text), committed before returning, so session/list reports the current ones. */
-int acp_store_set_roots(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
+int acp_store_set_roots(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                        const char *add_dirs);
 
 /* Records the session's state (JSON object text, at most 1 MiB; NULL clears it), committed
  * before returning. It is returned by acp_store_get() and left out of acp_store_list(). The
  * agent keeps the current mode and config values here. ACP_ENOTFOUND if the session is
  * absent (deleted, perhaps by another process), ACP_EINVAL for text that is not a JSON
  * object or too long. */
-int acp_store_set_state(acp_store *st, const char *id, const char *state);
+int acp_store_set_state(acp_store *st, const char *id, int64_t fence, const char *state);
 
 /* Adds one update (its JSON text, n bytes with no NUL among them, copied) for session id
- * (non-NULL) to the pending batch. Nothing reaches the database until acp_store_commit().
- * Only ACP_ENOMEM can fail here. */
-int acp_store_append(acp_store *st, const char *id, const char *json, size_t n);
+ * (non-NULL) under `fence` to the pending batch. Nothing reaches the database until
+ * acp_store_commit(). Only ACP_ENOMEM can fail here. */
+int acp_store_append(acp_store *st, const char *id, int64_t fence, const char *json, size_t n);
 /* Commits the pending batch in one transaction: each update gets the next seq of its session,
  * and each touched session's updated_at becomes `now` (NULL: acp_store_now()). On failure
  * nothing of the batch is stored and the batch is dropped. No-op and 0 when the batch is
  * empty. A malformed `now` is ACP_EINVAL (and drops the batch too). ACP_ETOOBIG if one update
  * is over the backend's limit (SQLite: 1e9 bytes).
- * Appends for a session that does not exist (deleted meanwhile, perhaps by another process)
- * are not stored, and that is the one partial result: the rest of the batch is committed
- * all the same and the call returns ACP_ENOTFOUND; acp_store_gone() names those sessions.
- * (A batch spans every session of a process's loop turn: one deleted session must not cost
- * the others their history.) */
+ * Appends for a session that does not exist (deleted meanwhile, perhaps by another process),
+ * or whose fence is stale (another holder took its lease), are not stored, and that is the
+ * one partial result: the rest of the batch is committed all the same and the call returns
+ * ACP_ENOTFOUND if any session was gone, else ACP_ESTALE; acp_store_gone() names them.
+ * (A batch spans every session of a process's loop turn, and of every holder sharing the
+ * handle: one lost session must not cost the others their history.) */
 int acp_store_commit(acp_store *st, const char *now);
-/* After acp_store_commit() returned ACP_ENOTFOUND: the id of the i-th session (from 0, in the
- * order of their first append) whose appends were not stored because it no longer exists;
- * NULL past the last, and after a commit that returned anything else. Borrowed until the next
- * acp_store_commit() or acp_store_close() on the handle. */
-const char *acp_store_gone(const acp_store *st, size_t i);
+/* After acp_store_commit() returned ACP_ENOTFOUND or ACP_ESTALE: the id of the i-th session
+ * (from 0, in the order of their first append) whose appends were not stored; *fence (if
+ * non-NULL) receives the fence they were appended under, *why (if non-NULL) ACP_ENOTFOUND
+ * (it no longer exists) or ACP_ESTALE (its lease moved on). One session appended under two
+ * fences counts twice. NULL past the last, and after a commit that returned anything else.
+ * Borrowed until the next acp_store_commit() or acp_store_close() on the handle. */
+const char *acp_store_gone(const acp_store *st, size_t i, int64_t *fence, int *why);
 /* Number of updates waiting in the batch. */
 size_t acp_store_pending(const acp_store *st);
 /* Takes back the updates appended after the first n of the batch (n as acp_store_pending()
@@ -153,6 +172,38 @@ int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
  * Deleting a session that does not exist succeeds. */
 int acp_store_delete(acp_store *st, const char *id);
 
+/* --- Leases (see the top of this header) --------------------------------------------------- */
+
+/* The longest holder id the store accepts. */
+#define ACP_STORE_HOLDER_MAX 128
+
+/* What acp_store_lease_acquire() says of the lease that refused it. */
+typedef struct acp_store_lease_busy {
+    int64_t wait_ms; /* how long until it expires unless renewed (>= 0) */
+    char holder[ACP_STORE_HOLDER_MAX + 1];
+} acp_store_lease_busy;
+
+/* Takes session id's lease for `holder` (a non-empty string of at most ACP_STORE_HOLDER_MAX
+ * bytes naming one writer, unique among all that share the store) for ttl_ms (1 ms to one
+ * day), committed before returning. It is granted when the lease is free (never taken,
+ * released, expired by the database's clock, or held by `dead`: NULL, or a holder the caller
+ * knows has died, whose lease counts as expired), with a new epoch, or when it is this
+ * holder's already, with the same epoch (a renewal: the holder's writes in flight stand).
+ * *fence receives the epoch, the fence of the caller's writes. ACP_EBUSY when another
+ * holder's lease is fresh: *busy (if non-NULL) says whose and for how long. ACP_ENOTFOUND,
+ * ACP_EINVAL (holder, dead or ttl_ms out of range), ACP_ESTORE. */
+int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy);
+/* Extends the lease of `fence` to ttl_ms from now (the database's clock), also when it had
+ * expired and nobody took it since. ACP_ESTALE: the lease is no longer this fence's (another
+ * holder took it, or it was released): the caller must stop writing. ACP_ENOTFOUND,
+ * ACP_EINVAL (ttl_ms), ACP_ESTORE. */
+int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
+/* Gives the lease of `fence` up at once, so another holder may take it without waiting for
+ * the TTL; the caller's later writes under it are ACP_ESTALE. 0 also when the lease was no
+ * longer this fence's or the session is gone (nothing to give up). ACP_ESTORE. */
+int acp_store_lease_release(acp_store *st, const char *id, int64_t fence);
+
 /* --- For backend implementers (the files of store/) ------------------------------------ */
 
 /* The generic layer checks every argument before it calls an op, so ops do not check again:
@@ -164,10 +215,11 @@ typedef struct acp_store_ops {
     void (*close)(acp_store *st);
     int (*create)(acp_store *st, const acp_store_session *s);
     int (*get)(acp_store *st, const char *id, acp_store_session *out);
-    int (*set_info)(acp_store *st, const char *id, bool set_title, const char *title,
+    int (*set_info)(acp_store *st, const char *id, int64_t fence, bool set_title, const char *title,
                     const char *updated_at);
-    int (*set_roots)(acp_store *st, const char *id, const char *cwd, const char *add_dirs);
-    int (*set_state)(acp_store *st, const char *id, const char *state);
+    int (*set_roots)(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                     const char *add_dirs);
+    int (*set_state)(acp_store *st, const char *id, int64_t fence, const char *state);
     /* The batch (ids and texts, in append order) is kept by the generic layer; commit gets it. */
     int (*commit)(acp_store *st, const char *now);
     int (*replay)(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
@@ -175,6 +227,11 @@ typedef struct acp_store_ops {
     int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                 acp_store_list_cb cb, void *user, char **next_cursor);
     int (*remove)(acp_store *st, const char *id);
+    /* busy is non-NULL and zeroed. */
+    int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
+    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
+    int (*lease_release)(acp_store *st, const char *id, int64_t fence);
 } acp_store_ops;
 
 #ifdef __cplusplus

@@ -359,7 +359,7 @@ static void test_delete_during_load(void **state)
                          "{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
                          "\"text\",\"text\":\"%0*d\"}}",
                          512 * 1024, i);
-        assert_int_equal(acp_store_append(other, id, u, (size_t)n), 0);
+        assert_int_equal(acp_store_append(other, id, 0, u, (size_t)n), 0);
     }
     free(u);
     assert_int_equal(acp_store_commit(other, NULL), 0);

@@ -107,11 +107,11 @@ static const acp_auth_method test_auth[] = {
 static bool fail_set_state;
 static int set_state_calls;
 
-static int failing_set_state(acp_store *st, const char *id, const char *state)
+static int failing_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
     set_state_calls++;
     if (fail_set_state) return acp_store_fail(st, ACP_ESTORE, "disk full (injected)");
-    return real_ops->set_state(st, id, state);
+    return real_ops->set_state(st, id, fence, state);
 }
 
 /* The next commit fails (once). */

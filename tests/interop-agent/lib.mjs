@@ -19,6 +19,16 @@
 //     response.
 // Use `test` from here (node:test with a guard timeout) so an agent that never answers fails one test.
 // The agent binary can be overridden with ACP_AGENT (e.g. mutate.mjs, or another agent to compare).
+//
+// Transport (ACP_TRANSPORT): "stdio" (default) talks to the agent on its stdin/stdout. "ws" starts
+// `acp-agent --listen 127.0.0.1:0 --token-file F` instead and connects over WebSocket (issue 11):
+// sdkAgent through the official SDK's createWebSocketStream (experimental/ws-client, on the ws
+// package, with the bearer token), rawAgent with a plain ws WebSocket (one text message per line,
+// so raw text still goes out as written). Then closeStdin() closes the WebSocket (the connection's
+// EOF, both ways: a WebSocket has no half-close), finish() is the end after which the agent still
+// writes (stdio: EOF; WebSocket: SIGTERM, the orderly shutdown: turns cancelled and answered,
+// commits, close), end() finishes and still asserts exit 0 and no stray stdout; kill9() kills the same agent process. Tests that
+// only mean something on stdio (byte framing, a half-closed stdin) call stdioOnly(t, why).
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, realpathSync, mkdirSync, writeFileSync, readdirSync, readFileSync, existsSync } from "node:fs";
@@ -27,6 +37,9 @@ import { join } from "node:path";
 import assert from "node:assert/strict";
 import nodeTest from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
+import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import { WebSocket } from "ws";
+import { randomBytes } from "node:crypto";
 
 import { validate, unknownKeys } from "./schema.mjs";
 
@@ -159,6 +172,28 @@ export function schemaCheck(msg, methodOf, caps = {}, agentInit = null) {
 export const BUILD = process.env.ACP_BUILD ?? join(process.cwd(), "build");
 export const SOURCE = process.env.ACP_SOURCE ?? process.cwd();
 export const AGENT = process.env.ACP_AGENT ?? join(BUILD, "acp-agent");
+export const TRANSPORT = process.env.ACP_TRANSPORT ?? "stdio";
+if (!["stdio", "ws"].includes(TRANSPORT)) throw new Error(`ACP_TRANSPORT=${TRANSPORT}: stdio or ws`);
+// ws mode: every agent this process starts wants this token (a file the agent reads), every
+// connection sends it.
+const TOKEN = randomBytes(16).toString("hex");
+let tokenFile = null;
+function tokenPath() {
+  if (!tokenFile) {
+    const dir = mkdtempSync(join(tmpdir(), "acp-token-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, TOKEN + "\n", { mode: 0o600 });
+  }
+  return tokenFile;
+}
+
+/** Skips the test when not on stdio: `if (stdioOnly(t, "why")) return;`. */
+export function stdioOnly(t, why) {
+  if (TRANSPORT === "stdio") return false;
+  t.skip(`stdio only: ${why}`);
+  return true;
+}
 
 // Generous: a loaded 2-core machine running ASan builds. These guard against hangs, they do not measure.
 export const EXIT_TIMEOUT_MS = 60_000;
@@ -191,14 +226,22 @@ export function storeBytes(storePath) {
 }
 
 
-// Spawns the agent and splits its stdout into lines; onLine(line, msg) gets each one in order.
-// store: a file path or a postgresql:// URI (then pass home: a temp dir for the agent's cwd and XDG
-// state); null runs the agent without --store (env must then point XDG_STATE_HOME/HOME somewhere safe).
-function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {} }, onLine) {
+// Spawns the agent and hands each message it sends to onLine(line, msg), in order: on stdio its
+// stdout split into lines; over WebSocket (TRANSPORT "ws") each text message. store: a file path or
+// a postgresql:// URI (then pass home: a temp dir for the agent's cwd and XDG state); null runs the
+// agent without --store (env must then point XDG_STATE_HOME/HOME somewhere safe). sdk: the messages
+// go through the SDK's own WebSocket stream (objects; line is their JSON) instead of a raw socket.
+// The returned st: proc, stderr, stray, exited, exit; send(text or message); closeInput() (EOF);
+// onEnd(cb(why)) once nothing more can arrive; inputEnded(); pauseInput()/resumeInput(); closeCode
+// (WebSocket: the close code the agent's end of it gave).
+function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = false }, onLine) {
   assert.ok(store || env.XDG_STATE_HOME || env.HOME, "every test uses its own store");
   const home = homeDir ?? (store ? store.slice(0, store.lastIndexOf("/")) : (env.XDG_STATE_HOME ?? env.HOME));
   const xdg = home + "/xdg";
-  const proc = spawn(AGENT, [...(store ? ["--store", store] : []), ...args], {
+  const ws = TRANSPORT === "ws";
+  const listen = [];
+  if (ws) listen.push("--listen", "127.0.0.1:0", "--token-file", tokenPath());
+  const proc = spawn(AGENT, [...(store ? ["--store", store] : []), ...args, ...listen], {
     cwd: cwd ?? home,
     env: Object.fromEntries(Object.entries({ ...process.env, XDG_STATE_HOME: xdg, ...env }).filter(([, v]) => v != null)),
     stdio: ["pipe", "pipe", "pipe"],
@@ -221,10 +264,28 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {} }, onLin
     });
   });
   proc.stdin.on("error", () => {}); // EPIPE after the agent died is checked via the exit code instead
+  let onAddress = null;
   proc.stderr.on("data", (d) => {
     st.stderr += d.toString("utf8");
     if (st.stderr.length > 1 << 20) st.stderr = st.stderr.slice(-(1 << 19));
+    const m = onAddress && /\b127\.0\.0\.1:([1-9]\d*)\b/.exec(st.stderr);
+    if (m) {
+      onAddress(`ws://127.0.0.1:${m[1]}/acp`);
+      onAddress = null;
+    }
   });
+  // One message from the agent, as text: JSON-RPC goes to onLine, anything else is stray.
+  const received = (line) => {
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      msg = undefined;
+    }
+    if (!isObj(msg) || msg.jsonrpc !== "2.0") st.stray.push(line.slice(0, 200));
+    else onLine(line, msg);
+  };
+  // stdout: the messages on stdio; on WebSocket nothing may appear there at all.
   let pending = [];
   proc.stdout.on("data", (chunk) => {
     let start = 0;
@@ -235,17 +296,8 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {} }, onLin
       const line = Buffer.concat(pending).toString("utf8");
       pending = [];
       start = nl + 1;
-      let msg;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        msg = undefined;
-      }
-      if (!isObj(msg) || msg.jsonrpc !== "2.0") {
-        st.stray.push(line.slice(0, 200));
-        continue;
-      }
-      onLine(line, msg);
+      if (ws) st.stray.push(`(stdout in --listen mode) ${line.slice(0, 200)}`);
+      else received(line);
     }
     if (start < chunk.length) pending.push(chunk.subarray(start));
   });
@@ -253,14 +305,109 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {} }, onLin
     if (pending.length) st.stray.push("(unterminated) " + Buffer.concat(pending).toString("utf8").slice(0, 200));
     pending = [];
   });
+  const ends = [];
+  let endWhy = null;
+  const ended = (why) => {
+    if (endWhy) return;
+    endWhy = why;
+    for (const cb of ends.splice(0)) cb(why);
+  };
+  st.onEnd = (cb) => (endWhy ? cb(endWhy) : ends.push(cb));
+  st.inputEnded = () => endWhy !== null;
   t.after(() => {
     if (!st.exited) proc.kill("SIGKILL");
   });
+  if (!ws) {
+    proc.on("close", (code, signal) => ended(`acp-agent closed stdout (exit ${code}, signal ${signal})`));
+    st.send = (m) => {
+      if (!st.exited && !st.stdinClosed) proc.stdin.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
+    };
+    st.closeInput = () => {
+      st.stdinClosed = true;
+      proc.stdin.end();
+    };
+    st.pauseInput = () => proc.stdout.pause();
+    st.resumeInput = () => proc.stdout.resume();
+    return st;
+  }
+
+  // WebSocket: connect once the agent says where it listens; what is sent before waits.
+  proc.on("exit", () => ended(`acp-agent exited before the WebSocket connected`));
+  const queue = [];
+  let sock = null; // the ws WebSocket (raw, or the one inside the SDK's stream)
+  let writer = null; // sdk: the stream's writer
+  let closing = false;
+  const headers = { Authorization: `Bearer ${TOKEN}` };
+  const flush = () => {
+    for (const m of queue.splice(0)) {
+      if (writer) writer.write(m).catch(() => {});
+      else sock.send(m);
+    }
+    if (closing) (writer ? writer.close().catch(() => {}) : sock.close(1000));
+  };
+  new Promise((resolve) => (onAddress = resolve)).then((url) => {
+    if (st.exited) return;
+    if (!sdk) {
+      sock = new WebSocket(url, { headers, maxPayload: 0 });
+      sock.on("open", flush);
+      sock.on("message", (data, isBinary) => (isBinary ? st.stray.push("(binary frame)") : received(data.toString("utf8"))));
+      sock.on("close", (code) => {
+        st.closeCode = code;
+        ended(`the agent's WebSocket closed (${code}); acp-agent ${st.exited ? `exit ${st.exited.code}` : "running"}`);
+      });
+      sock.on("error", () => {});
+      return;
+    }
+    // The SDK's own client stream; a subclass keeps hold of its socket (for pause/resume).
+    class Tap extends WebSocket {
+      constructor(u, protocols, o) {
+        super(u, protocols, { ...o, maxPayload: 0 });
+        sock = this; // eslint-disable-line consistent-this
+        this.on("close", (code) => {
+          st.closeCode = code;
+          ended(`the agent's WebSocket closed (${code})`);
+        });
+      }
+    }
+    const stream = createWebSocketStream(url, { WebSocket: Tap, headers });
+    writer = stream.writable.getWriter();
+    flush();
+    (async () => {
+      const reader = stream.readable.getReader();
+      for (;;) {
+        const r = await reader.read().catch(() => ({ done: true }));
+        if (r.done) break;
+        onLine(JSON.stringify(r.value), r.value);
+      }
+      ended("the SDK's WebSocket stream ended");
+    })();
+  });
+  st.send = (m) => {
+    if (closing || st.exited) return;
+    const out = sdk ? (typeof m === "string" ? JSON.parse(m) : m) : typeof m === "string" ? m : JSON.stringify(m);
+    if (!sock || sock.readyState !== WebSocket.OPEN) queue.push(out);
+    else if (writer) writer.write(out).catch(() => {});
+    else sock.send(out);
+  };
+  st.closeInput = () => {
+    st.stdinClosed = closing = true;
+    if (sock && sock.readyState === WebSocket.OPEN) flush();
+  };
+  st.pauseInput = () => sock?.pause();
+  st.resumeInput = () => sock?.resume();
   return st;
 }
 
+// The end that still lets the agent write: stdio, EOF on stdin; WebSocket (no half-close there),
+// SIGTERM, the listening agent's orderly end (turns cancelled and answered, then the close).
+function finish(st) {
+  if (TRANSPORT !== "ws") return st.closeInput();
+  if (!st.termSent) st.proc.kill("SIGTERM");
+  st.termSent = true;
+}
+
 async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
-  if (!st.exited) st.proc.stdin.end();
+  if (!st.exited) finish(st);
   const guard = setTimeout(() => st.proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
   const ex = await st.exit;
   clearTimeout(guard);
@@ -534,7 +681,7 @@ export function sdkAgent(t, opts) {
   h.turns = turnTracker(h.violations);
   const peer = peerTracker(h);
   const waits = lineWaiters(h, h.msgs);
-  h.st = spawnAgent(t, opts, (line, msg) => {
+  h.st = spawnAgent(t, { ...opts, sdk: true }, (line, msg) => {
     const seq = h.msgs.length;
     const e = { seq, msg };
     h.msgs.push(e);
@@ -551,18 +698,18 @@ export function sdkAgent(t, opts) {
     controller.enqueue(msg);
     waits.received(e);
   });
-  h.st.proc.stdout.on("end", () => {
+  h.st.onEnd((why) => {
     try {
       controller.close();
     } catch {}
+    waits.closed(() => new Error(`${why} while a line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`));
   });
-  h.st.proc.on("close", (code, signal) => waits.closed(() => new Error(`acp-agent closed stdout (exit ${code}, signal ${signal}) while a line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`)));
   const writable = new WritableStream({
     write(msg) {
       if ("id" in msg && "method" in msg) h.sent.set(JSON.stringify(msg.id), msg.method);
       h.turns.sent(msg);
       peer.sent(msg);
-      if (!h.st.exited && !h.st.stdinClosed) h.st.proc.stdin.write(JSON.stringify(msg) + "\n");
+      h.st.send(msg);
     },
   });
   const terms = terminalHost(t, h);
@@ -608,7 +755,7 @@ export function sdkAgent(t, opts) {
   // When the agent dies the SDK only says "ACP connection closed": add the exit status and stderr.
   // An error response from a live agent (a numeric code) is the answer itself: no waiting.
   const explain = async (e) => {
-    if (Number.isInteger(e?.code) && !h.st.exited && !h.st.proc.stdout.readableEnded) throw e;
+    if (Number.isInteger(e?.code) && !h.st.exited && !h.st.inputEnded()) throw e;
     if (!h.st.exited) await Promise.race([h.st.exit, new Promise((r) => setTimeout(r, 2000))]);
     if (h.st.exited) e.message += ` (acp-agent exit ${h.st.exited.code}, signal ${h.st.exited.signal}; stray stdout ${JSON.stringify(h.st.stray)}; stderr:\n${h.st.stderr.slice(-3000)})`;
     throw e;
@@ -618,11 +765,10 @@ export function sdkAgent(t, opts) {
   h.updates = (sid) => (h.bySession.get(sid) ?? []).map((e) => e.update);
   /** Agent→client requests on the wire whose method starts with prefix: [{seq, msg}]. */
   h.requestsOf = (prefix) => h.msgs.filter((e) => "id" in e.msg && typeof e.msg.method === "string" && e.msg.method.startsWith(prefix));
-  /** Closes the agent's stdin (EOF) and keeps reading its stdout. */
-  h.closeStdin = () => {
-    h.st.stdinClosed = true;
-    h.st.proc.stdin.end();
-  };
+  /** Closes the agent's stdin (EOF) and keeps reading its stdout (WebSocket: closes it). */
+  h.closeStdin = () => h.st.closeInput();
+  /** Ends the agent's input and keeps reading what it still writes (see finish()). */
+  h.finish = () => finish(h.st);
   h.clientCapabilities = () => {
     const fs = opts.fs ? fsCaps : { readTextFile: false, writeTextFile: false };
     const base = { fs, terminal: !!opts.terminal };
@@ -708,8 +854,8 @@ export function rawAgent(t, opts) {
   });
   // Once stdout has closed nothing more can arrive: fail every wait with the agent's exit status
   // instead of leaving the test hanging.
-  h.st.proc.on("close", (code, signal) => {
-    const err = () => new Error(`acp-agent closed stdout (exit ${code}, signal ${signal}) while a response/line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`);
+  h.st.onEnd((why) => {
+    const err = () => new Error(`${why} while a response/line was awaited; stderr:\n${h.st.stderr.slice(-3000)}`);
     for (const w of h.responses.values()) w.reject(err());
     h.responses.clear();
     waits.closed(err);
@@ -717,13 +863,12 @@ export function rawAgent(t, opts) {
   /** Writes a message (object) or raw text (string, newline appended). */
   h.send = (m) => {
     if (typeof m !== "string") peer.sent(m);
-    if (!h.st.exited && !h.st.stdinClosed) h.st.proc.stdin.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
+    h.st.send(m);
   };
-  /** Closes the agent's stdin (EOF) and keeps reading its stdout. */
-  h.closeStdin = () => {
-    h.st.stdinClosed = true;
-    h.st.proc.stdin.end();
-  };
+  /** Closes the agent's stdin (EOF) and keeps reading its stdout (WebSocket: closes it). */
+  h.closeStdin = () => h.st.closeInput();
+  /** Ends the agent's input and keeps reading what it still writes (see finish()). */
+  h.finish = () => finish(h.st);
   /** Sends a request; id defaults to a fresh integer. Resolves with the response message. */
   // A request fired and never awaited (a /stream cut short by kill -9) must not become an unhandled
   // rejection when stdout closes: the catch marks it handled, awaiting callers still see the error.
@@ -767,6 +912,52 @@ export function rawAgent(t, opts) {
   h.end = (o) => endAgent(h.st, o, h.violations);
   h.kill9 = () => kill9(h.st);
   return h;
+}
+
+// ---- listening agents (remote ACP, issue 11) ------------------------------------------------------
+
+/** The Authorization header every listening agent started here wants. */
+export const wsHeaders = () => ({ Authorization: `Bearer ${TOKEN}` });
+
+/**
+ * Starts `acp-agent --listen 127.0.0.1:0 --token-file F` (whatever ACP_TRANSPORT says) on a store;
+ * resolves once it listens: {url (ws://.../acp), proc, stderr(), stop()}. stop() sends SIGTERM and
+ * asserts exit 0 (ASan's 66 would be a leak); t.after kills it if the test did not.
+ */
+export async function listeningAgent(t, { store, home, args = [] }) {
+  home = home ?? store.slice(0, store.lastIndexOf("/"));
+  const proc = spawn(AGENT, ["--store", store, ...args, "--listen", "127.0.0.1:0", "--token-file", tokenPath()], {
+    cwd: home,
+    env: { ...process.env, XDG_STATE_HOME: home + "/xdg" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  let stdout = "";
+  const exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  t.after(() => proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL"));
+  proc.stdout.on("data", (d) => (stdout += d));
+  const url = await new Promise((resolve, reject) => {
+    proc.stderr.on("data", (d) => {
+      stderr += d;
+      const m = /\b127\.0\.0\.1:([1-9]\d*)\b/.exec(stderr);
+      if (m) resolve(`ws://127.0.0.1:${m[1]}/acp`);
+    });
+    exit.then((e) => reject(new Error(`acp-agent --listen exited (${e.code}, ${e.signal}): ${stderr}`)));
+  });
+  return {
+    url,
+    proc,
+    exit,
+    stderr: () => stderr,
+    async stop() {
+      proc.kill("SIGTERM");
+      const guard = setTimeout(() => proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
+      const e = await exit;
+      clearTimeout(guard);
+      assert.equal(stdout, "", "acp-agent --listen wrote to stdout");
+      assert.deepEqual([e.code, e.signal], [0, null], `acp-agent exit ${e.code} (66 = sanitizer/leak report); stderr:\n${stderr.slice(-4000)}`);
+    },
+  };
 }
 
 // ---- update helpers --------------------------------------------------------------------------------

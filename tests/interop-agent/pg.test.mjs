@@ -79,7 +79,7 @@ test("PostgreSQL store: new, prompt, list and load in a fresh process, delete le
   assert.ok(!db.dump().includes("PG-DOOMED-MARKER-51be"), "the deleted session's history is still in the database");
 });
 
-test("PostgreSQL store: two processes prompting one session, replay has both turns whole", async (t) => {
+test("PostgreSQL store: one process at a time has a session open; B's resume is -32010 until A exits, then replays both turns whole", async (t) => {
   const db = newDb(t);
   if (!db) return;
   const home = tempDir(t);
@@ -88,13 +88,15 @@ test("PostgreSQL store: two processes prompting one session, replay has both tur
   await Promise.all([a.init(), b.init()]);
   const sid = await a.newSession(home);
   assert.ok((await b.request("session/list", {})).sessions.some((s) => s.sessionId === sid));
-  await b.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] });
+  const resume = () => b.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] });
+  await assert.rejects(resume(), (e) => e.code === -32010 && e.data?.sessionId === sid && e.data.retryAfterMs > 0);
   const alpha = "alpha-" + "a".repeat(200_000);
   const beta = "beta-" + "b".repeat(200_000);
-  const [ra, rb] = await Promise.all([a.prompt(sid, alpha), b.prompt(sid, beta)]);
-  assert.equal(ra.stopReason, "end_turn");
-  assert.equal(rb.stopReason, "end_turn");
-  await Promise.all([a.end(), b.end()]);
+  assert.equal((await a.prompt(sid, alpha)).stopReason, "end_turn");
+  await a.end(); // exiting gives A's leases up at once
+  await resume();
+  assert.equal((await b.prompt(sid, beta)).stopReason, "end_turn");
+  await b.end();
   const c = sdkAgent(t, { store: db.uri, home });
   await c.init();
   await c.request("session/load", { sessionId: sid, cwd: home, mcpServers: [] });

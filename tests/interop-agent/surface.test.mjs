@@ -815,7 +815,7 @@ test("/term when the client closes the agent's stdin mid-command (EOF): terminal
   a.prompt(sid, "/term sleep 30").catch(() => {}); // the connection ends under it
   await soon(a.waitFor((m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit");
   const terminalId = a.terminalProcs[0].terminalId;
-  a.closeStdin();
+  a.finish(); // EOF (over WebSocket, whose close is both ways: SIGTERM, which still writes)
   const release = await soon(a.waitFor((m) => m.method === "terminal/release"), "terminal/release after EOF");
   assert.deepEqual(release.msg.params, { sessionId: sid, terminalId });
   await a.end();
@@ -1182,7 +1182,7 @@ test("EOF while a turn waits on the client (/ask, /elicit, /term): the turn answ
     const prompt = a.prompt(sid, cmd);
     if (waitsOn) await soon(a.waitFor((m) => m.method === waitsOn, from), `${cmd}: ${waitsOn}`);
     else await a.request("session/list", {});
-    a.closeStdin();
+    a.finish(); // EOF (over WebSocket, whose close is both ways: SIGTERM, which still writes)
     const p = await soon(prompt, `${cmd}: the prompt response after EOF`);
     if (p.result?.stopReason !== "cancelled") problems.push(`${cmd}: EOF answered the running turn ${JSON.stringify(p.result ?? p.error)}, not cancelled`);
     if (cmd.startsWith("/term") && a.requestsOf("terminal/release", from).length !== 1) problems.push(`${cmd}: no terminal/release after EOF`);

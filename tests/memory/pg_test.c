@@ -51,7 +51,7 @@ static void append_text(acp_store *st, const char *id, size_t n)
     char *json = malloc(n + 2);
     json[0] = json[n + 1] = '"';
     memset(json + 1, 'x', n);
-    assert_int_equal(acp_store_append(st, id, json, n + 2), 0);
+    assert_int_equal(acp_store_append(st, id, 0, json, n + 2), 0);
     free(json);
     assert_int_equal(acp_store_commit(st, NULL), 0);
 }

@@ -63,8 +63,8 @@ static void t_outage(void **state)
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
-    assert_int_equal(acp_store_append(st, "s", "{\"n\":1}", 7), 0);
-    assert_int_equal(acp_store_append(st, "s", "{\"n\":2}", 7), 0);
+    assert_int_equal(acp_store_append(st, "s", 0, "{\"n\":1}", 7), 0);
+    assert_int_equal(acp_store_append(st, "s", 0, "{\"n\":2}", 7), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
 
     assert_int_equal(pg_env_cluster("down", "pg_outage"), 0);
@@ -84,9 +84,9 @@ static void t_outage(void **state)
     acp_store_session t = s;
     t.id = "t";
     assert_unavailable(st, acp_store_create(st, &t));
-    assert_unavailable(st, acp_store_set_info(st, "s", true, "x", NULL));
+    assert_unavailable(st, acp_store_set_info(st, "s", 0, true, "x", NULL));
     assert_unavailable(st, acp_store_delete(st, "s"));
-    assert_int_equal(acp_store_append(st, "s", "{\"n\":3}", 7), 0);
+    assert_int_equal(acp_store_append(st, "s", 0, "{\"n\":3}", 7), 0);
     assert_unavailable(st, acp_store_commit(st, NULL));
     assert_int_equal(acp_store_pending(st), 0); /* the failed batch is dropped */
 
@@ -116,7 +116,7 @@ static void t_outage(void **state)
     assert_int_equal(seqs[1], 1);
     assert_int_equal(seqs[2], 2);
     assert_true(done);
-    assert_int_equal(acp_store_append(st, "s", "{\"n\":4}", 7), 0);
+    assert_int_equal(acp_store_append(st, "s", 0, "{\"n\":4}", 7), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     seqs[0] = 0;
     assert_int_equal(acp_store_replay(st, "s", 2, 0, collect, seqs, &last, &done), 0);

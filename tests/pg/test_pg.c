@@ -73,7 +73,7 @@ static void mk(acp_store *st, const char *id)
 
 static void append(acp_store *st, const char *id, const char *json)
 {
-    assert_int_equal(acp_store_append(st, id, json, strlen(json)), 0);
+    assert_int_equal(acp_store_append(st, id, 0, json, strlen(json)), 0);
 }
 
 typedef struct got {
@@ -124,7 +124,7 @@ static long count(const fx *f, const char *sql)
 static void t_migration(void **state)
 {
     fx *f = *state;
-    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 2);
+    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 3);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_schema"), 1);
     acp_store *again = open_ok(f->where); /* idempotent */
     acp_store_close(again);
@@ -138,7 +138,7 @@ static void t_migration(void **state)
     assert_null(st);
     assert_non_null(strstr(err, "newer"));
     free(err);
-    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 2"), 0);
+    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 3"), 0);
 }
 
 /* A v1 store as the first release left it (store/postgres.c's v1 migration, copied verbatim:
@@ -165,7 +165,8 @@ static void t_migration(void **state)
     " '2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z', 3);"                                 \
     "INSERT INTO acp_updates VALUES ('old', 1, '{\"k\":1}'), ('old', 2, '{\"k\":2}');"
 
-/* Opening a v1 store migrates it to v2 (the state column) in place: its sessions and their
+/* Opening a v1 store migrates it to the current version (v2: the state column; v3: the
+ * lease columns) in place: its sessions and their
  * history are kept, the new column starts empty, and set_state works on the old sessions. */
 static void t_migrate_v1_to_v2(void **state)
 {
@@ -176,12 +177,14 @@ static void t_migrate_v1_to_v2(void **state)
     assert_int_equal(pg_env_exec(where, V1_STORE), 0);
     acp_store *st = open_ok(where);
     char *v = pg_env_value(where, "SELECT string_agg(version::text, ',') FROM acp_schema");
-    assert_string_equal(v, "2");
+    assert_string_equal(v, "3");
     free(v);
     v = pg_env_value(where, "SELECT string_agg(column_name, ',' ORDER BY ordinal_position)"
                             " FROM information_schema.columns WHERE table_name = 'acp_sessions'"
                             " AND table_schema = current_schema()");
-    assert_string_equal(v, "id,cwd,add_dirs,title,created_at,updated_at,next_seq,state");
+    assert_string_equal(
+        v, "id,cwd,add_dirs,title,created_at,updated_at,next_seq,state,lease_holder,lease_epoch,"
+           "lease_expires");
     free(v);
 
     acp_store_session s;
@@ -203,8 +206,8 @@ static void t_migrate_v1_to_v2(void **state)
     assert_string_equal(g.json[2], "{\"k\":3}");
     got_free(&g);
 
-    assert_int_equal(acp_store_set_state(st, "old", "{\"mode\":\"code\"}"), 0);
-    assert_int_equal(acp_store_set_state(st, "gone", "{}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(st, "old", 0, "{\"mode\":\"code\"}"), 0);
+    assert_int_equal(acp_store_set_state(st, "gone", 0, "{}"), ACP_ENOTFOUND);
     acp_store_close(st);
     v = pg_env_value(where, "SELECT state FROM acp_sessions WHERE id = 'old'");
     assert_string_equal(v, "{\"mode\":\"code\"}");
@@ -217,7 +220,7 @@ static void t_migrate_v1_to_v2(void **state)
     acp_store_session_clear(&s);
     acp_store_close(st);
     v = pg_env_value(where, "SELECT string_agg(version::text, ',') FROM acp_schema");
-    assert_string_equal(v, "2");
+    assert_string_equal(v, "3");
     free(v);
     free(where);
     snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
@@ -329,7 +332,7 @@ static void t_processes_append(void **state)
             for (int b = 0; b < BATCHES; b++) {
                 for (int k = 0; k < PER; k++) {
                     snprintf(u, sizeof u, "{\"w\":%d,\"b\":%d,\"k\":%d}", w, b, k);
-                    if (acp_store_append(st, "shared", u, strlen(u))) _exit(2);
+                    if (acp_store_append(st, "shared", 0, u, strlen(u))) _exit(2);
                 }
                 if (acp_store_commit(st, NULL)) _exit(3);
             }
@@ -385,9 +388,9 @@ static void t_cross_batches(void **state)
             char u[32];
             for (int i = 0; i < 30; i++) {
                 snprintf(u, sizeof u, "{\"w\":%d,\"i\":%d}", w, i);
-                if (acp_store_append(st, first, u, strlen(u)) ||
-                    acp_store_append(st, second, u, strlen(u)) ||
-                    acp_store_append(st, first, u, strlen(u)))
+                if (acp_store_append(st, first, 0, u, strlen(u)) ||
+                    acp_store_append(st, second, 0, u, strlen(u)) ||
+                    acp_store_append(st, first, 0, u, strlen(u)))
                     _exit(2);
                 if (acp_store_commit(st, NULL)) {
                     fprintf(stderr, "commit: %s\n", acp_store_errmsg(st));
@@ -447,8 +450,8 @@ static void t_batch_atomic(void **state)
     append(f->st, "a", "{\"a\":1}");
     append(f->st, "b", "{\"b\":2}");
     assert_int_equal(acp_store_commit(f->st, "2031-01-01T00:00:00.000Z"), ACP_ENOTFOUND);
-    assert_string_equal(acp_store_gone(f->st, 0), "ghost");
-    assert_null(acp_store_gone(f->st, 1));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "ghost");
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     got g = {0};
     replay_all(f->st, "b", &g);
     assert_int_equal(g.n, 2);
@@ -515,7 +518,7 @@ static void t_byte_exact(void **state)
     memcpy(j, "{\"s\":\"", 6);
     memcpy(j + big - 2, "\"}", 2);
     j[big] = 0;
-    assert_int_equal(acp_store_append(f->st, "x", j, big), 0);
+    assert_int_equal(acp_store_append(f->st, "x", 0, j, big), 0);
     char u[32];
     for (int i = 0; i < 1000; i++) {
         snprintf(u, sizeof u, "[%d]", i);
@@ -548,7 +551,7 @@ static void t_delete_rows(void **state)
     append(f->st, "keep", "{}");
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'd'"), 10);
-    assert_int_equal(acp_store_set_state(f->st, "d", "{\"secret\":true}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "d", 0, "{\"secret\":true}"), 0);
     assert_int_equal(acp_store_delete(f->st, "d"), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'd'"), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_sessions WHERE id = 'd'"), 0);

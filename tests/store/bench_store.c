@@ -67,7 +67,7 @@ int main(int argc, char **argv)
                      0);
     double t0 = now();
     for (int i = 0; i < 20000; i++) {
-        acp_store_append(st, "big", u, (size_t)n);
+        acp_store_append(st, "big", 0, u, (size_t)n);
         if (i % 100 == 99 && acp_store_commit(st, NULL)) return 1;
     }
     printf("append 20000 x %d B, commit per 100: %.0f updates/s\n", n, 20000 / (now() - t0));
@@ -91,13 +91,13 @@ int main(int argc, char **argv)
                  0);
     t0 = now();
     for (int i = 0; i < 200000; i++) {
-        acp_store_append(st, "stream", u, (size_t)n);
+        acp_store_append(st, "stream", 0, u, (size_t)n);
         if (i % 200 == 199 && acp_store_commit(st, NULL)) return 1;
     }
     printf("append 200000 x %d B, commit per 200: %.0f updates/s\n", n, 200000 / (now() - t0));
     t0 = now();
     for (int i = 0; i < 2000; i++) {
-        acp_store_append(st, "stream", u, (size_t)n);
+        acp_store_append(st, "stream", 0, u, (size_t)n);
         if (acp_store_commit(st, NULL)) return 1;
     }
     printf("one-update commits: %.0f commits/s\n", 2000 / (now() - t0));

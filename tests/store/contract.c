@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -85,13 +86,13 @@ static void mk_n(acp_store *st, int n, const char *state)
         stamp(t, i);
         snprintf(id, sizeof id, "s%d", i);
         mk(st, id, "/w", t);
-        if (state) assert_int_equal(acp_store_set_state(st, id, state), 0);
+        if (state) assert_int_equal(acp_store_set_state(st, id, 0, state), 0);
     }
 }
 
 static void append(acp_store *st, const char *id, const char *json)
 {
-    assert_int_equal(acp_store_append(st, id, json, strlen(json)), 0);
+    assert_int_equal(acp_store_append(st, id, 0, json, strlen(json)), 0);
 }
 
 /* --- replay collection ----------------------------------------------------------------- */
@@ -283,26 +284,26 @@ static void t_set_info(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     acp_store_session out;
-    assert_int_equal(acp_store_set_info(f->st, "a", true, "Title one", NULL), 0);
+    assert_int_equal(acp_store_set_info(f->st, "a", 0, true, "Title one", NULL), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.title, "Title one");
     assert_string_equal(out.updated_at, "2026-01-01T00:00:00.000Z"); /* NULL leaves it */
     acp_store_session_clear(&out);
 
-    assert_int_equal(acp_store_set_info(f->st, "a", false, "ignored", "2026-02-03T04:05:06.789Z"),
-                     0);
+    assert_int_equal(
+        acp_store_set_info(f->st, "a", 0, false, "ignored", "2026-02-03T04:05:06.789Z"), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.title, "Title one"); /* set_title=false leaves it */
     assert_string_equal(out.updated_at, "2026-02-03T04:05:06.789Z");
     acp_store_session_clear(&out);
 
-    assert_int_equal(acp_store_set_info(f->st, "a", true, NULL, NULL), 0);
+    assert_int_equal(acp_store_set_info(f->st, "a", 0, true, NULL, NULL), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_null(out.title);
     acp_store_session_clear(&out);
 
-    assert_int_equal(acp_store_set_info(f->st, "ghost", true, "x", NULL), ACP_ENOTFOUND);
-    assert_int_equal(acp_store_set_info(f->st, "a", false, NULL, "2026-13-01T00:00:00.000Z"),
+    assert_int_equal(acp_store_set_info(f->st, "ghost", 0, true, "x", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_info(f->st, "a", 0, false, NULL, "2026-13-01T00:00:00.000Z"),
                      ACP_EINVAL);
 }
 
@@ -310,13 +311,13 @@ static void t_set_roots(void **state)
 {
     fx *f = *state;
     mk(f->st, "a", "/old", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_roots(f->st, "a", "/new", "[\"/extra\"]"), 0);
+    assert_int_equal(acp_store_set_roots(f->st, "a", 0, "/new", "[\"/extra\"]"), 0);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.cwd, "/new");
     assert_string_equal(out.add_dirs, "[\"/extra\"]");
     acp_store_session_clear(&out);
-    assert_int_equal(acp_store_set_roots(f->st, "ghost", "/x", "[]"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_roots(f->st, "ghost", 0, "/x", "[]"), ACP_ENOTFOUND);
 
     /* list reports the current roots, and the cwd filter follows them */
     page p = {0};
@@ -552,8 +553,8 @@ static void t_append_deleted(void **state)
     append(f->st, "a", "{\"a\":2}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
     assert_non_null(strstr(acp_store_errmsg(f->st), "ghost"));
-    assert_string_equal(acp_store_gone(f->st, 0), "ghost");
-    assert_null(acp_store_gone(f->st, 1));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "ghost");
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     assert_int_equal(acp_store_pending(f->st), 0);
     got g = {0};
     replay_all(f->st, "a", &g);
@@ -576,8 +577,8 @@ static void t_append_deleted(void **state)
     append(f->st, "b", "{\"b\":2}");
     assert_int_equal(acp_store_delete(other, "a"), 0);
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
-    assert_string_equal(acp_store_gone(f->st, 0), "a");
-    assert_null(acp_store_gone(f->st, 1));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "a");
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
     assert_int_equal(acp_store_replay(f->st, "a", 0, 0, collect, &g, &last, &done), ACP_ENOTFOUND);
     replay_all(other, "b", &g);
@@ -591,21 +592,21 @@ static void t_append_deleted(void **state)
     append(f->st, "y", "{}");
     append(f->st, "x", "{}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
-    assert_string_equal(acp_store_gone(f->st, 0), "x");
-    assert_string_equal(acp_store_gone(f->st, 1), "y");
-    assert_null(acp_store_gone(f->st, 2));
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "x");
+    assert_string_equal(acp_store_gone(f->st, 1, NULL, NULL), "y");
+    assert_null(acp_store_gone(f->st, 2, NULL, NULL));
     replay_all(other, "b", &g);
     assert_int_equal(g.n, 3);
     got_free(&g);
     append(f->st, "b", "{\"b\":4}");
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
-    assert_null(acp_store_gone(f->st, 0));
+    assert_null(acp_store_gone(f->st, 0, NULL, NULL));
 
     /* every other write for a session deleted elsewhere fails the same way */
     assert_int_equal(acp_store_delete(other, "b"), 0);
-    assert_int_equal(acp_store_set_info(f->st, "b", true, "t", NULL), ACP_ENOTFOUND);
-    assert_int_equal(acp_store_set_roots(f->st, "b", "/x", "[]"), ACP_ENOTFOUND);
-    assert_int_equal(acp_store_set_state(f->st, "b", "{}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_info(f->st, "b", 0, true, "t", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_roots(f->st, "b", 0, "/x", "[]"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, "{}"), ACP_ENOTFOUND);
     append(f->st, "b", "{\"b\":5}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
     assert_int_equal(acp_store_get(other, "b", &out), ACP_ENOTFOUND);
@@ -656,7 +657,7 @@ static void t_list_order(void **state)
     append(f->st, "z", "{}");
     assert_int_equal(acp_store_commit(f->st, "2026-02-01T00:00:00.000Z"), 0);
     /* and so does a set_info with a new updated_at */
-    assert_int_equal(acp_store_set_info(f->st, "b", true, "B", "2026-02-02T00:00:00.000Z"), 0);
+    assert_int_equal(acp_store_set_info(f->st, "b", 0, true, "B", "2026-02-02T00:00:00.000Z"), 0);
     assert_int_equal(acp_store_list(f->st, NULL, NULL, 2, on_row, &p, &next), 0);
     assert_int_equal(p.n, 2);
     assert_string_equal(p.id[0], "b");
@@ -1014,7 +1015,7 @@ static void t_state_set_get(void **state)
     assert_state(f->st, "a", NULL); /* none recorded yet */
 
     const char *one = "{\"mode\":\"code\",\"config\":{\"model\":\"m1\"}}";
-    assert_int_equal(acp_store_set_state(f->st, "a", one), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, one), 0);
     assert_string_equal(acp_store_errmsg(f->st), "");
     assert_state(f->st, "a", one);
     assert_state(f->st, "b", NULL); /* only the session named */
@@ -1027,18 +1028,18 @@ static void t_state_set_get(void **state)
     assert_null(out.state);
 
     const char *odd = " \n{\"t\" : \"a\\\\b\\n\\u00e9 é 😀 \\\"q\\\"\",\n\t\"n\":1.50e+3 } ";
-    assert_int_equal(acp_store_set_state(f->st, "a", odd), 0); /* overwrite */
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, odd), 0); /* overwrite */
     assert_state(f->st, "a", odd);
-    assert_int_equal(acp_store_set_state(f->st, "a", "{}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{}"), 0);
     assert_state(f->st, "a", "{}");
-    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0); /* clears */
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, NULL), 0); /* clears */
     assert_state(f->st, "a", NULL);
-    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0); /* clearing again is fine */
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, NULL), 0); /* clearing again is fine */
     assert_state(f->st, "a", NULL);
 
     /* the largest state the header allows, 1 MiB, is kept whole */
     char *big = object_of((size_t)1 << 20);
-    assert_int_equal(acp_store_set_state(f->st, "b", big), 0);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, big), 0);
     assert_state(f->st, "b", big);
     free(big);
 }
@@ -1048,22 +1049,22 @@ static void t_state_set_get(void **state)
 static void t_state_missing(void **state)
 {
     fx *f = *state;
-    assert_int_equal(acp_store_set_state(f->st, "ghost", "{\"m\":1}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "ghost", 0, "{\"m\":1}"), ACP_ENOTFOUND);
     assert_string_not_equal(acp_store_errmsg(f->st), "");
-    assert_int_equal(acp_store_set_state(f->st, "ghost", NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "ghost", 0, NULL), ACP_ENOTFOUND);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
 
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"m\":1}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"m\":1}"), 0);
     assert_int_equal(acp_store_delete(f->st, "a"), 0);
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"m\":2}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"m\":2}"), ACP_ENOTFOUND);
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
 
     acp_store *other = open_where(f->where);
     assert_int_equal(acp_store_delete(other, "b"), 0);
-    assert_int_equal(acp_store_set_state(f->st, "b", "{\"m\":3}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, "{\"m\":3}"), ACP_ENOTFOUND);
     acp_store_close(other);
     assert_int_equal(acp_store_get(f->st, "b", &out), ACP_ENOTFOUND);
 
@@ -1081,7 +1082,7 @@ static void t_state_invalid(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     const char *kept = "{\"mode\":\"ask\"}";
-    assert_int_equal(acp_store_set_state(f->st, "a", kept), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, kept), 0);
     char *over = object_of(((size_t)1 << 20) + 1);
     const char *bad[] = {
         "",
@@ -1102,7 +1103,7 @@ static void t_state_invalid(void **state)
         over,
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = acp_store_set_state(f->st, "a", bad[i]);
+        int rc = acp_store_set_state(f->st, "a", 0, bad[i]);
         if (rc != ACP_EINVAL) print_error("state %zu (%.40s) accepted\n", i, bad[i]);
         assert_int_equal(rc, ACP_EINVAL);
         assert_string_not_equal(acp_store_errmsg(f->st), "");
@@ -1110,9 +1111,9 @@ static void t_state_invalid(void **state)
     }
     free(over);
     /* a bad id is refused before anything else */
-    assert_int_equal(acp_store_set_state(f->st, NULL, "{}"), ACP_EINVAL);
+    assert_int_equal(acp_store_set_state(f->st, NULL, 0, "{}"), ACP_EINVAL);
     /* an invalid text for a session that does not exist: the text is what is wrong */
-    assert_int_equal(acp_store_set_state(f->st, "ghost", "[]"), ACP_EINVAL);
+    assert_int_equal(acp_store_set_state(f->st, "ghost", 0, "[]"), ACP_EINVAL);
     assert_state(f->st, "a", kept);
 }
 
@@ -1122,10 +1123,10 @@ static void t_state_reopen(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"mode\":\"code\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"mode\":\"code\"}"), 0);
     acp_store *other = open_where(f->where);
     assert_state(other, "a", "{\"mode\":\"code\"}");
-    assert_int_equal(acp_store_set_state(other, "b", "{\"mode\":\"plan\"}"), 0);
+    assert_int_equal(acp_store_set_state(other, "b", 0, "{\"mode\":\"plan\"}"), 0);
     acp_store_close(other);
     acp_store_close(f->st);
     f->st = NULL; /* teardown's, should the open fail */
@@ -1133,7 +1134,7 @@ static void t_state_reopen(void **state)
     assert_state(f->st, "a", "{\"mode\":\"code\"}");
     assert_state(f->st, "b", "{\"mode\":\"plan\"}");
     /* and so does clearing it */
-    assert_int_equal(acp_store_set_state(f->st, "a", NULL), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, NULL), 0);
     acp_store_close(f->st);
     f->st = NULL;
     f->st = open_where(f->where);
@@ -1168,14 +1169,248 @@ static void t_state_delete(void **state)
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     mk(f->st, "b", "/w", "2026-01-01T00:00:00.000Z");
-    assert_int_equal(acp_store_set_state(f->st, "a", "{\"mode\":\"a\"}"), 0);
-    assert_int_equal(acp_store_set_state(f->st, "b", "{\"mode\":\"b\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"mode\":\"a\"}"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "b", 0, "{\"mode\":\"b\"}"), 0);
     assert_int_equal(acp_store_delete(f->st, "a"), 0);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
     assert_state(f->st, "b", "{\"mode\":\"b\"}");
     mk(f->st, "a", "/w", "2026-01-02T00:00:00.000Z");
     assert_state(f->st, "a", NULL);
+}
+
+/* --- leases ------------------------------------------------------------------------------ */
+
+#define DAY_MS (24u * 3600 * 1000)
+
+/* Waits out a lease of ttl_ms by the database's clock (the test's own clock is no proof, so
+ * ask the store: another holder can take it once it is free). */
+static void wait_expired(acp_store *st, const char *id, const char *other)
+{
+    for (;;) {
+        int64_t fence = 0;
+        acp_store_lease_busy busy;
+        int rc = acp_store_lease_acquire(st, id, other, DAY_MS, NULL, &fence, &busy);
+        if (rc == 0) {
+            assert_int_equal(acp_store_lease_release(st, id, fence), 0);
+            return;
+        }
+        assert_int_equal(rc, ACP_EBUSY);
+        struct timespec ts = {0, (long)(busy.wait_ms + 1) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int64_t take(acp_store *st, const char *id, const char *holder, unsigned ttl_ms)
+{
+    int64_t fence = 0;
+    assert_int_equal(acp_store_lease_acquire(st, id, holder, ttl_ms, NULL, &fence, NULL), 0);
+    assert_true(fence > 0);
+    return fence;
+}
+
+static int replayed(acp_store *st, const char *id)
+{
+    got g = {0};
+    replay_all(st, id, &g);
+    int n = g.n;
+    got_free(&g);
+    return n;
+}
+
+/* One holder at a time: a fresh lease refuses another holder (another handle: another
+ * process) with how long it has left; its own holder gets it again under the same epoch. */
+static void t_lease_acquire(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 60000), fence = -1;
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, &busy), ACP_EBUSY);
+    assert_int_equal(fence, 0);
+    assert_true(busy.wait_ms > 0 && busy.wait_ms <= 60000);
+    assert_string_equal(busy.holder, "A");
+    assert_non_null(strstr(acp_store_errmsg(o), "s"));
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
+    assert_int_equal(take(o, "s", "A", 60000), f1); /* A's again: a renewal */
+
+    assert_int_equal(acp_store_lease_acquire(f->st, "nope", "A", 1000, NULL, &fence, &busy),
+                     ACP_ENOTFOUND);
+    char big[ACP_STORE_HOLDER_MAX + 2];
+    memset(big, 'h', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, NULL, &fence, &busy),
+                     ACP_EINVAL);
+    big[ACP_STORE_HOLDER_MAX] = '\0'; /* the longest accepted, but not the holder */
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", big, 1000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "", 1000, NULL, &fence, &busy),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", NULL, 1000, NULL, &fence, &busy),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 0, NULL, &fence, &busy), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", DAY_MS + 1, NULL, &fence, &busy),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 0), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", 0, 1000), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_release(f->st, "s", -1), ACP_EINVAL);
+
+    /* a holder known dead: its fresh lease is free to take, with a new epoch; naming another
+     * holder dead changes nothing */
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, "C", &fence, &busy), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, "", &fence, &busy), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, "A", &fence, &busy), 0);
+    assert_true(fence > f1);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ESTALE);
+    acp_store_close(o);
+}
+
+/* Every write carries its fence, and only the current epoch's (or none) is stored. */
+static void t_lease_fence(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 60000), stale = f1 + 1;
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{\"a\":1}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_set_info(f->st, "s", f1, true, "t", NULL), 0);
+    assert_int_equal(acp_store_set_roots(f->st, "s", f1, "/x", "[]"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{\"m\":1}"), 0);
+    append(f->st, "s", "{\"none\":1}"); /* fence 0: no lease asked for */
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+
+    assert_int_equal(acp_store_set_info(f->st, "s", stale, true, "u", NULL), ACP_ESTALE);
+    assert_int_equal(acp_store_set_roots(f->st, "s", stale, "/y", "[]"), ACP_ESTALE);
+    assert_int_equal(acp_store_set_state(f->st, "s", stale, "{\"m\":2}"), ACP_ESTALE);
+    assert_int_equal(acp_store_set_info(f->st, "s", -1, true, "u", NULL), ACP_EINVAL);
+    assert_int_equal(acp_store_append(f->st, "s", stale, "{\"a\":2}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTALE);
+    int64_t fence = 0;
+    int why = 0;
+    assert_string_equal(acp_store_gone(f->st, 0, &fence, &why), "s");
+    assert_int_equal(fence, stale);
+    assert_int_equal(why, ACP_ESTALE);
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
+    acp_store_session out;
+    assert_int_equal(acp_store_get(f->st, "s", &out), 0);
+    assert_string_equal(out.title, "t");
+    assert_string_equal(out.cwd, "/x");
+    assert_string_equal(out.state, "{\"m\":1}");
+    acp_store_session_clear(&out);
+    assert_int_equal(replayed(f->st, "s"), 2);
+}
+
+/* A holder that stops renewing loses the lease once it expires: another takes it with a new
+ * epoch, and from then on the old holder's writes store nothing, its renewal says so, and in
+ * one batch shared by both (one handle, two holders) only the new holder's appends count. */
+static void t_lease_takeover(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "t", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 5), ft = take(f->st, "t", "A", 60000);
+    wait_expired(o, "s", "probe");
+    /* expired and free again, but not taken: the old holder may renew and go on */
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 5), ACP_ESTALE); /* the probe's */
+    int64_t f2 = take(o, "s", "B", 60000);
+    assert_true(f2 > f1);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 60000), ACP_ESTALE);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ESTALE);
+
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{\"A\":1}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "t", ft, "{\"A\":2}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "s", f2, "{\"B\":1}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{\"A\":3}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTALE);
+    int64_t fence = 0;
+    int why = 0;
+    assert_string_equal(acp_store_gone(f->st, 0, &fence, &why), "s");
+    assert_int_equal(fence, f1);
+    assert_int_equal(why, ACP_ESTALE);
+    assert_null(acp_store_gone(f->st, 1, NULL, NULL));
+    got g = {0};
+    replay_all(o, "s", &g);
+    assert_int_equal(g.n, 1);
+    assert_string_equal(g.json[0], "{\"B\":1}");
+    got_free(&g);
+    assert_int_equal(replayed(o, "t"), 1);
+
+    /* the new holder renews; the old cannot get it back while it is fresh */
+    assert_int_equal(acp_store_lease_renew(o, "s", f2, 60000), 0);
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 60000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    acp_store_close(o);
+}
+
+/* A renewal extends the lease from now, also one that had expired while nobody took it. */
+static void t_lease_renew(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 5);
+    struct timespec ts = {0, 30 * 1000000};
+    nanosleep(&ts, NULL); /* past its 5 ms (nobody else can have taken it: it is ours) */
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 60000), 0);
+    int64_t fence = 0;
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "B", 60000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    assert_true(busy.wait_ms > 5);
+    assert_int_equal(acp_store_lease_renew(f->st, "nope", f1, 1000), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{}", 2), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+}
+
+/* Release frees the lease at once (no TTL to wait) and makes the released fence stale. */
+static void t_lease_release(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", DAY_MS);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0); /* not ours: nothing to do */
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 1000), ACP_ESTALE);
+    int64_t f2 = take(o, "s", "B", DAY_MS);
+    assert_true(f2 > f1);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0); /* stale: B's stays */
+    int64_t fence = 0;
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 1000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    assert_int_equal(acp_store_lease_release(f->st, "nope", 3), 0);
+    /* the same holder after a release: a new epoch, the released one stays stale */
+    assert_int_equal(acp_store_lease_release(o, "s", f2), 0);
+    int64_t f3 = take(o, "s", "B", DAY_MS);
+    assert_true(f3 > f2);
+    assert_int_equal(acp_store_set_state(o, "s", f2, "{}"), ACP_ESTALE);
+    acp_store_close(o);
+}
+
+/* Delete wins over a lease: the holder's next write, commit or renewal finds the session
+ * gone (not stale), and nothing brings it back. */
+static void t_lease_delete(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", DAY_MS);
+    assert_int_equal(acp_store_delete(o, "s"), 0);
+    assert_int_equal(acp_store_set_state(f->st, "s", f1, "{}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 1000), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_append(f->st, "s", f1, "{}", 2), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
+    int why = 0;
+    assert_string_equal(acp_store_gone(f->st, 0, NULL, &why), "s");
+    assert_int_equal(why, ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0);
+    acp_store_session out;
+    assert_int_equal(acp_store_get(o, "s", &out), ACP_ENOTFOUND);
+    acp_store_close(o);
 }
 
 int store_contract_run(const store_contract_env *env)
@@ -1207,6 +1442,12 @@ int store_contract_run(const store_contract_env *env)
         T(t_state_reopen),
         T(t_state_not_listed),
         T(t_state_delete),
+        T(t_lease_acquire),
+        T(t_lease_fence),
+        T(t_lease_takeover),
+        T(t_lease_renew),
+        T(t_lease_release),
+        T(t_lease_delete),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);

@@ -23,8 +23,8 @@ static void fault_fill(acp_store *st)
         strcpy(s.created_at, T0);
         strcpy(s.updated_at, T0);
         assert_int_equal(acp_store_create(st, &s), 0);
-        assert_int_equal(acp_store_append(st, ids[i], "{\"n\":1}", 7), 0);
-        assert_int_equal(acp_store_append(st, ids[i], "{\"n\":2}", 7), 0);
+        assert_int_equal(acp_store_append(st, ids[i], 0, "{\"n\":1}", 7), 0);
+        assert_int_equal(acp_store_append(st, ids[i], 0, "{\"n\":2}", 7), 0);
     }
     assert_int_equal(acp_store_commit(st, T0), 0);
 }
@@ -67,10 +67,10 @@ static const char *const op_name[NOPS] = {
 static void prepare(acp_store *st, int op)
 {
     if (op == OP_COMMIT1 || op == OP_COMMIT2) {
-        assert_int_equal(acp_store_append(st, fault_a, "{\"n\":3}", 7), 0);
-        assert_int_equal(acp_store_append(st, fault_a, "{\"n\":4}", 7), 0);
+        assert_int_equal(acp_store_append(st, fault_a, 0, "{\"n\":3}", 7), 0);
+        assert_int_equal(acp_store_append(st, fault_a, 0, "{\"n\":4}", 7), 0);
     }
-    if (op == OP_COMMIT2) assert_int_equal(acp_store_append(st, fault_b, "{\"n\":3}", 7), 0);
+    if (op == OP_COMMIT2) assert_int_equal(acp_store_append(st, fault_b, 0, "{\"n\":3}", 7), 0);
 }
 
 static int do_op(acp_store *st, int op)
@@ -87,11 +87,11 @@ static int do_op(acp_store *st, int op)
         strcpy(s.updated_at, T1);
         return acp_store_create(st, &s);
     case OP_SET_INFO:
-        return acp_store_set_info(st, fault_a, true, "t", T1);
+        return acp_store_set_info(st, fault_a, 0, true, "t", T1);
     case OP_SET_ROOTS:
-        return acp_store_set_roots(st, fault_a, "/v", "[\"/x\"]");
+        return acp_store_set_roots(st, fault_a, 0, "/v", "[\"/x\"]");
     case OP_SET_STATE:
-        return acp_store_set_state(st, fault_a, "{\"mode\":\"ask\"}");
+        return acp_store_set_state(st, fault_a, 0, "{\"mode\":\"ask\"}");
     case OP_COMMIT1:
     case OP_COMMIT2:
         return acp_store_commit(st, T1);

@@ -144,7 +144,7 @@ static void t_stays_full(void **state)
     assert_string_equal(now, before);
     free(now);
     assert_int_equal(acp_store_inject(st, NULL), 0);
-    assert_int_equal(acp_store_append(st, "a", "{\"n\":3}", 7), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"n\":3}", 7), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     int n = 0;
     int64_t last;
@@ -162,9 +162,9 @@ static void t_append(void **state)
     acp_store *st = fixture();
     acp_store_fault f = {.ops = ACP_FAULT_APPEND, .nth = 2};
     assert_int_equal(acp_store_inject(st, &f), 0);
-    assert_int_equal(acp_store_append(st, "a", "{\"n\":3}", 7), 0);
-    assert_int_equal(acp_store_append(st, "b", "{\"n\":3}", 7), ACP_ENOMEM);
-    assert_int_equal(acp_store_append(st, "a", "{\"n\":4}", 7), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"n\":3}", 7), 0);
+    assert_int_equal(acp_store_append(st, "b", 0, "{\"n\":3}", 7), ACP_ENOMEM);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"n\":4}", 7), 0);
     assert_int_equal(acp_store_pending(st), 2);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     int n = 0;
@@ -190,15 +190,15 @@ static int collect_text(void *user, int64_t seq, const char *json, size_t n)
 static void t_discard(void **state)
 {
     acp_store *st = fixture();
-    assert_int_equal(acp_store_append(st, "a", "{\"n\":3}", 7), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"n\":3}", 7), 0);
     size_t mark = acp_store_pending(st);
-    assert_int_equal(acp_store_append(st, "a", "{\"gone\":1}", 10), 0);
-    assert_int_equal(acp_store_append(st, "b", "{\"gone\":2}", 10), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"gone\":1}", 10), 0);
+    assert_int_equal(acp_store_append(st, "b", 0, "{\"gone\":2}", 10), 0);
     acp_store_discard(st, mark);
     assert_int_equal(acp_store_pending(st), 1);
     acp_store_discard(st, 5); /* past the end: nothing */
     assert_int_equal(acp_store_pending(st), 1);
-    assert_int_equal(acp_store_append(st, "b", "{\"n\":3}", 7), 0);
+    assert_int_equal(acp_store_append(st, "b", 0, "{\"n\":3}", 7), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     acp_store_discard(st, 0); /* an empty batch: nothing */
     char *a = NULL, *b = NULL;
@@ -257,7 +257,7 @@ static void t_real_busy(void **state)
     assert_int_equal(do_op(st, OP_COMMIT2), ACP_ESTORE);
     assert_true(ms_since(&t0) >= 30);
     assert_non_null(strstr(acp_store_errmsg(st), "database is locked"));
-    assert_int_equal(acp_store_set_state(st, "a", "{}"), ACP_ESTORE);
+    assert_int_equal(acp_store_set_state(st, "a", 0, "{}"), ACP_ESTORE);
     assert_int_equal(acp_store_delete(st, "b"), ACP_ESTORE);
     assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(other);
@@ -289,8 +289,8 @@ static void t_call(void **state)
     assert_int_equal(acp_store_inject(st, &f), 0);
     prepare(st, OP_COMMIT2);
     assert_int_equal(do_op(st, OP_COMMIT2), ACP_ENOTFOUND);
-    assert_string_equal(acp_store_gone(st, 0), "a");
-    assert_null(acp_store_gone(st, 1));
+    assert_string_equal(acp_store_gone(st, 0, NULL, NULL), "a");
+    assert_null(acp_store_gone(st, 1, NULL, NULL));
     int n = 0;
     int64_t last;
     bool done;

@@ -154,7 +154,7 @@ static void t_fresh_file_settings(void **state)
     assert_int_equal(sb.st_mode & 077, 0);
     acp_store_close(st);
     assert_raw(f->db, "PRAGMA journal_mode", "wal"); /* persistent in the file */
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "3");
     assert_raw(f->db,
                "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_list"
                " WHERE strict = 1 AND schema = 'main' ORDER BY name)",
@@ -189,10 +189,10 @@ static void t_migrate_from_v0(void **state)
     raw_exec(f->db, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('keep me')");
     acp_store *st = open_ok(f->db);
     mk(st, "a");
-    assert_int_equal(acp_store_append(st, "a", "{}", 2), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{}", 2), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     acp_store_close(st);
-    assert_raw(f->db, "SELECT version FROM schema_version", "2");
+    assert_raw(f->db, "SELECT version FROM schema_version", "3");
     assert_raw(f->db, "SELECT x FROM notes", "keep me");
     /* opening again changes nothing */
     st = open_ok(f->db);
@@ -263,28 +263,30 @@ static void t_open_v1_file(void **state)
     raw_exec(f->db, V1_FILE);
     acp_store *st = open_ok(f->db);
     assert_old(st, NULL);
-    assert_int_equal(acp_store_append(st, "old", "{\"k\":3}", 7), 0);
+    assert_int_equal(acp_store_append(st, "old", 0, "{\"k\":3}", 7), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     assert_old_history(st, 3);
     acp_store_close(st);
 }
 
-/* Opening a v1 file migrates it to v2 (the state column) in place: its sessions and their
+/* Opening a v1 file migrates it to the current version (v2: the state column; v3: the lease
+ * columns) in place: its sessions and their
  * history are kept, the new column starts empty, and set_state works on the old sessions. */
 static void t_migrate_v1_to_v2(void **state)
 {
     fx *f = *state;
     raw_exec(f->db, V1_FILE);
     acp_store *st = open_ok(f->db);
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "3");
     assert_raw(f->db, "SELECT group_concat(name, ',') FROM pragma_table_info('sessions')",
-               "sid,id,cwd,add_dirs,title,created_at,updated_at,last_seq,state");
+               "sid,id,cwd,add_dirs,title,created_at,updated_at,last_seq,state,lease_holder,"
+               "lease_epoch,lease_expires");
     assert_raw(f->db, "SELECT count(*) FROM sessions WHERE sid = 7 AND state IS NULL", "1");
     assert_old(st, NULL);
     assert_old_history(st, 2);
 
-    assert_int_equal(acp_store_set_state(st, "old", "{\"mode\":\"code\"}"), 0);
-    assert_int_equal(acp_store_set_state(st, "gone", "{}"), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_set_state(st, "old", 0, "{\"mode\":\"code\"}"), 0);
+    assert_int_equal(acp_store_set_state(st, "gone", 0, "{}"), ACP_ENOTFOUND);
     acp_store_close(st);
     assert_raw(f->db, "SELECT state FROM sessions WHERE id = 'old'", "{\"mode\":\"code\"}");
 
@@ -292,7 +294,7 @@ static void t_migrate_v1_to_v2(void **state)
     st = open_ok(f->db);
     assert_old(st, "{\"mode\":\"code\"}");
     acp_store_close(st);
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "3");
     assert_raw(f->db, "PRAGMA integrity_check", "ok");
 }
 
@@ -354,15 +356,15 @@ static void t_failed_writes_are_atomic(void **state)
     acp_store *st = open_ok(f->db);
     mk(st, "a");
     mk(st, "b");
-    assert_int_equal(acp_store_append(st, "a", "{\"ok\":0}", 8), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"ok\":0}", 8), 0);
     assert_int_equal(acp_store_commit(st, "2026-01-01T00:00:00.000Z"), 0);
     raw_exec(f->db, "CREATE TRIGGER boom BEFORE INSERT ON updates WHEN NEW.json = '\"boom\"'"
                     " BEGIN SELECT RAISE(ABORT, 'injected failure'); END;"
                     "CREATE TRIGGER nodel BEFORE DELETE ON sessions WHEN OLD.id = 'b'"
                     " BEGIN SELECT RAISE(ABORT, 'injected delete failure'); END;");
-    assert_int_equal(acp_store_append(st, "a", "{\"ok\":1}", 8), 0);
-    assert_int_equal(acp_store_append(st, "b", "{\"ok\":2}", 8), 0);
-    assert_int_equal(acp_store_append(st, "a", "\"boom\"", 6), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"ok\":1}", 8), 0);
+    assert_int_equal(acp_store_append(st, "b", 0, "{\"ok\":2}", 8), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "\"boom\"", 6), 0);
     assert_int_equal(acp_store_commit(st, "2027-01-01T00:00:00.000Z"), ACP_ESTORE);
     assert_non_null(strstr(acp_store_errmsg(st), "injected failure"));
     assert_int_equal(acp_store_pending(st), 0);
@@ -375,12 +377,12 @@ static void t_failed_writes_are_atomic(void **state)
     assert_raw(f->db, "SELECT count(*) FROM updates", "1");
 
     /* the next commit continues as if the failed one never happened */
-    assert_int_equal(acp_store_append(st, "a", "{\"ok\":3}", 8), 0);
+    assert_int_equal(acp_store_append(st, "a", 0, "{\"ok\":3}", 8), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     assert_raw(f->db, "SELECT group_concat(seq || ':' || json, ' ') FROM updates",
                "1:{\"ok\":0} 2:{\"ok\":3}");
 
-    assert_int_equal(acp_store_append(st, "b", "{\"ok\":4}", 8), 0);
+    assert_int_equal(acp_store_append(st, "b", 0, "{\"ok\":4}", 8), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     assert_int_equal(acp_store_delete(st, "b"), ACP_ESTORE);
     assert_non_null(strstr(acp_store_errmsg(st), "injected delete failure"));
@@ -407,7 +409,7 @@ static void crash_child(const char *path, int wfd)
     for (;;) {
         for (int i = 0; i < BATCH; i++, seq++) {
             int n = snprintf(u, sizeof u, "{\"k\":%lld,\"pad\":\"%01000d\"}", (long long)seq, 0);
-            if (acp_store_append(st, "s", u, (size_t)n)) _exit(3);
+            if (acp_store_append(st, "s", 0, u, (size_t)n)) _exit(3);
         }
         if (committed && write(wfd, &committed, sizeof committed) != sizeof committed) _exit(5);
         if (acp_store_commit(st, NULL)) _exit(4);
@@ -453,7 +455,7 @@ static void t_kill_mid_transaction(void **state)
     assert_true(h.n >= reported);     /* every acknowledged commit is there */
     assert_int_equal(h.n % BATCH, 0); /* and no half of a transaction */
     /* still writable, continuing the order */
-    assert_int_equal(acp_store_append(st, "s", "{}", 2), 0);
+    assert_int_equal(acp_store_append(st, "s", 0, "{}", 2), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     assert_int_equal(acp_store_replay(st, "s", h.n, 0, check_cb, &h, &last, &done), 0);
     assert_int_equal(h.bad, 0);
@@ -475,7 +477,7 @@ static void writer_child(const char *path, int w, int go)
     char u[64];
     for (int i = 0; i < COMMITS * PER; i++) {
         int n = snprintf(u, sizeof u, "{\"w\":%d,\"i\":%d}", w, i);
-        if (acp_store_append(st, "s", u, (size_t)n)) _exit(4);
+        if (acp_store_append(st, "s", 0, u, (size_t)n)) _exit(4);
         if (i % PER == PER - 1 && acp_store_commit(st, NULL)) _exit(5);
     }
     acp_store_close(st);
@@ -565,7 +567,7 @@ static void t_concurrent_first_open(void **state)
             acp_store_session s = {.id = id, .cwd = "/w", .add_dirs = "[]"};
             acp_store_now(s.created_at);
             acp_store_now(s.updated_at);
-            if (acp_store_create(st, &s) || acp_store_append(st, id, "{}", 2) ||
+            if (acp_store_create(st, &s) || acp_store_append(st, id, 0, "{}", 2) ||
                 acp_store_commit(st, NULL))
                 _exit(4);
             acp_store_close(st);
@@ -582,7 +584,7 @@ static void t_concurrent_first_open(void **state)
     }
     assert_raw(f->db, "SELECT count(*) FROM sessions", "6");
     assert_raw(f->db, "SELECT count(*) FROM updates", "6");
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "2");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "3");
 }
 
 /* --- secure delete --------------------------------------------------------------------- */
@@ -621,16 +623,16 @@ static void t_delete_leaves_no_bytes(void **state)
     acp_store *other = open_ok(f->db); /* a second process's connection stays open */
     mk(st, "keep");
     mk(st, "victim");
-    assert_int_equal(acp_store_set_info(st, "victim", true, "TITLE-MARK-31337", NULL), 0);
-    assert_int_equal(acp_store_set_state(st, "victim", "{\"m\":\"STATE-MARK-2718\"}"), 0);
+    assert_int_equal(acp_store_set_info(st, "victim", 0, true, "TITLE-MARK-31337", NULL), 0);
+    assert_int_equal(acp_store_set_state(st, "victim", 0, "{\"m\":\"STATE-MARK-2718\"}"), 0);
     char u[3000];
     for (int i = 0; i < 300; i++) {
         /* small and overflowing rows, so both leaf cells and overflow pages are freed */
         int n =
             snprintf(u, sizeof u, "{\"t\":\"SECRET-MARK-8472 %d %0*d\"}", i, i % 3 ? 20 : 2500, 0);
-        assert_int_equal(acp_store_append(st, "victim", u, (size_t)n), 0);
+        assert_int_equal(acp_store_append(st, "victim", 0, u, (size_t)n), 0);
         n = snprintf(u, sizeof u, "{\"t\":\"KEPT-MARK-5150 %d\"}", i);
-        assert_int_equal(acp_store_append(st, "keep", u, (size_t)n), 0);
+        assert_int_equal(acp_store_append(st, "keep", 0, u, (size_t)n), 0);
         if (i % 50 == 49) assert_int_equal(acp_store_commit(st, NULL), 0);
     }
     /* some of it checkpointed into the main file, some still in the WAL */
@@ -645,7 +647,7 @@ static void t_delete_leaves_no_bytes(void **state)
     assert_true(store_has(f->db, "KEPT-MARK-5150"));
     /* and it stays gone as the store is used and closed */
     mk(other, "later");
-    assert_int_equal(acp_store_append(other, "later", "{}", 2), 0);
+    assert_int_equal(acp_store_append(other, "later", 0, "{}", 2), 0);
     assert_int_equal(acp_store_commit(other, NULL), 0);
     acp_store_close(other);
     acp_store_close(st);

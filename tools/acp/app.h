@@ -29,8 +29,11 @@ typedef struct chat chat;
 
 typedef struct app {
     /* global options */
-    const char *agent; /* --agent: a command line, or unix:PATH */
-    const char *cwd;   /* --cwd, absolute; NULL: the current directory */
+    const char *agent;   /* --agent: a command line, unix:PATH, or a URL */
+    char *token;         /* --token or ACP_TOKEN, for a URL agent; scrubbed at exit */
+    const char *ca_file; /* --cacert */
+    bool h2c;            /* --h2c */
+    const char *cwd;     /* --cwd, absolute; NULL: the current directory */
     bool json, fs, terminal;
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
@@ -68,7 +71,8 @@ typedef struct app {
 
 /* conn.c: the connection, sign-in, sessions, failures */
 int app_open(app *a);
-bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH) */
+bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH, not a URL) */
+bool app_remote(const app *a);         /* --agent is a ws://, wss://, http:// or https:// URL */
 char *app_agent_command(const app *a); /* --agent, or acp-agent next to acp (malloc'd) */
 void app_close(app *a);
 /* authenticate with method; a refusal is said and is EXIT_REFUSED. */

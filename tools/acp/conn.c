@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,9 +155,17 @@ char *app_agent_command(const app *a)
     return a->agent ? strdup(a->agent) : default_agent();
 }
 
+bool app_remote(const app *a)
+{
+    static const char *const schemes[] = {"ws://", "wss://", "http://", "https://"};
+    for (size_t i = 0; a->agent && i < 4; i++)
+        if (!strncasecmp(a->agent, schemes[i], strlen(schemes[i]))) return true;
+    return false;
+}
+
 bool app_spawns(const app *a)
 {
-    return !a->agent || strncmp(a->agent, "unix:", 5) != 0;
+    return !a->agent || (strncmp(a->agent, "unix:", 5) != 0 && !app_remote(a));
 }
 
 typedef struct waiter {
@@ -189,11 +198,18 @@ int app_open(app *a)
     bool spawn = app_spawns(a);
     char *def = a->agent ? NULL : default_agent();
     json_t *meta = spawn ? json_pack("{s:b}", "terminal-auth", 1) : NULL;
+    bool remote = app_remote(a);
     acp_client_opts o = {
-        .transport = spawn ? ACP_CLIENT_SPAWN : ACP_CLIENT_UNIX,
+        .transport = spawn    ? ACP_CLIENT_SPAWN
+                     : remote ? ACP_CLIENT_URL
+                              : ACP_CLIENT_UNIX,
         .loop = &a->loop,
         .command = spawn ? (a->agent ? a->agent : def) : NULL,
-        .path = spawn ? NULL : a->agent + 5,
+        .path = spawn || remote ? NULL : a->agent + 5,
+        .url = remote ? a->agent : NULL,
+        .token = a->token,
+        .ca_file = a->ca_file,
+        .h2c = a->h2c,
         .client_name = "acp",
         .client_title = "acp (libacp command-line client)",
         .fs_read = a->fs,
@@ -223,6 +239,7 @@ int app_open(app *a)
         app_busy(a, false);
         app_note(a, "cannot %s the agent: %s; check --agent", spawn ? "start" : "connect to",
                  err ? err : acp_strerror(rc));
+
         free(err);
         return EXIT_AGENT;
     }
@@ -294,7 +311,7 @@ int app_fail(app *a, const char *what, int rc)
                          "above",
                          (long long)code);
             msg = why;
-        } else if (!app_spawns(a)) {
+        } else if (!app_spawns(a) && !app_remote(a)) {
             msg = "the agent closed the connection";
         }
         status = EXIT_GONE;

@@ -37,6 +37,9 @@ static const char usage_main[] =
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
+    "  --agent URL               a remote agent: ws://, wss://, http:// or https://HOST/acp\n"
+    "  --token TOKEN             bearer token for a remote agent (better: ACP_TOKEN)\n"
+    "  --cacert FILE, --h2c      trust anchors for wss:// and https://; cleartext HTTP/2\n"
     "  --cwd DIR                 the session's working directory (default: the current one)\n"
     "  --json                    one JSON object per line: every update raw, then the result\n"
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
@@ -256,6 +259,9 @@ static json_t *mcp_url(const char *type, const char *spec)
 
 enum {
     O_AGENT = 256,
+    O_TOKEN,
+    O_CACERT,
+    O_H2C,
     O_JSON,
     O_CWD,
     O_YES,
@@ -292,6 +298,9 @@ static void word(app *a, const char **cmdname, char *w)
 static int parse(app *a, cmdline *cl, int argc, char **argv)
 {
     static const struct option opts[] = {{"agent", required_argument, NULL, O_AGENT},
+                                         {"token", required_argument, NULL, O_TOKEN},
+                                         {"cacert", required_argument, NULL, O_CACERT},
+                                         {"h2c", no_argument, NULL, O_H2C},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"cwd", required_argument, NULL, O_CWD},
                                          {"yes", no_argument, NULL, O_YES},
@@ -325,6 +334,18 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             break;
         case O_AGENT:
             a->agent = optarg;
+            break;
+        case O_TOKEN:
+            /* Kept from here on, and wiped from our argv so ps shows no token. */
+            free(a->token);
+            a->token = strdup(optarg);
+            memset(optarg, 'x', strlen(optarg));
+            break;
+        case O_CACERT:
+            a->ca_file = optarg;
+            break;
+        case O_H2C:
+            a->h2c = true;
             break;
         case O_JSON:
             a->json = true;
@@ -409,6 +430,15 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
     }
     /* after "--": the rest are words */
     for (; optind < argc; optind++) word(a, &cmdname, argv[optind]);
+    /* The token is for the remote agent only: no process we start (a terminal command, an
+     * MCP server) inherits it. */
+    if (a->token && !app_remote(a))
+        return usage_error("--token is for an agent URL (--agent http://HOST:PORT/acp, "
+                           "ws://...)%s",
+                           "");
+    const char *env_token = getenv("ACP_TOKEN");
+    if (env_token && *env_token && !a->token && app_remote(a)) a->token = strdup(env_token);
+    unsetenv("ACP_TOKEN");
     if (cl->help || cl->version) {
         cl->cmd =
             find_command(cmdname && !strcmp(cmdname, "help") && a->nargs ? a->args[0] : cmdname);
@@ -694,6 +724,8 @@ int main(int argc, char **argv)
         render_free(&a.r);
         safe_free();
     }
+    if (a.token) explicit_bzero(a.token, strlen(a.token));
+    free(a.token);
     json_decref(a.mcp);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);

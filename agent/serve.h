@@ -1,0 +1,16 @@
+/* An agent served over a network link (internal: net/link.h is not a public header). */
+#ifndef ACP_AGENT_SERVE_H
+#define ACP_AGENT_SERVE_H
+
+#include "acp/agent.h"
+#include "net/link.h"
+
+/* Binds l to a's connection: each message from the link is one JSON-RPC message in, each
+ * message the agent sends leaves as one link message, committed first as on stdio. The link
+ * ending (the peer went away, a timeout) starts acp_agent_shutdown(), as EOF does on stdio;
+ * the agent's shutdown closes the link. stall_ms: output the peer has not taken for this long
+ * (the link full the whole time) closes the link; 0: never. The link must not be bound yet
+ * and is the agent's from here. 0 or ACP_ENOMEM (the link is then closed). */
+int acp_agent_serve_link(acp_agent *a, acp_link *l, unsigned stall_ms);
+
+#endif

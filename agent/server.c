@@ -1,0 +1,217 @@
+/* acp_server: a listener whose every new link gets its own acp_agent (include/acp/server.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/server.h"
+#include "agent/serve.h"
+#include "net/listen.h"
+
+typedef struct sconn sconn;
+
+struct acp_server {
+    uv_loop_t *loop;
+    acp_store *store;
+    acp_engine eng;
+    acp_agent_opts aopts;
+    acp_server_opts o;
+    acp_listener *L;
+    sconn *conns;
+    size_t nconns;
+    unsigned stall_ms;
+    unsigned long next_id;
+    bool shutting_down, closing_listener, freeing, done_called;
+};
+
+struct sconn {
+    acp_server *srv;
+    acp_agent *a;
+    unsigned long id; /* for the log */
+    sconn *next, *prev;
+};
+
+static void slog(acp_server *srv, const char *line)
+{
+    if (srv->aopts.on_log) srv->aopts.on_log(line, srv->aopts.user);
+}
+
+static void listener_log(const char *line, void *user)
+{
+    slog(user, line);
+}
+
+/* An agent's line, prefixed with its connection's number. */
+static void conn_log(const char *line, void *user)
+{
+    sconn *c = user;
+    char buf[1100];
+    snprintf(buf, sizeof buf, "connection %lu: %s", c->id, line);
+    slog(c->srv, buf);
+}
+
+static void unlink_conn(sconn *c)
+{
+    acp_server *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    srv->nconns--;
+}
+
+static void listener_closed(void *user)
+{
+    acp_server *srv = user;
+    srv->L = NULL;
+    if (srv->freeing) {
+        free(srv);
+        return;
+    }
+    srv->done_called = true;
+    if (srv->o.on_done) srv->o.on_done(srv, srv->o.user);
+}
+
+/* Every agent is done: close what is left (sockets between requests, streams). */
+static void maybe_close_listener(acp_server *srv)
+{
+    if (!srv->shutting_down || srv->nconns || srv->closing_listener) return;
+    srv->closing_listener = true;
+    acp_listener_close(srv->L, listener_closed, srv);
+}
+
+static void agent_done(acp_agent *a, void *user)
+{
+    sconn *c = user;
+    acp_server *srv = c->srv;
+    unlink_conn(c);
+    free(c);
+    /* From the output's close callback: the agent's memory goes from libuv callbacks. */
+    acp_agent_free(a);
+    maybe_close_listener(srv);
+}
+
+static void on_link(acp_link *l, void *user)
+{
+    acp_server *srv = user;
+    sconn *c = calloc(1, sizeof *c);
+    if (c) {
+        c->srv = srv;
+        c->id = ++srv->next_id;
+    }
+    acp_agent_opts ao = srv->aopts;
+    ao.on_done = agent_done;
+    ao.user = c;
+    ao.on_log = srv->aopts.on_log ? conn_log : NULL;
+    int rc = c ? 0 : ACP_ENOMEM;
+    if (!rc && srv->shutting_down) rc = ACP_ECLOSED;
+    if (!rc) rc = acp_agent_new(srv->loop, srv->store, &srv->eng, &ao, &c->a);
+    if (!rc && srv->o.on_agent && srv->o.on_agent(c->a, srv->o.user)) rc = ACP_EINVAL;
+    if (rc) {
+        if (c && c->a) acp_agent_free(c->a);
+        free(c);
+        /* Bound to nobody: the link closes and tells no one. */
+        acp_link_cbs none = {0};
+        acp_link_bind(l, &none, NULL);
+        acp_link_close(l);
+        return;
+    }
+    c->next = srv->conns;
+    if (srv->conns) srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    acp_agent_serve_link(c->a, l, srv->stall_ms);
+}
+
+int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
+                           const acp_agent_opts *agent_opts, const acp_server_opts *opts,
+                           acp_server **out, char **err)
+{
+    *out = NULL;
+    *err = NULL;
+    /* The engine is checked once here, not at the first connection. */
+    acp_agent *probe = NULL;
+    int rc = acp_agent_new(loop, store, engine, NULL, &probe);
+    if (rc) {
+        *err = strdup(rc == ACP_EINVAL ? "the engine's modes, options or auth methods are invalid"
+                                       : "out of memory");
+        return rc;
+    }
+    acp_agent_free(probe);
+    acp_server *srv = calloc(1, sizeof *srv);
+    if (!srv) return ACP_ENOMEM;
+    srv->loop = loop;
+    srv->store = store;
+    srv->eng = *engine;
+    if (agent_opts) srv->aopts = *agent_opts;
+    srv->aopts.on_done = NULL;
+    srv->o = *opts;
+    srv->o.listen = srv->o.tls_cert = srv->o.tls_key = srv->o.token = NULL; /* not kept */
+    acp_listener_opts lo = {.where = opts->listen,
+                            .tls_cert = opts->tls_cert,
+                            .tls_key = opts->tls_key,
+                            .token = opts->token,
+                            .limits = {.max_message = opts->max_message,
+                                       .high_water = opts->high_water,
+                                       .max_connections = opts->max_connections,
+                                       .idle_timeout_ms = opts->idle_timeout_ms,
+                                       .ping_interval_ms = opts->ping_interval_ms,
+                                       .close_timeout_ms = opts->close_timeout_ms,
+                                       .header_timeout_ms = opts->header_timeout_ms},
+                            .on_link = on_link,
+                            .on_log = listener_log,
+                            .user = srv};
+    srv->stall_ms = acp_net_limits_resolve(&lo.limits).idle_timeout_ms;
+    rc = acp_listener_open(loop, &lo, &srv->L, err);
+    if (rc) {
+        free(srv);
+        return rc;
+    }
+    *out = srv;
+    return 0;
+}
+
+int acp_server_port(const acp_server *srv)
+{
+    return srv->L ? acp_listener_port(srv->L) : 0;
+}
+
+size_t acp_server_connections(const acp_server *srv)
+{
+    return srv->nconns;
+}
+
+void acp_server_shutdown(acp_server *srv)
+{
+    if (srv->shutting_down) return;
+    srv->shutting_down = true;
+    acp_listener_stop(srv->L);
+    /* An agent's shutdown may finish at once and unlink itself: walk a snapshot. */
+    for (sconn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        acp_agent_shutdown(c->a);
+    }
+    maybe_close_listener(srv);
+}
+
+void acp_server_free(acp_server *srv)
+{
+    if (!srv) return;
+    srv->freeing = true;
+    srv->shutting_down = true;
+    while (srv->conns) {
+        sconn *c = srv->conns;
+        unlink_conn(c);
+        acp_agent_free(c->a);
+        free(c);
+    }
+    if (!srv->L) {
+        free(srv);
+        return;
+    }
+    if (!srv->closing_listener) {
+        srv->closing_listener = true;
+        acp_listener_close(srv->L, listener_closed, srv);
+    }
+}

@@ -1,0 +1,84 @@
+/* acp_server: agents serving ACP over the network (docs/remote.md).
+ *
+ * One listening endpoint serves both remote profiles of ACP (WebSocket and Streamable HTTP,
+ * over HTTP/1.1 and HTTP/2, with TLS or without). Every ACP connection that arrives gets its
+ * own acp_agent, made like acp_agent_new() makes one, on the same loop, store and engine: all
+ * of them share the store, so a session made on one connection (or on another host using the
+ * same PostgreSQL store) can be loaded on another.
+ *
+ * Everything runs on one libuv loop thread. */
+#ifndef ACP_SERVER_H
+#define ACP_SERVER_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "acp/agent.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct acp_server acp_server;
+
+typedef struct acp_server_opts {
+    /* Where to listen: "HOST:PORT" (a name or an address, "[::1]:PORT" for IPv6; port 0
+     * picks a free one, see acp_server_port) or "unix:/path". */
+    const char *listen;
+    /* TLS: PEM certificate chain and key files, both or neither. ALPN offers h2 and
+     * http/1.1. Without them the server speaks cleartext (HTTP/1.1, and h2c with prior
+     * knowledge), for loopback and for TLS-terminating proxies. */
+    const char *tls_cert, *tls_key;
+    /* The bearer token every request must carry (Authorization: Bearer <token>); anything
+     * else is answered 401 before a byte of its body is read. Compared in constant time.
+     * Copied, kept only in memory, and never logged. NULL: no authentication. */
+    const char *token;
+
+    /* Limits; 0 means the default in brackets. */
+    size_t max_message;         /* one JSON-RPC message; larger: 413 / WebSocket 1009 [64 MiB] */
+    size_t high_water;          /* output queued per connection before its turns wait [4 MiB] */
+    unsigned max_connections;   /* sockets open at once; more are answered 503 [1024] */
+    unsigned idle_timeout_ms;   /* a connection with nothing to do, and a client that has
+                                 * not read its output, are closed after this [300000] */
+    unsigned ping_interval_ms;  /* WebSocket keep-alive ping [30000] */
+    unsigned close_timeout_ms;  /* how long a close waits for a slow reader [5000] */
+    unsigned header_timeout_ms; /* a request head (and a TLS handshake) must arrive in [10000] */
+
+    /* Each new connection's agent, made and not yet serving (register extension methods
+     * here: acp_agent_on_ext). Return 0, or non-zero to refuse the connection. NULL: none. */
+    int (*on_agent)(acp_agent *a, void *user);
+    /* Called once after acp_server_shutdown() has finished: every connection's turns
+     * answered, every session closed and committed, every connection closed. NULL: nothing. */
+    void (*on_done)(acp_server *srv, void *user);
+    void *user;
+} acp_server_opts;
+
+/* Starts serving: binds opts->listen and accepts from the next loop turn. store is borrowed
+ * (it must outlive the server); engine and agent_opts are copied as acp_agent_new() copies
+ * them, for every connection's agent (agent_opts may be NULL; its on_done is the server's and
+ * ignored; its on_log also receives the server's own lines). *out is owned by the caller:
+ * acp_server_free(). 0, or ACP_EINVAL (a malformed address, an engine acp_agent_new refuses,
+ * TLS files that cannot be loaded) / ACP_EIO (the address cannot be bound), with a malloc'd
+ * sentence in *err (the caller frees it), or ACP_ENOMEM. */
+int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
+                           const acp_agent_opts *agent_opts, const acp_server_opts *opts,
+                           acp_server **out, char **err);
+
+/* The TCP port the server listens on (the one picked for port 0); 0 for a Unix socket. */
+int acp_server_port(const acp_server *srv);
+/* Number of ACP connections (agents) being served. */
+size_t acp_server_connections(const acp_server *srv);
+
+/* Orderly shutdown (SIGTERM): stops accepting, then every connection's agent shuts down as
+ * on EOF (running turns are cancelled and answered, everything is committed, output is
+ * written), then every connection is closed; then opts.on_done. Idempotent. */
+void acp_server_shutdown(acp_server *srv);
+/* Frees at once: agents freed (acp_agent_free), connections closed. The memory is released
+ * from libuv callbacks: run the loop until it returns. No callback runs after this call.
+ * Prefer acp_server_shutdown() and free from on_done. */
+void acp_server_free(acp_server *srv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,43 @@
+/* The listener (internal to net/): one endpoint, "HOST:PORT" or "unix:/path", with optional TLS,
+ * serving both remote ACP profiles on it. Each accepted socket is sniffed (ALPN h2 or the
+ * HTTP/2 client preface: net/h2.c; anything else: HTTP/1.1, net/http1.c) and every request
+ * goes through the router: bearer-token auth (401 before any body byte is read), the
+ * connection limit (503), path /acp (404), then `Upgrade: websocket` to acp_ws_accept() and
+ * everything else to acp_shttp_handle(). New ACP connections come out as links.
+ * Everything runs on one uv loop, from one thread. */
+#ifndef ACP_NET_LISTEN_H
+#define ACP_NET_LISTEN_H
+
+#include <uv.h>
+
+#include "net/limits.h"
+#include "net/link.h"
+
+typedef struct acp_listener acp_listener;
+
+typedef struct acp_listener_opts {
+    const char *where;              /* "HOST:PORT" ("[::1]:PORT"; port 0: any) or "unix:/path" */
+    const char *tls_cert, *tls_key; /* PEM files, both or neither */
+    const char *token;              /* the bearer token requests must carry; NULL: none. Copied;
+                                     * it never reaches a log */
+    acp_net_limits limits;          /* zeros: defaults */
+    /* A new ACP connection: bind the link (acp_link_bind) before returning. */
+    void (*on_link)(acp_link *l, void *user);
+    void (*on_log)(const char *line, void *user); /* NULL: silent */
+    void *user;
+} acp_listener_opts;
+
+/* Binds and starts accepting. *out is owned by the caller (acp_listener_close()). 0, or
+ * ACP_EINVAL (a malformed address, unreadable TLS files) / ACP_EIO (cannot bind) with a
+ * malloc'd sentence in *err (the caller frees it), or ACP_ENOMEM. */
+int acp_listener_open(uv_loop_t *loop, const acp_listener_opts *o, acp_listener **out, char **err);
+/* The TCP port bound (useful with port 0), 0 for a Unix socket. */
+int acp_listener_port(const acp_listener *l);
+/* Stops accepting: the endpoint is closed (a Unix socket's file removed). Connections go on;
+ * requests on them are answered 503. Idempotent. */
+void acp_listener_stop(acp_listener *l);
+/* Stops, closes every connection (what is queued is written first, within the close timeout),
+ * then frees the listener; done (may be NULL) runs from the loop after that. Call once. */
+void acp_listener_close(acp_listener *l, void (*done)(void *user), void *user);
+
+#endif

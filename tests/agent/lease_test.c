@@ -1,0 +1,269 @@
+/* Session leases in one process (issue 11, part 3): two acp_agent on one acp_store object, as
+ * the network server runs one agent per connection. A has a session open, so B's load and
+ * resume are refused -32010 with a retry hint, until A closes it; then A is the one refused.
+ * A's lease lapses while A does not renew it (its loop did not run: paused, blocked): B takes
+ * over, and A's next appends, made under the old fence, are stored nowhere: A's prompt is
+ * answered -32002 lease_lost, its updates never reach its client, and A closes the session. A
+ * store fault on the lease is answered as a store error and leaves nothing open. */
+#include <sqlite3.h>
+#include <time.h>
+
+#include "harness.h"
+#include "store/inject.h"
+
+struct eng_state {
+    int frees;
+    int next_id;
+};
+
+static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
+{
+    const char *text = json_string_value(json_object_get(json_array_get(prompt, 0), "text"));
+    int n = 0;
+    char mid[48], c[16];
+    acp_agent_new_id("msg_", mid);
+    if (text && sscanf(text, "emit %d", &n) == 1)
+        for (int i = 0; i < n; i++) {
+            snprintf(c, sizeof c, "c%d", i);
+            acp_turn_text(t, NULL, mid, c, strlen(c));
+        }
+    acp_turn_end(t, "end_turn");
+}
+
+static void engine_free(acp_session *s, void *user)
+{
+    h *x = user;
+    x->e->frees++;
+}
+
+static h *agent(const char *tag, unsigned ttl_ms)
+{
+    h *x = h_new(tag, sizeof(eng_state));
+    x->eng = (acp_engine){.name = "lease-engine",
+                          .version = "1",
+                          .prompt = engine_prompt,
+                          .session_free = engine_free,
+                          .user = x};
+    x->opts.lease_ttl_ms = ttl_ms;
+    return x;
+}
+
+/* A and B: B runs on A's store object (B's own store, opened by h_new, is set aside). */
+static int setup(void **state)
+{
+    h **ab = calloc(2, sizeof *ab);
+    ab[0] = agent("leaseA", 60000);
+    ab[1] = agent("leaseB", 60000);
+    store_close(ab[1]);
+    ab[1]->st = ab[0]->st;
+    for (int i = 0; i < 2; i++) {
+        agent_start(ab[i]);
+        json_decref(request(ab[i], 1000, "initialize", "{\"protocolVersion\":1}"));
+    }
+    *state = ab;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    h **ab = *state;
+    agent_stop(ab[1]);
+    store_open(ab[1]); /* its own again, for h_free to close */
+    h_free(ab[1]);
+    h_free(ab[0]);
+    free(ab);
+    return 0;
+}
+
+static int next_id(h *x)
+{
+    return ++x->e->next_id;
+}
+
+/* A fresh agent on the same store with another lease TTL. */
+static void restart(h *x, unsigned ttl_ms)
+{
+    agent_stop(x);
+    x->opts.lease_ttl_ms = ttl_ms;
+    agent_start(x);
+    json_decref(request(x, next_id(x), "initialize", "{\"protocolVersion\":1}"));
+}
+
+static json_t *on(h *x, const char *method, const char *sid, const char *more)
+{
+    char p[600];
+    snprintf(p, sizeof p, "{\"sessionId\":\"%s\"%s}", sid, more);
+    return request(x, next_id(x), method, p);
+}
+
+static json_t *open_(h *x, const char *method, const char *sid)
+{
+    char more[400];
+    snprintf(more, sizeof more, ",\"cwd\":\"%s\",\"mcpServers\":[]", x->dir);
+    return on(x, method, sid, more);
+}
+
+static json_t *prompt(h *x, const char *sid, const char *text)
+{
+    char more[200];
+    snprintf(more, sizeof more, ",\"prompt\":[{\"type\":\"text\",\"text\":\"%s\"}]", text);
+    return on(x, "session/prompt", sid, more);
+}
+
+static void new_session(h *x, char *id)
+{
+    char p[400];
+    snprintf(p, sizeof p, "{\"cwd\":\"%s\",\"mcpServers\":[]}", x->dir);
+    json_t *r = request(x, next_id(x), "session/new", p);
+    assert_non_null(jstr(result_of(r), "sessionId"));
+    snprintf(id, 80, "%s", jstr(result_of(r), "sessionId"));
+    json_decref(r);
+}
+
+static void assert_busy(json_t *r, const char *sid)
+{
+    assert_int_equal(error_code(r), ACP_RPC_SESSION_BUSY);
+    json_t *data = json_object_get(json_object_get(last(r), "error"), "data");
+    assert_string_equal(jstr(data, "sessionId"), sid);
+    json_int_t wait = json_integer_value(json_object_get(data, "retryAfterMs"));
+    assert_true(wait > 0 && wait <= 60000);
+    assert_int_equal(count_updates(r, NULL), 0); /* nothing replayed */
+    json_decref(r);
+}
+
+static void t_two_connections(void **state)
+{
+    h **ab = *state, *a = ab[0], *b = ab[1];
+    char sid[80];
+    new_session(b, sid); /* B's lease is long: A is refused until B lets go */
+    json_decref(prompt(b, sid, "emit 3"));
+    assert_busy(open_(a, "session/load", sid), sid);
+    assert_busy(open_(a, "session/resume", sid), sid);
+    json_t *r = on(b, "session/close", sid, "");
+    assert_non_null(result_of(r));
+    json_decref(r);
+    r = open_(a, "session/load", sid); /* given up at once: no TTL to wait */
+    assert_non_null(result_of(r));
+    assert_int_equal(count_updates(r, "agent_message_chunk"), 1); /* stored coalesced */
+    json_decref(r);
+    assert_busy(open_(b, "session/load", sid), sid);
+    /* a load on the agent that has it open starts it afresh, lease and all */
+    json_decref(prompt(a, sid, "emit 2"));
+    r = open_(a, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    r = prompt(a, sid, "emit 1");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
+    json_decref(r);
+    assert_int_equal(stored(a, sid), 3 * 2); /* each turn: its prompt and one merged answer */
+    /* delete needs no lease: B deletes what A holds; A's next write finds it gone */
+    r = on(b, "session/delete", sid, "");
+    assert_non_null(result_of(r));
+    json_decref(r);
+    r = prompt(a, sid, "emit 1");
+    assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
+    assert_non_null(strstr(error_message(r), "deleted elsewhere"));
+    json_decref(r);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts)) {}
+}
+
+static void t_fenced_out(void **state)
+{
+    h **ab = *state, *a = ab[0], *b = ab[1];
+    char sid[80];
+    restart(a, 40);
+    new_session(a, sid);
+    json_decref(prompt(a, sid, "emit 2"));
+    /* A's loop stands still past its 40 ms lease: no renewal. B takes the session over. */
+    json_t *r;
+    for (;;) {
+        sleep_ms(50);
+        r = open_(b, "session/load", sid);
+        if (result_of(r)) break;
+        assert_int_equal(error_code(r), ACP_RPC_SESSION_BUSY); /* the DB clock lags ours */
+        json_decref(r);
+    }
+    json_decref(r);
+    int before = stored(a, sid);
+    /* A's prompt appends under its old fence: stored nowhere, shown nowhere, answered so */
+    r = prompt(a, sid, "emit 4");
+    assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
+    json_t *data = json_object_get(json_object_get(last(r), "error"), "data");
+    assert_string_equal(jstr(data, "reason"), "lease_lost");
+    assert_string_equal(jstr(data, "sessionId"), sid);
+    assert_non_null(strstr(error_message(r), "taken over by another agent"));
+    assert_int_equal(count_updates(r, "agent_message_chunk"), 0);
+    json_decref(r);
+    assert_int_equal(stored(a, sid), before);
+    assert_int_equal(a->e->frees, 1); /* closed on A */
+    r = prompt(a, sid, "emit 1");
+    assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
+    json_decref(r);
+    /* B goes on; its lease was not disturbed by A's attempt */
+    r = prompt(b, sid, "emit 1");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
+    json_decref(r);
+    assert_int_equal(stored(b, sid), before + 2);
+}
+
+/* Every step of the lease's store calls fails once: the open is answered with the store's
+ * error (or goes through when the fault met nothing), and nothing half-open stays behind. */
+static void t_lease_faults(void **state)
+{
+    h **ab = *state, *a = ab[0], *b = ab[1];
+    char sid[80];
+    restart(a, 40);
+    new_session(b, sid);
+    json_t *r = on(b, "session/close", sid, "");
+    json_decref(r);
+    for (unsigned step = 1;; step++) {
+        acp_store_fault f = {.ops = ACP_FAULT_LEASE, .step = step, .code = SQLITE_FULL};
+        assert_int_equal(acp_store_inject(a->st, &f), 0);
+        r = open_(a, "session/load", sid);
+        unsigned fired = acp_store_inject_fired(a->st);
+        acp_store_inject(a->st, NULL);
+        if (!fired) {
+            assert_non_null(result_of(r));
+            json_decref(r);
+            break;
+        }
+        assert_int_equal(error_code(r), ACP_RPC_INTERNAL_ERROR);
+        assert_non_null(strstr(error_message(r), "session store unavailable"));
+        json_decref(r);
+        assert_int_equal(acp_agent_session_count(a->a), 0);
+        /* nothing holds it: B opens and closes it at once */
+        r = open_(b, "session/load", sid);
+        assert_non_null(result_of(r));
+        json_decref(r);
+        json_decref(on(b, "session/close", sid, ""));
+    }
+    /* renewals that fail are not the end of the session, even past the TTL: nobody took it,
+     * and the next renewal that goes through extends it */
+    acp_store_fault f = {.ops = ACP_FAULT_LEASE, .times = 3, .code = SQLITE_FULL};
+    assert_int_equal(acp_store_inject(a->st, &f), 0);
+    while (acp_store_inject_fired(a->st) < 3) {
+        sleep_ms(15);
+        turn(a);
+    }
+    acp_store_inject(a->st, NULL);
+    sleep_ms(15);
+    turn(a);
+    r = prompt(a, sid, "emit 1");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
+    json_decref(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(t_two_connections, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_fenced_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_lease_faults, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
