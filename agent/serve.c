@@ -13,6 +13,7 @@ typedef struct link_out {
     uv_prepare_t prep; /* sends what the connection produced, once per loop turn */
     uv_timer_t stall;
     unsigned stall_ms;
+    size_t stall_mark; /* what was queued when the stall timer started */
     bool close_asked, finishing;
     int handles;
     acp_buf in; /* one inbound message, newline-terminated */
@@ -66,10 +67,19 @@ static void maybe_finish(link_out *o)
     uv_close((uv_handle_t *)&o->stall, handle_closed);
 }
 
+static size_t out_queued(void *ctx);
+
+/* Full for stall_ms: a peer that took some of it in the meantime is slow, not stalled. */
 static void stalled(uv_timer_t *t)
 {
     link_out *o = t->data;
     if (!o->l) return;
+    size_t q = out_queued(o);
+    if (q < o->stall_mark) {
+        o->stall_mark = q;
+        uv_timer_start(&o->stall, stalled, o->stall_ms, 0);
+        return;
+    }
     agent_log(o->a, "the client has not read its output for %u ms: closing its connection",
               o->stall_ms);
     acp_link_close(o->l);
@@ -88,8 +98,10 @@ static bool out_writable(void *ctx)
     link_out *o = ctx;
     if (!o->l) return true; /* output is discarded: nothing accumulates */
     if (out_queued(o) < acp_link_high_water(o->l)) return true;
-    if (o->stall_ms && !uv_is_active((uv_handle_t *)&o->stall))
+    if (o->stall_ms && !uv_is_active((uv_handle_t *)&o->stall)) {
+        o->stall_mark = out_queued(o);
         uv_timer_start(&o->stall, stalled, o->stall_ms, 0);
+    }
     return false;
 }
 

@@ -5,8 +5,9 @@
  * relies on); nothing is delivered after the link's end, which is reported exactly once.
  *
  * No socket: the acp_sock calls are wrapped at link time (-Wl,--wrap=...) by a fake whose
- * writes are counted and whose reads are the input, in pieces. Its queue drains between
- * pieces, so back-pressure (pause, drain) runs too; its close is reported after the input.
+ * writes are counted and whose reads are the input, in pieces. A loop turn runs after each
+ * piece (the link writes its turn's frames then), and the queue drains, so back-pressure
+ * (pause, drain) runs too; the socket's close is reported after the input.
  *
  * Input: byte 0 picks the role (bit 0: client), the piece size (bits 1-3), whether each
  * message is echoed back from on_message (bit 4), whether the owner closes midway (bit 5),
@@ -23,7 +24,7 @@ static struct fake {
     void *user;
     uv_loop_t *loop;
     size_t queued;
-    bool paused, closing;
+    bool paused, closing, want_drain;
 } S;
 static char fake_sock; /* its address is the socket; never dereferenced */
 #define FAKE ((acp_sock *)&fake_sock)
@@ -49,6 +50,11 @@ size_t __wrap_acp_sock_queued(const acp_sock *s)
 size_t __wrap_acp_sock_high_water(const acp_sock *s)
 {
     return 1024;
+}
+
+void __wrap_acp_sock_want_drain(acp_sock *s)
+{
+    S.want_drain = true;
 }
 
 void __wrap_acp_sock_pause(acp_sock *s, bool paused)
@@ -176,9 +182,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t k = size - i < piece ? size - i : piece;
         S.cbs.on_read(FAKE, (const char *)data + i, k, S.user);
         if ((flags & 0x20) && i == 0 && !O.ended) acp_link_close(O.l);
+        /* The end of the loop turn: the link writes what it framed. */
+        uv_run(&loop, UV_RUN_NOWAIT);
         /* The peer read everything: the drain the socket reports. */
-        bool was_full = S.queued >= 1024;
+        bool was_full = S.queued >= 1024 || S.want_drain;
         S.queued = 0;
+        S.want_drain = false;
         if (was_full && !S.closing) S.cbs.on_drain(FAKE, S.user);
     }
     if (!O.ended && !S.closing) acp_link_close(O.l);

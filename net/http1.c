@@ -23,6 +23,7 @@ typedef struct h1req {
     h1conn *c;
     size_t remaining; /* Content-Length bytes still to write */
     bool started, chunked, streaming, bodyless, close_after;
+    bool unread; /* refused with its body (or more) still on the way */
 } h1req;
 
 struct h1conn {
@@ -35,19 +36,21 @@ struct h1conn {
     acp_buf out;     /* one chunk's framing and data, written at once */
     h1req *cur;
     uv_timer_t head_timer;
-    bool in_head;  /* on_head is running: anything it answers ends the connection */
-    bool in_feed;  /* feed() is on the stack */
-    bool detached; /* the socket was handed to the router */
-    bool ending;   /* the socket is closing: parse nothing more */
-    bool dead;     /* the socket closed; waiting for the timer's close callback */
+    bool in_head;   /* on_head is running: anything it answers ends the connection */
+    bool in_feed;   /* feed() is on the stack */
+    bool detached;  /* the socket was handed to the router */
+    bool ending;    /* the socket is closing: parse nothing more */
+    bool lingering; /* answered a refusal; reading and dropping until the peer closes */
+    bool head_timing;
+    bool dead; /* the socket closed; waiting for the timer's close callback */
 };
 
 static void feed(h1conn *c, const char *data, size_t n);
 
 /* --- refusing before an exchange exists ----------------------------------------------------- */
 
-void acp_http1_refuse(acp_sock *s, int status, const char *text, const acp_http_field *fields,
-                      size_t nfields)
+static void write_refusal(acp_sock *s, int status, const char *text, const acp_http_field *fields,
+                          size_t nfields)
 {
     acp_buf b = {0};
     acp_buf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n", status,
@@ -59,6 +62,12 @@ void acp_http1_refuse(acp_sock *s, int status, const char *text, const acp_http_
     acp_buf_putc(&b, '\n');
     if (b.data) acp_sock_write(s, b.data, b.len);
     acp_buf_free(&b);
+}
+
+void acp_http1_refuse(acp_sock *s, int status, const char *text, const acp_http_field *fields,
+                      size_t nfields)
+{
+    write_refusal(s, status, text, fields, nfields);
     acp_sock_close(s);
 }
 
@@ -79,7 +88,7 @@ static int res_start(acp_http_req *r, int status, const acp_http_field *f, size_
     if (!c || q->started) return ACP_EIO;
     if (status < 100 || status > 999) return ACP_EINVAL;
     q->started = true;
-    if (c->in_head) q->close_after = true;
+    if (c->in_head) q->close_after = q->unread = true;
     acp_buf b = {0};
     acp_buf_printf(&b, "HTTP/1.1 %d %s\r\n", status, acp_http_reason(status));
     for (size_t i = 0; i < n; i++) {
@@ -125,7 +134,8 @@ static int res_write(acp_http_req *r, const void *p, size_t n)
     h1conn *c = q->c;
     if (!c || !q->started) return ACP_EIO;
     if (n == 0) return 0;
-    if (q->bodyless) return ACP_EINVAL;
+    /* A HEAD's body is the one GET would send, not sent: the profile need not know. */
+    if (q->bodyless) return strcmp(r->method, "HEAD") ? ACP_EINVAL : 0;
     if (!q->chunked) {
         if (!q->streaming) {
             if (n > q->remaining) return ACP_EINVAL;
@@ -149,9 +159,12 @@ static void req_free(h1req *q)
 }
 
 /* The exchange is over: the next request may be parsed, or the connection ends. */
+static void linger(h1conn *c);
+
 static void exchange_done(h1conn *c, bool close_after)
 {
     h1req *q = c->cur;
+    bool unread = q->unread;
     c->cur = NULL;
     req_free(q);
     acp_sock_idle_hold(c->s, false);
@@ -159,7 +172,10 @@ static void exchange_done(h1conn *c, bool close_after)
     if (close_after) {
         c->pending.len = 0;
         c->ending = true;
-        acp_sock_close(c->s);
+        if (unread)
+            linger(c);
+        else
+            acp_sock_close(c->s);
         return;
     }
     acp_sock_pause(c->s, false);
@@ -215,6 +231,25 @@ static void conn_end(h1conn *c)
     uv_close((uv_handle_t *)&c->head_timer, conn_free);
 }
 
+static void linger_done(uv_timer_t *t)
+{
+    h1conn *c = t->data;
+    acp_sock_close(c->s);
+}
+
+/* After a refusal the client may still be sending (the body we did not read, the rest of an
+ * oversized head). Closing now would meet that data with a reset, which can destroy the
+ * answer before the client reads it; so the answer goes out, what arrives is dropped, and the
+ * socket closes when the client closes or after the close timeout (nginx's lingering close). */
+static void linger(h1conn *c)
+{
+    c->ending = c->lingering = true;
+    c->pending.len = 0;
+    acp_sock_pause(c->s, false);
+    acp_sock_idle_hold(c->s, true);
+    uv_timer_start(&c->head_timer, linger_done, c->lim->close_timeout_ms, 0);
+}
+
 static void head_timeout(uv_timer_t *t)
 {
     h1conn *c = t->data;
@@ -223,10 +258,22 @@ static void head_timeout(uv_timer_t *t)
     acp_http1_refuse(c->s, 408, "request head not received in time", NULL, 0);
 }
 
+/* While a head is on its way the head timeout governs, not the idle timeout (a trickle of
+ * bytes would otherwise keep restarting it). */
 static void start_head_timer(h1conn *c)
 {
-    if (!uv_is_active((uv_handle_t *)&c->head_timer))
-        uv_timer_start(&c->head_timer, head_timeout, c->lim->header_timeout_ms, 0);
+    if (c->head_timing) return;
+    c->head_timing = true;
+    acp_sock_idle_hold(c->s, true);
+    uv_timer_start(&c->head_timer, head_timeout, c->lim->header_timeout_ms, 0);
+}
+
+static void stop_head_timer(h1conn *c)
+{
+    if (!c->head_timing) return;
+    c->head_timing = false;
+    uv_timer_stop(&c->head_timer);
+    acp_sock_idle_hold(c->s, false);
 }
 
 /* Parses data; stops at an exchange that is still being answered and keeps the rest. */
@@ -248,13 +295,13 @@ static void feed(h1conn *c, const char *data, size_t n)
             break;
         }
         if (ev == ACP_HTTP1_ERROR) {
-            uv_timer_stop(&c->head_timer);
-            c->ending = true;
-            acp_http1_refuse(c->s, c->p.status, c->p.error, NULL, 0);
+            stop_head_timer(c);
+            write_refusal(c->s, c->p.status, c->p.error, NULL, 0);
+            linger(c);
             break;
         }
         if (ev == ACP_HTTP1_HEAD) {
-            uv_timer_stop(&c->head_timer);
+            stop_head_timer(c);
             h1req *q = calloc(1, sizeof *q);
             if (!q) {
                 acp_sock_abort(c->s);
@@ -268,12 +315,14 @@ static void feed(h1conn *c, const char *data, size_t n)
             q->r.nheaders = c->p.nfields;
             c->cur = q;
             acp_sock_idle_hold(c->s, true);
-            c->in_head = true;
+            /* An answer from on_head leaves the body unread: the connection cannot go on
+             * unless there is none. */
+            c->in_head = c->p.chunked || c->p.need > 0;
             bool go = c->cbs->on_head ? c->cbs->on_head(&q->r, c->user) : true;
             c->in_head = false;
             if (!go) {
                 if (c->cur == q && !c->dead) exchange_done(c, true); /* it did not answer */
-                break;
+                continue; /* the next request, unless the connection is ending */
             }
             if (c->p.expect_continue) acp_sock_write(c->s, "HTTP/1.1 100 Continue\r\n\r\n", 25);
             continue;
@@ -299,6 +348,7 @@ static void feed(h1conn *c, const char *data, size_t n)
 static void on_read(acp_sock *s, const char *p, size_t n, void *user)
 {
     h1conn *c = user;
+    if (c->lingering) return;
     if (c->pending.len) { /* order: what waited goes first */
         if (acp_buf_append(&c->pending, p, n)) {
             acp_sock_abort(s);

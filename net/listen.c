@@ -228,7 +228,9 @@ static void sniff_read(acp_sock *s, const char *p, size_t n, void *user)
 static void sniff_closed(acp_sock *s, const char *reason, void *user)
 {
     sniff *sn = user;
-    lg(sn->L, "connection closed before its first request: %s", reason);
+    /* A peer that connects and leaves (a load balancer's TCP check) is not news. */
+    if (strcmp(reason, "peer closed"))
+        lg(sn->L, "connection closed before its first request: %s", reason);
     uv_timer_stop(&sn->timer);
     sniff_end(sn);
 }

@@ -339,13 +339,9 @@ static void conn_close(shttp_conn *c, const char *reason)
         free(hd);
     }
     c->held_tail = NULL;
-    if (c->cs.rx) {
-        acp_http_req *r = c->cs.rx;
-        receiver_detach(&c->cs);
-        unwatch(r);
-        acp_http_res_end(r);
-    }
-    stream_drop_frames(&c->cs);
+    /* The session streams end first: a client (the SDK's) takes the end of the connection
+     * stream for the end of everything and drops what comes after on the others. Over HTTP/2
+     * the ends go out in this order; over HTTP/1.1 each stream has its own TCP connection. */
     while (c->sessions) {
         stream *s = c->sessions;
         if (s->rx) {
@@ -356,6 +352,13 @@ static void conn_close(shttp_conn *c, const char *reason)
         }
         session_free(c, s);
     }
+    if (c->cs.rx) {
+        acp_http_req *r = c->cs.rx;
+        receiver_detach(&c->cs);
+        unwatch(r);
+        acp_http_res_end(r);
+    }
+    stream_drop_frames(&c->cs);
     c->unreceived_sessions = 0;
     routes_free(&c->pending);
     routes_free(&c->client_routes);
@@ -435,6 +438,13 @@ static char *params_session(acp_span obj)
     return acp_json_kind(v) == 's' ? acp_json_strdup(v) : NULL;
 }
 
+/* Acp-Session-Id, with an empty one taken as none, as the SDK's server does. */
+static const char *session_header(const acp_http_req *r)
+{
+    const char *v = acp_http_req_header(r, "acp-session-id");
+    return v && *v ? v : NULL;
+}
+
 static bool is_json_type(const char *ct)
 {
     if (!ct) return false;
@@ -469,7 +479,7 @@ static void forward(shttp_conn *c, acp_http_req *r)
     acp_envelope env;
     acp_scan_envelope(body, n, &env);
     if (env.method.p && env.id.p && acp_json_kind(env.method) == 's') {
-        const char *hdr = acp_http_req_header(r, "acp-session-id");
+        const char *hdr = session_header(r);
         char *psid = hdr ? NULL : params_session(env.params);
         const char *sid = hdr ? hdr : psid;
         route_free(route_take(&c->pending, env.id)); /* a reused id: the newest wins */
@@ -645,7 +655,7 @@ static void on_post(acp_shttp *h, acp_http_req *r)
         text(r, 404, "Unknown Acp-Connection-Id");
         return;
     }
-    const char *hdr = acp_http_req_header(r, "acp-session-id");
+    const char *hdr = session_header(r);
     if (hdr && strlen(hdr) > SHTTP_MAX_ID_LENGTH) {
         text(r, 400, "Session ID exceeds maxIdLength (1024)");
         return;
@@ -726,7 +736,7 @@ static void on_get(acp_shttp *h, acp_http_req *r)
         text(r, 404, "Unknown Acp-Connection-Id");
         return;
     }
-    const char *sid = acp_http_req_header(r, "acp-session-id");
+    const char *sid = session_header(r);
     if (sid && strlen(sid) > SHTTP_MAX_ID_LENGTH) {
         text(r, 400, "Session ID exceeds maxIdLength (1024)");
         return;

@@ -23,6 +23,10 @@
 #define MAX_ERROR_BODY 8192 /* error bodies are diagnostics, as in the SDK */
 #define MAX_ID         1024 /* the longest connection or session id we put in a header */
 #define JSON_DEPTH     128
+/* A load's answer that overtook its replay waits until the session's stream has been quiet
+ * this long, and never longer than HOLD_MAX_MS in all (see the header). */
+#define HOLD_QUIET_MS 100
+#define HOLD_MAX_MS   5000
 
 typedef struct shc shc;
 
@@ -44,7 +48,6 @@ typedef struct stream {
     bool open;    /* 200 text/event-stream: messages about the session may be posted */
     bool refused; /* 409: the session is failed until session/load or session/resume */
     char why[600];
-    uint64_t bytes; /* read so far: the hold-back watches it */
     acp_buf err;
 } stream;
 
@@ -84,12 +87,10 @@ struct shc {
     route *routes;
     msg *held, **held_tail; /* the connection stream's messages from a reattach answer on */
     char *held_sid;
-    uint64_t held_mark;
-    int held_quiet;
+    uint64_t held_since;
     mcp_http *del;
     uv_timer_t kick, deadline;
-    uv_idle_t idle;
-    uv_check_t check;
+    uv_timer_t quiet; /* releases the held messages once the session's stream went quiet */
     int handles;
     bool full; /* queued reached the high-water mark: on_drain is owed */
     bool closing, failing, deleting, finishing, ended;
@@ -233,8 +234,7 @@ static void fail_session_requests(shc *t, const char *sid, const char *why)
 
 static void release_held(shc *t)
 {
-    uv_idle_stop(&t->idle);
-    uv_check_stop(&t->check);
+    uv_timer_stop(&t->quiet);
     free(t->held_sid);
     t->held_sid = NULL;
     while (t->held) {
@@ -246,24 +246,17 @@ static void release_held(shc *t)
     t->held_tail = &t->held;
 }
 
-static void on_idle(uv_idle_t *h)
+static void on_quiet(uv_timer_t *tm)
 {
-    /* Only here to keep the loop's poll from blocking while an answer is held. */
+    release_held(tm->data);
 }
 
-/* After each poll phase: the session's stream has read dry once it read nothing new in a
- * whole pass that did not block. */
-static void on_check(uv_check_t *h)
+/* The held session's stream brought more: the replay is still coming. */
+static void held_stream_read(shc *t, stream *st)
 {
-    shc *t = h->data;
-    stream *st = t->held_sid ? find_stream(t, t->held_sid) : NULL;
-    if (st && st->open && st->bytes != t->held_mark) {
-        t->held_mark = st->bytes;
-        t->held_quiet = 0;
-        return;
-    }
-    if (st && st->open && ++t->held_quiet < 2) return;
-    release_held(t);
+    if (t->held && t->held_sid && st->sid && !strcmp(st->sid, t->held_sid) &&
+        uv_now(t->loop) - t->held_since < HOLD_MAX_MS)
+        uv_timer_start(&t->quiet, on_quiet, HOLD_QUIET_MS, 0);
 }
 
 static void hold(shc *t, const char *sid, const char *p, size_t n)
@@ -277,12 +270,9 @@ static void hold(shc *t, const char *sid, const char *p, size_t n)
     m->n = n;
     m->next = NULL;
     if (!t->held) {
-        stream *st = sid ? find_stream(t, sid) : NULL;
         t->held_sid = sid ? strdup(sid) : NULL;
-        t->held_mark = st ? st->bytes : 0;
-        t->held_quiet = 0;
-        uv_idle_start(&t->idle, on_idle);
-        uv_check_start(&t->check, on_check);
+        t->held_since = uv_now(t->loop);
+        uv_timer_start(&t->quiet, on_quiet, HOLD_QUIET_MS, 0);
     }
     *t->held_tail = m;
     t->held_tail = &m->next;
@@ -387,6 +377,13 @@ static mcp_http *start(shc *t, const char *method, const char *accept, const cha
                      t->h2c ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
                             : (long)CURL_HTTP_VERSION_2TLS);
     if (t->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
+    /* libcurl 7.88 (Debian 12) fails every request after the first on a reused h2c
+     * prior-knowledge connection (CURLE_HTTP2 before sending; the same with the curl tool
+     * against Node's http2 server): each exchange gets a connection of its own there. */
+    if (t->h2c) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* an event stream is not buffered */
     return h;
 }
@@ -425,7 +422,7 @@ static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
     stream *st = user;
     shc *t = st->t;
     stream_checked(st, h);
-    st->bytes += n;
+    held_stream_read(t, st);
     if (!st->open) /* an error's body, for the message */
         return st->err.len < MAX_ERROR_BODY
                    ? acp_buf_append(&st->err, p, n < MAX_ERROR_BODY ? n : MAX_ERROR_BODY)
@@ -439,6 +436,18 @@ static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
     return t->failing || t->deleting || rc ? 1 : 0;
 }
 
+/* What a failed exchange says: curl's own words, else its code. */
+static const char *curl_why(mcp_http *h, int result, char *buf, size_t cap)
+{
+    const char *err = mcp_http_error(h);
+    if (err && *err) return err;
+    snprintf(buf, cap, "%s (curl error %d)",
+             result == CURLE_HTTP2 || result == CURLE_HTTP2_STREAM ? "HTTP/2 framing error"
+                                                                   : "network error",
+             result);
+    return buf;
+}
+
 static void stream_done(mcp_http *h, int result, long status, void *user)
 {
     stream *st = user;
@@ -447,14 +456,15 @@ static void stream_done(mcp_http *h, int result, long status, void *user)
     st->h = NULL;
     char body[256];
     tame(body, sizeof body, st->err.data, st->err.len);
-    const char *err = mcp_http_error(h);
+    char why[300];
     if (t->failing || t->deleting) return;
     if (result && st->open) {
-        fail(t, "the connection to %s broke: %s", t->url, err ? err : "network error");
+        fail(t, "the connection to %s broke: %s", t->url, curl_why(h, result, why, sizeof why));
         return;
     }
     if (result) {
-        fail(t, "cannot open an event stream at %s: %s", t->url, err ? err : "network error");
+        fail(t, "cannot open an event stream at %s: %s", t->url,
+             curl_why(h, result, why, sizeof why));
         return;
     }
     if (!st->open && status == 409 && st->sid) {
@@ -608,11 +618,11 @@ static void post_done(mcp_http *h, int result, long status, void *user)
     take_cookies(t, h);
     post_info pi = t->pi;
     t->pi = (post_info){0};
-    const char *err = mcp_http_error(h);
+    char why[300];
     char body[256];
     tame(body, sizeof body, t->post_err.data, t->post_err.len);
     if (result) {
-        fail(t, "cannot reach the agent at %s: %s", t->url, err ? err : "network error");
+        fail(t, "cannot reach the agent at %s: %s", t->url, curl_why(h, result, why, sizeof why));
     } else if (pi.init) {
         init_done(t, h, status, pi.id);
     } else if (status >= 200 && status < 300) {
@@ -762,8 +772,7 @@ static void curl_closed(void *user)
     shc *t = user;
     uv_close((uv_handle_t *)&t->kick, on_handle_closed);
     uv_close((uv_handle_t *)&t->deadline, on_handle_closed);
-    uv_close((uv_handle_t *)&t->idle, on_handle_closed);
-    uv_close((uv_handle_t *)&t->check, on_handle_closed);
+    uv_close((uv_handle_t *)&t->quiet, on_handle_closed);
 }
 
 /* Runs from the loop, never from inside curl's callbacks. */
@@ -953,10 +962,9 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
     }
     uv_timer_init(loop, &t->kick);
     uv_timer_init(loop, &t->deadline);
-    uv_idle_init(loop, &t->idle);
-    uv_check_init(loop, &t->check);
-    t->kick.data = t->deadline.data = t->idle.data = t->check.data = t;
-    t->handles = 4;
+    uv_timer_init(loop, &t->quiet);
+    t->kick.data = t->deadline.data = t->quiet.data = t;
+    t->handles = 3;
     *out = &t->link;
     return 0;
 }

@@ -24,11 +24,13 @@
  * an Acp-Connection-Id, 401/403/404/410, a network error, the connection's stream ending, a
  * message over max_message.
  *
- * Order: the server answers session/load and session/resume on the connection's stream while
- * the replayed updates come on the session's stream, two exchanges (two TCP connections in
- * HTTP/1.1) whose bytes may arrive in either order. Such an answer is held back until the
- * session's stream has been read dry once more, so the replay reaches the owner first when the
- * server sent it first. This is the best a client can do: the profile carries no marker. */
+ * Order: the SDK's server answers session/load and session/resume on the connection's stream
+ * while the replayed updates come on the session's stream, two exchanges (two TCP connections
+ * in HTTP/1.1) whose bytes may arrive in either order, and it sends the answer while most of a
+ * long replay still waits in its queue. Such an answer (and what follows it on the connection's
+ * stream) is held back until the session's stream has brought nothing for 100 ms, 5 s at most,
+ * so the replay reaches the owner first. The profile carries no marker to do better; libacp's
+ * own server sends the answer after the replay on the session's stream, where nothing waits. */
 #ifndef ACP_NET_SHTTP_CLIENT_H
 #define ACP_NET_SHTTP_CLIENT_H
 

@@ -527,6 +527,11 @@ int acp_sock_connect(uv_loop_t *loop, const acp_sock_connect_opts *o, const acp_
     return 0;
 }
 
+void acp_sock_want_drain(acp_sock *s)
+{
+    if (!s->closing) s->full = true;
+}
+
 uv_loop_t *acp_sock_loop(const acp_sock *s)
 {
     return s->loop;

@@ -35,6 +35,11 @@ int acp_sock_write(acp_sock *s, const void *p, size_t n);
 /* Bytes accepted and not yet written to the kernel. */
 size_t acp_sock_queued(const acp_sock *s);
 size_t acp_sock_high_water(const acp_sock *s);
+/* Asks for on_drain once acp_sock_queued() falls below half the high-water mark, even if it
+ * never reached the mark: a wire that batches its output per loop turn may have told its
+ * owner to wait while the batch was still its own, and the socket must then say when the
+ * batch has gone out. Call it only while the queue is at half the mark or above. */
+void acp_sock_want_drain(acp_sock *s);
 /* Stop (true) or resume (false) reading: back-pressure on a peer that sends faster than we
  * can answer. */
 void acp_sock_pause(acp_sock *s, bool paused);

@@ -19,22 +19,24 @@ struct acp_tls {
     char err[256];
 };
 
-/* The last OpenSSL error as a sentence, and the queue cleared: errors are per thread, and a
- * stale one would be blamed on the next connection. */
-static void ssl_reason(char *buf, size_t n, const char *what)
+/* The last OpenSSL error as a sentence (malloc'd), and the queue cleared: errors are per
+ * thread, and a stale one would be blamed on the next connection. */
+static char *strdup_reason(const char *what)
 {
     unsigned long e = ERR_peek_last_error();
     char r[200] = "unknown error";
     if (e) ERR_error_string_n(e, r, sizeof r);
-    snprintf(buf, n, "%s: %s", what, r);
     ERR_clear_error();
+    char *s = NULL;
+    return asprintf(&s, "%s: %s", what, r) < 0 ? NULL : s;
 }
 
-static char *strdup_reason(const char *what)
+/* The same into a connection's fixed buffer (a long reason is cut: it is for a log line). */
+static void ssl_reason(char *buf, size_t n, const char *what)
 {
-    char buf[320];
-    ssl_reason(buf, sizeof buf, what);
-    return strdup(buf);
+    char *s = strdup_reason(what);
+    if (snprintf(buf, n, "%s", s ? s : what) >= (int)n) buf[n - 1] = '\0';
+    free(s);
 }
 
 /* Server ALPN: h2 when the client offers it and the server serves it, else http/1.1; a client

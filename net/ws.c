@@ -20,6 +20,7 @@
 #include "net/ws_int.h"
 
 static void flush(acp_ws *w);
+static void after_write(acp_ws *w);
 
 int ws_random(void *buf, size_t n)
 {
@@ -68,15 +69,95 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
     return (ssize_t)k;
 }
 
+static void on_idle(uv_idle_t *h)
+{
+}
+
+static void write_out(acp_ws *w)
+{
+    if (w->out_len && w->sock && !w->sock_closing && acp_sock_write(w->sock, w->out, w->out_len))
+        ws_fail(w, "write failed");
+    w->out_len = 0;
+    /* A huge message's buffer is not kept for the connection's life. */
+    if (w->out_cap > (1u << 20)) {
+        free(w->out);
+        w->out = NULL;
+        w->out_cap = 0;
+    }
+}
+
+static void on_check(uv_check_t *h)
+{
+    acp_ws *w = h->data;
+    uv_idle_stop(&w->idle);
+    uv_check_stop(&w->check);
+    write_out(w);
+    after_write(w);
+}
+
+/* Room for n more bytes in `out`, the turn's write scheduled; NULL without memory. */
+static uint8_t *out_room(acp_ws *w, size_t n)
+{
+    if (n > w->out_cap - w->out_len) {
+        size_t cap = w->out_cap ? w->out_cap : 4096;
+        while (cap - w->out_len < n) cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+        char *o = realloc(w->out, cap);
+        if (!o) return NULL;
+        w->out = o;
+        w->out_cap = cap;
+    }
+    if (!uv_is_active((uv_handle_t *)&w->check)) {
+        uv_idle_start(&w->idle, on_idle);
+        uv_check_start(&w->check, on_check);
+    }
+    uint8_t *p = (uint8_t *)w->out + w->out_len;
+    w->out_len += n;
+    return p;
+}
+
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
                        void *user)
 {
     acp_ws *w = user;
-    if (!w->sock || w->sock_closing || acp_sock_write(w->sock, data, len) != 0) {
+    uint8_t *p = w->sock && !w->sock_closing ? out_room(w, len) : NULL;
+    if (!p) {
         wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
         return -1;
     }
+    memcpy(p, data, len);
     return (ssize_t)len;
+}
+
+/* One text message as one frame, straight into `out` (wslay would hand us its header and
+ * payload separately, after copying the payload into its own queue). A client masks. */
+static int frame_text(acp_ws *w, const char *msg, size_t len)
+{
+    uint8_t h[14];
+    size_t k = 0;
+    uint8_t mask = w->server ? 0 : 0x80;
+    h[k++] = 0x80 | WSLAY_TEXT_FRAME;
+    if (len < 126) {
+        h[k++] = (uint8_t)(mask | len);
+    } else if (len <= 0xffff) {
+        h[k++] = mask | 126;
+        h[k++] = (uint8_t)(len >> 8);
+        h[k++] = (uint8_t)len;
+    } else {
+        h[k++] = mask | 127;
+        for (int i = 7; i >= 0; i--) h[k++] = (uint8_t)((uint64_t)len >> (8 * i));
+    }
+    uint8_t key[4] = {0};
+    if (mask && ws_random(key, 4)) return ACP_EIO;
+    if (mask) memcpy(h + k, key, 4), k += 4;
+    uint8_t *p = out_room(w, k + len);
+    if (!p) return ACP_ENOMEM;
+    memcpy(p, h, k);
+    if (!mask) {
+        memcpy(p + k, msg, len);
+    } else {
+        for (size_t i = 0; i < len; i++) p[k + i] = (uint8_t)msg[i] ^ key[i & 3];
+    }
+    return 0;
 }
 
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
@@ -174,8 +255,10 @@ static void flush(acp_ws *w)
     if (wslay_event_get_close_sent(w->ctx))
         set_reason(w, sent_reason(wslay_event_get_status_code_sent(w->ctx)));
     if (wslay_event_want_read(w->ctx) || wslay_event_want_write(w->ctx)) return;
-    /* Close frames both ways: the socket's turn to end. */
+    /* Close frames both ways: the socket's turn to end (after our close frame). */
     if (wslay_event_get_close_received(w->ctx)) {
+        write_out(w);
+        if (!w->sock || w->sock_closing) return;
         w->sock_closing = true;
         acp_sock_close(w->sock);
         return;
@@ -194,7 +277,8 @@ static void flush(acp_ws *w)
 
 static size_t queued(const acp_ws *w)
 {
-    return (w->sock ? acp_sock_queued(w->sock) : 0) + wslay_event_get_queued_msg_length(w->ctx);
+    return (w->sock ? acp_sock_queued(w->sock) : 0) + w->out_len +
+           wslay_event_get_queued_msg_length(w->ctx);
 }
 
 /* Over the high water the peer is not keeping up with what we send: stop reading what it
@@ -244,33 +328,57 @@ static void sock_read(acp_sock *s, const char *p, size_t n, void *user)
         feed(w, p, n);
 }
 
-static void sock_drain(acp_sock *s, void *user)
+static void drained(acp_ws *w)
 {
-    acp_ws *w = user;
-    if (!w->over || queued(w) >= w->link.high_water / 2) return;
     w->over = false;
     if (!w->sock_closing) acp_sock_pause(w->sock, false);
     acp_link_drained(&w->link);
 }
 
-static void timer_closed(uv_handle_t *h)
+/* The link's drain, told by the socket: below half the high water. A queue that went over
+ * the mark only while the turn's frames were still ours never filled the socket, which
+ * then has to be asked to report its drain. */
+static void after_write(acp_ws *w)
+{
+    if (!w->over || !w->sock || w->sock_closing) return;
+    if (queued(w) < w->link.high_water / 2)
+        drained(w);
+    else
+        acp_sock_want_drain(w->sock);
+}
+
+static void sock_drain(acp_sock *s, void *user)
+{
+    after_write(user);
+}
+
+static void handle_closed(uv_handle_t *h)
 {
     acp_ws *w = h->data;
+    if (--w->handles) return;
     wslay_event_context_free(w->ctx);
     free(w->request);
     free(w->head);
+    free(w->out);
     free(w);
+}
+
+static void close_handles(acp_ws *w)
+{
+    uv_close((uv_handle_t *)&w->timer, handle_closed);
+    uv_close((uv_handle_t *)&w->check, handle_closed);
+    uv_close((uv_handle_t *)&w->idle, handle_closed);
 }
 
 static void sock_closed(acp_sock *s, const char *reason, void *user)
 {
     acp_ws *w = user;
     w->sock = NULL;
+    w->out_len = 0;
     set_reason(w, reason);
-    uv_timer_stop(&w->timer);
     if (!w->server) ws_client_report(w, ACP_EIO, w->reason);
     acp_link_ended(&w->link, w->reason);
-    uv_close((uv_handle_t *)&w->timer, timer_closed);
+    close_handles(w);
 }
 
 const acp_sock_cbs ws_sock_cbs = {sock_open, sock_read, sock_drain, sock_closed};
@@ -320,11 +428,19 @@ void ws_deadline(acp_ws *w, unsigned ms)
 static int link_send(acp_link *l, const char *msg, size_t len)
 {
     acp_ws *w = (acp_ws *)l;
-    if (!w->sock || w->sock_closing || w->closing) return ACP_EIO;
-    struct wslay_event_msg m = {WSLAY_TEXT_FRAME, (const uint8_t *)msg, len};
-    int r = wslay_event_queue_msg(w->ctx, &m);
-    if (r) return r == WSLAY_ERR_NOMEM ? ACP_ENOMEM : ACP_EIO;
-    flush(w);
+    if (!w->sock || w->sock_closing || w->closing || w->lingering ||
+        wslay_event_get_close_received(w->ctx))
+        return ACP_EIO;
+    int r = 0;
+    if (w->open) {
+        r = frame_text(w, msg, len);
+    } else {
+        /* Before the handshake ends (client): wslay keeps it until ws_start. */
+        struct wslay_event_msg m = {WSLAY_TEXT_FRAME, (const uint8_t *)msg, len};
+        int e = wslay_event_queue_msg(w->ctx, &m);
+        r = e == 0 ? 0 : e == WSLAY_ERR_NOMEM ? ACP_ENOMEM : ACP_EIO;
+    }
+    if (r) return r;
     check_high(w);
     return 0;
 }
@@ -365,13 +481,16 @@ acp_ws *ws_new(uv_loop_t *loop, bool server, const acp_net_limits *lim)
     }
     wslay_event_config_set_max_recv_msg_length(w->ctx, w->lim.max_message);
     uv_timer_init(loop, &w->timer);
-    w->timer.data = w;
+    uv_check_init(loop, &w->check);
+    uv_idle_init(loop, &w->idle);
+    w->timer.data = w->check.data = w->idle.data = w;
+    w->handles = 3;
     return w;
 }
 
 void ws_discard(acp_ws *w)
 {
-    uv_close((uv_handle_t *)&w->timer, timer_closed);
+    close_handles(w);
 }
 
 void ws_attach(acp_ws *w, acp_sock *s)

@@ -60,6 +60,9 @@ typedef struct acp_ws_connect_opts {
     size_t nheaders;
     /* wss:// trust anchors (PEM file); NULL: the system's. */
     const char *ca_file;
+    /* Connect to this Unix-domain socket (an `acp-agent --listen unix:PATH`) instead of the
+     * URL's host and port, which still give the Host header and the path. NULL: TCP. */
+    const char *unix_path;
     /* Copied; NULL: the defaults. header_timeout_ms bounds connect + handshake. */
     const acp_net_limits *lim;
 } acp_ws_connect_opts;

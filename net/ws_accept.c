@@ -44,6 +44,9 @@ int acp_ws_accept(acp_sock *s, acp_http_req *upgrade, const char *leftover, size
 {
     const char *key = acp_http_req_header(upgrade, "sec-websocket-key");
     const char *version = acp_http_req_header(upgrade, "sec-websocket-version");
+    /* An HTTP/2 stream has no socket of its own to take over (RFC 8441 is not spoken). */
+    if (!s || acp_http_req_is_h2(upgrade))
+        return refuse(upgrade, 400, "a WebSocket upgrade needs HTTP/1.1\n");
     if (strcmp(acp_http_req_method(upgrade), "GET") != 0)
         return refuse(upgrade, 400, "a WebSocket upgrade is a GET\n");
     if (!ws_has_token(acp_http_req_header(upgrade, "upgrade"), "websocket") ||

@@ -253,8 +253,9 @@ int acp_ws_connect(uv_loop_t *loop, const acp_ws_connect_opts *o,
         return ACP_ENOMEM;
     }
     static const char *const alpn[] = {"http/1.1", NULL};
-    acp_sock_connect_opts so = {.host = u.host,
+    acp_sock_connect_opts so = {.host = o->unix_path ? NULL : u.host,
                                 .port = u.port,
+                                .unix_path = o->unix_path,
                                 .tls = u.tls,
                                 .ca_file = o->ca_file,
                                 .alpn = u.tls ? alpn : NULL};

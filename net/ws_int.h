@@ -23,6 +23,15 @@ struct acp_ws {
     wslay_event_context_ptr ctx;
     acp_net_limits lim;
     uv_timer_t timer; /* pings while open; the handshake and close deadlines otherwise */
+    /* Frames wait in `out` for the end of the loop turn and go to the socket in one write:
+     * the agent sends a turn's updates as a burst of messages, and one write per message
+     * cost a system call each. The check handle writes after the loop's poll; the idle
+     * handle, active only while something waits, keeps that poll from blocking first. */
+    uv_check_t check;
+    uv_idle_t idle;
+    int handles; /* open uv handles; freed when the last one closed */
+    char *out;
+    size_t out_len, out_cap;
     bool server;
     bool open;      /* the handshake is done: frames flow */
     bool in_recv;   /* inside wslay_event_recv: sends wait for it to return */

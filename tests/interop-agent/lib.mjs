@@ -29,6 +29,14 @@
 // writes (stdio: EOF; WebSocket: SIGTERM, the orderly shutdown: turns cancelled and answered,
 // commits, close), end() finishes and still asserts exit 0 and no stray stdout; kill9() kills the same agent process. Tests that
 // only mean something on stdio (byte framing, a half-closed stdin) call stdioOnly(t, why).
+// "http" is the same over Streamable HTTP (HTTP/1.1, Node's fetch): sdkAgent through the SDK's
+// createHttpStream (experimental/http-client), rawAgent through a small client of ours that
+// POSTs each line as written (Acp-Session-Id from its params.sessionId, or the session of the
+// request it answers) and reads the connection's and each session's SSE stream, opening a
+// session's before the first POST naming it (as the SDK's client does). A POST the server
+// refuses is recorded as stray ("(HTTP 400 ...)"): what stdio answers with a JSON-RPC error for
+// an unparsable line is an HTTP status here, so such tests call notOverHttp(t, why).
+// closeStdin() sends DELETE.
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, realpathSync, mkdirSync, writeFileSync, readdirSync, readFileSync, existsSync } from "node:fs";
@@ -38,6 +46,7 @@ import assert from "node:assert/strict";
 import nodeTest from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { WebSocket } from "ws";
 import { randomBytes } from "node:crypto";
 
@@ -173,7 +182,7 @@ export const BUILD = process.env.ACP_BUILD ?? join(process.cwd(), "build");
 export const SOURCE = process.env.ACP_SOURCE ?? process.cwd();
 export const AGENT = process.env.ACP_AGENT ?? join(BUILD, "acp-agent");
 export const TRANSPORT = process.env.ACP_TRANSPORT ?? "stdio";
-if (!["stdio", "ws"].includes(TRANSPORT)) throw new Error(`ACP_TRANSPORT=${TRANSPORT}: stdio or ws`);
+if (!["stdio", "ws", "http"].includes(TRANSPORT)) throw new Error(`ACP_TRANSPORT=${TRANSPORT}: stdio, ws or http`);
 // ws mode: every agent this process starts wants this token (a file the agent reads), every
 // connection sends it.
 const TOKEN = randomBytes(16).toString("hex");
@@ -186,6 +195,13 @@ function tokenPath() {
     writeFileSync(tokenFile, TOKEN + "\n", { mode: 0o600 });
   }
   return tokenFile;
+}
+
+/** Skips the test over Streamable HTTP: `if (notOverHttp(t, "why")) return;`. */
+export function notOverHttp(t, why) {
+  if (TRANSPORT !== "http") return false;
+  t.skip(`not over Streamable HTTP: ${why}`);
+  return true;
 }
 
 /** Skips the test when not on stdio: `if (stdioOnly(t, "why")) return;`. */
@@ -239,8 +255,9 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
   const home = homeDir ?? (store ? store.slice(0, store.lastIndexOf("/")) : (env.XDG_STATE_HOME ?? env.HOME));
   const xdg = home + "/xdg";
   const ws = TRANSPORT === "ws";
+  const http = TRANSPORT === "http";
   const listen = [];
-  if (ws) listen.push("--listen", "127.0.0.1:0", "--token-file", tokenPath());
+  if (ws || http) listen.push("--listen", "127.0.0.1:0", "--token-file", tokenPath());
   const proc = spawn(AGENT, [...(store ? ["--store", store] : []), ...args, ...listen], {
     cwd: cwd ?? home,
     env: Object.fromEntries(Object.entries({ ...process.env, XDG_STATE_HOME: xdg, ...env }).filter(([, v]) => v != null)),
@@ -270,7 +287,7 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
     if (st.stderr.length > 1 << 20) st.stderr = st.stderr.slice(-(1 << 19));
     const m = onAddress && /\b127\.0\.0\.1:([1-9]\d*)\b/.exec(st.stderr);
     if (m) {
-      onAddress(`ws://127.0.0.1:${m[1]}/acp`);
+      onAddress(`${http ? "http" : "ws"}://127.0.0.1:${m[1]}/acp`);
       onAddress = null;
     }
   });
@@ -296,7 +313,7 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
       const line = Buffer.concat(pending).toString("utf8");
       pending = [];
       start = nl + 1;
-      if (ws) st.stray.push(`(stdout in --listen mode) ${line.slice(0, 200)}`);
+      if (ws || http) st.stray.push(`(stdout in --listen mode) ${line.slice(0, 200)}`);
       else received(line);
     }
     if (start < chunk.length) pending.push(chunk.subarray(start));
@@ -317,6 +334,12 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
   t.after(() => {
     if (!st.exited) proc.kill("SIGKILL");
   });
+  if (http) {
+    proc.on("exit", () => ended(`acp-agent exited before the HTTP connection was made`));
+    const where = new Promise((resolve) => (onAddress = resolve));
+    Object.assign(st, sdk ? sdkHttp(st, where, onLine, ended) : rawHttp(st, where, received, ended));
+    return st;
+  }
   if (!ws) {
     proc.on("close", (code, signal) => ended(`acp-agent closed stdout (exit ${code}, signal ${signal})`));
     st.send = (m) => {
@@ -398,15 +421,179 @@ function spawnAgent(t, { store, home: homeDir, args = [], cwd, env = {}, sdk = f
   return st;
 }
 
-// The end that still lets the agent write: stdio, EOF on stdin; WebSocket (no half-close there),
-// SIGTERM, the listening agent's orderly end (turns cancelled and answered, then the close).
+// The end that still lets the agent write: stdio, EOF on stdin; WebSocket (no half-close there)
+// and Streamable HTTP, SIGTERM, the listening agent's orderly end (turns cancelled and answered,
+// then the close).
 function finish(st) {
-  if (TRANSPORT !== "ws") return st.closeInput();
+  if (TRANSPORT === "stdio") return st.closeInput();
   if (!st.termSent) st.proc.kill("SIGTERM");
   st.termSent = true;
 }
 
+// Streamable HTTP through the SDK's client: messages are objects both ways.
+function sdkHttp(st, where, onLine, ended) {
+  const headers = { Authorization: `Bearer ${TOKEN}` };
+  const queue = [];
+  let writer = null;
+  let closing = false;
+  let last = Promise.resolve(); // the newest write: it settles once its POST is answered
+  where.then((url) => {
+    if (st.exited) return;
+    const stream = createHttpStream(url, { headers });
+    writer = stream.writable.getWriter();
+    for (const m of queue.splice(0)) last = writer.write(m).catch(() => {});
+    if (closing) writer.close().catch(() => {});
+    (async () => {
+      const reader = stream.readable.getReader();
+      for (;;) {
+        const r = await reader.read().catch((e) => ({ done: true, error: e }));
+        if (r.done) break;
+        onLine(JSON.stringify(r.value), r.value);
+      }
+      ended("the SDK's HTTP stream ended");
+    })();
+  });
+  return {
+    send(m) {
+      if (closing || st.exited) return;
+      const out = typeof m === "string" ? JSON.parse(m) : m;
+      if (writer) last = writer.write(out).catch(() => {});
+      else queue.push(out);
+    },
+    settle: () => last,
+    closeInput() {
+      st.stdinClosed = closing = true;
+      if (writer) writer.close().catch(() => {});
+    },
+    pauseInput() {},
+    resumeInput() {},
+  };
+}
+
+// Streamable HTTP by hand, for rawAgent: each line POSTed as written, in order; what the agent
+// sends read from the connection's SSE stream and each session's.
+function rawHttp(st, where, received, ended) {
+  const auth = { Authorization: `Bearer ${TOKEN}` };
+  const abort = new AbortController();
+  const streams = new Map(); // sessionId ("" = the connection's) -> promise of its response head
+  const askedOn = new Map(); // id of a request of the agent's -> the session stream it came on
+  let url = null;
+  let cid = null;
+  let chain = where.then((u) => (url = u));
+  let closing = false;
+  // The end: once the connection's stream has ended and every session's has too (they end in
+  // any order, and the last messages may be on any of them).
+  let pumping = 0;
+  let connEnded = false;
+  const maybeEnded = () => {
+    if (connEnded && pumping === 0) ended("the connection's SSE streams ended");
+  };
+  const parse = (text) => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+  };
+  // After SIGTERM (finish) a POST racing the shutdown may be refused or cut: not the agent's doing.
+  const refused = async (r) => {
+    const body = await r.text();
+    if (!st.termSent) st.stray.push(`(HTTP ${r.status} ${body.slice(0, 200)})`);
+  };
+  const open = (sid) => {
+    if (streams.has(sid)) return streams.get(sid);
+    const headers = { ...auth, accept: "text/event-stream", "acp-connection-id": cid, ...(sid ? { "acp-session-id": sid } : {}) };
+    const head = fetch(url, { headers, signal: abort.signal }).then(async (r) => {
+      if (r.status !== 200) return refused(r);
+      pump(r, sid).catch(() => {});
+    }, () => {});
+    streams.set(sid, head);
+    return head;
+  };
+  const pump = async (r, sid) => {
+    pumping++;
+    try {
+      await pumpBody(r, sid);
+    } finally {
+      pumping--;
+      if (!sid) connEnded = true;
+      maybeEnded();
+    }
+  };
+  const pumpBody = async (r, sid) => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of r.body) {
+      if (gate) await gate;
+      buf += dec.decode(chunk, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const data = buf.slice(0, i).split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(l[5] === " " ? 6 : 5)).join("\n");
+        buf = buf.slice(i + 2);
+        if (!data) continue;
+        const msg = parse(data);
+        if (isObj(msg) && "method" in msg && "id" in msg && sid) askedOn.set(JSON.stringify(msg.id), sid);
+        if (typeof msg?.result?.sessionId === "string") open(msg.result.sessionId);
+        received(data);
+      }
+    }
+  };
+  // pauseInput: stop reading the streams, so the server's output backs up (TCP, then its queue).
+  let gate = null;
+  let release = null;
+  const post = async (text) => {
+    const msg = parse(text);
+    const headers = { ...auth, "content-type": "application/json" };
+    if (!cid) {
+      const r = await fetch(url, { method: "POST", headers, body: text, signal: abort.signal });
+      if (r.status !== 200) return refused(r);
+      cid = r.headers.get("acp-connection-id");
+      open("");
+      received(await r.text());
+      return;
+    }
+    headers["acp-connection-id"] = cid;
+    let sid = isObj(msg) && isObj(msg.params) && typeof msg.params.sessionId === "string" ? msg.params.sessionId : undefined;
+    if (!sid && isObj(msg) && !("method" in msg)) sid = askedOn.get(JSON.stringify(msg.id));
+    if (sid !== undefined) {
+      headers["acp-session-id"] = sid;
+      await open(sid);
+    }
+    const r = await fetch(url, { method: "POST", headers, body: text, signal: abort.signal });
+    if (r.status !== 202) return refused(r);
+    await r.body?.cancel();
+  };
+  return {
+    send(m) {
+      if (closing || st.exited) return;
+      const text = typeof m === "string" ? m : JSON.stringify(m);
+      chain = chain.then(() => post(text)).catch((e) => {
+        if (!closing && !st.termSent) st.stray.push(`(HTTP failed: ${e.cause?.message ?? e.message})`);
+      });
+    },
+    closeInput() {
+      if (closing) return;
+      st.stdinClosed = closing = true;
+      chain = chain.then(async () => {
+        if (cid) await fetch(url, { method: "DELETE", headers: { ...auth, "acp-connection-id": cid } }).catch(() => {});
+        abort.abort();
+        ended("DELETE");
+      });
+    },
+    pauseInput() {
+      gate ??= new Promise((r) => (release = r));
+    },
+    resumeInput() {
+      release?.();
+      gate = release = null;
+    },
+    settle: () => chain,
+  };
+}
+
 async function endAgent(st, { expectCode = 0 } = {}, violations = []) {
+  // The POSTs already sent are answered first (one cut by the shutdown is not the agent's doing).
+  if (!st.exited && st.settle) await st.settle();
   if (!st.exited) finish(st);
   const guard = setTimeout(() => st.proc.kill("SIGKILL"), EXIT_TIMEOUT_MS);
   const ex = await st.exit;

@@ -8,7 +8,7 @@
 // (tests/pg/agent-on-pg.sh maps one --store path to one schema: the two agents share it).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { test, tempDir, sdkAgent, rawAgent, normalize, userMsg, CONVERSATION } from "./lib.mjs";
+import { test, tempDir, sdkAgent, rawAgent, normalize, userMsg, CONVERSATION, TRANSPORT } from "./lib.mjs";
 
 /** A's store and B, a raw client on the same store that deletes. */
 async function twoAgents(t) {
@@ -92,6 +92,9 @@ test("after B's delete, set_mode, set_config_option and a /title on A are -32002
   ];
   for (const change of changes) {
     const sid = await a.newSession(home);
+    // Over Streamable HTTP the session's first update (its commands) comes on the session's
+    // stream and the session/new answer on the connection's: it may arrive after the answer.
+    if (TRANSPORT === "http") await a.waitFor((m) => m.method === "session/update" && m.params?.sessionId === sid);
     await del(sid);
     const before = a.updates(sid).length;
     assertGone(await failure(change(sid)), sid);

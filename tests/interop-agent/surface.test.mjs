@@ -26,6 +26,7 @@ import {
   ELICIT_CONTENT,
   CONVERSATION,
   ISO8601,
+  notOverHttp,
 } from "./lib.mjs";
 
 // ---- helpers -----------------------------------------------------------------------------------------
@@ -810,6 +811,11 @@ test("/term cancelled mid-command: the prompt answers cancelled, terminal/releas
 });
 
 test("/term when the client closes the agent's stdin mid-command (EOF): terminal/release is still written, the agent exits 0", async (t) => {
+  // The raw client's twin ("EOF while a turn waits on the client") runs over HTTP. The SDK's HTTP
+  // client ends everything when the connection's stream ends, and over HTTP/1.1 that stream's end
+  // and a session stream's last message (this terminal/release) travel on two TCP connections in
+  // no order the client can know: the server ends the session streams first, but may still lose.
+  if (notOverHttp(t, "the SDK's HTTP client may drop a session message that races its connection stream's end")) return;
   const dir = tempDir(t);
   const { a, sid } = await opened(sdkAgent, t, dir, { terminal: true });
   a.prompt(sid, "/term sleep 30").catch(() => {}); // the connection ends under it

@@ -10,7 +10,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import assert from "node:assert/strict";
-import { test, rawAgent, tempDir, SOURCE } from "./lib.mjs";
+import { test, rawAgent, tempDir, SOURCE, notOverHttp } from "./lib.mjs";
 
 // The SDK agent over raw NDJSON: request() resolves with the response; stderr is kept.
 function tsAgent(t) {
@@ -144,6 +144,7 @@ const RAW = [
 ];
 
 test("params of the wrong type -> -32602 naming the member by its path; what the SDK agent takes is taken", async (t) => {
+  if (notOverHttp(t, "session-scoped messages whose sessionId is not a string have no Acp-Session-Id to send: HTTP 400 before the agent (tests/net/test_shttp.c)")) return;
   const dir = tempDir(t);
   const a = rawAgent(t, { store: join(dir, "sessions.db") });
   const ts = tsAgent(t);
@@ -179,6 +180,7 @@ test("params of the wrong type -> -32602 naming the member by its path; what the
 });
 
 test("NUL characters, names given twice, numbers beyond a double: -32602 in our words (the SDK takes them)", async (t) => {
+  if (notOverHttp(t, "session-scoped messages whose sessionId is not a string have no Acp-Session-Id to send: HTTP 400 before the agent (tests/net/test_shttp.c)")) return;
   const dir = tempDir(t);
   const a = rawAgent(t, { store: join(dir, "sessions.db") });
   const ts = tsAgent(t);
@@ -202,6 +204,7 @@ test("NUL characters, names given twice, numbers beyond a double: -32602 in our 
 });
 
 test("session/cancel with malformed params is dropped and logged, as the SDK agent drops it", async (t) => {
+  if (notOverHttp(t, "session-scoped messages whose sessionId is not a string have no Acp-Session-Id to send: HTTP 400 before the agent (tests/net/test_shttp.c)")) return;
   const dir = tempDir(t);
   const a = rawAgent(t, { store: join(dir, "sessions.db") });
   await a.init();

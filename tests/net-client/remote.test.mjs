@@ -115,6 +115,19 @@ for (const scheme of ["http", "ws"]) {
     assert.equal(closed.code, 0, closed.stderr);
   });
 
+  // A long replay: the SDK answers session/load on the connection's stream while most of the
+  // replay is still queued for the session's; acp must still print all of it (without the
+  // client's hold-back about a third of these loads lost updates).
+  test(`${scheme}: a long replay arrives whole before the load ends`, async () => {
+    const id = (await acp(A, ["new"])).stdout.trim();
+    for (let i = 0; i < 20; i++) assert.equal((await acp(A, ["prompt", "-s", id, "x".repeat(20000)])).code, 0);
+    for (let i = 0; i < 10; i++) {
+      const h = await acp(A, ["--json", "history", id]);
+      assert.equal(h.code, 0, h.stderr);
+      assert.equal(lines(h.stdout).filter((o) => o.update).length, 80, `load ${i}`);
+    }
+  });
+
   test(`${scheme}: reconnect: prompt -s ID on another server loads the session there`, async () => {
     const id = (await acp(A, ["new"])).stdout.trim();
     assert.equal((await acp(A, ["prompt", "-s", id, "one"])).code, 0);

@@ -1,5 +1,5 @@
 // HTTP/2 with a client we did not write: Node's http2 module speaks h2c (prior knowledge) to
-// net/h2.c + net/shttp.c, in front of real acp-agent processes (tests/net/h2_serve.c).
+// `acp-agent --listen unix:PATH` (net/listen.c sniffs the preface, net/h2.c, net/shttp.c).
 // Streamable HTTP over it: initialize, session/new, a prompt whose updates arrive on the
 // session's GET stream, the errors the SDK gives, a stream reset, 413, DELETE, and SIGTERM's
 // GOAWAY and orderly exit.
@@ -18,18 +18,23 @@ const MAX = 100000;
 async function startServer(t) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "acp-h2-")));
   const sock = join(dir, "s");
-  const proc = spawn(join(BUILD, "tests", "h2_serve"), [sock, join(BUILD, "acp-agent"), join(dir, "db"), String(MAX)], {
+  const proc = spawn(join(BUILD, "acp-agent"), ["--store", join(dir, "db"), "--listen", `unix:${sock}`, "--max-message", String(MAX)], {
+    cwd: dir,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, XDG_STATE_HOME: join(dir, "xdg") },
   });
   let stderr = "";
-  proc.stderr.on("data", (d) => (stderr += d));
+  let stdout = "";
+  proc.stdout.on("data", (d) => (stdout += d));
   const exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
   await new Promise((resolve, reject) => {
-    proc.stdout.once("data", resolve);
-    proc.once("exit", () => reject(new Error("h2_serve exited: " + stderr)));
+    proc.stderr.on("data", (d) => {
+      stderr += d;
+      if (/listening/.test(stderr)) resolve();
+    });
+    proc.once("exit", () => reject(new Error("acp-agent exited: " + stderr)));
   });
-  const srv = { dir, sock, proc, exit, stderr: () => stderr };
+  const srv = { dir, sock, proc, exit, stderr: () => stderr, stdout: () => stdout };
   t.after(async () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
     await exit;
@@ -180,6 +185,7 @@ test("initialize, new, a prompt streamed on the session's GET, errors, reset, 41
   srv.proc.kill("SIGTERM");
   const ex = await srv.exit;
   assert.deepEqual(ex, { code: 0, signal: null }, srv.stderr());
+  assert.equal(srv.stdout(), "", "nothing on stdout in --listen mode");
 });
 
 test("SIGTERM: GOAWAY to a connected client, its stream ends, the server exits 0", async (t) => {

@@ -1,8 +1,7 @@
 // The official SDK's Streamable HTTP client (createHttpStream, Node fetch = HTTP/1.1) against
-// net/shttp.c on net-core's HTTP/1.1 wire (tests/net/h2_serve.c in front of real acp-agent
-// processes sharing one SQLite store): a session streamed over its own GET, then the SDK's
-// reconnect recipe (a new stream, initialize, check loadSession, session/load) replays it on a
-// new connection and prompting goes on there.
+// `acp-agent --listen 127.0.0.1:0` (net/shttp.c on the HTTP/1.1 wire): a session streamed over
+// its own GET, then the SDK's reconnect recipe (a new stream, initialize, check loadSession,
+// session/load) replays it on a new connection and prompting goes on there.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,16 +15,20 @@ const BUILD = process.env.ACP_BUILD;
 
 async function startServer(t) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "acp-shttp-")));
-  const proc = spawn(join(BUILD, "tests", "h2_serve"), ["tcp", join(BUILD, "acp-agent"), join(dir, "db")], {
+  const proc = spawn(join(BUILD, "acp-agent"), ["--store", join(dir, "db"), "--listen", "127.0.0.1:0"], {
+    cwd: dir,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, XDG_STATE_HOME: join(dir, "xdg") },
   });
   let stderr = "";
-  proc.stderr.on("data", (d) => (stderr += d));
   const exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
   const port = await new Promise((resolve, reject) => {
-    proc.stdout.once("data", (d) => resolve(Number(String(d).split(" ")[1])));
-    proc.once("exit", () => reject(new Error("h2_serve exited: " + stderr)));
+    proc.stderr.on("data", (d) => {
+      stderr += d;
+      const m = /127\.0\.0\.1:([1-9]\d*)/.exec(stderr);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.once("exit", () => reject(new Error("acp-agent exited: " + stderr)));
   });
   t.after(async () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");

@@ -229,6 +229,10 @@ static void test_bad_requests(void **state)
          REQ(f, "POST",
              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"_x\",\"params\":{\"sessionId\":\"s\"}}",
              JSON, "acp-connection-id", id)},
+        /* An empty Acp-Session-Id is none, as the SDK's server reads it. */
+        {400, "Missing Acp-Session-Id",
+         REQ(f, "POST", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\"}", JSON,
+             "acp-connection-id", id, "acp-session-id", "")},
         {400, "Mismatched Acp-Session-Id",
          REQ(f, "POST",
              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/"

@@ -1,5 +1,5 @@
 /* A minimal ACP client over acp_ws_connect, for tests against servers we did not write:
- *   ws_probe URL [TOKEN [CA_FILE]]   (TOKEN "" for none)
+ *   ws_probe URL [TOKEN [CA_FILE]]   (TOKEN "" for none; WS_PROBE_UNIX=PATH: over that socket)
  * Twice (the second time with the cookies the first kept, as a reconnect does): connects,
  * sends initialize, session/new and one session/prompt ("hello"), each after the previous
  * answer, then closes. Every message received is printed on stdout as one line; the
@@ -93,7 +93,8 @@ int main(int argc, char **argv)
         acp_ws_connect_opts o = {.url = argv[1],
                                  .token = argc > 2 && *argv[2] ? argv[2] : NULL,
                                  .cookies = jar,
-                                 .ca_file = argc > 3 ? argv[3] : NULL};
+                                 .ca_file = argc > 3 ? argv[3] : NULL,
+                                 .unix_path = getenv("WS_PROBE_UNIX")};
         if (acp_ws_connect(&loop, &o, on_open, &p, &p.l)) return 1;
         static const acp_link_cbs cbs = {on_message, NULL, on_close};
         acp_link_bind(p.l, &cbs, &p);
