@@ -174,7 +174,8 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
     acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
     acp_store_now(row.created_at);
     memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
-    int rc = acp_store_create(a->store, &row);
+    /* Created with this agent's lease on it: one write. */
+    int rc = acp_store_create_leased(a->store, &row, a->holder, a->lease_ttl_ms, &s->fence);
     if (rc) {
         if (rc == ACP_ESTORE)
             agent_reply_store_error(a, req);
@@ -184,10 +185,7 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
         session_free(s);
         return;
     }
-    if (!lease_take(a, req, id, &s->fence)) {
-        session_free(s);
-        return;
-    }
+    lease_renewing(a);
     s->is_new = true;
     s->open_req = req;
     session_activate(s);

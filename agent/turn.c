@@ -163,13 +163,20 @@ void turn_store_failed(acp_turn *t, const char *errmsg)
 }
 
 /* A turn ending with nothing left to commit (its last updates went out in an earlier loop
- * turn, or it had none) has no commit to find its session deleted by another process: ask
- * the store, so that a stop reason is never the answer for a session that is gone. */
+ * turn, or it had none) has no commit to find its session deleted by another process or taken
+ * over by another holder: ask the store (a renewal of the lease says both), so that a stop
+ * reason is never the answer for a session that is gone. */
 static void check_stored(acp_session *s)
 {
     if (s->dirty || s->gone) return;
+    acp_agent *a = s->a;
+    if (s->fence) {
+        int rc = acp_store_lease_renew(a->store, s->id, s->fence, a->lease_ttl_ms);
+        if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
+        return;
+    }
     acp_store_session row;
-    if (acp_store_get(s->a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
+    if (acp_store_get(a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
     acp_store_session_clear(&row);
 }
 

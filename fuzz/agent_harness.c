@@ -82,9 +82,9 @@ static bool op_fails(acp_store *st, char op)
     return true;
 }
 
-static int op_create(acp_store *st, const acp_store_session *s)
+static int op_create(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms)
 {
-    return op_fails(st, 'c') ? ACP_ESTORE : find(st)->real->create(st, s);
+    return op_fails(st, 'c') ? ACP_ESTORE : find(st)->real->create(st, s, holder, ttl_ms);
 }
 
 static int op_get(acp_store *st, const char *id, acp_store_session *out)

@@ -117,8 +117,11 @@ static const struct {
     const char *name;
     const char *sql;
 } stmts[Q_COUNT] = {
+    /* With a holder ($7), its lease is taken as the row is made: epoch 1. */
     [Q_CREATE] = {"acp_create",
-                  "INSERT INTO acp_sessions (" COLS ") VALUES ($1, $2, $3, $4, $5, $6)"
+                  "INSERT INTO acp_sessions (" COLS ", lease_holder, lease_epoch, lease_expires)"
+                  " VALUES ($1, $2, $3, $4, $5, $6, $7::text, ($7::text IS NOT NULL)::int,"
+                  " clock_timestamp() + $8::bigint * interval '1 millisecond')"
                   " ON CONFLICT (id) DO NOTHING"},
     [Q_GET] = {"acp_get", "SELECT " COLS ", state FROM acp_sessions WHERE id = $1"},
     /* Every write's "AND ($n = 0 OR lease_epoch = $n)": no lease fence, or the current one. */
@@ -515,14 +518,17 @@ static void row_session(const PGresult *r, int i, acp_store_session *s)
     snprintf(s->updated_at, sizeof s->updated_at, "%s", PQgetvalue(r, i, 5));
 }
 
-static int pg_create(acp_store *st, const acp_store_session *s)
+static int pg_create(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms)
 {
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
-    const char *v[6] = {s->id, s->cwd, s->add_dirs, s->title, s->created_at, s->updated_at};
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    const char *v[8] = {s->id,         s->cwd,        s->add_dirs, s->title,
+                        s->created_at, s->updated_at, holder,      holder ? ttl : NULL};
     int64_t n = 0;
-    if ((rc = exec_cmd(p, Q_CREATE, 6, v, &n))) return rc;
+    if ((rc = exec_cmd(p, Q_CREATE, 8, v, &n))) return rc;
     if (n == 0) return acp_store_fail(st, ACP_EINVAL, "session %s already exists", s->id);
     return 0;
 }

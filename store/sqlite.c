@@ -89,7 +89,10 @@ enum {
 #define NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 
 static const char *const sql[Q_COUNT] = {
-    [Q_CREATE] = "INSERT INTO sessions (" COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    /* With a holder (?7), its lease is taken as the row is made: epoch 1. */
+    [Q_CREATE] = "INSERT INTO sessions (" COLS ", lease_holder, lease_epoch, lease_expires)"
+                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7 IS NOT NULL,"
+                 " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END)",
     [Q_GET] = "SELECT " COLS ", state FROM sessions WHERE id = ?1",
     /* Every write's "AND (?n = 0 OR lease_epoch = ?n)": no lease fence, or the current one. */
     [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
@@ -326,7 +329,8 @@ static void sq_close(acp_store *st)
     free(s);
 }
 
-static int sq_create(acp_store *st, const acp_store_session *in)
+static int sq_create(acp_store *st, const acp_store_session *in, const char *holder,
+                     unsigned ttl_ms)
 {
     sq_store *s = sq(st);
     sqlite3_stmt *q = stmt(s, Q_CREATE);
@@ -337,6 +341,8 @@ static int sq_create(acp_store *st, const acp_store_session *in)
     bind_text(q, 4, in->title);
     bind_text(q, 5, in->created_at);
     bind_text(q, 6, in->updated_at);
+    bind_text(q, 7, holder);
+    sqlite3_bind_int64(q, 8, ttl_ms);
     int rc = db_step(s, q);
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return 0;

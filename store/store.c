@@ -129,7 +129,7 @@ static int bad(acp_store *st, const char *what)
     return acp_store_fail(st, ACP_EINVAL, "store: invalid %s", what);
 }
 
-int acp_store_create(acp_store *st, const acp_store_session *s)
+static int create(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms)
 {
     acp_store_clear_err(st);
     if (!s || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
@@ -137,7 +137,28 @@ int acp_store_create(acp_store *st, const acp_store_session *s)
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
     begin(st, ACP_FAULT_CREATE);
-    return st->ops->create(st, s);
+    return st->ops->create(st, s, holder, ttl_ms);
+}
+
+int acp_store_create(acp_store *st, const acp_store_session *s)
+{
+    return create(st, s, NULL, 0);
+}
+
+static bool bad_holder(const char *h);
+static bool bad_ttl(unsigned ttl_ms);
+
+int acp_store_create_leased(acp_store *st, const acp_store_session *s, const char *holder,
+                            unsigned ttl_ms, int64_t *fence)
+{
+    *fence = 0;
+    if (bad_holder(holder) || bad_ttl(ttl_ms)) {
+        acp_store_clear_err(st);
+        return bad(st, bad_ttl(ttl_ms) ? "lease ttl" : "lease holder");
+    }
+    int rc = create(st, s, holder, ttl_ms);
+    if (!rc) *fence = 1;
+    return rc;
 }
 
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out)

@@ -17,9 +17,10 @@
  * Several processes (and several agents in one process) may share one store. When one deletes a
  * session another has open, the other learns it from its next write for the session (the commit
  * of its updates, a title, a mode or config change: ACP_ENOTFOUND from the store) or lease
- * renewal; so it does when another agent took the session's lease over (ACP_ESTALE). It then drops what it held of the
- * session, answers the request that wrote (and a prompt running in the session) -32002 with
- * data.sessionId, "... was deleted elsewhere ...", refuses further updates (ACP_ENOTFOUND)
+ * renewal; so it does when another agent took the session's lease over (ACP_ESTALE). It then
+ * drops what it held of the session, answers the request that wrote (and a prompt running in
+ * the session) -32002 with data.sessionId, "... was deleted elsewhere ..." (or "... taken over
+ * by another agent ...", data.reason "lease_lost"), refuses further updates (ACP_ENOTFOUND)
  * and, at the next flush, closes the session as session/close would (engine.cancel, then
  * session_free; MCP servers, terminals and client calls released).
  *

@@ -89,6 +89,12 @@ const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" 
  * ACP_EINVAL too for an empty id or one over ACP_STORE_ID_MAX bytes, a NULL cwd or
  * add_dirs, or a malformed timestamp. */
 int acp_store_create(acp_store *st, const acp_store_session *s);
+/* As acp_store_create(), with the new session's lease taken by holder for ttl_ms in the same
+ * statement, as acp_store_lease_acquire() would (the first epoch, into *fence): one write, not
+ * two, for a session opened as it is created. ACP_EINVAL also for holder or ttl_ms out of
+ * range (see acp_store_lease_acquire). */
+int acp_store_create_leased(acp_store *st, const acp_store_session *s, const char *holder,
+                            unsigned ttl_ms, int64_t *fence);
 /* Reads one session into *out (caller clears it). ACP_ENOTFOUND if absent or deleted. */
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out);
 /* Every write for one session below takes `fence`: the epoch of the caller's lease on it
@@ -213,7 +219,8 @@ int acp_store_lease_release(acp_store *st, const char *id, int64_t fence);
 typedef struct acp_store_ops {
     const char *name;
     void (*close)(acp_store *st);
-    int (*create)(acp_store *st, const acp_store_session *s);
+    /* holder NULL: no lease (ttl_ms 0); else the lease taken as the row is made, epoch 1. */
+    int (*create)(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms);
     int (*get)(acp_store *st, const char *id, acp_store_session *out);
     int (*set_info)(acp_store *st, const char *id, int64_t fence, bool set_title, const char *title,
                     const char *updated_at);

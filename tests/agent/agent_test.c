@@ -18,10 +18,11 @@ static int failing_commit(acp_store *st, const char *now)
 
 static bool fail_all; /* every create and list fails too */
 
-static int failing_create(acp_store *st, const acp_store_session *s)
+static int failing_create(acp_store *st, const acp_store_session *s, const char *holder,
+                          unsigned ttl_ms)
 {
     if (fail_all) return acp_store_fail(st, ACP_ESTORE, "database is locked (injected)");
-    return real_ops->create(st, s);
+    return real_ops->create(st, s, holder, ttl_ms);
 }
 
 static int failing_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,

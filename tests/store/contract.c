@@ -1391,6 +1391,37 @@ static void t_lease_release(void **state)
     acp_store_close(o);
 }
 
+/* A session created with its lease: held from the first statement, epoch 1, and otherwise
+ * like any other. */
+static void t_lease_create(void **state)
+{
+    fx *f = *state;
+    acp_store_session s = {.id = "s", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_now(s.created_at);
+    acp_store_now(s.updated_at);
+    int64_t fence = -1;
+    assert_int_equal(acp_store_create_leased(f->st, &s, "A", 0, &fence), ACP_EINVAL);
+    assert_int_equal(fence, 0);
+    assert_int_equal(acp_store_create_leased(f->st, &s, "", 1000, &fence), ACP_EINVAL);
+    assert_int_equal(acp_store_create_leased(f->st, &s, "A", 60000, &fence), 0);
+    assert_int_equal(fence, 1);
+    assert_int_equal(acp_store_create_leased(f->st, &s, "B", 60000, &fence), ACP_EINVAL);
+    acp_store_lease_busy busy;
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "B", 1000, NULL, &fence, &busy),
+                     ACP_EBUSY);
+    assert_string_equal(busy.holder, "A");
+    assert_int_equal(acp_store_lease_acquire(f->st, "s", "A", 1000, NULL, &fence, NULL), 0);
+    assert_int_equal(fence, 1);
+    assert_int_equal(acp_store_append(f->st, "s", 1, "{}", 2), 0);
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(replayed(f->st, "s"), 1);
+    /* a plain create takes no lease: anyone may */
+    s.id = "t";
+    assert_int_equal(acp_store_create(f->st, &s), 0);
+    assert_int_equal(acp_store_lease_acquire(f->st, "t", "B", 1000, NULL, &fence, NULL), 0);
+    assert_int_equal(fence, 1);
+}
+
 /* Delete wins over a lease: the holder's next write, commit or renewal finds the session
  * gone (not stale), and nothing brings it back. */
 static void t_lease_delete(void **state)
@@ -1448,6 +1479,7 @@ int store_contract_run(const store_contract_env *env)
         T(t_lease_renew),
         T(t_lease_release),
         T(t_lease_delete),
+        T(t_lease_create),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
