@@ -550,6 +550,17 @@ bench_remote() {
         row "/stream 200000 200 over $name, the SDK's client, updates/s, median of 3" "$(fmt "$cs")" "$(fmt "$ts")" "$(ratio "$cs" "$ts")" "≥ 5x"
         row "/stream over $name against stdio ($(fmt "$C_STREAM") updates/s), acp-bench-remote client" "$(pct "$c" "$C_STREAM") of stdio" "" "" "≥ 50% of stdio"
     done
+    # HTTP/2 with prior knowledge (the issue's profile; the SDK's server speaks only HTTP/1.1).
+    say "remote: /stream over Streamable HTTP on HTTP/2 (h2c), our client"
+    c=$(remote_median "$R" stream --h2c -n 200000 -b 200 "http://127.0.0.1:$cport/acp" || true)
+    out
+    if [ -n "$c" ]; then
+        row "/stream 200000 200 over Streamable HTTP on HTTP/2 (h2c), acp-bench-remote client, updates/s, median of 3" "$(fmt "$c") ($(pct "$c" "$C_STREAM") of stdio)" "no HTTP/2" "" "≥ 50% of stdio"
+    else
+        out "_h2c: acp-bench-remote failed (its sentence is in the log)_"
+        out
+        row "/stream over Streamable HTTP on HTTP/2 (h2c)" "FAILED: our h2c client against acp-agent" "no HTTP/2" "" "≥ 50% of stdio"
+    fi
     stop_srv "$cpid"
     stop_srv "$tpid"
 
