@@ -1,6 +1,8 @@
 # The front door: a thin wrapper over CMake/CTest, in the style Neovim uses.
 #   make          release build in build/ (libacp, acp-agent, acp)
 #   make test     deps + npm ci + ASan/UBSan build in build/asan + every test
+#   make test-live the openai engine's suite against a real model server (ACP_LIVE_BASE_URL,
+#                 ACP_LIVE_MODEL, optional ACP_LIVE_API_KEY; docs/openai-engine.md)
 #   make demo     deps + build + a scripted tour of acp against acp-agent
 #   make bench    release build + benchmarks beside the official TypeScript SDK
 #   make fuzz     libFuzzer (clang) on the JSON-RPC reader for FUZZ_SECONDS (600)
@@ -39,6 +41,14 @@ asan:
 test: deps npm asan
 	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# Opt-in, not in make test: tests/engine-openai against a real OpenAI-compatible server, through
+# a recording proxy; the tests that need scripted replies skip themselves.
+export ACP_LIVE_BASE_URL ACP_LIVE_MODEL ACP_LIVE_API_KEY
+test-live: deps npm asan
+	@test -n "$(ACP_LIVE_BASE_URL)" -a -n "$(ACP_LIVE_MODEL)" || { \
+	    echo "make test-live: set ACP_LIVE_BASE_URL and ACP_LIVE_MODEL (e.g. http://127.0.0.1:11434/v1 and qwen3:4b); see docs/openai-engine.md" >&2; exit 2; }
+	cd build/asan && ACP_TEST_TIMEOUT_MS=600000 ctest -L engine-openai --output-on-failure --timeout 3600
+
 demo: deps npm release
 	./scripts/demo.sh build
 
@@ -76,4 +86,4 @@ format:
 clean:
 	rm -rf build
 
-.PHONY: all deps npm release debug asan valgrind test demo bench fuzz fuzz-build fuzz-all install format clean
+.PHONY: all deps npm release debug asan valgrind test test-live demo bench fuzz fuzz-build fuzz-all install format clean

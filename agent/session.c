@@ -435,7 +435,7 @@ int session_send(acp_session *s, const char *json, size_t n)
     return 0;
 }
 
-enum kind { K_LIVE, K_HISTORY, K_INFO };
+enum kind { K_LIVE, K_HISTORY, K_INFO, K_STORED };
 
 static bool kind_is_history(acp_span kind)
 {
@@ -478,10 +478,15 @@ const char *session_kind_needs(acp_span kind)
 
 /* What becomes of an update kind: history (persisted, replayed), the session row's info, or
  * live only. An error (with its reason set) for what this client must not get or what the
- * runtime sends itself. */
+ * runtime sends itself. A compaction this client must not get is still history (K_STORED): the
+ * engine rebuilds its context from it after a load, and a client that opted in sees it then. */
 static int kind_of(acp_session *s, acp_span kind, enum kind *k)
 {
     const char *cap = session_kind_needs(kind);
+    if (cap && !acp_agent_client_has(s->a, cap) && kind_is_history(kind)) {
+        *k = K_STORED;
+        return 0;
+    }
     if (cap && !acp_agent_client_has(s->a, cap)) {
         char *name = acp_json_strdup(kind);
         int rc = agent_fail(s->a, ACP_ENOTSUP, "the client did not advertise %s: no %s", cap,
@@ -534,6 +539,7 @@ int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trus
     int rc = kind_of(s, kind, &k);
     if (rc) return rc;
     if (k == K_INFO && (rc = record_info(s, json, n))) return rc;
+    if (k == K_STORED) return history_append(s, json, n);
     return session_emit(s, json, n, k == K_HISTORY);
 }
 

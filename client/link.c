@@ -206,7 +206,7 @@ static int url_connect(acp_client *c)
         acp_shttp_client_opts so = {.url = url,
                                     .token = o->token,
                                     .ca_file = o->ca_file,
-                                    .h2c = o->h2c,
+                                    .http2 = o->http2,
                                     .max_message = o->max_message,
                                     .cookies = n->jar};
         rc = acp_shttp_connect(c->loop, &so, &n->link, &msg);

@@ -8,6 +8,9 @@
  *    to jansson's string;
  *  - in an object without duplicate keys, acp_json_member finds every key, and the value text
  *    it gives parses to the same value;
+ *  - acp_json_item walks an array's items, each parsing to jansson's item;
+ *  - acp_json_members (which validates as it walks) accepts exactly the objects
+ *    acp_json_validate accepts, and finds what acp_json_member finds;
  *  - acp_json_escape of the raw input succeeds exactly when it is UTF-8, and the literal it
  *    writes is valid and decodes back to the input. */
 #include <stdint.h>
@@ -105,6 +108,36 @@ static void check_value(acp_span t, const json_t *v)
             !json_object_get(v, "\x01 not a key here"))
             abort();
     }
+    if (json_is_array(v)) {
+        size_t pos = 0, i = 0;
+        acp_span item;
+        while (acp_json_item(t, &pos, &item)) {
+            json_t *again = json_loadb(item.p, item.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+            if (!again || !json_equal(again, json_array_get(v, i++))) abort();
+            json_decref(again);
+        }
+        if (i != json_array_size(v)) abort();
+    }
+}
+
+/* acp_json_members on untrusted text: valid exactly when the validator says it is an object,
+ * and then the same members acp_json_member finds. */
+static void check_members(const char *s, size_t n)
+{
+    static const char *const keys[] = {"a", "choices", "delta", "", "id"};
+    acp_span t = trim(s, n), vals[5], one;
+    int found = acp_json_members((acp_span){s, n}, keys, 5, vals);
+    bool object = !acp_json_validate(s, n, 256) && acp_json_kind(t) == 'o';
+    if ((found >= 0) != object) abort();
+    if (found < 0) return;
+    int count = 0;
+    for (int i = 0; i < 5; i++) {
+        bool has = acp_json_member(t, keys[i], &one);
+        if (has != (vals[i].p != NULL) || (has && (one.p != vals[i].p || one.n != vals[i].n)))
+            abort();
+        count += has;
+    }
+    if (count != found) abort();
 }
 
 /* jansson refusals that are not syntax errors. */
@@ -136,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *s = (const char *)data;
     int ours = acp_json_validate(s, size, DEPTH);
     /* A raw NUL byte is never valid JSON text; jansson takes it as the end of the input. */
+    check_members(s, size);
     if (memchr(s, '\0', size)) {
         if (ours == 0) abort();
         check_escape(s, size);

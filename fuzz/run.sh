@@ -13,7 +13,7 @@ seconds=${1:?usage: fuzz/run.sh SECONDS [BUILD] [TARGET...]}
 src=$(cd "$(dirname "$0")" && pwd)
 build=${2:-$src/../build/fuzz}
 [ $# -ge 2 ] && shift 2 || shift $#
-targets=${*:-"rpc_recv json_scan agent_recv agent_seq sse_parse store_cursor roots_resolve client_recv mcp_recv cmdline_split ws_frames h2_request http1_parse"}
+targets=${*:-"rpc_recv json_scan agent_recv agent_seq sse_parse openai_stream store_cursor roots_resolve client_recv mcp_recv cmdline_split ws_frames h2_request shttp_post http1_parse"}
 
 count=0
 for t in $targets; do count=$((count + 1)); done

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "acp/error.h"
-#include "mcp/sse.h"
+#include "acp/sse.h"
 
 typedef struct trace {
     uint64_t hash; /* FNV-1a over every event's type and data */
@@ -47,8 +47,8 @@ typedef struct run {
 /* Feeds body in pieces (piece 0: all at once); a restart between two halves when asked. */
 static void parse(const uint8_t *body, size_t n, size_t max, unsigned piece, bool restart, run *r)
 {
-    mcp_sse p;
-    mcp_sse_init(&p, on_event, &r->t);
+    acp_sse p;
+    acp_sse_init(&p, on_event, &r->t);
     p.max = max;
     r->t.hash = 0xcbf29ce484222325ull;
     size_t half = n / 2;
@@ -57,16 +57,16 @@ static void parse(const uint8_t *body, size_t n, size_t max, unsigned piece, boo
         size_t k = piece ? step : n - i;
         if (restart && i < half && i + k > half) k = half - i;
         if (k > n - i) k = n - i;
-        r->rc = mcp_sse_feed(&p, (const char *)body + i, k);
+        r->rc = acp_sse_feed(&p, (const char *)body + i, k);
         i += k;
-        if (restart && i == half) mcp_sse_restart(&p);
+        if (restart && i == half) acp_sse_restart(&p);
         step = step % 7 + 1; /* pieces of 1..7 bytes in a fixed pattern */
     }
     if (p.last_id && (strchr(p.last_id, '\r') || strchr(p.last_id, '\n'))) abort();
-    if (p.retry_ms < -1 || p.retry_ms > MCP_SSE_RETRY_MAX_MS) abort(); /* the bound holds */
+    if (p.retry_ms < -1 || p.retry_ms > ACP_SSE_RETRY_MAX_MS) abort(); /* the bound holds */
     r->last_id = p.last_id ? strdup(p.last_id) : NULL;
     r->retry_ms = p.retry_ms;
-    mcp_sse_free(&p);
+    acp_sse_free(&p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,18 +1,18 @@
-#include "mcp/curl_uv.h"
+#include "acp/http.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <curl/curl.h>
 
-struct mcp_curl {
+struct acp_http_client {
     uv_loop_t *loop;
     CURLM *multi;
     uv_timer_t timer;  /* curl's timeout */
     uv_timer_t reaper; /* adds new and releases aborted exchanges outside curl's callbacks */
-    mcp_http *dead;    /* aborted, waiting for the reaper */
-    mcp_http *fresh;   /* started, waiting for the reaper to add them, oldest first */
-    mcp_http **fresh_tail;
+    acp_http *dead;    /* aborted, waiting for the reaper */
+    acp_http *fresh;   /* started, waiting for the reaper to add them, oldest first */
+    acp_http **fresh_tail;
     struct sock_watch *watches;
     int handles; /* open uv handles: timer, reaper and one per watched socket */
     bool closing;
@@ -20,31 +20,31 @@ struct mcp_curl {
     void *done_user;
 };
 
-struct mcp_http {
-    mcp_curl *c;
+struct acp_http {
+    acp_http_client *c;
     CURL *easy;
     struct curl_slist *headers;
     char *body;
-    mcp_http_cbs cbs;
+    acp_http_cbs cbs;
     void *user;
     bool aborted, added;
-    mcp_http *next_dead;
-    mcp_http *next_fresh;
+    acp_http *next_dead;
+    acp_http *next_fresh;
     char err[CURL_ERROR_SIZE];
 };
 
 typedef struct sock_watch {
     uv_poll_t poll;
-    mcp_curl *c;
+    acp_http_client *c;
     curl_socket_t fd;
     struct sock_watch *prev, *next;
 } sock_watch;
 
-static void check_done(mcp_curl *c);
+static void check_done(acp_http_client *c);
 
 static void on_handle_closed(uv_handle_t *h)
 {
-    mcp_curl *c = h->data;
+    acp_http_client *c = h->data;
     if (h->type == UV_POLL) free(h);
     if (--c->handles == 0) {
         void (*done)(void *) = c->done;
@@ -58,7 +58,7 @@ static void on_handle_closed(uv_handle_t *h)
 static void on_poll(uv_poll_t *p, int status, int events)
 {
     sock_watch *w = (sock_watch *)p;
-    mcp_curl *c = w->c;
+    acp_http_client *c = w->c;
     int flags = status < 0 ? CURL_CSELECT_ERR : 0;
     if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
     if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
@@ -67,7 +67,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     check_done(c);
 }
 
-static void unwatch(mcp_curl *c, sock_watch *w)
+static void unwatch(acp_http_client *c, sock_watch *w)
 {
     if (w->prev)
         w->prev->next = w->next;
@@ -81,7 +81,7 @@ static void unwatch(mcp_curl *c, sock_watch *w)
 
 static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
 {
-    mcp_curl *c = userp;
+    acp_http_client *c = userp;
     sock_watch *w = socketp;
     if (what == CURL_POLL_REMOVE) {
         if (w) {
@@ -113,7 +113,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *soc
 
 static void on_timer(uv_timer_t *t)
 {
-    mcp_curl *c = t->data;
+    acp_http_client *c = t->data;
     int running;
     curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     check_done(c);
@@ -121,7 +121,7 @@ static void on_timer(uv_timer_t *t)
 
 static int on_curl_timer(CURLM *m, long ms, void *userp)
 {
-    mcp_curl *c = userp;
+    acp_http_client *c = userp;
     if (ms < 0)
         uv_timer_stop(&c->timer);
     else
@@ -131,7 +131,7 @@ static int on_curl_timer(CURLM *m, long ms, void *userp)
 
 static void on_reaper(uv_timer_t *t);
 
-static void http_free(mcp_http *h)
+static void http_free(acp_http *h)
 {
     if (h->added) curl_multi_remove_handle(h->c->multi, h->easy);
     curl_easy_cleanup(h->easy);
@@ -141,17 +141,17 @@ static void http_free(mcp_http *h)
 }
 
 /* Onto the dead list, for the reaper to release from the loop. h->aborted is already set. */
-static void bury(mcp_http *h)
+static void bury(acp_http *h)
 {
     h->next_dead = h->c->dead;
     h->c->dead = h;
     uv_timer_start(&h->c->reaper, on_reaper, 0, 0);
 }
 
-static void reap(mcp_curl *c)
+static void reap(acp_http_client *c)
 {
     while (c->dead) {
-        mcp_http *h = c->dead;
+        acp_http *h = c->dead;
         c->dead = h->next_dead;
         http_free(h);
     }
@@ -161,10 +161,10 @@ static void reap(mcp_curl *c)
  * handled (and new requests made): new exchanges start from here. */
 static void on_reaper(uv_timer_t *t)
 {
-    mcp_curl *c = t->data;
+    acp_http_client *c = t->data;
     reap(c);
     while (c->fresh) {
-        mcp_http *h = c->fresh;
+        acp_http *h = c->fresh;
         c->fresh = h->next_fresh;
         if (h->aborted) continue; /* on the dead list */
         if (curl_multi_add_handle(c->multi, h->easy) == CURLM_OK) {
@@ -177,40 +177,40 @@ static void on_reaper(uv_timer_t *t)
     }
 }
 
-static void check_done(mcp_curl *c)
+static void check_done(acp_http_client *c)
 {
     CURLMsg *msg;
     int left;
     while ((msg = curl_multi_info_read(c->multi, &left))) {
         if (msg->msg != CURLMSG_DONE) continue;
-        mcp_http *h = NULL;
+        acp_http *h = NULL;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&h);
         CURLcode rc = msg->data.result;
         if (!h || h->aborted) continue; /* the reaper releases it */
         curl_multi_remove_handle(c->multi, h->easy);
         h->added = false;
         h->aborted = true; /* no callback after on_done, whatever it does */
-        if (h->cbs.on_done) h->cbs.on_done(h, (int)rc, mcp_http_status(h), h->user);
+        if (h->cbs.on_done) h->cbs.on_done(h, (int)rc, acp_http_status(h), h->user);
         bury(h);
     }
 }
 
 static size_t on_write(char *p, size_t size, size_t n, void *user)
 {
-    mcp_http *h = user;
+    acp_http *h = user;
     if (h->aborted) return 0;
     if (h->cbs.on_data && h->cbs.on_data(h, p, n, h->user)) {
-        mcp_http_abort(h);
+        acp_http_abort(h);
         return 0;
     }
     return h->aborted ? 0 : n;
 }
 
-mcp_curl *mcp_curl_new(uv_loop_t *loop)
+acp_http_client *acp_http_client_new(uv_loop_t *loop)
 {
     /* Reference-counted by libcurl, and thread-safe in the versions we build against. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT)) return NULL;
-    mcp_curl *c = calloc(1, sizeof *c);
+    acp_http_client *c = calloc(1, sizeof *c);
     if (!c || !(c->multi = curl_multi_init())) {
         free(c);
         curl_global_cleanup();
@@ -228,14 +228,14 @@ mcp_curl *mcp_curl_new(uv_loop_t *loop)
     return c;
 }
 
-void mcp_curl_close(mcp_curl *c, void (*done)(void *user), void *user)
+void acp_http_client_close(acp_http_client *c, void (*done)(void *user), void *user)
 {
     c->closing = true;
     c->done = done;
     c->done_user = user;
     reap(c);
     while (c->fresh) { /* only aborted ones can be left: they are on the dead list too */
-        mcp_http *h = c->fresh;
+        acp_http *h = c->fresh;
         c->fresh = h->next_fresh;
         if (!h->aborted) http_free(h);
     }
@@ -248,11 +248,11 @@ void mcp_curl_close(mcp_curl *c, void (*done)(void *user), void *user)
     uv_close((uv_handle_t *)&c->reaper, on_handle_closed);
 }
 
-mcp_http *mcp_http_start(mcp_curl *c, const char *method, const char *url,
+acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url,
                          const char *const *headers, const char *body, size_t n,
-                         const mcp_http_cbs *cbs, void *user)
+                         const acp_http_cbs *cbs, void *user)
 {
-    mcp_http *h = calloc(1, sizeof *h);
+    acp_http *h = calloc(1, sizeof *h);
     if (!h || !(h->easy = curl_easy_init())) {
         free(h);
         return NULL;
@@ -302,40 +302,42 @@ mcp_http *mcp_http_start(mcp_curl *c, const char *method, const char *url,
     return h;
 }
 
-void mcp_http_abort(mcp_http *h)
+void acp_http_abort(acp_http *h)
 {
     if (h->aborted) return;
     h->aborted = true;
     bury(h);
 }
 
-long mcp_http_status(mcp_http *h)
+long acp_http_status(acp_http *h)
 {
     long status = 0;
     curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
     return status;
 }
 
-const char *mcp_http_content_type(mcp_http *h)
+const char *acp_http_content_type(acp_http *h)
 {
     char *ct = NULL;
     curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ct);
     return ct;
 }
 
-const char *mcp_http_header(mcp_http *h, const char *name)
+const char *acp_http_header(acp_http *h, const char *name)
 {
     struct curl_header *hd = NULL;
     if (curl_easy_header(h->easy, name, 0, CURLH_HEADER, -1, &hd) != CURLHE_OK) return NULL;
     return hd->value;
 }
 
-const char *mcp_http_error(mcp_http *h)
+const char *acp_http_error(acp_http *h)
 {
     return h->err[0] ? h->err : NULL;
 }
 
-void *mcp_http_easy(mcp_http *h)
+#include "mcp/http_easy.h" /* the private accessor net/shttp_client.c uses */
+
+void *acp_http_easy(acp_http *h)
 {
     return h->easy;
 }

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "mcp/curl_uv.h"
+#include "acp/http.h"
 #include "mcp/internal.h"
-#include "mcp/sse.h"
+#include "acp/sse.h"
 
 #define DEFAULT_RETRY_MS 1000
 #define MAX_RESUMES      5 /* resumptions of one stream in a row without a new event */
@@ -26,14 +26,14 @@ typedef struct http_tp http_tp;
 
 typedef struct stream {
     http_tp *t;
-    mcp_http *h;
+    acp_http *h;
     bool get;      /* a GET (standalone or resuming); else the POST of one message */
     char *req_id;  /* JSON id text of the request whose answer this stream owes, or NULL */
     bool answered; /* that answer arrived */
     bool sse, started, got_event;
     int resumes;
     acp_buf json; /* an application/json answer */
-    mcp_sse parser;
+    acp_sse parser;
     uv_timer_t timer; /* the reconnection delay */
     int holds;        /* callbacks of ours running on it: see stream_free() */
     bool freed;
@@ -42,18 +42,18 @@ typedef struct stream {
 
 struct http_tp {
     mcp_server *s;
-    mcp_curl *curl;
+    acp_http_client *curl;
     char *session_id;
     stream *streams;
     uv_timer_t flush; /* sends the conn's output, outside the conn's own call stack */
     uv_timer_t grace; /* bounds the DELETE at stop */
-    mcp_http *del;
+    acp_http *del;
     bool stopping;
     int handles;
 };
 
 static void start_get(http_tp *t, stream *st);
-static void ended(stream *st, mcp_http *h, int result, long status);
+static void ended(stream *st, acp_http *h, int result, long status);
 
 /* --- bookkeeping ---------------------------------------------------------------------- */
 
@@ -101,7 +101,7 @@ static void stream_finalize(stream *st)
 {
     free(st->req_id);
     acp_buf_free(&st->json);
-    mcp_sse_free(&st->parser);
+    acp_sse_free(&st->parser);
     uv_close((uv_handle_t *)&st->timer, on_closed);
 }
 
@@ -118,7 +118,7 @@ static void stream_free(stream *st)
     else
         t->streams = st->next;
     if (st->next) st->next->prev = st->prev;
-    if (st->h) mcp_http_abort(st->h);
+    if (st->h) acp_http_abort(st->h);
     st->h = NULL;
     uv_timer_stop(&st->timer);
     if (!st->holds) stream_finalize(st);
@@ -205,25 +205,25 @@ static void response_started(stream *st)
     if (st->started) return;
     st->started = true;
     http_tp *t = st->t;
-    const char *sid = mcp_http_header(st->h, "Mcp-Session-Id");
+    const char *sid = acp_http_header(st->h, "Mcp-Session-Id");
     if (sid && !t->session_id) t->session_id = strdup(sid);
-    const char *ct = mcp_http_content_type(st->h);
-    st->sse = mcp_http_status(st->h) == 200 && ct && !strncasecmp(ct, "text/event-stream", 17);
+    const char *ct = acp_http_content_type(st->h);
+    st->sse = acp_http_status(st->h) == 200 && ct && !strncasecmp(ct, "text/event-stream", 17);
     if (st->sse && !st->parser.on_event) {
-        mcp_sse_init(&st->parser, on_event, st);
+        acp_sse_init(&st->parser, on_event, st);
         st->parser.max = MAX_JSON_BODY; /* an event holds one message: the same bound */
     }
-    if (st->sse) mcp_sse_restart(&st->parser);
+    if (st->sse) acp_sse_restart(&st->parser);
 }
 
-static int on_data(mcp_http *h, const char *p, size_t n, void *user)
+static int on_data(acp_http *h, const char *p, size_t n, void *user)
 {
     stream *st = user;
     if (st->freed) return 1;
     response_started(st);
     if (!st->sse) return st->json.len + n > MAX_JSON_BODY || acp_buf_append(&st->json, p, n);
     hold(st);
-    int rc = mcp_sse_feed(&st->parser, p, n);
+    int rc = acp_sse_feed(&st->parser, p, n);
     return unhold(st) || rc ? 1 : 0;
 }
 
@@ -277,7 +277,7 @@ static void fail_request(stream *st, const char *fmt, ...)
 }
 
 /* Every path ends the stream, or schedules its resumption as the only thing it does. */
-static void ended(stream *st, mcp_http *h, int result, long status)
+static void ended(stream *st, acp_http *h, int result, long status)
 {
     http_tp *t = st->t;
     mcp_server *s = t->s;
@@ -289,7 +289,7 @@ static void ended(stream *st, mcp_http *h, int result, long status)
         st->answered = true;
     bool resumable = st->parser.last_id && st->req_id && !st->answered;
     if (result != 0) {
-        const char *err = mcp_http_error(h);
+        const char *err = acp_http_error(h);
         if (resumable && st->resumes < MAX_RESUMES) {
             schedule_resume(st);
             return;
@@ -352,7 +352,7 @@ static void ended(stream *st, mcp_http *h, int result, long status)
     stream_free(st);
 }
 
-static void on_done(mcp_http *h, int result, long status, void *user)
+static void on_done(acp_http *h, int result, long status, void *user)
 {
     stream *st = user;
     if (st->freed) return;
@@ -361,7 +361,7 @@ static void on_done(mcp_http *h, int result, long status, void *user)
     unhold(st);
 }
 
-static const mcp_http_cbs stream_cbs = {.on_data = on_data, .on_done = on_done};
+static const acp_http_cbs stream_cbs = {.on_data = on_data, .on_done = on_done};
 
 /* --- outgoing ------------------------------------------------------------------------- */
 
@@ -370,7 +370,7 @@ static void start_get(http_tp *t, stream *st)
     char **h = headers(t, "Accept: text/event-stream", st->parser.last_id);
     st->started = false;
     st->sse = false;
-    st->h = h ? mcp_http_start(t->curl, "GET", t->s->url, (const char *const *)h, NULL, 0,
+    st->h = h ? acp_http_start(t->curl, "GET", t->s->url, (const char *const *)h, NULL, 0,
                                &stream_cbs, st)
               : NULL;
     mcp_strv_free(h);
@@ -388,7 +388,7 @@ static void post(mcp_server *s, const char *line, size_t n, acp_span id)
     stream *st = stream_new(t, false, id.n ? id.p : NULL, id.n);
     char **h = st ? headers(t, "Accept: application/json, text/event-stream", NULL) : NULL;
     if (st && h)
-        st->h = mcp_http_start(t->curl, "POST", t->s->url, (const char *const *)h, line, n,
+        st->h = acp_http_start(t->curl, "POST", t->s->url, (const char *const *)h, line, n,
                                &stream_cbs, st);
     mcp_strv_free(h);
     if (st && !st->h) {
@@ -440,12 +440,12 @@ static void start(mcp_server *s)
 
 static void end_delete(http_tp *t)
 {
-    if (t->del) mcp_http_abort(t->del);
+    if (t->del) acp_http_abort(t->del);
     t->del = NULL;
     uv_close((uv_handle_t *)&t->grace, on_closed);
 }
 
-static void on_delete_done(mcp_http *h, int result, long status, void *user)
+static void on_delete_done(acp_http *h, int result, long status, void *user)
 {
     http_tp *t = user;
     t->del = NULL;
@@ -467,11 +467,11 @@ static void stop(mcp_server *s)
     t->stopping = true;
     while (t->streams) stream_free(t->streams);
     uv_close((uv_handle_t *)&t->flush, on_closed);
-    static const mcp_http_cbs del_cbs = {.on_done = on_delete_done};
+    static const acp_http_cbs del_cbs = {.on_done = on_delete_done};
     char **h = t->session_id && t->curl ? headers(t, "Accept: application/json", NULL) : NULL;
     if (h)
         t->del =
-            mcp_http_start(t->curl, "DELETE", s->url, (const char *const *)h, NULL, 0, &del_cbs, t);
+            acp_http_start(t->curl, "DELETE", s->url, (const char *const *)h, NULL, 0, &del_cbs, t);
     mcp_strv_free(h);
     if (t->del)
         uv_timer_start(&t->grace, on_grace, mcp_server_grace_ms(s), 0);

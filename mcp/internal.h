@@ -16,7 +16,7 @@
 #include "acp/rpc.h"
 
 typedef struct mcp_server mcp_server;
-typedef struct mcp_curl mcp_curl;
+typedef struct acp_http_client acp_http_client;
 
 enum mcp_kind { MCP_STDIO, MCP_HTTP, MCP_SSE };
 
@@ -124,6 +124,6 @@ void mcp_server_scrub(const mcp_server *s, char *line);
 unsigned mcp_server_grace_ms(const mcp_server *s);
 /* The set's curl driver, created on first use. NULL on failure, and then the server has
  * failed with the reason (mcp_server_fail). */
-mcp_curl *mcp_server_curl(mcp_server *s);
+acp_http_client *mcp_server_curl(mcp_server *s);
 
 #endif

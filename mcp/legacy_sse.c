@@ -7,24 +7,24 @@
 #include <strings.h>
 #include <curl/curl.h>
 
-#include "mcp/curl_uv.h"
+#include "acp/http.h"
 #include "mcp/internal.h"
-#include "mcp/sse.h"
+#include "acp/sse.h"
 
 typedef struct sse_tp sse_tp;
 
 typedef struct post_req {
     sse_tp *t;
-    mcp_http *h;
+    acp_http *h;
     char *req_id; /* a request's id text, to fail it if the POST fails */
     struct post_req *prev, *next;
 } post_req;
 
 struct sse_tp {
     mcp_server *s;
-    mcp_curl *curl;
-    mcp_http *get;
-    mcp_sse parser;
+    acp_http_client *curl;
+    acp_http *get;
+    acp_sse parser;
     bool started;
     char *endpoint;
     post_req *posts;
@@ -89,27 +89,27 @@ static int on_event(void *user, const char *event, const char *data, size_t n)
     return t->stopping ? 1 : 0;
 }
 
-static int on_get_data(mcp_http *h, const char *p, size_t n, void *user)
+static int on_get_data(acp_http *h, const char *p, size_t n, void *user)
 {
     sse_tp *t = user;
     if (!t->started) {
         t->started = true;
-        const char *ct = mcp_http_content_type(h);
-        long st = mcp_http_status(h);
+        const char *ct = acp_http_content_type(h);
+        long st = acp_http_status(h);
         if (st != 200 || !ct || strncasecmp(ct, "text/event-stream", 17)) {
             t->get = NULL;
             mcp_server_fail(t->s, "GET the SSE URL answered HTTP %ld, not an event stream", st);
             return 1;
         }
     }
-    return mcp_sse_feed(&t->parser, p, n) || t->stopping ? 1 : 0;
+    return acp_sse_feed(&t->parser, p, n) || t->stopping ? 1 : 0;
 }
 
-static void on_get_done(mcp_http *h, int result, long status, void *user)
+static void on_get_done(acp_http *h, int result, long status, void *user)
 {
     sse_tp *t = user;
     t->get = NULL;
-    const char *err = mcp_http_error(h);
+    const char *err = acp_http_error(h);
     if (result)
         mcp_server_fail(t->s, "the event stream failed: %s", err ? err : "network error");
     else if (!t->started || status != 200)
@@ -128,18 +128,18 @@ static void post_free(post_req *p)
     else
         t->posts = p->next;
     if (p->next) p->next->prev = p->prev;
-    if (p->h) mcp_http_abort(p->h);
+    if (p->h) acp_http_abort(p->h);
     free(p->req_id);
     free(p);
 }
 
-static void on_post_done(mcp_http *h, int result, long status, void *user)
+static void on_post_done(acp_http *h, int result, long status, void *user)
 {
     post_req *p = user;
     sse_tp *t = p->t;
     bool bad = result || status < 200 || status >= 300;
     char msg[256];
-    const char *err = mcp_http_error(h);
+    const char *err = acp_http_error(h);
     if (result)
         snprintf(msg, sizeof msg, "POST failed: %s", err ? err : "network error");
     else
@@ -156,7 +156,7 @@ static void on_post_done(mcp_http *h, int result, long status, void *user)
     free(id);
 }
 
-static const mcp_http_cbs post_cbs = {.on_done = on_post_done};
+static const acp_http_cbs post_cbs = {.on_done = on_post_done};
 
 /* first, then the client's headers (borrowed: the server's configuration outlives us). */
 static const char **headers(const mcp_server *s, const char *first)
@@ -180,7 +180,7 @@ static void post(mcp_server *s, const char *msg, size_t n, acp_span id)
     p->next = t->posts;
     if (p->next) p->next->prev = p;
     t->posts = p;
-    p->h = mcp_http_start(t->curl, "POST", t->endpoint, t->post_headers, msg, n, &post_cbs, p);
+    p->h = acp_http_start(t->curl, "POST", t->endpoint, t->post_headers, msg, n, &post_cbs, p);
     if (!p->h) {
         char *rid = p->req_id;
         p->req_id = NULL;
@@ -215,13 +215,13 @@ static void start(mcp_server *s)
     t->s = s;
     uv_timer_init(s->loop, &t->flush);
     t->flush.data = t;
-    mcp_sse_init(&t->parser, on_event, t);
+    acp_sse_init(&t->parser, on_event, t);
     t->parser.max = (size_t)64 << 20; /* one message per event: the connection's bound */
     t->post_headers = headers(s, "Content-Type: application/json");
     const char **h = headers(s, "Accept: text/event-stream");
-    static const mcp_http_cbs get_cbs = {.on_data = on_get_data, .on_done = on_get_done};
+    static const acp_http_cbs get_cbs = {.on_data = on_get_data, .on_done = on_get_done};
     if (h && t->post_headers && (t->curl = mcp_server_curl(s)))
-        t->get = mcp_http_start(t->curl, "GET", s->url, h, NULL, 0, &get_cbs, t);
+        t->get = acp_http_start(t->curl, "GET", s->url, h, NULL, 0, &get_cbs, t);
     free(h);
     if (!t->get) mcp_server_fail(s, "cannot start the event stream request");
 }
@@ -230,7 +230,7 @@ static void on_flush_closed(uv_handle_t *h)
 {
     sse_tp *t = h->data;
     mcp_server *s = t->s;
-    mcp_sse_free(&t->parser);
+    acp_sse_free(&t->parser);
     free(t->endpoint);
     free(t->post_headers);
     free(t);
@@ -246,7 +246,7 @@ static void stop(mcp_server *s)
         return;
     }
     t->stopping = true;
-    if (t->get) mcp_http_abort(t->get);
+    if (t->get) acp_http_abort(t->get);
     t->get = NULL;
     while (t->posts) post_free(t->posts);
     uv_close((uv_handle_t *)&t->flush, on_flush_closed);

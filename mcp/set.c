@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "acp/version.h"
-#include "mcp/curl_uv.h"
+#include "acp/http.h"
 #include "mcp/internal.h"
 #include "mcp/libcurl_lazy.h"
 
@@ -29,7 +29,7 @@ struct acp_mcp_set {
     size_t n;
     char **roots;
     size_t nroots;
-    mcp_curl *curl;
+    acp_http_client *curl;
     uv_timer_t wait_timer;
     void (*wait_cb)(void *user);
     void *wait_user;
@@ -126,9 +126,9 @@ unsigned mcp_server_grace_ms(const mcp_server *s)
     return s->set->opts.kill_grace_ms;
 }
 
-mcp_curl *mcp_server_curl(mcp_server *s)
+acp_http_client *mcp_server_curl(mcp_server *s)
 {
-    if (!s->set->curl) s->set->curl = mcp_curl_new(s->loop);
+    if (!s->set->curl) s->set->curl = acp_http_client_new(s->loop);
     /* Fails the server with the real reason (libcurl missing, usually); a caller's own
      * mcp_server_fail() after this is a no-op. */
     if (!s->set->curl)
@@ -970,7 +970,7 @@ static void release(acp_mcp_set *s)
     if (!s->closing) return;
     if (s->curl) {
         s->busy++;
-        mcp_curl_close(s->curl, on_curl_closed, s);
+        acp_http_client_close(s->curl, on_curl_closed, s);
         return;
     }
     for (size_t i = 0; i < s->n; i++) free_server(&s->servers[i]);

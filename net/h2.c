@@ -366,14 +366,15 @@ static int on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *user)
     if (!st || st->refused || st->delivered) return 0;
     if (fr->hd.type == NGHTTP2_HEADERS && !st->head_done) {
         head_done(st);
+        /* The router may answer from the head alone (401, first: a client without credentials
+         * learns nothing else): the body is then never read. */
+        if (h->cbs->on_head && !h->cbs->on_head(&st->req, h->user)) {
+            st->refused = true;
+            return 0;
+        }
         const char *cl = acp_http_req_header(&st->req, "content-length");
         if (cl && strtoull(cl, NULL, 10) > h->lim->max_message) {
             refuse_large(st);
-            return 0;
-        }
-        /* The router may answer from the head alone (401): the body is then never read. */
-        if (h->cbs->on_head && !h->cbs->on_head(&st->req, h->user)) {
-            st->refused = true;
             return 0;
         }
     }

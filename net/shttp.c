@@ -52,6 +52,7 @@ struct shttp_conn {
     acp_link link; /* first: the link is the connection */
     acp_shttp *h;
     shttp_conn *prev, *next;
+    shttp_conn *hnext; /* in its registry bucket */
     char id[37];
     enum conn_state state;
     acp_http_req *init; /* the initialize POST waiting for the owner's answer */
@@ -77,6 +78,10 @@ struct acp_shttp {
     void *user;
     shttp_conn *conns; /* every connection until it is freed, closing ones included */
     size_t live;       /* connections not closing */
+    /* The same connections by id, so a request finds its own among thousands at once:
+     * chained buckets, doubled when there are more connections than buckets. */
+    shttp_conn **buckets;
+    size_t nbuckets, nconns;
     unsigned receivers;
     uv_timer_t keepalive;
 };
@@ -240,6 +245,7 @@ static frame *frame_new(const char *msg, size_t len)
 }
 
 static void conn_close(shttp_conn *c, const char *reason);
+static void registry_remove(acp_shttp *h, shttp_conn *c);
 static void arm_idle(shttp_conn *c);
 static void check_drain(shttp_conn *c);
 
@@ -281,6 +287,7 @@ static void on_deferred_end(uv_timer_t *t)
     shttp_conn *c = t->data;
     acp_shttp *h = c->h;
     conn_end(c);
+    registry_remove(h, c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -454,12 +461,56 @@ static bool is_json_type(const char *ct)
     return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
 }
 
+static size_t id_hash(const char *id)
+{
+    size_t x = 1469598103934665603u; /* FNV-1a: the ids are random, any spread will do */
+    for (; *id; id++) x = (x ^ (unsigned char)*id) * 1099511628211u;
+    return x;
+}
+
 static shttp_conn *conn_find(acp_shttp *h, const char *id)
 {
-    if (!id) return NULL;
-    for (shttp_conn *c = h->conns; c; c = c->next)
+    if (!id || !h->nbuckets) return NULL;
+    for (shttp_conn *c = h->buckets[id_hash(id) & (h->nbuckets - 1)]; c; c = c->hnext)
         if (c->state == C_OPEN && strcmp(c->id, id) == 0) return c;
     return NULL;
+}
+
+/* Adds c by its id. When the table cannot grow the chains just get longer. */
+static void registry_add(acp_shttp *h, shttp_conn *c)
+{
+    if (h->nconns + 1 > h->nbuckets) {
+        size_t n = h->nbuckets ? h->nbuckets * 2 : 64;
+        shttp_conn **b = calloc(n, sizeof *b);
+        if (b) {
+            for (size_t i = 0; i < h->nbuckets; i++)
+                for (shttp_conn *x = h->buckets[i], *next; x; x = next) {
+                    next = x->hnext;
+                    size_t k = id_hash(x->id) & (n - 1);
+                    x->hnext = b[k];
+                    b[k] = x;
+                }
+            free(h->buckets);
+            h->buckets = b;
+            h->nbuckets = n;
+        }
+    }
+    if (!h->nbuckets) return; /* no table at all: the connection cannot be found, only used */
+    size_t k = id_hash(c->id) & (h->nbuckets - 1);
+    c->hnext = h->buckets[k];
+    h->buckets[k] = c;
+    h->nconns++;
+}
+
+static void registry_remove(acp_shttp *h, shttp_conn *c)
+{
+    if (!h->nbuckets) return;
+    for (shttp_conn **p = &h->buckets[id_hash(c->id) & (h->nbuckets - 1)]; *p; p = &(*p)->hnext)
+        if (*p == c) {
+            *p = c->hnext;
+            h->nconns--;
+            return;
+        }
 }
 
 /* Hands a validated POST's message to the owner and answers 202. The route of a request's
@@ -599,6 +650,7 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
     if (h->conns) h->conns->prev = c;
     h->conns = c;
     h->live++;
+    registry_add(h, c);
     c->init = r;
     static const acp_http_req_cbs cbs = {noop_req, on_init_abort};
     acp_http_req_watch(r, &cbs, c);
@@ -937,7 +989,9 @@ size_t acp_shttp_connections(const acp_shttp *h)
 
 static void on_profile_closed(uv_handle_t *t)
 {
-    free(t->data);
+    acp_shttp *h = t->data;
+    free(h->buckets);
+    free(h);
 }
 
 void acp_shttp_free(acp_shttp *h)

@@ -12,10 +12,11 @@
 
 #include "acp/error.h"
 #include "acp/json.h"
-#include "mcp/curl_uv.h"
+#include "acp/http.h"
+#include "mcp/http_easy.h"
 #include "net/cookie.h"
 #include "mcp/libcurl_lazy.h"
-#include "mcp/sse.h"
+#include "acp/sse.h"
 
 #define DEFAULT_MAX    (64u << 20)
 #define DEFAULT_CLOSE  5000
@@ -23,6 +24,7 @@
 #define MAX_ERROR_BODY 8192 /* error bodies are diagnostics, as in the SDK */
 #define MAX_ID         1024 /* the longest connection or session id we put in a header */
 #define JSON_DEPTH     128
+#define MAX_STREAMS    1024 /* streams opened because an answer named a session */
 /* A load's answer that overtook its replay waits until the session's stream has been quiet
  * this long, and never longer than HOLD_MAX_MS in all (see the header). */
 #define HOLD_QUIET_MS 100
@@ -42,8 +44,8 @@ typedef struct stream {
     shc *t;
     struct stream *next;
     char *sid;
-    mcp_http *h;
-    mcp_sse sse;
+    acp_http *h;
+    acp_sse sse;
     bool checked; /* the response's status and type were looked at */
     bool open;    /* 200 text/event-stream: messages about the session may be posted */
     bool refused; /* 409: the session is failed until session/load or session/resume */
@@ -71,24 +73,25 @@ typedef struct post_info {
 struct shc {
     acp_link link; /* first: the profile's link */
     uv_loop_t *loop;
-    mcp_curl *curl;
+    acp_http_client *curl;
     char *url, *auth, *ca_file, *conn_id;
     acp_cookie_jar *jar, *own_jar; /* own_jar: the one made here when the owner gave none */
-    bool h2c;
+    bool http2, h2c;
     size_t max;
     unsigned close_ms;
     msg *q, **q_tail;
     size_t queued;
-    mcp_http *post;
+    acp_http *post;
     post_info pi;
     acp_buf post_err;
     bool init_sent;
     stream *streams;
+    size_t nstreams;
     route *routes;
     msg *held, **held_tail; /* the connection stream's messages from a reattach answer on */
     char *held_sid;
     uint64_t held_since;
-    mcp_http *del;
+    acp_http *del;
     uv_timer_t kick, deadline;
     uv_timer_t quiet; /* releases the held messages once the session's stream went quiet */
     int handles;
@@ -301,8 +304,9 @@ static void from_server(shc *t, stream *st, const char *data, size_t n)
         bool reattach = r && r->reattach;
         char *sid = NULL;
         if (acp_json_member(v, "result", &result) && acp_json_kind(result) == 'o' &&
-            (sid = str_member(result, "sessionId")) && header_safe(sid) && !find_stream(t, sid))
-            open_stream(t, sid); /* its updates may follow at once */
+            (sid = str_member(result, "sessionId")) && header_safe(sid) && !find_stream(t, sid) &&
+            t->nstreams < MAX_STREAMS) /* a server cannot make us open streams without end */
+            open_stream(t, sid);       /* its updates may follow at once */
         free(sid);
         if (st && !st->sid && (reattach || t->held)) {
             hold(t, t->held ? t->held_sid : r->sid, p, n);
@@ -331,11 +335,11 @@ static int on_event(void *user, const char *event, const char *data, size_t n)
 
 /* --- cookies ---------------------------------------------------------------------------- */
 
-static void take_cookies(shc *t, mcp_http *h)
+static void take_cookies(shc *t, acp_http *h)
 {
     struct curl_header *hd;
     for (size_t i = 0;
-         curl_easy_header(mcp_http_easy(h), "Set-Cookie", i, CURLH_HEADER, -1, &hd) == CURLHE_OK;
+         curl_easy_header(acp_http_easy(h), "Set-Cookie", i, CURLH_HEADER, -1, &hd) == CURLHE_OK;
          i++) {
         bool ok = true; /* a cookie goes back in a header line: visible ASCII and spaces */
         for (const char *q = hd->value; *q && ok; q++)
@@ -347,8 +351,8 @@ static void take_cookies(shc *t, mcp_http *h)
 
 /* --- requests ------------------------------------------------------------------------- */
 
-static mcp_http *start(shc *t, const char *method, const char *accept, const char *sid,
-                       const char *body, size_t n, const mcp_http_cbs *cbs, void *user)
+static acp_http *start(shc *t, const char *method, const char *accept, const char *sid,
+                       const char *body, size_t n, const acp_http_cbs *cbs, void *user)
 {
     char *lines[9] = {0};
     size_t k = 0;
@@ -364,18 +368,19 @@ static mcp_http *start(shc *t, const char *method, const char *accept, const cha
     free(cookies);
     LINE("Expect:"); /* no 100-continue round trip before a large body */
 #undef LINE
-    mcp_http *h = NULL;
+    acp_http *h = NULL;
     if (ok)
-        h = mcp_http_start(t->curl, method, t->url, (const char *const *)lines, body, n, cbs, user);
+        h = acp_http_start(t->curl, method, t->url, (const char *const *)lines, body, n, cbs, user);
     for (size_t i = 0; i < k; i++) {
         if (lines[i]) explicit_bzero(lines[i], strlen(lines[i])); /* one holds the token */
         free(lines[i]);
     }
     if (!h) return NULL;
-    CURL *e = mcp_http_easy(h);
+    CURL *e = acp_http_easy(h);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     t->h2c ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
-                            : (long)CURL_HTTP_VERSION_2TLS);
+                     !t->http2 ? (long)CURL_HTTP_VERSION_1_1
+                     : t->h2c  ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                               : (long)CURL_HTTP_VERSION_2TLS);
     if (t->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
     /* libcurl 7.88 (Debian 12) fails every request after the first on a reused h2c
      * prior-knowledge connection (CURLE_HTTP2 before sending; the same with the curl tool
@@ -390,8 +395,8 @@ static mcp_http *start(shc *t, const char *method, const char *accept, const cha
 
 static void stream_free(stream *st)
 {
-    if (st->h) mcp_http_abort(st->h);
-    mcp_sse_free(&st->sse);
+    if (st->h) acp_http_abort(st->h);
+    acp_sse_free(&st->sse);
     acp_buf_free(&st->err);
     free(st->sid);
     free(st);
@@ -402,22 +407,23 @@ static void unlink_stream(shc *t, stream *st)
     for (stream **p = &t->streams; *p; p = &(*p)->next)
         if (*p == st) {
             *p = st->next;
+            t->nstreams--;
             return;
         }
 }
 
-static void stream_checked(stream *st, mcp_http *h)
+static void stream_checked(stream *st, acp_http *h)
 {
     if (st->checked) return;
     st->checked = true;
     shc *t = st->t;
     take_cookies(t, h);
-    const char *ct = mcp_http_content_type(h);
-    st->open = mcp_http_status(h) == 200 && ct && !strncasecmp(ct, "text/event-stream", 17);
+    const char *ct = acp_http_content_type(h);
+    st->open = acp_http_status(h) == 200 && ct && !strncasecmp(ct, "text/event-stream", 17);
     if (st->open) kick(t); /* messages waiting for this stream may go */
 }
 
-static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
+static int stream_data(acp_http *h, const char *p, size_t n, void *user)
 {
     stream *st = user;
     shc *t = st->t;
@@ -427,7 +433,7 @@ static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
         return st->err.len < MAX_ERROR_BODY
                    ? acp_buf_append(&st->err, p, n < MAX_ERROR_BODY ? n : MAX_ERROR_BODY)
                    : 0;
-    int rc = mcp_sse_feed(&st->sse, p, n);
+    int rc = acp_sse_feed(&st->sse, p, n);
     if (rc == ACP_ETOOBIG)
         fail(t, "the server sent a message over %zu bytes on %s event stream", t->max,
              st->sid ? "a session's" : "the connection's");
@@ -437,9 +443,9 @@ static int stream_data(mcp_http *h, const char *p, size_t n, void *user)
 }
 
 /* What a failed exchange says: curl's own words, else its code. */
-static const char *curl_why(mcp_http *h, int result, char *buf, size_t cap)
+static const char *curl_why(acp_http *h, int result, char *buf, size_t cap)
 {
-    const char *err = mcp_http_error(h);
+    const char *err = acp_http_error(h);
     if (err && *err) return err;
     snprintf(buf, cap, "%s (curl error %d)",
              result == CURLE_HTTP2 || result == CURLE_HTTP2_STREAM ? "HTTP/2 framing error"
@@ -448,7 +454,7 @@ static const char *curl_why(mcp_http *h, int result, char *buf, size_t cap)
     return buf;
 }
 
-static void stream_done(mcp_http *h, int result, long status, void *user)
+static void stream_done(acp_http *h, int result, long status, void *user)
 {
     stream *st = user;
     shc *t = st->t;
@@ -495,14 +501,14 @@ static void stream_done(mcp_http *h, int result, long status, void *user)
     kick(t);
 }
 
-static const mcp_http_cbs stream_cbs = {.on_data = stream_data, .on_done = stream_done};
+static const acp_http_cbs stream_cbs = {.on_data = stream_data, .on_done = stream_done};
 
 /* The end of a response's head: a stream is known to be open before its first event (an SSE
  * response may send no byte for a long time), so the messages that wait for it may go. */
 static size_t stream_header(char *p, size_t size, size_t n, void *user)
 {
     stream *st = user;
-    long status = st->h ? mcp_http_status(st->h) : 0;
+    long status = st->h ? acp_http_status(st->h) : 0;
     if (st->h && n * size <= 2 && (p[0] == '\r' || p[0] == '\n') && status >= 200)
         stream_checked(st, st->h);
     return n * size;
@@ -517,16 +523,17 @@ static stream *open_stream(shc *t, const char *sid)
         return NULL;
     }
     st->t = t;
-    mcp_sse_init(&st->sse, on_event, st);
+    acp_sse_init(&st->sse, on_event, st);
     st->sse.max = t->max;
     st->next = t->streams;
     t->streams = st;
+    t->nstreams++;
     if (!(st->h = start(t, "GET", "text/event-stream", sid, NULL, 0, &stream_cbs, st))) {
         fail(t, "cannot start an HTTP request");
         return NULL;
     }
-    curl_easy_setopt(mcp_http_easy(st->h), CURLOPT_HEADERFUNCTION, stream_header);
-    curl_easy_setopt(mcp_http_easy(st->h), CURLOPT_HEADERDATA, st);
+    curl_easy_setopt(acp_http_easy(st->h), CURLOPT_HEADERFUNCTION, stream_header);
+    curl_easy_setopt(acp_http_easy(st->h), CURLOPT_HEADERDATA, st);
     return st;
 }
 
@@ -552,10 +559,10 @@ static void pop(shc *t)
     }
 }
 
-static int post_data(mcp_http *h, const char *p, size_t n, void *user)
+static int post_data(acp_http *h, const char *p, size_t n, void *user)
 {
     shc *t = user;
-    long status = mcp_http_status(h);
+    long status = acp_http_status(h);
     if (t->pi.init && status >= 200 && status < 300) {
         if (t->post_err.len + n > t->max) {
             fail(t, "the server's answer to initialize is over %zu bytes", t->max);
@@ -568,7 +575,7 @@ static int post_data(mcp_http *h, const char *p, size_t n, void *user)
     return 0; /* a 202's body, if any, is read and dropped */
 }
 
-static void init_done(shc *t, mcp_http *h, long status, const char *init_id)
+static void init_done(shc *t, acp_http *h, long status, const char *init_id)
 {
     char body[256];
     tame(body, sizeof body, t->post_err.data, t->post_err.len);
@@ -583,7 +590,7 @@ static void init_done(shc *t, mcp_http *h, long status, const char *init_id)
         fail(t, "the server refused initialize: HTTP %ld%s%s", status, body[0] ? ": " : "", body);
         return;
     }
-    const char *cid = mcp_http_header(h, "Acp-Connection-Id");
+    const char *cid = acp_http_header(h, "Acp-Connection-Id");
     if (!cid) {
         fail(t, "the server's answer to initialize has no Acp-Connection-Id");
         return;
@@ -610,7 +617,7 @@ static void init_done(shc *t, mcp_http *h, long status, const char *init_id)
     if (!t->failing && !t->closing) open_stream(t, NULL);
 }
 
-static void post_done(mcp_http *h, int result, long status, void *user)
+static void post_done(acp_http *h, int result, long status, void *user)
 {
     shc *t = user;
     t->post = NULL;
@@ -646,7 +653,7 @@ static void post_done(mcp_http *h, int result, long status, void *user)
             stream *st = find_stream(t, pi.sid);
             if (!st) st = open_stream(t, pi.sid); /* only to carry the refusal */
             if (st) {
-                if (st->h) mcp_http_abort(st->h);
+                if (st->h) acp_http_abort(st->h);
                 st->h = NULL;
                 st->open = false;
                 st->refused = true;
@@ -666,7 +673,7 @@ static void post_done(mcp_http *h, int result, long status, void *user)
     kick(t);
 }
 
-static const mcp_http_cbs post_cbs = {.on_data = post_data, .on_done = post_done};
+static const acp_http_cbs post_cbs = {.on_data = post_data, .on_done = post_done};
 
 static bool method_is(acp_span method, const char *name)
 {
@@ -786,8 +793,8 @@ static void finish(shc *t)
         t->streams = st->next;
         stream_free(st);
     }
-    if (t->post) mcp_http_abort(t->post);
-    if (t->del) mcp_http_abort(t->del);
+    if (t->post) acp_http_abort(t->post);
+    if (t->del) acp_http_abort(t->del);
     t->post = t->del = NULL;
     while (t->q) {
         msg *m = t->q;
@@ -801,7 +808,7 @@ static void finish(shc *t)
     }
     post_info_free(&t->pi);
     acp_buf_free(&t->post_err);
-    mcp_curl_close(t->curl, curl_closed, t);
+    acp_http_client_close(t->curl, curl_closed, t);
 }
 
 static void on_kick(uv_timer_t *tm)
@@ -825,7 +832,7 @@ static void end_soon(shc *t)
     kick(t);
 }
 
-static void delete_done(mcp_http *h, int result, long status, void *user)
+static void delete_done(acp_http *h, int result, long status, void *user)
 {
     shc *t = user;
     t->del = NULL;
@@ -846,12 +853,12 @@ static void go_delete(shc *t)
 {
     t->deleting = true;
     for (stream *st = t->streams; st; st = st->next) {
-        if (st->h) mcp_http_abort(st->h);
+        if (st->h) acp_http_abort(st->h);
         st->h = NULL;
     }
-    if (t->post) mcp_http_abort(t->post);
+    if (t->post) acp_http_abort(t->post);
     t->post = NULL;
-    static const mcp_http_cbs del_cbs = {.on_done = delete_done};
+    static const acp_http_cbs del_cbs = {.on_done = delete_done};
     if (t->conn_id) t->del = start(t, "DELETE", NULL, NULL, NULL, 0, &del_cbs, t);
     if (!t->del) {
         end_soon(t);
@@ -935,7 +942,8 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
     t->link.ops = &ops;
     t->q_tail = &t->q;
     t->held_tail = &t->held;
-    t->h2c = o->h2c && !https;
+    t->http2 = o->http2;
+    t->h2c = o->http2 && !https;
     t->max = o->max_message ? o->max_message : DEFAULT_MAX;
     t->close_ms = o->close_timeout_ms ? o->close_timeout_ms : DEFAULT_CLOSE;
     t->jar = o->cookies ? o->cookies : (t->own_jar = acp_cookie_jar_new());
@@ -943,7 +951,7 @@ int acp_shttp_connect(uv_loop_t *loop, const acp_shttp_client_opts *o, acp_link 
               (!o->ca_file || (t->ca_file = strdup(o->ca_file))) &&
               (!o->token || asprintf(&t->auth, "Authorization: Bearer %s", o->token) >= 0);
     if (!ok) t->auth = NULL;
-    if (ok && !(t->curl = mcp_curl_new(loop))) {
+    if (ok && !(t->curl = acp_http_client_new(loop))) {
         const char *why = mcp_libcurl_error();
         if (errmsg) *errmsg = strdup(why ? why : "cannot set up libcurl");
         free(t->url);

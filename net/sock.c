@@ -48,7 +48,8 @@ struct acp_sock {
     /* client side */
     uv_getaddrinfo_t gai;
     uv_connect_t creq;
-    acp_tls_ctx *ctx; /* ours (client only) */
+    struct addrinfo *ai, *ai_next; /* resolved addresses, and the next one to try */
+    acp_tls_ctx *ctx;              /* ours (client only) */
     char *host;
 };
 
@@ -73,6 +74,7 @@ static void maybe_free(acp_sock *s)
     acp_tls_ctx_free(s->ctx);
     acp_buf_free(&s->plain);
     acp_buf_free(&s->early);
+    if (s->ai) uv_freeaddrinfo(s->ai);
     free(s->host);
     free(s);
     if (g && !g->count && g->on_empty) g->on_empty(g);
@@ -403,7 +405,12 @@ int acp_sock_accept(uv_stream_t *server, bool is_unix, acp_tls_ctx *tls, const a
         uv_close((uv_handle_t *)&s->timer, handle_closed);
         return ACP_EIO;
     }
-    if (!is_unix) uv_tcp_nodelay(&s->u.tcp, 1);
+    if (!is_unix) {
+        uv_tcp_nodelay(&s->u.tcp, 1);
+        /* A peer that vanished without a FIN (a dropped link, a dead NAT entry) under a quiet
+         * SSE stream is found by the kernel's probes, not only by our next write. */
+        uv_tcp_keepalive(&s->u.tcp, 1, 60);
+    }
     s->connected = true;
     s->opened = !tls; /* with TLS, on_open reports the handshake */
     s->idle_ms = lim->idle_timeout_ms;
@@ -428,12 +435,34 @@ static void connect_failed(acp_sock *s, int status, const char *reason)
     sock_close(s, reason, false);
 }
 
+static void try_connect(acp_sock *s);
+
+/* The failed attempt's handle is closed; the next address gets a fresh one in its place. */
+static void retry_closed(uv_handle_t *h)
+{
+    acp_sock *s = h->data;
+    if (s->closing) { /* closed meanwhile: this was the handle's last close */
+        s->handles--;
+        maybe_free(s);
+        return;
+    }
+    uv_tcp_init(s->loop, &s->u.tcp);
+    s->u.h.data = s;
+    try_connect(s);
+}
+
 static void on_connected(uv_connect_t *req, int status)
 {
     acp_sock *s = req->data;
     s->reqs--;
     if (s->closing) {
         maybe_free(s);
+        return;
+    }
+    if (status < 0 && s->ai_next) {
+        /* "localhost" may be ::1 first for a server on 127.0.0.1: try the next address. A
+         * socket that failed to connect cannot be reused, so the handle is closed first. */
+        uv_close(&s->u.h, retry_closed);
         return;
     }
     if (status < 0) {
@@ -452,8 +481,21 @@ static void on_connected(uv_connect_t *req, int status)
     if (rc) connect_failed(s, ACP_EPROTO, "TLS failed");
 }
 
-/* Only the first address is tried: a second attempt needs a second socket handle, and the
- * servers this connects to listen where their URL says. */
+/* Tries the next resolved address, in the resolver's order (RFC 6724). */
+static void try_connect(acp_sock *s)
+{
+    while (s->ai_next) {
+        struct addrinfo *a = s->ai_next;
+        s->ai_next = a->ai_next;
+        s->creq.data = s;
+        if (uv_tcp_connect(&s->creq, &s->u.tcp, a->ai_addr, on_connected) == 0) {
+            s->reqs++;
+            return;
+        }
+    }
+    connect_failed(s, ACP_EIO, "cannot connect");
+}
+
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
 {
     acp_sock *s = req->data;
@@ -468,14 +510,8 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
         connect_failed(s, ACP_ENOTFOUND, "cannot resolve the host name");
         return;
     }
-    s->creq.data = s;
-    int rc = uv_tcp_connect(&s->creq, &s->u.tcp, ai->ai_addr, on_connected);
-    uv_freeaddrinfo(ai);
-    if (rc) {
-        connect_failed(s, ACP_EIO, "cannot connect");
-        return;
-    }
-    s->reqs++;
+    s->ai = s->ai_next = ai;
+    try_connect(s);
 }
 
 int acp_sock_connect(uv_loop_t *loop, const acp_sock_connect_opts *o, const acp_sock_cbs *cbs,

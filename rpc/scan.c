@@ -451,6 +451,66 @@ bool acp_json_member(acp_span obj, const char *key, acp_span *val)
     return walk_object(&s, find_fn, &f, &stopped) && stopped;
 }
 
+struct members_ctx {
+    const char *const *keys;
+    size_t n, found;
+    acp_span *vals;
+    size_t lens[64];
+};
+
+static bool members_fn(acp_span key, acp_span val, void *ctx)
+{
+    struct members_ctx *m = ctx;
+    /* A key written plainly (nearly all) is equal only at the same length: most members are
+     * told apart by that one compare, without decoding. */
+    bool plain = !memchr(key.p, '\\', key.n);
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->vals[i].p &&
+            (plain ? key.n == m->lens[i] + 2 && !memcmp(key.p + 1, m->keys[i], m->lens[i])
+                   : acp_json_str_eq(key, m->keys[i]))) {
+            m->vals[i] = val;
+            m->found++;
+            break;
+        }
+    return false; /* the whole object is walked: that walk is its validation */
+}
+
+int acp_json_members(acp_span obj, const char *const *keys, size_t n, acp_span *vals)
+{
+    struct members_ctx m = {keys, n < 64 ? n : 64, 0, vals, {0}};
+    for (size_t i = 0; i < n; i++) vals[i] = (acp_span){NULL, 0};
+    for (size_t i = 0; i < m.n; i++) m.lens[i] = strlen(keys[i]);
+    scanner s = {(const unsigned char *)obj.p, (const unsigned char *)obj.p + obj.n, 0,
+                 ACP_SCAN_MAX_DEPTH, false};
+    skip_ws(&s);
+    bool stopped;
+    if (!walk_object(&s, members_fn, &m, &stopped)) return ACP_EINVAL;
+    skip_ws(&s);
+    return s.p == s.end ? (int)m.found : ACP_EINVAL;
+}
+
+bool acp_json_item(acp_span arr, size_t *pos, acp_span *val)
+{
+    const unsigned char *start = (const unsigned char *)arr.p;
+    scanner s = {start + *pos, start + arr.n, 0, ACP_SCAN_MAX_DEPTH, true};
+    if (s.p > s.end) return false;
+    skip_ws(&s);
+    if (*pos == 0) { /* the opening bracket */
+        if (s.p >= s.end || *s.p != '[') return false;
+        s.p++;
+        skip_ws(&s);
+    } else if (s.p < s.end && *s.p == ',') {
+        s.p++;
+        skip_ws(&s);
+    }
+    if (s.p >= s.end || *s.p == ']') return false;
+    const unsigned char *v = s.p;
+    if (!skip_value(&s)) return false;
+    *val = (acp_span){(const char *)v, (size_t)(s.p - v)};
+    *pos = (size_t)(s.p - start);
+    return true;
+}
+
 static bool env_fn(acp_span key, acp_span val, void *ctx)
 {
     acp_envelope *env = ctx;

@@ -42,10 +42,18 @@ import * as acp from "@agentclientprotocol/sdk";
 const argv = process.argv.slice(2);
 let storeDir = path.join(process.env.XDG_STATE_HOME || path.join(process.env.HOME || "/tmp", ".local/state"), "acp-ts-agent");
 let listenPort = null;
+// --engine openai: prompts go to an OpenAI-compatible server through the `openai` npm client
+// (bench/ts-agent/openai.mjs), as acp-agent --engine openai does with libcurl (issue 12).
+const openaiOpts = { engine: "echo", baseURL: "http://127.0.0.1:11434/v1", model: "", apiKeyEnv: null };
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--store") storeDir = argv[++i];
+  else if (argv[i] === "--engine") openaiOpts.engine = argv[++i];
+  else if (argv[i] === "--base-url") openaiOpts.baseURL = argv[++i];
+  else if (argv[i] === "--model") openaiOpts.model = argv[++i];
+  else if (argv[i] === "--api-key-env") openaiOpts.apiKeyEnv = argv[++i];
   else if (argv[i] === "--listen") listenPort = Number(argv[++i]);
 }
+const openaiEngine = openaiOpts.engine === "openai" ? await import("./openai.mjs").then((m) => m.openaiEngine(openaiOpts)) : null;
 fs.mkdirSync(storeDir, { recursive: true });
 
 const PAGE = 50;
@@ -347,7 +355,12 @@ const app = acp.agent({ name: "acp-ts-agent" })
     const msgId = crypto.randomUUID();
     const chunk = (t) => ({ sessionUpdate: "agent_message_chunk", messageId: msgId, content: { type: "text", text: t } });
     let m;
-    if ((m = /^\/stream\s+(\d+)\s+(\d+)\s*$/.exec(text))) {
+    if (openaiEngine) {
+      const stopReason = await openaiEngine.prompt({ s, id, user, msgId, history: () => fs.readFileSync(histPath(id), "utf8"), appendHistory, client });
+      s.meta.updatedAt = new Date().toISOString();
+      writeMeta(s.meta);
+      return { stopReason };
+    } else if ((m = /^\/stream\s+(\d+)\s+(\d+)\s*$/.exec(text))) {
       const n = Number(m[1]);
       const body = "x".repeat(Number(m[2]));
       // The user message goes into the first batch: stored, but not sent (the client wrote it).
@@ -375,7 +388,10 @@ const app = acp.agent({ name: "acp-ts-agent" })
   })
   .onNotification("session/cancel", ({ params }) => {
     const s = live.get(params.sessionId);
-    if (s) s.cancelled = true;
+    if (s) {
+      s.cancelled = true;
+      s.abort?.abort(); // the model's HTTP stream, when one is open
+    }
   });
 
 if (listenPort === null) {

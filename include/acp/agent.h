@@ -354,9 +354,12 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
  * recorded with acp_store_set_info (title, updatedAt) before it is sent; other kinds (notice,
  * usage_update, available_commands_update, ...) are only sent.
  * The runtime gates what the client must have opted into, so engines need not:
- *   - notice needs session.notices and compaction_* need session.compaction: ACP_ENOTSUP
- *     otherwise (acp_agent_errmsg() names the capability). Send what matters as an agent
- *     message instead (the schema's advice for notices; what agents did before compaction);
+ *   - notice needs session.notices: ACP_ENOTSUP otherwise (acp_agent_errmsg() names the
+ *     capability); send what matters as an agent message instead (the schema's advice);
+ *   - compaction_* reach only clients with session.compaction, but are stored either way and
+ *     return 0: the history must keep the compaction (an engine rebuilds its context from it
+ *     on load; a client that opted in sees it replayed). For a client without it, tell the
+ *     user with an agent message if it matters (what agents did before compaction updates);
  *   - current_mode_update and config_option_update are the runtime's: ACP_EINVAL, use
  *     acp_session_set_mode() / acp_session_set_config*().
  * 0, ACP_EINVAL (not an object with a sessionUpdate string, or bad UTF-8), ACP_ENOTSUP,

@@ -123,8 +123,8 @@ typedef struct acp_client_opts {
     /* ACP_CLIENT_UNIX: the socket's path. */
     const char *path;
     /* ACP_CLIENT_URL: the agent's endpoint (usually ending in /acp). ws:// and wss:// speak the
-     * WebSocket profile, http:// and https:// Streamable HTTP (HTTP/2 where the server offers
-     * it by ALPN; h2c: cleartext HTTP/2 with prior knowledge instead of HTTP/1.1). Cookies the
+     * WebSocket profile, http:// and https:// Streamable HTTP, over HTTP/1.1 unless http2 asks
+     * for HTTP/2 (h2 by ALPN over https, prior knowledge over http). Cookies the
      * server sets are sent back for the life of the connection. token: a bearer token for the
      * Authorization header, sent to that endpoint only and never logged or put in an error;
      * NULL: none. ca_file: trust anchors (PEM) for wss:// and https://; NULL: the system's.
@@ -132,7 +132,7 @@ typedef struct acp_client_opts {
     const char *url;
     const char *token;
     const char *ca_file;
-    bool h2c;
+    bool http2;
 
     /* clientInfo. NULL name: {"name":"libacp","version":ACP_VERSION_STRING}. */
     const char *client_name;

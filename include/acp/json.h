@@ -109,6 +109,20 @@ int acp_json_validate(const char *s, size_t n, int max_depth);
  * when found. Runs in time linear in the object's text, without allocating. */
 bool acp_json_member(acp_span obj, const char *key, acp_span *val);
 
+/* Several members of `obj` in the one pass that also validates it: obj may be untrusted text,
+ * checked as acp_json_validate() checks it (nesting up to 256). vals[i] is set to the text of
+ * the first member keys[i], or {NULL, 0} when there is none (n at most 64; keys past it are not
+ * looked for). Returns how many keys were found, or ACP_EINVAL when obj is not exactly one
+ * valid JSON object (vals then mean nothing). For text read on a hot path, where validating
+ * and then walking once per key would cost more than the rest of the work. */
+int acp_json_members(acp_span obj, const char *const *keys, size_t n, acp_span *vals);
+
+/* Iterates the items of `arr`, which must be validated JSON text of an array: start with
+ * *pos = 0; each call sets *val to the exact text of the next item and returns true, or
+ * returns false past the last one (or when arr is not an array). Linear in the array's text
+ * over the whole iteration, without allocating. */
+bool acp_json_item(acp_span arr, size_t *pos, acp_span *val);
+
 /* The JSON type of validated value text: 'o' object, 'a' array, 's' string, 'n' number,
  * 't' true, 'f' false, 'z' null, 0 for empty. */
 char acp_json_kind(acp_span v);

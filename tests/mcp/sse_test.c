@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "acp/error.h"
-#include "mcp/sse.h"
+#include "acp/sse.h"
 
 typedef struct seen {
     char out[4096];
@@ -30,13 +30,13 @@ static void check(const char *text, const char *want, const char *want_id, long 
     size_t n = strlen(text);
     for (size_t cut = 0; cut <= n + 1; cut++) {
         seen s = {0};
-        mcp_sse p;
-        mcp_sse_init(&p, on_event, &s);
+        acp_sse p;
+        acp_sse_init(&p, on_event, &s);
         if (cut <= n) {
-            assert_int_equal(mcp_sse_feed(&p, text, cut), 0);
-            assert_int_equal(mcp_sse_feed(&p, text + cut, n - cut), 0);
+            assert_int_equal(acp_sse_feed(&p, text, cut), 0);
+            assert_int_equal(acp_sse_feed(&p, text + cut, n - cut), 0);
         } else {
-            for (size_t i = 0; i < n; i++) assert_int_equal(mcp_sse_feed(&p, text + i, 1), 0);
+            for (size_t i = 0; i < n; i++) assert_int_equal(acp_sse_feed(&p, text + i, 1), 0);
         }
         if (strcmp(s.out, want)) fail_msg("cut %zu: got %s want %s", cut, s.out, want);
         if (want_id)
@@ -44,7 +44,7 @@ static void check(const char *text, const char *want, const char *want_id, long 
         else
             assert_null(p.last_id);
         assert_int_equal(p.retry_ms, want_retry);
-        mcp_sse_free(&p);
+        acp_sse_free(&p);
     }
 }
 
@@ -59,10 +59,10 @@ static void basics(void **state)
     check("id: 7\nretry: 500\ndata: \n\n", "[message|]", "7", 500);
     check("id: 1\n\nid: 2\ndata: y\n\n", "[message|y]", "2", -1);
     check("retry: 5x\ndata: z\n\n", "[message|z]", NULL, -1);
-    /* a delay past MCP_SSE_RETRY_MAX_MS is cut to it, also one beyond 64 bits; a sign is not
+    /* a delay past ACP_SSE_RETRY_MAX_MS is cut to it, also one beyond 64 bits; a sign is not
      * a digit (ignored) */
-    check("retry: 60001\ndata: z\n\n", "[message|z]", NULL, MCP_SSE_RETRY_MAX_MS);
-    check("retry: 99999999999999999999999\ndata: z\n\n", "[message|z]", NULL, MCP_SSE_RETRY_MAX_MS);
+    check("retry: 60001\ndata: z\n\n", "[message|z]", NULL, ACP_SSE_RETRY_MAX_MS);
+    check("retry: 99999999999999999999999\ndata: z\n\n", "[message|z]", NULL, ACP_SSE_RETRY_MAX_MS);
     check("retry: 60000\ndata: z\n\n", "[message|z]", NULL, 60000);
     check("retry: -1\ndata: z\n\n", "[message|z]", NULL, -1);
     check("retry: +5\ndata: z\n\n", "[message|z]", NULL, -1);
@@ -80,29 +80,29 @@ static void basics(void **state)
 static void restart_keeps_id(void **state)
 {
     seen s = {0};
-    mcp_sse p;
-    mcp_sse_init(&p, on_event, &s);
-    assert_int_equal(mcp_sse_feed(&p, "id: e1\nretry: 300\ndata: \n\ndata: partial", 38), 0);
-    mcp_sse_restart(&p);
-    assert_int_equal(mcp_sse_feed(&p, "data: fresh\n\n", 13), 0);
+    acp_sse p;
+    acp_sse_init(&p, on_event, &s);
+    assert_int_equal(acp_sse_feed(&p, "id: e1\nretry: 300\ndata: \n\ndata: partial", 38), 0);
+    acp_sse_restart(&p);
+    assert_int_equal(acp_sse_feed(&p, "data: fresh\n\n", 13), 0);
     assert_string_equal(s.out, "[message|][message|fresh]");
     assert_string_equal(p.last_id, "e1");
     assert_int_equal(p.retry_ms, 300);
-    mcp_sse_free(&p);
+    acp_sse_free(&p);
 }
 
 static void limits(void **state)
 {
     seen s = {0};
-    mcp_sse p;
-    mcp_sse_init(&p, on_event, &s);
+    acp_sse p;
+    acp_sse_init(&p, on_event, &s);
     p.max = 16;
-    assert_int_equal(mcp_sse_feed(&p, "data: 0123456789abcdef", 22), ACP_ETOOBIG);
-    mcp_sse_free(&p);
-    mcp_sse_init(&p, on_event, &s);
+    assert_int_equal(acp_sse_feed(&p, "data: 0123456789abcdef", 22), ACP_ETOOBIG);
+    acp_sse_free(&p);
+    acp_sse_init(&p, on_event, &s);
     p.max = 16;
-    assert_int_equal(mcp_sse_feed(&p, "data: 0123456789\ndata: 0123456789\n", 34), ACP_ETOOBIG);
-    mcp_sse_free(&p);
+    assert_int_equal(acp_sse_feed(&p, "data: 0123456789\ndata: 0123456789\n", 34), ACP_ETOOBIG);
+    acp_sse_free(&p);
 }
 
 int main(void)

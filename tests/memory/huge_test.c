@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "acp/rpc.h"
-#include "mcp/sse.h"
+#include "acp/sse.h"
 #include "tests/agent/harness.h"
 #include "tests/memory/live.h"
 
@@ -74,22 +74,22 @@ static int count_event(void *user, const char *event, const char *data, size_t n
     return 0;
 }
 
-static void feed_event(mcp_sse *p, size_t n)
+static void feed_event(acp_sse *p, size_t n)
 {
     char *ev = malloc(n + 16);
     size_t len = (size_t)sprintf(ev, "data: ");
     memset(ev + len, 'x', n), len += n;
     len += (size_t)sprintf(ev + len, "\n\n");
     for (size_t at = 0; at < len; at += PIECE)
-        assert_int_equal(mcp_sse_feed(p, ev + at, len - at < PIECE ? len - at : PIECE), 0);
+        assert_int_equal(acp_sse_feed(p, ev + at, len - at < PIECE ? len - at : PIECE), 0);
     free(ev);
 }
 
 static void sse_event(void **state)
 {
     int events = 0;
-    mcp_sse p;
-    mcp_sse_init(&p, count_event, &events);
+    acp_sse p;
+    acp_sse_init(&p, count_event, &events);
     p.max = 64u << 20;
     feed_event(&p, 100);
     size_t before = live();
@@ -98,7 +98,7 @@ static void sse_event(void **state)
     assert_back(before, 64u << 10, "after a huge event");
     feed_event(&p, 100);
     assert_int_equal(events, 3);
-    mcp_sse_free(&p);
+    acp_sse_free(&p);
 }
 
 /* --- the agent runtime: huge updates, in a turn that ends and in one that goes on --------- */

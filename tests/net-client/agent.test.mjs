@@ -1,7 +1,7 @@
 // acp (libacp's client) against acp-agent --listen, libacp's own server, in every profile the
-// client speaks: Streamable HTTP over HTTP/1.1 and over cleartext HTTP/2 (--h2c), WebSocket,
-// and https:// / wss:// with a self-signed certificate made here (h2 by ALPN, the certificate
-// verified against --cacert, refused without it).
+// client speaks: Streamable HTTP over HTTP/1.1 and over cleartext HTTP/2 (--http2), WebSocket,
+// and https:// / wss:// with a self-signed certificate made here (HTTP/1.1 and, with --http2,
+// h2 by ALPN; the certificate verified against --cacert, refused without it).
 // Many hosts, one history: two agents on one SQLite file; a session made on A is prompted on B
 // (acp prompt -s ID resumes it there), listed and deleted on B; and A killed with -9 in the
 // middle of a /stream turn: acp says the connection broke, and every update acp had printed
@@ -88,7 +88,7 @@ after(async () => {
 
 const profiles = [
   ["http", [], (p) => `http://127.0.0.1:${p}/acp`],
-  ["h2c", ["--h2c"], (p) => `http://127.0.0.1:${p}/acp`],
+  ["h2c", ["--http2"], (p) => `http://127.0.0.1:${p}/acp`],
   ["ws", [], (p) => `ws://127.0.0.1:${p}/acp`],
 ];
 for (const [name, flags, url] of profiles)
@@ -126,13 +126,14 @@ test("https:// and wss:// with a self-signed certificate: verified with --cacert
   const key = join(dir, "key.pem"), cert = join(dir, "cert.pem");
   execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
   const T = await agent(["--tls-cert", cert, "--tls-key", key]);
-  for (const u of [`https://127.0.0.1:${T.port}/acp`, `wss://127.0.0.1:${T.port}/acp`]) {
-    const ok = await acp(u, ["--cacert", cert, "new"]);
+  const runs = [[`https://127.0.0.1:${T.port}/acp`, []], [`https://127.0.0.1:${T.port}/acp`, ["--http2"]], [`wss://127.0.0.1:${T.port}/acp`, []]];
+  for (const [u, extra] of runs) {
+    const ok = await acp(u, [...extra, "--cacert", cert, "new"]);
     assert.equal(ok.code, 0, ok.stderr);
-    const p = await acp(u, ["--cacert", cert, "prompt", "-s", ok.stdout.trim(), "over tls"]);
+    const p = await acp(u, [...extra, "--cacert", cert, "prompt", "-s", ok.stdout.trim(), "over tls"]);
     assert.equal(p.code, 0, p.stderr);
     assert.match(p.stdout, /over tls/);
-    const refused = await acp(u, ["info"]);
+    const refused = await acp(u, [...extra, "info"]);
     assert.equal(refused.code, 4, refused.stderr);
     // curl says why (certificate verification); net/ws says "protocol error" for now
     assert.match(refused.stderr, u.startsWith("https") ? /certificate/i : /could not connect/);

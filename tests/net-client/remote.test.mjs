@@ -247,6 +247,8 @@ test("a hostile server (garbage): junk events are dropped and said, the session 
   const r = await acp(`http://127.0.0.1:${s.port}/acp`, ["new"]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^h\d+/);
+  assert.match(r.stderr, /not valid JSON/);
+  assert.match(r.stderr, /batches are not supported/);
   await stop(s.proc);
 });
 

@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import http2 from "node:http2";
 import net from "node:net";
-import { mkdtempSync, rmSync, realpathSync } from "node:fs";
+import { mkdtempSync, rmSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
@@ -15,10 +15,10 @@ import { test } from "node:test";
 const BUILD = process.env.ACP_BUILD;
 const MAX = 100000;
 
-async function startServer(t) {
+async function startServer(t, extra = []) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "acp-h2-")));
   const sock = join(dir, "s");
-  const proc = spawn(join(BUILD, "acp-agent"), ["--store", join(dir, "db"), "--listen", `unix:${sock}`, "--max-message", String(MAX)], {
+  const proc = spawn(join(BUILD, "acp-agent"), ["--store", join(dir, "db"), "--listen", `unix:${sock}`, "--max-message", String(MAX), ...extra], {
     cwd: dir,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, XDG_STATE_HOME: join(dir, "xdg") },
@@ -215,6 +215,34 @@ test("a broken HTTP/2 preface: the connection closes, the server lives", async (
   const client = connect(srv);
   t.after(() => client.destroy());
   await initialize(client);
+  client.close();
+  srv.proc.kill("SIGTERM");
+  assert.deepEqual(await srv.exit, { code: 0, signal: null }, srv.stderr());
+});
+
+test("bearer token over HTTP/2: refused 401 from the head (net/h2.c's on_head), the body never read; accepted with it", async (t) => {
+  const tdir = realpathSync(mkdtempSync(join(tmpdir(), "acp-h2-token-")));
+  t.after(() => rmSync(tdir, { recursive: true, force: true }));
+  writeFileSync(join(tdir, "token"), "s3cret-h2\n", { mode: 0o600 });
+  const srv = await startServer(t, ["--token-file", join(tdir, "token")]);
+  const client = connect(srv);
+  t.after(() => client.destroy());
+  const init = { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } };
+  let r = await post(client, init);
+  assert.equal(r.status, 401);
+  assert.match(r.headers["www-authenticate"] ?? "", /^Bearer/);
+  r = await post(client, init, { authorization: "Bearer wrong" });
+  assert.equal(r.status, 401);
+  // A refused request's body is never read: even one over the size limit still gets 401.
+  r = await request(client, { ":method": "POST", ":path": "/acp", "content-type": "application/json" }, "x".repeat(2 * MAX));
+  assert.equal(r.status, 401);
+  r = await request(client, { ":method": "POST", ":path": "/acp", "content-type": "application/json", "content-length": String(2 * MAX) }, "x".repeat(2 * MAX));
+  assert.equal(r.status, 401, "credentials are checked before the announced size");
+  // The same HTTP/2 connection goes on: with the token, initialize works.
+  r = await post(client, init, { authorization: "Bearer s3cret-h2" });
+  assert.equal(r.status, 200, r.body);
+  assert.ok(r.headers["acp-connection-id"]);
+  assert.doesNotMatch(srv.stderr(), /s3cret/, "the token never reaches a log");
   client.close();
   srv.proc.kill("SIGTERM");
   assert.deepEqual(await srv.exit, { code: 0, signal: null }, srv.stderr());

@@ -8,7 +8,7 @@
 // (the turn answers, the store has it, exit 0), unix:/path, h2c with prior knowledge.
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import https from "node:https";
@@ -411,6 +411,42 @@ test("h2c with prior knowledge on the same port as HTTP/1.1", async (t) => {
   assert.equal(JSON.parse(res.text).result.protocolVersion, 1);
   await new Promise((r) => h2.close(r));
   assert.equal(statusOf(await raw(a.port, post(a.port, INIT))), 200);
+  a.proc.kill("SIGTERM");
+  assert.deepEqual(await a.exited, { code: 0, signal: null });
+});
+
+test("connections leave no descriptor behind: after HTTP, WebSocket, refused and abandoned ones the agent is back to its count", async (t) => {
+  const dir = tempDir(t);
+  const token = "tok";
+  writeFileSync(join(dir, "token"), token);
+  const a = await startAgent(t, dir, ["--token-file", join(dir, "token")]);
+  const fds = () => readdirSync(`/proc/${a.proc.pid}/fd`).length;
+  const auth = { Authorization: `Bearer ${token}` };
+  // The store is open from the start; nothing a connection uses should stay.
+  const base = fds();
+  for (let i = 0; i < 10; i++) {
+    assert.equal(statusOf(await raw(a.port, post(a.port, INIT, auth))), 200);
+    assert.equal(statusOf(await raw(a.port, post(a.port, INIT))), 401);
+    const c = wsClient(`ws://127.0.0.1:${a.port}/acp`, { headers: auth });
+    await c.opened;
+    await session(c, dir);
+    c.ws.close();
+    await c.closed;
+    // Abandoned: half a head, then gone; and a connection that never says anything.
+    const s = net.connect(a.port, "127.0.0.1");
+    await new Promise((r) => s.on("connect", r));
+    s.write("POST /acp HTTP/1.1\r\nHost: x\r\n");
+    s.destroy();
+    const q = net.connect(a.port, "127.0.0.1");
+    await new Promise((r) => q.on("connect", r));
+    q.destroy();
+  }
+  let now = fds();
+  for (let i = 0; i < 200 && now !== base; i++) {
+    await sleep(20);
+    now = fds();
+  }
+  assert.equal(now, base, `descriptors: ${base} before, ${now} after`);
   a.proc.kill("SIGTERM");
   assert.deepEqual(await a.exited, { code: 0, signal: null });
 });

@@ -28,7 +28,7 @@ typedef struct peer {
 } peer;
 
 typedef struct owner {
-    peer peers[4];
+    peer peers[128];
     int n;
     bool refuse; /* close the link in on_link */
     bool silent; /* do not answer initialize */
@@ -85,7 +85,7 @@ typedef struct fx {
     uv_loop_t loop;
     owner o;
     acp_shttp *h;
-    fake_req *reqs[64]; /* freed at teardown */
+    fake_req *reqs[256]; /* freed at teardown */
     int nreq;
 } fx;
 
@@ -491,6 +491,25 @@ static void test_idle_and_limits(void **state)
     fx_free(f);
 }
 
+/* Many connections: each request finds its own (the registry grows past its first table), and
+ * deleting some leaves the others reachable. */
+static void test_many(void **state)
+{
+    fx *f = fx_new(NULL);
+    enum { N = 100 }; /* past the table's first 64 buckets: it grows */
+    const char *ids[N];
+    for (int i = 0; i < N; i++) ids[i] = open_conn(f);
+    assert_int_equal(acp_shttp_connections(f->h), N);
+    for (int i = 0; i < N; i += 2) REQ(f, "DELETE", NULL, "acp-connection-id", ids[i]);
+    uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(acp_shttp_connections(f->h), N / 2);
+    fake_req *gone = REQ(f, "DELETE", NULL, "acp-connection-id", ids[0]);
+    fake_req *here = REQ(f, "DELETE", NULL, "acp-connection-id", ids[N - 1]);
+    assert_int_equal(gone->status, 404);
+    assert_int_equal(here->status, 202);
+    fx_free(f);
+}
+
 /* Freeing the profile ends what is open: streams end, held requests are answered, links end. */
 static void test_free_open(void **state)
 {
@@ -519,10 +538,15 @@ static void test_free_open(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_initialize),      cmocka_unit_test(test_initialize_refused),
-        cmocka_unit_test(test_bad_requests),    cmocka_unit_test(test_streams),
-        cmocka_unit_test(test_isolation),       cmocka_unit_test(test_backpressure),
-        cmocka_unit_test(test_idle_and_limits), cmocka_unit_test(test_free_open),
+        cmocka_unit_test(test_initialize),
+        cmocka_unit_test(test_initialize_refused),
+        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_isolation),
+        cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_idle_and_limits),
+        cmocka_unit_test(test_free_open),
+        cmocka_unit_test(test_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,3 +154,52 @@ test("our client and acp-agent --listen unix:PATH: the same over a Unix-domain s
   assertRounds(await probe(["ws://localhost/acp", TOKEN], { WS_PROBE_UNIX: path }));
   await a.stop();
 });
+
+// A raw ws client (ws package) of a listening agent, recording messages and its close.
+async function rawClient(port, options = {}) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/acp`, { headers: { Authorization: `Bearer ${TOKEN}` }, ...options });
+  const c = { ws, msgs: [], closed: new Promise((r) => ws.on("close", (code) => r(code))) };
+  ws.on("message", (d) => c.msgs.push(JSON.parse(d.toString())));
+  ws.on("error", () => {});
+  await new Promise((r) => ws.on("open", r));
+  c.send = (m) => ws.send(JSON.stringify({ jsonrpc: "2.0", ...m }));
+  return c;
+}
+
+test("a client that stops reading for good mid-/stream is dropped (two ping intervals without progress, or two missed pongs); the agent serves others and exits 0", async (t) => {
+  const dir = tmp(t);
+  const a = await agent(t, dir, ["--high-water", "64K", "--ping-interval", "0.2"]);
+  const c = await rawClient(a.port);
+  c.send({ id: 1, method: "initialize", params: { protocolVersion: 1 } });
+  c.send({ id: 2, method: "session/new", params: { cwd: dir, mcpServers: [] } });
+  while (!c.msgs.some((m) => m.id === 2)) await new Promise((r) => setTimeout(r, 5));
+  const sid = c.msgs.find((m) => m.id === 2).result.sessionId;
+  c.send({ id: 3, method: "session/prompt", params: { sessionId: sid, prompt: [{ type: "text", text: "/stream 1000000 1000" }] } });
+  while (c.msgs.length < 10) await new Promise((r) => setTimeout(r, 5));
+  c.ws._socket.pause(); // the TCP socket itself: nothing more is read, not even a close frame
+  // Dropped as stalled, or (when the kernel's buffers took a while to fill, on a busy machine) for
+  // the pongs a client that reads nothing cannot send: either way within a few ping intervals.
+  const dropped = /connection 1: .*(peer stopped reading|ping timeout)/;
+  for (let i = 0; i < 3000 && !dropped.test(a.stderr()); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.match(a.stderr(), dropped);
+  c.ws.terminate();
+  assertRounds(await probe([`ws://127.0.0.1:${a.port}/acp`, TOKEN]));
+  await a.stop();
+});
+
+test("a client that never answers pings is dropped after two; one that answers stays", async (t) => {
+  const dir = tmp(t);
+  const a = await agent(t, dir, ["--ping-interval", "0.1"]);
+  const mute = await rawClient(a.port, { autoPong: false });
+  const polite = await rawClient(a.port);
+  let pings = 0;
+  polite.ws.on("ping", () => pings++);
+  assert.equal(await mute.closed, 1006); // dropped without a close handshake
+  assert.match(a.stderr(), /ping timeout/);
+  assert.ok(pings >= 2, `the answering client saw ${pings} pings`);
+  polite.send({ id: 1, method: "initialize", params: { protocolVersion: 1 } });
+  while (!polite.msgs.some((m) => m.id === 1)) await new Promise((r) => setTimeout(r, 5));
+  polite.ws.close(1000);
+  assert.equal(await polite.closed, 1000); // the server echoes the client's code
+  await a.stop();
+});

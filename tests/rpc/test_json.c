@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/error.h"
 #include "acp/json.h"
 
 static char *written(acp_buf *b)
@@ -123,12 +124,56 @@ static void scanner_finds_members(void **state)
     assert_null(s); /* NUL inside a C string would truncate it silently */
 }
 
+static void scanner_finds_several_members(void **state)
+{
+    const char *obj = "{\"a\":1,\"b\":{\"a\":2},\"\\u0063\":\"x\",\"a\":3}";
+    const char *keys[] = {"c", "a", "zz"};
+    acp_span v[3];
+    assert_int_equal(acp_json_members((acp_span){obj, strlen(obj)}, keys, 3, v), 2);
+    assert_int_equal(v[0].n, 3);
+    assert_memory_equal(v[0].p, "\"x\"", 3);
+    assert_int_equal(v[1].n, 1); /* the first "a" */
+    assert_memory_equal(v[1].p, "1", 1);
+    assert_null(v[2].p);
+    /* untrusted text is validated whole, past the members it found */
+    const char *bad[] = {"{\"c\":1,\"a\":2,\"x\":[1,}", "{\"a\":1} x", "[1]", "{\"a\":\"\xff\"}",
+                         "{\"a\":1,}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(acp_json_members((acp_span){bad[i], strlen(bad[i])}, keys, 3, v),
+                         ACP_EINVAL);
+}
+
+static void scanner_walks_array_items(void **state)
+{
+    const char *arr = " [ {\"a\":[1,2]} , \"x,]\" ,3,[ ]]";
+    acp_span a = {arr, strlen(arr)}, v;
+    const char *want[] = {"{\"a\":[1,2]}", "\"x,]\"", "3", "[ ]"};
+    size_t pos = 0, i = 0;
+    while (acp_json_item(a, &pos, &v)) {
+        assert_true(i < 4);
+        assert_int_equal(v.n, strlen(want[i]));
+        assert_memory_equal(v.p, want[i], v.n);
+        i++;
+    }
+    assert_int_equal(i, 4);
+    assert_false(acp_json_item(a, &pos, &v)); /* stays at the end */
+    pos = 0;
+    assert_false(acp_json_item((acp_span){"[]", 2}, &pos, &v));
+    pos = 0;
+    assert_false(acp_json_item((acp_span){"{}", 2}, &pos, &v)); /* not an array */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(writer_builds_compact_json),  cmocka_unit_test(writer_escapes_exactly),
-        cmocka_unit_test(writer_rejects_invalid_utf8), cmocka_unit_test(writer_refuses_misuse),
-        cmocka_unit_test(scanner_accepts_and_rejects), cmocka_unit_test(scanner_finds_members),
+        cmocka_unit_test(writer_builds_compact_json),
+        cmocka_unit_test(writer_escapes_exactly),
+        cmocka_unit_test(writer_rejects_invalid_utf8),
+        cmocka_unit_test(writer_refuses_misuse),
+        cmocka_unit_test(scanner_accepts_and_rejects),
+        cmocka_unit_test(scanner_finds_members),
+        cmocka_unit_test(scanner_walks_array_items),
+        cmocka_unit_test(scanner_finds_several_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

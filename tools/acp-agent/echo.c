@@ -742,13 +742,8 @@ static void cmd_compact(acp_turn *t, echo_sess *es)
              "The echo engine compacted this session's context (%llu tokens so far).", es->used);
     json_t *u = json_pack("{ss ss ss}", "sessionUpdate", "compaction_update", "compactionId", cid,
                           "status", "in_progress");
-    int rc = acp_turn_update(t, u);
+    acp_turn_update(t, u);
     json_decref(u);
-    if (rc == ACP_ENOTSUP) { /* what agents did before compaction updates existed */
-        say(t, "Context compacted (the client takes no compaction updates).");
-        acp_turn_end(t, "end_turn");
-        return;
-    }
     u = json_pack("{ss ss s{ss ss}}", "sessionUpdate", "compaction_summary_chunk", "compactionId",
                   cid, "content", "type", "text", "text", summary);
     acp_turn_update(t, u);
@@ -757,6 +752,10 @@ static void cmd_compact(acp_turn *t, echo_sess *es)
                   "completed");
     acp_turn_update(t, u);
     json_decref(u);
+    /* Stored either way; a client that takes no compaction updates is told as agents did
+     * before they existed. */
+    if (!acp_agent_client_has(acp_session_agent(acp_turn_session(t)), "session.compaction"))
+        say(t, "Context compacted (the client takes no compaction updates).");
     es->used /= 4;
     acp_turn_end(t, "end_turn");
 }

@@ -1,8 +1,10 @@
-/* acp-agent: the libacp session runtime with the echo engine, ACP on stdin/stdout or, with
- * --listen, served over the network (WebSocket and Streamable HTTP, docs/remote.md). */
+/* acp-agent: the libacp session runtime with an engine (echo, or openai for a model server), ACP
+ * on stdin/stdout or, with --listen, served over the network (WebSocket and Streamable HTTP,
+ * docs/remote.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +15,20 @@
 #include "acp/rt.h"
 #include "acp/server.h"
 #include "acp/version.h"
+#include "engines/openai/openai.h"
 #include "tools/acp-agent/echo.h"
 #include "tools/acp-agent/memtrim.h"
 
 static const char usage[] =
-    "usage: acp-agent [--store PATH|URI] [--auth env:VAR] [--lease-ttl MS]\n"
-    "                 [--log-level quiet|info] [--help] [--version]\n"
+    "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
+    "                 [--lease-ttl MS] [--log-level quiet|info] [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
+    "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
+    "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
+    "                 [--context-tokens N] [--store PATH|URI] ...\n"
     "\n"
-    "An ACP agent on stdin/stdout (logs on stderr) with the built-in echo engine.\n"
+    "An ACP agent on stdin/stdout (logs on stderr) with a built-in engine: echo (the\n"
+    "default, a test engine) or openai (a model on any OpenAI-compatible server).\n"
     "Sessions persist in the store: an SQLite file path (default\n"
     "$XDG_STATE_HOME/acp-agent/sessions.db, else ~/.local/state/acp-agent/sessions.db)\n"
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
@@ -40,6 +47,17 @@ static const char usage[] =
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
     "/elicit, /ext (the client's _acp-agent/ping); the client may call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
+    "\n"
+    "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
+    "llama-server, Ollama, vLLM, LM Studio, OpenAI or a gateway. --base-url (default\n"
+    "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
+    "--api-key-env VAR (the key is read from that variable, never from the command line),\n"
+    "--system-prompt FILE, --max-tokens N (per answer; default: the server's),\n"
+    "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window;\n"
+    "default: what the server lists for the model, else 32768; older turns are summarised\n"
+    "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
+    "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
+    "ask).\n"
     "\n"
     "--listen HOST:PORT|unix:/path: serve ACP over the network instead of stdio, WebSocket\n"
     "and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over TLS, h2c with\n"
@@ -63,6 +81,7 @@ static const char usage[] =
 
 struct prog {
     int verbose;
+    bool echo; /* the echo engine, whose extension methods each agent registers */
     acp_agent *agent;
     acp_server *server;
     uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
@@ -107,35 +126,34 @@ static void on_server_done(acp_server *srv, void *user)
 
 static int on_agent(acp_agent *a, void *user)
 {
-    return echo_serve(a);
+    return ((struct prog *)user)->echo ? echo_serve(a) : 0;
 }
 
-/* "64M", "4096", "1.5K": bytes. */
+/* "64M", "4096", "1.5K": bytes, read with the one checked number parser (issue 13). */
 static bool parse_size(const char *s, size_t *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
+    char num[64];
+    size_t n = strlen(s);
     double mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1024 * 1024, end++;
-    else if (*end == 'G' || *end == 'g')
-        mul = 1024.0 * 1024 * 1024, end++;
-    v *= mul;
-    if (errno || end == s || *end || !(v >= 1) || v > (double)(SIZE_MAX / 2)) return false;
-    *out = (size_t)v;
+    if (n && strchr("KkMmGg", s[n - 1])) {
+        char u = (char)(s[n - 1] | 0x20);
+        mul = u == 'k' ? 1024.0 : u == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+        n--;
+    }
+    double v;
+    if (n >= sizeof num) return false;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    if (acp_parse_double(num, 1 / mul, (double)(SIZE_MAX / 2) / mul, &v, NULL, 0)) return false;
+    *out = v * mul < 1 ? 1 : (size_t)(v * mul);
     return true;
 }
 
 /* Seconds, decimals allowed, to milliseconds (at least 1). */
 static bool parse_seconds(const char *s, unsigned *ms)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v > 0) || v > 4e6) return false;
+    double v;
+    if (acp_parse_double(s, 0.000001, 4e6, &v, NULL, 0)) return false;
     double m = v * 1000;
     *ms = m < 1 ? 1 : (unsigned)(m + 0.5);
     return true;
@@ -193,14 +211,88 @@ static char *default_store(void)
     return n < 0 ? NULL : out;
 }
 
+/* A whole file (the system prompt), NUL-terminated; NULL with errno set. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    acp_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (b.len + n > (1u << 20) || acp_buf_append(&b, chunk, n)) {
+            errno = EFBIG;
+            break;
+        }
+    bool bad = ferror(f) || errno == EFBIG;
+    fclose(f);
+    if (bad || !acp_buf_cstr(&b)) {
+        acp_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+/* The openai engine's options (each takes a value v): 1 taken, -1 taken but bad (said on
+ * stderr), 0 not one of them. */
+static int openai_arg(const char *a, const char *v, openai_opts *o, const char **key_env,
+                      const char **prompt_file)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+        uint64_t max;
+    } nums[] = {{"--max-tokens", offsetof(openai_opts, max_tokens), 100000000},
+                {"--max-turns", offsetof(openai_opts, max_turns), 100000},
+                {"--context-tokens", offsetof(openai_opts, context_tokens), 100000000}};
+    if (!v) return 0;
+    if (!strcmp(a, "--base-url"))
+        o->base_url = v;
+    else if (!strcmp(a, "--model"))
+        o->model = v;
+    else if (!strcmp(a, "--api-key-env"))
+        *key_env = v;
+    else if (!strcmp(a, "--system-prompt"))
+        *prompt_file = v;
+    else {
+        for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+            if (strcmp(a, nums[i].name)) continue;
+            char why[ACP_NUM_WHY];
+            uint64_t n;
+            if (acp_parse_u64(v, 1, nums[i].max, &n, why, sizeof why)) {
+                fprintf(stderr, "acp-agent: %s: %s\n", a, why);
+                return -1;
+            }
+            *(unsigned *)((char *)o + nums[i].offset) = (unsigned)n;
+            return 1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+static void models_ready(void *user)
+{
+    *(bool *)user = true;
+}
+
+static void models_waited(uv_timer_t *t)
+{
+    models_ready(t->data);
+}
+
 int main(int argc, char **argv)
 {
-    const char *where = NULL, *auth_env = NULL;
+    const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
+               *prompt_file = NULL;
     const char *listen = NULL, *token_file = NULL, *port_file = NULL;
     acp_server_opts so = {0};
     uint64_t lease_ttl = 0;
+    openai_opts oo = {0};
+    bool openai_flag = false;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
+        int taken;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return 0;
@@ -271,6 +363,17 @@ int main(int argc, char **argv)
                 return 2;
             }
             prog.verbose = !strcmp(level, "info");
+        } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
+            engine = argv[++i];
+            if (strcmp(engine, "echo") && strcmp(engine, "openai")) {
+                fprintf(stderr, "acp-agent: --engine takes echo or openai, not '%s'\n", engine);
+                return 2;
+            }
+        } else if ((taken = openai_arg(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &oo, &key_env,
+                                       &prompt_file))) {
+            if (taken < 0) return 2;
+            openai_flag = true;
+            i++;
         } else {
             fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
             return 2;
@@ -286,8 +389,32 @@ int main(int argc, char **argv)
         fprintf(stderr, "acp-agent: --tls-cert and --tls-key go together\n");
         return 2;
     }
+    if (openai_flag && strcmp(engine, "openai")) {
+        fprintf(stderr, "acp-agent: --base-url, --model, --api-key-env, --system-prompt, "
+                        "--max-tokens, --max-turns and --context-tokens need --engine openai\n");
+        return 2;
+    }
+    if (oo.base_url && strncmp(oo.base_url, "http://", 7) && strncmp(oo.base_url, "https://", 8)) {
+        fprintf(stderr, "acp-agent: --base-url must start with http:// or https://, not '%s'\n",
+                oo.base_url);
+        return 2;
+    }
+    /* The key comes from the environment only: a command line is visible to every user (ps). */
+    if (key_env && !(oo.api_key = getenv(key_env))) {
+        fprintf(stderr, "acp-agent: --api-key-env: %s is not set\n", key_env);
+        return 2;
+    }
+    char *system_prompt = NULL;
+    if (prompt_file && !(oo.system_prompt = system_prompt = read_file(prompt_file))) {
+        fprintf(stderr, "acp-agent: --system-prompt: cannot read '%s': %s\n", prompt_file,
+                strerror(errno));
+        return 2;
+    }
     char *token = NULL;
-    if (token_file && !(token = read_token(token_file))) return 1;
+    if (token_file && !(token = read_token(token_file))) {
+        free(system_prompt);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     /* A bigger pipe to the client means fewer wake-ups per MB of replay or stream; best effort
      * (fails harmlessly on a non-pipe or above /proc/sys/fs/pipe-max-size). */
@@ -296,6 +423,7 @@ int main(int argc, char **argv)
     char *def = where ? NULL : default_store();
     if (!where && !def) {
         fprintf(stderr, "acp-agent: no --store given and neither XDG_STATE_HOME nor HOME set\n");
+        free(system_prompt);
         return 1;
     }
     acp_store *store = NULL;
@@ -307,18 +435,49 @@ int main(int argc, char **argv)
         free(def);
         if (token) explicit_bzero(token, strlen(token));
         free(token);
+        free(system_prompt);
         return 1;
     }
     free(def);
 
     uv_loop_t loop;
     uv_loop_init(&loop);
+    openai *oa = NULL;
+    if (!strcmp(engine, "openai")) {
+        int orc = openai_new(&loop, &oo, &oa); /* the URL was checked: only memory can fail */
+        if (orc) {
+            fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(orc));
+            if (token) explicit_bzero(token, strlen(token));
+            free(token);
+            free(system_prompt);
+            uv_loop_close(&loop);
+            acp_store_close(store);
+            return 1;
+        }
+    }
+    free(system_prompt); /* openai_new copied it */
     /* MCP servers' orphans (double-forked, setsid'd) come back to us, to die when we end. */
     acp_reaper *reaper = NULL;
     if (acp_reaper_start(&loop, &reaper) && prog.verbose)
         fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
-    echo_engine(&eng, auth_env);
+    prog.echo = !oa;
+    if (oa)
+        openai_engine(oa, &eng);
+    else
+        echo_engine(&eng, auth_env);
+    bool models_in = false; /* main's: openai_start's callback may come after the wait */
+    if (oa) {
+        /* The model list belongs in the first session's result: wait for GET /models, but
+         * not long (an unreachable server is told at the first prompt). */
+        uv_timer_t wait;
+        uv_timer_init(&loop, &wait);
+        wait.data = &models_in;
+        uv_timer_start(&wait, models_waited, 2000, 0);
+        openai_start(oa, models_ready, &models_in);
+        while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
+        uv_close((uv_handle_t *)&wait, NULL);
+    }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {.on_log = log_line,
                            .on_done = on_done,
@@ -353,7 +512,7 @@ int main(int argc, char **argv)
         }
     } else {
         rc = acp_agent_new(&loop, store, &eng, &opts, &a);
-        if (!rc) rc = echo_serve(a);
+        if (!rc) rc = on_agent(a, &prog);
         if (!rc) rc = acp_agent_serve_stdio(a, 0, 1);
         if (rc) fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(rc));
     }
@@ -371,6 +530,7 @@ int main(int argc, char **argv)
     if (a) acp_agent_free(a);
     if (prog.server) acp_server_free(prog.server);
     uv_run(&loop, UV_RUN_DEFAULT); /* the agent's handles close here */
+    if (oa) openai_free(oa, NULL, NULL);
     acp_reaper_close(reaper, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);

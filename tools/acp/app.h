@@ -32,7 +32,7 @@ typedef struct app {
     const char *agent;   /* --agent: a command line, unix:PATH, or a URL */
     char *token;         /* --token or ACP_TOKEN, for a URL agent; scrubbed at exit */
     const char *ca_file; /* --cacert */
-    bool h2c;            /* --h2c */
+    bool http2;          /* --http2 */
     const char *cwd;     /* --cwd, absolute; NULL: the current directory */
     bool json, fs, terminal;
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */

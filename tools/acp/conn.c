@@ -209,7 +209,7 @@ int app_open(app *a)
         .url = remote ? a->agent : NULL,
         .token = a->token,
         .ca_file = a->ca_file,
-        .h2c = a->h2c,
+        .http2 = a->http2,
         .client_name = "acp",
         .client_title = "acp (libacp command-line client)",
         .fs_read = a->fs,

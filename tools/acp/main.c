@@ -39,7 +39,8 @@ static const char usage_main[] =
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
     "  --agent URL               a remote agent: ws://, wss://, http:// or https://HOST/acp\n"
     "  --token TOKEN             bearer token for a remote agent (better: ACP_TOKEN)\n"
-    "  --cacert FILE, --h2c      trust anchors for wss:// and https://; cleartext HTTP/2\n"
+    "  --cacert FILE             trust anchors for wss:// and https://\n"
+    "  --http2                   Streamable HTTP over HTTP/2 (h2 over https, h2c over http)\n"
     "  --cwd DIR                 the session's working directory (default: the current one)\n"
     "  --json                    one JSON object per line: every update raw, then the result\n"
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
@@ -261,7 +262,7 @@ enum {
     O_AGENT = 256,
     O_TOKEN,
     O_CACERT,
-    O_H2C,
+    O_HTTP2,
     O_JSON,
     O_CWD,
     O_YES,
@@ -300,7 +301,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
     static const struct option opts[] = {{"agent", required_argument, NULL, O_AGENT},
                                          {"token", required_argument, NULL, O_TOKEN},
                                          {"cacert", required_argument, NULL, O_CACERT},
-                                         {"h2c", no_argument, NULL, O_H2C},
+                                         {"http2", no_argument, NULL, O_HTTP2},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"cwd", required_argument, NULL, O_CWD},
                                          {"yes", no_argument, NULL, O_YES},
@@ -344,8 +345,8 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_CACERT:
             a->ca_file = optarg;
             break;
-        case O_H2C:
-            a->h2c = true;
+        case O_HTTP2:
+            a->http2 = true;
             break;
         case O_JSON:
             a->json = true;

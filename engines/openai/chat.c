@@ -1,0 +1,197 @@
+/* Requests to the model server: the body, the headers (the API key only here, in memory), the
+ * SSE stream into openai_stream, an error body kept for its message, and 429/503 retried after
+ * Retry-After or a doubling backoff. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engines/openai/internal.h"
+
+static int on_text(void *user, bool reasoning, const char *text, size_t n)
+{
+    oa_call *c = user;
+    c->streamed = true;
+    if (c->kind == OA_CHAT) return oa_turn_text(c->os, reasoning, text, n);
+    /* A summary or a title: collected, not shown; their reasoning is dropped. */
+    return reasoning ? 0 : acp_buf_append(&c->text, text, n);
+}
+
+static void answered(oa_call *c, int result, long status)
+{
+    if (c->kind == OA_TITLE)
+        oa_title_answered(c->os, c, result, status);
+    else
+        oa_turn_answered(c->os, c, result, status);
+}
+
+static int on_data(acp_http *h, const char *p, size_t n, void *user)
+{
+    oa_call *c = user;
+    long status = acp_http_status(h);
+    int rc;
+    if (status < 200 || status > 299) { /* an error's body: kept for its message */
+        size_t room = OA_ERRBODY_MAX - c->text.len;
+        rc = acp_buf_append(&c->text, p, n < room ? n : room);
+    } else {
+        rc = openai_stream_feed(&c->st, p, n);
+    }
+    if (!rc) return 0;
+    /* A malformed stream, no memory, or the turn could not take the text: this exchange is
+     * over, and is answered here (an exchange aborted from on_data gets no on_done). */
+    acp_http_abort(h);
+    c->h = NULL;
+    if (!c->st.error)
+        c->st.error = strdup(rc == ACP_ETOOBIG ? "an event over 16 MiB" : acp_strerror(rc));
+    answered(c, 0, status);
+    return 0; /* aborted: curl stops */
+}
+
+static int start(oa_call *c);
+
+static void on_retry(uv_timer_t *t)
+{
+    oa_call *c = t->data;
+    if (start(c)) {
+        if (!c->st.error) c->st.error = strdup("the request could not be sent again");
+        answered(c, -1, 0);
+    }
+}
+
+/* 429 (rate limited) and what a gateway or a loading server answers for a moment (502, 503,
+ * 504) are retried, before anything streamed, after the server's Retry-After (seconds, or
+ * retry-after-ms as OpenAI sends it), else 1, 2, 4, 8, 16 s. */
+static bool retry(oa_call *c, acp_http *h, long status)
+{
+    bool transient = status == 429 || status == 502 || status == 503 || status == 504;
+    if (!transient || c->retries >= OA_RETRIES || c->streamed) return false;
+    uint64_t ms = 1000ull << c->retries;
+    const char *v = acp_http_header(h, "retry-after-ms"), *s = acp_http_header(h, "Retry-After");
+    char *end;
+    if (v && *v) {
+        unsigned long long x = strtoull(v, &end, 10);
+        if (!*end) ms = x;
+    } else if (s && *s) { /* an HTTP date is not honoured: the backoff stands */
+        unsigned long long x = strtoull(s, &end, 10);
+        if (!*end && *s != '-') ms = x * 1000;
+    }
+    if (ms > OA_RETRY_MAX_S * 1000ull) ms = OA_RETRY_MAX_S * 1000ull;
+    if (!c->timer) {
+        if (!(c->timer = malloc(sizeof *c->timer))) return false;
+        uv_timer_init(c->os->oa->loop, c->timer);
+        c->timer->data = c;
+    }
+    c->retries++;
+    uv_timer_start(c->timer, on_retry, ms, 0);
+    return true;
+}
+
+static void on_done(acp_http *h, int result, long status, void *user)
+{
+    oa_call *c = user;
+    c->h = NULL;
+    if (!result && retry(c, h, status)) return;
+    /* The message for a transport failure is read now: the handle is gone after this. */
+    if (result && !c->st.error) {
+        const char *e = acp_http_error(h);
+        char line[512];
+        snprintf(line, sizeof line, "%s", e ? e : "transfer failed");
+        c->st.error = strdup(line);
+    }
+    answered(c, result, status);
+}
+
+static int start(oa_call *c)
+{
+    openai *oa = c->os->oa;
+    openai_stream_free(&c->st);
+    openai_stream_init(&c->st, on_text, c);
+    c->text.len = 0;
+    c->streamed = false;
+    if (!oa->http && !(oa->http = acp_http_client_new(oa->loop))) return ACP_EIO;
+    char url[2048], *auth = NULL;
+    snprintf(url, sizeof url, "%s/chat/completions", oa->o.base_url);
+    if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0)
+        return ACP_ENOMEM;
+    const char *headers[] = {"Content-Type: application/json", "Accept: text/event-stream", auth,
+                             NULL};
+    static const acp_http_cbs cbs = {.on_data = on_data, .on_done = on_done};
+    c->h = acp_http_start(oa->http, "POST", url, headers, c->body.data, c->body.len, &cbs, c);
+    if (auth) {
+        explicit_bzero(auth, strlen(auth));
+        free(auth);
+    }
+    return c->h ? 0 : ACP_ENOMEM;
+}
+
+int oa_request(oa_sess *os, oa_call *c, enum oa_req kind, acp_buf *body)
+{
+    oa_call_stop(c);
+    c->os = os;
+    c->kind = kind;
+    c->retries = 0;
+    acp_buf_free(&c->body);
+    c->body = *body;
+    *body = (acp_buf){0};
+    return start(c);
+}
+
+void oa_call_stop(oa_call *c)
+{
+    if (c->h) acp_http_abort(c->h);
+    c->h = NULL;
+    if (c->timer) uv_timer_stop(c->timer);
+}
+
+static void close_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+void oa_call_free(oa_call *c)
+{
+    oa_call_stop(c);
+    if (c->timer) uv_close((uv_handle_t *)c->timer, close_free);
+    c->timer = NULL;
+    openai_stream_free(&c->st);
+    acp_buf_free(&c->text);
+    acp_buf_free(&c->body);
+}
+
+int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history)
+{
+    openai *oa = os->oa;
+    const char *model = acp_session_config(os->s, "model");
+    acp_jw w;
+    acp_jw_init(&w, b);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "model", model ? model : oa->o.model);
+    acp_jw_kbool(&w, "stream", true);
+    acp_jw_key(&w, "stream_options");
+    acp_jw_obj(&w);
+    acp_jw_kbool(&w, "include_usage", true);
+    acp_jw_obj_end(&w);
+    if (oa->o.max_tokens) acp_jw_kint(&w, "max_tokens", oa->o.max_tokens);
+    if (acp_jw_status(&w)) return acp_jw_status(&w);
+    if (acp_buf_append(b, ",\"messages\":[", strlen(",\"messages\":["))) return ACP_ENOMEM;
+    int sys = openai_history_render_system(&os->h, system, b);
+    if (sys < 0) return sys;
+    if (!history) return sys;
+    size_t at = b->len;
+    if (sys && acp_buf_putc(b, ',')) return ACP_ENOMEM;
+    size_t before = b->len;
+    if (openai_history_render(&os->h, b)) return ACP_ENOMEM;
+    if (b->len == before) b->len = at; /* no messages: no comma */
+    return 0;
+}
+
+int oa_body_end(oa_sess *os, acp_buf *b, bool tools, const char *tool_choice)
+{
+    int rc = acp_buf_putc(b, ']');
+    if (tools && os->tools.n) {
+        rc |= acp_buf_append(b, ",\"tools\":", strlen(",\"tools\":"));
+        rc |= acp_buf_append(b, os->tools.json.data, os->tools.json.len);
+        if (tool_choice) rc |= acp_buf_printf(b, ",\"tool_choice\":\"%s\"", tool_choice);
+    }
+    rc |= acp_buf_putc(b, '}');
+    return rc ? ACP_ENOMEM : 0;
+}
