@@ -650,6 +650,8 @@ bench_remote_pg() {
     row "sessions created/s over WebSocket, PostgreSQL store: two hosts (one host: $(fmt "$n1"))" "$(fmt "$n2")" "" "$(ratio "$n2" "$n1") of one host" "—"
     row "appends/s (/stream on 8 connections), PostgreSQL store: two hosts (one host: $(fmt "$s1"))" "$(fmt "$s2")" "" "$(ratio "$s2" "$s1") of one host" "—"
     row "one host, 3,000 sessions' leases released after their 8 connections closed, s (median)" "$w" "" "" "—"
+}
+
 # --- issue 12: the openai engine --------------------------------------------------------------
 # bench/openai_bench.mjs drives both agents with the same client against the same scripted
 # OpenAI-compatible server (tests/engine-openai/fake-openai.mjs's chunk shapes): 100,000 tokens
