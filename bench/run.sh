@@ -620,22 +620,24 @@ bench_remote_pg() {
     a=$SRV_PID ha="ws://127.0.0.1:$SRV_PORT/acp"
     serve_c "$TMP/remote-b.port" --store "$uri"
     b=$SRV_PID hb="ws://127.0.0.1:$SRV_PORT/acp"
-    run "$R" new -n 500 -c 8 -p 8 "$ha" "$hb" >/dev/null # warm both hosts and the cluster
+    run timeout 300 "$R" new -n 500 -c 8 -p 8 "$ha" "$hb" >/dev/null # warm both hosts and the cluster
     settle "$uri" >/dev/null
     : >"$TMP/n1"
     : >"$TMP/n2"
     : >"$TMP/s1"
     : >"$TMP/s2"
     : >"$TMP/w1"
+    # Each client run is bounded (300 s): a host whose loop is taken by lease renewals (see
+    # bench/RESULTS.md, issue 11) can make one last many minutes; it then fails this benchmark.
     # One host and two alternated, so that load on the machine hits both; after each run the
     # hosts' lease releases are waited for (settled_s), so that no run pays for the last one.
     for i in 1 2 3; do
-        c=$(run "$R" new -n 3000 -c 8 -p 8 "$ha"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" sessions_per_s >>"$TMP/n1"; echo "$w" >>"$TMP/w1"
-        c=$(run "$R" new -n 3000 -c 8 -p 8 "$ha" "$hb"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" sessions_per_s >>"$TMP/n2"
+        c=$(run timeout 300 "$R" new -n 3000 -c 8 -p 8 "$ha"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" sessions_per_s >>"$TMP/n1"; echo "$w" >>"$TMP/w1"
+        c=$(run timeout 300 "$R" new -n 3000 -c 8 -p 8 "$ha" "$hb"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" sessions_per_s >>"$TMP/n2"
     done
     for i in 1 2 3; do
-        c=$(run "$R" stream -c 8 -n 25000 -b 200 "$ha"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" updates_per_s >>"$TMP/s1"
-        c=$(run "$R" stream -c 8 -n 25000 -b 200 "$ha" "$hb"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" updates_per_s >>"$TMP/s2"
+        c=$(run timeout 300 "$R" stream -c 8 -n 25000 -b 200 "$ha"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" updates_per_s >>"$TMP/s1"
+        c=$(run timeout 300 "$R" stream -c 8 -n 25000 -b 200 "$ha" "$hb"); w=$(settle "$uri"); out "    $c settled_s=$w"; kv "$c" updates_per_s >>"$TMP/s2"
     done
     stop_srv "$a"
     stop_srv "$b"
