@@ -81,7 +81,7 @@ install: release
 	$(CMAKE) --install build
 
 format:
-	find include rpc rt store mcp agent client tools tests fuzz bench -name '*.[ch]' | xargs clang-format -i
+	find include rpc rt store net mcp agent client engines tools tests fuzz bench -name '*.[ch]' | xargs clang-format -i
 
 clean:
 	rm -rf build

@@ -200,7 +200,8 @@ static void owner_close(acp_link *l, const char *reason, void *user)
 
 static void give(acp_link *l, bool ws)
 {
-    static const acp_link_cbs cbs = {owner_msg, owner_drain, owner_close};
+    static const acp_link_cbs cbs = {
+        .on_message = owner_msg, .on_drain = owner_drain, .on_close = owner_close};
     link_state *ls = calloc(1, sizeof *ls);
     if (!ls) abort();
     ls->magic = LINK_MAGIC;

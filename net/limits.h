@@ -6,16 +6,16 @@
 #include <stddef.h>
 
 typedef struct acp_net_limits {
-    size_t max_message;          /* one JSON-RPC message (POST body, WebSocket message): 64 MiB,
-                                  * as on stdio; larger gets 413 / close code 1009 */
-    size_t high_water;           /* per-connection output queued before the agent stops
-                                  * producing: 4 MiB */
-    unsigned max_connections;    /* sockets open at once; more are refused (503): 1024 */
-    unsigned idle_timeout_ms;    /* a socket, or a Streamable HTTP connection with no stream
-                                  * and no request, idle this long is closed: 300000 */
-    unsigned ping_interval_ms;   /* WebSocket ping; a peer that misses two pongs is closed: 30000 */
-    unsigned close_timeout_ms;   /* how long a close waits for a peer that stopped reading: 5000 */
-    unsigned header_timeout_ms;  /* a request head must arrive within this: 10000 */
+    size_t max_message;         /* one JSON-RPC message (POST body, WebSocket message): 64 MiB,
+                                 * as on stdio; larger gets 413 / close code 1009 */
+    size_t high_water;          /* per-connection output queued before the agent stops
+                                 * producing: 4 MiB */
+    unsigned max_connections;   /* sockets open at once; more are refused (503): 1024 */
+    unsigned idle_timeout_ms;   /* a socket, or a Streamable HTTP connection with no stream
+                                 * and no request, idle this long is closed: 300000 */
+    unsigned ping_interval_ms;  /* WebSocket ping; a peer that misses two pongs is closed: 30000 */
+    unsigned close_timeout_ms;  /* how long a close waits for a peer that stopped reading: 5000 */
+    unsigned header_timeout_ms; /* a request head must arrive within this: 10000 */
 } acp_net_limits;
 
 /* The limits with every zero replaced by its default. */

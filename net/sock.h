@@ -53,11 +53,11 @@ void acp_sock_close(acp_sock *s);
 void acp_sock_abort(acp_sock *s);
 
 typedef struct acp_sock_connect_opts {
-    const char *host;      /* name or address; NULL when unix_path is set */
+    const char *host; /* name or address; NULL when unix_path is set */
     unsigned short port;
-    const char *unix_path; /* a Unix-domain socket instead of TCP */
-    bool tls;              /* TLS with certificate and host name verification */
-    const char *ca_file;   /* trust anchors for tls; NULL: the system's */
+    const char *unix_path;   /* a Unix-domain socket instead of TCP */
+    bool tls;                /* TLS with certificate and host name verification */
+    const char *ca_file;     /* trust anchors for tls; NULL: the system's */
     const char *const *alpn; /* NULL-terminated protocol list offered with tls, or NULL */
 } acp_sock_connect_opts;
 
