@@ -38,6 +38,7 @@ static void send_out(link_out *o)
         }
         at += len + 1;
     }
+    if (o->l) acp_link_flush(o->l);
     free(buf);
 }
 

@@ -98,6 +98,7 @@ static void owner_msg(acp_link *l, const char *msg, size_t len, void *user)
                      "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"result\":{\"sessionId\":\"s1\"}}",
                      (int)env.id.n, env.id.p);
     acp_link_send(l, out, (size_t)k);
+    acp_link_flush(l); /* the end of the owner's turn, as agent/serve.c */
 }
 
 static void owner_close(acp_link *l, const char *reason, void *user)

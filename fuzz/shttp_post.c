@@ -144,6 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (int i = S.nlinks - 1; i >= 0; i--)
                     if (S.links[i]) {
                         acp_link_send(S.links[i], body, strlen(body));
+                        acp_link_flush(S.links[i]);
                         break;
                     }
                 break;

@@ -18,6 +18,11 @@ int acp_link_send(acp_link *l, const char *msg, size_t len)
     return l->ops->send(l, msg, len);
 }
 
+void acp_link_flush(acp_link *l)
+{
+    if (l->ops->flush) l->ops->flush(l);
+}
+
 size_t acp_link_queued(const acp_link *l)
 {
     return l->ops->queued(l);

@@ -39,6 +39,12 @@ void acp_link_bind(acp_link *l, const acp_link_cbs *cbs, void *user);
  * back-pressure is the caller's job, by acp_link_queued() and on_drain. */
 int acp_link_send(acp_link *l, const char *msg, size_t len);
 
+/* The owner has sent what this loop turn produced: a profile that gathers a turn's messages
+ * into one write (Streamable HTTP: one write per SSE stream, not one per event) writes them now.
+ * Owners call it after each run of acp_link_send(); messages sent without it still go out, at the
+ * next acp_link_flush() or when the link ends. */
+void acp_link_flush(acp_link *l);
+
 /* Bytes accepted by acp_link_send() and not yet handed to the kernel. */
 size_t acp_link_queued(const acp_link *l);
 
@@ -55,6 +61,7 @@ typedef struct acp_link_ops {
     int (*send)(acp_link *l, const char *msg, size_t len);
     size_t (*queued)(const acp_link *l);
     void (*close)(acp_link *l);
+    void (*flush)(acp_link *l); /* NULL: the profile writes at once (or batches by itself) */
 } acp_link_ops;
 
 /* Embedded first in each profile's link struct. */

@@ -28,6 +28,7 @@ typedef struct stream {
     frame *head, *tail;
     size_t buffered;  /* bytes of frames waiting */
     acp_http_req *rx; /* the GET that receives it, or NULL */
+    acp_buf batch;    /* frames for rx sent this loop turn, written whole by link_flush */
 } stream;
 
 /* Where the answer to a request goes: the request's id (its JSON text, so 1 and "1" differ, as
@@ -182,14 +183,27 @@ static void stream_drop_frames(stream *s)
     }
     s->tail = NULL;
     s->buffered = 0;
+    acp_buf_free(&s->batch);
+}
+
+/* One write for the loop turn's frames, not one per event: over HTTP/1.1 every write is a
+ * system call (200,000 of them for /stream 200000 before). */
+static void stream_flush(stream *s)
+{
+    if (!s->batch.len) return;
+    if (s->rx)
+        acp_http_res_write(s->rx, s->batch.data,
+                           s->batch.len); /* ACP_EIO: on_abort is on its way */
+    s->batch.len = 0;
+    acp_buf_shrink(&s->batch, 65536);
 }
 
 static size_t conn_queued(const shttp_conn *c)
 {
     if (c->state == C_CLOSING) return 0;
-    size_t q = c->cs.buffered + (c->cs.rx ? acp_http_res_queued(c->cs.rx) : 0);
+    size_t q = c->cs.buffered + c->cs.batch.len + (c->cs.rx ? acp_http_res_queued(c->cs.rx) : 0);
     for (const stream *s = c->sessions; s; s = s->next)
-        q += s->buffered + (s->rx ? acp_http_res_queued(s->rx) : 0);
+        q += s->buffered + s->batch.len + (s->rx ? acp_http_res_queued(s->rx) : 0);
     return q;
 }
 
@@ -253,7 +267,10 @@ static void check_drain(shttp_conn *c);
 static void stream_push(stream *s, frame *f)
 {
     if (s->rx) {
-        acp_http_res_write(s->rx, f->data, f->len); /* ACP_EIO: on_abort is on its way */
+        if (acp_buf_append(&s->batch, f->data, f->len)) {
+            stream_flush(s);
+            acp_http_res_write(s->rx, f->data, f->len);
+        }
         free(f);
         return;
     }
@@ -301,6 +318,7 @@ static void receiver_detach(stream *s)
 {
     if (!s->rx) return;
     acp_shttp *h = s->c->h;
+    s->batch.len = 0; /* its receiver is gone, as a write to it would have been */
     s->rx = NULL;
     if (--h->receivers == 0) uv_timer_stop(&h->keepalive);
 }
@@ -351,6 +369,7 @@ static void conn_close(shttp_conn *c, const char *reason)
      * the ends go out in this order; over HTTP/1.1 each stream has its own TCP connection. */
     while (c->sessions) {
         stream *s = c->sessions;
+        stream_flush(s);
         if (s->rx) {
             acp_http_req *r = s->rx;
             receiver_detach(s);
@@ -359,6 +378,7 @@ static void conn_close(shttp_conn *c, const char *reason)
         }
         session_free(c, s);
     }
+    stream_flush(&c->cs);
     if (c->cs.rx) {
         acp_http_req *r = c->cs.rx;
         receiver_detach(&c->cs);
@@ -964,7 +984,15 @@ static void link_close(acp_link *l)
     conn_close((shttp_conn *)l, "closed");
 }
 
-static const acp_link_ops link_ops = {link_send, link_queued, link_close};
+static void link_flush(acp_link *l)
+{
+    shttp_conn *c = (shttp_conn *)l;
+    stream_flush(&c->cs);
+    for (stream *s = c->sessions; s; s = s->next) stream_flush(s);
+}
+
+static const acp_link_ops link_ops = {
+    .send = link_send, .queued = link_queued, .close = link_close, .flush = link_flush};
 
 /* --- The profile -------------------------------------------------------------------------- */
 

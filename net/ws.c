@@ -469,7 +469,8 @@ static void link_close(acp_link *l)
     close_with(w, WSLAY_CODE_NORMAL_CLOSURE, "closed");
 }
 
-static const acp_link_ops link_ops = {link_send, link_queued, link_close};
+static const acp_link_ops link_ops = {
+    .send = link_send, .queued = link_queued, .close = link_close};
 
 acp_ws *ws_new(uv_loop_t *loop, bool server, const acp_net_limits *lim)
 {

@@ -28,6 +28,7 @@ static int f_write(acp_http_req *r, const void *p, size_t n)
     if (!f->status || f->ended) abort();
     acp_buf_append(&f->body, p, n);
     acp_buf_cstr(&f->body); /* tests read it as a string */
+    f->writes++;
     f->queued += n;
     return 0;
 }

@@ -19,6 +19,7 @@ typedef struct fake_req {
     size_t body_len; /* as announced */
     acp_buf body;    /* everything written */
     size_t queued;   /* written and not yet "read" by the client */
+    int writes;      /* acp_http_res_write calls */
     bool ended, aborted;
 } fake_req;
 

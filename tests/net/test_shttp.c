@@ -36,6 +36,14 @@ typedef struct owner {
     bool wrong;  /* answer initialize with something else first */
 } owner;
 
+/* As agent/serve.c does after each loop turn's messages. */
+static int send_flush(acp_link *l, const char *msg, size_t len)
+{
+    int rc = acp_link_send(l, msg, len);
+    acp_link_flush(l);
+    return rc;
+}
+
 static void on_message(acp_link *l, const char *msg, size_t len, void *user)
 {
     peer *p = user;
@@ -48,14 +56,14 @@ static void on_message(acp_link *l, const char *msg, size_t len, void *user)
     if (env.method.p && acp_json_str_eq(env.method, "initialize") && !p->o->silent) {
         if (p->o->wrong) {
             const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}";
-            assert_int_not_equal(acp_link_send(l, n, strlen(n)), 0);
+            assert_int_not_equal(send_flush(l, n, strlen(n)), 0);
             return;
         }
         char out[256];
         int k = snprintf(out, sizeof out,
                          "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"result\":{\"protocolVersion\":1}}",
                          (int)env.id.n, env.id.p);
-        assert_int_equal(acp_link_send(l, out, (size_t)k), 0);
+        assert_int_equal(send_flush(l, out, (size_t)k), 0);
     }
 }
 
@@ -274,7 +282,7 @@ static void test_streams(void **state)
     assert_int_equal(r->body.len, 0);
     assert_non_null(strstr(p->got.data, nw));
     const char *ans = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}";
-    assert_int_equal(acp_link_send(p->link, ans, strlen(ans)), 0);
+    assert_int_equal(send_flush(p->link, ans, strlen(ans)), 0);
     assert_int_equal(acp_link_queued(p->link), strlen(ans) + 8);
 
     fake_req *cs = REQ(f, "GET", NULL, "accept", "text/event-stream, */*", "acp-connection-id", id);
@@ -307,6 +315,11 @@ static void test_streams(void **state)
     assert_int_equal(acp_link_send(p->link, up, strlen(up)), 0);
     assert_int_equal(acp_link_send(p->link, pretty, strlen(pretty)), 0);
     assert_int_equal(acp_link_send(p->link, done, strlen(done)), 0);
+    /* A loop turn's events reach each stream's receiver in one write, at the owner's flush. */
+    assert_int_equal(ss->body.len, 0);
+    int ss_writes = ss->writes;
+    acp_link_flush(p->link);
+    assert_int_equal(ss->writes, ss_writes + 1);
     acp_buf_cstr(&ss->body);
     acp_buf_cstr(&cs->body);
     char want[512];
@@ -323,25 +336,25 @@ static void test_streams(void **state)
     r = REQ(f, "POST", ld, JSON, "acp-connection-id", id, "acp-session-id", "s1");
     assert_int_equal(r->status, 202);
     const char *la = "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
-    acp_link_send(p->link, up, strlen(up));
-    acp_link_send(p->link, la, strlen(la));
+    send_flush(p->link, up, strlen(up));
+    send_flush(p->link, la, strlen(la));
     snprintf(want, sizeof want, "data: %s\n\ndata: %s\n\n", up, la);
     assert_non_null(strstr(body(ss), want));
     assert_null(strstr(body(cs), la));
     /* The agent asks the client something in the session: the answer must name the session. */
     const char *ask = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/request_permission\","
                       "\"params\":{\"sessionId\":\"s1\"}}";
-    acp_link_send(p->link, ask, strlen(ask));
+    send_flush(p->link, ask, strlen(ask));
     acp_buf_cstr(&ss->body);
     assert_non_null(strstr(ss->body.data, ask));
     const char *reply = "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}";
     r = REQ(f, "POST", reply, JSON, "acp-connection-id", id);
     assert_int_equal(r->status, 400);
     assert_string_equal(body(r), "Missing Acp-Session-Id");
-    acp_link_send(p->link, ask, strlen(ask));
+    send_flush(p->link, ask, strlen(ask));
     r = REQ(f, "POST", reply, JSON, "acp-connection-id", id, "acp-session-id", "s2");
     assert_string_equal(body(r), "Mismatched Acp-Session-Id");
-    acp_link_send(p->link, ask, strlen(ask));
+    send_flush(p->link, ask, strlen(ask));
     int before = p->nmsg;
     r = REQ(f, "POST", reply, JSON, "acp-connection-id", id, "acp-session-id", "s1");
     assert_int_equal(r->status, 202);
@@ -351,13 +364,13 @@ static void test_streams(void **state)
     fake_abort(ss);
     /* With nobody reading the session stream, a load's answer takes the connection stream. */
     r = REQ(f, "POST", ld, JSON, "acp-connection-id", id, "acp-session-id", "s1");
-    acp_link_send(p->link, la, strlen(la));
+    send_flush(p->link, la, strlen(la));
     assert_non_null(strstr(body(cs), la));
     fake_read(cs);
     const char *up2 =
         "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s1\"}}";
-    acp_link_send(p->link, up, strlen(up));
-    acp_link_send(p->link, up2, strlen(up2));
+    send_flush(p->link, up, strlen(up));
+    send_flush(p->link, up2, strlen(up2));
     assert_int_equal(acp_link_queued(p->link), strlen(up) + strlen(up2) + 16);
     fake_req *ss2 = REQ(f, "GET", NULL, SSE, "acp-connection-id", id, "acp-session-id", "s1");
     snprintf(want, sizeof want, "data: %s\n\ndata: %s\n\n", up, up2);
@@ -368,7 +381,7 @@ static void test_streams(void **state)
     assert_int_equal(r->status, 202);
     assert_true(cs->ended);
     assert_true(ss2->ended);
-    assert_int_equal(acp_link_send(p->link, up, strlen(up)), ACP_EIO);
+    assert_int_equal(send_flush(p->link, up, strlen(up)), ACP_EIO);
     assert_null(p->closed); /* from the loop, not inside the request */
     uv_run(&f->loop, UV_RUN_NOWAIT);
     assert_string_equal(p->closed, "deleted");
@@ -393,7 +406,7 @@ static void test_isolation(void **state)
     assert_int_equal(sb->status, 200);
     const char *up =
         "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s1\"}}";
-    acp_link_send(pa->link, up, strlen(up));
+    send_flush(pa->link, up, strlen(up));
     assert_non_null(strstr(body(sa), "session/update"));
     assert_int_equal(sb->body.len, 0);
     assert_int_equal(cb->body.len, 0);
@@ -420,8 +433,8 @@ static void test_backpressure(void **state)
     char big[700];
     snprintf(big, sizeof big,
              "{\"jsonrpc\":\"2.0\",\"method\":\"_x\",\"params\":{\"p\":\"%0600d\"}}", 0);
-    acp_link_send(p->link, big, strlen(big));
-    acp_link_send(p->link, big, strlen(big)); /* accepted past the mark: never dropped */
+    send_flush(p->link, big, strlen(big));
+    send_flush(p->link, big, strlen(big)); /* accepted past the mark: never dropped */
     assert_true(acp_link_queued(p->link) >= 1000);
 
     const char *rq = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_r\"}";
@@ -474,7 +487,7 @@ static void test_idle_and_limits(void **state)
                          "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
                          "\"params\":{\"sessionId\":\"s%d\"}}",
                          i);
-        rc = acp_link_send(p->link, m, (size_t)k);
+        rc = send_flush(p->link, m, (size_t)k);
     }
     assert_int_equal(rc, ACP_EIO);
     assert_int_equal(i, SHTTP_MAX_BUFFERED_SESSIONS + 1);
@@ -521,7 +534,7 @@ static void test_free_open(void **state)
     peer *p = &f->o.peers[0];
     fake_req *cs = REQ(f, "GET", NULL, SSE, "acp-connection-id", id);
     const char *m = "{\"jsonrpc\":\"2.0\",\"method\":\"_x\"}";
-    acp_link_send(p->link, m, strlen(m));
+    send_flush(p->link, m, strlen(m));
     fake_req *held = REQ(f, "POST", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"_r\"}", JSON,
                          "acp-connection-id", id);
     assert_int_equal(held->status, 0);
