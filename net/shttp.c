@@ -682,6 +682,28 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
     acp_link_deliver(&c->link, body, n);
 }
 
+/* The connection a request names, or NULL once it was answered as the SDK answers: 400
+ * without Acp-Connection-Id, 404 for one that is unknown. */
+static shttp_conn *conn_named(acp_shttp *h, acp_http_req *r, const char *cid)
+{
+    shttp_conn *c = cid ? conn_find(h, cid) : NULL;
+    if (!c)
+        text(r, cid ? 404 : 400, cid ? "Unknown Acp-Connection-Id" : "Missing Acp-Connection-Id");
+    return c;
+}
+
+/* The request's Acp-Session-Id (NULL when absent) in *sid; false once a too long one was
+ * answered 400. */
+static bool session_header_ok(acp_http_req *r, const char **sid)
+{
+    *sid = session_header(r);
+    if (*sid && strlen(*sid) > SHTTP_MAX_ID_LENGTH) {
+        text(r, 400, "Session ID exceeds maxIdLength (1024)");
+        return false;
+    }
+    return true;
+}
+
 static void on_post(acp_shttp *h, acp_http_req *r)
 {
     if (!is_json_type(acp_http_req_header(r, "content-type"))) {
@@ -718,20 +740,10 @@ static void on_post(acp_shttp *h, acp_http_req *r)
             initialize(h, r, &env);
         return;
     }
-    if (!cid) {
-        text(r, 400, "Missing Acp-Connection-Id");
-        return;
-    }
-    shttp_conn *c = conn_find(h, cid);
-    if (!c) {
-        text(r, 404, "Unknown Acp-Connection-Id");
-        return;
-    }
-    const char *hdr = session_header(r);
-    if (hdr && strlen(hdr) > SHTTP_MAX_ID_LENGTH) {
-        text(r, 400, "Session ID exceeds maxIdLength (1024)");
-        return;
-    }
+    shttp_conn *c = conn_named(h, r, cid);
+    if (!c) return;
+    const char *hdr;
+    if (!session_header_ok(r, &hdr)) return;
     if (!env.method.p) {
         /* A response to one of our requests: it must name the session the request came on. */
         route *rt = env.id.p ? route_take(&c->client_routes, env.id) : NULL;
@@ -799,20 +811,10 @@ static void on_get(acp_shttp *h, acp_http_req *r)
         return;
     }
     const char *cid = acp_http_req_header(r, "acp-connection-id");
-    if (!cid) {
-        text(r, 400, "Missing Acp-Connection-Id");
-        return;
-    }
-    shttp_conn *c = conn_find(h, cid);
-    if (!c) {
-        text(r, 404, "Unknown Acp-Connection-Id");
-        return;
-    }
-    const char *sid = session_header(r);
-    if (sid && strlen(sid) > SHTTP_MAX_ID_LENGTH) {
-        text(r, 400, "Session ID exceeds maxIdLength (1024)");
-        return;
-    }
+    shttp_conn *c = conn_named(h, r, cid);
+    if (!c) return;
+    const char *sid;
+    if (!session_header_ok(r, &sid)) return;
     /* A session stream may open before the connection knows the session: the SDK's client
      * opens it before it POSTs session/load. It only ever carries this connection's output. */
     stream *s = sid ? session_find(c, sid) : &c->cs;
@@ -853,15 +855,8 @@ static void on_get(acp_shttp *h, acp_http_req *r)
 static void on_delete(acp_shttp *h, acp_http_req *r)
 {
     const char *cid = acp_http_req_header(r, "acp-connection-id");
-    if (!cid) {
-        text(r, 400, "Missing Acp-Connection-Id");
-        return;
-    }
-    shttp_conn *c = conn_find(h, cid);
-    if (!c) {
-        text(r, 404, "Unknown Acp-Connection-Id");
-        return;
-    }
+    shttp_conn *c = conn_named(h, r, cid);
+    if (!c) return;
     conn_close(c, "deleted");
     text(r, 202, NULL);
 }
