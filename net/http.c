@@ -2,6 +2,7 @@
  * dispatched to whichever wire carries the exchange. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "acp/error.h"
 #include "net/http.h"
@@ -128,4 +129,17 @@ const char *acp_http_reason(int status)
     default:
         return "";
     }
+}
+
+bool acp_http_req_wants_websocket(const acp_http_req *r)
+{
+    const char *u = acp_http_req_header(r, "upgrade");
+    while (u && *u) {
+        while (*u == ' ' || *u == ',') u++;
+        size_t n = strcspn(u, ", /");
+        if (n == 9 && !strncasecmp(u, "websocket", 9)) return true;
+        u += n;
+        u += strcspn(u, ",");
+    }
+    return false;
 }

@@ -28,6 +28,8 @@ const char *acp_http_req_path(const acp_http_req *r);   /* the path with its que
  * (cookies with "; "), as RFC 9110 and RFC 9113 say a recipient may. */
 const char *acp_http_req_header(const acp_http_req *r, const char *name);
 const char *acp_http_req_body(const acp_http_req *r, size_t *len);
+/* Is `websocket` among the protocols of the Upgrade field (RFC 9110 7.8)? */
+bool acp_http_req_wants_websocket(const acp_http_req *r);
 /* True for HTTP/2, false for HTTP/1.1. */
 bool acp_http_req_is_h2(const acp_http_req *r);
 

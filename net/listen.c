@@ -155,24 +155,10 @@ static bool on_head_refusing(acp_http_req *r, void *user)
     return false;
 }
 
-/* Is `websocket` among the Upgrade field's protocols? */
-static bool wants_websocket(const acp_http_req *r)
-{
-    const char *u = acp_http_req_header(r, "upgrade");
-    while (u && *u) {
-        while (*u == ' ' || *u == ',') u++;
-        size_t n = strcspn(u, ", /");
-        if (n == 9 && !strncasecmp(u, "websocket", 9)) return true;
-        u += n;
-        u += strcspn(u, ",");
-    }
-    return false;
-}
-
 static bool on_request(acp_http_req *r, acp_sock *s, const char *leftover, size_t n, void *user)
 {
     acp_listener *L = user;
-    if (s && wants_websocket(r))
+    if (s && acp_http_req_wants_websocket(r))
         return acp_ws_accept(s, r, leftover, n, &L->lim, L->on_link, L->user) == 0;
     acp_shttp_handle(L->shttp, r);
     return false;
