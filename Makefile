@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The front door: a thin wrapper over CMake/CTest, in the style Neovim uses.
 #   make          release build in build/ (libacp, acp-agent, acp)
 #   make test     deps + npm ci + ASan/UBSan build in build/asan + every test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_agent: the connection, the once-per-loop-turn commit, back-pressure and shutdown. */
 #include <errno.h>
 #include <fcntl.h>

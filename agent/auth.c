@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Authentication: the authMethods the engine advertises, authenticate and logout, and the
  * connection's authenticated state that session methods are gated on. */
 #include <stdarg.h>

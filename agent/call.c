@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Agent -> client requests: what every typed call is built on (sending behind the session's
  * held updates, checking answers, owners that take their calls with them), the raw calls and
  * the fs methods. */

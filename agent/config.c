@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Modes and config options: what the engine describes, the current values of each session, the
  * two methods that change them, and their persistence in the store as the session's state:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* elicitation/create (form and URL modes, in a turn, a session or an authenticate request) and
  * elicitation/complete. An accepted form's content is checked against the form the engine
  * sent, so the engine gets only values of the types and choices it asked for. */

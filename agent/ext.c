@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Extension methods ('_' names, extensibility.mdx) in both directions. */
 #include <stdlib.h>
 

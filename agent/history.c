@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a session appends to its stored history. Every history update goes to the store batch
  * in the order it was sent, except that consecutive text chunks of one message (same kind,
  * same messageId) become one stored update: /stream sends one notification per chunk but

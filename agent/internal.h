@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to agent/: the objects behind acp_agent, acp_session and acp_turn. */
 #ifndef ACP_AGENT_INTERNAL_H
 #define ACP_AGENT_INTERNAL_H

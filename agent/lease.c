@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Session leases (acp/store.h, "Leases"): an agent holds the lease of every session it has
  * open, renews them all on one timer, and gives each up when the session is freed, so that
  * another agent (host, process or connection) can open it at once. A renewal that finds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ACP methods an agent serves: initialize and the session lifecycle. */
 #include <stdio.h>
 #include <stdlib.h>

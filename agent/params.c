@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The params of every request the agent serves, as schema.json (ACP v1, SDK 2.4.0) types them:
  * one table per $defs entry they reach, written in the schema's order. validate.h says how a
  * table reads; tests/agent/validate_test.c holds every table against schema.json, member by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session/load replay: stored update texts streamed into envelopes, a bounded step per loop
  * turn while the output has room, so a long history is I/O and never sits whole in memory. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_agent_serve_link: the agent's output seam (agent_out) over a network link. The
  * connection still speaks NDJSON inside; a link carries whole messages, so lines are split
  * on the way out and terminated on the way in. */

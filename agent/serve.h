@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An agent served over a network link (internal: net/link.h is not a public header). */
 #ifndef ACP_AGENT_SERVE_H
 #define ACP_AGENT_SERVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_server: a listener whose every new link gets its own acp_agent (include/acp/server.h). */
 #include <stdarg.h>
 #include <stdio.h>

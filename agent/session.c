@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_session: one active session: its roots, MCP servers, and held output. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Terminals: terminal/create, output, wait_for_exit, kill, release. The spec says the agent
  * MUST release what the client created: the engine does, or the runtime when the terminal's
  * owner goes away, or, for a terminal released before the client answered terminal/create

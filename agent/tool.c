@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tool calls of a turn: tool_call, then tool_call_update patches, written with the streaming
  * writer and stored in history like every update; and the permission requests about them. */
 #include <stdlib.h>

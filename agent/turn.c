@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_turn: one session/prompt, from the stored user message to its single response. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checking a request's params against its table (validate.h): one walk over the jansson tree
  * the connection already parsed, a hash lookup per member the table names, nothing allocated
  * unless something is wrong. The path of a member is a chain on the stack, rendered only when

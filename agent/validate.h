@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to agent/: the params of every request the agent serves, checked at the edge against
  * the schema's types (validate.c) as declared in per-method tables (params.c).
  *

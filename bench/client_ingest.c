@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_ingest: updates per second the libacp client library consumes (issues 5 and 10).
  *
  *   client_ingest [-s SESSIONS] N BYTES AGENT_CMD...

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // The official SDK's client side of bench/client_ingest.c: @agentclientprotocol/sdk 2.4.0's
 // `client()` app (what its ClientSideConnection became: 2.x removed that class) over
 // ndJsonStream on a spawned agent, with a counting session/update handler. SESSIONS (default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp-bench-driver: one raw-NDJSON ACP client that drives any agent, so that the agent
  * benchmarks compare agents and nothing else (the same client, the same reads, the same
  * clock for build/acp-agent and the TypeScript-SDK peer).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory after huge messages (issue 13, item 6): VmRSS of a long-running process, idle and after
 // one huge message, in MB (/proc/PID/status).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Idle connections on one acp-agent --listen (issue 11, "Connections"): N WebSocket connections
 // opened and initialized (no session), then the agent's RSS per connection over a 50-connection
 // warm-up, and the latency of an _acp-agent/echo round trip on one of them (p50, p99 of 2000).

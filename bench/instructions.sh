@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Instructions per unit of work on the paths `make bench` times, for two or more release builds
 # side by side: what a change costs, measured in a way the machine's load does not move
 # (valgrind --tool=callgrind: instructions the process itself executed, not the kernel's).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A scanner for well-formed JSON text, shared by the benchmark clients (driver.c, remote.c):
  * it finds top-level members without building a tree, so a client's cost per message is a few
  * comparisons. It assumes the input is well formed (the agents under test write it) and key

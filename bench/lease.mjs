@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What session leases cost (issue 11, part 3): two acp-agent builds side by side on one store
 // kind, printed as ratios (NEW / BASE), medians of RUNS runs (default 5). session/new one at a
 // time (new now takes a lease: one more statement), /stream 200000 200 (every commit carries a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine benchmark (issue 12), run by bench/run.sh for acp-agent --engine openai and for
 // the SDK peer (bench/ts-agent/agent.mjs --engine openai, the `openai` npm client), the same client
 // and the same scripted server for both, so only the agent differs.

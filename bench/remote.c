@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp-bench-remote: the benchmark client for remote ACP (issue 11). One fast client for every
  * server, so that acp-agent --listen and the official SDK's AcpServer are compared with nothing
  * else changing: libacp's own network links (net/ws.h's acp_ws_connect for ws://, net/

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make test's smoke run of the remote benchmark client (bench/remote.c), so that `make bench`'s
 # remote figures cannot silently come from a client that lost updates: every mode of
 # acp-bench-remote against acp-agent --listen (both profiles) and against the SDK's AcpServer

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Remote-ACP streaming through the official SDK's experimental clients: initialize, session/new,
 // one "/stream N BYTES" prompt, counting agent_message_chunk updates; prints one line of
 // key=value figures. The same client drives both servers (acp-agent --listen and the SDK's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpc_throughput: messages per second through acp_conn (issue 2's benchmark). The same
  * workloads run on the TypeScript SDK in bench/rpc_throughput.mjs; bench/run.sh prints both.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // The TypeScript-SDK side of bench/rpc_throughput.c: the same workloads on
 // @agentclientprotocol/sdk 2.4.0's connection (its public `agent()` / `client()` apps over
 // `ndJsonStream`, which is how an SDK user gets a connection).

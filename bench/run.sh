@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What checking a request's params at the edge costs (issue 13): params_check() over the tree
  * the connection parsed, for session/prompt params as clients send them, beside the jansson
  * parse every request already pays for the same bytes.

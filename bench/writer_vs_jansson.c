@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Why the hot paths have a writer of their own (issue 2: "if that measures clearly faster"):
  * the same session/update notification built with acp_jw and with jansson's json_pack +
  * json_dumps, CPU time per message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* on_ask: the application approves an fs write or a terminal command before it happens (an
  * editor shows a dialog; `acp` asks on the TTY). The request waits, unanswered, meanwhile. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* authenticate and logout. A `terminal` method is never sent: the spec has the client run the
  * agent's own login program itself (AuthMethodTerminal). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client connection: start (transport + initialize), capabilities, errors, the
  * application-driven mode's feed/take/eof, and teardown. */
 #include <stdarg.h>

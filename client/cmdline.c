@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Splitting an agent command line the way a POSIX shell would, without any expansion: the
  * user writes --agent 'node "/path with spaces/agent.js" --flag' and means three words. */
 #include <stdlib.h>

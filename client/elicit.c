@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* elicitation/create and elicitation/complete: the agent asks the user for structured input
  * (a form) or sends them to a URL. Handed to on_elicit, answered now or later; a cancel of the
  * session's turn answers the session's pending ones `cancel`. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Extension methods from the agent ('_vendor/...'), handed to the application; anything else
  * unknown keeps the JSON-RPC defaults (-32601 for a request, ignored for a notification). */
 #include "client/internal.h"

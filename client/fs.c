@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fs/read_text_file and fs/write_text_file, confined to the session's root set: every file is
  * opened through acp_roots_open, which resolves symlinks at the time of the access and checks
  * the file actually opened, so a link swapped in after the check is not followed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to client/: the structures the client's files share. */
 #ifndef ACP_CLIENT_INTERNAL_H
 #define ACP_CLIENT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session/update kind names. Kept as a table so routing compares the raw string literal
  * against known names without unescaping or allocating. */
 #include <string.h>

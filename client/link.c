@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transports that carry a client's bytes: a spawned agent's pipes, file descriptors the
  * application already has, a Unix socket, each an acp_transport on the client's loop; and a
  * remote agent by URL, an acp_link (net/link.h) whose whole messages feed acp_conn_recv() and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Calls in flight: every typed call is an op that ends in the application's callback, with a
  * deadline when it has one; the synchronous calls are those ops plus a loop run. */
 #include <stdio.h>

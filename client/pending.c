@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The requests of the agent's that wait for the application's answer (permissions, asks,
  * elicitations) share one life, kept here: held on c->pending, answered for the application
  * when the agent withdraws one, its session's turn is cancelled or the call of ours it belongs

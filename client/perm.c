@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session/request_permission: handed to the application, which answers now or later; a
  * cancel of the turn answers every pending one with `cancelled`, as prompt-turn.mdx requires. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sessions from the client's side: new, load, resume, prompt, cancel, close, list, delete,
  * each checked against the agent's capabilities before anything is sent, and the routing of
  * session/update notifications to the application. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* terminal/create, output, wait_for_exit, kill, release: commands run with acp_proc in their
  * own process group; stdout and stderr feed one buffer (as on a terminal), kept within the
  * output byte limit by dropping from the beginning at a UTF-8 character boundary. */

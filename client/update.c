@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed views of session/update: the schema (SessionUpdate and what it references), read over
  * one jansson tree.
  *

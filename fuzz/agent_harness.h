@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the fuzz targets that run whole acp_agents in process share (agent_recv, agent_seq): no
  * input can start a process, the agent's ids come from a counter so that every input replays
  * the same way, store operations fail when a target asks, and whatever an agent writes is

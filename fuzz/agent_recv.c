@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the whole agent runtime in process: any bytes from a client, in any
  * pieces, must never crash or leak the agent, leave a handle open, or make it write a line that
  * is not valid JSON. A fresh agent on a private loop with an in-memory SQLite store per input,

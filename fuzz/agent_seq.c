@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: whole request sequences into the agent runtime, as a client (or two) would
  * send them, not the JSON syntax of one (rpc_recv, agent_recv cover that). The input is decoded
  * as a program: each step sends one message on one of two connections, both agents in process

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the hand-made seeds of fuzz/corpus/agent_seq/ (run from anywhere:
 fuzz/agent_seq_seeds.py fuzz/corpus/agent_seq). The byte layout is agent_seq.c's: a variant
 byte, then steps, each an op byte (bit 7 the second connection, bit 6 no loop turn after it,

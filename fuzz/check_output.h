@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the fuzz targets that drive a connection: whatever it produced must be complete
  * lines of valid JSON. Takes (and frees) the output. ACP_FUZZ_TRACE=1 copies it to stderr, to
  * write seeds by hand. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the client's handling of what an agent sends: session/update routing
  * (span-based, no JSON tree), session/request_permission and fs/read_text_file, fed as bytes
  * into the client's connection. Any bytes must never crash, leak, or make the client write a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the command-line splitter (acp_client_split_command), which takes
  * the `acp --agent` string and acp_client_opts.command of any embedding application. Never a
  * crash, an out-of-bounds read or a leak; and the words it gives, each quoted back the POSIX

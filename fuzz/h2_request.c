@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the HTTP/2 request mapping (net/h2.c: frames -> exchanges, header
  * fields, bodies, 413, resets, GOAWAY) and, behind it, the Streamable HTTP profile (net/shttp.c:
  * POST/GET/DELETE, the connection registry, routing), which a network client reaches with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Seeds for fuzz/h2_request.c: HTTP/2 client frames (after the preface and SETTINGS the harness
 sends) carrying Streamable HTTP requests. Header blocks are HPACK literals without indexing, so
 the fuzzer can see and change every name and value. Writes fuzz/corpus/h2_request/."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the HTTP/1.1 request parser (net/http1_parse.c), the first code to see
  * a network client's bytes. Any bytes, in any pieces, must never crash or leak; the pieces
  * must not change what it reports (each input is parsed whole and in pieces, and both runs

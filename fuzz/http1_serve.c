@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the HTTP/1.1 server wire (net/http1.c) with the router of net/listen.c
  * behind it: what a network client's bytes reach on a cleartext HTTP/1.1 connection. The parser
  * alone is fuzz/http1_parse.c and the WebSocket frames alone fuzz/ws_frames.c (its upgrade

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Seeds for fuzz/http1_serve.c: a client's bytes on an HTTP/1.1 connection, Streamable HTTP
 requests (pipelined, chunked, Expect: 100-continue) and WebSocket upgrades with the first masked
 frames right after the head. Byte 0 is the harness's flags (piece size, max_message). Writes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the hand-written JSON scanner (rpc/scan.c) that vets untrusted text
  * before it is routed by spans, and the string escaper, against jansson as the reference:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the MCP client (mcp/set.c and the stdio transport): whatever an MCP
  * server writes to its stdout and stderr. A set with one stdio server is created as the agent
  * does; the server's replies are the fuzz input. Never a crash, a leak or a handle left open;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the openai engine's stream assembly (engines/openai/stream.c), the
  * first code to see a model server's chat completion body. Any bytes must never crash or leak,
  * and where the pieces split must not change what it assembles: each input is fed once whole

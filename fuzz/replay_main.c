@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Without libFuzzer (gcc, the ASan test build): run the target once over each file given. */
 #include <stdint.h>
 #include <stdio.h>

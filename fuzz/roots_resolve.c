@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the root-set check (rt/roots.c), which every file path from a client
  * or an engine passes through. Any path bytes must never crash, leak or escape: an accepted
  * path is absolute and canonical (no ".", "..", "//" or trailing "/"), lies inside one of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over acp_conn_recv: any bytes, in any pieces, must never crash, leak or
  * produce a line that is not valid JSON. `make fuzz` runs it; `make test` replays the corpus. */
 #include <stdint.h>

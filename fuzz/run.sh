@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs every libFuzzer target one after the other, SECONDS in total (split evenly), from a
 # working corpus seeded with the committed one. `make fuzz` calls it after building the
 # fuzz_* targets into BUILD (default build/fuzz, configured with -DACP_FUZZ=ON and clang).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the Streamable HTTP profile (net/shttp.c) by itself, through fake
  * exchanges (tests/net/fake_http.c): whole request sequences, with the agent's side sending
  * whatever the input says, so routing, buffering, held requests, stream readers coming and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Seeds for fuzz/shttp_post.c: request sequences against the Streamable HTTP profile (records
 separated by NUL: op byte, session id length, session id, body; see that file). Writes
 fuzz/corpus/shttp_post/."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the SSE parser (mcp/sse.c), the first code to see an HTTP MCP
  * server's response body. Any bytes, in any pieces, must never crash or leak; and since the
  * parser is incremental, where the pieces split must not change what it reports: each input is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over session/list cursors, which arrive from clients: the strict decoder in
  * store/cursor.c and acp_store_list on an in-memory SQLite store with whatever cursor and cwd
  * filter the input holds. Never a crash or leak; and the decoder's promise is checked: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target over the WebSocket profile (net/ws*.c): whatever bytes a peer sends after
  * the upgrade, as our server (masked client frames) or as our client (the 101 head, then
  * unmasked server frames). Never a crash, a leak or a handle left open; every message

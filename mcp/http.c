@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MCP Streamable HTTP (revision 2025-11-25, compatible with 2025-06-18 and 2025-03-26).
  *
  * Each message we send is one POST. A request's POST answers with one JSON message or with an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to libacp: the CURL easy handle behind an exchange, for the one caller that needs
  * options the driver does not set (net/shttp_client.c: the HTTP version, trust anchors, a
  * header callback, reuse rules) and every value of a repeated response header

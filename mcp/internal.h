@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the MCP session logic (set.c) and the transports (stdio.c, http.c, legacy_sse.c)
  * share. A transport moves JSON-RPC messages between the server's acp_conn and the peer; the
  * protocol (handshake, tools, calls, roots) lives in set.c only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The deprecated HTTP+SSE transport (MCP 2024-11-05): a GET opens an event stream whose first
  * `endpoint` event names the URL to POST our messages to; everything the server says arrives
  * as `message` events on that one stream. The stream ending ends the server. */

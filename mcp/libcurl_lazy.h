@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef ACP_MCP_LIBCURL_LAZY_H
 #define ACP_MCP_LIBCURL_LAZY_H
 

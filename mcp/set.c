@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_mcp_set: validation of McpServer[], the MCP handshake, tools, calls, roots and teardown.
  * Transports only move messages; everything MCP means is decided here. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The stdio transport: the server is a child process in its own process group speaking
  * NDJSON on its stdin/stdout (rt's acp_proc + acp_transport). Its stderr goes to the log,
  * line by line, bounded, with secret values scrubbed. */

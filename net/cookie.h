@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A client's cookie jar for one remote agent, as the RFD asks of every HTTP-based transport:
  * keep what the server sets, send it back on every later request of the connection and on a
  * reconnect. Like the official SDK's MemoryAcpCookieStore it keeps name=value pairs only (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP/2 wire: nghttp2's server session fed from an acp_sock, each request stream an
  * acp_http_req. nghttp2 is sans-I/O like rpc/: bytes in with mem_recv, frames out with
  * mem_send, which we write to the socket while it is under its high-water mark. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP/2 wire of the server (RFC 9113, on nghttp2): one server session per socket, each
  * stream an HTTP exchange of net/http.h handed whole to the router. Serves h2 over TLS (ALPN
  * "h2") and cleartext h2c with prior knowledge (the client's first bytes are the connection

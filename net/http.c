@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wire-independent half of net/http.h: the request's accessors and the response calls
  * dispatched to whichever wire carries the exchange. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One HTTP request/response exchange as the server's profiles see it, whichever wire carried
  * it: an HTTP/1.1 request on a connection (net/http1.c) or an HTTP/2 stream (net/h2.c). The
  * Streamable HTTP profile (net/shttp.c) is written once against this and serves both.

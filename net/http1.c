@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP/1.1 server wire (net/http1.h): the parser on a socket, one exchange at a time, and
  * the response writer of net/http.h (Content-Length or chunked bodies).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP/1.1 (internal to net/): a sans-I/O request parser and the server wire that runs it on
  * an acp_sock and writes the responses of net/http.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP/1.1 request parser (net/http1.h): RFC 9112's request grammar, incrementally. */
 #include <string.h>
 

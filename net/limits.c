@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_net_limits_resolve: the defaults net/limits.h names, in one place. */
 #include "net/limits.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bounds every network profile enforces, set once per server (or client) and borrowed by
  * each connection. A zero field means the default named beside it. */
 #ifndef ACP_NET_LIMITS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_link: the owner-facing calls dispatch to the profile; the profile-facing ones to the
  * owner's callbacks. Nothing is delivered before the owner bound itself (link.h). */
 #include "net/link.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A link: one ACP connection's JSON-RPC messages, whole, over a network profile (WebSocket or
  * Streamable HTTP). It is the seam between net/ and the two sides of ACP: the server hands each
  * new ACP connection to its owner as a link (an acp_agent is bound to it), and a client connects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The listener and the router (net/listen.h). */
 #include <errno.h>
 #include <netdb.h>

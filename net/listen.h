@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The listener (internal to net/): one endpoint, "HOST:PORT" or "unix:/path", with optional TLS,
  * serving both remote ACP profiles on it. Each accepted socket is sniffed (ALPN h2 or the
  * HTTP/2 client preface: net/h2.c; anything else: HTTP/1.1, net/http1.c) and every request

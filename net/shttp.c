@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Streamable HTTP profile: the connection registry, POST/GET/DELETE, and the outbound
  * router that puts each message on its stream. The SDK's server.js, connection.js and
  * protocol.js are the reference; where this differs it says so. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Streamable HTTP profile of remote ACP (the RFD's "Streamable HTTP", as the official
  * TypeScript SDK 2.4.0's AcpServer serves it), on the HTTP exchanges of net/http.h, so the same
  * code serves HTTP/1.1 and HTTP/2.

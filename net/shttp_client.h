@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client side of ACP's Streamable HTTP profile, on libcurl (mcp/curl_uv.c drives it on
  * the uv loop): one ACP connection to http:// or https://HOST[:PORT]/PATH as a link.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_sock: a TCP or Unix-domain stream on libuv, with TLS from net/tls.c in between when
  * asked (net/sock.h, net/sock_server.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A byte stream to one network peer: a TCP or Unix-domain socket on the uv loop, with TLS
  * (OpenSSL, net/tls.c) in between when asked. The server's wires (HTTP/1.1, HTTP/2, WebSocket
  * after an upgrade) and the client's WebSocket profile read and write through it and never see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server side of net/sock.h (internal to net/): sockets the listener accepts, counted and
  * listed per listener so it can refuse the connection over the limit and close them all at
  * shutdown, and an idle timer the wires can hold off while an exchange is outstanding. */

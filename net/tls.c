@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS over memory BIOs (net/tls.h). OpenSSL reads ciphertext from `in` and writes ciphertext to
  * `out`; both are memory BIOs we fill and drain, so no descriptor is ever touched here. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS without I/O (internal to net/): OpenSSL over a pair of memory BIOs. Ciphertext from the
  * socket goes in with acp_tls_recv(), plaintext comes out into a buffer; plaintext goes in
  * with acp_tls_send() and the ciphertext to write is taken with acp_tls_take(). net/sock.c is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A server wire: what carries HTTP requests on an accepted socket, HTTP/1.1 (net/http1.c) or
  * HTTP/2 (net/h2.c), and what it tells the router (net/listen.c). Internal to net/. */
 #ifndef ACP_NET_WIRE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The WebSocket link shared by both roles: wslay (sans-I/O) driven from acp_sock callbacks.
  *
  * Bytes from the socket are handed to wslay_event_recv through recv_cb; every frame wslay

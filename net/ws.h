@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The WebSocket profile of remote ACP (RFC 6455, framing by wslay): one text message carries
  * one JSON-RPC message, both ways, on one socket. The server side takes a socket over after
  * the HTTP/1.1 upgrade request (acp_ws_accept); the client side dials ws:// or wss://

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server's side of the WebSocket handshake (RFC 6455 section 4.2): validate the upgrade
  * request, answer 101, and hand the socket to a new link. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client's side of the WebSocket handshake (RFC 6455 section 4.1): parse the URL, dial,
  * send the upgrade request (bearer token, cookies), and verify the 101. */
 #include <openssl/evp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the WebSocket profile: the link both roles share (net/ws.c) and what the two
  * handshakes (net/ws_accept.c, net/ws_connect.c) need of it. Not for the rest of libacp. */
 #ifndef ACP_NET_WS_INT_H

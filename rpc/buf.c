@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_buf: the byte buffer every output path writes into. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_conn: framing, routing, ids, errors and cancellation of a JSON-RPC 2.0 peer, sans I/O. */
 #include <errno.h>
 #include <inttypes.h>

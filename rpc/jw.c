@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The streaming JSON writer: what every hot output path (updates, replay envelopes) uses
  * instead of building jansson trees. */
 #include <math.h>

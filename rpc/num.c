@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checked numbers from untrusted text. Here in rpc/ because it is the layer every other one
  * (store/ included, which sits on rpc/ alone) and every program links; it does no I/O. */
 #include <errno.h>

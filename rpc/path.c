@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_json_path: the JSON path of a member, rendered for error messages. The request validator
  * (agent/validate.c) and the typed update views (client/update.c) both name a bad member by it. */
 #include <stdio.h>

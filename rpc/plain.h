@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bytes a JSON string holds as themselves: 0x20 to 0x7f but the quote (0x22) and the
  * backslash (0x5c). Runs of them are most of every message, read by the scanner and written
  * by the writer alike, so finding a run's end is shared here and done a word at a time. */

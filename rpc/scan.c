@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A validating JSON scanner (RFC 8259) that records where values are without building them.
  * It is what lets the connection route a message, keep ids of any size verbatim and replay
  * stored text, while jansson only ever parses params that a handler actually reads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The envelope scanner: one validating pass over a line that finds the JSON-RPC members. */
 #ifndef ACP_RPC_SCAN_H
 #define ACP_RPC_SCAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "acp/error.h"
 
 const char *acp_strerror(int status)

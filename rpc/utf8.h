@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UTF-8 validation shared by the writer and the scanner (one definition of "valid"). */
 #ifndef ACP_RPC_UTF8_H
 #define ACP_RPC_UTF8_H

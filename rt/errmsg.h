@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The optional malloc'd error sentence that rt's constructors hand back (char **errmsg). */
 #ifndef ACP_RT_ERRMSG_H
 #define ACP_RT_ERRMSG_H

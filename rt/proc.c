@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_proc: a peer process in its own session and process group, with optional pipes.
  *
  * The child is forked by rt_spawn (spawn.c) and reaped here, on a SIGCHLD watcher that waits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private seam between proc.c and transport.c: a transport takes over a child's pipes. */
 #ifndef ACP_RT_PROC_STDIO_H
 #define ACP_RT_PROC_STDIO_H

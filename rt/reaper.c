@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_reaper: this process as a child subreaper, reaping and finally killing the orphans of its
  * descendants.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The root-set check. Paths are resolved by our own component walk rather than realpath(3)
  * because a file about to be written does not exist yet: realpath fails on it, and resolving
  * only its parent would miss a dangling symlink in its place (which a create would follow). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rt_spawn: acp_proc's fork + exec. uv_spawn would do, but for one call: the child has to ask
  * for PR_SET_PDEATHSIG between fork and exec (it cannot be set from outside), and uv_spawn has
  * no hook there. An exec wrapper program could set it instead, but a library cannot count on

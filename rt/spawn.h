@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to rt: fork + exec for acp_proc (why not uv_spawn: spawn.c). */
 #ifndef ACP_RT_SPAWN_H
 #define ACP_RT_SPAWN_H

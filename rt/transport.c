@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_transport: an acp_conn bound to an input and an output, on libuv.
  *
  * Output leaves from a uv_prepare handle, which runs once per loop turn right before the loop

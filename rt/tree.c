@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process tree: tags and sweeps, the registry of pids acp_procs wait for, our children.
  *
  * /proc is read with plain blocking calls: it is not disk I/O, and a sweep happens only when a

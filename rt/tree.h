@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to rt: which processes belong to whom, so that none escapes teardown.
  *
  * Three facts the kernel gives us, and how rt uses them:

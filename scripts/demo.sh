@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make demo: a short scripted tour of `acp` against `acp-agent` on a fresh session store in a
 # temporary directory. Prints each command and its output; exits non-zero if any step fails.
 #   scripts/demo.sh BUILD_DIR

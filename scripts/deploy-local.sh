@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The reference deployment of docs/deploy.md on this machine: a throwaway PostgreSQL cluster
 # (scripts/pg-test-cluster.sh), AGENTS acp-agent --listen on 127.0.0.1, haproxy in front of them
 # terminating TLS with a self-signed certificate made for the run, one bearer token for all.

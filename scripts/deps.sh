@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages libacp needs, only those that are missing.
 # Safe to run any number of times. Not root: prints the command instead.
 set -eu

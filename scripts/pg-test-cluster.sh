@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A throwaway PostgreSQL cluster for tests and benchmarks: initdb into a temp dir, the server on
 # a unix socket only (listen_addresses=''), trust auth for the postgres role. Nothing outside the
 # temp dir and STATE is touched, and nothing listens on TCP.

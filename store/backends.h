@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to store/: the backends acp_store_open() dispatches to. Each has the contract of
  * acp_store_open() for its own kind of `where`; its acp_store_ops table stays in its file. */
 #ifndef ACP_STORE_BACKENDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pending batch: every append of one event-loop turn, committed in one transaction.
  * Texts are copied into one growing buffer (one allocation per doubling, not per update),
  * and each distinct session is recorded once so a backend's commit touches each session

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session/list cursors: opaque to clients, identical across backends and processes, and
  * decoded strictly so that a forged or damaged cursor is an error rather than a wrong page. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection (store/inject.h): which operation and which of its steps meets the armed
  * fault. The faults themselves are produced by the backends, each in its own terms. */
 #include <ctype.h>

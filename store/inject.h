@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection into a store handle, for tests (private to store/ and tests/; not
  * installed). In the spirit of SQLite's own tests: the Nth call of chosen operations meets a
  * fault at its Kth database call (its "step": a statement, a BEGIN or COMMIT), and a test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The PostgreSQL store backend: one session history shared by agent processes on many hosts.
  *
  * Same model and semantics as sqlite.c. What differs is the database's nature:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQLite backend: the embedded default. One file, WAL, many processes.
  *
  * Durability: WAL with synchronous=NORMAL survives a killed process with every committed

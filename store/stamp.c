@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store's one timestamp format: fixed width, UTC, so comparing the text compares time
  * (both backends keep and index it as text). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The generic layer: picks the backend, checks arguments once for both backends, keeps the
  * error message, and forwards every call through the ops table. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to store/: the layout every backend shares, and the helpers both backends use so
  * that cursors, errors and the batch behave identically whichever database is underneath.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark peer: an ACP agent written with the official TypeScript SDK
 // (@agentclientprotocol/sdk 2.4.0, its `agent()` app over `ndJsonStream` on stdio), running the same
 // echo engine as build/acp-agent, so that the benchmarks compare libacp with what a Node agent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SDK peer's model engine for the openai benchmark (issue 12): what a Node agent author writes
 // with the `openai` npm client (7.60.0, pinned in package.json) on top of bench/ts-agent/agent.mjs's
 // sessions and JSON-file store. Not part of libacp.

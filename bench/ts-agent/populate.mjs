@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Fills a bench/ts-agent store directory with N sessions exactly as agent.mjs writes them
 // (<id>.meta.json + an empty <id>.jsonl), for the session/list benchmark: writing them
 // directly is what the SQLite side does with sqlite3, and 100,000 session/new round trips

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* poll_client: libacp's client driven from a plain poll() loop, with no libuv loop at all
  * (ACP_CLIENT_MANUAL). The program owns the agent's pipes and moves the bytes; the client
  * parses, routes and keeps the calls' deadlines.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Requests to the model server: the body, the headers (the API key only here, in memory), the
  * SSE stream into openai_stream, an error body kept for its message, and 429/503 retried after
  * Retry-After or a doubling backoff. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine callbacks: a session's state is built from its stored history when it opens;
  * prompts and cancels go to turn.c; the model list (GET /models) and the session title. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The model's tool calls of one round. All of them are reported (tool_call) before the first
  * runs, so the stored history holds them as the one assistant message the model sent; then
  * they run one after another, each ending completed or failed with the text the model gets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* openai_history: the model's message list (chat completions `messages`), derived from the
  * session's history as stored: user_message_chunk, agent_message_chunk, tool_call and
  * tool_call_update, compaction_* updates. Sans-I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The openai engine's shared state: the engine, a session, and the functions its files call
  * on each other. chat.c: requests to the model server; turn.c: a prompt's loop of requests;
  * exec.c: the model's tool calls; engine.c: the engine callbacks, models and titles. */

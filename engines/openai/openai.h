@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `openai` engine: an acp_engine that talks to any OpenAI-compatible model server
  * (llama.cpp's llama-server, Ollama, vLLM, LM Studio, OpenAI, gateways) with POST
  * {base}/chat/completions, stream: true, and GET {base}/models. Built on the public headers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* openai_stream: one streamed chat completion (POST /chat/completions with stream: true), put
  * together from its SSE body as it arrives. Sans-I/O: feed it body bytes in any pieces.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* openai_tools: the tools a model may call in one turn, under names the chat completions API
  * accepts (^[A-Za-z0-9_-]{1,64}$), each mapping back to exactly one tool.
  *

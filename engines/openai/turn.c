@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A prompt's loop: request, stream the answer out, run the tool calls it asked for, request
  * again with their results, until an answer without tool calls or max_turns rounds. A
  * compaction summary is asked for first when the context nears the window. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_agent: the agent side of ACP with the whole session lifecycle built in.
  *
  * An agent author writes an engine (a prompt handler that streams updates and can be
@@ -79,9 +80,9 @@
 #include "acp/rpc.h"
 #include "acp/store.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_agent acp_agent;
 typedef struct acp_session acp_session;
@@ -595,7 +596,5 @@ int acp_auth_elicit(acp_auth *au, const acp_elicit *e, char *id_out, acp_elicit_
  * was completed already. */
 int acp_agent_elicit_complete(acp_agent *a, const char *elicitation_id);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_client: the client side of ACP. It connects to an agent (spawned, on file descriptors
  * the application already has, on a Unix socket, or through bytes the application moves
  * itself), initializes it, and offers typed calls for every agent method; it serves the
@@ -37,9 +38,9 @@
 #include "acp/json.h"
 #include "acp/rpc.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_client acp_client;
 typedef struct acp_client_session acp_client_session;
@@ -457,7 +458,5 @@ const char *acp_update_kind_name(acp_update_kind k); /* "agent_message_chunk", .
 /* The kind for a sessionUpdate value (string literal text, quotes included). */
 acp_update_kind acp_update_kind_of(acp_span kind_text);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

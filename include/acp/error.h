@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes shared by every libacp layer.
  *
  * Library calls return 0 on success or a negative ACP_E* code. JSON-RPC error codes (what goes
@@ -6,9 +7,9 @@
 #ifndef ACP_ERROR_H
 #define ACP_ERROR_H
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 enum acp_status {
     ACP_OK = 0,
@@ -33,6 +34,21 @@ enum acp_status {
 /* A static, human-readable name for an ACP_E* code. Never NULL. */
 const char *acp_strerror(int status);
 
+/* The detail of a failure: every libacp function that returns a negative ACP_E* status sets
+ * this thread's last error before it returns, to that status and a sentence that names what
+ * failed and, where there is one, what to do (e.g. "cannot open sessions.db: unable to open
+ * database file"). A success leaves it as it was, so read it right after the failing call.
+ * Functions that report through a callback instead (acp_client_reply, on_log) say so. */
+typedef struct acp_error {
+    int status;          /* the ACP_E* code; ACP_OK when nothing has failed on this thread */
+    const char *message; /* never NULL; "" when nothing has failed */
+} acp_error;
+
+/* This thread's last error. Never NULL; valid until the next libacp call on this thread. */
+const acp_error *acp_error_last(void);
+/* Forget this thread's last error (acp_error_last() then says ACP_OK, ""). */
+void acp_error_clear(void);
+
 /* JSON-RPC 2.0 and ACP error codes (schema.json ErrorCode). */
 #define ACP_RPC_PARSE_ERROR      (-32700)
 #define ACP_RPC_INVALID_REQUEST  (-32600)
@@ -51,7 +67,5 @@ const char *acp_strerror(int status);
  * closed the connection, or when the caller abandoned the call (timeout). */
 #define ACP_RPC_CONN_CLOSED (-32099)
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

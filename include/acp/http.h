@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_http: HTTP client exchanges on a libuv loop (libcurl's multi interface: curl says which
  * sockets to watch (uv_poll) and when to wake it (uv_timer); we tell it what happened).
  *
@@ -20,9 +21,9 @@
 #include <stddef.h>
 #include <uv.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_http_client acp_http_client;
 typedef struct acp_http acp_http;
@@ -60,7 +61,5 @@ const char *acp_http_header(acp_http *h, const char *name);
 /* The curl error text for a failed result (borrowed, until h is freed), or NULL. */
 const char *acp_http_error(acp_http *h);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON helpers for the hot paths: a growable byte buffer, a streaming writer, and a validating
  * scanner that finds members in JSON text without building a tree.
  *
@@ -11,9 +12,9 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 /* A growable byte buffer. Zero-initialise it ({0}); the buffer owns data; acp_buf_free()
  * releases it. data is not NUL-terminated unless acp_buf_cstr() is called. */
@@ -134,7 +135,5 @@ char *acp_json_strdup(acp_span v);
 /* Compares validated string text with the C string s after unescaping. */
 bool acp_json_str_eq(acp_span v, const char *s);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

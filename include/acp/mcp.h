@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_mcp_set: the MCP servers of one ACP session, as an MCP client (revision 2025-11-25;
  * servers that negotiate 2025-06-18 or 2025-03-26 are accepted too).
  *
@@ -43,9 +44,9 @@
 
 #include "acp/error.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_mcp_set acp_mcp_set;
 typedef struct acp_mcp_call acp_mcp_call;
@@ -165,7 +166,5 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool, json
  * ACP_ECANCELLED before this returns; a late answer is ignored. */
 void acp_mcp_call_cancel(acp_mcp_call *c);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Numbers from untrusted text: slash-command arguments, command-line flags, environment values,
  * connection strings, a peer's fields. One checked reading for every layer and program, so
  * that "-1" never wraps into a huge count, "10x" is never read as 10, and
@@ -22,9 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 #define ACP_NUM_WHY 200
 
@@ -45,7 +46,5 @@ int acp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out, char *w
 int acp_parse_double(const char *s, double min, double max, double *out, char *why,
                      size_t why_size);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_roots: a session's root set [cwd, ...additionalDirectories], the directories that bound
  * its file access. The agent checks every file access of a session against it; the client
  * checks the fs requests (read, write) it serves.
@@ -12,9 +13,9 @@
 
 #include "acp/error.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_roots acp_roots;
 
@@ -56,7 +57,5 @@ int acp_roots_resolve(const acp_roots *r, const char *path, char **out, char **e
 int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode, int *fd,
                    char **real, char **errmsg);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

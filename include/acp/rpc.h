@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_conn: a JSON-RPC 2.0 peer over newline-delimited JSON, with no I/O inside.
  *
  * Feed it the bytes you read (acp_conn_recv); it calls your handlers for requests and
@@ -21,9 +22,9 @@
 #include "acp/error.h"
 #include "acp/json.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_conn acp_conn;
 typedef struct acp_req acp_req;   /* an incoming request waiting for our response */
@@ -190,7 +191,5 @@ int acp_conn_notify_raw(acp_conn *c, const char *method, const char *params, siz
 acp_jw *acp_conn_notify_begin(acp_conn *c, const char *method);
 int acp_conn_notify_end(acp_conn *c);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The libuv runtime: an acp_conn bound to a byte stream (acp_transport), peer processes
  * spawned with pipes in their own process group (acp_proc), and a reaper for the orphans they
  * leave (acp_reaper). docs/processes.md tells which process is killed when, and why.
@@ -20,9 +21,9 @@
 #include "acp/error.h"
 #include "acp/rpc.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 /* --- Transport ----------------------------------------------------------------------- */
 
@@ -159,7 +160,5 @@ int acp_reaper_start(uv_loop_t *loop, acp_reaper **out);
  * done (may be NULL) runs from the loop once the reaper is freed. r may be NULL. */
 void acp_reaper_close(acp_reaper *r, void (*done)(void *user), void *user);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

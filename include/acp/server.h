@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_server: agents serving ACP over the network (docs/remote.md).
  *
  * One listening endpoint serves both remote profiles of ACP (WebSocket and Streamable HTTP,
@@ -15,9 +16,9 @@
 
 #include "acp/agent.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_server acp_server;
 
@@ -84,7 +85,5 @@ void acp_server_shutdown(acp_server *srv);
  * Prefer acp_server_shutdown() and free from on_done. */
 void acp_server_free(acp_server *srv);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

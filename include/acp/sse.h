@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An incremental text/event-stream parser (the WHATWG "server-sent events" rules): feed it the
  * bytes of a response body as they arrive, in any pieces; it calls on_event for each complete
  * event. Lines end in LF, CR or CRLF (a CRLF split across two feeds is handled). Fields: event,
@@ -17,9 +18,9 @@
 
 #include "acp/json.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 #define ACP_SSE_RETRY_MAX_MS 60000 /* the longest reconnection delay a server may ask */
 
@@ -48,7 +49,5 @@ int acp_sse_feed(acp_sse *p, const char *buf, size_t n);
 void acp_sse_restart(acp_sse *p);
 void acp_sse_free(acp_sse *p);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

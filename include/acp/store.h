@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_store: where sessions and their history live. An interface (a table of functions) with
  * an SQLite backend (the embedded default) and a PostgreSQL backend (many agent processes on
  * many hosts). Nothing above this header knows which one it talks to.
@@ -37,9 +38,9 @@
 
 #include "acp/error.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 typedef struct acp_store acp_store;
 
@@ -241,7 +242,5 @@ typedef struct acp_store_ops {
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
 } acp_store_ops;
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed views of session/update, for applications that would rather not read JSON (a UI
  * showing tool calls, diffs, plans, usage and notices).
  *
@@ -40,9 +41,9 @@
 
 #include "acp/client.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "acp/api.h"
+
+ACP_BEGIN_DECLS
 
 /* Absent, null or a value, for the members whose null means something of its own:
  * session_info_update and compaction_update patch what the client keeps. */
@@ -371,7 +372,5 @@ const char *acp_tool_status_name(acp_tool_status s);
 const char *acp_plan_priority_name(acp_plan_priority p);
 const char *acp_plan_status_name(acp_plan_status s);
 
-#ifdef __cplusplus
-}
-#endif
+ACP_END_DECLS
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent runtime driven in-process through harness.h: bytes into its acp_conn, the loop
  * turned by hand, acp_agent_flush() where the transport would call it, output parsed back. A real
  * SQLite store in a temporary directory; a test engine whose behaviour the prompt text selects. */

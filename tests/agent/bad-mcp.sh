@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A misbehaving MCP stdio server for proctree.test.mjs. It answers initialize (no tools, so the
 # session opens at once), and first leaves processes behind the way real servers do:
 #   doublefork  a child starts a daemon and exits (the daemon stays in our process group)

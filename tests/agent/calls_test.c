@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Agent -> client calls (call.c, tool.c, terminal.c, elicit.c) driven in-process through
  * harness.h: bytes into the agent's acp_conn, the loop turned by hand, acp_agent_flush() where
  * the transport would call it, the output parsed back and answered as a client would. The

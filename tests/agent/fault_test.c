@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store fault-injection harness through the agent (issue 13, Tests): a fixed script of
  * client requests (new sessions, prompts that stream over one or several loop turns, a title,
  * modes and config options from either side, two sessions in one commit, close and load,

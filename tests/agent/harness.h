@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the agent tests: the runtime driven in-process. Bytes go into the agent's acp_conn,
  * the loop is turned by hand, acp_agent_flush() is called where the transport would call it, and
  * the output is parsed back into messages. A real SQLite store in a temporary directory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Session leases in one process (issue 11, part 3): two acp_agent on one acp_store object, as
  * the network server runs one agent per connection. A has a session open, so B's load and
  * resume are refused -32010 with a retry hint, until A closes it; then A is the one refused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process-tree test (issue 13): after session/close, after acp-agent exits, and after `acp`
 // releases a terminal or exits, nothing an MCP server or a terminal command started is alive,
 // whether it double-forked, moved to its own session, ignores SIGTERM or cleared its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Two processes on one store (issue 13, item 1): the agent under test is A, driven in-process
  * through harness.h; B is a second handle on the same SQLite file, as another acp-agent would
  * hold one. B deletes a session A has open, then A writes for it: the prompt (or set_mode,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent runtime's protocol surface around the session lifecycle, driven in-process through
  * harness.h (bytes into acp_agent_conn(), the loop turned by hand, acp_agent_flush() where the
  * transport would call it, output parsed back, a real SQLite store in a temporary directory):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request params checked at the edge (agent/validate.h, agent/params.c):
  *   - the tables are schema.json's, member by member (required, type, null, the decoding hints,
  *     every variant of every union), both ways: a schema update that changes a request fails

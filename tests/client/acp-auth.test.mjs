@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Signing in with `acp`: listing auth methods of every type real agents send (agent,
 // env_var in both of its shapes, terminal), `acp auth METHOD`, --auth, the automatic env_var
 // sign-in, terminal sign-ins, logout, and the -32000 error that names the methods. Against

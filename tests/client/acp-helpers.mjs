@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the `acp` test files share: running acp through pipes or on a pseudo-terminal
 // (tests/pty_run), a fresh store per file, and reading --json output.
 import { spawn } from "node:child_process";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `acp` against a hostile agent (hostile-agent.mjs; issue 13, item 5): whatever a terminal would
 // act on (CSI/OSC sequences: window title, clear screen, OSC 52 clipboard, OSC 8 hyperlinks;
 // C1 controls; bidi overrides; CR, DEL) in message chunks, titles, tool titles and output,

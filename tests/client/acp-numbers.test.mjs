@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Numbers `acp` and `acp-agent` read from people (issue 13, item 2): --timeout, the number
 // typed to a permission question, acp-agent's flags. Each goes through acp_parse_* (acp/num.h):
 // a bad one is a usage error that says what is wrong, never a number that wrapped or a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `acp` on a pseudo-terminal (tests/pty_run), as a person uses it: chat with line editing,
 // history, slash-command completion and Ctrl-C; questions for permissions, writes and
 // commands; the waiting line; plans and usage redrawn in place.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `acp` end to end through pipes, against acp-agent on a fresh store and against TypeScript-SDK
 // agents: every command with --json parsed and checked, the text output, options before and
 // after the command, every exit status, --fs / --terminal with --yes and --deny, capability

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The first ```c block of the section "## Driving the client yourself: a poll() loop" in DOC
 # must be the text of SRC, byte for byte.
 file(READ ${DOC} doc)

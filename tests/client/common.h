@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the client tests: opening a client on a Node agent from tests/client, collecting
  * what the application sees, and the files and descriptors around it. */
 #ifndef ACP_TEST_CLIENT_COMMON_H

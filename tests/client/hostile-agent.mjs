@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A hostile agent (issue 13, item 5): every string a client shows carries what a terminal would
 // act on: CSI and OSC sequences (retitle the window, clear the screen, write the clipboard with
 // OSC 52, a hyperlink that lies with OSC 8), C1 controls, bidi overrides and isolates, CR, DEL.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pty_run CMD ARGS...: runs CMD on a new pseudo-terminal, copying our stdin to it and its
  * output to our stdout, so a Node test can drive `acp chat` like a person at a terminal
  * (typing Ctrl-C sends the byte 0x03, which the line discipline turns into SIGINT).

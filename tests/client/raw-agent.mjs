@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An agent that is not ours and not the SDK's: raw NDJSON, written to exercise what a client
 // must tolerate. Its own requests use string ids; its session id needs JSON escapes and is
 // written differently (escaped vs literal) in different messages; results carry unknown

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs docs/examples/poll_client against acp-agent: it must exit 0 (sanitizers included) and
 # print exactly the agent's echo of its prompt and the stop reason.
 execute_process(COMMAND ${PROG} ${AGENT} --store :memory: --log-level quiet

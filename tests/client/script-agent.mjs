@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A scripted agent that writes exact lines: for the tests of what a client must survive (bad
 // input, silence, an agent that exits mid-turn). Raw NDJSON, no SDK: the point is to send what
 // a well-behaved agent never would.

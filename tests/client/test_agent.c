@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client library against acp-agent: every agent method, on a fresh SQLite store; replay
  * delivered (flagged) before the load returns, none on resume; cancel of a running turn;
  * the agent calling back into our fs methods; errors from the agent surfacing as

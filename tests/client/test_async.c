@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The asynchronous client on the application's own uv_loop_t, against real agents (acp-agent,
  * and script-agent.mjs where a test needs an agent that misbehaves on purpose): five sessions
  * streaming at once on one connection; a permission answered from a timer while another session

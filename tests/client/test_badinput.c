@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a client must survive from its agent (script-agent.mjs, which writes exact lines):
  * lines that are not JSON-RPC, malformed session/update notifications (dropped, with on_log)
  * and unknown kinds (delivered as ACP_UPDATE_OTHER), fs requests outside the session's roots

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every call of the client and every handler it offers, against an agent written with the
  * official TypeScript SDK (ts-agent-calls.mjs) that logs what it received as the SDK parsed it:
  * initialize with every capability, clientInfo and _meta; authenticate and logout (and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client's own methods, driven by a TypeScript-SDK agent (ts-agent-fs.mjs) that calls
  * them: fs reads and writes confined to the session's root set (outside paths, symlink
  * escapes, relative paths), line/limit, permission requests (and the `cancelled` answer a

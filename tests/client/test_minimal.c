@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client against an agent written with the official TypeScript SDK that advertises no
  * optional capability: every gated call fails locally with ACP_ENOTSUP naming the capability,
  * and the agent's record of what it received proves nothing forbidden was sent. Also: ids as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tools/acp/safe.c: what a terminal would act on is shown visibly, byte by byte (issue 13,
  * item 5). End to end against a hostile agent: acp-hostile.test.mjs. */
 #include <setjmp.h>

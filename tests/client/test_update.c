@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed update views (acp/update.h): every session/update kind read from JSON text the way
  * the client hands it over (an acp_update of spans into the line), valid shapes field by
  * field, and malformed ones with the exact path of the first bad member, strictly and with

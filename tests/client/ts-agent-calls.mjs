@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ACP agent written with the official TypeScript SDK that serves every agent method a client
 // can call and reports what it received, so tests/client/test_calls.c can check the client's
 // calls as the SDK sees them:

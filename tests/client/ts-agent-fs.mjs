@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ACP agent written with the official TypeScript SDK that drives the client's own methods
 // (fs/*, terminal/*, session/request_permission). Each prompt's text is a JSON array of calls
 // [{"method": "fs/read_text_file", "params": {...}}, ...], run in order; "sessionId" is filled

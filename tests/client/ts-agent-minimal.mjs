@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ACP agent written with the official TypeScript SDK that advertises NO optional
 // capabilities, and records the method of every message it receives (one per line) in the
 // file named by $ACP_RECORD, with the params of session/new so a test can see whether

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An agent written with the official TypeScript SDK that behaves the way real agents were
 // seen to (tests/real-agents): it advertises sessionCapabilities.resume but answers -32601
 // (qwen-code), puts the reason for an error in error.data (claude-agent-acp), gates sessions

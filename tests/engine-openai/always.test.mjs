@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine's "Always allow" (issue 12): a permission answered allow_always is not asked
 // again for that kind of tool in the session (commands here); other kinds and other sessions
 // still ask, and allow_once asks every time.

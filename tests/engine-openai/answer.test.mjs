@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine's plain turns (issue 12): what the model streams reaches the client as
 // agent_message_chunk (reasoning as agent_thought_chunk), and what the engine sends the model: the
 // model name, stream:true, the system prompt, the user's message, max_tokens, the API key as a

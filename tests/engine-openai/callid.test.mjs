@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model's own tool-call ids go back to it (issue 12): every follow-up request names a tool call
 // by exactly the id the model streamed (the assistant message's tool_calls[].id and the tool
 // message's tool_call_id), in the same turn, in the next prompt, and after a restart with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A compaction made for a client without session.compaction (issue 12): the client gets no
 // compaction updates, but the compaction is stored all the same, so after a restart the context is
 // rebuilt from its summary, not from the turns it replaced (agent.h: compaction_* are stored

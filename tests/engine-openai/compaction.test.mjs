@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine's context window (issue 12): usage_update reports the tokens used against
 // --context-tokens; near the window the engine has the model summarise the older turns, records a
 // compaction entity (stored and replayed to clients with session.compaction), and from then on sends

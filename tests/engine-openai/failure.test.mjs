@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine when the model server fails (issue 12): unreachable, HTTP errors, 429 with
 // Retry-After, a stream cut mid-way, and cancel mid-stream. The user is told in words (an agent
 // message, or the prompt's error), the turn ends, the agent stays usable; a cancel aborts the HTTP

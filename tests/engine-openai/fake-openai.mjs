@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A scripted OpenAI-compatible model server for the `openai` engine's tests and benchmark (issue 12).
 //
 // It speaks what the engine speaks to llama.cpp's llama-server, Ollama, vLLM or OpenAI:

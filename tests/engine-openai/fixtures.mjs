@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replies for the scripted server (fake-openai.mjs) and where their shapes come from.
 //
 // fake-openai.mjs renders every reply in one of two recorded formats. The sources:

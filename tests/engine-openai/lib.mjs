@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness for the `openai` engine's tests (issue 12): acp-agent --engine openai driven by the
 // official TypeScript SDK (tests/interop-agent/lib.mjs's sdkAgent: schema, capability and turn-order
 // checks on every message, exit status and leaks checked at the end) against the scripted model

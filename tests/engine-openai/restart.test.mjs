@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine's context comes from the store (issue 12): after a restart, session/load (and
 // session/resume) rebuild the model's message list from the stored history, so the next request to
 // the model carries the earlier conversation: user and agent messages in order, tool calls with

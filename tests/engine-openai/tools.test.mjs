@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The openai engine's tools (issue 12): a session's MCP tools (server-everything's echo and get-sum
 // over stdio) and the client's fs/terminal become the model's tools; a model tool call becomes a
 // tool_call and tool_call_updates, its result goes back to the model as a `tool` message with the

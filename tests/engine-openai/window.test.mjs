@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The context window (issue 12): without --context-tokens, the window a server lists for the model
 // in GET /models (vLLM's max_model_len, OpenRouter's and LM Studio's context_length) is the one
 // usage_update reports and compaction works against; --context-tokens wins over it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* openai_history: the model's messages derived from a stored history, and the same from a live
  * turn. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* openai_stream: a streamed chat completion put together from SSE bytes, whatever the pieces. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* openai_tools: names the chat completions API accepts, each mapping back to one tool. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store-level crash and sharing tests of acp-agent: kill -9 mid-turn loses nothing the client saw,
 // a session/new response means the session is stored, two agent processes share one store file
 // (one holds an open session's lease at a time: docs/agent.md, "Several processes on one store").

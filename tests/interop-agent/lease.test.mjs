@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session leases (issue 11, part 3): two acp-agent processes on one store, one of them holding an
 // open session. B's load is refused while A lives; A killed mid-stream, B takes the session over
 // and replays everything A's client received; A paused past its lease's TTL, B takes over, and A,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared harness for the acp-agent interop tests (importable by other test authors).
 //
 // Two ways to talk to a spawned `$ACP_BUILD/acp-agent`:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // session/list and session/delete of acp-agent: SessionInfo, order, exact cwd filter, cursors that stay
 // correct while sessions come and go, malformed cursors, delete semantics (idempotent, active session,
 // history gone from disk). Spec: session-list.mdx, session-delete.mdx (seed 003), REQUIREMENTS §6.8,

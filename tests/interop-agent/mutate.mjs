@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Mutation shim for checking that the suite catches broken behaviour (not run by ctest).
 // It stands in for acp-agent: spawns the real one and breaks one rule on the way out, so that
 //   ACP_AGENT=tests/interop-agent/mutate.mjs ACP_MUTATION=<name> ACP_REAL_AGENT=build/acp-agent \

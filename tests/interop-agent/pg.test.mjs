@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The same session lifecycle with acp-agent on the PostgreSQL store (issue 3: "a PostgreSQL backend for
 // many agent processes on many hosts"; everything above the store is backend-blind). A throwaway
 // cluster (scripts/pg-test-cluster.sh: unix socket only, no TCP) is started for this file and stopped

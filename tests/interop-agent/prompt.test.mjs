@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prompt turns of acp-agent's echo engine with the official SDK as the client: echo, /stream, /title,
 // /plan, /write with and without the client's fs, permission outcomes, a 20 MB prompt, two sessions at
 // once. Spec: prompt-turn.mdx, cancellation.mdx, file-system.mdx, tool-calls.mdx (REQUIREMENTS §6.9,

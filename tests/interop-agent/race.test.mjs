@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two acp-agent processes on one store (issue 13, item 1: "silent data loss across processes"). A
 // has a session open, B (another process on the same store) deletes it, then A writes for it: the
 // request that wrote (a prompt, set_mode, set_config_option, a /title) is answered -32002 "deleted

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict validation of agent messages against the stable v1 JSON Schema (the authority on wire shapes:
 // /work/shared/spec/README.md), as shipped in the pinned SDK (schema/v1/schema.json, the same file).
 //

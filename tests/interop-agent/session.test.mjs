@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session setup of acp-agent, driven by the official TypeScript SDK (and a raw client for byte order):
 // session/new, session/load, session/resume, session/close, additional workspace roots, the root set.
 //

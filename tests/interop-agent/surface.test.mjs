@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rest of the ACP v1 agent surface of acp-agent, with the official SDK as the client wherever it can
 // say it (a raw NDJSON client where the SDK would hide the wire: malformed and late replies, byte order):
 // session modes, config options (select and boolean), authenticate / logout, notices, compaction,

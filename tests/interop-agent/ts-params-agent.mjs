@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The official TypeScript SDK (@agentclientprotocol/sdk 2.4.0) as an agent serving every method
 // acp-agent serves, answering each request with a minimal valid result whose _meta.params is what
 // the SDK's decoder made of the request's params (after its own validation: -32602 when they do

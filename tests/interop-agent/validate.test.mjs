@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request params at the edge (issue 13, item 4): raw lines to build/acp-agent and, for comparison,
 // the same lines to an agent built on the official TypeScript SDK 2.4.0 (ts-params-agent.mjs).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // initialize and JSON-RPC framing of acp-agent: version negotiation, capabilities, agentInfo, and what a
 // raw NDJSON client sees on the wire (ids echoed byte-exact, malformed input, batches, unknown methods,
 // requests before initialize, EOF mid-turn). Spec: REQUIREMENTS.md §1-§6.1, transports.mdx,

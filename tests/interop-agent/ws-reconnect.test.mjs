@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The official SDK's reconnect recipe for remote ACP (ws-stream.js: "ACP v1 reconnect creates a new
 // transport connection; callers should save the ACP sessionId, create a new stream with the same auth
 // headers/cookie store, call initialize, verify agentCapabilities.loadSession, then call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A JSON-RPC peer on rpc/ + rt/ over stdio, driven by interop.test.mjs.
  *
  * It serves:

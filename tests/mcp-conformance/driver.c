@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MCP client under test for @modelcontextprotocol/conformance: it runs us as
  * `driver <server-url>` with MCP_CONFORMANCE_SCENARIO set, and judges what we send.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MCP through ACP: acp-agent driven by the official TypeScript SDK, with real MCP servers of
 // every kind (server-everything over stdio, Streamable HTTP and SSE). session/new connects them
 // all, /mcp lists them, /call runs their tools (progress becomes tool_call_update), session/close

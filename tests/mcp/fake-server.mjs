@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small stdio MCP server for the cases the npm servers do not cover: paginated tools/list,
 // requests from the server to the client (ping, roots/list, an unknown method), a tool that
 // crashes the server, one that never answers, a tool list that changes, a chatty stderr.

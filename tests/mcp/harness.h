@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the MCP tests: run a loop until something happens (with a generous
  * guard against hangs, never a timing assertion), build sets from JSON text, call tools and
  * close sets synchronously, list our child processes. */

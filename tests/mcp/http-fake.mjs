@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Streamable HTTP MCP server on 127.0.0.1 (the port is printed on stderr) built from the MCP
 // TypeScript SDK, for what server-everything does not do: its `forget` tool drops the MCP
 // session, as a restarted server would, so the next request carrying the old Mcp-Session-Id

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MCP over Streamable HTTP and the legacy SSE transport against server-everything from npm,
  * each started by the test on a free 127.0.0.1 port (tests/mcp/localhost.mjs pins the host:
  * the server itself listens on every interface). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preloaded (node --import) into npm MCP servers whose HTTP modes listen on every interface
 // (server-everything calls app.listen(PORT) without a host): tests bind 127.0.0.1 only.
 import net from 'node:net';

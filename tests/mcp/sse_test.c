@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SSE parser: every way the standard lets a stream be cut and spelled. */
 #include <setjmp.h>
 #include <stdarg.h>

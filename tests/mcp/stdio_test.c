@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MCP over stdio against real servers: @modelcontextprotocol/server-everything and
  * server-filesystem from npm, and tests/mcp/fake-server.mjs for what they cannot show. */
 #include <errno.h>

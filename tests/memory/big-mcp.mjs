@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stdio MCP server with one tool, "big": its answer to tools/call is one line carrying a text
 // block of arguments.bytes bytes ("m" repeated), the way a server dumps a whole file or log.
 import readline from "node:readline";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory after huge messages (issue 13, item 6), inside the library: once a huge message is
  * done, the live heap is back near where it was before it. Each test sends small messages
  * first (what stays is the footprint), then one of HUGE bytes, then small ones again, and

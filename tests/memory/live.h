@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bytes a process has allocated and not freed: what a buffer that kept its capacity shows,
  * the same under ASan (its allocator's count; quarantine and shadow are not in it) as without
  * (glibc's in-use bytes, mapped blocks included). For tests that include cmocka. */

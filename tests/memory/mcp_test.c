@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory after huge messages (issue 13, item 6): a stdio MCP server answers a tool call with
  * one line of HUGE bytes (tests/memory/big-mcp.mjs); once the call is done, the live heap is
  * back near where it was. The server's acp_conn kept the line's capacity (32 MiB) before. */

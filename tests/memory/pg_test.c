@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory after huge messages on PostgreSQL (issue 13, item 6): libpq grows a connection's
  * output buffer to the largest statement it sent and its input buffer to the largest row it
  * received, and never shrinks them, so one 60 MB prompt stored (or replayed by a load) kept

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory after huge messages (issue 13, item 6): acp-agent's resident set returns to near its idle
 // footprint after a huge prompt (its text echoed back, stored) and after an MCP server answers a
 // tool call with one huge line (shown and stored as a tool call update), and it serves small

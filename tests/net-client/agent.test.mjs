@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // acp (libacp's client) against acp-agent --listen, libacp's own server, in every profile the
 // client speaks: Streamable HTTP over HTTP/1.1 and over cleartext HTTP/2 (--http2), WebSocket,
 // and https:// / wss:// with a self-signed certificate made here (https:// offers h2 by ALPN,

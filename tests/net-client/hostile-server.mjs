@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Streamable HTTP ACP server written by hand, just enough of the profile for `acp new` and
 // `acp prompt`, that misbehaves the way $MODE says. Prints {"port": N} and serves until killed.
 //   init500     initialize answered 500 "boom"

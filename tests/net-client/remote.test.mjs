@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // acp (and so libacp's client) against remote agents, over Streamable HTTP and WebSocket:
 //   - the official TypeScript SDK 2.4.0's AcpServer (experimental/node's createNodeHttpHandler)
 //     with an SDK agent: info, new, prompt with updates, sessions, history (load with replay),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two remote ACP agents written with the official TypeScript SDK 2.4.0: AcpServer behind
 // experimental/node's createNodeHttpHandler (Streamable HTTP) and
 // createNodeWebSocketUpgradeHandler (WebSocket), each on its own Node http server on

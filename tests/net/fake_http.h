@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A fake HTTP exchange (net/http.h) for sans-I/O tests of the profiles: the request is whatever
  * the test says, the response is recorded, and the test plays the client's side (reading what
  * is queued, resetting the stream). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Long event streams over HTTP/2 with back-pressure (issue 11: streams that paused for 8-16 s).
 // Node's http2 module is the client: a small stream window and a reader that pauses after every
 // chunk keep the agent at its high-water mark (--high-water 16K) over and over, and every update

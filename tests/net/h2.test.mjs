@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/2 with a client we did not write: Node's http2 module speaks h2c (prior knowledge) to
 // `acp-agent --listen unix:PATH` (net/listen.c sniffs the preface, net/h2.c, net/shttp.c).
 // Streamable HTTP over it: initialize, session/new, a prompt whose updates arrive on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP/1.1 request parser: pipelined requests split at every byte give the same requests
  * as whole, and every refusal RFC 9112 asks for gets its status: 400, 413, 417, 431, 501, 505. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP/1.1 wire (net/http1.c) on a real socket, with a router of the test's own: pipelined
  * requests answered in order (one of them later than the next arrives), 100 Continue before a
  * body and only once the head was accepted, a refusal from on_head that leaves a body unread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // acp-agent --listen as an operator runs it: real processes on 127.0.0.1 and a Unix socket,
 // driven with raw HTTP/1.1 (so every byte on the wire is ours to choose), Node's https and
 // http2 clients, and the ws package for WebSocket round trips. What is checked is what the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The official SDK's Streamable HTTP client (createHttpStream, Node fetch = HTTP/1.1) against
 // `acp-agent --listen 127.0.0.1:0` (net/shttp.c on the HTTP/1.1 wire): a session streamed over
 // its own GET, then the SDK's reconnect recipe (a new stream, initialize, check loadSession,

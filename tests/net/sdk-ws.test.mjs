@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our WebSocket client (net/ws_connect.c, through tests/net/ws_probe) against the official SDK's
 // server: AcpServer behind experimental/node's createNodeWebSocketUpgradeHandler on the ws
 // package, as the SDK's docs wire it, serving a tiny SDK agent. The server checks a bearer token

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Streamable HTTP profile, sans-I/O: fake exchanges in, responses and link events out.
  * The statuses and texts are the official SDK's (server.js), which its client relies on. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS on acp_sock over real TCP on 127.0.0.1, with certificates the test makes with the openssl
  * CLI: the client verifies the chain and the host (an IP address or a name) and agrees ALPN; a
  * wrong host, an untrusted certificate and a cleartext peer fail with ACP_EPROTO on on_open;

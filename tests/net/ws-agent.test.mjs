@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our WebSocket client (net/ws_connect.c through tests/net/ws_probe) against our own server:
 // acp-agent --listen with the echo engine, over ws:// and over wss:// with a certificate the test
 // makes (the listener's TLS, then our upgrade, then the agent), a wrong token refused with 401

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal ACP client over acp_ws_connect, for tests against servers we did not write:
  *   ws_probe URL [TOKEN [CA_FILE]]   (TOKEN "" for none; WS_PROBE_UNIX=PATH: over that socket)
  * Twice (the second time with the cookies the first kept, as a reconnect does): connects,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The WebSocket profile over real TCP on 127.0.0.1: our client against our server (messages
  * both ways, token and cookie sent, limits), our client against a scripted raw server (status
  * codes, a bad Sec-WebSocket-Accept, Set-Cookie kept, binary frames ignored), our server against a

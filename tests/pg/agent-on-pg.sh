@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # acp-agent with `--store PATH` swapped for a PostgreSQL store on a test cluster, so that the
 # interop tests written with SQLite paths (tests/interop-agent) run unchanged against
 # PostgreSQL: ctest runs them with ACP_AGENT pointing here. One PATH always maps to one

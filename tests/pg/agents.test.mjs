@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two acp-agent processes on one PostgreSQL store (issue 6), the official SDK as both clients:
 // a session created through one is listed, loaded (full replay), prompted and deleted through the
 // other; the lease in the database names its holder and moves between them (issue 11); history

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL server stops in the middle of a prompt and comes back (issue 6): the prompt gets a
 // clear JSON-RPC error (-32603 "session store unavailable: ..."), so does every request that needs
 // the store while it is down, the agent recovers by itself once the server is back, and the store is

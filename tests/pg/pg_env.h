@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for tests that use the throwaway clusters of scripts/pg-test-cluster.sh, which the
  * ctest fixtures pg_start / pg_outage_start bring up in $ACP_BUILD/<name>. */
 #ifndef ACP_TEST_PG_ENV_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for node tests against the throwaway clusters of scripts/pg-test-cluster.sh (ctest
 // fixtures pg / pg_outage_node): fresh databases, SQL through psql, stopping and starting a server.
 import { execFile, execFileSync } from "node:child_process";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared store contract suite (tests/store/contract.c) against PostgreSQL. One fresh
  * database per run; each test gets a new, empty schema in it (search_path in the conninfo's
  * options), which is how a site would give the store its own schema, and costs milliseconds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server goes away under a live store and comes back: every call fails fast with
  * ACP_ESTORE "session store unavailable: ...", a batch committed meanwhile is dropped
  * whole, and the same handle recovers by itself once the server is up again. Uses its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL specifics the shared contract cannot see: migration (versioned, concurrent
  * starts), many processes appending to one session, batch atomicity across sessions,
  * byte-exact text, history physically gone after delete, PG* environment, passwords kept

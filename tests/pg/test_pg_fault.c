@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection at the store's API (store/inject.h), PostgreSQL: every statement of every
  * operation in turn meets a server error (the server raises SQLSTATE 53100, disk full, in its
  * place), loses the connection before it (the server ends our backend), or loses its answer

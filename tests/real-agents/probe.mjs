@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Probes real ACP agents installed from npm (tests/real-agents/package.json) with raw
 // newline-delimited JSON-RPC over their stdio, and prints one JSON report on stdout.
 //

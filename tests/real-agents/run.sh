@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make interop-real: real ACP agents installed from npm (pinned in tests/real-agents/package.json)
 # probed with raw JSON-RPC (probe.mjs), then driven with `acp`. Not part of `make test`: the
 # packages are about 1 GB and the agents are slow.

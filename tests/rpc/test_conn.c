@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_conn: framing, ids, error codes, both directions at once, cancellation, EOF. */
 #include <setjmp.h>
 #include <stdarg.h>

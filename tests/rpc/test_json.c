@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The streaming writer and the validating scanner. */
 #include <setjmp.h>
 #include <stdarg.h>

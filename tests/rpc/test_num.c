@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_parse_u64/i64/double: range, sign, overflow, trailing junk, empty, and the sentences. */
 #include <setjmp.h>
 #include <stdarg.h>

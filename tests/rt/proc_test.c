@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_proc with real children: spawn failures, exit at once, stdin EOF, a child that ignores
  * SIGTERM, grandchildren, explicit environments, stderr capture, a descendant in its own
  * session, the tag, death of the parent; acp_reaper. After every stop no zombie, no process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_roots against a real directory tree in a temp dir: escapes by "..", by symlinks
  * (outward, dangling, to a parent), relative paths, a root that is a symlink, files that do
  * not exist yet, and prefix confusion. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp_transport over real descriptors: pipes between two connections, one socket for both
  * directions, regular files and /dev/null, a child's pipes (cat echoes our own requests back
  * to us), EOF and EPIPE, before_flush batching and refusal, and back-pressure against a peer

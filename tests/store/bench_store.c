@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Store-level numbers behind the agent benchmarks (not a test; run by hand, Release build):
  *   build/tests/bench_store [WHERE]     (default: a new SQLite file in a temp dir)
  * replay of 20,000 updates / 25 MB, /stream-like 200,000 appends committed 200 at a time,

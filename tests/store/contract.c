@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store contract suite (see contract.h). Knows nothing of any backend. */
 #include <setjmp.h>
 #include <stdarg.h>

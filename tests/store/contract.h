@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store contract: one suite every backend must pass, written against acp/store.h only.
  * A runner supplies `fresh`, which names a brand-new empty store for each test (SQLite: a
  * new file; PostgreSQL: a new database), then calls store_contract_run(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store operations the fault tests walk, shared by test_store_fault.c (SQLite) and
  * tests/pg/test_pg_fault.c: each is one call with fixed arguments on sessions fault_a and
  * fault_b (fault_c is the one OP_CREATE makes), so that two runs write the same bytes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store contract against SQLite: each test gets a new database file. */
 #include <limits.h>
 #include <stdio.h>

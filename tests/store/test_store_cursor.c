@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The list cursor codec both backends share (store/store_impl.h): exact round trips, and a
  * strict decoder: whatever it accepts is the one encoding of what it returns. */
 #include <setjmp.h>

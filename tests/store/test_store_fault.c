@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection at the store's own API (store/inject.h), SQLite: every database step of every
  * operation fails in turn with SQLITE_BUSY, SQLITE_FULL and SQLITE_IOERR, the SQLite way (step
  * 1, 2, ... until the operation runs through without meeting the fault). A failed write leaves

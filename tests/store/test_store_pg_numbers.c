@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The numbers of a PostgreSQL connection string, and of the PG* variables libpq reads in
  * their place, are checked before any connection is tried (issue 13, item 2): libpq reads
  * connect_timeout=0 or -5 as "wait for ever". No server needed. */

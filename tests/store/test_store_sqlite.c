@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What only the SQLite backend promises: its file format and migrations, what survives a
  * killed process, several processes on one file, and deletion that leaves no bytes behind. */
 #include <setjmp.h>

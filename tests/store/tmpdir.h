@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A private temporary directory per test program, removed with everything in it. */
 #ifndef ACP_TEST_STORE_TMPDIR_H
 #define ACP_TEST_STORE_TMPDIR_H

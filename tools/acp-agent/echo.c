@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The echo engine. One turn at a time per session (the runtime guarantees it), so the state of
  * the running command lives in the session's engine data. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The echo engine: a test agent that exercises the protocol (like MCP's server-everything).
  * A prompt not starting with '/' is echoed back; slash commands stream, sleep, set the title,
  * send a plan, read and write files inside the root set, use the session's MCP servers, and

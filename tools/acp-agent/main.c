@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp-agent: the libacp session runtime with an engine (echo, or openai for a model server), ACP
  * on stdin/stdout or, with --listen, served over the network (WebSocket and Streamable HTTP,
  * docs/remote.md). */

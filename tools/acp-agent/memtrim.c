@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "tools/acp-agent/memtrim.h"
 
 #ifdef __GLIBC__

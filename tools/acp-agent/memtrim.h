@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Gives the heap's free memory back to the system after busy spells, so a long-running agent
  * returns to its idle footprint after a huge message (issue 13, item 6).
  *

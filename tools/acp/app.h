@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the files of `acp` share: the parsed command line, the client, the loop, and the exit
  * statuses. Everything protocol-specific is libacp's (include/acp/client.h). */
 #ifndef ACP_TOOL_APP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the agent asks of us: permission requests, file writes (--fs) and commands
  * (--terminal). --yes allows, --deny refuses; otherwise each is a question on the terminal
  * when standard input is one, and refused when it is not. Questions are read from /dev/tty

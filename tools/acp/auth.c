@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Signing in: `acp auth` lists the agent's auth methods in every shape real agents send
  * (tests/real-agents/RESULTS.md): the schema's agent and terminal types, env_var from the
  * auth-methods RFD (in no schema yet; codex-acp), and terminal logins told in _meta instead

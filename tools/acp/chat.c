@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `acp chat`: one prompt per line. On a terminal the line is edited with libedit (BSD
  * editline: emacs or vi keys, ~/.editrc, history search), driven by the loop through
  * EL_UNBUFFERED and a uv_poll on stdin, so updates that arrive between turns are shown (the

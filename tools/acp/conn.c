@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent connection as `acp` uses it: opening it (spawned, or a Unix socket), signing in,
  * starting or continuing the session, and turning a failed call into one line on stderr and
  * the documented exit status. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A short unified diff for a tool call's `diff` content: the common head and tail are cut,
  * the middle is compared line by line (longest common subsequence) when it is small enough,
  * else shown as all removed, then all added. Hunks carry two lines of context. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acp: a command-line client for any ACP agent. Argument parsing, the commands, and their
  * output; everything protocol-specific lives in libacp's client (include/acp/client.h). */
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text rendering of session updates: reply text streamed as it comes, tool calls one line
  * each with their status and diffs, plans as checklists and usage (both redrawn in place on a
  * terminal), notices, mode and config changes; colours only when stdout is a terminal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How `acp` shows session updates: text for people, or raw JSON lines for scripts. */
 #ifndef ACP_TOOL_RENDER_H
 #define ACP_TOOL_RENDER_H

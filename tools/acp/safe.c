@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Agent text made harmless for a terminal: the rules are in safe.h. One scan, runs of plain
  * bytes written as they are, so a long reply costs one pass and a few writes. */
 #include <stdbool.h>

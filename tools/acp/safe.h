@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text from the agent made harmless for a terminal (issue 13, item 5). A hostile agent's
  * message, title, tool title, plan entry, notice, error or diff must not retitle the window,
  * clear the screen, write the clipboard (OSC 52), draw a hyperlink that lies (OSC 8), or

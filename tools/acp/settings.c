@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A session's modes and config options: `acp modes`, `acp mode`, `acp config`. Values are
  * checked against what the agent offered before anything is sent, so a typo is a usage error
  * that names the choices. */

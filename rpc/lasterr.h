@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Setting this thread's last error (acp_error_last() in <acp/error.h>). Internal to libacp. */
+#ifndef ACP_RPC_LASTERR_H
+#define ACP_RPC_LASTERR_H
+
+#include <stddef.h>
+
+/* Sets the last error to status and the formatted sentence (cut at 1 KiB), and returns status,
+ * so a failure path reads `return acp_error_set(ACP_EINVAL, "bad %s", what);`. Never allocates. */
+int acp_error_set(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sets the last error to status and its acp_strerror() name; returns status. */
+int acp_error_code(int status);
+
+/* Reads an application's extensible struct (include/acp/api.h) into the library's own: copies
+ * min(its struct_size, size) bytes into dst and zeroes the rest. src NULL: dst all zero, 0.
+ * Refuses (last error set, naming `what`): struct_size 0 or below min_size, ACP_EINVAL; larger
+ * than size with a non-zero byte past size, ACP_ENOTSUP. */
+int acp_struct_read(void *dst, size_t size, size_t min_size, const void *src, const char *what);
+
+#endif
