@@ -160,9 +160,17 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
     }
     u.kind = acp_update_kind_of(u.kind_text);
     acp_client_session *s = acp_client_find(c, u.session_id);
-    u.replay = s && s->loading;
-    if (s && (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION))
-        track(s, &u);
+    if (!s) {
+        /* Not ours (never created, loaded or resumed here, or already freed): shown, it would
+         * pass for the user's session; an agent that means one of ours names it. */
+        acp_client_log(c,
+                       "dropped a session/update for session %.*s, which this client does not "
+                       "have open",
+                       (int)(u.session_id.n > 80 ? 80 : u.session_id.n), u.session_id.p);
+        return;
+    }
+    u.replay = s->loading;
+    if (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION) track(s, &u);
     if (c->opts.on_update) c->opts.on_update(c, s, &u, c->opts.user);
 }
 

@@ -257,18 +257,19 @@ static void test_malformed_updates(void **state)
             "\"currentModeId\":17}}"),
         UPD("{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"config_option_update\","
             "\"configOptions\":{\"not\":\"an array\"}}}"),
-        /* A session we have no handle for: delivered with s NULL. */
+        /* A session we have no handle for: dropped, and said (issue 20, item 8). */
         CHUNK("\"nope\"", "for nobody"),
         /* An escaped id is the same id. */
         CHUNK("\"\\u0073\\u0031\"", "escaped"),
         NULL,
     };
     json_decref(script(f, delivered, NULL));
-    assert_int_equal(f->updates, 8);
+    assert_int_equal(f->updates, 7);
     assert_int_equal(f->other, 1);
-    assert_int_equal(f->unrouted, 1);
+    assert_int_equal(f->unrouted, 0);
+    assert_int_equal(count(&f->log, "dropped a session/update for session \"nope\""), 1);
     acp_buf_cstr(&f->texts);
-    assert_string_equal(f->texts.data, "ok\n\nfor nobody\nescaped\n");
+    assert_string_equal(f->texts.data, "ok\n\nescaped\n");
     /* The bad mode and config updates did not corrupt the session's state (it had none). */
     assert_null(acp_client_session_mode(f->s));
     assert_null(acp_client_session_config_options(f->s));

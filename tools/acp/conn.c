@@ -183,6 +183,8 @@ static void started(acp_client *c, const acp_client_reply *r, void *user)
 
 int app_open(app *a)
 {
+    int rc = agent_stderr_open(a);
+    if (rc) return rc;
     uv_loop_init(&a->loop);
     a->loop_ready = true;
     acp_reaper_start(&a->loop, &a->reaper);
@@ -228,12 +230,13 @@ int app_open(app *a)
         .on_permission = on_permission,
         .on_ask = on_ask,
         .on_log = on_log,
+        .on_stderr = spawn ? agent_stderr : NULL,
         .user = a,
     };
     char *err = NULL;
     waiter w = {0};
     app_busy(a, true);
-    int rc = acp_client_start(&o, started, &w, &a->c, &err);
+    rc = acp_client_start(&o, started, &w, &a->c, &err);
     free(def);
     json_decref(meta); /* copied into initialize */
     if (rc) {
@@ -267,6 +270,7 @@ void app_close(app *a)
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_loop_close(&a->loop);
     a->loop_ready = false;
+    agent_stderr_close(a); /* after the loop: all the agent wrote has arrived */
 }
 
 /* --- failures -------------------------------------------------------------------------- */
