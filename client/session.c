@@ -163,10 +163,14 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
     if (!s) {
         /* Not ours (never created, loaded or resumed here, or already freed): shown, it would
          * pass for the user's session; an agent that means one of ours names it. */
+        size_t n = u.session_id.n < sizeof c->dropped ? u.session_id.n : sizeof c->dropped - 1;
+        if (strlen(c->dropped) == n && !memcmp(c->dropped, u.session_id.p, n)) return;
+        memcpy(c->dropped, u.session_id.p, n);
+        c->dropped[n] = 0;
         acp_client_log(c,
-                       "dropped a session/update for session %.*s, which this client does not "
-                       "have open",
-                       (int)(u.session_id.n > 80 ? 80 : u.session_id.n), u.session_id.p);
+                       "dropped a session/update for session %s, which this client does not "
+                       "have open (and any that follow it for that session)",
+                       c->dropped);
         return;
     }
     u.replay = s->loading;

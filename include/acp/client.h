@@ -167,8 +167,9 @@ typedef struct acp_client_opts {
 
     /* Every session/update for a session this client has a handle for, in arrival order (s
      * is never NULL). Updates for any other session id (never created, loaded or resumed on
-     * this connection, or already freed) are dropped and said to on_log: a hostile agent
-     * cannot make them pass for the user's session. See acp/update.h for typed views. */
+     * this connection, or already freed) are dropped and said to on_log, once for a run of
+     * them about one id: a hostile agent cannot make them pass for the user's session. See
+     * acp/update.h for typed views. */
     void (*on_update)(acp_client *c, acp_client_session *s, const acp_update *u, void *user);
     /* session/request_permission. params is the request's params (borrowed, valid during the
      * call). The application owns p until it calls acp_client_perm_reply() exactly once, now

@@ -69,7 +69,7 @@ test("updates for a session acp never created are dropped, and said", async () =
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /real text/);
   assert.doesNotMatch(r.stdout + r.stderr, /GHOST TEXT/);
-  assert.match(r.stderr, /dropped a session\/update for session "ghost-1", which this client does not have open/);
+  assert.equal(r.stderr.match(/dropped a session\/update for session "ghost-1", which this client does not have open/g)?.length, 1, r.stderr);
   const j = await run(["--json", "prompt", "ghost"]);
   assert.equal(texts(lines(j.stdout)), "real text");
   assert.ok(!j.stdout.includes("ghost-1"));

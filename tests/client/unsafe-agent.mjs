@@ -5,7 +5,7 @@
 //                "refused: CODE MESSAGE" as a message chunk
 //   stderr       writes a window title, a clear screen, an OSC 52 clipboard write and colours
 //                to stderr, the last line without its newline
-//   ghost        an update for a session nobody created, then one for the prompt's session
+//   ghost        two updates for a session nobody created, then one for the prompt's session
 // session/new: ids "s1", "s2", ...; every prompt ends with end_turn.
 import { createInterface } from "node:readline";
 
@@ -43,6 +43,7 @@ async function prompt(sid, text) {
   }
   if (text === "stderr") return void (await new Promise((done) => process.stderr.write(STDERR, done)));
   if (text === "ghost") {
+    say("ghost-1", "GHOST TEXT");
     say("ghost-1", "GHOST TEXT");
     return say(sid, "real text");
   }
