@@ -5,9 +5,10 @@
 // for a session acp never created (item 8: dropped, said on stderr).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, realpathSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { workspace, nodeAgent, run as runIn, lines, texts } from "./acp-helpers.mjs";
+import { ACP, workspace, nodeAgent, run as runIn, lines, texts } from "./acp-helpers.mjs";
 import { STDERR } from "./unsafe-agent.mjs";
 
 let ws;
@@ -45,6 +46,15 @@ test("the agent's stderr: shown line by line made safe, colours dropped, the par
   assert.equal(raw.exec(r.stderr), null, JSON.stringify(r.stderr));
   for (const l of ["plain line", "\\x1b]0;owned title\\x07title line", "\\x1b[2Jcleared", "\\x1b]52;c;cHduZWQ=\\x07clipboard", "red text", "partial"])
     assert.ok(r.stderr.split("\n").includes(l), `${l} in ${JSON.stringify(r.stderr)}`);
+});
+
+test("a line the agent leaves unfinished is shown once it goes quiet, before it exits", async () => {
+  const p = spawn(ACP, ["--agent", agentCmd, "--cwd", ws.dir, "prompt", "stall"], { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  await new Promise((resolve) => p.stderr.on("data", (d) => (err += d).includes("stalled partial\n") && resolve()));
+  const code = new Promise((r) => p.on("close", (c, sig) => r(c ?? sig)));
+  p.kill("SIGTERM");
+  assert.equal(await code, 143);
 });
 
 test("--agent-log FILE: the agent's stderr byte for byte in FILE, none of it on acp's", async () => {

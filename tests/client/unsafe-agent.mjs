@@ -5,6 +5,7 @@
 //                "refused: CODE MESSAGE" as a message chunk
 //   stderr       writes a window title, a clear screen, an OSC 52 clipboard write and colours
 //                to stderr, the last line without its newline
+//   stall        writes "stalled partial" to stderr (no line end) and never answers
 //   ghost        two updates for a session nobody created, then one for the prompt's session
 // session/new: ids "s1", "s2", ...; every prompt ends with end_turn.
 import { createInterface } from "node:readline";
@@ -42,6 +43,10 @@ async function prompt(sid, text) {
     return say(sid, `ok: ${o.result.output.trim()}`);
   }
   if (text === "stderr") return void (await new Promise((done) => process.stderr.write(STDERR, done)));
+  if (text === "stall") {
+    process.stderr.write("stalled partial");
+    return new Promise(() => {});
+  }
   if (text === "ghost") {
     say("ghost-1", "GHOST TEXT");
     say("ghost-1", "GHOST TEXT");

@@ -15,9 +15,23 @@
 /* A run this long without a line end is shown as a line of its own: memory stays bounded
  * and a progress display that never ends its line still shows. */
 #define PIECE 4096
+/* A line left unfinished this long (a prompt, a progress display) is shown as it is. */
+#define IDLE_MS 1000
+
+static void show(app *a, const char *s, size_t n);
+
+static void idle(uv_timer_t *t)
+{
+    app *a = t->data;
+    show(a, a->agent_line.data, a->agent_line.len);
+    a->agent_line.len = 0;
+}
 
 int agent_stderr_open(app *a)
 {
+    uv_timer_init(&a->loop, &a->agent_idle);
+    uv_unref((uv_handle_t *)&a->agent_idle); /* cosmetic: it keeps nothing waiting */
+    a->agent_idle.data = a;
     a->agent_log_fd = -1;
     if (!a->agent_log) return 0;
     /* Appended, as logs are; private, as an agent may log what it was told in confidence. */
@@ -85,6 +99,9 @@ void agent_stderr(acp_client *c, const char *buf, size_t n, void *user)
         }
         buf += eol;
     }
+    /* Closed with the loop's other handles (app_close): then the end shows what is left. */
+    if (line->len && !uv_is_closing((uv_handle_t *)&a->agent_idle))
+        uv_timer_start(&a->agent_idle, idle, IDLE_MS, 0);
 }
 
 void agent_stderr_close(app *a)

@@ -183,8 +183,6 @@ static void started(acp_client *c, const acp_client_reply *r, void *user)
 
 int app_open(app *a)
 {
-    int rc = agent_stderr_open(a);
-    if (rc) return rc;
     uv_loop_init(&a->loop);
     a->loop_ready = true;
     acp_reaper_start(&a->loop, &a->reaper);
@@ -197,6 +195,8 @@ int app_open(app *a)
     uv_timer_init(&a->loop, &a->wait);
     a->wait.data = a;
     ask_init(a);
+    int rc = agent_stderr_open(a);
+    if (rc) return rc;
 
     bool spawn = app_spawns(a);
     char *def = a->agent ? NULL : default_agent();
@@ -264,6 +264,7 @@ void app_close(app *a)
     a->c = NULL;
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
     uv_close((uv_handle_t *)&a->wait, NULL);
+    uv_close((uv_handle_t *)&a->agent_idle, NULL);
     uv_run(&a->loop, UV_RUN_DEFAULT);
     acp_reaper_close(a->reaper, NULL, NULL); /* what terminal commands left: killed */
     a->reaper = NULL;
