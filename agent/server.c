@@ -158,13 +158,13 @@ static bool loopback(const char *where)
  * every connection's agent follows. */
 static int bound(acp_server *srv, const acp_server_opts *o, char **err)
 {
-    bool remote = o->exposed || !o->listen || !loopback(o->listen);
+    bool remote = o->exposed || (o->listen && !loopback(o->listen)); /* none: EINVAL below */
     if (remote && !o->token && !o->insecure_no_auth) {
         if (asprintf(err,
                      "refusing to listen on %s without a token: anyone who can reach it could "
                      "run commands and read and write files as this user; give a token "
                      "(acp-agent --token-file FILE), or accept that (--insecure-no-auth)",
-                     o->listen ? o->listen : "(nowhere)") < 0)
+                     o->listen) < 0)
             *err = NULL;
         return ACP_EACCES;
     }

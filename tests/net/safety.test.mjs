@@ -65,6 +65,13 @@ test("a non-loopback listener without a token does not start (exit 2, nothing bo
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, /refusing to listen on 127\.0\.0\.1:0 without a token: anyone who can reach it could run commands.*--token-file.*--insecure-no-auth/);
   assert.doesNotMatch(r.stderr, /listening on/);
+  // Addresses that are not loopback by their text: refused before anything is bound (so no
+  // public address is ever bound here).
+  for (const listen of ["0.0.0.0:0", "[::]:0", "10.1.2.3:0", "example.com:0", "127.example.com:0", ":0"]) {
+    const n = spawnSync(AGENT, ["--store", join(dir, "s.db"), "--listen", listen], { encoding: "utf8", timeout: 60000 });
+    assert.equal(n.status, 2, `${listen}: ${n.stderr}`);
+    assert.match(n.stderr, /refusing to listen on .* without a token/, listen);
+  }
 });
 
 test("--insecure-no-auth starts a non-loopback listener without a token, with a warning first", async (t) => {
