@@ -9,6 +9,7 @@
 
 #include "acp/server.h"
 #include "agent/serve.h"
+#include "rpc/lasterr.h"
 #include "net/listen.h"
 
 typedef struct sconn sconn;
@@ -153,21 +154,27 @@ static bool loopback(const char *where)
     return !strcasecmp(host, "localhost");
 }
 
+/* The last error set, also as the *err copy acp_agent_serve_listen still hands out. */
+static int failed(int status, char **err)
+{
+    *err = strdup(acp_error_last()->message);
+    return status;
+}
+
 /* What the network may do (acp_server_opts, "Safety on the network"): a listener others can
  * reach needs a token unless the operator says otherwise; the roots and the stdio MCP policy
  * every connection's agent follows. */
 static int bound(acp_server *srv, const acp_server_opts *o, char **err)
 {
     bool remote = o->exposed || (o->listen && !loopback(o->listen)); /* none: EINVAL below */
-    if (remote && !o->token && !o->insecure_no_auth) {
-        if (asprintf(err,
-                     "refusing to listen on %s without a token: anyone who can reach it could "
-                     "run commands and read and write files as this user; give a token "
-                     "(acp-agent --token-file FILE), or accept that (--insecure-no-auth)",
-                     o->listen) < 0)
-            *err = NULL;
-        return ACP_EACCES;
-    }
+    if (remote && !o->token && !o->insecure_no_auth)
+        return failed(acp_error_set(ACP_EACCES,
+                                    "refusing to listen on %s without a token: anyone who can "
+                                    "reach it could run commands and read and write files as "
+                                    "this user; give a token (acp-agent --token-file FILE), or "
+                                    "accept that (--insecure-no-auth)",
+                                    o->listen),
+                      err);
     if (remote && !o->token) {
         char line[512];
         snprintf(line, sizeof line,
@@ -176,16 +183,14 @@ static int bound(acp_server *srv, const acp_server_opts *o, char **err)
                  o->listen);
         slog(srv, line);
     }
-    for (size_t i = 0; i < o->n_roots; i++) {
-        if (o->roots[i] && o->roots[i][0] == '/') continue;
-        if (asprintf(err, "a root must be an absolute path: '%s'", o->roots[i] ? o->roots[i] : "") <
-            0)
-            *err = NULL;
-        return ACP_EINVAL;
-    }
+    for (size_t i = 0; i < o->n_roots; i++)
+        if (!o->roots[i] || o->roots[i][0] != '/')
+            return failed(acp_error_set(ACP_EINVAL, "a root must be an absolute path: '%s'",
+                                        o->roots[i] ? o->roots[i] : ""),
+                          err);
     if (o->n_roots &&
         acp_roots_new(o->roots[0], o->roots + 1, o->n_roots - 1, &srv->bounds.roots, NULL))
-        return ACP_ENOMEM; /* the paths were checked */
+        return acp_error_code(ACP_ENOMEM); /* the paths were checked */
     srv->bounds.no_stdio_mcp =
         o->stdio_mcp == ACP_SERVER_STDIO_MCP_REFUSE ||
         (o->stdio_mcp == ACP_SERVER_STDIO_MCP_DEFAULT && (remote || o->n_roots));
