@@ -94,6 +94,9 @@ test("--root: cwd and additionalDirectories inside are accepted, outside and thr
   mkdirSync(outside);
   symlinkSync(outside, join(root, "out"));
   symlinkSync(join(root, "sub"), join(dir, "in")); // a link from outside to inside: inside
+  const bad = spawnSync(AGENT, ["--store", join(dir, "s.db"), "--listen", "127.0.0.1:0", "--root", join(dir, "nope")], { encoding: "utf8", timeout: 60000 });
+  assert.equal(bad.status, 2, bad.stderr);
+  assert.match(bad.stderr, /--root '.*nope': No such file or directory/);
   const a = await startAgent(t, dir, ["--root", root]);
   const c = await connect(t, a.port);
   for (const cwd of [root, join(root, "sub"), join(dir, "in")]) {

@@ -352,20 +352,23 @@ int main(int argc, char **argv)
             so.allow_origins = origins;
         } else if (!strcmp(argv[i], "--root") && i + 1 < argc) {
             static char real[64][PATH_MAX];
-            bool full = so.n_roots == 64;
-            if (full || !realpath(argv[++i], real[so.n_roots])) {
-                fprintf(stderr, "acp-agent: --root: %s: '%s'\n",
-                        full ? "at most 64" : "no such directory", argv[i + !full]);
+            const char *dir = argv[++i];
+            if (so.n_roots == 64 || !realpath(dir, real[so.n_roots])) {
+                fprintf(stderr, "acp-agent: --root '%s': %s\n", dir,
+                        so.n_roots == 64 ? "at most 64 roots" : strerror(errno));
                 return 2;
             }
             roots[so.n_roots] = real[so.n_roots];
-            so.roots = roots;
             so.n_roots++;
-        } else if (!strcmp(argv[i], "--exposed") || !strcmp(argv[i], "--insecure-no-auth")) {
-            *(argv[i][2] == 'e' ? &so.exposed : &so.insecure_no_auth) = true;
-        } else if (!strcmp(argv[i], "--allow-stdio-mcp") || !strcmp(argv[i], "--no-stdio-mcp")) {
-            so.stdio_mcp =
-                argv[i][2] == 'a' ? ACP_SERVER_STDIO_MCP_ALLOW : ACP_SERVER_STDIO_MCP_REFUSE;
+            so.roots = roots;
+        } else if (!strcmp(argv[i], "--exposed")) {
+            so.exposed = true;
+        } else if (!strcmp(argv[i], "--insecure-no-auth")) {
+            so.insecure_no_auth = true;
+        } else if (!strcmp(argv[i], "--allow-stdio-mcp")) {
+            so.stdio_mcp = ACP_SERVER_STDIO_MCP_ALLOW;
+        } else if (!strcmp(argv[i], "--no-stdio-mcp")) {
+            so.stdio_mcp = ACP_SERVER_STDIO_MCP_REFUSE;
         } else if (!strcmp(argv[i], "--port-file") && i + 1 < argc) {
             port_file = argv[++i];
         } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
