@@ -7,7 +7,7 @@
 # - acp and acp-agent run on libacp.so (they need it and carry no copy of it).
 # The declarations come from the compiler itself (gcc -aux-info on every public header), so
 # macros, line breaks and comments in the headers cannot fool it.
-# Usage: check.sh BUILD_DIR SOVERSION CC TOOL...
+# Usage: check.sh BUILD_DIR SOVERSION GCC TOOL...
 set -eu
 build=$1 soversion=$2 cc=$3
 shift 3
