@@ -4,8 +4,9 @@
 #   abi.sh check  LIBACP_SO GENERATED_INCLUDE_DIR   fails on an incompatible change
 #   abi.sh update LIBACP_SO GENERATED_INCLUDE_DIR   rewrites the baseline (make abi-baseline)
 # The .so needs DWARF (a Debug or RelWithDebInfo build; sanitizers make no difference to it).
-# Only types declared in include/acp/ count (--headers-dir); paths, line numbers and DT_NEEDED
-# are left out so the baseline is the same from any checkout and any rebuild of one source.
+# Only types declared in include/acp/ count (--headers-dir); absolute paths, line numbers and
+# DT_NEEDED are left out so the baseline is the same from any checkout and any rebuild of one
+# source, with or without ccache.
 set -eu
 mode=$1 so=$2 gen=$3
 src=${ACP_SOURCE:-.}
@@ -16,7 +17,11 @@ command -v abidw >/dev/null || { echo "abi: abidw not found: install abigail-too
 
 abidw --headers-dir "$src/include/acp" --headers-dir "$gen/acp" --drop-private-types \
     --no-corpus-path --no-comp-dir-path --no-show-locs --no-elf-needed --drop-undefined-syms \
-    --type-id-style hash --out-file "$tmp/now.abi" "$so"
+    --type-id-style hash --out-file "$tmp/raw.abi" "$so"
+# Each translation unit's path as the source tree names it (agent/agent.c), whether the compiler
+# recorded it absolute or, under ccache's base_dir, relative to the build directory.
+abs=$(cd "$src" && pwd) real=$(cd "$src" && pwd -P)
+sed -E "/^ *<abi-instr /{s#path='($abs/|$real/|(\.\./)+)#path='#}" "$tmp/raw.abi" >"$tmp/now.abi"
 
 if [ "$mode" = update ]; then
     mkdir -p "$(dirname "$baseline")"
