@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a client must survive from its agent (script-agent.mjs, which writes exact lines):
- * lines that are not JSON-RPC, malformed session/update notifications (dropped, with on_log)
- * and unknown kinds (delivered as ACP_UPDATE_OTHER), fs requests outside the session's roots
+ * lines that are not JSON-RPC, malformed session/update notifications and updates for a
+ * session we do not have open (dropped, with on_log), unknown kinds (delivered as
+ * ACP_UPDATE_OTHER), fs requests outside the session's roots
  * (refused with an error to the agent and on_log; nothing read or written outside), requests
  * for sessions we do not have, responses to ids we never used, answers of the wrong shape, and
  * a line longer than max_message (dropped whole; the connection lives on). Nothing crashes or
