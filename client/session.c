@@ -110,6 +110,7 @@ acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_ro
     s->roots = roots;
     s->next = c->sessions;
     c->sessions = s;
+    c->dropped[0] = 0; /* that id may be this one: if it goes again, say so again */
     return s;
 }
 
