@@ -48,6 +48,12 @@ test("the agent's stderr: shown line by line made safe, colours dropped, the par
     assert.ok(r.stderr.split("\n").includes(l), `${l} in ${JSON.stringify(r.stderr)}`);
 });
 
+test("a line longer than 4096 bytes is shown in pieces of 4096", async () => {
+  const r = await run(["prompt", "long"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(r.stderr.split("\n"), ["y".repeat(4096), "y".repeat(904), ""]);
+});
+
 test("a line the agent leaves unfinished is shown once it goes quiet, before it exits", async () => {
   const p = spawn(ACP, ["--agent", agentCmd, "--cwd", ws.dir, "prompt", "stall"], { stdio: ["ignore", "ignore", "pipe"] });
   let err = "";

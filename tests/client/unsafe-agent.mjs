@@ -5,6 +5,7 @@
 //                "refused: CODE MESSAGE" as a message chunk
 //   stderr       writes a window title, a clear screen, an OSC 52 clipboard write and colours
 //                to stderr, the last line without its newline
+//   long         a 5000-byte line to stderr
 //   stall        writes "stalled partial" to stderr (no line end) and never answers
 //   ghost        two updates for a session nobody created, then one for the prompt's session
 // session/new: ids "s1", "s2", ...; every prompt ends with end_turn.
@@ -43,6 +44,7 @@ async function prompt(sid, text) {
     return say(sid, `ok: ${o.result.output.trim()}`);
   }
   if (text === "stderr") return void (await new Promise((done) => process.stderr.write(STDERR, done)));
+  if (text === "long") return void (await new Promise((done) => process.stderr.write("y".repeat(5000) + "\n", done)));
   if (text === "stall") {
     process.stderr.write("stalled partial");
     return new Promise(() => {});
