@@ -1,15 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Install this build tree into a scratch prefix (cmake --install --prefix) and build and run
-# tests/install/consumer.c against it the ways an application does:
-#   - find_package(acp 1.0 REQUIRED COMPONENTS static): acp::acp and acp::acp_static;
-#   - pkg-config --cflags --libs acp (the shared library);
-#   - pkg-config --static --cflags --libs acp, with the installation's libacp.so removed so
-#     that -lacp is libacp.a: Requires.private/Libs.private must cover every object of it;
-#   - acp-uninstalled.pc: PKG_CONFIG_PATH=<build tree> builds against the build tree itself.
+# Install this build tree into a scratch prefix (cmake --install --prefix): its acp.pc names
+# that prefix, and consumers.sh builds and runs programs against it through CMake and pkg-config
+# (shared and static). Then acp-uninstalled.pc: PKG_CONFIG_PATH=<build tree> builds against the
+# build tree itself.
 # Nothing outside its own temporary directory is written but the build tree's install manifest.
-# Environment: ACP_BUILD, ACP_SOURCE (the test environment), ACP_SAN_FLAGS (the sanitizer flags
-# the tree was built with, so that programs linking it carry the same runtime).
+# Environment: ACP_BUILD, ACP_SOURCE (the test environment), ACP_SAN_FLAGS (consumers.sh).
 set -eu
 build=${ACP_BUILD:?} src=${ACP_SOURCE:?} san=${ACP_SAN_FLAGS:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/acp-install.XXXXXX")
@@ -27,26 +23,7 @@ fail() { echo "install: $*" >&2; exit 1; }
 [ "$(pkg-config --modversion acp)" = "$(sed -n 's/.*project(libacp VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ] ||
     fail "acp.pc's version is not the project's"
 
-# CMake: a consumer project configured against the prefix, both targets.
-cmake -S "$src/tests/install/cmake" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "find_package(acp) failed"; }
-cmake --build "$tmp/cmake" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "the CMake consumer does not build"; }
-LD_LIBRARY_PATH="$libdir" "$tmp/cmake/consumer_shared" "$tmp"
-ldd "$tmp/cmake/consumer_shared" | grep -q "libacp.so.1 => $libdir/" || fail "acp::acp is not the installed libacp.so.1"
-"$tmp/cmake/consumer_static" "$tmp"
-! ldd "$tmp/cmake/consumer_static" | grep -q libacp || fail "acp::acp_static links libacp.so"
-
-# pkg-config, shared.
-# shellcheck disable=SC2046,SC2086
-cc $san "$src/tests/install/consumer.c" -o "$tmp/pc_shared" $(pkg-config --cflags --libs acp)
-LD_LIBRARY_PATH="$libdir" "$tmp/pc_shared" "$tmp"
-
-# pkg-config, static: only libacp.a left to satisfy -lacp.
-rm "$libdir/libacp.so"
-# shellcheck disable=SC2046,SC2086
-cc $san "$src/tests/install/consumer.c" -o "$tmp/pc_static" $(pkg-config --static --cflags --libs acp)
-! ldd "$tmp/pc_static" | grep -q libacp || fail "the static link used libacp.so"
-"$tmp/pc_static" "$tmp"
+sh "$src/tests/install/consumers.sh" "$tmp" "$p" "$libdir"
 
 # The build tree's uninstalled .pc: pkg-config picks acp-uninstalled.pc and says so.
 export PKG_CONFIG_PATH="$build"
