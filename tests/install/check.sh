@@ -24,6 +24,10 @@ fail() { echo "install: $*" >&2; exit 1; }
     fail "acp.pc's version is not the project's"
 
 sh "$src/tests/install/consumers.sh" "$tmp" "$p" "$libdir"
+# acpConfigVersion.cmake: 1.x serves 1.0 (above), not 2.0.
+! cmake -S "$src/tests/install/cmake" -B "$tmp/cmake2" -DCMAKE_PREFIX_PATH="$p" -DACP_WANT=2.0 >"$tmp/cmake2.log" 2>&1 ||
+    fail "find_package(acp 2.0) accepted libacp 1.x"
+grep -q 'version: 1\.' "$tmp/cmake2.log" || { cat "$tmp/cmake2.log" >&2; fail "find_package(acp 2.0) failed for another reason"; }
 
 # The build tree's uninstalled .pc: pkg-config picks acp-uninstalled.pc and says so.
 export PKG_CONFIG_PATH="$build"
