@@ -35,8 +35,9 @@ ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 lib=$root/usr/lib/$ma
 for f in "$lib/libacp.so.1" "$lib/libacp.a" "$root/usr/bin/acp" "$root/usr/bin/acp-agent" \
     "$root/usr/share/man/man1/acp-agent.1.gz" "$root/usr/share/man/man1/acp.1.gz" \
-    "$root/usr/share/man/man3/libacp.3.gz" "$root/usr/share/doc/libacp1/copyright"; do
-    [ -e "$f" ] || fail "${f#"$root"} is in no package"
+    "$root/usr/share/man/man3/libacp.3.gz" "$root/usr/share/doc/libacp1/copyright" \
+    "$root/usr/share/doc/libacp-dev/README.md" "$root/usr/share/doc/libacp-dev/agent.md"; do
+    [ -e "$f" ] || [ -e "$f.gz" ] || fail "${f#"$root"} is in no package" # dh_compress: big docs gzipped
 done
 LD_LIBRARY_PATH=$lib "$root/usr/bin/acp-agent" --version | grep -q "acp-agent $version" || fail "acp-agent --version"
 
