@@ -10,7 +10,7 @@ pkgs="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libjansson-dev libuv1-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libpq-dev
       libcmocka-dev postgresql valgrind nodejs tmux procps
       libnghttp2-dev libwslay-dev libssl-dev libedit-dev
-      debhelper dpkg-dev lintian groff-base"
+      debhelper dpkg-dev lintian groff-base abigail-tools"
 
 missing=""
 for p in $pkgs; do
