@@ -7,6 +7,7 @@
 
 #include "acp/server.h"
 #include "agent/serve.h"
+#include "rpc/lasterr.h"
 #include "net/listen.h"
 
 typedef struct sconn sconn;
@@ -127,21 +128,16 @@ static void on_link(acp_link *l, void *user)
 
 int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                            const acp_agent_opts *agent_opts, const acp_server_opts *opts,
-                           acp_server **out, char **err)
+                           acp_server **out)
 {
     *out = NULL;
-    *err = NULL;
     /* The engine is checked once here, not at the first connection. */
     acp_agent *probe = NULL;
     int rc = acp_agent_new(loop, store, engine, NULL, &probe);
-    if (rc) {
-        *err = strdup(rc == ACP_EINVAL ? "the engine's modes, options or auth methods are invalid"
-                                       : "out of memory");
-        return rc;
-    }
+    if (rc) return acp_error_set(rc, "invalid engine: %s", acp_error_last()->message);
     acp_agent_free(probe);
     acp_server *srv = calloc(1, sizeof *srv);
-    if (!srv) return ACP_ENOMEM;
+    if (!srv) return acp_error_set(ACP_ENOMEM, "out of memory starting a server");
     srv->loop = loop;
     srv->store = store;
     srv->eng = *engine;
@@ -167,9 +163,12 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
                             .on_log = listener_log,
                             .user = srv};
     srv->stall_ms = acp_net_limits_resolve(&lo.limits).idle_timeout_ms;
-    rc = acp_listener_open(loop, &lo, &srv->L, err);
+    char *err = NULL; /* net's listener hands its sentence back malloc'd */
+    rc = acp_listener_open(loop, &lo, &srv->L, &err);
     if (rc) {
         free(srv);
+        acp_error_set(rc, "%s", err ? err : acp_strerror(rc));
+        free(err);
         return rc;
     }
     *out = srv;

@@ -834,21 +834,18 @@ static void start_server(mcp_server *srv)
 }
 
 int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *opts,
-                    const char *const *roots, size_t nroots, acp_mcp_set **out, char **errmsg)
+                    const char *const *roots, size_t nroots, acp_mcp_set **out)
 {
     acp_mcp_opts o = opts ? *opts : (acp_mcp_opts){0};
     if (!o.connect_timeout_ms) o.connect_timeout_ms = DEFAULT_CONNECT_MS;
     if (!o.request_timeout_ms) o.request_timeout_ms = DEFAULT_REQUEST_MS;
     if (!o.call_timeout_ms) o.call_timeout_ms = DEFAULT_CALL_MS;
     if (!o.kill_grace_ms) o.kill_grace_ms = DEFAULT_GRACE_MS;
-    if (errmsg) *errmsg = NULL;
     *out = NULL;
     char *err = validate(servers, &o);
     if (err) {
-        if (errmsg)
-            *errmsg = err;
-        else
-            free(err);
+        acp_error_set(ACP_EINVAL, "%s", err);
+        free(err);
         return ACP_EINVAL;
     }
     acp_mcp_set *s = calloc(1, sizeof *s);
@@ -857,7 +854,7 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
         copy_roots(s, roots, nroots)) {
         if (s) free(s->servers);
         free(s);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory making an MCP server set");
     }
     s->loop = loop;
     s->opts = o;
@@ -892,7 +889,7 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
          * (servers past the failing one were never touched). */
         s->n = i;
         acp_mcp_set_close(s, NULL, NULL);
-        return rc;
+        return acp_error_set(rc, "mcpServers[%zu]: %s", i - 1, acp_strerror(rc));
     }
     s->in_new = true;
     for (i = 0; i < n; i++) {

@@ -11,7 +11,8 @@
 static _Thread_local struct {
     acp_error e;
     char text[1024];
-} last = {{ACP_OK, ""}, ""};
+    unsigned sets; /* how many times it was set: acp_error_mark() */
+} last = {{ACP_OK, ""}, "", 0};
 
 const acp_error *acp_error_last(void)
 {
@@ -38,6 +39,18 @@ int acp_error_set(int status, const char *fmt, ...)
     memcpy(last.text, buf, sizeof buf);
     last.e.status = status;
     last.e.message = last.text;
+    last.sets++;
+    return status;
+}
+
+unsigned acp_error_mark(void)
+{
+    return last.sets;
+}
+
+int acp_error_since(unsigned mark, int status)
+{
+    if (status < 0 && last.sets == mark) acp_error_code(status);
     return status;
 }
 

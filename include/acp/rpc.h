@@ -10,7 +10,10 @@
  * function except acp_conn_free(). Two connections in one process are independent.
  *
  * The same engine speaks MCP (which is JSON-RPC 2.0 too): only the cancellation method
- * differs, see acp_conn_opts.cancel_method. */
+ * differs, see acp_conn_opts.cancel_method.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); the
+ * peer's errors arrive as messages (acp_msg_is_error), diagnostics through on_log. */
 #ifndef ACP_RPC_H
 #define ACP_RPC_H
 

@@ -7,7 +7,10 @@
  * of them share the store, so a session made on one connection (or on another host using the
  * same PostgreSQL store) can be loaded on another.
  *
- * Everything runs on one libuv loop thread. */
+ * Everything runs on one libuv loop thread.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); a
+ * connection's trouble goes to the agents' on_log. */
 #ifndef ACP_SERVER_H
 #define ACP_SERVER_H
 
@@ -65,11 +68,11 @@ typedef struct acp_server_opts {
  * them, for every connection's agent (agent_opts may be NULL; its on_done is the server's and
  * ignored; its on_log also receives the server's own lines). *out is owned by the caller:
  * acp_server_free(). 0, or ACP_EINVAL (a malformed address, an engine acp_agent_new refuses,
- * TLS files that cannot be loaded) / ACP_EIO (the address cannot be bound), with a malloc'd
- * sentence in *err (the caller frees it), or ACP_ENOMEM. */
+ * TLS files that cannot be loaded) / ACP_EIO (the address cannot be bound), with the sentence
+ * in acp_error_last(), or ACP_ENOMEM. */
 int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                            const acp_agent_opts *agent_opts, const acp_server_opts *opts,
-                           acp_server **out, char **err);
+                           acp_server **out);
 
 /* The TCP port the server listens on (the one picked for port 0); 0 for a Unix socket. */
 int acp_server_port(const acp_server *srv);

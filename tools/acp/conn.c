@@ -80,13 +80,12 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     /* Parsed once, only when something reads it: text output, or chat's command list. */
     bool commands = a->commands && u->kind == ACP_UPDATE_AVAILABLE_COMMANDS;
     acp_update_view v = {0};
-    char *why = NULL;
-    bool parsed = (!a->r.json || commands) &&
-                  !acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v, &why);
-    if (why && !a->finished && !(a->r.skip_replay && u->replay))
+    int vrc =
+        (!a->r.json || commands) ? acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v) : 1;
+    bool parsed = vrc == 0;
+    if (vrc < 0 && vrc != ACP_ENOMEM && !a->finished && !(a->r.skip_replay && u->replay))
         app_note(a, "dropped a session/update the schema does not allow (%s): %s",
-                 acp_update_kind_name(u->kind), why);
-    free(why);
+                 acp_update_kind_name(u->kind), acp_error_last()->message);
     if (parsed && a->commands && v.kind == ACP_UPDATE_AVAILABLE_COMMANDS) {
         json_array_clear(a->commands);
         for (size_t i = 0; i < v.commands.ncommands; i++)
@@ -230,18 +229,15 @@ int app_open(app *a)
         .on_log = on_log,
         .user = a,
     };
-    char *err = NULL;
     waiter w = {0};
     app_busy(a, true);
-    int rc = acp_client_start(&o, started, &w, &a->c, &err);
+    int rc = acp_client_start(&o, started, &w, &a->c);
     free(def);
     json_decref(meta); /* copied into initialize */
     if (rc) {
         app_busy(a, false);
         app_note(a, "cannot %s the agent: %s; check --agent", spawn ? "start" : "connect to",
-                 err ? err : acp_strerror(rc));
-
-        free(err);
+                 acp_error_last()->message);
         return EXIT_AGENT;
     }
     /* The waiting line stays armed while the command runs its calls; chat turns it off
@@ -293,8 +289,10 @@ static bool agent_ended(app *a, int64_t *code, int *sig)
 
 int app_fail(app *a, const char *what, int rc)
 {
-    const char *msg = a->c ? acp_client_errmsg(a->c) : acp_strerror(rc);
-    if (!*msg) msg = acp_strerror(rc);
+    /* Copied: waiting for the agent below runs the loop, where other calls may fail. */
+    char said[1024] = "";
+    if (a->c) snprintf(said, sizeof said, "%s", acp_error_last()->message);
+    const char *msg = *said ? said : acp_strerror(rc);
     int64_t code = 0;
     int sig = 0;
     char hint[512] = "", why[1200];
