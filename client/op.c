@@ -67,6 +67,9 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
 {
     acp_client_op *op = user;
     acp_client *c = op->c;
+    /* An answer is no call of the application's: its failure goes to the callback only. */
+    acp_error_saved app_err;
+    acp_error_save(&app_err);
     unlink_op(op);
     acp_client_reply r = {.session = op->s, .stop = "unknown"};
     c->errcode = 0;
@@ -102,6 +105,7 @@ static void on_answer(acp_conn *conn, acp_msg *m, void *user)
     if (op->finish) op->finish(op, &r);
     acp_client_pending_op_ended(c, op);
     r.errmsg = r.status ? reply_errmsg(c) : "";
+    acp_error_restore(&app_err);
     if (op->cb) op->cb(c, &r, op->user);
     op_free(op);
     acp_client_deadlines(c);

@@ -48,6 +48,22 @@ unsigned acp_error_mark(void)
     return last.sets;
 }
 
+void acp_error_save(acp_error_saved *s)
+{
+    s->status = last.e.status;
+    s->sets = last.sets;
+    snprintf(s->text, sizeof s->text, "%s", acp_error_last()->message);
+}
+
+void acp_error_restore(const acp_error_saved *s)
+{
+    if (last.sets == s->sets) return; /* nothing was set since */
+    memcpy(last.text, s->text, sizeof last.text);
+    last.e.status = s->status;
+    last.e.message = last.text;
+    last.sets = s->sets;
+}
+
 int acp_error_since(unsigned mark, int status)
 {
     if (status < 0 && last.sets == mark) acp_error_code(status);

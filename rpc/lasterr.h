@@ -17,6 +17,17 @@ int acp_error_code(int status);
 unsigned acp_error_mark(void);
 int acp_error_since(unsigned mark, int status);
 
+/* For work done from the loop on no call of the application's (an answer that arrives, and
+ * whose failure goes to a callback): save the last error first and restore it after, so the
+ * application's own last error is not overwritten behind its back. */
+typedef struct acp_error_saved {
+    int status;
+    unsigned sets;
+    char text[1024];
+} acp_error_saved;
+void acp_error_save(acp_error_saved *s);
+void acp_error_restore(const acp_error_saved *s);
+
 /* Reads an application's extensible struct (include/acp/api.h) into the library's own: copies
  * min(its struct_size, size) bytes into dst and zeroes the rest. src NULL: dst all zero, 0.
  * Refuses (last error set, naming `what`): struct_size 0 or below min_size, ACP_EINVAL; larger

@@ -168,9 +168,12 @@ bool app_spawns(const app *a)
     return !a->agent || (strncmp(a->agent, "unix:", 5) != 0 && !app_remote(a));
 }
 
+static int fail_with(app *a, const char *what, int rc, const char *sentence);
+
 typedef struct waiter {
     bool done;
     int status;
+    char errmsg[1024]; /* the reply's: an answer's failure is not the thread's last error */
 } waiter;
 
 static void started(acp_client *c, const acp_client_reply *r, void *user)
@@ -178,6 +181,7 @@ static void started(acp_client *c, const acp_client_reply *r, void *user)
     waiter *w = user;
     w->done = true;
     w->status = r->status;
+    snprintf(w->errmsg, sizeof w->errmsg, "%s", r->errmsg);
 }
 
 int app_open(app *a)
@@ -243,7 +247,7 @@ int app_open(app *a)
     /* The waiting line stays armed while the command runs its calls; chat turns it off
      * while a line is edited, questions while they wait for an answer. */
     while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
-    return w.status ? app_fail(a, "cannot start a session with the agent", w.status) : 0;
+    return w.status ? fail_with(a, "cannot start a session with the agent", w.status, w.errmsg) : 0;
 }
 
 void app_close(app *a)
@@ -289,9 +293,17 @@ static bool agent_ended(app *a, int64_t *code, int *sig)
 
 int app_fail(app *a, const char *what, int rc)
 {
+    /* The library's sentence for the call that just failed with rc (a stale one of another
+     * failure has another status). */
+    const acp_error *e = acp_error_last();
+    return fail_with(a, what, rc, a->c && e->status == rc ? e->message : "");
+}
+
+static int fail_with(app *a, const char *what, int rc, const char *sentence)
+{
     /* Copied: waiting for the agent below runs the loop, where other calls may fail. */
-    char said[1024] = "";
-    if (a->c) snprintf(said, sizeof said, "%s", acp_error_last()->message);
+    char said[1024];
+    snprintf(said, sizeof said, "%s", sentence);
     const char *msg = *said ? said : acp_strerror(rc);
     int64_t code = 0;
     int sig = 0;
