@@ -105,6 +105,27 @@ static void client_open_names_the_agent_command(void **state)
     assert_null(c);
 }
 
+/* on_closed reads why the connection ended in the last error, as the calls after it do. */
+static void on_closed(acp_client *c, void *user)
+{
+    const acp_error *e = acp_error_last();
+    *(bool *)user = e->status == ACP_ECLOSED && strstr(e->message, "the connection to the agent");
+}
+
+static void client_close_reason_is_the_last_error(void **state)
+{
+    bool told = false;
+    acp_client_opts o = {.transport = ACP_CLIENT_MANUAL, .on_closed = on_closed, .user = &told};
+    acp_client *c;
+    assert_int_equal(acp_client_start(&o, NULL, NULL, &c), 0);
+    acp_error_clear();
+    acp_client_eof(c);
+    assert_true(told);
+    acp_session_opts so = {.cwd = "/tmp"};
+    FAILED_WITH(acp_client_session_new_start(c, &so, NULL, NULL, NULL), ACP_ECLOSED, "exited");
+    acp_client_free(c);
+}
+
 static void update_view_names_the_bad_member(void **state)
 {
     static const char bad[] = "{\"sessionUpdate\":\"plan\",\"entries\":5}";
@@ -213,6 +234,7 @@ int main(void)
         cmocka_unit_test(proc_spawn_names_the_missing_command),
         cmocka_unit_test(mcp_set_names_the_bad_server),
         cmocka_unit_test(client_open_names_the_agent_command),
+        cmocka_unit_test(client_close_reason_is_the_last_error),
         cmocka_unit_test(update_view_names_the_bad_member),
         cmocka_unit_test(json_writer_says_invalid_utf8),
         cmocka_unit_test(rpc_closed_connection_says_so),
