@@ -174,7 +174,10 @@ static void calls_remove(acp_conn *c, acp_call *call)
 acp_conn *acp_conn_new(const acp_conn_opts *opts)
 {
     acp_conn *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    if (!c) {
+        acp_error_set(ACP_ENOMEM, "out of memory making a connection");
+        return NULL;
+    }
     if (opts) c->opts = *opts;
     if (!c->opts.max_message) c->opts.max_message = DEFAULT_MAX_MESSAGE;
     if (!c->opts.cancel_method) c->opts.cancel_method = cancel_default;

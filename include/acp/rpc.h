@@ -66,8 +66,8 @@ typedef struct acp_conn_opts {
     void *user;
 } acp_conn_opts;
 
-/* Returns a new connection (caller owns; acp_conn_free()) or NULL on ENOMEM. opts may be
- * NULL; it is copied, and cancel_method must outlive the connection. */
+/* Returns a new connection (caller owns; acp_conn_free()) or NULL on ENOMEM (the last error
+ * says so). opts may be NULL; it is copied, and cancel_method must outlive the connection. */
 acp_conn *acp_conn_new(const acp_conn_opts *opts);
 /* Frees the connection, its pending requests and calls (whose callbacks are NOT called: use
  * acp_conn_eof() first to resolve them) and its unsent output. */
