@@ -34,9 +34,11 @@ int acp_error_set(int status, const char *fmt, ...)
     /* The sentence may be built from the previous one (a caller wrapping a cause): format into
      * a copy first. */
     char buf[sizeof last.text];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    memcpy(last.text, buf, sizeof buf);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+    buf[len] = '\0';
+    memcpy(last.text, buf, len + 1); /* the sentence, not the whole buffer */
     last.e.status = status;
     last.e.message = last.text;
     last.sets++;
