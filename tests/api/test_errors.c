@@ -21,6 +21,39 @@
 #include "acp/store.h"
 #include "acp/update.h"
 
+/* The extensible-struct convention (include/acp/api.h) gives these structs INIT macros; until
+ * every header has its own, an empty initialiser is the same struct. */
+#ifndef ACP_PROC_OPTS_INIT
+#define ACP_PROC_OPTS_INIT                                                                         \
+    {                                                                                              \
+        0                                                                                          \
+    }
+#endif
+#ifndef ACP_CLIENT_OPTS_INIT
+#define ACP_CLIENT_OPTS_INIT                                                                       \
+    {                                                                                              \
+        0                                                                                          \
+    }
+#endif
+#ifndef ACP_SESSION_OPTS_INIT
+#define ACP_SESSION_OPTS_INIT                                                                      \
+    {                                                                                              \
+        0                                                                                          \
+    }
+#endif
+#ifndef ACP_UPDATE_VIEW_INIT
+#define ACP_UPDATE_VIEW_INIT                                                                       \
+    {                                                                                              \
+        0                                                                                          \
+    }
+#endif
+#ifndef ACP_STORE_SESSION_INIT
+#define ACP_STORE_SESSION_INIT                                                                     \
+    {                                                                                              \
+        0                                                                                          \
+    }
+#endif
+
 /* rc is status, and so is the last error, whose sentence contains every one of parts. */
 static void failed_with(int rc, int status, const char *const *parts)
 {
@@ -55,7 +88,7 @@ static void store_calls_say_why(void **state)
 {
     acp_store *st;
     assert_int_equal(acp_store_open(":memory:", &st), 0);
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     FAILED_WITH(acp_store_get(st, "no-such-session", &s), ACP_ENOTFOUND, "no-such-session");
     FAILED_WITH(acp_store_set_state(st, "x", 0, "[1]"), ACP_EINVAL, "not a JSON object");
     acp_store_close(st);
@@ -66,7 +99,9 @@ static void proc_spawn_names_the_missing_command(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     char *argv[] = {"acp-test-no-such-command", NULL};
-    acp_proc_opts o = {.file = argv[0], .argv = argv};
+    acp_proc_opts o = ACP_PROC_OPTS_INIT;
+    o.file = argv[0];
+    o.argv = argv;
     acp_proc *p = (acp_proc *)1;
     FAILED_WITH(acp_proc_spawn(&loop, &o, &p), ACP_ENOTFOUND, "acp-test-no-such-command",
                 "no such file");
@@ -95,8 +130,8 @@ static void mcp_set_names_the_bad_server(void **state)
 
 static void client_open_names_the_agent_command(void **state)
 {
-    acp_client_opts o = {.transport = ACP_CLIENT_SPAWN,
-                         .command = "/nonexistent/acp-agent --stdio"};
+    acp_client_opts o = ACP_CLIENT_OPTS_INIT;
+    o.command = "/nonexistent/acp-agent --stdio";
     acp_client *c = (acp_client *)1;
     FAILED_WITH(acp_client_open(&o, &c), ACP_ENOTFOUND, "/nonexistent/acp-agent");
     assert_null(c);
@@ -115,13 +150,17 @@ static void on_closed(acp_client *c, void *user)
 static void client_close_reason_is_the_last_error(void **state)
 {
     bool told = false;
-    acp_client_opts o = {.transport = ACP_CLIENT_MANUAL, .on_closed = on_closed, .user = &told};
+    acp_client_opts o = ACP_CLIENT_OPTS_INIT;
+    o.transport = ACP_CLIENT_MANUAL;
+    o.on_closed = on_closed;
+    o.user = &told;
     acp_client *c;
     assert_int_equal(acp_client_start(&o, NULL, NULL, &c), 0);
     acp_error_clear();
     acp_client_eof(c);
     assert_true(told);
-    acp_session_opts so = {.cwd = "/tmp"};
+    acp_session_opts so = ACP_SESSION_OPTS_INIT;
+    so.cwd = "/tmp";
     FAILED_WITH(acp_client_session_new_start(c, &so, NULL, NULL, NULL), ACP_ECLOSED, "exited");
     acp_client_free(c);
 }
@@ -130,7 +169,7 @@ static void update_view_names_the_bad_member(void **state)
 {
     static const char bad[] = "{\"sessionUpdate\":\"plan\",\"entries\":5}";
     acp_update u = {.update = {bad, sizeof bad - 1}};
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     FAILED_WITH(acp_update_view_parse(&u, &v), ACP_EPROTO, "entries");
     acp_update_view_free(&v);
     static const char junk[] = "{\"sessionUpdate\":";
