@@ -169,7 +169,10 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
     acp_agent *a = user;
     if (!agent_accept(a, req, &params_new, true)) return;
     char id[48];
-    acp_agent_new_id("sess_", id);
+    if (acp_agent_new_id("sess_", id)) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
+        return;
+    }
     acp_session *s = session_open(a, req, id, false);
     if (!s) return;
     acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
@@ -306,7 +309,7 @@ static void list_one(acp_jw *w, const acp_store_session *ss)
 static int list_collect(void *user, const acp_store_session *ss)
 {
     acp_buf *b = user;
-    if (b->len > 1 && acp_buf_putc(b, ',')) return ACP_ENOMEM;
+    if (b->len > 1 && acp_buf_putc(b, ',')) return acp_error_code(ACP_ENOMEM);
     acp_jw w;
     acp_jw_init(&w, b);
     list_one(&w, ss);

@@ -256,7 +256,7 @@ static void say_str(acp_turn *t, const char *text)
 /* What went wrong, as a thought: the last error of the agent. */
 static void say_err(acp_turn *t, int rc)
 {
-    if (rc) say_str(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+    if (rc) say_str(t, acp_error_last()->message);
 }
 
 /* The call that sl's turn waits for could not be made (rc): the turn says why and ends. */
@@ -1399,7 +1399,7 @@ static void turn(uv_loop_t *loop, fz *z)
 static acp_store *store_with_session(void)
 {
     acp_store *st;
-    if (acp_store_open(":memory:", &st, NULL)) abort();
+    if (acp_store_open(":memory:", &st)) abort();
     acp_store_session s = {.id = "s1", .cwd = "/fuzz", .add_dirs = "[\"/fuzz2\"]"};
     acp_store_now(s.created_at);
     memcpy(s.updated_at, s.created_at, sizeof s.updated_at);

@@ -768,9 +768,8 @@ static void on_done(acp_agent *a, void *user)
 
 static void conn_start(seq *q, conn *c)
 {
-    char *err = NULL;
-    if (acp_store_open(dbpath, &c->st, &err)) {
-        fprintf(stderr, "agent_seq: %s\n", err ? err : "store");
+    if (acp_store_open(dbpath, &c->st)) {
+        fprintf(stderr, "agent_seq: %s\n", acp_error_last()->message);
         abort();
     }
     c->armed_error = false;
@@ -1058,8 +1057,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     q.e.disable = (v & 4 ? ACP_DISABLE_LOAD | ACP_DISABLE_LIST | ACP_DISABLE_ADD_DIRS : 0) |
                   (v & 8 ? ACP_DISABLE_RESUME | ACP_DISABLE_CLOSE | ACP_DISABLE_DELETE : 0);
     /* Its lock waits are short: it runs inside another handle's call, on the same thread. */
-    if (acp_store_open(dbpath, &q.killer, NULL) || acp_store_inject_busy_timeout(q.killer, 1))
-        abort();
+    if (acp_store_open(dbpath, &q.killer) || acp_store_inject_busy_timeout(q.killer, 1)) abort();
     for (int i = 0; i < NCONN; i++) {
         q.c[i] = (conn){.q = &q, .no = i};
         conn_start(&q, &q.c[i]);

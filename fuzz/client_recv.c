@@ -184,11 +184,9 @@ static size_t read_view(const acp_update_view *v)
 static void check_views(const acp_update *u)
 {
     acp_update_view strict, lenient;
-    char *err = NULL;
-    int rs = acp_update_view_parse(u, &strict, &err);
-    if ((rs == 0) != (err == NULL) || (rs && rs != ACP_EPROTO)) abort();
-    free(err);
-    int rl = acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &lenient, NULL);
+    int rs = acp_update_view_parse(u, &strict);
+    if (rs && (rs != ACP_EPROTO || !*acp_error_last()->message)) abort();
+    int rl = acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &lenient);
     if (rl && rl != ACP_EPROTO) abort();
     if ((rs == 0) != (rl == 0 && lenient.salvaged == 0)) abort();
     if (rs == 0 && (strict.kind != lenient.kind || read_view(&strict) != read_view(&lenient)))

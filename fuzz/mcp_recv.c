@@ -150,8 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   "--stdio", "env", "name", "TOKEN", "value", SECRET);
     acp_mcp_opts mo = {.connect_timeout_ms = 600000, .on_log = on_log, .user = &z};
     const char *roots[] = {"/fuzz"};
-    char *err = NULL;
-    if (acp_mcp_set_new(&loop, servers, &mo, roots, 1, &z.set, &err)) abort();
+    if (acp_mcp_set_new(&loop, servers, &mo, roots, 1, &z.set)) abort();
     json_decref(servers);
     step(&loop, &z);
 

@@ -24,7 +24,7 @@ static int count(void *user, const acp_store_session *s)
 static acp_store *store_with_sessions(void)
 {
     acp_store *st;
-    if (acp_store_open(":memory:", &st, NULL)) abort();
+    if (acp_store_open(":memory:", &st)) abort();
     static const char *const times[] = {"2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z",
                                         "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z",
                                         "2026-01-04T00:00:00.000Z"};

@@ -6,6 +6,9 @@
 #include <string.h>
 #include <curl/curl.h>
 
+#include "acp/error.h"
+#include "rpc/lasterr.h"
+
 struct acp_http_client {
     uv_loop_t *loop;
     CURLM *multi;
@@ -231,11 +234,15 @@ static size_t on_write(char *p, size_t size, size_t n, void *user)
 acp_http_client *acp_http_client_new(uv_loop_t *loop)
 {
     /* Reference-counted by libcurl, and thread-safe in the versions we build against. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT)) return NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+        acp_error_set(ACP_ENOTSUP, "HTTP: libcurl cannot be loaded or initialised");
+        return NULL;
+    }
     acp_http_client *c = calloc(1, sizeof *c);
     if (!c || !(c->multi = curl_multi_init())) {
         free(c);
         curl_global_cleanup();
+        acp_error_set(ACP_ENOMEM, "HTTP: out of memory making a client");
         return NULL;
     }
     c->loop = loop;
@@ -278,6 +285,7 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
     acp_http *h = calloc(1, sizeof *h);
     if (!h || !(h->easy = curl_easy_init())) {
         free(h);
+        acp_error_set(ACP_ENOMEM, "HTTP: out of memory starting %s %s", method, url);
         return NULL;
     }
     h->c = c;
@@ -315,6 +323,7 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
     }
     if (!ok) {
         http_free(h);
+        acp_error_set(ACP_ENOMEM, "HTTP: out of memory starting %s %s", method, url);
         return NULL;
     }
     h->next_fresh = NULL;

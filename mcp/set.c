@@ -840,21 +840,18 @@ static void start_server(mcp_server *srv)
 }
 
 int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *opts,
-                    const char *const *roots, size_t nroots, acp_mcp_set **out, char **errmsg)
+                    const char *const *roots, size_t nroots, acp_mcp_set **out)
 {
     acp_mcp_opts o = opts ? *opts : (acp_mcp_opts){0};
     if (!o.connect_timeout_ms) o.connect_timeout_ms = DEFAULT_CONNECT_MS;
     if (!o.request_timeout_ms) o.request_timeout_ms = DEFAULT_REQUEST_MS;
     if (!o.call_timeout_ms) o.call_timeout_ms = DEFAULT_CALL_MS;
     if (!o.kill_grace_ms) o.kill_grace_ms = DEFAULT_GRACE_MS;
-    if (errmsg) *errmsg = NULL;
     *out = NULL;
     char *err = validate(servers, &o);
     if (err) {
-        if (errmsg)
-            *errmsg = err;
-        else
-            free(err);
+        acp_error_set(ACP_EINVAL, "%s", err);
+        free(err);
         return ACP_EINVAL;
     }
     acp_mcp_set *s = calloc(1, sizeof *s);
@@ -863,7 +860,7 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
         copy_roots(s, roots, nroots)) {
         if (s) free(s->servers);
         free(s);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory making an MCP server set");
     }
     s->loop = loop;
     s->opts = o;
@@ -898,7 +895,7 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
          * (servers past the failing one were never touched). */
         s->n = i;
         acp_mcp_set_close(s, NULL, NULL);
-        return rc;
+        return acp_error_set(rc, "mcpServers[%zu]: %s", i - 1, acp_strerror(rc));
     }
     s->in_new = true;
     for (i = 0; i < n; i++) {
@@ -932,7 +929,7 @@ int acp_mcp_set_roots(acp_mcp_set *s, const char *const *roots, size_t nroots)
     bool same = nroots == s->nroots;
     for (size_t i = 0; same && i < nroots; i++) same = !strcmp(roots[i], s->roots[i]);
     if (same) return 0;
-    if (copy_roots(s, roots, nroots)) return ACP_ENOMEM;
+    if (copy_roots(s, roots, nroots)) return acp_error_set(ACP_ENOMEM, "out of memory for roots");
     for (size_t i = 0; i < s->n; i++)
         if (s->servers[i].status == ACP_MCP_READY)
             acp_conn_notify(s->servers[i].conn, "notifications/roots/list_changed", NULL);
@@ -1045,7 +1042,7 @@ int acp_mcp_server_find(const acp_mcp_set *s, const char *name, size_t *index)
             return 0;
         }
     }
-    return ACP_ENOTFOUND;
+    return acp_error_set(ACP_ENOTFOUND, "no MCP server named '%s'", name);
 }
 
 const char *acp_mcp_server_name(const acp_mcp_set *s, size_t i)
@@ -1119,7 +1116,7 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
             blen = n;
         }
     }
-    if (best == s->n) return ACP_ENOTFOUND;
+    if (best == s->n) return acp_error_set(ACP_ENOTFOUND, "no MCP tool '%s'", qualified);
     for (size_t t = 0; t < acp_mcp_tool_count(s, best); t++) {
         if (!strcmp(acp_mcp_tool_name(s, best, t), qualified + blen + 1)) {
             if (server) *server = best;
@@ -1127,7 +1124,7 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
             return 0;
         }
     }
-    return ACP_ENOTFOUND;
+    return acp_error_set(ACP_ENOTFOUND, "no MCP tool '%s'", qualified);
 }
 
 /* --- calls ---------------------------------------------------------------------------- */
@@ -1138,20 +1135,25 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name,
     size_t i;
     if (acp_mcp_server_find(s, server, &i)) {
         json_decref(args);
-        return ACP_ENOTFOUND;
+        return ACP_ENOTFOUND; /* it said which */
     }
     mcp_server *srv = &s->servers[i];
     if (srv->status != ACP_MCP_READY) {
         json_decref(args);
-        return ACP_ECLOSED;
+        return acp_error_set(ACP_ECLOSED, "MCP server '%s' is %s, not ready", server,
+                             acp_mcp_status_name(srv->status));
     }
     int64_t token = srv->next_token++;
     json_t *params =
         json_pack("{ss so s{sI}}", "name", tool_name, "arguments", args ? args : json_object(),
                   "_meta", "progressToken", (json_int_t)token);
-    if (!params) return ACP_ENOMEM;
+    if (!params)
+        return acp_error_set(ACP_EINVAL,
+                             "cannot call %s.%s: the tool name is not UTF-8 (or "
+                             "memory ran out)",
+                             server, tool_name);
     acp_mcp_call *c = send_request(srv, "tools/call", params, s->opts.call_timeout_ms, NULL);
-    if (!c) return ACP_ENOMEM;
+    if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s.%s", server, tool_name);
     c->token = token;
     if (cbs) c->cbs = *cbs;
     c->user = user;

@@ -103,11 +103,9 @@ static void start(mcp_server *s)
                         .on_stderr = on_stderr,
                         .on_exit = on_exit_cb,
                         .user = s};
-    char *err = NULL;
-    if (acp_proc_spawn(s->loop, &po, &t->proc, &err)) {
+    if (acp_proc_spawn(s->loop, &po, &t->proc)) {
         t->proc = NULL;
-        mcp_server_fail(s, "%s", err ? err : "cannot start the server");
-        free(err);
+        mcp_server_fail(s, "%s", acp_error_last()->message);
         return;
     }
     acp_transport_opts to = {.on_eof = on_eof, .user = s};

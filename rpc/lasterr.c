@@ -11,7 +11,8 @@
 static _Thread_local struct {
     acp_error e;
     char text[1024];
-} last = {{ACP_OK, ""}, ""};
+    unsigned sets; /* how many times it was set: acp_error_mark() */
+} last = {{ACP_OK, ""}, "", 0};
 
 const acp_error *acp_error_last(void)
 {
@@ -33,11 +34,41 @@ int acp_error_set(int status, const char *fmt, ...)
     /* The sentence may be built from the previous one (a caller wrapping a cause): format into
      * a copy first. */
     char buf[sizeof last.text];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    memcpy(last.text, buf, sizeof buf);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+    buf[len] = '\0';
+    memcpy(last.text, buf, len + 1); /* the sentence, not the whole buffer */
     last.e.status = status;
     last.e.message = last.text;
+    last.sets++;
+    return status;
+}
+
+unsigned acp_error_mark(void)
+{
+    return last.sets;
+}
+
+void acp_error_save(acp_error_saved *s)
+{
+    s->status = last.e.status;
+    s->sets = last.sets;
+    snprintf(s->text, sizeof s->text, "%s", acp_error_last()->message);
+}
+
+void acp_error_restore(const acp_error_saved *s)
+{
+    if (last.sets == s->sets) return; /* nothing was set since */
+    memcpy(last.text, s->text, sizeof last.text);
+    last.e.status = s->status;
+    last.e.message = last.text;
+    last.sets = s->sets;
+}
+
+int acp_error_since(unsigned mark, int status)
+{
+    if (status < 0 && last.sets == mark) acp_error_code(status);
     return status;
 }
 

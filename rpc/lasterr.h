@@ -10,6 +10,23 @@
 int acp_error_set(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Sets the last error to status and its acp_strerror() name; returns status. */
 int acp_error_code(int status);
+/* For a public function whose failures come from several layers below it: take a mark on
+ * entry, and return acp_error_since(mark, rc). A failure (rc < 0) that set no sentence of its
+ * own since the mark then gets acp_error_code(rc); one that did keeps it; rc >= 0 leaves the
+ * last error alone. */
+unsigned acp_error_mark(void);
+int acp_error_since(unsigned mark, int status);
+
+/* For work done from the loop on no call of the application's (an answer that arrives, and
+ * whose failure goes to a callback): save the last error first and restore it after, so the
+ * application's own last error is not overwritten behind its back. */
+typedef struct acp_error_saved {
+    int status;
+    unsigned sets;
+    char text[1024];
+} acp_error_saved;
+void acp_error_save(acp_error_saved *s);
+void acp_error_restore(const acp_error_saved *s);
 
 /* Reads an application's extensible struct (include/acp/api.h) into the library's own: copies
  * min(its struct_size, size) bytes into dst and zeroes the rest. src NULL: dst all zero, 0.

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "acp/rt.h"
-#include "rt/errmsg.h"
+#include "rpc/lasterr.h"
 #include "rt/proc_stdio.h"
 #include "rt/spawn.h"
 #include "rt/tree.h"
@@ -208,16 +208,13 @@ static int status_of(int err)
                             : ACP_EIO;
 }
 
-int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char **errmsg)
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out)
 {
     *out = NULL;
-    if (errmsg) *errmsg = NULL;
-    if (!o || !o->file || !o->argv || !o->argv[0]) {
-        rt_set_err(errmsg, "no command to run");
-        return ACP_EINVAL;
-    }
+    if (!o || !o->file || !o->argv || !o->argv[0])
+        return acp_error_set(ACP_EINVAL, "no command to run");
     acp_proc *p = calloc(1, sizeof *p);
-    if (!p) return ACP_ENOMEM;
+    if (!p) return acp_error_set(ACP_ENOMEM, "cannot run '%s': out of memory", o->file);
     p->loop = loop;
     p->o = *o;
     /* Every initialised handle is counted; the proc is freed when the last one has closed. */
@@ -276,10 +273,10 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
         }
         struct stat st;
         if (o->cwd && (stat(o->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
-            rt_set_err(errmsg, "cannot run '%s': its directory '%s' is not usable", o->file,
-                       o->cwd);
+            acp_error_set(status_of(rc), "cannot run '%s': its directory '%s' is not usable",
+                          o->file, o->cwd);
         else
-            rt_set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
+            acp_error_set(status_of(rc), "cannot run '%s': %s", o->file, uv_strerror(rc));
         /* Every initialised handle is released through the loop. */
         p->closing = true;
         close_handle(p, (uv_handle_t *)p->in);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "acp/rt.h"
+#include "rpc/lasterr.h"
 #include "rt/proc_stdio.h"
 
 #define DEFAULT_HIGH_WATER (4u << 20)
@@ -385,7 +386,9 @@ fail:
     if (fo != fi) release_end(so, fo);
     for (int i = 0; i < 2; i++)
         if (spare[i] >= 0) close(spare[i]);
-    return rc;
+    return acp_error_set(rc, "cannot carry a connection on fds %d and %d: %s", in_fd, out_fd,
+                         rc == ACP_EINVAL ? "not a pipe, socket, terminal or file"
+                                          : acp_strerror(rc));
 }
 
 int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
@@ -394,11 +397,13 @@ int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
     *out = NULL;
     uv_stream_t *child_in, *child_out;
     int rc = acp_proc_take_stdio(p, &child_in, &child_out);
-    if (rc) return rc;
+    if (rc)
+        return acp_error_set(rc, "a transport needs the process's stdin and stdout piped, "
+                                 "stdout not read by on_stdout, and the process not stopping");
     if ((rc = setup(loop, conn, opts, out))) {
         uv_close((uv_handle_t *)child_in, free_handle);
         uv_close((uv_handle_t *)child_out, free_handle);
-        return rc;
+        return acp_error_set(rc, "out of memory making a transport");
     }
     (*out)->in = child_out;
     (*out)->out = child_in;

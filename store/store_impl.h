@@ -11,6 +11,7 @@
 #include <stdarg.h>
 
 #include "acp/store.h"
+#include "rpc/lasterr.h"
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.
  * Each id and json is NUL-terminated inside buf (JSON text never holds a raw NUL). */
@@ -50,8 +51,6 @@ typedef struct acp_store_batch {
     size_t nsess, sess_cap;
 } acp_store_batch;
 
-#define ACP_STORE_ERRMSG_MAX 512
-
 struct acp_store {
     const acp_store_ops *ops;
     acp_store_batch batch; /* appended, not yet committed; owned by the generic layer */
@@ -61,24 +60,15 @@ struct acp_store {
     size_t gone_len, gone_cap;
     acp_store_lost *lost;
     size_t nlost, lost_cap;
-    char err[ACP_STORE_ERRMSG_MAX];
     struct acp_store_inject *inject; /* NULL unless a test armed a fault (store/inject.h) */
 };
 
 /* Sets st->ops and clears everything else. */
 void acp_store_init(acp_store *st, const acp_store_ops *ops);
 
-/* Formats the handle's error message (truncated to fit) and returns `code`, so a backend
- * writes `return acp_store_fail(st, ACP_ESTORE, "insert: %s", sqlite3_errmsg(db));`.
- * Callers pass only text that holds no password (the PostgreSQL side scrubs first). */
-int acp_store_fail(acp_store *st, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void acp_store_clear_err(acp_store *st);
-
-/* For open functions, before a handle exists: if errmsg is non-NULL stores a malloc'd
- * formatted message there (NULL if even that allocation fails). Returns `code`. */
-int acp_store_open_fail(char **errmsg, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Backends report a failure as every layer does, `return acp_error_set(ACP_ESTORE, "insert:
+ * %s", sqlite3_errmsg(db));` (rpc/lasterr.h), with text that holds no password (the
+ * PostgreSQL side scrubs first). */
 
 static inline const char *acp_store_batch_id(const acp_store_batch *b, size_t sess)
 {

@@ -70,9 +70,9 @@ static bool retry(oa_call *c, acp_http *h, long status)
     const char *v = acp_http_header(h, "retry-after-ms"), *s = acp_http_header(h, "Retry-After");
     uint64_t x;
     if (v && *v) {
-        if (!acp_parse_u64(v, 0, UINT64_MAX, &x, NULL, 0)) ms = x;
+        if (!acp_parse_u64(v, 0, UINT64_MAX, &x)) ms = x;
     } else if (s && *s) { /* an HTTP date is not honoured: the backoff stands */
-        if (!acp_parse_u64(s, 0, UINT64_MAX, &x, NULL, 0))
+        if (!acp_parse_u64(s, 0, UINT64_MAX, &x))
             ms = x > OA_RETRY_MAX_S ? OA_RETRY_MAX_S * 1000ull : x * 1000;
     }
     if (ms > OA_RETRY_MAX_S * 1000ull) ms = OA_RETRY_MAX_S * 1000ull;

@@ -63,7 +63,7 @@ static void session_setup(acp_session *s, void *user)
      * are refused instead, saying why. */
     if (rc && rc != ACP_ENOTFOUND &&
         asprintf(&os->broken, "cannot rebuild the model's context from the session store: %s",
-                 rc == ACP_ENOMEM ? "out of memory" : acp_store_errmsg(st)) < 0)
+                 rc == ACP_ENOMEM ? "out of memory" : acp_error_last()->message) < 0)
         os->broken = NULL;
     os->titled = openai_history_started(&os->h);
     if (oa->models)

@@ -158,12 +158,11 @@ static void term_created(acp_terminal *term, int status, const char *error, void
 static void allowed(oa_sess *os)
 {
     oa_tool *x = &os->calls[os->next];
-    acp_agent *a = acp_session_agent(os->s);
     acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress"});
     if (x->def->kind == OPENAI_TOOL_WRITE) {
         const char *text = json_string_value(json_object_get(x->args, "content"));
         if (acp_turn_write_text_file(os->t, x->path, text, strlen(text), write_done, os))
-            fail(os, "Could not write the file: %s", acp_agent_errmsg(a));
+            fail(os, "Could not write the file: %s", acp_error_last()->message);
         return;
     }
     const char *argv[] = {"-c", json_string_value(json_object_get(x->args, "command")), NULL};
@@ -172,7 +171,7 @@ static void allowed(oa_sess *os)
                            .cwd = acp_session_cwd(os->s),
                            .output_byte_limit = OUTPUT_LIMIT};
     if (acp_turn_terminal_create(os->t, &o, term_created, os, &os->term))
-        fail(os, "Could not start the command: %s", acp_agent_errmsg(a));
+        fail(os, "Could not start the command: %s", acp_error_last()->message);
 }
 
 static void permitted(acp_turn *t, int status, const char *option, const char *kind,
@@ -250,7 +249,6 @@ static void next(oa_sess *os)
         fail(os, "%s", x->bad_args);
         return;
     }
-    acp_agent *a = acp_session_agent(os->s);
     switch (x->def->kind) {
     case OPENAI_TOOL_READ: {
         json_t *line = json_object_get(x->args, "line"), *limit = json_object_get(x->args, "limit");
@@ -258,7 +256,7 @@ static void next(oa_sess *os)
         json_int_t k = json_is_integer(limit) ? json_integer_value(limit) : 0;
         int rc = acp_turn_read_text_file(os->t, x->path, l > 0 && l < 1u << 31 ? (unsigned)l : 0,
                                          k > 0 && k < 1u << 31 ? (unsigned)k : 0, read_done, os);
-        if (rc) fail(os, "Could not read the file: %s", acp_agent_errmsg(a));
+        if (rc) fail(os, "Could not read the file: %s", acp_error_last()->message);
         return;
     }
     case OPENAI_TOOL_WRITE:
@@ -266,7 +264,7 @@ static void next(oa_sess *os)
         if (os->always[x->def->kind])
             allowed(os);
         else if (acp_turn_request_permission(os->t, x->tc, allow_opts, 3, permitted, os))
-            fail(os, "Could not ask for permission: %s", acp_agent_errmsg(a));
+            fail(os, "Could not ask for permission: %s", acp_error_last()->message);
         return;
     case OPENAI_TOOL_MCP: {
         json_t *args = x->args;
@@ -371,8 +369,7 @@ void oa_exec_begin(oa_sess *os)
         json_decref(raw);
         if (rc) {
             free(text);
-            oa_turn_say(os, "Could not report a tool call: %s",
-                        acp_agent_errmsg(acp_session_agent(os->s)));
+            oa_turn_say(os, "Could not report a tool call: %s", acp_error_last()->message);
             oa_turn_end(os, "end_turn");
             return;
         }

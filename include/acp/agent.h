@@ -65,7 +65,10 @@
  *     answered -32800 on $/cancel_request and at shutdown.
  *
  * Everything runs on one libuv loop thread. Engine callbacks are never called re-entrantly
- * from inside an acp_turn_* / acp_session_* call made by the engine, unless stated. */
+ * from inside an acp_turn_* / acp_session_* call made by the engine, unless stated.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); calls
+ * to the client report their answers through their callbacks, diagnostics go to on_log. */
 #ifndef ACP_AGENT_H
 #define ACP_AGENT_H
 
@@ -279,11 +282,6 @@ size_t acp_agent_session_count(const acp_agent *a);
 /* The client's whole initialize params (clientInfo, _meta, ...; borrowed; an empty object
  * before initialize). */
 const json_t *acp_agent_init_params(const acp_agent *a);
-/* The message of the last call on this agent that failed (ACP_ENOTSUP names the capability
- * the client did not advertise; ACP_EINVAL says what is wrong). Borrowed until the next call;
- * "" when none. */
-const char *acp_agent_errmsg(const acp_agent *a);
-
 /* --- Authentication --------------------------------------------------------------------- */
 
 /* Whether the connection is authenticated (engine.auth_required gates on it). An engine that
@@ -344,9 +342,8 @@ acp_turn *acp_session_turn(const acp_session *s);
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out);
 /* Resolves `path` as above and open(2)s it (flags and mode as open's, O_CLOEXEC added) with no
  * race between the check and the open (acp_roots_open). On success *fd is the caller's. Errors
- * as acp_roots_open(), with a malloc'd reason in *errmsg (caller frees; may be NULL on ENOMEM). */
-int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
-                          char **errmsg);
+ * as acp_roots_open(), the reason in acp_error_last(). */
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd);
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
  * (user_message_chunk, agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update,
@@ -355,7 +352,7 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
  * recorded with acp_store_set_info (title, updatedAt) before it is sent; other kinds (notice,
  * usage_update, available_commands_update, ...) are only sent.
  * The runtime gates what the client must have opted into, so engines need not:
- *   - notice needs session.notices: ACP_ENOTSUP otherwise (acp_agent_errmsg() names the
+ *   - notice needs session.notices: ACP_ENOTSUP otherwise (acp_error_last() names the
  *     capability); send what matters as an agent message instead (the schema's advice);
  *   - compaction_* reach only clients with session.compaction, but are stored either way and
  *     return 0: the history must keep the compaction (an engine rebuilds its context from it
@@ -392,7 +389,7 @@ int acp_session_set_config_bool(acp_session *s, const char *config_id, bool on);
 /* Replaces the session's config options (copied; say, a model list that arrived later).
  * Current values are kept where the option still has them, else the new default. Announced
  * with config_option_update once the session is open. 0, ACP_EINVAL (a malformed option:
- * see acp_agent_errmsg()), ACP_ESTORE, ACP_ENOTFOUND, ACP_ECLOSED, ACP_ENOMEM; on failure
+ * see acp_error_last()), ACP_ESTORE, ACP_ENOTFOUND, ACP_ECLOSED, ACP_ENOMEM; on failure
  * nothing changed. */
 int acp_session_set_config_options(acp_session *s, const acp_config_option *opts, size_t n);
 /* _meta for the new/load/resume result (copied; NULL clears). Meant for session_setup. */
@@ -419,8 +416,9 @@ int acp_turn_update_raw(acp_turn *t, const char *json, size_t n, bool trusted);
 int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const char *text,
                   size_t n);
 /* A fresh id: prefix + 32 hex digits of 128 random bits, into buf (at least strlen(prefix)+33
- * bytes). For messageId and toolCallId values. */
-void acp_agent_new_id(const char *prefix, char *buf);
+ * bytes). For messageId and toolCallId values. 0, or ACP_EIO when the system has no random
+ * bytes to give (buf is then ""; an id is never made guessable). */
+int acp_agent_new_id(const char *prefix, char *buf);
 
 /* Ends the turn with a StopReason ("end_turn", "max_tokens", "max_turn_requests", "refusal",
  * "cancelled"). After cancel the response is "cancelled" whatever is given. The turn handle is
@@ -485,7 +483,7 @@ typedef struct acp_tool_info {
 } acp_tool_info;
 /* Sends tool_call with a fresh toolCallId (status pending unless info->status says
  * otherwise). *out belongs to the turn. 0, ACP_EINVAL (no title, unknown kind or status,
- * malformed content or locations, a relative path: see acp_agent_errmsg()), ACP_ECLOSED (the
+ * malformed content or locations, a relative path: see acp_error_last()), ACP_ECLOSED (the
  * turn's response is decided), ACP_ESTORE, ACP_ENOMEM. */
 int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **out);
 /* A tool_call_update with what info sets. After completed or failed: ACP_EINVAL. */

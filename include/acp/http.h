@@ -14,7 +14,10 @@
  * callbacks. An exchange starts from the loop too (never from inside acp_http_start), so its
  * callbacks never run inside the call that started it.
  *
- * Not thread-safe: use a client from its loop's thread. */
+ * Not thread-safe: use a client from its loop's thread.
+ *
+ * Errors: acp_http_client_new() and acp_http_start() return NULL with the reason in
+ * acp_error_last() (acp/error.h); an exchange ends through on_done (acp_http_error()). */
 #ifndef ACP_HTTP_H
 #define ACP_HTTP_H
 

@@ -3,7 +3,10 @@
  * scanner that finds members in JSON text without building a tree.
  *
  * Trees (parsing requests, building rare messages) use jansson; these exist because emitting
- * session/update notifications and replaying stored history must not build or parse trees. */
+ * session/update notifications and replaying stored history must not build or parse trees.
+ *
+ * Errors: a negative ACP_E* status (a writer's through acp_jw_status()), with the sentence in
+ * acp_error_last() (acp/error.h). */
 #ifndef ACP_JSON_H
 #define ACP_JSON_H
 

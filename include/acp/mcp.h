@@ -33,7 +33,10 @@
  * messages; they are kept in memory only as long as the server needs them.
  *
  * Not thread-safe: use a set from its loop's thread. Callbacks run from the loop, never from
- * inside the call that registered them, except where a function says so. */
+ * inside the call that registered them, except where a function says so.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); a
+ * server's failure is its status and reason, a call's comes to on_done, diagnostics to on_log. */
 #ifndef ACP_MCP_H
 #define ACP_MCP_H
 
@@ -84,14 +87,14 @@ typedef struct acp_mcp_opts {
 
 /* Validates `servers` (a JSON array of McpServer; NULL or null means none) and starts
  * connecting every server. Malformed entries (a missing or mistyped field, a duplicate server
- * name, an unknown type) and types not enabled in opts give ACP_EINVAL and, when errmsg is
- * not NULL, a malloc'd message the caller frees ("mcpServers[1]: type \"sse\" is not
- * supported"): the agent answers -32602 with it. A server that cannot start (relative
+ * name, an unknown type) and types not enabled in opts give ACP_EINVAL, and acp_error_last()
+ * names the entry ("mcpServers[1]: type \"sse\" is not supported"): the agent answers -32602
+ * with it. A server that cannot start (relative
  * command, missing binary, dead URL) is NOT an error here: it becomes FAILED with a reason.
  * `roots` are absolute directory paths (copied). opts may be NULL (defaults; http and sse
  * off); it is copied. On success *out is owned by the caller: acp_mcp_set_close(). */
 int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *opts,
-                    const char *const *roots, size_t nroots, acp_mcp_set **out, char **errmsg);
+                    const char *const *roots, size_t nroots, acp_mcp_set **out);
 
 /* Calls cb once every server is READY or FAILED, or when timeout_ms expires, whichever comes
  * first (servers still connecting then go on in the background; watch opts.on_change). cb

@@ -10,7 +10,10 @@
  * function except acp_conn_free(). Two connections in one process are independent.
  *
  * The same engine speaks MCP (which is JSON-RPC 2.0 too): only the cancellation method
- * differs, see acp_conn_opts.cancel_method. */
+ * differs, see acp_conn_opts.cancel_method.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); the
+ * peer's errors arrive as messages (acp_msg_is_error), diagnostics through on_log. */
 #ifndef ACP_RPC_H
 #define ACP_RPC_H
 
@@ -63,8 +66,8 @@ typedef struct acp_conn_opts {
     void *user;
 } acp_conn_opts;
 
-/* Returns a new connection (caller owns; acp_conn_free()) or NULL on ENOMEM. opts may be
- * NULL; it is copied, and cancel_method must outlive the connection. */
+/* Returns a new connection (caller owns; acp_conn_free()) or NULL on ENOMEM (the last error
+ * says so). opts may be NULL; it is copied, and cancel_method must outlive the connection. */
 acp_conn *acp_conn_new(const acp_conn_opts *opts);
 /* Frees the connection, its pending requests and calls (whose callbacks are NOT called: use
  * acp_conn_eof() first to resolve them) and its unsent output. */

@@ -9,7 +9,10 @@
  * a libuv close callback, never under the caller's feet).
  *
  * SIGPIPE: the library leaves signal dispositions alone. Programs should ignore SIGPIPE
- * (signal(SIGPIPE, SIG_IGN)); a write that fails with EPIPE is then treated as end of input. */
+ * (signal(SIGPIPE, SIG_IGN)); a write that fails with EPIPE is then treated as end of input.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); a
+ * process's end reports through on_exit, a transport's through its callbacks. */
 #ifndef ACP_RT_H
 #define ACP_RT_H
 
@@ -111,12 +114,12 @@ typedef struct acp_proc_opts {
  * The strings in opts are used during the call only; opts itself is copied. Returns 0 and
  * *out (owned by the caller; release with acp_proc_stop()), or ACP_ENOTFOUND (no such
  * program), ACP_EACCES (not executable), ACP_EIO (other spawn failures), ACP_EINVAL,
- * ACP_ENOMEM; then *errmsg (if errmsg is not NULL) is a malloc'd sentence naming the command,
- * which the caller frees: "cannot run 'npx': no such file or directory".
+ * ACP_ENOMEM; then acp_error_last() is a sentence naming the command: "cannot run 'npx': no
+ * such file or directory".
  *
  * The child is reaped on the proc's own SIGCHLD watcher, by its pid: a program must not
  * waitpid(-1) (or ignore SIGCHLD) while procs run, just as with libuv's processes. */
-int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out, char **errmsg);
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out);
 
 int acp_proc_pid(const acp_proc *p);
 bool acp_proc_exited(const acp_proc *p);

@@ -28,7 +28,9 @@
  * without a lease (single-writer embedders, tools); such writes are not fenced.
  *
  * Not thread-safe: one store handle per thread. Secrets (MCP env values, HTTP headers) are
- * never passed to the store. */
+ * never passed to the store.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h). */
 #ifndef ACP_STORE_H
 #define ACP_STORE_H
 
@@ -72,18 +74,15 @@ void acp_store_now(char *buf);
 /* Opens (creating and migrating the schema as needed) the store named by `where`:
  * "postgresql://..." / "postgres://..." or a libpq "key=value" conninfo selects PostgreSQL,
  * anything else is an SQLite file path (parent directories are created). On failure returns
- * ACP_ESTORE (or ACP_ENOMEM) and, if errmsg is non-NULL, a malloc'd message the caller frees;
- * messages never contain passwords. On success *out is owned by the caller: acp_store_close(). */
-int acp_store_open(const char *where, acp_store **out, char **errmsg);
+ * ACP_ESTORE (or ACP_ENOMEM), and acp_error_last() names the location and the cause (never a
+ * password). On success *out is owned by the caller: acp_store_close(). */
+int acp_store_open(const char *where, acp_store **out);
 void acp_store_close(acp_store *st);
 
-/* The last error's message for this handle (never NULL; "" when none). Borrowed until the
- * next call on the handle. Never contains a password. */
-const char *acp_store_errmsg(const acp_store *st);
 const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" */
 
-/* Every call below returns 0, or ACP_ESTORE (backend failure, see acp_store_errmsg; nothing
- * was half-written), ACP_ENOTFOUND, ACP_EINVAL, ACP_ENOMEM as stated. */
+/* Every call below returns 0, or ACP_ESTORE (backend failure, acp_error_last() says which;
+ * never a password; nothing was half-written), ACP_ENOTFOUND, ACP_EINVAL, ACP_ENOMEM as stated. */
 
 /* Inserts a new session, committed before returning. s->id must be new (ACP_EINVAL if it
  * exists); created_at/updated_at are taken from s (fill them with acp_store_now()).

@@ -30,7 +30,10 @@
  *
  * Limits of the C reading: strings are C strings, so one holding \u0000 is refused like a
  * malformed member; integers are jansson's (int64): a larger one anywhere in the update,
- * rawInput included, fails the parse as "update is not valid JSON". */
+ * rawInput included, fails the parse as "update is not valid JSON".
+ *
+ * Errors: a negative ACP_E* status, with the sentence (naming the member's JSON path) in
+ * acp_error_last() (acp/error.h). */
 #ifndef ACP_UPDATE_H
 #define ACP_UPDATE_H
 
@@ -354,14 +357,13 @@ typedef struct acp_update_view {
 /* Parses u->update (the only member read; a hand-made acp_update needs just that span)
  * strictly. *v is overwritten: free a view before reusing it. On success *v is a view the
  * caller owns and releases with acp_update_view_free().
- * On failure *v is left empty (freeing it is harmless) and, when errmsg is not NULL, *errmsg
- * is a malloc'd sentence the caller frees (NULL for ACP_ENOMEM). Returns 0, ACP_EPROTO (not
+ * On failure *v is left empty (freeing it is harmless) and acp_error_last() has the sentence.
+ * Returns 0, ACP_EPROTO (not
  * JSON, not an object, or a member breaking the schema: the sentence names its path),
  * ACP_EINVAL (u or v NULL), ACP_ENOMEM. */
-int acp_update_view_parse(const acp_update *u, acp_update_view *v, char **errmsg);
+int acp_update_view_parse(const acp_update *u, acp_update_view *v);
 /* The same with flags (ACP_UPDATE_VIEW_LENIENT). */
-int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *v,
-                              char **errmsg);
+int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *v);
 /* Releases the tree and the array block, and empties *v. NULL and empty views are ignored. */
 void acp_update_view_free(acp_update_view *v);
 

@@ -18,7 +18,7 @@ static bool fail_commits;
 
 static int failing_commit(acp_store *st, const char *now)
 {
-    if (fail_commits) return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    if (fail_commits) return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
     return real_ops->commit(st, now);
 }
 

@@ -97,8 +97,7 @@ static int setup(void **state)
                           .session_free = engine_free,
                           .user = x};
     agent_start(x);
-    char *err = NULL;
-    assert_int_equal(acp_store_open(x->db, &other, &err), 0);
+    assert_int_equal(acp_store_open(x->db, &other), 0);
     json_decref(request(x, 1000, "initialize", "{\"protocolVersion\":1}"));
     *state = x;
     return 0;

@@ -111,7 +111,7 @@ static int set_state_calls;
 static int failing_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
     set_state_calls++;
-    if (fail_set_state) return acp_store_fail(st, ACP_ESTORE, "disk full (injected)");
+    if (fail_set_state) return acp_error_set(ACP_ESTORE, "disk full (injected)");
     return real_ops->set_state(st, id, fence, state);
 }
 
@@ -122,7 +122,7 @@ static int failing_commit(acp_store *st, const char *now)
 {
     if (!fail_commit) return real_ops->commit(st, now);
     fail_commit = false;
-    return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
 }
 
 /* --- the engine's state ------------------------------------------------------------------- */

@@ -25,9 +25,8 @@ static acp_client *open_agent(fixture *f, bool fs)
     acp_client_opts o = {
         .command = f->cmd, .fs_read = fs, .fs_write = fs, .on_update = seen_update, .user = &f->k};
     acp_client *c = NULL;
-    char *err = NULL;
-    int rc = acp_client_open(&o, &c, &err);
-    if (rc) fail_msg("open: %s", err);
+    int rc = acp_client_open(&o, &c);
+    if (rc) fail_msg("open: %s", acp_error_last()->message);
     return c;
 }
 

@@ -51,10 +51,8 @@ static int setup(void **state)
                          .on_update = seen_update,
                          .on_permission = on_permission,
                          .user = &f->k};
-    char *err = NULL;
-    int rc = acp_client_open(&o, &f->c, &err);
-    if (rc) fprintf(stderr, "open: %s\n", err);
-    free(err);
+    int rc = acp_client_open(&o, &f->c);
+    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
     acp_session_opts so = {.cwd = f->root};
     assert_int_equal(acp_client_session_new(f->c, &so, &f->s), 0);

@@ -33,10 +33,8 @@ static int setup(void **state)
         unsetenv("ACP_AGENT_CAPS");
     acp_client_opts o = {
         .argv = node_agent("ts-agent-minimal.mjs"), .on_update = seen_update, .user = &f->k};
-    char *err = NULL;
-    int rc = acp_client_open(&o, &f->c, &err);
-    if (rc) fprintf(stderr, "open: %s\n", err);
-    free(err);
+    int rc = acp_client_open(&o, &f->c);
+    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
     *state = f;
     return 0;
@@ -55,8 +53,8 @@ static int teardown(void **state)
 static void expect_enotsup(acp_client *c, int rc, const char *cap)
 {
     assert_int_equal(rc, ACP_ENOTSUP);
-    if (!strstr(acp_client_errmsg(c), cap))
-        fail_msg("message '%s' lacks '%s'", acp_client_errmsg(c), cap);
+    if (!strstr(acp_error_last()->message, cap))
+        fail_msg("message '%s' lacks '%s'", acp_error_last()->message, cap);
 }
 
 /* What the agent received, as one string of its recorded lines. */
@@ -255,29 +253,23 @@ static void test_agent_gone(void **state)
     /* An agent that does not exist: a sentence, no crash, no leak. */
     acp_client_opts o = {.command = "/nonexistent/agent --flag"};
     acp_client *c = NULL;
-    char *err = NULL;
-    assert_int_not_equal(acp_client_open(&o, &c, &err), 0);
+    assert_int_not_equal(acp_client_open(&o, &c), 0);
     assert_null(c);
-    assert_non_null(strstr(err, "/nonexistent/agent"));
-    free(err);
+    assert_non_null(strstr(acp_error_last()->message, "/nonexistent/agent"));
     /* An agent that exits at once. */
     acp_client_opts o2 = {.command = "/bin/true"};
-    assert_int_equal(acp_client_open(&o2, &c, &err), ACP_ECLOSED);
-    assert_non_null(strstr(err, "exited"));
-    free(err);
+    assert_int_equal(acp_client_open(&o2, &c), ACP_ECLOSED);
+    assert_non_null(strstr(acp_error_last()->message, "exited"));
     /* Not an ACP agent: one that swallows input and never answers runs into the deadline. */
     acp_client_opts o4 = {.command = "sh -c 'while read x; do :; done'", .init_timeout_ms = 200};
-    assert_int_equal(acp_client_open(&o4, &c, &err), ACP_ETIMEDOUT);
-    assert_non_null(strstr(err, "did not answer initialize"));
-    free(err);
+    assert_int_equal(acp_client_open(&o4, &c), ACP_ETIMEDOUT);
+    assert_non_null(strstr(acp_error_last()->message, "did not answer initialize"));
     /* `cat` echoes our own request back, and then our error answer to it: an error, not a hang. */
     acp_client_opts o5 = {.command = "cat"};
-    assert_int_equal(acp_client_open(&o5, &c, &err), ACP_EPROTO);
-    free(err);
+    assert_int_equal(acp_client_open(&o5, &c), ACP_EPROTO);
     /* Unclosed quote. */
     acp_client_opts o3 = {.command = "node 'x"};
-    assert_int_equal(acp_client_open(&o3, &c, &err), ACP_EINVAL);
-    free(err);
+    assert_int_equal(acp_client_open(&o3, &c), ACP_EINVAL);
 }
 
 static void on_perm_first(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
@@ -298,7 +290,7 @@ static void test_raw_agent(void **state)
                          .on_permission = on_perm_first,
                          .user = &k};
     acp_client *c = NULL;
-    assert_int_equal(acp_client_open(&o, &c, NULL), 0);
+    assert_int_equal(acp_client_open(&o, &c), 0);
     acp_session_opts so = {.cwd = "/tmp"};
     acp_client_session *s;
     assert_int_equal(acp_client_session_new(c, &so, &s), 0);

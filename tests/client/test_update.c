@@ -36,11 +36,10 @@ static acp_update update_of(const char *t)
  * before returning, so every view below also proves the view owns what it points to. */
 static void parse_ok(const char *json, unsigned flags, acp_update_view *v)
 {
-    char *t = text(json), *err = (char *)"unset";
+    char *t = text(json);
     acp_update u = update_of(t);
-    int rc = acp_update_view_parse_ext(&u, flags, v, &err);
-    if (rc) fail_msg("%s: %d %s", json, rc, err);
-    assert_null(err);
+    int rc = acp_update_view_parse_ext(&u, flags, v);
+    if (rc) fail_msg("%s: %d %s", json, rc, acp_error_last()->message);
     if (u.kind != ACP_UPDATE_OTHER) assert_int_equal(v->kind, u.kind);
     assert_non_null(v->raw);
     memset(t, 'x', strlen(t));
@@ -56,18 +55,19 @@ static void ok(const char *json, acp_update_view *v)
 /* Strict reading fails with exactly msg and leaves v empty. */
 static void fails(const char *json, unsigned flags, const char *msg)
 {
-    char *t = text(json), *err = NULL;
+    char *t = text(json);
     acp_update u = update_of(t);
     acp_update_view v;
     memset(&v, 0xa5, sizeof v);
-    int rc = acp_update_view_parse_ext(&u, flags, &v, &err);
-    if (rc != ACP_EPROTO || !err || strcmp(err, msg) != 0)
-        fail_msg("%s\n  want: %s\n  got:  %d %s", json, msg, rc, err ? err : "(null)");
+    acp_error_clear();
+    int rc = acp_update_view_parse_ext(&u, flags, &v);
+    const char *err = acp_error_last()->message;
+    if (rc != ACP_EPROTO || acp_error_last()->status != rc || strcmp(err, msg) != 0)
+        fail_msg("%s\n  want: %s\n  got:  %d %s", json, msg, rc, err);
     assert_null(v.raw);
     assert_null(v.block);
     assert_int_equal(v.kind, ACP_UPDATE_OTHER);
     acp_update_view_free(&v); /* harmless on a failed parse */
-    free(err);
     free(t);
 }
 
@@ -797,12 +797,10 @@ static void usage(void **state)
     CHECK_BAD(b);
 
     /* Beyond int64 jansson cannot read the update at all. */
-    char *err = NULL;
     char *t = text("{'sessionUpdate':'usage_update','used':9223372036854775808,'size':1}");
     acp_update u = update_of(t);
-    assert_int_equal(acp_update_view_parse(&u, &v, &err), ACP_EPROTO);
-    assert_non_null(strstr(err, "update is not valid JSON: "));
-    free(err);
+    assert_int_equal(acp_update_view_parse(&u, &v), ACP_EPROTO);
+    assert_non_null(strstr(acp_error_last()->message, "update is not valid JSON: "));
     free(t);
 }
 
@@ -967,7 +965,7 @@ static void unknown_kinds(void **state)
     char *t = text("{'sessionUpdate':'pl\\u0061n','entries':[]}");
     acp_update u = update_of(t);
     assert_int_equal(u.kind, ACP_UPDATE_OTHER);
-    assert_int_equal(acp_update_view_parse(&u, &v, NULL), 0);
+    assert_int_equal(acp_update_view_parse(&u, &v), 0);
     assert_int_equal(v.kind, ACP_UPDATE_PLAN);
     acp_update_view_free(&v);
     free(t);
@@ -993,25 +991,23 @@ static void not_updates(void **state)
         "{'sessionUpdate':'plan','sessionUpdate':'notice','entries':[]}",
         "{'sessionUpdate':'plan','entries':[],'entries':[]}"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
-        char *t = text(broken[i]), *err = NULL;
+        char *t = text(broken[i]);
         acp_update u = {.update = {t, strlen(t)}};
         acp_update_view v;
-        assert_int_equal(acp_update_view_parse(&u, &v, &err), ACP_EPROTO);
-        if (strncmp(err, "update is not valid JSON: ", 26) != 0) fail_msg("%s: %s", t, err);
+        assert_int_equal(acp_update_view_parse(&u, &v), ACP_EPROTO);
+        if (strncmp(acp_error_last()->message, "update is not valid JSON: ", 26) != 0)
+            fail_msg("%s: %s", t, acp_error_last()->message);
         assert_null(v.raw);
-        free(err);
         free(t);
     }
 
     /* Misuse, and an errmsg nobody wants. */
     acp_update_view v;
-    char *err = NULL;
     acp_update u = {.update = {NULL, 0}};
-    assert_int_equal(acp_update_view_parse(&u, &v, NULL), ACP_EPROTO);
-    assert_int_equal(acp_update_view_parse(NULL, &v, &err), ACP_EINVAL);
-    assert_non_null(err);
-    free(err);
-    assert_int_equal(acp_update_view_parse(&u, NULL, NULL), ACP_EINVAL);
+    assert_int_equal(acp_update_view_parse(&u, &v), ACP_EPROTO);
+    assert_int_equal(acp_update_view_parse(NULL, &v), ACP_EINVAL);
+    assert_true(*acp_error_last()->message);
+    assert_int_equal(acp_update_view_parse(&u, NULL), ACP_EINVAL);
     acp_update_view_free(NULL);
 }
 
@@ -1031,7 +1027,7 @@ static void spans_in_a_line(void **state)
     assert_true(acp_json_member(upd, "sessionUpdate", &u.kind_text));
     u.kind = acp_update_kind_of(u.kind_text);
     acp_update_view v;
-    assert_int_equal(acp_update_view_parse(&u, &v, NULL), 0);
+    assert_int_equal(acp_update_view_parse(&u, &v), 0);
     free(line); /* the view keeps nothing of the line */
     assert_int_equal(v.kind, ACP_UPDATE_TOOL_CALL_UPDATE);
     assert_string_equal(v.tool_call.tool_call_id, "t9");

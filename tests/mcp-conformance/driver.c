@@ -90,9 +90,8 @@ int main(int argc, char **argv)
                                 argv[argc - 1], "headers");
     acp_mcp_opts o = {.http = true, .sse = true, .connect_timeout_ms = 20000};
     acp_mcp_set *s = NULL;
-    char *err = NULL;
-    if (acp_mcp_set_new(&c.loop, servers, &o, NULL, 0, &s, &err)) {
-        fprintf(stderr, "driver: %s\n", err ? err : "cannot build the set");
+    if (acp_mcp_set_new(&c.loop, servers, &o, NULL, 0, &s)) {
+        fprintf(stderr, "driver: %s\n", acp_error_last()->message);
         return 1;
     }
     json_decref(servers);

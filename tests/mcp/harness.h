@@ -90,9 +90,8 @@ static acp_mcp_set *h_open(uv_loop_t *loop, const char *servers, const acp_mcp_o
     json_t *j = json_loads(servers, 0, &e);
     if (!j) fail_msg("bad test JSON: %s: %s", e.text, servers);
     acp_mcp_set *s = NULL;
-    char *err = NULL;
-    int rc = acp_mcp_set_new(loop, j, o, roots, nroots, &s, &err);
-    if (rc) fail_msg("acp_mcp_set_new: %d %s", rc, err ? err : "");
+    int rc = acp_mcp_set_new(loop, j, o, roots, nroots, &s);
+    if (rc) fail_msg("acp_mcp_set_new: %d %s", rc, acp_error_last()->message);
     json_decref(j);
     return s;
 }

@@ -68,8 +68,7 @@ static void spawn(uv_loop_t *loop, server *s, char **argv, char **env)
                        .on_stderr = on_output,
                        .on_exit = on_exit_cb,
                        .user = s};
-    char *err = NULL;
-    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+    if (acp_proc_spawn(loop, &o, &s->proc)) fail_msg("spawn: %s", acp_error_last()->message);
 }
 
 /* stdout and stderr both go to on_output: streamableHttp logs with console.log. */

@@ -639,8 +639,7 @@ static void test_proc_transport(void **state)
                         .pipe_stdout = true,
                         .on_exit = cat_exit,
                         .user = &k};
-    char *err = NULL;
-    assert_int_equal(acp_proc_spawn(&loop, &po, &k.p, &err), 0);
+    assert_int_equal(acp_proc_spawn(&loop, &po, &k.p), 0);
     acp_conn *c = acp_conn_new(NULL);
     /* cat sends our requests back: we answer them, and cat brings the answers home. */
     acp_conn_on(c, "_echo", echo_handler, NULL, NULL);
@@ -667,7 +666,7 @@ static void warm_up(void)
     char *argv[] = {"/bin/true", NULL};
     acp_proc_opts o = {.file = argv[0], .argv = argv};
     acp_proc *p;
-    assert_int_equal(acp_proc_spawn(&loop, &o, &p, NULL), 0);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p), 0);
     acp_proc_stop(p, 5000, NULL, NULL);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&loop), 0);

@@ -23,10 +23,8 @@ typedef struct fx {
 static acp_store *open_where(const char *where)
 {
     acp_store *st = NULL;
-    char *err = NULL;
-    int rc = acp_store_open(where, &st, &err);
-    if (rc) print_error("acp_store_open: %s\n", err ? err : "?");
-    free(err);
+    int rc = acp_store_open(where, &st);
+    if (rc) print_error("acp_store_open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
     return st;
 }
@@ -42,10 +40,8 @@ static int setup(void **state)
         free(f);
         return -1;
     }
-    char *err = NULL;
-    if (acp_store_open(f->where, &f->st, &err)) {
-        print_error("acp_store_open(%s): %s\n", f->where, err ? err : "?");
-        free(err);
+    if (acp_store_open(f->where, &f->st)) {
+        print_error("acp_store_open(%s): %s\n", f->where, acp_error_last()->message);
         free(f->where);
         free(f);
         return -1;
@@ -222,7 +218,7 @@ static void t_create_get(void **state)
 
     assert_int_equal(acp_store_get(f->st, "nope", &out), ACP_ENOTFOUND);
     assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL); /* the id exists */
-    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_string_not_equal(acp_error_last()->message, "");
     s.id = "";
     assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL);
     s.id = "s2";
@@ -553,7 +549,7 @@ static void t_append_deleted(void **state)
     append(f->st, "b", "{\"b\":1}");
     append(f->st, "a", "{\"a\":2}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
-    assert_non_null(strstr(acp_store_errmsg(f->st), "ghost"));
+    assert_non_null(strstr(acp_error_last()->message, "ghost"));
     assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "ghost");
     assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     assert_int_equal(acp_store_pending(f->st), 0);
@@ -861,7 +857,7 @@ static void t_bad_cursors(void **state)
         if (rc != ACP_EINVAL) print_error("cursor %zu (%s) accepted\n", i, bad[i]);
         assert_int_equal(rc, ACP_EINVAL);
         assert_null(next);
-        assert_string_not_equal(acp_store_errmsg(f->st), "");
+        assert_string_not_equal(acp_error_last()->message, "");
     }
     /* the control: the same shape, well formed, is accepted, and is the store's own cursor */
     char *next = NULL;
@@ -962,16 +958,19 @@ static void t_errmsg(void **state)
     fx *f = *state;
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
+    assert_int_equal(acp_error_last()->status, ACP_ENOTFOUND);
+    assert_non_null(strstr(acp_error_last()->message, "ghost"));
+    char said[256];
+    snprintf(said, sizeof said, "%s", acp_error_last()->message);
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
-    assert_string_equal(acp_store_errmsg(f->st), ""); /* a success clears it */
+    assert_string_equal(acp_error_last()->message, said); /* a success leaves it */
     acp_store_session_clear(&out);
-    char *err = (char *)"x";
     acp_store *st = f->st;
-    assert_int_equal(acp_store_open("", &st, &err), ACP_ESTORE);
+    assert_int_equal(acp_store_open("", &st), ACP_ESTORE);
     assert_null(st);
-    assert_non_null(err);
-    free(err);
+    assert_int_equal(acp_error_last()->status, ACP_ESTORE);
+    assert_non_null(strstr(acp_error_last()->message, "empty store location"));
 }
 
 /* --- session state --------------------------------------------------------------------- */
@@ -1016,8 +1015,9 @@ static void t_state_set_get(void **state)
     assert_state(f->st, "a", NULL); /* none recorded yet */
 
     const char *one = "{\"mode\":\"code\",\"config\":{\"model\":\"m1\"}}";
+    acp_error_clear();
     assert_int_equal(acp_store_set_state(f->st, "a", 0, one), 0);
-    assert_string_equal(acp_store_errmsg(f->st), "");
+    assert_string_equal(acp_error_last()->message, ""); /* a success says nothing */
     assert_state(f->st, "a", one);
     assert_state(f->st, "b", NULL); /* only the session named */
     acp_store_session out;
@@ -1051,7 +1051,7 @@ static void t_state_missing(void **state)
 {
     fx *f = *state;
     assert_int_equal(acp_store_set_state(f->st, "ghost", 0, "{\"m\":1}"), ACP_ENOTFOUND);
-    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_string_not_equal(acp_error_last()->message, "");
     assert_int_equal(acp_store_set_state(f->st, "ghost", 0, NULL), ACP_ENOTFOUND);
     acp_store_session out;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
@@ -1107,7 +1107,7 @@ static void t_state_invalid(void **state)
         int rc = acp_store_set_state(f->st, "a", 0, bad[i]);
         if (rc != ACP_EINVAL) print_error("state %zu (%.40s) accepted\n", i, bad[i]);
         assert_int_equal(rc, ACP_EINVAL);
-        assert_string_not_equal(acp_store_errmsg(f->st), "");
+        assert_string_not_equal(acp_error_last()->message, "");
         assert_state(f->st, "a", kept);
     }
     free(over);
@@ -1232,7 +1232,7 @@ static void t_lease_acquire(void **state)
     assert_int_equal(fence, 0);
     assert_true(busy.wait_ms > 0 && busy.wait_ms <= 60000);
     assert_string_equal(busy.holder, "A");
-    assert_non_null(strstr(acp_store_errmsg(o), "s"));
+    assert_non_null(strstr(acp_error_last()->message, "s"));
     assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
     assert_int_equal(take(o, "s", "A", 60000), f1); /* A's again: a renewal */
 

@@ -196,7 +196,7 @@ static bool tool_begin(acp_turn *t, echo_sess *es, const acp_tool_info *info)
 {
     es->t = t;
     if (!acp_tool_call_begin(t, info, &es->tc)) return true;
-    say(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+    say(t, acp_error_last()->message);
     finish(es, "end_turn");
     return false;
 }
@@ -284,9 +284,9 @@ static bool words(acp_turn *t, const char *args, char **copy, char **w, int n, c
 static bool number(acp_turn *t, const char *cmd, const char *name, const char *s, uint64_t max,
                    uint64_t *out)
 {
-    char why[ACP_NUM_WHY], line[ACP_NUM_WHY + 64];
-    if (!acp_parse_u64(s, 0, max, out, why, sizeof why)) return true;
-    snprintf(line, sizeof line, "/%s: %s: %s", cmd, name, why);
+    char line[ACP_NUM_WHY + 64];
+    if (!acp_parse_u64(s, 0, max, out)) return true;
+    snprintf(line, sizeof line, "/%s: %s: %s", cmd, name, acp_error_last()->message);
     say(t, line);
     acp_turn_end(t, "end_turn");
     return false;
@@ -353,10 +353,9 @@ static void cmd_title(acp_turn *t, const char *args)
                           "updatedAt", now);
     int rc = acp_turn_update(t, u);
     json_decref(u);
-    acp_agent *a = acp_session_agent(acp_turn_session(t));
     if (rc == ACP_ESTORE)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "session store unavailable: %s",
-                      acp_store_errmsg(acp_agent_store(a)));
+                      acp_error_last()->message);
     else if (rc && rc != ACP_ECLOSED)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", acp_strerror(rc));
     else
@@ -419,7 +418,10 @@ static void read_done(acp_session *s, int status, const char *text, size_t n, co
 static char *read_local(acp_session *s, const char *path, size_t *n, char **why)
 {
     int fd;
-    if (acp_session_open_path(s, path, O_RDONLY, 0, &fd, why)) return NULL;
+    if (acp_session_open_path(s, path, O_RDONLY, 0, &fd)) {
+        *why = strdup(acp_error_last()->message);
+        return NULL;
+    }
     acp_buf b = {0};
     char tmp[65536];
     ssize_t k;
@@ -446,7 +448,7 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
         es->job = JOB_CLIENT;
         int rc = acp_turn_read_text_file(t, real, 0, 0, read_done, es);
         free(real);
-        if (rc) tool_failed(es, acp_agent_errmsg(acp_session_agent(s)));
+        if (rc) tool_failed(es, acp_error_last()->message);
         return;
     }
     size_t n = 0;
@@ -480,7 +482,10 @@ static void write_done(acp_session *s, int status, const char *error, void *user
 static int write_local(acp_session *s, const char *path, const char *text, char **why)
 {
     int fd;
-    if (acp_session_open_path(s, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, why)) return -1;
+    if (acp_session_open_path(s, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd)) {
+        *why = strdup(acp_error_last()->message);
+        return -1;
+    }
     size_t n = strlen(text), off = 0;
     int err = 0;
     while (off < n && !err) {
@@ -519,7 +524,7 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
     acp_agent *a = acp_session_agent(s);
     if (acp_agent_client_has(a, "fs.writeTextFile")) {
         if (acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es))
-            tool_failed(es, acp_agent_errmsg(a));
+            tool_failed(es, acp_error_last()->message);
         return;
     }
     char *why = NULL;
@@ -775,7 +780,7 @@ static void cmd_usage(acp_turn *t, echo_sess *es)
 static void cmd_mode(acp_turn *t, const char *args)
 {
     acp_session *s = acp_turn_session(t);
-    if (acp_session_set_mode(s, args)) say(t, acp_agent_errmsg(acp_session_agent(s)));
+    if (acp_session_set_mode(s, args)) say(t, acp_error_last()->message);
     acp_turn_end(t, "end_turn");
 }
 
@@ -794,7 +799,7 @@ static void cmd_set(acp_turn *t, const char *args)
         rc = acp_session_set_config_bool(s, id, !strcmp(value, "true") || !strcmp(value, "on"));
     else
         rc = acp_session_set_config(s, id, value);
-    if (rc) say(t, acp_agent_errmsg(acp_session_agent(s)));
+    if (rc) say(t, acp_error_last()->message);
     acp_turn_end(t, "end_turn");
 }
 
@@ -844,7 +849,7 @@ static void term_created(acp_terminal *term, int status, const char *error, void
     }
     acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .terminal = term});
     if (acp_terminal_wait_for_exit(term, term_exited, es))
-        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_terminal_session(term))));
+        tool_failed(es, acp_error_last()->message);
 }
 
 static void term_permitted(acp_turn *t, int status, const char *option, const char *kind,
@@ -856,7 +861,7 @@ static void term_permitted(acp_turn *t, int status, const char *option, const ch
     acp_terminal_opts o = {
         .command = "/bin/sh", .args = argv, .cwd = acp_session_cwd(acp_turn_session(t))};
     if (acp_turn_terminal_create(t, &o, term_created, es, &es->term))
-        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        tool_failed(es, acp_error_last()->message);
 }
 
 static void cmd_term(acp_turn *t, echo_sess *es, const char *args)
@@ -914,7 +919,7 @@ static void cmd_ask(acp_turn *t, echo_sess *es)
         return;
     es->job = JOB_CLIENT;
     if (acp_turn_request_permission(t, es->tc, opts, 4, asked, es))
-        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        tool_failed(es, acp_error_last()->message);
 }
 
 static void elicited(acp_session *s, int status, const char *action, const json_t *content,
@@ -949,7 +954,7 @@ static void cmd_elicit(acp_turn *t, echo_sess *es)
     int rc = acp_turn_elicit(t, &e, NULL, elicited, es);
     json_decref(form);
     if (rc) {
-        say(t, acp_agent_errmsg(a));
+        say(t, acp_error_last()->message);
         finish(es, "end_turn");
     }
 }
@@ -979,7 +984,7 @@ static void cmd_ext(acp_turn *t, echo_sess *es)
     es->t = t;
     es->job = JOB_CLIENT;
     if (acp_turn_call(t, "_acp-agent/ping", json_pack("{ss}", "from", "acp-agent"), pinged, es)) {
-        say(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        say(t, acp_error_last()->message);
         finish(es, "end_turn");
     }
 }
