@@ -6,8 +6,13 @@
 #include <string.h>
 
 #include "acp/server.h"
+#include "agent/internal.h"
 #include "agent/serve.h"
 #include "net/listen.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_SERVER_OPTS_SIZE_1_0 sizeof(acp_server_opts)
 
 typedef struct sconn sconn;
 
@@ -131,9 +136,22 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
 {
     *out = NULL;
     *err = NULL;
+    acp_server_opts o;
+    acp_agent_opts ao;
+    acp_engine eng;
+    int rc = acp_struct_read(&o, sizeof o, ACP_SERVER_OPTS_SIZE_1_0, opts, "acp_server_opts");
+    if (!rc)
+        rc = acp_struct_read(&ao, sizeof ao, ACP_AGENT_OPTS_SIZE_1_0, agent_opts, "acp_agent_opts");
+    if (!rc && !engine)
+        rc = acp_error_set(ACP_EINVAL, "acp_agent_serve_listen: the engine is NULL");
+    if (!rc) rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
+    if (rc) {
+        *err = strdup(acp_error_last()->message);
+        return rc;
+    }
     /* The engine is checked once here, not at the first connection. */
     acp_agent *probe = NULL;
-    int rc = acp_agent_new(loop, store, engine, NULL, &probe);
+    rc = acp_agent_new(loop, store, &eng, NULL, &probe);
     if (rc) {
         *err = strdup(rc == ACP_EINVAL ? "the engine's modes, options or auth methods are invalid"
                                        : "out of memory");
@@ -144,10 +162,11 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
     if (!srv) return ACP_ENOMEM;
     srv->loop = loop;
     srv->store = store;
-    srv->eng = *engine;
-    if (agent_opts) srv->aopts = *agent_opts;
+    srv->eng = eng;
+    srv->aopts = ao;
     srv->aopts.on_done = NULL;
-    srv->o = *opts;
+    srv->o = o;
+    opts = &o;
     srv->o.listen = srv->o.tls_cert = srv->o.tls_key = srv->o.token = NULL; /* not kept */
     srv->o.allow_origins = NULL;
     acp_listener_opts lo = {.where = opts->listen,

@@ -209,10 +209,16 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
 {
     *out = NULL;
     if (errmsg) *errmsg = NULL;
+    acp_client_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_CLIENT_OPTS_SIZE_1_0, opts, "acp_client_opts");
+    if (rc) {
+        if (errmsg) *errmsg = strdup(acp_error_last()->message);
+        return rc;
+    }
     acp_client *c = calloc(1, sizeof *c);
     if (!c) return ACP_ENOMEM;
-    c->opts = *opts;
-    int rc = 0;
+    c->opts = o;
+    opts = &c->opts;
     /* Per client, not one static: two clients may live on two threads. */
     if (!(c->no_methods = json_array())) {
         free(c);
@@ -235,7 +241,8 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
                                "terminals need a libuv loop; ACP_CLIENT_MANUAL cannot serve them");
         goto fail;
     }
-    acp_conn_opts co = {.max_message = opts->max_message ? opts->max_message : 128u << 20,
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .max_message = opts->max_message ? opts->max_message : 128u << 20,
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
                         .on_log = on_rpc_log,

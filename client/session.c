@@ -168,11 +168,13 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
 
 /* Builds cwd / additionalDirectories / mcpServers for new, load and resume, refusing what
  * the agent did not advertise, and the root set that will bound the session's fs requests. */
-static int setup_params(acp_client *c, const char *id, const acp_session_opts *o, json_t **params,
-                        acp_roots **roots)
+static int setup_params(acp_client *c, const char *id, const acp_session_opts *opts,
+                        json_t **params, acp_roots **roots)
 {
-    static const acp_session_opts none = {0};
-    if (!o) o = &none;
+    acp_session_opts copy;
+    const acp_session_opts *o = &copy;
+    if (acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts"))
+        return acp_client_seterr(c, acp_error_last()->status, "%s", acp_error_last()->message);
     char here[PATH_MAX];
     const char *cwd = o->cwd;
     if (!cwd) {

@@ -22,6 +22,10 @@
 #include "rt/proc_stdio.h"
 #include "rt/spawn.h"
 #include "rt/tree.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_PROC_OPTS_SIZE_1_0 sizeof(acp_proc_opts)
 
 extern char **environ;
 
@@ -208,11 +212,18 @@ static int status_of(int err)
                             : ACP_EIO;
 }
 
-int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char **errmsg)
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out, char **errmsg)
 {
     *out = NULL;
     if (errmsg) *errmsg = NULL;
-    if (!o || !o->file || !o->argv || !o->argv[0]) {
+    acp_proc_opts copy;
+    const acp_proc_opts *o = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_PROC_OPTS_SIZE_1_0, opts, "acp_proc_opts");
+    if (rc) {
+        rt_set_err(errmsg, "%s", acp_error_last()->message);
+        return rc;
+    }
+    if (!opts || !o->file || !o->argv || !o->argv[0]) {
         rt_set_err(errmsg, "no command to run");
         return ACP_EINVAL;
     }
@@ -235,7 +246,7 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
     uv_pipe_t *pipes[3] = {p->in, p->out, p->err};
     char *own = NULL;
     char **env = NULL;
-    int rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
+    rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
     if (!rc && !(env = tagged_env(o->env, p->tag, &own))) rc = -ENOMEM;
     for (int i = 0; i < 3 && !rc; i++) {
         int pfd[2];

@@ -67,8 +67,9 @@ typedef enum acp_update_kind {
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
- * callback only). No JSON tree is built to route it: acp_update_view_parse()
- * (acp/update.h) builds a typed view when you want one. */
+ * callback only). The library's (acp/api.h): may grow at the end; acp_update_view_parse()
+ * reads only `update` of one the application makes itself. No JSON tree is built to route it:
+ * acp_update_view_parse() (acp/update.h) builds a typed view when you want one. */
 typedef struct acp_update {
     acp_update_kind kind;
     acp_span kind_text;  /* the sessionUpdate string literal, quotes included */
@@ -107,7 +108,9 @@ typedef enum acp_client_transport {
     ACP_CLIENT_URL,       /* a remote agent at `url`: ws://, wss://, http://, https:// */
 } acp_client_transport;
 
+/* Extensible (acp/api.h): start from ACP_CLIENT_OPTS_INIT. */
 typedef struct acp_client_opts {
+    size_t struct_size; /* sizeof(acp_client_opts): ACP_CLIENT_OPTS_INIT sets it */
     acp_client_transport transport;
     /* The loop every handle lives on (borrowed; it must outlive the client). NULL: a private
      * loop the synchronous calls run. Ignored for ACP_CLIENT_MANUAL. */
@@ -210,8 +213,10 @@ typedef struct acp_client_opts {
     void (*on_closed)(acp_client *c, void *user);
     void *user;
 } acp_client_opts;
+#define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
-/* The end of a call. Borrowed, valid during the callback only. */
+/* The end of a call. Borrowed, valid during the callback only. The library's (acp/api.h):
+ * may grow at the end. */
 typedef struct acp_client_reply {
     int status; /* 0; ACP_EPROTO (agent error: code, message, data), ACP_ENOTSUP, ACP_ECLOSED,
                    ACP_ETIMEDOUT, ACP_ECANCELLED (its session handle was freed), ACP_ENOMEM */
@@ -308,7 +313,9 @@ int acp_client_logout(acp_client *c);
 
 /* --- sessions ------------------------------------------------------------------------ */
 
+/* Extensible (acp/api.h): start from ACP_SESSION_OPTS_INIT. NULL: all defaults. */
 typedef struct acp_session_opts {
+    size_t struct_size;          /* sizeof(acp_session_opts): ACP_SESSION_OPTS_INIT sets it */
     const char *cwd;             /* absolute; NULL: the process's working directory */
     const char *const *add_dirs; /* additionalDirectories, NULL-terminated; NULL: none */
     /* mcpServers as a JSON array (borrowed); NULL: []. Entries with "type":"http"/"sse" need
@@ -316,6 +323,7 @@ typedef struct acp_session_opts {
     json_t *mcp_servers;
     json_t *meta; /* params._meta (borrowed); NULL: none */
 } acp_session_opts;
+#define ACP_SESSION_OPTS_INIT ACP_STRUCT_INIT(acp_session_opts)
 
 /* session/new, session/load (replay delivered to on_update before cb), and session/resume.
  * reply->session is the new handle, owned by the caller until acp_client_session_close() or

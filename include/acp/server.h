@@ -22,7 +22,9 @@ ACP_BEGIN_DECLS
 
 typedef struct acp_server acp_server;
 
+/* Extensible (acp/api.h): start from ACP_SERVER_OPTS_INIT. */
 typedef struct acp_server_opts {
+    size_t struct_size; /* sizeof(acp_server_opts): ACP_SERVER_OPTS_INIT sets it */
     /* Where to listen: "HOST:PORT" (a name or an address, "[::1]:PORT" for IPv6; port 0
      * picks a free one, see acp_server_port) or "unix:/path". */
     const char *listen;
@@ -59,6 +61,7 @@ typedef struct acp_server_opts {
     void (*on_done)(acp_server *srv, void *user);
     void *user;
 } acp_server_opts;
+#define ACP_SERVER_OPTS_INIT ACP_STRUCT_INIT(acp_server_opts)
 
 /* Starts serving: binds opts->listen and accepts from the next loop turn. store is borrowed
  * (it must outlive the server); engine and agent_opts are copied as acp_agent_new() copies

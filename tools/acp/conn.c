@@ -201,6 +201,7 @@ int app_open(app *a)
     json_t *meta = spawn ? json_pack("{s:b}", "terminal-auth", 1) : NULL;
     bool remote = app_remote(a);
     acp_client_opts o = {
+        .struct_size = sizeof(acp_client_opts),
         .transport = spawn    ? ACP_CLIENT_SPAWN
                      : remote ? ACP_CLIENT_URL
                               : ACP_CLIENT_UNIX,
@@ -385,8 +386,10 @@ int app_turn(app *a, const char *text)
 void app_session_opts(app *a, acp_session_opts *so)
 {
     a->dirs[a->ndirs] = NULL;
-    *so = (acp_session_opts){
-        .cwd = a->cwd, .add_dirs = a->ndirs ? a->dirs : NULL, .mcp_servers = a->mcp};
+    *so = (acp_session_opts){.struct_size = sizeof(acp_session_opts),
+                             .cwd = a->cwd,
+                             .add_dirs = a->ndirs ? a->dirs : NULL,
+                             .mcp_servers = a->mcp};
 }
 
 /* Continues session a->sid: resume when advertised (a -32601 answer falls back to load when
