@@ -26,6 +26,9 @@ int acp_struct_write(void *dst, size_t size, size_t min_size, const void *src, c
  *     #define ACP_AGENT_OPTS_SIZE_1_0 sizeof(acp_agent_opts)
  * The rule: while a struct is as 1.0 made it, that is its sizeof. The release that first adds
  * members to it replaces sizeof(T) by offsetof(T, first_new_member), so programs built
- * against 1.0 (whose struct_size is the old size) stay accepted. */
+ * against 1.0 (whose struct_size is the old size) stay accepted; and that member must start
+ * at or past the old sizeof: when the old struct ends in padding, an explicit reserved member
+ * fills it first, because a 1.0 program's struct_size covers its tail padding, whose bytes C
+ * does not promise to be zero. */
 
 #endif
