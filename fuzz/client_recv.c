@@ -183,7 +183,7 @@ static size_t read_view(const acp_update_view *v)
 /* The typed views of u, strict and lenient: they agree, and can be read whole. */
 static void check_views(const acp_update *u)
 {
-    acp_update_view strict, lenient;
+    acp_update_view strict = ACP_UPDATE_VIEW_INIT, lenient = ACP_UPDATE_VIEW_INIT;
     char *err = NULL;
     int rs = acp_update_view_parse(u, &strict, &err);
     if ((rs == 0) != (err == NULL) || (rs && rs != ACP_EPROTO)) abort();

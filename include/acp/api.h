@@ -28,12 +28,13 @@
  *     never allocate or copy one yourself.
  *   - frozen in 1.0 (never grows; a later release adds a new struct instead): small value
  *     structs the application writes as array elements (acp_mode, acp_perm_option, ...), where
- *     a struct_size in every element of a static table would be noise and a trap, and the
- *     plain buffers and views the application allocates (acp_buf, acp_span, acp_update_view).
+ *     a struct_size in every element of a static table would be noise and a trap, the views
+ *     the library hands out in arrays (acp_plan_entry_view, ...), and the plain value types
+ *     and parser states of acp/json.h and acp/sse.h (acp_buf, acp_span, acp_jw, acp_sse).
  *     The ABI check (abidiff against the committed baseline) refuses any change to them.
  *   An application-allocated struct the library fills in and that may grow (acp_store_session
- *   as acp_store_get()'s out-parameter) carries struct_size too: the library writes only the
- *   first struct_size bytes.
+ *   as acp_store_get()'s out-parameter, acp_update_view) carries struct_size too: the library
+ *   writes only the first struct_size bytes.
  *
  * Errors. Every function returning an int status sets, on failure, this thread's last error:
  * acp_error_last() in <acp/error.h> gives the status and a sentence. Nothing in the library

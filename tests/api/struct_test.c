@@ -17,6 +17,7 @@
 #include "acp/client.h"
 #include "acp/rt.h"
 #include "acp/store.h"
+#include "acp/update.h"
 #include "rpc/lasterr.h"
 #include "tests/store/tmpdir.h"
 
@@ -342,6 +343,33 @@ static void test_store_session(void **state)
     free(old);
 }
 
+/* acp_update_view: the application's, filled by the library up to its struct_size. */
+static void test_update_view(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
+                               "\"text\",\"text\":\"hi\"}}";
+    acp_update u = {.update = {text, sizeof text - 1}};
+    acp_update_view *v = malloc(sizeof *v); /* exactly the program's bytes */
+    *v = (acp_update_view)ACP_UPDATE_VIEW_INIT;
+    char *err = NULL;
+    for (int i = 0; i < 2; i++) { /* freed, the view is ready for the next parse */
+        assert_int_equal(acp_update_view_parse(&u, v, &err), 0);
+        assert_int_equal(v->kind, ACP_UPDATE_AGENT_MESSAGE_CHUNK);
+        assert_string_equal(v->chunk.content.text, "hi");
+        acp_update_view_free(v);
+        assert_int_equal(v->struct_size, sizeof *v);
+        assert_null(v->raw);
+    }
+    v->struct_size = 0;
+    assert_int_equal(acp_update_view_parse(&u, v, &err), ACP_EINVAL);
+    assert_last(ACP_EINVAL, "acp_update_view: struct_size is 0");
+    assert_non_null(strstr(err, "ACP_..._INIT"));
+    free(err);
+    acp_update_view_free(v); /* never parsed: nothing to release */
+    free(v);
+}
+
 /* acp_conn_new: NULL when refused, acp_error_last() says why. */
 static void test_conn_new(void **state)
 {
@@ -370,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proc_spawn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_session, setup, teardown),
+        cmocka_unit_test(test_update_view),
         cmocka_unit_test(test_conn_new),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,7 +79,7 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     app_heard(a);
     /* Parsed once, only when something reads it: text output, or chat's command list. */
     bool commands = a->commands && u->kind == ACP_UPDATE_AVAILABLE_COMMANDS;
-    acp_update_view v = {0};
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     char *why = NULL;
     bool parsed = (!a->r.json || commands) &&
                   !acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v, &why);
