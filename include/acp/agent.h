@@ -92,8 +92,8 @@ typedef struct acp_terminal acp_terminal;
 /* --- What the engine describes (copied by acp_agent_new unless stated) ----------------------
  *
  * acp_mode, acp_config_value, acp_config_option, acp_auth_method and acp_perm_option are
- * array elements, written as static tables: frozen in 1.0 (acp/api.h): never grows; a later release
- * adds a new struct (and a new member of acp_engine to point at an array of it). */
+ * array elements, written as static tables: frozen in 1.0 (acp/api.h), they never grow; a
+ * later release adds a new struct (and a member of acp_engine pointing at an array of it). */
 
 /* A session mode (SessionMode). description may be NULL. */
 typedef struct acp_mode {
@@ -242,13 +242,13 @@ typedef struct acp_agent_opts {
 #define ACP_AGENT_OPTS_INIT ACP_STRUCT_INIT(acp_agent_opts)
 
 /* Creates an agent on `loop` using `store` (borrowed; must outlive the agent; several agents
- * may share one) and the engine (copied). opts may be NULL (defaults); it is copied. The agent owns
- * one acp_conn (acp_agent_conn) and is one lease holder, with an id of its own
+ * may share one) and the engine (copied). opts may be NULL (defaults); it is copied. The agent
+ * owns one acp_conn (acp_agent_conn) and is one lease holder, with an id of its own
  * (acp_agent_lease_holder). *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the
- * engine's modes, config options or auth methods are malformed: duplicate or missing ids, a default
- * that is not a value; or lease_ttl_ms over a day; the reason goes to opts.on_log; or a struct_size
- * 0 or too small), ACP_ENOTSUP (a struct from a newer libacp that sets members this one does not
- * know) or ACP_ENOMEM. */
+ * engine's modes, config options or auth methods are malformed: duplicate or missing ids, a
+ * default that is not a value; or lease_ttl_ms over a day; the reason goes to opts.on_log; or
+ * a struct_size 0 or too small), ACP_ENOTSUP (a struct from a newer libacp that sets members
+ * this one does not know) or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP

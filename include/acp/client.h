@@ -240,8 +240,9 @@ typedef void (*acp_client_cb)(acp_client *c, const acp_client_reply *r, void *us
  * ACP_EPROTO for an unsupported protocolVersion. *out is the caller's (acp_client_free())
  * from now on, also when cb reports a failure. Returns ACP_EINVAL (bad options or command
  * line, or a struct_size refused: acp/api.h), ACP_ENOTSUP (options of a newer libacp that set
- * members this one does not know), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or connect), ACP_ENOMEM; then
- * *out is NULL, cb will not run, and *errmsg (if not NULL) is a malloc'd sentence. */
+ * members this one does not know), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or
+ * connect), ACP_ENOMEM; then *out is NULL, cb will not run, and *errmsg (if not NULL) is a
+ * malloc'd sentence. */
 int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out,
                      char **errmsg);
 /* acp_client_start() and the loop run until initialize is answered. On failure *out is NULL
