@@ -277,12 +277,18 @@ static void handle_closed(uv_handle_t *h)
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out)
 {
+    acp_engine eng;
+    acp_agent_opts o;
+    if (!engine) return acp_error_set(ACP_EINVAL, "acp_agent_new: the engine is NULL");
+    int rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
+    if (!rc) rc = acp_struct_read(&o, sizeof o, ACP_AGENT_OPTS_SIZE_1_0, opts, "acp_agent_opts");
+    if (rc) return rc;
     acp_agent *a = calloc(1, sizeof *a);
     if (!a) return acp_error_code(ACP_ENOMEM);
     a->loop = loop;
     a->store = store;
-    a->eng = *engine;
-    if (opts) a->opts = *opts;
+    a->eng = eng;
+    a->opts = o;
     a->client_caps = json_object();
     a->init_params = json_object();
     a->lease_ttl_ms = a->opts.lease_ttl_ms ? a->opts.lease_ttl_ms : LEASE_TTL_DEFAULT;
@@ -296,8 +302,11 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
         free(a);
         return ACP_EINVAL; /* the sentence is set above */
     }
-    acp_conn_opts co = {
-        .on_request = on_unknown, .on_log = conn_log, .on_output = conn_output, .user = a};
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .on_request = on_unknown,
+                        .on_log = conn_log,
+                        .on_output = conn_output,
+                        .user = a};
     a->conn = acp_conn_new(&co);
     if (!a->conn || !a->client_caps || !a->init_params) {
         acp_conn_free(a->conn);
@@ -513,7 +522,8 @@ int acp_agent_serve_stdio(acp_agent *a, int in_fd, int out_fd)
 {
     stdio_out *so = malloc(sizeof *so);
     if (!so) return acp_error_code(ACP_ENOMEM);
-    acp_transport_opts o = {.high_water = AGENT_HIGH_WATER,
+    acp_transport_opts o = {.struct_size = sizeof(acp_transport_opts),
+                            .high_water = AGENT_HIGH_WATER,
                             .before_flush = tr_before_flush,
                             .on_drain = tr_drain,
                             .on_eof = tr_eof,

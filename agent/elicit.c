@@ -110,11 +110,15 @@ static void elicit_answer(pcall *p, int status, const json_t *result, const char
     if (p->cb.elicit) p->cb.elicit(p->s, status, action, content, error, p->user);
 }
 
-static int elicit(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const acp_elicit *e,
+static int elicit(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const acp_elicit *app,
                   char *id_out, acp_elicit_cb cb, void *user)
 {
     if (id_out) id_out[0] = '\0';
-    if (!e || !e->message || !e->form == !e->url)
+    acp_elicit copy;
+    const acp_elicit *e = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_ELICIT_SIZE_1_0, app, "acp_elicit");
+    if (rc) return rc;
+    if (!e->message || !e->form == !e->url)
         return acp_error_set(ACP_EINVAL,
                              "an elicitation needs a message and exactly one of a form and a url");
     if (e->form && !json_is_object(e->form))
@@ -144,15 +148,15 @@ static int elicit(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const
         json_decref(params);
         return acp_error_code(ACP_ENOMEM);
     }
-    int rc = pcall_start(&(pcall){.t = t,
-                                  .s = s,
-                                  .au = au,
-                                  .answer = elicit_answer,
-                                  .cb.elicit = cb,
-                                  .user = user,
-                                  .data = form,
-                                  .cancelled = "{\"action\":\"cancel\"}"},
-                         "elicitation/create", params);
+    rc = pcall_start(&(pcall){.t = t,
+                              .s = s,
+                              .au = au,
+                              .answer = elicit_answer,
+                              .cb.elicit = cb,
+                              .user = user,
+                              .data = form,
+                              .cancelled = "{\"action\":\"cancel\"}"},
+                     "elicitation/create", params);
     if (rc || !e->url) return rc;
     /* Bound to this connection until completed; the session (if any) orders the complete. */
     json_object_set_new(a->elicit_ids, id, s ? json_string(s->id) : json_null());

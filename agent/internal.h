@@ -11,6 +11,7 @@
 #include "acp/rt.h"
 #include "rpc/lasterr.h"
 #include "agent/validate.h"
+#include "rpc/lasterr.h"
 
 /* Output queued above this makes a turn unwritable (when no transport reports its own). */
 #define AGENT_HIGH_WATER (4u << 20)
@@ -19,6 +20,13 @@
 #define AGENT_LIST_PAGE   50
 /* The longest text (escaped bytes) one stored update of coalesced chunks holds. */
 #define AGENT_COALESCE_MAX (1u << 20)
+
+/* The 1.0 sizes of the structs an engine hands the runtime (when they change: rpc/lasterr.h). */
+#define ACP_ENGINE_SIZE_1_0        sizeof(acp_engine)
+#define ACP_AGENT_OPTS_SIZE_1_0    sizeof(acp_agent_opts)
+#define ACP_TOOL_INFO_SIZE_1_0     sizeof(acp_tool_info)
+#define ACP_TERMINAL_OPTS_SIZE_1_0 sizeof(acp_terminal_opts)
+#define ACP_ELICIT_SIZE_1_0        sizeof(acp_elicit)
 
 /* A response that must wait until the session's held messages were released. */
 typedef struct deferred {

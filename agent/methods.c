@@ -175,7 +175,10 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
     }
     acp_session *s = session_open(a, req, id, false);
     if (!s) return;
-    acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
+    acp_store_session row = {.struct_size = sizeof(acp_store_session),
+                             .id = id,
+                             .cwd = (char *)acp_session_cwd(s),
+                             .add_dirs = s->add_dirs};
     acp_store_now(row.created_at);
     memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
     /* Created with this agent's lease on it: one write. */
@@ -208,7 +211,7 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
     if (!s) {
         /* Failed; if because it is not stored any more (-32002), the one open here was
          * deleted elsewhere: it goes too. */
-        acp_store_session row = {0};
+        acp_store_session row = ACP_STORE_SESSION_INIT;
         if (old && acp_store_get(a->store, old->id, &row) == ACP_ENOTFOUND)
             session_gone(old, false);
         acp_store_session_clear(&row);

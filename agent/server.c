@@ -8,9 +8,14 @@
 #include <strings.h>
 
 #include "acp/server.h"
+#include "agent/internal.h"
 #include "agent/serve.h"
 #include "rpc/lasterr.h"
 #include "net/listen.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_SERVER_OPTS_SIZE_1_0 sizeof(acp_server_opts)
 
 typedef struct sconn sconn;
 
@@ -193,19 +198,30 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
                            acp_server **out)
 {
     *out = NULL;
+    acp_server_opts o;
+    acp_agent_opts ao;
+    acp_engine eng;
+    int rc = acp_struct_read(&o, sizeof o, ACP_SERVER_OPTS_SIZE_1_0, opts, "acp_server_opts");
+    if (!rc)
+        rc = acp_struct_read(&ao, sizeof ao, ACP_AGENT_OPTS_SIZE_1_0, agent_opts, "acp_agent_opts");
+    if (!rc && !engine)
+        rc = acp_error_set(ACP_EINVAL, "acp_agent_serve_listen: the engine is NULL");
+    if (!rc) rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
+    if (rc) return rc;
     /* The engine is checked once here, not at the first connection. */
     acp_agent *probe = NULL;
-    int rc = acp_agent_new(loop, store, engine, NULL, &probe);
+    rc = acp_agent_new(loop, store, &eng, NULL, &probe);
     if (rc) return acp_error_set(rc, "invalid engine: %s", acp_error_last()->message);
     acp_agent_free(probe);
     acp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return acp_error_set(ACP_ENOMEM, "out of memory starting a server");
     srv->loop = loop;
     srv->store = store;
-    srv->eng = *engine;
-    if (agent_opts) srv->aopts = *agent_opts;
+    srv->eng = eng;
+    srv->aopts = ao;
     srv->aopts.on_done = NULL;
-    srv->o = *opts;
+    srv->o = o;
+    opts = &o;
     srv->o.listen = srv->o.tls_cert = srv->o.tls_key = srv->o.token = NULL; /* not kept */
     srv->o.allow_origins = NULL;
     acp_listener_opts lo = {.where = opts->listen,

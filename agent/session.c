@@ -97,7 +97,7 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
      * read from the row after it is what no other holder can change any more. This agent
      * may hold it already (the session is open here and is being loaded afresh): that keeps
      * its epoch, so the old incarnation's last commit still goes through. */
-    acp_store_session row = {0};
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     int64_t fence = 0;
     /* The incarnation open here, if any, goes on using the lease when this open fails. */
     bool shared = session_find(a, id) != NULL;
@@ -151,7 +151,8 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     const char **rv = calloc(nr, sizeof *rv);
     if (!rv) goto nomem;
     for (size_t i = 0; i < nr; i++) rv[i] = acp_roots_at(roots, i);
-    acp_mcp_opts mo = {.http = a->opts.mcp_http,
+    acp_mcp_opts mo = {.struct_size = sizeof(acp_mcp_opts),
+                       .http = a->opts.mcp_http,
                        .sse = a->opts.mcp_sse,
                        .connect_timeout_ms = a->opts.mcp_connect_timeout_ms,
                        .on_log = mcp_log,

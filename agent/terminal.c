@@ -121,14 +121,16 @@ static int create_params(acp_session *s, const acp_terminal_opts *o, json_t **ou
     return rc;
 }
 
-static int create(acp_turn *t, acp_session *s, const acp_terminal_opts *o, acp_terminal_cb cb,
+static int create(acp_turn *t, acp_session *s, const acp_terminal_opts *opts, acp_terminal_cb cb,
                   void *user, acp_terminal **out)
 {
     acp_agent *a = s->a;
     json_t *params = NULL;
     *out = NULL;
-    int rc = call_check(a, t, s, NULL, "terminal/create", NULL);
-    if (!rc) rc = create_params(s, o, &params);
+    acp_terminal_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_TERMINAL_OPTS_SIZE_1_0, opts, "acp_terminal_opts");
+    if (!rc) rc = call_check(a, t, s, NULL, "terminal/create", NULL);
+    if (!rc) rc = create_params(s, opts ? &o : NULL, &params);
     if (rc) return rc;
     acp_terminal *term = calloc(1, sizeof *term);
     char *sid = strdup(s->id);

@@ -161,21 +161,28 @@ static int remember(tool *tc, const acp_tool_info *in)
     return 0;
 }
 
+/* The application's info into the runtime's copy (NULL: all unset). */
+static int read_info(acp_tool_info *in, const acp_tool_info *info)
+{
+    return acp_struct_read(in, sizeof *in, ACP_TOOL_INFO_SIZE_1_0, info, "acp_tool_info");
+}
+
 int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **out)
 {
     acp_agent *a = t->s->a;
     if (out) *out = NULL;
-    if (t->decided) return acp_error_set(ACP_ECLOSED, "the turn's response is decided already");
-    if (!info || !info->title) return acp_error_set(ACP_EINVAL, "a tool call needs a title");
-    int rc = check(a, info);
+    acp_tool_info in;
+    int rc = read_info(&in, info);
     if (rc) return rc;
+    if (t->decided) return acp_error_set(ACP_ECLOSED, "the turn's response is decided already");
+    if (!in.title) return acp_error_set(ACP_EINVAL, "a tool call needs a title");
+    if ((rc = check(a, &in))) return rc;
     tool *tc = calloc(1, sizeof *tc);
-    if (!tc || remember(tc, info)) {
+    if (!tc || remember(tc, &in)) {
         free(tc);
         return acp_error_set(ACP_ENOMEM, "out of memory beginning a tool call");
     }
     tc->t = t;
-    acp_tool_info in = *info;
     if (!in.status) in.status = "pending";
     rc = acp_agent_new_id("call_", tc->id);
     if (!rc) rc = emit(tc, "tool_call", &in);
@@ -192,31 +199,39 @@ int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **
     return 0;
 }
 
-int acp_tool_call_update(acp_tool_call *tc, const acp_tool_info *info)
+/* in: the runtime's copy. */
+static int update(acp_tool_call *tc, const acp_tool_info *in)
 {
     acp_agent *a = tc->t->s->a;
-    const acp_tool_info none = {0};
-    if (!info) info = &none;
     if (tc->t->decided) return acp_error_set(ACP_ECLOSED, "the turn's response is decided already");
     if (tc->done)
         return acp_error_set(ACP_EINVAL, "tool call %s has completed or failed already", tc->id);
-    int rc = check(a, info);
-    if (!rc) rc = remember(tc, info);
-    if (!rc) rc = emit(tc, "tool_call_update", info);
-    if (!rc) tc->done = finished(info->status);
+    int rc = check(a, in);
+    if (!rc) rc = remember(tc, in);
+    if (!rc) rc = emit(tc, "tool_call_update", in);
+    if (!rc) tc->done = finished(in->status);
     return rc;
+}
+
+int acp_tool_call_update(acp_tool_call *tc, const acp_tool_info *info)
+{
+    acp_tool_info in;
+    int rc = read_info(&in, info);
+    return rc ? rc : update(tc, &in);
 }
 
 int acp_tool_call_complete(acp_tool_call *tc, const acp_tool_info *info)
 {
-    acp_tool_info in = info ? *info : (acp_tool_info){0};
+    acp_tool_info in;
+    int rc = read_info(&in, info);
+    if (rc) return rc;
     in.status = "completed";
-    return acp_tool_call_update(tc, &in);
+    return update(tc, &in);
 }
 
 int acp_tool_call_fail(acp_tool_call *tc, const char *message)
 {
-    return acp_tool_call_update(tc, &(acp_tool_info){.status = "failed", .text = message});
+    return update(tc, &(acp_tool_info){.status = "failed", .text = message});
 }
 
 const char *acp_tool_call_id(const acp_tool_call *tc)

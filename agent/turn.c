@@ -177,7 +177,7 @@ static void check_stored(acp_session *s)
         if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
         return;
     }
-    acp_store_session row;
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     if (acp_store_get(a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
     acp_store_session_clear(&row);
 }

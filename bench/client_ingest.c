@@ -116,7 +116,7 @@ static void on_init(acp_client *c, const acp_client_reply *rep, void *user)
         fail(r, "initialize", rep);
         return;
     }
-    acp_session_opts so = {.cwd = "/tmp"};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = "/tmp"};
     for (long i = 0; i < r->k; i++) {
         if (acp_client_session_new_start(c, &so, on_new, &r->ss[i], NULL)) {
             fprintf(stderr, "client_ingest: session/new: %s\n", acp_error_last()->message);
@@ -145,7 +145,8 @@ int main(int argc, char **argv)
     run r = {.loop = &loop, .n = atol(argv[a]), .k = k, .bytes = argv[a + 1]};
     r.ss = calloc((size_t)k, sizeof *r.ss);
     for (long i = 0; i < k; i++) r.ss[i].r = &r;
-    acp_client_opts o = {.loop = &loop,
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .loop = &loop,
                          .argv = (const char *const *)argv + a + 2,
                          .on_update = on_update,
                          .user = &r};

@@ -194,10 +194,13 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
 {
     *out = NULL;
     unsigned mark = acp_error_mark();
+    acp_client_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_CLIENT_OPTS_SIZE_1_0, opts, "acp_client_opts");
+    if (rc) return rc;
     acp_client *c = calloc(1, sizeof *c);
     if (!c) return acp_error_set(ACP_ENOMEM, "out of memory starting a client");
-    c->opts = *opts;
-    int rc = 0;
+    c->opts = o;
+    opts = &c->opts;
     /* Per client, not one static: two clients may live on two threads. */
     if (!(c->no_methods = json_array())) {
         free(c);
@@ -220,7 +223,8 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
                            "terminals need a libuv loop; ACP_CLIENT_MANUAL cannot serve them");
         goto fail;
     }
-    acp_conn_opts co = {.max_message = opts->max_message ? opts->max_message : 128u << 20,
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .max_message = opts->max_message ? opts->max_message : 128u << 20,
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
                         .on_log = on_rpc_log,

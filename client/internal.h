@@ -12,6 +12,10 @@
 #include "acp/rt.h"
 #include "rpc/lasterr.h"
 
+/* The 1.0 sizes of the options the application hands us (when they change: rpc/lasterr.h). */
+#define ACP_CLIENT_OPTS_SIZE_1_0  sizeof(acp_client_opts)
+#define ACP_SESSION_OPTS_SIZE_1_0 sizeof(acp_session_opts)
+
 typedef struct acp_term acp_term;
 typedef struct acp_client_net acp_client_net;
 typedef struct acp_pending acp_pending;

@@ -52,7 +52,8 @@ static int spawn(acp_client *c, const acp_transport_opts *to)
                                  o->command ? o->command : "");
         argv = (const char *const *)split;
     }
-    acp_proc_opts po = {.file = argv[0],
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = argv[0],
                         .argv = (char *const *)argv,
                         .env = (char *const *)o->env,
                         .pipe_stdin = true,
@@ -247,7 +248,8 @@ static int url_connect(acp_client *c)
 
 int acp_client_link_open(acp_client *c)
 {
-    acp_transport_opts to = {.on_eof = on_eof, .user = c};
+    acp_transport_opts to = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof, .user = c};
     switch (c->opts.transport) {
     case ACP_CLIENT_SPAWN:
         return spawn(c, &to);

@@ -181,11 +181,13 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
 
 /* Builds cwd / additionalDirectories / mcpServers for new, load and resume, refusing what
  * the agent did not advertise, and the root set that will bound the session's fs requests. */
-static int setup_params(acp_client *c, const char *id, const acp_session_opts *o, json_t **params,
-                        acp_roots **roots)
+static int setup_params(acp_client *c, const char *id, const acp_session_opts *opts,
+                        json_t **params, acp_roots **roots)
 {
-    static const acp_session_opts none = {0};
-    if (!o) o = &none;
+    acp_session_opts copy;
+    const acp_session_opts *o = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts");
+    if (rc) return rc;
     char here[PATH_MAX];
     const char *cwd = o->cwd;
     if (!cwd) {
@@ -195,11 +197,9 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
     }
     size_t ndirs = 0;
     while (o->add_dirs && o->add_dirs[ndirs]) ndirs++;
-    if (ndirs) {
-        int rc = acp_client_need(c, ACP_CAP_ADDITIONAL_DIRS,
-                                 "sessionCapabilities.additionalDirectories");
-        if (rc) return rc;
-    }
+    if (ndirs && (rc = acp_client_need(c, ACP_CAP_ADDITIONAL_DIRS,
+                                       "sessionCapabilities.additionalDirectories")))
+        return rc;
     if (o->mcp_servers && !json_is_array(o->mcp_servers))
         return acp_error_set(ACP_EINVAL, "mcpServers must be a JSON array");
     size_t i;
@@ -222,7 +222,7 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
                                  type, name ? name : "?", cap == ACP_CAP_MCP_HTTP ? "HTTP" : "SSE");
     }
     char *msg = NULL;
-    int rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots, &msg);
+    rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots, &msg);
     if (rc) {
         acp_error_set(rc, "%s", msg ? msg : acp_strerror(rc));
         free(msg);

@@ -259,7 +259,8 @@ static void do_create(acp_client *c, acp_req *req)
     t->c = c;
     t->limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : DEFAULT_LIMIT;
     snprintf(t->id, sizeof t->id, "term-%llu", (unsigned long long)++c->next_term);
-    acp_proc_opts po = {.file = argv[0],
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = argv[0],
                         .argv = argv,
                         .env = envv,
                         .cwd = cwd,

@@ -749,9 +749,9 @@ static int view(ctx *c, json_t *o, acp_update_view *v)
     }
 }
 
-int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *v)
+/* Into the library's own view v. */
+static int parse(const acp_update *u, unsigned flags, acp_update_view *v)
 {
-    if (!v) return acp_error_set(ACP_EINVAL, "acp_update_view_parse: no view");
     memset(v, 0, sizeof *v);
     if (!u) return acp_error_set(ACP_EINVAL, "acp_update_view_parse: no update");
     ctx c = {.lenient = flags & ACP_UPDATE_VIEW_LENIENT};
@@ -794,6 +794,26 @@ int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_vi
     return 0;
 }
 
+/* The 1.0 size of the view (when it changes: rpc/lasterr.h). */
+#define ACP_UPDATE_VIEW_SIZE_1_0 sizeof(acp_update_view)
+
+/* Copies the library's view v over as much of the caller's as it holds (acp/api.h). */
+static int view_write(acp_update_view *out, const acp_update_view *v)
+{
+    return acp_struct_write(out, sizeof *v, ACP_UPDATE_VIEW_SIZE_1_0, v, "acp_update_view");
+}
+
+int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *out)
+{
+    if (!out) return acp_error_set(ACP_EINVAL, "acp_update_view_parse: no view");
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
+    int rc = view_write(out, &v); /* empties it, or refuses its struct_size */
+    if (rc) return rc;
+    rc = parse(u, flags, &v);
+    view_write(out, &v);
+    return rc;
+}
+
 int acp_update_view_parse(const acp_update *u, acp_update_view *v)
 {
     return acp_update_view_parse_ext(u, 0, v);
@@ -804,7 +824,8 @@ void acp_update_view_free(acp_update_view *v)
     if (!v) return;
     json_decref(v->raw);
     free(v->block);
-    memset(v, 0, sizeof *v);
+    acp_update_view empty = ACP_UPDATE_VIEW_INIT;
+    if (v->struct_size) view_write(v, &empty);
 }
 
 static const char *name_of(const char *const *names, size_t n, int i)

@@ -773,8 +773,11 @@ static void conn_start(seq *q, conn *c)
         abort();
     }
     c->armed_error = false;
-    acp_agent_opts o = {
-        .on_log = on_log, .on_done = on_done, .user = c, .mcp_connect_timeout_ms = 60000};
+    acp_agent_opts o = {.struct_size = sizeof(acp_agent_opts),
+                        .on_log = on_log,
+                        .on_done = on_done,
+                        .user = c,
+                        .mcp_connect_timeout_ms = 60000};
     if (acp_agent_new(&q->loop, c->st, &q->e, &o, &c->a) || echo_serve(c->a)) abort();
     c->ended = c->done = false;
     c->sent = json_object();

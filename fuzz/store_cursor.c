@@ -31,7 +31,10 @@ static acp_store *store_with_sessions(void)
     for (int i = 0; i < 5; i++) {
         char id[8];
         snprintf(id, sizeof id, "s%d", i);
-        acp_store_session s = {.id = id, .cwd = i % 2 ? "/b" : "/a", .add_dirs = "[]"};
+        acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                               .id = id,
+                               .cwd = i % 2 ? "/b" : "/a",
+                               .add_dirs = "[]"};
         memcpy(s.created_at, times[i], ACP_STORE_TIME_LEN + 1);
         memcpy(s.updated_at, times[i], ACP_STORE_TIME_LEN + 1);
         if (acp_store_create(st, &s)) abort();

@@ -9,6 +9,9 @@
 #include "acp/error.h"
 #include "rpc/lasterr.h"
 
+/* The 1.0 size of the callbacks (when it changes: rpc/lasterr.h). */
+#define ACP_HTTP_CBS_SIZE_1_0 sizeof(acp_http_cbs)
+
 struct acp_http_client {
     uv_loop_t *loop;
     CURLM *multi;
@@ -282,6 +285,8 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
                          const char *const *headers, const char *body, size_t n,
                          const acp_http_cbs *cbs, void *user)
 {
+    acp_http_cbs cb;
+    if (acp_struct_read(&cb, sizeof cb, ACP_HTTP_CBS_SIZE_1_0, cbs, "acp_http_cbs")) return NULL;
     acp_http *h = calloc(1, sizeof *h);
     if (!h || !(h->easy = curl_easy_init())) {
         free(h);
@@ -289,7 +294,7 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
         return NULL;
     }
     h->c = c;
-    h->cbs = *cbs;
+    h->cbs = cb;
     h->user = user;
     bool ok = true;
     for (const char *const *p = headers; p && *p && ok; p++) {

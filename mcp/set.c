@@ -11,6 +11,11 @@
 #include "acp/http.h"
 #include "mcp/internal.h"
 #include "mcp/libcurl_lazy.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 sizes of the structs the application hands us (when they change: rpc/lasterr.h). */
+#define ACP_MCP_OPTS_SIZE_1_0     sizeof(acp_mcp_opts)
+#define ACP_MCP_CALL_CBS_SIZE_1_0 sizeof(acp_mcp_call_cbs)
 
 #define DEFAULT_CONNECT_MS 10000
 #define DEFAULT_REQUEST_MS 30000
@@ -590,7 +595,8 @@ static void on_conn_output(acp_conn *conn, void *user)
 /* The server's JSON-RPC connection, with what we serve registered. NULL on ENOMEM. */
 static acp_conn *make_conn(mcp_server *srv)
 {
-    acp_conn_opts co = {.cancel_method = "notifications/cancelled",
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .cancel_method = "notifications/cancelled",
                         .on_output = on_conn_output,
                         .on_log = on_conn_log,
                         .user = srv};
@@ -842,12 +848,14 @@ static void start_server(mcp_server *srv)
 int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *opts,
                     const char *const *roots, size_t nroots, acp_mcp_set **out)
 {
-    acp_mcp_opts o = opts ? *opts : (acp_mcp_opts){0};
+    *out = NULL;
+    acp_mcp_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_MCP_OPTS_SIZE_1_0, opts, "acp_mcp_opts");
+    if (rc) return rc;
     if (!o.connect_timeout_ms) o.connect_timeout_ms = DEFAULT_CONNECT_MS;
     if (!o.request_timeout_ms) o.request_timeout_ms = DEFAULT_REQUEST_MS;
     if (!o.call_timeout_ms) o.call_timeout_ms = DEFAULT_CALL_MS;
     if (!o.kill_grace_ms) o.kill_grace_ms = DEFAULT_GRACE_MS;
-    *out = NULL;
     char *err = validate(servers, &o);
     if (err) {
         acp_error_set(ACP_EINVAL, "%s", err);
@@ -867,7 +875,7 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
     s->n = n;
     uv_timer_init(loop, &s->wait_timer);
     s->wait_timer.data = s;
-    int rc = 0;
+    rc = 0;
     size_t i;
     for (i = 0; i < n && rc == 0; i++) {
         json_t *e = json_array_get(servers, i);
@@ -1132,10 +1140,12 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
 int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name, json_t *args,
                       const acp_mcp_call_cbs *cbs, void *user, acp_mcp_call **out)
 {
+    acp_mcp_call_cbs cb;
+    int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
     size_t i;
-    if (acp_mcp_server_find(s, server, &i)) {
+    if (rc || acp_mcp_server_find(s, server, &i)) {
         json_decref(args);
-        return ACP_ENOTFOUND; /* it said which */
+        return rc ? rc : ACP_ENOTFOUND; /* either said which */
     }
     mcp_server *srv = &s->servers[i];
     if (srv->status != ACP_MCP_READY) {
@@ -1155,7 +1165,7 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name,
     acp_mcp_call *c = send_request(srv, "tools/call", params, s->opts.call_timeout_ms, NULL);
     if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s.%s", server, tool_name);
     c->token = token;
-    if (cbs) c->cbs = *cbs;
+    c->cbs = cb;
     c->user = user;
     if (out) *out = c;
     return 0;

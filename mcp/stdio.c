@@ -94,7 +94,8 @@ static void start(mcp_server *s)
     s->tp = t;
     t->budget = STDERR_BURST;
     t->refilled_ms = uv_now(s->loop);
-    acp_proc_opts po = {.file = s->command,
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = s->command,
                         .argv = s->argv,
                         .env = s->env,
                         .pipe_stdin = true,
@@ -108,7 +109,8 @@ static void start(mcp_server *s)
         mcp_server_fail(s, "%s", acp_error_last()->message);
         return;
     }
-    acp_transport_opts to = {.on_eof = on_eof, .user = s};
+    acp_transport_opts to = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof, .user = s};
     if (acp_transport_open_proc(s->loop, s->conn, t->proc, &to, &t->tr)) {
         t->tr = NULL;
         mcp_server_fail(s, "cannot attach to the server's pipes");

@@ -11,6 +11,9 @@
 #include "rpc/lasterr.h"
 #include "rpc/scan.h"
 
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_CONN_OPTS_SIZE_1_0 sizeof(acp_conn_opts)
+
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 /* How much of an oversized line is kept to find its id (ids come early in practice). */
 #define OVERSIZE_PREFIX 4096
@@ -173,12 +176,14 @@ static void calls_remove(acp_conn *c, acp_call *call)
 
 acp_conn *acp_conn_new(const acp_conn_opts *opts)
 {
+    acp_conn_opts o;
+    if (acp_struct_read(&o, sizeof o, ACP_CONN_OPTS_SIZE_1_0, opts, "acp_conn_opts")) return NULL;
     acp_conn *c = calloc(1, sizeof *c);
     if (!c) {
         acp_error_set(ACP_ENOMEM, "out of memory making a connection");
         return NULL;
     }
-    if (opts) c->opts = *opts;
+    c->opts = o;
     if (!c->opts.max_message) c->opts.max_message = DEFAULT_MAX_MESSAGE;
     if (!c->opts.cancel_method) c->opts.cancel_method = cancel_default;
     c->target = &c->out;

@@ -77,17 +77,31 @@ int acp_error_code(int status)
     return acp_error_set(status, "%s", acp_strerror(status));
 }
 
-int acp_struct_read(void *dst, size_t size, size_t min_size, const void *src, const char *what)
+/* struct_size is every such struct's first member. */
+static size_t struct_size(const void *s)
 {
-    memset(dst, 0, size);
-    if (!src) return 0;
-    size_t have;
-    memcpy(&have, src, sizeof have); /* struct_size is every such struct's first member */
+    size_t n;
+    memcpy(&n, s, sizeof n);
+    return n;
+}
+
+static int check_size(size_t have, size_t min_size, const char *what)
+{
     if (have == 0 || have < min_size)
         return acp_error_set(ACP_EINVAL,
                              "%s: struct_size is %zu; initialise the struct with its "
                              "ACP_..._INIT macro",
                              what, have);
+    return 0;
+}
+
+int acp_struct_read(void *dst, size_t size, size_t min_size, const void *src, const char *what)
+{
+    memset(dst, 0, size);
+    if (!src) return 0;
+    size_t have = struct_size(src);
+    int rc = check_size(have, min_size, what);
+    if (rc) return rc;
     if (have > size) {
         const unsigned char *extra = (const unsigned char *)src + size;
         for (size_t i = 0; i < have - size; i++)
@@ -99,5 +113,17 @@ int acp_struct_read(void *dst, size_t size, size_t min_size, const void *src, co
         have = size;
     }
     memcpy(dst, src, have);
+    /* The copy describes itself: the library may hand it to its own entry points. */
+    memcpy(dst, &size, sizeof size);
+    return 0;
+}
+
+int acp_struct_write(void *dst, size_t size, size_t min_size, const void *src, const char *what)
+{
+    size_t have = struct_size(dst);
+    int rc = check_size(have, min_size, what);
+    if (rc) return rc;
+    size_t n = have < size ? have : size;
+    memcpy((char *)dst + sizeof have, (const char *)src + sizeof have, n - sizeof have);
     return 0;
 }

@@ -22,6 +22,10 @@
 #include "rt/proc_stdio.h"
 #include "rt/spawn.h"
 #include "rt/tree.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_PROC_OPTS_SIZE_1_0 sizeof(acp_proc_opts)
 
 extern char **environ;
 
@@ -208,10 +212,14 @@ static int status_of(int err)
                             : ACP_EIO;
 }
 
-int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out)
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out)
 {
     *out = NULL;
-    if (!o || !o->file || !o->argv || !o->argv[0])
+    acp_proc_opts copy;
+    const acp_proc_opts *o = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_PROC_OPTS_SIZE_1_0, opts, "acp_proc_opts");
+    if (rc) return rc;
+    if (!opts || !o->file || !o->argv || !o->argv[0])
         return acp_error_set(ACP_EINVAL, "no command to run");
     acp_proc *p = calloc(1, sizeof *p);
     if (!p) return acp_error_set(ACP_ENOMEM, "cannot run '%s': out of memory", o->file);
@@ -232,7 +240,7 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out)
     uv_pipe_t *pipes[3] = {p->in, p->out, p->err};
     char *own = NULL;
     char **env = NULL;
-    int rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
+    rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
     if (!rc && !(env = tagged_env(o->env, p->tag, &own))) rc = -ENOMEM;
     for (int i = 0; i < 3 && !rc; i++) {
         int pfd[2];

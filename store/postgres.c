@@ -507,6 +507,7 @@ static int ready(pg_store *p)
 /* Fills s with views into row i of a COLS result (valid while r lives); state stays NULL. */
 static void row_session(const PGresult *r, int i, acp_store_session *s)
 {
+    s->struct_size = sizeof *s;
     s->state = NULL;
     s->id = PQgetvalue(r, i, 0);
     s->cwd = PQgetvalue(r, i, 1);

@@ -368,6 +368,7 @@ static void copy_time(char *dst, sqlite3_stmt *q, int i)
 static int row_session(sqlite3_stmt *q, acp_store_session *s)
 {
     *s = (acp_store_session){
+        .struct_size = sizeof(acp_store_session),
         .id = (char *)sqlite3_column_text(q, 0),
         .cwd = (char *)sqlite3_column_text(q, 1),
         .add_dirs = (char *)sqlite3_column_text(q, 2),

@@ -8,6 +8,10 @@
 #include "acp/json.h"
 #include "store/backends.h"
 #include "store/inject.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of acp_store_session (when it changes: rpc/lasterr.h). */
+#define ACP_STORE_SESSION_SIZE_1_0 sizeof(acp_store_session)
 
 /* acp_store_set_state's limit (the header's "at most 1 MiB"): a session's state is a handful
  * of mode and option ids, so anything near this is a bug upstream, not data to keep. */
@@ -67,12 +71,13 @@ void acp_store_session_clear(acp_store_session *s)
     free(s->add_dirs);
     free(s->title);
     free(s->state);
-    memset(s, 0, sizeof *s);
+    *s = (acp_store_session){.struct_size = s->struct_size};
 }
 
 int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
 {
-    *out = (acp_store_session){.id = strdup(in->id),
+    *out = (acp_store_session){.struct_size = sizeof(acp_store_session),
+                               .id = strdup(in->id),
                                .cwd = strdup(in->cwd),
                                .add_dirs = strdup(in->add_dirs),
                                .title = in->title ? strdup(in->title) : NULL,
@@ -97,10 +102,14 @@ static int bad(acp_store *st, const char *what)
     return acp_error_set(ACP_EINVAL, "store: invalid %s", what);
 }
 
-static int create(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms)
+static int create(acp_store *st, const acp_store_session *app, const char *holder, unsigned ttl_ms)
 {
     unsigned mark = acp_error_mark();
-    if (!s || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
+    acp_store_session in;
+    const acp_store_session *s = &in;
+    int rc = acp_struct_read(&in, sizeof in, ACP_STORE_SESSION_SIZE_1_0, app, "acp_store_session");
+    if (rc) return rc;
+    if (!app || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
@@ -130,10 +139,16 @@ int acp_store_create_leased(acp_store *st, const acp_store_session *s, const cha
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
 {
     unsigned mark = acp_error_mark();
-    memset(out, 0, sizeof *out);
+    /* Ours in full, then as much as the caller's struct holds. */
+    acp_store_session full = ACP_STORE_SESSION_INIT;
+    int rc =
+        acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
+    if (rc) return rc;
     if (!id) return bad(st, "session id");
     begin(st, ACP_FAULT_GET);
-    return acp_error_since(mark, st->ops->get(st, id, out));
+    rc = acp_error_since(mark, st->ops->get(st, id, &full));
+    acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
+    return rc;
 }
 
 int acp_store_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,

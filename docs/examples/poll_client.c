@@ -124,7 +124,10 @@ int main(int argc, char **argv)
     }
 
     struct app app = {.state = RUNNING};
-    acp_client_opts o = {.transport = ACP_CLIENT_MANUAL, .on_update = on_update, .user = &app};
+    acp_client_opts o = ACP_CLIENT_OPTS_INIT;
+    o.transport = ACP_CLIENT_MANUAL;
+    o.on_update = on_update;
+    o.user = &app;
     acp_client *c;
     if (acp_client_start(&o, on_init, &app, &c)) {
         fprintf(stderr, "poll_client: %s\n", acp_error_last()->message);

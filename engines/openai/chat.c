@@ -115,7 +115,8 @@ static int start(oa_call *c)
         return ACP_ENOMEM;
     const char *headers[] = {"Content-Type: application/json", "Accept: text/event-stream", auth,
                              NULL};
-    static const acp_http_cbs cbs = {.on_data = on_data, .on_done = on_done};
+    static const acp_http_cbs cbs = {
+        .struct_size = sizeof(acp_http_cbs), .on_data = on_data, .on_done = on_done};
     c->h = acp_http_start(oa->http, "POST", url, headers, c->body.data, c->body.len, &cbs, c);
     if (auth) {
         explicit_bzero(auth, strlen(auth));

@@ -29,7 +29,8 @@ static void done(oa_sess *os, bool failed, json_t *content, const json_t *raw_ou
                  acp_terminal *term)
 {
     oa_tool *x = &os->calls[os->next];
-    acp_tool_info info = {.status = failed ? "failed" : "completed",
+    acp_tool_info info = {.struct_size = sizeof(acp_tool_info),
+                          .status = failed ? "failed" : "completed",
                           .content = content,
                           .raw_output = raw_output,
                           .terminal = term};
@@ -147,7 +148,9 @@ static void term_created(acp_terminal *term, int status, const char *error, void
         return;
     }
     oa_tool *x = &os->calls[os->next];
-    acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress", .terminal = term});
+    acp_tool_call_update(x->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                 .status = "in_progress",
+                                                 .terminal = term});
     if (acp_terminal_wait_for_exit(term, term_exited, os))
         fail(os, "Could not wait for the command.");
 }
@@ -158,7 +161,8 @@ static void term_created(acp_terminal *term, int status, const char *error, void
 static void allowed(oa_sess *os)
 {
     oa_tool *x = &os->calls[os->next];
-    acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress"});
+    acp_tool_call_update(
+        x->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .status = "in_progress"});
     if (x->def->kind == OPENAI_TOOL_WRITE) {
         const char *text = json_string_value(json_object_get(x->args, "content"));
         if (acp_turn_write_text_file(os->t, x->path, text, strlen(text), write_done, os))
@@ -166,7 +170,8 @@ static void allowed(oa_sess *os)
         return;
     }
     const char *argv[] = {"-c", json_string_value(json_object_get(x->args, "command")), NULL};
-    acp_terminal_opts o = {.command = "/bin/sh",
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "/bin/sh",
                            .args = argv,
                            .cwd = acp_session_cwd(os->s),
                            .output_byte_limit = OUTPUT_LIMIT};
@@ -269,7 +274,7 @@ static void next(oa_sess *os)
     case OPENAI_TOOL_MCP: {
         json_t *args = x->args;
         x->args = NULL; /* stolen by the call */
-        acp_mcp_call_cbs cbs = {.on_done = mcp_done};
+        acp_mcp_call_cbs cbs = {.struct_size = sizeof(acp_mcp_call_cbs), .on_done = mcp_done};
         acp_mcp_call *c = NULL;
         int rc = acp_mcp_call_tool(acp_session_mcp(os->s), x->def->server, x->def->tool, args, &cbs,
                                    os, &c);
@@ -361,7 +366,11 @@ void oa_exec_begin(oa_sess *os)
         /* The model's own id goes back to it with the result (stored, for a load too). */
         json_t *meta = c->id ? json_pack("{s{ss}}", "openai", "toolCallId", c->id) : NULL;
         char title[512];
-        acp_tool_info info = {.title = title, .name = x->fn, .raw_input = raw, .meta = meta};
+        acp_tool_info info = {.struct_size = sizeof(acp_tool_info),
+                              .title = title,
+                              .name = x->fn,
+                              .raw_input = raw,
+                              .meta = meta};
         describe(os, x, &info, title, sizeof title);
         int rc = acp_tool_call_begin(os->t, &info, &x->tc);
         json_decref(meta);

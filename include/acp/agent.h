@@ -92,7 +92,11 @@ typedef struct acp_session acp_session;
 typedef struct acp_turn acp_turn;
 typedef struct acp_terminal acp_terminal;
 
-/* --- What the engine describes (copied by acp_agent_new unless stated) ---------------------- */
+/* --- What the engine describes (copied by acp_agent_new unless stated) ----------------------
+ *
+ * acp_mode, acp_config_value, acp_config_option, acp_auth_method and acp_perm_option are
+ * array elements, written as static tables: frozen in 1.0 (acp/api.h), they never grow; a
+ * later release adds a new struct (and a member of acp_engine pointing at an array of it). */
 
 /* A session mode (SessionMode). description may be NULL. */
 typedef struct acp_mode {
@@ -152,8 +156,10 @@ enum acp_engine_disable {
 };
 
 /* The engine: what an agent author provides. Strings, arrays and JSON values are borrowed for
- * the agent's lifetime. Every callback may be NULL except prompt. */
+ * the agent's lifetime. Every callback may be NULL except prompt. Extensible (acp/api.h):
+ * start from ACP_ENGINE_INIT. */
 typedef struct acp_engine {
+    size_t struct_size;                  /* sizeof(acp_engine): ACP_ENGINE_INIT sets it */
     const char *name, *title, *version;  /* agentInfo (title may be NULL) */
     bool image, audio, embedded_context; /* promptCapabilities: block types accepted */
     unsigned disable;                    /* acp_engine_disable bits */
@@ -216,8 +222,11 @@ typedef struct acp_engine {
     void (*session_free)(acp_session *s, void *user);
     void *user;
 } acp_engine;
+#define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 
+/* Extensible (acp/api.h): start from ACP_AGENT_OPTS_INIT. */
 typedef struct acp_agent_opts {
+    size_t struct_size; /* sizeof(acp_agent_opts): ACP_AGENT_OPTS_INIT sets it */
     /* Diagnostics for the operator (stderr in acp-agent). NULL: silent. Never gets secrets. */
     void (*on_log)(const char *line, void *user);
     /* Called once after acp_agent_shutdown() (or EOF on the stdio transport) has finished:
@@ -233,13 +242,16 @@ typedef struct acp_agent_opts {
      * a day (longer: ACP_EINVAL from acp_agent_new). */
     unsigned lease_ttl_ms;
 } acp_agent_opts;
+#define ACP_AGENT_OPTS_INIT ACP_STRUCT_INIT(acp_agent_opts)
 
 /* Creates an agent on `loop` using `store` (borrowed; must outlive the agent; several agents
- * may share one) and the engine (copied). opts may be NULL. The agent owns one acp_conn
- * (acp_agent_conn) and is one lease holder, with an id of its own (acp_agent_lease_holder).
- * *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config
- * options or auth methods are malformed: duplicate or missing ids, a default that is not a
- * value; or lease_ttl_ms over a day; the reason goes to opts.on_log) or ACP_ENOMEM. */
+ * may share one) and the engine (copied). opts may be NULL (defaults); it is copied. The agent
+ * owns one acp_conn (acp_agent_conn) and is one lease holder, with an id of its own
+ * (acp_agent_lease_holder). *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the
+ * engine's modes, config options or auth methods are malformed: duplicate or missing ids, a
+ * default that is not a value; or lease_ttl_ms over a day; the reason goes to opts.on_log; or
+ * a struct_size 0 or too small), ACP_ENOTSUP (a struct from a newer libacp that sets members
+ * this one does not know) or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
@@ -475,12 +487,14 @@ typedef struct acp_tool_call acp_tool_call;
  * item and terminal a terminal item (its output shown by the client, also after release) to
  * that content; path adds one location. */
 typedef struct acp_tool_info {
+    size_t struct_size; /* extensible (acp/api.h): ACP_TOOL_INFO_INIT */
     const char *title, *name, *kind, *status;
     const json_t *content, *locations, *raw_input, *raw_output, *meta;
     const char *text;
     const acp_terminal *terminal;
     const char *path;
 } acp_tool_info;
+#define ACP_TOOL_INFO_INIT ACP_STRUCT_INIT(acp_tool_info)
 /* Sends tool_call with a fresh toolCallId (status pending unless info->status says
  * otherwise). *out belongs to the turn. 0, ACP_EINVAL (no title, unknown kind or status,
  * malformed content or locations, a relative path: see acp_error_last()), ACP_ECLOSED (the
@@ -500,7 +514,8 @@ const char *acp_tool_call_id(const acp_tool_call *tc); /* borrowed, the handle's
  * when the outcome is `cancelled`: the client's answer, or the turn's cancellation (then cb
  * runs at once, without waiting for the client, and $/cancel_request goes out; "at once" is
  * right after engine.cancel returned, unless that ended the turn). An answer naming no offered
- * option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. */
+ * option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. acp_perm_option is an array
+ * element: frozen in 1.0 (see acp_mode). */
 typedef struct acp_perm_option {
     const char *id, *name, *kind;
 } acp_perm_option;
@@ -533,12 +548,15 @@ int acp_session_write_text_file(acp_session *s, const char *path, const char *te
  * client closed our input (the release is still written: a half-closed client reads on).
  * After a release the handle is invalid and no callback of it runs. */
 typedef struct acp_terminal_opts {
+    size_t struct_size;         /* extensible (acp/api.h): ACP_TERMINAL_OPTS_INIT */
     const char *command;        /* required */
     const char *const *args;    /* NULL-terminated; NULL: none */
     const char *const *env;     /* "NAME=value", NULL-terminated; NULL: none */
     const char *cwd;            /* absolute, inside the roots; NULL: the client's choice */
     uint64_t output_byte_limit; /* 0: none */
 } acp_terminal_opts;
+#define ACP_TERMINAL_OPTS_INIT ACP_STRUCT_INIT(acp_terminal_opts)
+/* The library's (acp/api.h), handed to the callbacks below: may grow at the end. */
 typedef struct acp_terminal_exit {
     bool exited;        /* false: still running (terminal/output only) */
     long exit_code;     /* -1: none (killed by a signal) */
@@ -576,11 +594,13 @@ void acp_terminal_release(acp_terminal *term);
  * content (borrowed; NULL when none). When a turn's elicitation is cancelled with the turn, cb
  * runs at once (as a permission's) with "cancel" and $/cancel_request goes out. */
 typedef struct acp_elicit {
+    size_t struct_size; /* extensible (acp/api.h): ACP_ELICIT_INIT */
     const char *message;
     const json_t *form;
     const char *url;
     const acp_tool_call *tool_call;
 } acp_elicit;
+#define ACP_ELICIT_INIT ACP_STRUCT_INIT(acp_elicit)
 typedef void (*acp_elicit_cb)(acp_session *s, int status, const char *action, const json_t *content,
                               const char *error, void *user);
 int acp_turn_elicit(acp_turn *t, const acp_elicit *e, char *id_out, acp_elicit_cb cb, void *user);

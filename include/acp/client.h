@@ -72,8 +72,9 @@ typedef enum acp_update_kind {
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
- * callback only). No JSON tree is built to route it: acp_update_view_parse()
- * (acp/update.h) builds a typed view when you want one. */
+ * callback only). The library's (acp/api.h): may grow at the end; acp_update_view_parse()
+ * reads only `update` of one the application makes itself. No JSON tree is built to route it:
+ * acp_update_view_parse() (acp/update.h) builds a typed view when you want one. */
 typedef struct acp_update {
     acp_update_kind kind;
     acp_span kind_text;  /* the sessionUpdate string literal, quotes included */
@@ -112,7 +113,9 @@ typedef enum acp_client_transport {
     ACP_CLIENT_URL,       /* a remote agent at `url`: ws://, wss://, http://, https:// */
 } acp_client_transport;
 
+/* Extensible (acp/api.h): start from ACP_CLIENT_OPTS_INIT. */
 typedef struct acp_client_opts {
+    size_t struct_size; /* sizeof(acp_client_opts): ACP_CLIENT_OPTS_INIT sets it */
     acp_client_transport transport;
     /* The loop every handle lives on (borrowed; it must outlive the client). NULL: a private
      * loop the synchronous calls run. Ignored for ACP_CLIENT_MANUAL. */
@@ -224,9 +227,11 @@ typedef struct acp_client_opts {
      * our stderr, raw: its escape sequences then reach our terminal. */
     void (*on_stderr)(acp_client *c, const char *buf, size_t n, void *user);
 } acp_client_opts;
+#define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
 /* The end of a call, reported through the callback (not acp_error_last(), which the loop's
- * other work may overwrite). Borrowed, valid during the callback only. */
+ * other work may overwrite). Borrowed, valid during the callback only. The library's
+ * (acp/api.h): may grow at the end. */
 typedef struct acp_client_reply {
     int status; /* 0; ACP_EPROTO (agent error: code, message, data), ACP_ENOTSUP, ACP_ECLOSED,
                    ACP_ETIMEDOUT, ACP_ECANCELLED (its session handle was freed), ACP_ENOMEM */
@@ -249,8 +254,9 @@ typedef void (*acp_client_cb)(acp_client *c, const acp_client_reply *r, void *us
  * opts; cb runs when the agent answered (reply->result is the initialize result), with
  * ACP_EPROTO for an unsupported protocolVersion. *out is the caller's (acp_client_free())
  * from now on, also when cb reports a failure. Returns ACP_EINVAL (bad options or command
- * line), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or connect), ACP_ENOMEM; then
- * *out is NULL, cb will not run, and acp_error_last() says why. */
+ * line, or a struct_size refused: acp/api.h), ACP_ENOTSUP (options of a newer libacp that set
+ * members this one does not know), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or
+ * connect), ACP_ENOMEM; then *out is NULL, cb will not run, and acp_error_last() says why. */
 int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out);
 /* acp_client_start() and the loop run until initialize is answered. On failure *out is NULL
  * and acp_error_last() says why (the agent's answer, or how it ended). Not for
@@ -321,7 +327,9 @@ int acp_client_logout(acp_client *c);
 
 /* --- sessions ------------------------------------------------------------------------ */
 
+/* Extensible (acp/api.h): start from ACP_SESSION_OPTS_INIT. NULL: all defaults. */
 typedef struct acp_session_opts {
+    size_t struct_size;          /* sizeof(acp_session_opts): ACP_SESSION_OPTS_INIT sets it */
     const char *cwd;             /* absolute; NULL: the process's working directory */
     const char *const *add_dirs; /* additionalDirectories, NULL-terminated; NULL: none */
     /* mcpServers as a JSON array (borrowed); NULL: []. Entries with "type":"http"/"sse" need
@@ -329,6 +337,7 @@ typedef struct acp_session_opts {
     json_t *mcp_servers;
     json_t *meta; /* params._meta (borrowed); NULL: none */
 } acp_session_opts;
+#define ACP_SESSION_OPTS_INIT ACP_STRUCT_INIT(acp_session_opts)
 
 /* session/new, session/load (replay delivered to on_update before cb), and session/resume.
  * reply->session is the new handle, owned by the caller until acp_client_session_close() or

@@ -19,7 +19,10 @@
 
 ACP_BEGIN_DECLS
 
-/* A growable byte buffer. Zero-initialise it ({0}); the buffer owns data; acp_buf_free()
+/* acp_buf, acp_span, acp_jw and acp_json_path are plain values the caller allocates: frozen in
+ * 1.0 (acp/api.h), never grown; a later release adds a new struct instead.
+ *
+ * A growable byte buffer. Zero-initialise it ({0}); the buffer owns data; acp_buf_free()
  * releases it. data is not NUL-terminated unless acp_buf_cstr() is called. */
 typedef struct acp_buf {
     char *data;

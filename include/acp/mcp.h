@@ -64,9 +64,11 @@ enum acp_mcp_status {
 /* "connecting", "ready", "failed", "closed". Never NULL. */
 const char *acp_mcp_status_name(enum acp_mcp_status st);
 
+/* Extensible (acp/api.h): start from ACP_MCP_OPTS_INIT. */
 typedef struct acp_mcp_opts {
-    bool http; /* accept type "http" servers (advertise mcpCapabilities.http) */
-    bool sse;  /* accept type "sse" servers (advertise mcpCapabilities.sse) */
+    size_t struct_size; /* sizeof(acp_mcp_opts): ACP_MCP_OPTS_INIT sets it */
+    bool http;          /* accept type "http" servers (advertise mcpCapabilities.http) */
+    bool sse;           /* accept type "sse" servers (advertise mcpCapabilities.sse) */
     /* Timeouts, in milliseconds; 0 picks the default. */
     unsigned connect_timeout_ms; /* start + initialize + first tools/list: 10000 */
     unsigned request_timeout_ms; /* tools/list on list_changed and other requests: 30000 */
@@ -84,6 +86,7 @@ typedef struct acp_mcp_opts {
      * reason that says so, the others serve. For clients that must not run commands here. */
     bool no_stdio;
 } acp_mcp_opts;
+#define ACP_MCP_OPTS_INIT ACP_STRUCT_INIT(acp_mcp_opts)
 
 /* Validates `servers` (a JSON array of McpServer; NULL or null means none) and starts
  * connecting every server. Malformed entries (a missing or mistyped field, a duplicate server
@@ -148,7 +151,9 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
 
 /* --- Calls --------------------------------------------------------------------------------- */
 
+/* Extensible (acp/api.h): start from ACP_MCP_CALL_CBS_INIT. */
 typedef struct acp_mcp_call_cbs {
+    size_t struct_size; /* sizeof(acp_mcp_call_cbs): ACP_MCP_CALL_CBS_INIT sets it */
     /* notifications/progress for this call. total < 0 when unknown; message may be NULL. */
     void (*on_progress)(acp_mcp_call *c, double progress, double total, const char *message,
                         void *user);
@@ -160,6 +165,7 @@ typedef struct acp_mcp_call_cbs {
     void (*on_done)(acp_mcp_call *c, int status, const json_t *result, const char *error,
                     void *user);
 } acp_mcp_call_cbs;
+#define ACP_MCP_CALL_CBS_INIT ACP_STRUCT_INIT(acp_mcp_call_cbs)
 
 /* Calls tool `tool` of server `server` (a name) with `args` (an object, stolen; NULL sends {}),
  * asking for progress notifications. cbs is copied. Returns 0 and, with out non-NULL, a handle

@@ -32,7 +32,9 @@ typedef enum acp_server_stdio_mcp {
     ACP_SERVER_STDIO_MCP_REFUSE,
 } acp_server_stdio_mcp;
 
+/* Extensible (acp/api.h): start from ACP_SERVER_OPTS_INIT. */
 typedef struct acp_server_opts {
+    size_t struct_size; /* sizeof(acp_server_opts): ACP_SERVER_OPTS_INIT sets it */
     /* Where to listen: "HOST:PORT" (a name or an address, "[::1]:PORT" for IPv6; port 0
      * picks a free one, see acp_server_port) or "unix:/path". */
     const char *listen;
@@ -88,6 +90,7 @@ typedef struct acp_server_opts {
      * status shows FAILED with the reason. */
     acp_server_stdio_mcp stdio_mcp;
 } acp_server_opts;
+#define ACP_SERVER_OPTS_INIT ACP_STRUCT_INIT(acp_server_opts)
 
 /* Starts serving: binds opts->listen and accepts from the next loop turn. store is borrowed
  * (it must outlive the server); engine and agent_opts are copied as acp_agent_new() copies

@@ -211,7 +211,8 @@ static int setup(void **state)
     x->ops.list = failing_list;
     fail_all = false;
     fail_commits = false;
-    x->eng = (acp_engine){.name = "test-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "test-engine",
                           .version = "1",
                           .prompt = engine_prompt,
                           .cancel = engine_cancel,
@@ -523,7 +524,7 @@ static void test_busy_cancel_close(void **state)
     r = request(x, 12, "session/list", "{}");
     assert_int_equal(listed(r), 0);
     json_decref(r);
-    acp_store_session s = {0};
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(x->st, id, &s), ACP_ENOTFOUND);
 }
 

@@ -511,7 +511,8 @@ static h *fixture(void)
     store_open(x);
     x->ops = *real_ops;
 #endif
-    x->eng = (acp_engine){.name = "fault-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "fault-engine",
                           .version = "1",
                           .modes = modes,
                           .nmodes = 2,

@@ -16,6 +16,7 @@ h *h_new(const char *tag, size_t esize)
     x->ops = *real_ops; /* nothing ran through the empty x->ops in between */
     x->msgs = json_array();
     x->e = calloc(1, esize);
+    x->opts = (acp_agent_opts)ACP_AGENT_OPTS_INIT; /* test files set members of it */
     return x;
 }
 

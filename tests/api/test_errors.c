@@ -21,39 +21,6 @@
 #include "acp/store.h"
 #include "acp/update.h"
 
-/* The extensible-struct convention (include/acp/api.h) gives these structs INIT macros; until
- * every header has its own, an empty initialiser is the same struct. */
-#ifndef ACP_PROC_OPTS_INIT
-#define ACP_PROC_OPTS_INIT                                                                         \
-    {                                                                                              \
-        0                                                                                          \
-    }
-#endif
-#ifndef ACP_CLIENT_OPTS_INIT
-#define ACP_CLIENT_OPTS_INIT                                                                       \
-    {                                                                                              \
-        0                                                                                          \
-    }
-#endif
-#ifndef ACP_SESSION_OPTS_INIT
-#define ACP_SESSION_OPTS_INIT                                                                      \
-    {                                                                                              \
-        0                                                                                          \
-    }
-#endif
-#ifndef ACP_UPDATE_VIEW_INIT
-#define ACP_UPDATE_VIEW_INIT                                                                       \
-    {                                                                                              \
-        0                                                                                          \
-    }
-#endif
-#ifndef ACP_STORE_SESSION_INIT
-#define ACP_STORE_SESSION_INIT                                                                     \
-    {                                                                                              \
-        0                                                                                          \
-    }
-#endif
-
 /* rc is status, and so is the last error, whose sentence contains every one of parts. */
 static void failed_with(int rc, int status, const char *const *parts)
 {

@@ -200,7 +200,8 @@ static void on_log(acp_client *c, const char *message, void *user)
 
 static acp_client_opts base_opts(fixture *f)
 {
-    return (acp_client_opts){.loop = &f->loop,
+    return (acp_client_opts){.struct_size = sizeof(acp_client_opts),
+                             .loop = &f->loop,
                              .command = f->agent,
                              .on_update = on_update,
                              .on_permission = on_permission,
@@ -229,7 +230,8 @@ static acp_client *start(fixture *f, const acp_client_opts *o)
 static void open_sessions(fixture *f, sess *x, int n)
 {
     done d[8] = {0};
-    acp_session_opts so = {.cwd = f->root[0] ? f->root : "/tmp"};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts),
+                           .cwd = f->root[0] ? f->root : "/tmp"};
     for (int i = 0; i < n; i++)
         assert_int_equal(acp_client_session_new_start(f->c, &so, on_done, &d[i], NULL), 0);
     for (int i = 0; i < n; i++) {
@@ -1087,8 +1089,11 @@ static long long take_id(acp_client *c)
 static void test_manual(void **state)
 {
     fixture *f = *state;
-    acp_client_opts o = {
-        .transport = ACP_CLIENT_MANUAL, .on_update = on_update, .on_closed = on_closed, .user = f};
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .transport = ACP_CLIENT_MANUAL,
+                         .on_update = on_update,
+                         .on_closed = on_closed,
+                         .user = f};
     o.terminal = true; /* terminals need a loop */
     done init = {0};
     assert_int_equal(acp_client_start(&o, on_done, &init, &f->c), ACP_EINVAL);

@@ -70,7 +70,8 @@ static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm 
 
 static int open_client(fixture *f, size_t max_message)
 {
-    acp_client_opts o = {.argv = node_agent("script-agent.mjs"),
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .argv = node_agent("script-agent.mjs"),
                          .fs_read = true,
                          .fs_write = true,
                          .max_message = max_message,
@@ -81,7 +82,7 @@ static int open_client(fixture *f, size_t max_message)
                          .user = f};
     int rc = acp_client_open(&o, &f->c);
     if (rc) fail_msg("open: %s", acp_error_last()->message);
-    acp_session_opts so = {.cwd = f->root};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root};
     assert_int_equal(acp_client_session_new(f->c, &so, &f->s), 0);
     assert_string_equal(acp_client_session_id(f->s), "s1");
     return 0;

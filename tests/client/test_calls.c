@@ -187,7 +187,8 @@ static int teardown(void **state)
 /* Options with every handler of the fixture and nothing advertised. */
 static acp_client_opts base_opts(fixture *f)
 {
-    return (acp_client_opts){.argv = node_agent("ts-agent-calls.mjs"),
+    return (acp_client_opts){.struct_size = sizeof(acp_client_opts),
+                             .argv = node_agent("ts-agent-calls.mjs"),
                              .on_update = on_update,
                              .on_ext_request = on_ext_request,
                              .on_ext_notify = on_ext_notify,
@@ -203,7 +204,7 @@ static void open_client(fixture *f, const acp_client_opts *o)
 
 static void open_session(fixture *f)
 {
-    acp_session_opts so = {.cwd = f->root};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root};
     assert_int_equal(acp_client_session_new(f->c, &so, &f->s), 0);
 }
 
@@ -565,8 +566,8 @@ static void test_sessions(void **state)
 
     /* Three news in flight at once; _meta goes with the first. */
     json_t *meta = json_pack("{s:s}", "origin", "test");
-    acp_session_opts so = {.cwd = f->root, .meta = meta};
-    acp_session_opts other = {.cwd = f->outside};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root, .meta = meta};
+    acp_session_opts other = {.struct_size = sizeof(acp_session_opts), .cwd = f->outside};
     done d0 = {.f = f}, d1 = {.f = f}, d2 = {.f = f};
     new_async(f, &so, &d0);
     new_async(f, &other, &d1);

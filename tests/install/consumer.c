@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     char path[4096];
     snprintf(path, sizeof path, "%s/consumer.db", argv[1]);
     acp_store *st = NULL;
-    if (acp_store_open(path, &st, NULL) != 0) {
+    if (acp_store_open(path, &st) != 0) {
         fprintf(stderr, "consumer: acp_store_open: %s\n", acp_error_last()->message);
         return 1;
     }

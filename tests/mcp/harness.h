@@ -151,7 +151,8 @@ static void h_on_progress(acp_mcp_call *c, double progress, double total, const 
     if (h->cancel_on_progress && h->handle) acp_mcp_call_cancel(h->handle);
 }
 
-static const acp_mcp_call_cbs h_cbs = {.on_progress = h_on_progress, .on_done = h_on_done};
+static const acp_mcp_call_cbs h_cbs = {
+    .struct_size = sizeof(acp_mcp_call_cbs), .on_progress = h_on_progress, .on_done = h_on_done};
 
 static void h_call_start(acp_mcp_set *s, const char *server, const char *tool, const char *args,
                          h_call *h)

@@ -60,7 +60,7 @@ static void t_outage(void **state)
     assert_non_null(where);
     acp_store *st = NULL;
     assert_int_equal(acp_store_open(where, &st), 0);
-    acp_store_session s = {.id = "s", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {.struct_size = sizeof(acp_store_session), .id = "s", .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -71,7 +71,7 @@ static void t_outage(void **state)
     assert_int_equal(pg_env_cluster("down", "pg_outage"), 0);
 
     /* Every kind of call fails the same clear way, and fast (no server to wait for). */
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_unavailable(st, acp_store_get(st, "s", &out));
     print_message("while down: %s\n", acp_error_last()->message);
     assert_unavailable(st, acp_store_get(st, "s", &out)); /* within the backoff: no attempt */

@@ -64,7 +64,8 @@ static int teardown(void **state)
 
 static void mk(acp_store *st, const char *id)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -184,7 +185,7 @@ static void t_migrate_v1_to_v2(void **state)
            "lease_expires");
     free(v);
 
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, "old", &s), 0);
     assert_string_equal(s.cwd, "/p");
     assert_string_equal(s.add_dirs, "[\"/q\"]");
@@ -458,7 +459,7 @@ static void t_batch_atomic(void **state)
     assert_int_equal(g.seq[0], 1);
     got_free(&g);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'ghost'"), 0);
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &s), 0);
     assert_string_equal(s.updated_at, "2031-01-01T00:00:00.000Z");
     acp_store_session_clear(&s);
@@ -571,7 +572,7 @@ static void t_environment(void **state)
     unsetenv("PGPORT");
     unsetenv("PGUSER");
     unsetenv("PGDATABASE");
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "via-env", &s), 0);
     acp_store_session_clear(&s);
     free(host);
@@ -724,7 +725,7 @@ static void t_backoff(void **state)
     free(pg_env_value(base, sql));
 
     double t0 = mono_ms();
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     for (int i = 0; i < 300; i++) { /* an agent busy with requests for over a second */
         assert_int_equal(acp_store_get(st, "b", &out), ACP_ESTORE);
         assert_int_equal(strncmp(acp_error_last()->message, "session store unavailable: ", 27), 0);

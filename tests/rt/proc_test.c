@@ -87,7 +87,8 @@ static void on_exit_cb(acp_proc *p, int64_t status, int sig, void *u)
 
 static acp_proc_opts base(ctx *c, char *const *argv)
 {
-    return (acp_proc_opts){.file = argv[0],
+    return (acp_proc_opts){.struct_size = sizeof(acp_proc_opts),
+                           .file = argv[0],
                            .argv = argv,
                            .pipe_stdout = true,
                            .on_stdout = on_out,
@@ -145,7 +146,11 @@ static void test_spawn_failures(void **state)
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     char *argv[] = {"no-such-program-acp", NULL};
-    acp_proc_opts o = {.file = argv[0], .argv = argv, .pipe_stdin = true, .pipe_stdout = true};
+    acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts),
+                       .file = argv[0],
+                       .argv = argv,
+                       .pipe_stdin = true,
+                       .pipe_stdout = true};
     acp_proc *p = (acp_proc *)1;
     assert_int_equal(acp_proc_spawn(&loop, &o, &p), ACP_ENOTFOUND);
     assert_null(p);
@@ -341,7 +346,7 @@ static void test_parent_death(void **state)
         uv_loop_t loop;
         uv_loop_init(&loop);
         char *argv[] = {"/bin/sleep", "1000", NULL};
-        acp_proc_opts o = {.file = argv[0], .argv = argv};
+        acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts), .file = argv[0], .argv = argv};
         acp_proc *p;
         int pid = acp_proc_spawn(&loop, &o, &p) ? -1 : acp_proc_pid(p);
         if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(2);
@@ -473,7 +478,7 @@ static void warm_up(void)
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     char *argv[] = {"/bin/true", NULL};
-    acp_proc_opts o = {.file = argv[0], .argv = argv};
+    acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts), .file = argv[0], .argv = argv};
     acp_proc *p;
     assert_int_equal(acp_proc_spawn(&loop, &o, &p), 0);
     acp_proc_stop(p, 5000, NULL, NULL);

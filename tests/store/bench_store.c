@@ -36,7 +36,10 @@ static int count_rows(void *user, const acp_store_session *s)
 
 static int session(acp_store *st, const char *id, const char *cwd, const char *t)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = (char *)cwd, .add_dirs = "[]"};
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)id,
+                           .cwd = (char *)cwd,
+                           .add_dirs = "[]"};
     if (t) {
         memcpy(s.created_at, t, ACP_STORE_TIME_LEN + 1);
     } else {

@@ -112,7 +112,8 @@ static void assert_raw(const char *path, const char *sql, const char *want)
 
 static void mk(acp_store *st, const char *id)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -231,7 +232,7 @@ static void t_migrate_from_v0(void **state)
 /* V1_FILE's session "old" as stored, with state (NULL: none). */
 static void assert_old(acp_store *st, const char *state)
 {
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, "old", &s), 0);
     assert_string_equal(s.cwd, "/p");
     assert_string_equal(s.add_dirs, "[\"/q\"]");
@@ -332,7 +333,8 @@ static void t_open_errors(void **state)
     /* ":memory:" is SQLite's private in-memory database, not a file in the cwd */
     assert_int_equal(acp_store_open(":memory:", &st), 0);
     assert_int_equal(access(":memory:", F_OK), -1);
-    acp_store_session s = {.id = "m", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = "m", .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -380,7 +382,7 @@ static void t_failed_writes_are_atomic(void **state)
     assert_int_equal(acp_store_commit(st, NULL), 0);
     assert_int_equal(acp_store_delete(st, "b"), ACP_ESTORE);
     assert_non_null(strstr(acp_error_last()->message, "injected delete failure"));
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, "b", &out), 0);
     acp_store_session_clear(&out);
     assert_raw(f->db, "SELECT count(*) FROM updates", "3"); /* b's history is still whole */
@@ -557,7 +559,8 @@ static void t_concurrent_first_open(void **state)
                 _exit(3);
             }
             snprintf(id, sizeof id, "k%d", k);
-            acp_store_session s = {.id = id, .cwd = "/w", .add_dirs = "[]"};
+            acp_store_session s = {
+                .struct_size = sizeof(acp_store_session), .id = id, .cwd = "/w", .add_dirs = "[]"};
             acp_store_now(s.created_at);
             acp_store_now(s.updated_at);
             if (acp_store_create(st, &s) || acp_store_append(st, id, 0, "{}", 2) ||

@@ -386,9 +386,12 @@ static char *file_tool(acp_turn *t, echo_sess *es, const char *verb, const char 
     snprintf(title, sizeof title, "%s %s", verb, path);
     char *real = NULL;
     int rc = acp_session_resolve_path(acp_turn_session(t), path, &real);
-    if (!tool_begin(
-            t, es,
-            &(acp_tool_info){.title = title, .kind = kind, .status = status, .path = real})) {
+    if (!tool_begin(t, es,
+                    &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                     .title = title,
+                                     .kind = kind,
+                                     .status = status,
+                                     .path = real})) {
         free(real);
         return NULL;
     }
@@ -408,7 +411,8 @@ static void read_done(acp_session *s, int status, const char *text, size_t n, co
         return;
     }
     acp_turn *t = es->t;
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
+    acp_tool_call_complete(es->tc,
+                           &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = text});
     job_clear(es);
     echo_text(t, text, n); /* ends the turn */
 }
@@ -460,7 +464,8 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
         free(why);
         return;
     }
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
+    acp_tool_call_complete(es->tc,
+                           &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = text});
     job_clear(es);
     echo_text(t, text, n);
     free(text);
@@ -473,7 +478,8 @@ static void write_done(acp_session *s, int status, const char *error, void *user
         tool_failed(es, error);
         return;
     }
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
+    acp_tool_call_complete(
+        es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "written"});
     finish(es, "end_turn");
 }
 
@@ -519,7 +525,8 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
 {
     echo_sess *es = user;
     if (!allowed(es, status, option, error)) return;
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress"});
+    acp_tool_call_update(
+        es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .status = "in_progress"});
     acp_session *s = acp_turn_session(t);
     acp_agent *a = acp_session_agent(s);
     if (acp_agent_client_has(a, "fs.writeTextFile")) {
@@ -531,7 +538,8 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
     if (write_local(s, es->path, es->text, &why)) {
         tool_failed(es, why ? why : "out of memory");
     } else {
-        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
+        acp_tool_call_complete(
+            es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "written"});
         finish(es, "end_turn");
     }
     free(why);
@@ -646,7 +654,9 @@ static void call_progress(acp_mcp_call *c, double progress, double total, const 
     else
         snprintf(line, sizeof line, "progress %g%s%s", progress, message ? ": " : "",
                  message ? message : "");
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .text = line});
+    acp_tool_call_update(es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                  .status = "in_progress",
+                                                  .text = line});
 }
 
 static void call_done(acp_mcp_call *c, int status, const json_t *result, const char *error,
@@ -670,7 +680,8 @@ static void call_done(acp_mcp_call *c, int status, const json_t *result, const c
         if (b) json_array_append_new(content, content_item(b));
     }
     bool failed = json_is_true(json_object_get(result, "isError"));
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = failed ? "failed" : "completed",
+    acp_tool_call_update(es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                  .status = failed ? "failed" : "completed",
                                                   .content = content,
                                                   .raw_output = result});
     json_decref(content);
@@ -697,15 +708,19 @@ static void cmd_call(acp_turn *t, echo_sess *es, const char *args)
     }
     char title[600];
     snprintf(title, sizeof title, "%s.%s", server, tool);
-    if (!tool_begin(
-            t, es,
-            &(acp_tool_info){
-                .title = title, .kind = "other", .status = "in_progress", .raw_input = input})) {
+    if (!tool_begin(t, es,
+                    &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                     .title = title,
+                                     .kind = "other",
+                                     .status = "in_progress",
+                                     .raw_input = input})) {
         json_decref(input);
         return;
     }
     acp_mcp_set *m = acp_session_mcp(acp_turn_session(t));
-    acp_mcp_call_cbs cbs = {.on_progress = call_progress, .on_done = call_done};
+    acp_mcp_call_cbs cbs = {.struct_size = sizeof(acp_mcp_call_cbs),
+                            .on_progress = call_progress,
+                            .on_done = call_done};
     es->job = JOB_MCP;
     acp_mcp_call *c = NULL;
     int rc = m ? acp_mcp_call_tool(m, server, tool, input, &cbs, es, &c) : ACP_ENOTFOUND;
@@ -821,7 +836,8 @@ static void term_output(acp_terminal *term, int status, const char *output, size
         json_object_set_new(raw, "exitCode", json_integer(exit->exit_code));
     if (exit && exit->signal) json_object_set_new(raw, "signal", json_string(exit->signal));
     char *text = strndup(output, n);
-    acp_tool_info info = {.status =
+    acp_tool_info info = {.struct_size = sizeof(acp_tool_info),
+                          .status =
                               exit && exit->exited && exit->exit_code == 0 ? "completed" : "failed",
                           .terminal = term,
                           .text = text ? text : "",
@@ -847,7 +863,9 @@ static void term_created(acp_terminal *term, int status, const char *error, void
         tool_failed(es, error);
         return;
     }
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .terminal = term});
+    acp_tool_call_update(es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                  .status = "in_progress",
+                                                  .terminal = term});
     if (acp_terminal_wait_for_exit(term, term_exited, es))
         tool_failed(es, acp_error_last()->message);
 }
@@ -858,8 +876,10 @@ static void term_permitted(acp_turn *t, int status, const char *option, const ch
     echo_sess *es = user;
     if (!allowed(es, status, option, error)) return;
     const char *argv[] = {"-c", es->command, NULL};
-    acp_terminal_opts o = {
-        .command = "/bin/sh", .args = argv, .cwd = acp_session_cwd(acp_turn_session(t))};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "/bin/sh",
+                           .args = argv,
+                           .cwd = acp_session_cwd(acp_turn_session(t))};
     if (acp_turn_terminal_create(t, &o, term_created, es, &es->term))
         tool_failed(es, acp_error_last()->message);
 }
@@ -876,8 +896,11 @@ static void cmd_term(acp_turn *t, echo_sess *es, const char *args)
     char title[600];
     snprintf(title, sizeof title, "Run: %s", args);
     json_t *input = json_pack("{ss}", "command", args);
-    bool ok =
-        tool_begin(t, es, &(acp_tool_info){.title = title, .kind = "execute", .raw_input = input});
+    bool ok = tool_begin(t, es,
+                         &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                          .title = title,
+                                          .kind = "execute",
+                                          .raw_input = input});
     json_decref(input);
     if (!ok) return;
     es->job = JOB_CLIENT;
@@ -902,7 +925,8 @@ static void asked(acp_turn *t, int status, const char *option, const char *kind,
     snprintf(line, sizeof line, "permission: %s%s", option ? "selected " : "cancelled",
              option ? option : "");
     if (option)
-        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = line});
+        acp_tool_call_complete(
+            es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = line});
     else
         acp_tool_call_fail(es->tc, "permission request cancelled");
     say(t, line);
@@ -915,7 +939,10 @@ static void cmd_ask(acp_turn *t, echo_sess *es)
                                            {"allow_always", "Allow always", "allow_always"},
                                            {"reject_once", "Reject once", "reject_once"},
                                            {"reject_always", "Reject always", "reject_always"}};
-    if (!tool_begin(t, es, &(acp_tool_info){.title = "Ask for permission", .kind = "other"}))
+    if (!tool_begin(t, es,
+                    &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                     .title = "Ask for permission",
+                                     .kind = "other"}))
         return;
     es->job = JOB_CLIENT;
     if (acp_turn_request_permission(t, es->tc, opts, 4, asked, es))
@@ -950,7 +977,9 @@ static void cmd_elicit(acp_turn *t, echo_sess *es)
                              "title", "Count", "required", "name");
     es->t = t;
     es->job = JOB_CLIENT;
-    acp_elicit e = {.message = "Tell the echo agent your name and a count", .form = form};
+    acp_elicit e = {.struct_size = sizeof(acp_elicit),
+                    .message = "Tell the echo agent your name and a count",
+                    .form = form};
     int rc = acp_turn_elicit(t, &e, NULL, elicited, es);
     json_decref(form);
     if (rc) {
@@ -1131,7 +1160,8 @@ void echo_engine(acp_engine *e, const char *auth_env)
     /* Parsed once, kept for the process (the engine borrows it for the agent's lifetime). */
     static json_t *caps_meta;
     if (!caps_meta) caps_meta = json_loads(caps_meta_text, 0, NULL);
-    *e = (acp_engine){.name = "acp-agent",
+    *e = (acp_engine){.struct_size = sizeof(acp_engine),
+                      .name = "acp-agent",
                       .title = "libacp echo agent",
                       .version = ACP_VERSION_STRING,
                       /* image and audio stay off, so clients can see -32602 for them */

@@ -300,7 +300,7 @@ int main(int argc, char **argv)
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
                *prompt_file = NULL;
     const char *listen = NULL, *token_file = NULL, *port_file = NULL;
-    acp_server_opts so = {0};
+    acp_server_opts so = ACP_SERVER_OPTS_INIT;
     const char *origins[64]; /* --allow-origin values (argv strings) */
     const char *roots[64];   /* --root values, resolved */
     openai_opts oo = {0};
@@ -520,7 +520,8 @@ int main(int argc, char **argv)
         uv_close((uv_handle_t *)&wait, NULL);
     }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
-    acp_agent_opts opts = {.on_log = log_line,
+    acp_agent_opts opts = {.struct_size = sizeof(acp_agent_opts),
+                           .on_log = log_line,
                            .on_done = on_done,
                            .user = &prog,
                            .mcp_http = true,

@@ -79,7 +79,7 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     app_heard(a);
     /* Parsed once, only when something reads it: text output, or chat's command list. */
     bool commands = a->commands && u->kind == ACP_UPDATE_AVAILABLE_COMMANDS;
-    acp_update_view v = {0};
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     int vrc =
         (!a->r.json || commands) ? acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v) : 1;
     bool parsed = vrc == 0;
@@ -206,6 +206,7 @@ int app_open(app *a)
     json_t *meta = spawn ? json_pack("{s:b}", "terminal-auth", 1) : NULL;
     bool remote = app_remote(a);
     acp_client_opts o = {
+        .struct_size = sizeof(acp_client_opts),
         .transport = spawn    ? ACP_CLIENT_SPAWN
                      : remote ? ACP_CLIENT_URL
                               : ACP_CLIENT_UNIX,
@@ -400,8 +401,10 @@ int app_turn(app *a, const char *text)
 void app_session_opts(app *a, acp_session_opts *so)
 {
     a->dirs[a->ndirs] = NULL;
-    *so = (acp_session_opts){
-        .cwd = a->cwd, .add_dirs = a->ndirs ? a->dirs : NULL, .mcp_servers = a->mcp};
+    *so = (acp_session_opts){.struct_size = sizeof(acp_session_opts),
+                             .cwd = a->cwd,
+                             .add_dirs = a->ndirs ? a->dirs : NULL,
+                             .mcp_servers = a->mcp};
 }
 
 /* Continues session a->sid: resume when advertised (a -32601 answer falls back to load when
