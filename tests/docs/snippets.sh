@@ -11,13 +11,13 @@
 # Each block is compiled under a #line directive, so the compiler's messages name the document
 # and line of the snippet itself (README.md:31: error: ...).
 #
-#   snippets.sh extract SRCDIR OUTDIR
-#       writes the k-th ```c block of DOC to OUTDIR/DOC-k.c ('/' in DOC as '_', with its #line)
-#       and one line per block to OUTDIR/manifest: DOC LINE KIND FILE
-#   snippets.sh check SRCDIR OUTDIR CC "CFLAGS" "LIBS"
-#       extracts, then compares and compiles every block; exits 1 naming each one that fails
+#   snippets.sh SRCDIR OUTDIR CC "CFLAGS" "LIBS"
+# writes the k-th ```c block of DOC to OUTDIR/DOC-k.c ('/' in DOC as '_') and one line per block
+# to OUTDIR/manifest (DOC LINE KIND FILE); then compares and compiles every block (a program
+# into OUTDIR/DOC-k) and exits 1 naming each one that fails. CFLAGS: include directories
+# (libacp's, jansson's, libuv's) and the library's sanitizers; the warnings are this script's.
 set -u
-mode=$1 src=$2 out=$3
+src=$1 out=$2
 
 extract() {
     rm -rf "$out" && mkdir -p "$out" && touch "$out/manifest" || exit 1
@@ -48,9 +48,8 @@ extract() {
 }
 
 extract || exit 1
-[ "$mode" = extract ] && exit 0
 
-cc=$4 cflags=$5 libs=$6
+cc=$3 cflags="-Wall -Wextra -Wno-unused-parameter -Werror $4" libs=$5
 prelude=$out/prelude.h
 {
     for h in "$src"/include/acp/*.h; do echo "#include \"acp/${h##*/}\""; done
