@@ -4,7 +4,7 @@
  * as a program: each step sends one message on one of two connections, both agents in process
  * on one loop, each with its own handle on one temporary SQLite file, as two acp-agent
  * processes sharing a store would be; so a session made on one is loaded, prompted, deleted on
- * the other, in any order. The engine is the acp-agent program's own (tools/acp-agent/echo.c):
+ * the other, in any order. The engine is the acp-agent program's own (engines/echo/echo.c):
  * prompts are its slash commands, with paths inside a private temporary root set.
  *
  * Checked besides crashes, leaks and UBSan:
@@ -53,7 +53,7 @@
 #include "acp/json.h"
 #include "fuzz/agent_harness.h"
 #include "store/inject.h"
-#include "tools/acp-agent/echo.h"
+#include "engines/echo/echo.h"
 
 #define NCONN     2
 #define MAX_STEPS 256
@@ -457,7 +457,7 @@ static json_t *pick_mcp(unsigned b)
     }
 }
 
-/* The echo engine's commands (tools/acp-agent/echo.c), with paths relative to a cwd of the
+/* The echo engine's commands (engines/echo/echo.c), with paths relative to a cwd of the
  * root, and what a careless client would type. */
 static const char *const texts[] = {
     "hello",

@@ -257,13 +257,26 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
  * servers down and closes the transport. The memory is released from libuv callbacks: run
  * the loop afterwards (uv_run) until it returns. No engine or on_done callback runs after this
- * call. Prefer acp_agent_shutdown() and free from on_done. */
+ * call. Prefer acp_agent_shutdown() and free from on_done. acp_agent_run_stdio() does all of
+ * this for an agent on stdio. */
 void acp_agent_free(acp_agent *a);
 
 /* Serves the connection over two file descriptors (ACP on in_fd, responses to out_fd) with an
  * rt transport: commits run in the transport's before-flush hook; EOF on in_fd starts
  * acp_agent_shutdown(). The fds are borrowed (not closed). 0, ACP_EIO or ACP_ENOMEM. */
 int acp_agent_serve_stdio(acp_agent *a, int in_fd, int out_fd);
+
+/* A whole stdio agent in one call: acp_agent_new() on a loop of its own, served on fds 0 and 1
+ * until EOF on stdin, SIGTERM or SIGINT (then acp_agent_shutdown(): turns answered `cancelled`,
+ * MCP servers stopped, everything committed and flushed), then freed with every handle closed
+ * and the loop closed, so nothing is left allocated when it returns. store is borrowed, engine
+ * and opts as for acp_agent_new() (opts.on_done, if set, runs at the end and must not free the
+ * agent). It ignores SIGPIPE unless the program set its own disposition (a client that goes
+ * away is EOF, not death). For a loop of your own (other handles, an engine that needs the
+ * loop), use acp_agent_new() + acp_agent_serve_stdio() and free as acp_agent_free() says.
+ * Returns 0 when the client closed or a signal stopped it, else the error of acp_agent_new()
+ * or acp_agent_serve_stdio() (the last error says why). */
+int acp_agent_run_stdio(acp_store *store, const acp_engine *engine, const acp_agent_opts *opts);
 
 /* Without a transport (tests, embedding in another loop): feed bytes to acp_agent_conn() with
  * acp_conn_recv(), call acp_agent_flush() once per loop turn before taking the output with

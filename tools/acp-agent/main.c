@@ -18,7 +18,7 @@
 #include "acp/server.h"
 #include "acp/version.h"
 #include "engines/openai/openai.h"
-#include "tools/acp-agent/echo.h"
+#include "engines/echo/echo.h"
 #include "tools/acp-agent/memtrim.h"
 
 static const char usage[] =

@@ -11,7 +11,7 @@
 
 #include "acp/num.h"
 #include "acp/version.h"
-#include "tools/acp-agent/echo.h"
+#include "engines/echo/echo.h"
 
 #define ECHO_CHUNK       (64 * 1024) /* echo: bytes per agent_message_chunk */
 #define STREAM_BATCH     4096        /* /stream: chunks per loop turn at most */
