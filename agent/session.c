@@ -43,13 +43,11 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
     }
     for (size_t i = 0; i < nd; i++) v[i] = json_string_value(json_array_get(dirs, i));
     acp_roots *r = NULL;
-    char *err = NULL;
-    int rc = acp_roots_new(json_string_value(cwd), v, nd, &r, &err);
+    int rc = acp_roots_new(json_string_value(cwd), v, nd, &r);
     free(v);
     if (rc) {
         acp_req_error(req, rc == ACP_EINVAL ? ACP_RPC_INVALID_PARAMS : ACP_RPC_INTERNAL_ERROR, NULL,
-                      "%s", err ? err : "out of memory");
-        free(err);
+                      "%s", acp_error_last()->message);
         return NULL;
     }
     return r;
@@ -619,16 +617,23 @@ acp_turn *acp_session_turn(const acp_session *s)
 
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out)
 {
-    char *err = NULL;
-    int rc = acp_roots_resolve(s->roots, path, out, &err);
-    if (rc && err) agent_log(s->a, "session %s: %s", s->id, err);
-    free(err);
+    int rc = acp_roots_resolve(s->roots, path, out);
+    if (rc) agent_log(s->a, "session %s: %s", s->id, acp_error_last()->message);
     return rc;
 }
 
-int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
-                          char **errmsg)
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd)
 {
-    *errmsg = NULL;
-    return acp_roots_open(s->roots, path, flags, mode, fd, NULL, errmsg);
+    return acp_roots_open(s->roots, path, flags, mode, fd);
+}
+
+int acp_session_read_file(const acp_session *s, const char *path, size_t line, size_t limit,
+                          char **text, size_t *n)
+{
+    return acp_roots_read(s->roots, path, line, limit, s->a->opts.max_read, text, n);
+}
+
+int acp_session_write_file(const acp_session *s, const char *path, const void *data, size_t n)
+{
+    return acp_roots_write(s->roots, path, data, n);
 }

@@ -229,6 +229,8 @@ typedef struct acp_agent_opts {
      * agent must wait to take the session over. Renewed every third of it. 0: 15000; at most
      * a day (longer: ACP_EINVAL from acp_agent_new). */
     unsigned lease_ttl_ms;
+    /* The most acp_session_read_file() returns from one read; 0: ACP_ROOTS_MAX_READ (64 MiB). */
+    size_t max_read;
 } acp_agent_opts;
 
 /* Creates an agent on `loop` using `store` (borrowed; must outlive the agent; several agents
@@ -342,11 +344,19 @@ acp_turn *acp_session_turn(const acp_session *s);
  * directory. *out is malloc'd (caller frees) on success. ACP_EACCES outside the roots,
  * ACP_ENOTFOUND / ACP_EIO when resolution fails, ACP_ENOMEM. */
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out);
-/* Resolves `path` as above and open(2)s it (flags and mode as open's, O_CLOEXEC added) with no
- * race between the check and the open (acp_roots_open). On success *fd is the caller's. Errors
- * as acp_roots_open(), with a malloc'd reason in *errmsg (caller frees; may be NULL on ENOMEM). */
-int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
-                          char **errmsg);
+/* The session's file access, confined to its root set by the kernel and limited to regular
+ * files (acp_roots_open, acp_roots_read and acp_roots_write in acp/roots.h say how; these are
+ * those with the session's roots). open: flags and mode as open(2)'s, *fd the caller's.
+ * read: from the 1-based `line`, at most `limit` lines (SIZE_MAX: all), at most
+ * acp_agent_opts.max_read bytes (else ACP_ETOOBIG); *text is the caller's to free(). write:
+ * an atomic replace (a reader sees the old file or the new one, a crash leaves the old one).
+ * Each blocks on the disk for as long as it takes: for large files, call it off the loop.
+ * ACP_EACCES outside the roots, ACP_ENOTFOUND, ACP_EINVAL (not a regular file), ACP_EIO,
+ * ACP_ENOMEM; acp_error_last() says which path and why. */
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd);
+int acp_session_read_file(const acp_session *s, const char *path, size_t line, size_t limit,
+                          char **text, size_t *n);
+int acp_session_write_file(const acp_session *s, const char *path, const void *data, size_t n);
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
  * (user_message_chunk, agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update,

@@ -209,6 +209,9 @@ typedef struct acp_client_opts {
      * already ended with ACP_ECLOSED. */
     void (*on_closed)(acp_client *c, void *user);
     void *user;
+    /* The most one fs/read_text_file returns (fs_read): a read that would return more is
+     * refused with an error that says so. 0: ACP_ROOTS_MAX_READ (64 MiB). */
+    size_t max_read;
 } acp_client_opts;
 
 /* The end of a call. Borrowed, valid during the callback only. */

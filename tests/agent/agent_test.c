@@ -148,12 +148,14 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
     } else if (text && !strncmp(text, "open ", 5)) {
         /* Answers "opened", "refused" (outside the roots) or the reason it could not open. */
         int fd = -1;
-        char *why = NULL;
-        int rc = acp_session_open_path(acp_turn_session(t), text + 5, O_RDONLY, 0, &fd, &why);
-        const char *say = rc == 0 ? "opened" : rc == ACP_EACCES ? "refused" : why ? why : "error";
+        int rc = acp_session_open_path(acp_turn_session(t), text + 5, O_RDONLY, 0, &fd);
+        char say[1024];
+        snprintf(say, sizeof say, "%s",
+                 rc == 0            ? "opened"
+                 : rc == ACP_EACCES ? "refused"
+                                    : acp_error_last()->message);
         acp_turn_text(t, NULL, NULL, say, strlen(say));
         if (fd >= 0) close(fd);
-        free(why);
         acp_turn_end(t, "end_turn");
     } else if (text && !strncmp(text, "title ", 6)) {
         /* A live-only update and a metadata update: neither is history. */

@@ -39,6 +39,7 @@ typedef struct app {
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
     unsigned timeout_ms;
+    size_t max_read; /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
