@@ -626,14 +626,3 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
 {
     return acp_roots_open(s->roots, path, flags, mode, fd);
 }
-
-int acp_session_read_file(const acp_session *s, const char *path, size_t line, size_t limit,
-                          char **text, size_t *n)
-{
-    return acp_roots_read(s->roots, path, line, limit, s->a->opts.max_read, text, n);
-}
-
-int acp_session_write_file(const acp_session *s, const char *path, const void *data, size_t n)
-{
-    return acp_roots_write(s->roots, path, data, n);
-}

@@ -229,7 +229,8 @@ typedef struct acp_agent_opts {
      * agent must wait to take the session over. Renewed every third of it. 0: 15000; at most
      * a day (longer: ACP_EINVAL from acp_agent_new). */
     unsigned lease_ttl_ms;
-    /* The most acp_session_read_file() returns from one read; 0: ACP_ROOTS_MAX_READ (64 MiB). */
+    /* The most acp_turn_read_local_file() returns from one read; 0: ACP_ROOTS_MAX_READ
+     * (64 MiB). */
     size_t max_read;
 } acp_agent_opts;
 
@@ -344,19 +345,12 @@ acp_turn *acp_session_turn(const acp_session *s);
  * directory. *out is malloc'd (caller frees) on success. ACP_EACCES outside the roots,
  * ACP_ENOTFOUND / ACP_EIO when resolution fails, ACP_ENOMEM. */
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out);
-/* The session's file access, confined to its root set by the kernel and limited to regular
- * files (acp_roots_open, acp_roots_read and acp_roots_write in acp/roots.h say how; these are
- * those with the session's roots). open: flags and mode as open(2)'s, *fd the caller's.
- * read: from the 1-based `line`, at most `limit` lines (SIZE_MAX: all), at most
- * acp_agent_opts.max_read bytes (else ACP_ETOOBIG); *text is the caller's to free(). write:
- * an atomic replace (a reader sees the old file or the new one, a crash leaves the old one).
- * Each blocks on the disk for as long as it takes: for large files, call it off the loop.
+/* open(2) of a regular file inside the session's root set, confined by the kernel
+ * (acp_roots_open in acp/roots.h says how; flags and mode as open's). *fd is the caller's.
  * ACP_EACCES outside the roots, ACP_ENOTFOUND, ACP_EINVAL (not a regular file), ACP_EIO,
- * ACP_ENOMEM; acp_error_last() says which path and why. */
+ * ACP_ENOMEM; acp_error_last() says which path and why. It blocks on the disk: for reading
+ * and writing whole files use acp_turn_read_local_file() / acp_turn_write_local_file(). */
 int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd);
-int acp_session_read_file(const acp_session *s, const char *path, size_t line, size_t limit,
-                          char **text, size_t *n);
-int acp_session_write_file(const acp_session *s, const char *path, const void *data, size_t n);
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
  * (user_message_chunk, agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update,
@@ -536,6 +530,20 @@ int acp_turn_write_text_file(acp_turn *t, const char *path, const char *text, si
                              acp_done_cb cb, void *user);
 int acp_session_write_text_file(acp_session *s, const char *path, const char *text, size_t n,
                                 acp_done_cb cb, void *user);
+
+/* The engine's own disk, for an engine that reads and writes files itself (the client offers
+ * no fs): the same confinement, regular-files-only rule and atomic replace as the client
+ * library's fs handlers (acp_roots_read and acp_roots_write in acp/roots.h), run on libuv's
+ * thread pool so that the loop never waits on a disk. read: from the 1-based `line` (0: 1), at
+ * most `limit` lines (SIZE_MAX: all), at most acp_agent_opts.max_read bytes (ACP_ETOOBIG
+ * past it). write: the n bytes at data (copied) replace the file atomically. cb runs later on
+ * the loop with status 0, or an ACP_E* status and a sentence (outside the roots, not a
+ * regular file, missing, too big); never when the turn has ended first. 0 when started,
+ * ACP_ENOMEM. */
+int acp_turn_read_local_file(acp_turn *t, const char *path, size_t line, size_t limit,
+                             acp_fs_read_cb cb, void *user);
+int acp_turn_write_local_file(acp_turn *t, const char *path, const void *data, size_t n,
+                              acp_done_cb cb, void *user);
 
 /* Terminals (terminal/create ... release). The handle is the engine's until it calls
  * acp_terminal_release(); the runtime releases it itself when its owner goes away: the turn

@@ -427,25 +427,16 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
     acp_session *s = acp_turn_session(t);
     char *real = file_tool(t, es, "Read", "read", "in_progress", args);
     if (!real) return;
-    if (acp_agent_client_has(acp_session_agent(s), "fs.readTextFile")) {
-        es->job = JOB_CLIENT;
-        int rc = acp_turn_read_text_file(t, real, 0, 0, read_done, es);
-        free(real);
-        if (rc) tool_failed(es, acp_agent_errmsg(acp_session_agent(s)));
-        return;
-    }
-    size_t n = 0;
-    char *text = NULL;
-    int rc = acp_session_read_file(s, real, 1, SIZE_MAX, &text, &n);
+    /* Through the client when it offers fs, else from our own disk (on the thread pool). */
+    bool client = acp_agent_client_has(acp_session_agent(s), "fs.readTextFile");
+    es->job = JOB_CLIENT;
+    int rc = client ? acp_turn_read_text_file(t, real, 0, 0, read_done, es)
+                    : acp_turn_read_local_file(t, real, 1, SIZE_MAX, read_done, es);
     free(real);
-    if (rc) {
+    if (rc && client)
+        tool_failed(es, acp_agent_errmsg(acp_session_agent(s)));
+    else if (rc)
         tool_failed_last(es);
-        return;
-    }
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
-    job_clear(es);
-    echo_text(t, text, n);
-    free(text);
 }
 
 static void write_done(acp_session *s, int status, const char *error, void *user)
@@ -481,17 +472,14 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
     acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress"});
     acp_session *s = acp_turn_session(t);
     acp_agent *a = acp_session_agent(s);
-    if (acp_agent_client_has(a, "fs.writeTextFile")) {
-        if (acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es))
-            tool_failed(es, acp_agent_errmsg(a));
-        return;
-    }
-    if (acp_session_write_file(s, es->path, es->text, strlen(es->text))) {
+    bool client = acp_agent_client_has(a, "fs.writeTextFile");
+    int rc =
+        client ? acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es)
+               : acp_turn_write_local_file(t, es->path, es->text, strlen(es->text), write_done, es);
+    if (rc && client)
+        tool_failed(es, acp_agent_errmsg(a));
+    else if (rc)
         tool_failed_last(es);
-    } else {
-        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
-        finish(es, "end_turn");
-    }
 }
 
 static void cmd_write(acp_turn *t, echo_sess *es, const char *args)
