@@ -329,7 +329,6 @@ static int not_regular(const char *path, mode_t m)
 
 static int io_failed(const char *path, const char *verb, int e)
 {
-    if (e == ENXIO) return not_regular(path, S_IFIFO); /* O_WRONLY|O_NONBLOCK, no reader */
     if (e == EISDIR) return not_regular(path, S_IFDIR);
     int rc = e == ENOENT ? ACP_ENOTFOUND : e == EACCES || e == EPERM ? ACP_EACCES : ACP_EIO;
     return acp_error_set(rc, "cannot %s '%s': %s", verb, path, strerror(e));
@@ -353,10 +352,19 @@ int acp_roots_open(const acp_roots *r, const char *path, int flags, mode_t mode,
         int rc = locate(r, path, true, &s);
         if (rc) return rc;
         int f = open_beneath(s.root, s.rel, flags | O_NOCTTY | O_NONBLOCK, mode), e = errno;
+        struct stat st;
+        if (f < 0 && e == ENXIO) { /* a FIFO without a reader, or a socket: say which */
+            int p = open_beneath(s.root, s.rel, O_PATH, 0);
+            bool special = p >= 0 && fstat(p, &st) == 0 && !S_ISREG(st.st_mode);
+            if (p >= 0) close(p);
+            if (special) {
+                spot_free(&s);
+                return not_regular(path, st.st_mode);
+            }
+        }
         spot_free(&s);
         if (f < 0 && raced(e) && tries < RETRIES) continue;
         if (f < 0) return raced(e) ? refuse_raced(path) : io_failed(path, "open", e);
-        struct stat st;
         rc = fstat(f, &st)         ? io_failed(path, "open", errno)
              : S_ISREG(st.st_mode) ? 0
                                    : not_regular(path, st.st_mode);

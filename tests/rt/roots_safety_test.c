@@ -301,6 +301,7 @@ static void test_special_files_refused(void **state)
     assert_null(text);
     assert_int_equal(acp_roots_open(f->roots, "fifo", O_RDONLY, 0, &fd), ACP_EINVAL);
     assert_int_equal(acp_roots_open(f->roots, "fifo", O_WRONLY, 0, &fd), ACP_EINVAL);
+    assert_non_null(strstr(acp_error_last()->message, "is a FIFO"));
     assert_int_equal(acp_roots_write(f->roots, "fifo", "x", 1), ACP_EINVAL);
     assert_non_null(strstr(acp_error_last()->message, "only regular files"));
     struct stat st;
@@ -312,6 +313,7 @@ static void test_special_files_refused(void **state)
     at(sa.sun_path, f, "root/sock");
     assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
     assert_int_equal(acp_roots_read(f->roots, "sock", 1, SIZE_MAX, 0, &text, &n), ACP_EINVAL);
+    assert_non_null(strstr(acp_error_last()->message, "'sock' is a socket"));
     assert_int_equal(acp_roots_write(f->roots, "sock", "x", 1), ACP_EINVAL);
     close(s);
 
