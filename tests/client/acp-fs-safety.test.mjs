@@ -82,7 +82,7 @@ test("SIGTERM and SIGINT are answered while the agent reads a FIFO and large fil
   }
 });
 
-test("a read over --max-read is refused and says so; line and limit read a huge sparse file", async () => {
+test("a read over --max-read is refused and says so; line and limit read a huge sparse file", async (t) => {
   const huge = join(ws.dir, "huge.txt");
   writeFileSync(huge, "one\ntwo\nthree\nfour\n");
   truncateSync(huge, 6 * 2 ** 30); // 6 GiB, sparse: acp used to read all of it into memory
@@ -106,6 +106,7 @@ test("a read over --max-read is refused and says so; line and limit read a huge 
   assert.match(o[1].message, /more than the maximum of one read \(1048576 bytes\)/);
   assert.equal(o[2].code, -32602, "a line longer than the maximum");
   // Generous: under ASan acp's own footprint is tens of MB; the old full read took 6 GiB.
+  t.diagnostic(`acp's peak RSS after reading a 6 GiB sparse file: ${hwm} kB`);
   assert.ok(hwm < 512 * 1024, `peak RSS ${hwm} kB`);
   const bad = await run(["--fs", "--max-read", "lots", "info"]);
   assert.equal(bad.code, 2);
