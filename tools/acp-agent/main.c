@@ -23,7 +23,8 @@
 
 static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
-    "                 [--lease-ttl MS] [--log-level quiet|info] [--help] [--version]\n"
+    "                 [--lease-ttl MS] [--max-read SIZE] [--log-level quiet|info]\n"
+    "                 [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
     "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
@@ -40,6 +41,8 @@ static const char usage[] =
     "other agent on the store opens it meanwhile; MS (default 15000) is how long the\n"
     "lease outlives an agent that stopped renewing it (killed on another machine,\n"
     "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
+    "\n"
+    "--max-read SIZE: the most one file read of the engine returns (64M).\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -147,20 +150,9 @@ static int on_agent(acp_agent *a, void *user)
 /* "64M", "4096", "1.5K": bytes, read with the one checked number parser (issue 13). */
 static bool parse_size(const char *s, size_t *out)
 {
-    char num[64];
-    size_t n = strlen(s);
-    double mul = 1;
-    if (n && strchr("KkMmGg", s[n - 1])) {
-        char u = (char)(s[n - 1] | 0x20);
-        mul = u == 'k' ? 1024.0 : u == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
-        n--;
-    }
-    double v;
-    if (n >= sizeof num) return false;
-    memcpy(num, s, n);
-    num[n] = '\0';
-    if (acp_parse_double(num, 1 / mul, (double)(SIZE_MAX / 2) / mul, &v)) return false;
-    *out = v * mul < 1 ? 1 : (size_t)(v * mul);
+    uint64_t v;
+    if (acp_parse_size(s, 1, SIZE_MAX / 2, &v)) return false;
+    *out = (size_t)v;
     return true;
 }
 
@@ -306,6 +298,7 @@ int main(int argc, char **argv)
     openai_opts oo = {0};
     bool openai_flag = false;
     uint64_t lease_ttl = 0;
+    size_t max_read = 0;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
         int taken;
@@ -330,6 +323,12 @@ int main(int argc, char **argv)
             if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl)) {
                 fprintf(stderr, "acp-agent: --lease-ttl takes milliseconds (1 to 86400000): %s\n",
                         acp_error_last()->message);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--max-read") && i + 1 < argc) {
+            if (!parse_size(argv[++i], &max_read)) {
+                fprintf(stderr, "acp-agent: --max-read takes a size (4096, 64M), not '%s'\n",
+                        argv[i]);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
@@ -526,7 +525,8 @@ int main(int argc, char **argv)
                            .user = &prog,
                            .mcp_http = true,
                            .mcp_sse = true,
-                           .lease_ttl_ms = (unsigned)lease_ttl};
+                           .lease_ttl_ms = (unsigned)lease_ttl,
+                           .max_read = max_read};
     acp_agent *a = NULL;
     int rc;
     bool exit_usage = false;
