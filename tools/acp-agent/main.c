@@ -88,6 +88,7 @@ struct prog {
     acp_agent *agent;
     acp_server *server;
     uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+    uv_timer_t wait;     /* for GET /models; here, not in a block: it lives until its close ends */
     memtrim trim;
 };
 
@@ -482,13 +483,12 @@ int main(int argc, char **argv)
     if (oa) {
         /* The model list belongs in the first session's result: wait for GET /models, but
          * not long (an unreachable server is told at the first prompt). */
-        uv_timer_t wait;
-        uv_timer_init(&loop, &wait);
-        wait.data = &models_in;
-        uv_timer_start(&wait, models_waited, 2000, 0);
+        uv_timer_init(&loop, &prog.wait);
+        prog.wait.data = &models_in;
+        uv_timer_start(&prog.wait, models_waited, 2000, 0);
         openai_start(oa, models_ready, &models_in);
         while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
-        uv_close((uv_handle_t *)&wait, NULL);
+        uv_close((uv_handle_t *)&prog.wait, NULL);
     }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {.on_log = log_line,
