@@ -733,6 +733,17 @@ static void on_post(acp_shttp *h, acp_http_req *r)
         text(r, 400, "Invalid JSON-RPC message");
         return;
     }
+    /* JSON-RPC ids are strings, numbers or null. Any other id could never be echoed back (the
+     * agent answers it with id null), so the route stored for its answer would stay for the
+     * connection's life: refused before anything is stored (issue 21). */
+    char idk = env.id.p ? acp_json_kind(env.id) : 'z';
+    if ((idk != 's' && idk != 'n' && idk != 'z') || env.id.n > SHTTP_MAX_ID_LENGTH + 2) {
+        reply(r, 400, "application/json",
+              "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
+              "\"Invalid Request: the id must be a string, a number or null, of at most 1024 "
+              "characters\"}}");
+        return;
+    }
     const char *cid = acp_http_req_header(r, "acp-connection-id");
     if (span_is(env.jsonrpc, "2.0") && env.id.p && span_is(env.method, "initialize")) {
         if (cid)
@@ -768,8 +779,6 @@ static void on_post(acp_shttp *h, acp_http_req *r)
         status = 400, why = "Mismatched Acp-Session-Id";
     else if (psid && strlen(psid) > SHTTP_MAX_ID_LENGTH)
         status = 400, why = "Session ID exceeds maxIdLength (1024)";
-    else if (env.id.p && acp_json_kind(env.id) == 's' && env.id.n - 2 > SHTTP_MAX_ID_LENGTH)
-        status = 400, why = "Request ID exceeds maxIdLength (1024)";
     free(psid);
     if (status) {
         text(r, status, why);

@@ -507,6 +507,33 @@ static void test_idle_and_limits(void **state)
     fx_free(f);
 }
 
+/* Ids that are neither string, number nor null are refused before anything is stored: the
+ * agent could only answer them with id null, so their route would never be freed (issue 21). */
+static void test_nonscalar_ids(void **state)
+{
+    fx *f = fx_new(NULL);
+    const char *id = open_conn(f);
+    static const char *const ids[] = {"{\"a\":[1,2]}", "[1]", "true", "false"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        char m[256];
+        snprintf(m, sizeof m, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"_x\"}", ids[i]);
+        fake_req *r = REQ(f, "POST", m, JSON, "acp-connection-id", id);
+        assert_int_equal(r->status, 400);
+        assert_non_null(strstr(body(r), "\"id\":null,\"error\":{\"code\":-32600"));
+        snprintf(m, sizeof m, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"initialize\"}", ids[i]);
+        assert_int_equal(REQ(f, "POST", m, JSON)->status, 400);
+    }
+    /* A number longer than any id we keep is refused like a long string. */
+    char big[1100 + 64];
+    int k = snprintf(big, sizeof big, "{\"jsonrpc\":\"2.0\",\"method\":\"_x\",\"id\":");
+    memset(big + k, '7', 1100);
+    strcpy(big + k + 1100, "}");
+    assert_int_equal(REQ(f, "POST", big, JSON, "acp-connection-id", id)->status, 400);
+    assert_int_equal(f->o.n, 1);             /* no connection was made */
+    assert_int_equal(f->o.peers[0].nmsg, 1); /* only initialize reached the owner */
+    fx_free(f);
+}
+
 /* Many connections: each request finds its own (the registry grows past its first table), and
  * deleting some leaves the others reachable. */
 static void test_many(void **state)
@@ -563,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_idle_and_limits),
         cmocka_unit_test(test_free_open),
         cmocka_unit_test(test_many),
+        cmocka_unit_test(test_nonscalar_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
