@@ -56,6 +56,7 @@ struct shttp_conn {
     shttp_conn *prev, *next;
     shttp_conn *hnext; /* in its registry bucket */
     char id[37];
+    uint64_t origin; /* the socket initialize came on (acp_http_req.origin) */
     enum conn_state state;
     acp_http_req *init; /* the initialize POST waiting for the owner's answer */
     char *init_id;      /* its id's JSON text */
@@ -652,6 +653,15 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
         text(r, 400, "Initialize request must include an ID");
         return;
     }
+    size_t here = 0;
+    for (shttp_conn *x = h->conns; x && r->origin; x = x->next)
+        here += x->state != C_CLOSING && x->origin == r->origin;
+    if (h->live >= h->lim.max_connections || here >= SHTTP_MAX_PER_SOCKET) {
+        static const acp_http_field retry = {"Retry-After", "1"};
+        static const char why[] = "too many ACP connections";
+        acp_http_res_send(r, 503, "text/plain", why, sizeof why - 1, &retry, 1);
+        return;
+    }
     shttp_conn *c = calloc(1, sizeof *c);
     if (!c || !(c->init_id = memdup0(env->id.p, env->id.n))) {
         free(c);
@@ -661,6 +671,7 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
     c->link.ops = &link_ops;
     c->link.high_water = h->lim.high_water;
     c->h = h;
+    c->origin = r->origin;
     c->cs.c = c;
     new_id(c->id);
     uv_timer_init(h->loop, &c->idle);
