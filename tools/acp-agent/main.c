@@ -56,7 +56,9 @@ static const char usage[] =
     "--system-prompt FILE, --max-tokens N (per answer; default: the server's),\n"
     "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window;\n"
     "default: what the server lists for the model, else 32768; older turns are summarised\n"
-    "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
+    "near it). An answer is cut at 64M of text and tool-call arguments (16M in one call, 256\n"
+    "calls); while the client does not read, the model's stream waits. The model's tools:\n"
+    "the session's MCP tools, and the client's file reads,\n"
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
     "\n"
@@ -66,17 +68,22 @@ static const char usage[] =
     "picks a free port; the address is logged (\"listening on ...\") and, with\n"
     "--port-file FILE, the port is written to FILE. SIGTERM or SIGINT: stop accepting,\n"
     "cancel and answer running turns, commit, close every connection, exit 0.\n"
-    "Server options (docs/remote.md):\n"
+    "Server options (docs/remote.md):\n";
+/* (Two strings: C17 promises string literals of 4095 bytes only.) */
+static const char usage_server[] =
     "  --tls-cert FILE --tls-key FILE  TLS with this PEM certificate chain and key\n"
     "  --token-file FILE     every request must carry Authorization: Bearer <the file's\n"
     "                        first line>; others get 401 before any ACP byte is read\n"
     "  --allow-origin ORIGIN a web page that may connect (repeatable; exact, or *);\n"
     "                        other Origins get 403, token or not\n"
-    "  --max-connections N   sockets open at once, more get 503 (1024)\n"
-    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M)\n"
+    "  --max-connections N   sockets open at once, more get 503 (1024); also Streamable\n"
+    "                        HTTP connections (at most 32 made by one socket)\n"
+    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M);\n"
+    "                        also the unfinished bodies of one HTTP/2 connection together\n"
     "  --high-water BYTES    output queued per connection before its turns wait (4M)\n"
     "  --idle-timeout S      close a connection idle, or not reading, this long (300)\n"
-    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10)\n"
+    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10);\n"
+    "                        a body must bring 1K (or its end) in each such period\n"
     "  --ping-interval S     WebSocket ping; two missed pongs close (30)\n"
     "  --close-timeout S     how long a close waits for a slow reader (5)\n"
     "  --port-file FILE      write the bound TCP port to FILE once listening\n"
@@ -299,7 +306,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int taken;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
+            printf("%s%s", usage, usage_server);
             return 0;
         } else if (!strcmp(argv[i], "--version")) {
             printf("acp-agent %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
@@ -388,7 +395,7 @@ int main(int argc, char **argv)
             openai_flag = true;
             i++;
         } else {
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[i], usage, usage_server);
             return 2;
         }
     }
