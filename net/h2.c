@@ -41,7 +41,7 @@ struct acp_h2 {
     const acp_wire_cbs *cbs;
     void *user;
     h2_stream *streams;
-    size_t body_bytes; /* of the bodies still arriving, all streams together */
+    size_t body_bytes; /* of the request bodies its streams hold, all together */
     uv_timer_t pace;   /* while a request is arriving: ACP_NET_BODY_MIN_PACE */
     int depth;         /* inside nghttp2: frames go out after it returns */
     bool closing, goaway;
@@ -216,11 +216,12 @@ static const acp_http_req_ops req_ops = {res_start, res_write, res_end, res_queu
 
 /* --- Streams ------------------------------------------------------------------------------ */
 
-/* A body is no longer arriving (delivered, refused or gone): it stops counting against the
- * connection's bound. */
+/* A body is no longer held (refused, or its stream gone): it stops counting against the
+ * connection's bound. A delivered body counts until then: the profile may hold its request
+ * (a POST waiting for the output to drain), and 256 such would be 256 messages. */
 static void body_done(acp_h2 *h, h2_stream *st)
 {
-    if (st->delivered || st->refused) return;
+    if (st->refused) return;
     h->body_bytes -= st->body.len;
 }
 
@@ -310,7 +311,6 @@ static void head_done(h2_stream *st)
 
 static void deliver(acp_h2 *h, h2_stream *st)
 {
-    body_done(h, st);
     st->delivered = true;
     st->req.body = acp_buf_cstr(&st->body) ? st->body.data : "";
     st->req.body_len = st->body.len;
@@ -403,7 +403,7 @@ static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
         refuse(st, 413, "Payload Too Large");
         return 0;
     }
-    /* The bodies still arriving on one connection share one max_message: 256 streams each
+    /* The request bodies one connection holds share one max_message: 256 streams each
      * holding most of one would hold 256 times it (issue 21). */
     if (h->body_bytes + len > h->lim->max_message) {
         refuse(st, 503, "too many unfinished request bodies on this connection");
