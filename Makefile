@@ -9,6 +9,7 @@
 #   make fuzz     libFuzzer (clang) on the JSON-RPC reader for FUZZ_SECONDS (600)
 #   make fuzz-all every untrusted-input parser under libFuzzer, FUZZ_SECONDS in all
 #   make valgrind the unit tests under valgrind (no sanitizers)
+#   make abi-baseline  record libacp.so's ABI in abi/libacp.abi, on purpose (docs/abi.md)
 #   make debug | asan | install | format | clean
 CMAKE      ?= cmake
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -59,6 +60,13 @@ valgrind: deps
 	$(CMAKE) --build build/debug -j $(JOBS)
 	cd build/debug && ctest -j $(JOBS) -T memcheck -R '^(test_|rt_|fuzz_)' --output-on-failure
 
+# The ABI that the abi_baseline test holds libacp to, taken from the ASan build's libacp.so (the
+# test's own; any build with DWARF gives the same baseline).
+abi-baseline:
+	$(CMAKE) -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DACP_ASAN=ON
+	$(CMAKE) --build build/asan -j $(JOBS) --target acp
+	ACP_SOURCE=. sh tests/abi/abi.sh update build/asan/libacp.so build/asan/include
+
 bench: deps npm release
 	./bench/run.sh build
 
@@ -87,4 +95,4 @@ format:
 clean:
 	rm -rf build
 
-.PHONY: all deps npm release debug asan valgrind test test-live demo bench fuzz fuzz-build fuzz-all install format clean
+.PHONY: all deps npm release debug asan valgrind abi-baseline test test-live demo bench fuzz fuzz-build fuzz-all install format clean

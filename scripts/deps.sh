@@ -7,7 +7,7 @@ set -eu
 pkgs="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libjansson-dev libuv1-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libpq-dev
       libcmocka-dev postgresql valgrind nodejs tmux procps
-      libnghttp2-dev libwslay-dev libssl-dev libedit-dev"
+      libnghttp2-dev libwslay-dev libssl-dev libedit-dev abigail-tools"
 
 missing=""
 for p in $pkgs; do
