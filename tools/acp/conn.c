@@ -195,6 +195,8 @@ int app_open(app *a)
     uv_timer_init(&a->loop, &a->wait);
     a->wait.data = a;
     ask_init(a);
+    int rc = agent_stderr_open(a);
+    if (rc) return rc;
 
     bool spawn = app_spawns(a);
     char *def = a->agent ? NULL : default_agent();
@@ -228,12 +230,13 @@ int app_open(app *a)
         .on_permission = on_permission,
         .on_ask = on_ask,
         .on_log = on_log,
+        .on_stderr = spawn ? agent_stderr : NULL,
         .user = a,
     };
     char *err = NULL;
     waiter w = {0};
     app_busy(a, true);
-    int rc = acp_client_start(&o, started, &w, &a->c, &err);
+    rc = acp_client_start(&o, started, &w, &a->c, &err);
     free(def);
     json_decref(meta); /* copied into initialize */
     if (rc) {
@@ -261,12 +264,14 @@ void app_close(app *a)
     a->c = NULL;
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
     uv_close((uv_handle_t *)&a->wait, NULL);
+    uv_close((uv_handle_t *)&a->agent_idle, NULL);
     uv_run(&a->loop, UV_RUN_DEFAULT);
     acp_reaper_close(a->reaper, NULL, NULL); /* what terminal commands left: killed */
     a->reaper = NULL;
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_loop_close(&a->loop);
     a->loop_ready = false;
+    agent_stderr_close(a); /* after the loop: all the agent wrote has arrived */
 }
 
 /* --- failures -------------------------------------------------------------------------- */
