@@ -60,7 +60,9 @@ static const char usage[] =
     "--system-prompt FILE, --max-tokens N (per answer; default: the server's),\n"
     "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window;\n"
     "default: what the server lists for the model, else 32768; older turns are summarised\n"
-    "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
+    "near it). An answer is cut at 64M of text and tool-call arguments (16M in one call, 256\n"
+    "calls); while the client does not read, the model's stream waits. The model's tools:\n"
+    "the session's MCP tools, and the client's file reads,\n"
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
     "\n";
@@ -78,11 +80,14 @@ static const char usage_listen[] =
     "                        first line>; others get 401 before any ACP byte is read\n"
     "  --allow-origin ORIGIN a web page that may connect (repeatable; exact, or *);\n"
     "                        other Origins get 403, token or not\n"
-    "  --max-connections N   sockets open at once, more get 503 (1024)\n"
-    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M)\n"
+    "  --max-connections N   sockets open at once, more get 503 (1024); also Streamable\n"
+    "                        HTTP connections (at most 32 made by one socket)\n"
+    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M);\n"
+    "                        also the unfinished bodies of one HTTP/2 connection together\n"
     "  --high-water BYTES    output queued per connection before its turns wait (4M)\n"
     "  --idle-timeout S      close a connection idle, or not reading, this long (300)\n"
-    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10)\n"
+    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10);\n"
+    "                        a body must bring 1K (or its end) in each such period\n"
     "  --ping-interval S     WebSocket ping; two missed pongs close (30)\n"
     "  --close-timeout S     how long a close waits for a slow reader (5)\n"
     "  --port-file FILE      write the bound TCP port to FILE once listening\n"
@@ -103,6 +108,7 @@ struct prog {
     acp_agent *agent;
     acp_server *server;
     uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+    uv_timer_t wait;     /* for GET /models; here, not in a block: it lives until its close ends */
     memtrim trim;
 };
 
@@ -510,13 +516,12 @@ int main(int argc, char **argv)
     if (oa) {
         /* The model list belongs in the first session's result: wait for GET /models, but
          * not long (an unreachable server is told at the first prompt). */
-        uv_timer_t wait;
-        uv_timer_init(&loop, &wait);
-        wait.data = &models_in;
-        uv_timer_start(&wait, models_waited, 2000, 0);
+        uv_timer_init(&loop, &prog.wait);
+        prog.wait.data = &models_in;
+        uv_timer_start(&prog.wait, models_waited, 2000, 0);
         openai_start(oa, models_ready, &models_in);
         while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
-        uv_close((uv_handle_t *)&wait, NULL);
+        uv_close((uv_handle_t *)&prog.wait, NULL);
     }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {.struct_size = sizeof(acp_agent_opts),
