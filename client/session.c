@@ -186,7 +186,8 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
 {
     acp_session_opts copy;
     const acp_session_opts *o = &copy;
-    int rc = acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts");
+    int rc =
+        acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts");
     if (rc) return rc;
     char here[PATH_MAX];
     const char *cwd = o->cwd;

@@ -9,9 +9,9 @@
  * is opened with openat2(2) RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
  * relative to an O_PATH descriptor of the root that contains the resolved path (without
  * openat2, before Linux 5.6 or behind a seccomp filter that refuses it, by an openat(2)
- * O_NOFOLLOW walk from that descriptor, one component at a time). A symlink swapped in after the resolution is never followed: the
- * access is retried a few times, then refused. ACP_ROOTS_COMPAT=1 in the environment forces
- * the pre-5.6 way (no openat2, no O_TMPFILE), for tests.
+ * O_NOFOLLOW walk from that descriptor, one component at a time). A symlink swapped in after the
+ * resolution is never followed: the access is retried a few times, then refused. ACP_ROOTS_COMPAT=1
+ * in the environment forces the pre-5.6 way (no openat2, no O_TMPFILE), for tests.
  *
  * Only regular files are read or written: FIFOs, sockets and devices are refused, and nothing
  * here blocks waiting for a peer (files are opened O_NONBLOCK). An acp_roots is immutable

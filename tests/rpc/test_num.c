@@ -64,7 +64,8 @@ static void size_reads_bytes_and_binary_units(void **state)
     assert_int_equal(acp_parse_size("1.5K", 1, UINT64_MAX, &v), 0);
     assert_true(v == 1536);
     assert_int_equal(acp_parse_size("64X", 1, 10, &v), ACP_EINVAL);
-    assert_string_equal(acp_error_last()->message, "'64X' is not a size from 1 to 10 bytes (a number, or with K, M, G)");
+    assert_string_equal(acp_error_last()->message,
+                        "'64X' is not a size from 1 to 10 bytes (a number, or with K, M, G)");
     assert_int_equal(acp_parse_size("M", 1, UINT64_MAX, &v), ACP_EINVAL);
     assert_int_equal(acp_parse_size("-1K", 0, UINT64_MAX, &v), ACP_EINVAL);
     assert_int_equal(acp_parse_size("", 1, UINT64_MAX, &v), ACP_EINVAL);
