@@ -43,6 +43,7 @@ typedef struct deferred {
  * (au). When the owner goes away it is forgotten: $/cancel_request goes out, the callback never
  * runs. */
 typedef struct pcall pcall;
+typedef struct lfs_job lfs_job;
 /* Checks the client's answer and calls the engine back: status 0 with the result, or
  * ACP_EPROTO / ACP_ECLOSED with error (a sentence). */
 typedef void (*pcall_answer)(pcall *p, int status, const json_t *result, const char *error);
@@ -122,6 +123,7 @@ struct acp_turn {
     pcall *calls;
     tool *tools;         /* tool calls begun in this turn (tool.c) */
     acp_terminal *terms; /* terminals created for this turn (terminal.c) */
+    lfs_job *files;      /* local file reads and writes on the thread pool (localfs.c) */
     void (*on_writable)(acp_turn *t, void *user);
     void *writable_user;
     acp_turn *wnext; /* in the agent's writable-waiters list */
@@ -416,6 +418,8 @@ void calls_turn_ended(acp_turn *t);
 /* The turn is freed: terminals still held (after a store failure) are released, the tool
  * call handles freed. */
 void calls_turn_free(acp_turn *t);
+/* The turn ends: its local file jobs finish without calling anybody back. */
+void localfs_turn_free(acp_turn *t);
 void calls_session_closed(acp_session *s); /* forget calls, release terminals */
 void calls_auth_ended(acp_auth *au);       /* forget its elicitations */
 void calls_agent_free(acp_agent *a);       /* orphan terminals, elicitation ids */

@@ -184,8 +184,7 @@ static int bound(acp_server *srv, const acp_server_opts *o)
         if (!o->roots[i] || o->roots[i][0] != '/')
             return acp_error_set(ACP_EINVAL, "a root must be an absolute path: '%s'",
                                  o->roots[i] ? o->roots[i] : "");
-    if (o->n_roots &&
-        acp_roots_new(o->roots[0], o->roots + 1, o->n_roots - 1, &srv->bounds.roots, NULL))
+    if (o->n_roots && acp_roots_new(o->roots[0], o->roots + 1, o->n_roots - 1, &srv->bounds.roots))
         return acp_error_code(ACP_ENOMEM); /* the paths were checked */
     srv->bounds.no_stdio_mcp =
         o->stdio_mcp == ACP_SERVER_STDIO_MCP_REFUSE ||

@@ -33,10 +33,9 @@ static bool bounded(acp_agent *a, acp_req *req, const acp_roots *r)
 {
     const acp_roots *allowed = a->bounds ? a->bounds->roots : NULL;
     for (size_t i = 0; allowed && i < acp_roots_count(r); i++) {
-        char *real = NULL, *why = NULL, path[64] = "params.cwd";
-        int rc = acp_roots_resolve(allowed, acp_roots_at(r, i), &real, &why);
+        char *real = NULL, path[64] = "params.cwd";
+        int rc = acp_roots_resolve(allowed, acp_roots_at(r, i), &real);
         free(real);
-        free(why);
         if (!rc) continue;
         if (i) snprintf(path, sizeof path, "params.additionalDirectories[%zu]", i - 1);
         if (rc == ACP_ENOMEM)
@@ -73,13 +72,11 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
     }
     for (size_t i = 0; i < nd; i++) v[i] = json_string_value(json_array_get(dirs, i));
     acp_roots *r = NULL;
-    char *err = NULL;
-    int rc = acp_roots_new(json_string_value(cwd), v, nd, &r, &err);
+    int rc = acp_roots_new(json_string_value(cwd), v, nd, &r);
     free(v);
     if (rc) {
         acp_req_error(req, rc == ACP_EINVAL ? ACP_RPC_INVALID_PARAMS : ACP_RPC_INTERNAL_ERROR, NULL,
-                      "%s", err ? err : "out of memory");
-        free(err);
+                      "%s", acp_error_last()->message);
         return NULL;
     }
     if (bounded(a, req, r)) return r;
@@ -650,25 +647,14 @@ acp_turn *acp_session_turn(const acp_session *s)
     return s->turn;
 }
 
-/* acp/roots.h still hands its reason back malloc'd: it becomes the last error here. */
-static int roots_failed(int rc, const char *path, char *err)
-{
-    if (rc) acp_error_set(rc, "%s", err ? err : path);
-    free(err);
-    return rc;
-}
-
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out)
 {
-    char *err = NULL;
-    int rc = acp_roots_resolve(s->roots, path, out, &err);
-    if (rc && err) agent_log(s->a, "session %s: %s", s->id, err);
-    return roots_failed(rc, path, err);
+    int rc = acp_roots_resolve(s->roots, path, out);
+    if (rc) agent_log(s->a, "session %s: %s", s->id, acp_error_last()->message);
+    return rc;
 }
 
 int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd)
 {
-    char *err = NULL;
-    int rc = acp_roots_open(s->roots, path, flags, mode, fd, NULL, &err);
-    return roots_failed(rc, path, err);
+    return acp_roots_open(s->roots, path, flags, mode, fd);
 }

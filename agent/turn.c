@@ -28,6 +28,7 @@ static void turn_free(acp_turn *t)
 {
     turn_unwait(t);
     calls_turn_free(t);
+    localfs_turn_free(t);
     if (t->s->turn == t) t->s->turn = NULL;
     json_decref(t->meta);
     json_decref((json_t *)t->prompt);

@@ -326,6 +326,7 @@ void acp_client_free(acp_client *c)
     while (c->sessions) acp_client_session_free(c->sessions);
     acp_client_pending_cancel(c, NULL, true);
     acp_client_terminals_free(c);
+    acp_client_fs_orphan(c);
     if (!c->loop) {
         release(c);
         return;

@@ -1,110 +1,63 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fs/read_text_file and fs/write_text_file, confined to the session's root set: every file is
- * opened through acp_roots_open, which resolves symlinks at the time of the access and checks
- * the file actually opened, so a link swapped in after the check is not followed. */
-#include <errno.h>
-#include <fcntl.h>
+/* fs/read_text_file and fs/write_text_file, confined to the session's root set by
+ * acp_roots_read and acp_roots_write (the kernel refuses a link swapped in after the check;
+ * writes replace the file atomically; only regular files; reads bounded by opts.max_read).
+ *
+ * The file I/O runs on libuv's thread pool, never on the loop: a slow disk or a large file
+ * must not stop the client from answering anything else, a signal included. Each job owns a
+ * copy of the session's roots (the session may close meanwhile) and the request until it
+ * answers; acp_client_free() orphans the jobs still running, which then answer nothing. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "client/internal.h"
 
-/* Opens the request's `path` inside the session's roots with acp_roots_open (symlinks
- * resolved, the file actually opened checked again), or answers the request and returns -1.
- * On success *real is the resolved path (caller frees). */
-static int open_in_roots(acp_client *c, acp_req *req, int flags, char **real)
+typedef struct fs_job {
+    uv_work_t work;
+    acp_client *c; /* NULL once the client is freed */
+    struct fs_job *next;
+    acp_req *req;
+    acp_roots *roots;
+    char *path;
+    json_t *content; /* a write's text (a reference: req may go with the client) */
+    size_t line, limit, max;
+    /* The result, set on the pool's thread. */
+    int status;
+    char *text;
+    size_t n;
+    char msg[1024];
+} fs_job;
+
+static void job_run(uv_work_t *w)
 {
-    acp_client_session *s = acp_client_req_session(c, req);
-    if (!s) return -1;
-    const char *path = json_string_value(json_object_get(acp_req_params(req), "path"));
-    if (!path || path[0] != '/') {
-        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "path must be an absolute path: '%s'",
-                          path ? path : "");
-        return -1;
-    }
-    int fd;
-    char *msg = NULL;
-    int rc = acp_roots_open(s->roots, path, flags, 0666, &fd, real, &msg);
-    if (rc) {
-        int code = rc == ACP_ENOTFOUND ? ACP_RPC_NOT_FOUND
-                   : rc == ACP_EIO     ? ACP_RPC_INTERNAL_ERROR
-                                       : ACP_RPC_INVALID_PARAMS; /* outside, or not allowed */
-        acp_client_refuse(c, req, code, "%s", msg ? msg : acp_strerror(rc));
-        free(msg);
-        return -1;
-    }
-    return fd;
+    fs_job *j = w->data;
+    if (j->content)
+        j->status = acp_roots_write(j->roots, j->path, json_string_value(j->content),
+                                    json_string_length(j->content));
+    else
+        j->status = acp_roots_read(j->roots, j->path, j->line, j->limit, j->max, &j->text, &j->n);
+    if (j->status) snprintf(j->msg, sizeof j->msg, "%s", acp_error_last()->message);
 }
 
-static void fs_error(acp_req *req, const char *what, const char *path, int err)
+static void job_answer(fs_job *j)
 {
-    acp_req_error(req, err == ENOENT ? ACP_RPC_NOT_FOUND : ACP_RPC_INTERNAL_ERROR, NULL,
-                  "cannot %s '%s': %s", what, path, strerror(err));
-}
-
-static int read_all(int fd, acp_buf *b)
-{
-    for (;;) {
-        if (acp_buf_reserve(b, 65536)) return ENOMEM;
-        ssize_t n = read(fd, b->data + b->len, b->cap - b->len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return errno;
-        if (n == 0) return 0;
-        b->len += (size_t)n;
-    }
-}
-
-/* The start of the line n lines after p (end when there are fewer). */
-static const char *skip_lines(const char *p, const char *end, json_int_t n)
-{
-    for (; n > 0 && p < end; n--) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        p = nl ? nl + 1 : end;
-    }
-    return p;
-}
-
-/* line: 1-based first line (null or absent: 1); limit: at most that many lines. */
-static bool get_uint(json_t *params, const char *key, json_int_t *v, bool *given)
-{
-    json_t *j = json_object_get(params, key);
-    *given = j && !json_is_null(j);
-    if (!*given) return true;
-    if (!json_is_integer(j) || json_integer_value(j) < 0) return false;
-    *v = json_integer_value(j);
-    return true;
-}
-
-static void on_read(acp_conn *conn, acp_req *req, void *user)
-{
-    acp_client *c = user;
-    json_t *params = acp_req_params(req);
-    json_int_t line = 1, limit = 0;
-    bool has_line, has_limit;
-    if (!get_uint(params, "line", &line, &has_line) ||
-        !get_uint(params, "limit", &limit, &has_limit) || (has_line && line < 1)) {
-        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
-                          "line (1-based) and limit must be non-negative integers");
+    acp_client *c = j->c;
+    acp_req *req = j->req;
+    if (j->status) {
+        int code = j->status == ACP_ENOTFOUND                        ? ACP_RPC_NOT_FOUND
+                   : j->status == ACP_EIO || j->status == ACP_ENOMEM ? ACP_RPC_INTERNAL_ERROR
+                                                                     : ACP_RPC_INVALID_PARAMS;
+        acp_client_refuse(c, req, code, "%s", j->msg);
         return;
     }
-    char *real;
-    int fd = open_in_roots(c, req, O_RDONLY, &real);
-    if (fd < 0) return;
-    acp_buf b = {0};
-    int err = read_all(fd, &b);
-    close(fd);
-    if (err) {
-        fs_error(req, "read", real, err);
-        goto out;
+    if (j->content) {
+        acp_req_reply(req, NULL);
+        return;
     }
-    const char *text = b.data ? b.data : "", *end = text + b.len;
-    const char *p = skip_lines(text, end, line - 1);
-    const char *q = has_limit ? skip_lines(p, end, limit) : end;
     acp_buf tmp = {0};
-    if (acp_json_escape(&tmp, p, (size_t)(q - p))) {
-        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "'%s' is not UTF-8 text", real);
+    if (acp_json_escape(&tmp, j->text, j->n)) {
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "'%s' is not UTF-8 text", j->path);
     } else {
         acp_jw *w = acp_req_reply_begin(req);
         acp_jw_obj(w);
@@ -114,34 +67,114 @@ static void on_read(acp_conn *conn, acp_req *req, void *user)
         acp_req_reply_end(req);
     }
     acp_buf_free(&tmp);
-out:
-    acp_buf_free(&b);
-    free(real);
+}
+
+static void job_free(fs_job *j)
+{
+    acp_roots_free(j->roots);
+    json_decref(j->content);
+    free(j->path);
+    free(j->text);
+    free(j);
+}
+
+static void job_done(uv_work_t *w, int status)
+{
+    fs_job *j = w->data;
+    if (j->c) {
+        for (fs_job **p = &j->c->fs_jobs; *p; p = &(*p)->next)
+            if (*p == j) {
+                *p = j->next;
+                break;
+            }
+        job_answer(j);
+    }
+    job_free(j);
+}
+
+/* Runs the job on the thread pool (here and now without a loop), owning it from here on. */
+static void job_start(acp_client *c, fs_job *j)
+{
+    j->c = c;
+    j->work.data = j;
+    if (c->loop) {
+        j->next = c->fs_jobs;
+        c->fs_jobs = j;
+        if (uv_queue_work(c->loop, &j->work, job_run, job_done) == 0) return;
+        c->fs_jobs = j->next;
+    }
+    job_run(&j->work);
+    job_answer(j);
+    job_free(j);
+}
+
+void acp_client_fs_orphan(acp_client *c)
+{
+    for (fs_job *j = c->fs_jobs; j; j = j->next) j->c = NULL;
+    c->fs_jobs = NULL;
+}
+
+/* A job for req's `path` with a copy of its session's roots, or NULL after answering req. */
+static fs_job *job_new(acp_client *c, acp_req *req)
+{
+    acp_client_session *s = acp_client_req_session(c, req);
+    if (!s) return NULL;
+    const char *path = json_string_value(json_object_get(acp_req_params(req), "path"));
+    if (!path || path[0] != '/') {
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "path must be an absolute path: '%s'",
+                          path ? path : "");
+        return NULL;
+    }
+    fs_job *j = calloc(1, sizeof *j);
+    size_t n = acp_roots_count(s->roots);
+    const char **dirs = calloc(n, sizeof *dirs);
+    for (size_t i = 1; dirs && i < n; i++) dirs[i - 1] = acp_roots_at(s->roots, i);
+    if (!j || !dirs || !(j->path = strdup(path)) ||
+        acp_roots_new(acp_roots_cwd(s->roots), dirs, n - 1, &j->roots)) {
+        free(dirs);
+        if (j) job_free(j);
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return NULL;
+    }
+    free(dirs);
+    j->req = req;
+    j->max = c->opts.max_read;
+    return j;
+}
+
+/* line: 1-based first line (null or absent: 1); limit: at most that many lines. */
+static bool get_uint(json_t *params, const char *key, size_t *v)
+{
+    json_t *j = json_object_get(params, key);
+    if (!j || json_is_null(j)) return true;
+    if (!json_is_integer(j) || json_integer_value(j) < 0) return false;
+    *v = (uintmax_t)json_integer_value(j) < SIZE_MAX ? (size_t)json_integer_value(j) : SIZE_MAX;
+    return true;
+}
+
+static void on_read(acp_conn *conn, acp_req *req, void *user)
+{
+    acp_client *c = user;
+    json_t *params = acp_req_params(req);
+    size_t line = 1, limit = SIZE_MAX;
+    if (!get_uint(params, "line", &line) || !get_uint(params, "limit", &limit) || line < 1) {
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "line (1-based) and limit must be non-negative integers");
+        return;
+    }
+    fs_job *j = job_new(c, req);
+    if (!j) return;
+    j->line = line;
+    j->limit = limit;
+    job_start(c, j);
 }
 
 static void do_write(acp_client *c, acp_req *req)
 {
-    json_t *content = json_object_get(acp_req_params(req), "content");
-    char *real;
-    int fd = open_in_roots(c, req, O_WRONLY | O_CREAT | O_TRUNC, &real);
-    if (fd < 0) return;
-    int err = 0;
-    const char *p = json_string_value(content);
-    size_t n = json_string_length(content);
-    while (!err && n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0)
-            err = errno;
-        else
-            p += k, n -= (size_t)k;
-    }
-    if (close(fd) && !err) err = errno;
-    if (err)
-        fs_error(req, "write", real, err);
-    else
-        acp_req_reply(req, NULL);
-    free(real);
+    fs_job *j = job_new(c, req);
+    if (!j) return;
+    j->content = json_incref(json_object_get(acp_req_params(req), "content"));
+    job_start(c, j);
 }
 
 /* Checked first (the session, the content, the path inside the roots), then approved by the
@@ -157,12 +190,12 @@ static void on_write(acp_conn *conn, acp_req *req, void *user)
     acp_client_session *s = acp_client_req_session(c, req);
     if (!s) return;
     const char *path = json_string_value(json_object_get(params, "path"));
-    char *real = NULL, *msg = NULL;
-    int rc = path && path[0] == '/' ? acp_roots_resolve(s->roots, path, &real, &msg) : ACP_EINVAL;
+    char *real = NULL;
+    int rc = path && path[0] == '/' ? acp_roots_resolve(s->roots, path, &real) : ACP_EINVAL;
     if (rc) {
         acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "%s",
-                          msg ? msg : "path must be an absolute path");
-        free(msg);
+                          rc == ACP_EINVAL ? "path must be an absolute path"
+                                           : acp_error_last()->message);
         return;
     }
     free(real);

@@ -51,6 +51,7 @@ struct acp_client {
     uint64_t next_term;
     acp_pending *pending; /* requests of the agent's waiting for the application's answer */
     json_t *url_open;     /* elicitationId -> true: URL elicitations accepted, not yet completed */
+    struct fs_job *fs_jobs; /* fs requests running on the thread pool */
 };
 
 struct acp_client_session {
@@ -161,6 +162,9 @@ void acp_client_elicit_register(acp_client *c);
 /* The connection's fallbacks: '_' methods go to the application's extension handlers. */
 void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user);
 void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user);
+/* Lets go of the fs requests still on the thread pool: they finish and answer nothing. From
+ * acp_client_free(). */
+void acp_client_fs_orphan(acp_client *c);
 /* Releases every terminal (kills its process); from acp_client_free(). */
 void acp_client_terminals_free(acp_client *c);
 /* Holds req in p (zeroed but for what follows acp_pending in its struct) until the

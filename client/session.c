@@ -186,7 +186,8 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
 {
     acp_session_opts copy;
     const acp_session_opts *o = &copy;
-    int rc = acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts");
+    int rc =
+        acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts");
     if (rc) return rc;
     char here[PATH_MAX];
     const char *cwd = o->cwd;
@@ -221,13 +222,8 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
                                  "'%s' uses %s)",
                                  type, name ? name : "?", cap == ACP_CAP_MCP_HTTP ? "HTTP" : "SSE");
     }
-    char *msg = NULL;
-    rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots, &msg);
-    if (rc) {
-        acp_error_set(rc, "%s", msg ? msg : acp_strerror(rc));
-        free(msg);
-        return rc;
-    }
+    rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots);
+    if (rc) return rc;
     json_t *p = json_object();
     if (id) json_object_set_new(p, "sessionId", json_string(id));
     json_object_set_new(p, "cwd", json_string(cwd));

@@ -224,13 +224,11 @@ static acp_client_session *checked(acp_client *c, acp_req *req, char **cwd)
         return NULL;
     }
     /* A command run elsewhere reads and writes there: the roots bound it as they bound fs. */
-    char *msg = NULL;
-    int rc = acp_roots_resolve(s->roots, want, cwd, &msg);
+    int rc = acp_roots_resolve(s->roots, want, cwd);
     if (rc) {
         acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
                           "a terminal's cwd must lie inside the session's directories: %s",
-                          msg ? msg : acp_strerror(rc));
-        free(msg);
+                          acp_error_last()->message);
         return NULL;
     }
     return s;

@@ -265,7 +265,7 @@ static void add_session(acp_client *c, const char *id, bool loading)
     if (!s || !(s->id = strdup(id))) abort();
     s->c = c;
     s->loading = loading;
-    if (acp_roots_new(base, NULL, 0, &s->roots, NULL)) abort();
+    if (acp_roots_new(base, NULL, 0, &s->roots)) abort();
     s->next = c->sessions;
     c->sessions = s;
 }

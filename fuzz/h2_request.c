@@ -26,7 +26,18 @@ struct acp_sock {
     acp_sock_cbs cbs;
     void *user;
     bool closed;
+    uv_loop_t *loop;
 };
+
+uint64_t __wrap_acp_sock_id(const acp_sock *s)
+{
+    return 1;
+}
+
+uv_loop_t *__wrap_acp_sock_loop(const acp_sock *s)
+{
+    return s->loop;
+}
 
 void __wrap_acp_sock_bind(acp_sock *s, const acp_sock_cbs *cbs, void *user)
 {
@@ -132,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     shttp = acp_shttp_new(&loop, &lim, on_link, NULL);
     static const acp_wire_cbs wire = {NULL, route};
     acp_h2_group g = {0};
-    acp_sock s = {0};
+    acp_sock s = {.loop = &loop};
     acp_h2_serve(&s, start, sizeof start - 1, &lim, &wire, NULL, &g);
     const char *p = (const char *)data + 1;
     size_t n = size - 1, cut = n * data[0] / 255;

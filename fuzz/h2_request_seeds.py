@@ -90,6 +90,22 @@ SEEDS = {
     + frame(8, 0, 0, struct.pack(">I", 1000))
     + frame(6, 0, 0, b"12345678")
     + frame(7, 0, 0, struct.pack(">II", 1, 0)),
+    # Issue 21: many streams on one connection, each with an unfinished body (no END_STREAM):
+    # together past the harness's max_message (4096), past the 256 concurrent streams.
+    "many_unfinished": b"".join(
+        frame(1, 0x4, 2 * i + 1, block([(":method", "POST"), (":scheme", "http"), (":path", "/acp"), JSON]))
+        + frame(0, 0, 2 * i + 1, b"{" + b" " * 200)
+        for i in range(260)
+    ),
+    # Some finish, some never do, one is reset midway, then more arrive.
+    "many_mixed": b"".join(
+        frame(1, 0x4, 2 * i + 1, block([(":method", "POST"), (":scheme", "http"), (":path", "/acp"), JSON]))
+        + frame(0, 0, 2 * i + 1, INIT[:30].encode())
+        + (frame(0, 0x1, 2 * i + 1, INIT[30:].encode()) if i % 3 == 0 else b"")
+        + (frame(3, 0, 2 * i + 1, struct.pack(">I", 8)) if i % 7 == 0 else b"")
+        for i in range(40)
+    )
+    + request(81, "POST", [JSON], INIT),
 }
 
 

@@ -93,6 +93,11 @@ void __wrap_acp_sock_abort(acp_sock *s)
     S.closing = true;
 }
 
+uint64_t __wrap_acp_sock_id(const acp_sock *s)
+{
+    return 1;
+}
+
 uv_loop_t *__wrap_acp_sock_loop(const acp_sock *s)
 {
     return S.loop;

@@ -32,6 +32,7 @@ for t in $targets; do
     case $t in
     agent_recv | rpc_recv) max_len=65536 ;;
     agent_seq) max_len=2048 ;; # 256 steps of a few bytes each
+    h2_request) max_len=81920 ;; # room for hundreds of streams on one connection (issue 21)
     *) max_len=8192 ;;
     esac
     dict=

@@ -5,14 +5,17 @@
  * going and DELETE are reached without the HTTP/2 framing fuzz/h2_request.c goes through.
  *
  * Input: records separated by NUL bytes (JSON text has none). A record is an op byte, a length
- * byte k, k bytes of Acp-Session-Id (none when k is 0) and the rest as the body. Ops (op % 8):
+ * byte k, k bytes of Acp-Session-Id (none when k is 0) and the rest as the body. Ops (op % 8;
+ * op / 8 % 4 names the socket a request came on, for the per-socket connection bound):
  * 0 POST with the newest connection's id, 1 POST without one, 2 GET its connection stream,
  * 3 GET a session stream, 4 DELETE, 5 the oldest open exchange's client goes away, 6 the
  * clients read everything, 7 the agent sends the body on the newest link. Connection ids come
  * from zeros (uv_random is wrapped), so records can name the connection they made. The agent
  * answers initialize. Checked: no crash, no leak; every link handed out ends exactly once; a
  * response, once started, is never started again (the fake aborts on that); every message
- * the agent receives is one JSON object. */
+ * the agent receives is one JSON object whose id, if any, is a string, a number or null of at
+ * most SHTTP_MAX_ID_LENGTH characters (issue 21: other ids were stored and never freed); no
+ * more connections are open than max_connections. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +51,8 @@ static void on_msg(acp_link *l, const char *msg, size_t len, void *user)
     acp_envelope env;
     acp_scan_envelope(msg, len, &env);
     if (env.kind != ACP_ENV_OBJECT) abort();
+    char idk = env.id.p ? acp_json_kind(env.id) : 'z';
+    if ((idk != 's' && idk != 'n' && idk != 'z') || env.id.n > SHTTP_MAX_ID_LENGTH + 2) abort();
     if (env.method.p && acp_json_str_eq(env.method, "initialize") && env.id.p && env.id.n < 64) {
         char out[128];
         int k = snprintf(out, sizeof out, "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"result\":{}}",
@@ -96,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&S, 0, sizeof S);
     uv_loop_t loop;
     uv_loop_init(&loop);
-    acp_net_limits lim = {.high_water = 512, .max_message = 4096};
+    acp_net_limits lim = {.high_water = 512, .max_message = 4096, .max_connections = 40};
     acp_shttp *h = acp_shttp_new(&loop, &lim, on_link, NULL);
     const char *p = (const char *)data, *end = p + size;
     while (p < end && S.nreq < MAX_REQS) {
@@ -151,12 +156,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
             }
             if (r) {
+                r->base.origin = (unsigned char)p[0] / 8 % 4;
                 add(r);
                 acp_shttp_handle(h, &r->base);
             }
             free(sid);
             free(body);
             uv_run(&loop, UV_RUN_NOWAIT); /* deferred ends */
+            if (acp_shttp_connections(h) > lim.max_connections) abort();
         }
         p = z ? z + 1 : end;
     }

@@ -73,6 +73,26 @@ SEEDS = {
         rec(DELETE),
     ),
     "init_abort": seq(rec(AGENT, "{}"), rec(INIT, m(id=5, method="initialize")), rec(ABORT), rec(READ)),
+    # Issue 21: ids that are not a string, a number or null, and over-long ones, refused before
+    # a route is stored; initialize with one too.
+    "nonscalar_ids": seq(
+        rec(INIT, INITM),
+        rec(POST, m(id={"a": [1, {"b": None}]}, method="session/list")),
+        rec(POST, m(id=[1, 2], method="session/list")),
+        rec(POST, m(id=True, method="session/list")),
+        rec(POST, m(id=False, method="_x")),
+        rec(POST, m(id=None, method="_x")),
+        rec(POST, '{"jsonrpc":"2.0","method":"_x","id":' + "9" * 1100 + "}"),
+        rec(POST, m(id="x" * 1100, method="_x")),
+        rec(POST, m(id=1.5e300, method="_x")),
+        rec(INIT, m(id={"x": 1}, method="initialize")),
+        rec(INIT, m(id=[0], method="initialize")),
+        rec(AGENT, m(id=None, error={"code": -32600, "message": "x"})),
+        rec(DELETE),
+    ),
+    # Issue 21: initialize in a loop from one socket (op / 8 names it) and from others: the
+    # per-socket and total bounds.
+    "init_flood": seq(*[rec(INIT + 8 * (1 if i < 40 else 2), INITM) for i in range(60)]),
 }
 
 

@@ -36,7 +36,7 @@ struct acp_http {
     char *body;
     acp_http_cbs cbs;
     void *user;
-    bool aborted, added;
+    bool aborted, added, paused;
     acp_http *next_dead;
     acp_http *next_fresh;
     char err[CURL_ERROR_SIZE];
@@ -270,6 +270,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *user)
 {
     acp_http *h = user;
     if (h->aborted) return 0;
+    if (h->paused) return CURL_WRITEFUNC_PAUSE; /* curl keeps these bytes for the resume */
     read_again(h);
     if (h->cbs.on_data && h->cbs.on_data(h, p, n, h->user)) {
         acp_http_abort(h);
@@ -390,6 +391,16 @@ void acp_http_abort(acp_http *h)
     if (h->aborted) return;
     h->aborted = true;
     bury(h);
+}
+
+void acp_http_pause(acp_http *h, bool pause)
+{
+    if (h->aborted || h->paused == pause) return;
+    h->paused = pause;
+    /* Pausing only takes the flag: the next bytes are refused with CURL_WRITEFUNC_PAUSE, which
+     * pauses the transfer (calling curl_easy_pause from the loop would need the handle added).
+     * Resuming must tell curl, which delivers what it kept, then reads on. */
+    if (!pause && h->added) curl_easy_pause(h->easy, CURLPAUSE_CONT);
 }
 
 long acp_http_status(acp_http *h)

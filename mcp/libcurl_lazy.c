@@ -53,6 +53,7 @@ typedef void (*any_fn)(void);
     X(CURLMcode, curl_multi_socket_action, (CURLM * m, curl_socket_t s, int ev, int *running),     \
       (m, s, ev, running), CURLM_BAD_HANDLE)                                                       \
     X(CURLMsg *, curl_multi_info_read, (CURLM * m, int *left), (m, left), NULL)                    \
+    X(CURLcode, curl_easy_pause, (CURL * e, int bitmask), (e, bitmask), CURLE_FAILED_INIT)         \
     X(CURLHcode, curl_easy_header,                                                                 \
       (CURL * e, const char *name, size_t i, unsigned int origin, int req,                         \
        struct curl_header **out),                                                                  \

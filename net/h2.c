@@ -25,7 +25,8 @@ typedef struct h2_stream {
     size_t nfields, cap;
     size_t head_bytes;
     acp_buf body;
-    acp_buf out; /* response body bytes nghttp2 has not taken yet, from off */
+    size_t pace_mark; /* body.len at the last pace check */
+    acp_buf out;      /* response body bytes nghttp2 has not taken yet, from off */
     size_t off;
     size_t mark; /* on_drain is owed when the queue falls to half of this (0: none owed) */
     bool head_done, refused, delivered, started, ended, aborted, drain_due;
@@ -40,11 +41,14 @@ struct acp_h2 {
     const acp_wire_cbs *cbs;
     void *user;
     h2_stream *streams;
-    int depth; /* inside nghttp2: frames go out after it returns */
+    size_t body_bytes; /* of the request bodies its streams hold, all together */
+    uv_timer_t pace;   /* while a request is arriving: ACP_NET_BODY_MIN_PACE */
+    int depth;         /* inside nghttp2: frames go out after it returns */
     bool closing, goaway;
 };
 
 static const acp_http_req_ops req_ops;
+static void refuse(h2_stream *st, int status, const char *text);
 
 /* n bytes as a C string. Not strndup: the bytes need not be NUL-terminated, and strndup may
  * read past n looking for one (ASan's strict_string_checks says so). */
@@ -212,8 +216,18 @@ static const acp_http_req_ops req_ops = {res_start, res_write, res_end, res_queu
 
 /* --- Streams ------------------------------------------------------------------------------ */
 
+/* A body is no longer held (refused, or its stream gone): it stops counting against the
+ * connection's bound. A delivered body counts until then: the profile may hold its request
+ * (a POST waiting for the output to drain), and 256 such would be 256 messages. */
+static void body_done(acp_h2 *h, h2_stream *st)
+{
+    if (st->refused) return;
+    h->body_bytes -= st->body.len;
+}
+
 static void stream_free(acp_h2 *h, h2_stream *st)
 {
+    body_done(h, st);
     acp_sock_idle_hold(h->s, false);
     if (st->prev)
         st->prev->next = st->next;
@@ -305,6 +319,29 @@ static void deliver(acp_h2 *h, h2_stream *st)
 
 /* --- nghttp2 callbacks -------------------------------------------------------------------- */
 
+/* Each header timeout period, every request still arriving must have brought
+ * ACP_NET_BODY_MIN_PACE bytes of its body (or its end): else 408, or a reset for one whose head
+ * has not even ended. */
+static void pace_tick(uv_timer_t *t)
+{
+    acp_h2 *h = t->data;
+    bool waiting = false;
+    for (h2_stream *st = h->streams; st; st = st->next) {
+        if (st->delivered || st->refused || st->aborted) continue;
+        if (st->body.len - st->pace_mark >= ACP_NET_BODY_MIN_PACE) {
+            st->pace_mark = st->body.len;
+            waiting = true;
+        } else if (st->head_done) {
+            refuse(st, 408, "request body not received in time");
+        } else {
+            st->refused = true;
+            nghttp2_submit_rst_stream(h->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+        }
+    }
+    if (!waiting) uv_timer_stop(t);
+    flush(h);
+}
+
 static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *fr, void *user)
 {
     acp_h2 *h = user;
@@ -315,11 +352,14 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *fr, void *
     st->id = fr->hd.stream_id;
     st->req.ops = &req_ops;
     st->req.h2 = true;
+    st->req.origin = acp_sock_id(h->s);
     st->next = h->streams;
     if (h->streams) h->streams->prev = st;
     h->streams = st;
     acp_sock_idle_hold(h->s, true); /* an open stream is not idleness */
     nghttp2_session_set_stream_user_data(ng, st->id, st);
+    if (!uv_is_active((uv_handle_t *)&h->pace))
+        uv_timer_start(&h->pace, pace_tick, h->lim->header_timeout_ms, h->lim->header_timeout_ms);
     return 0;
 }
 
@@ -345,11 +385,12 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *fr, const uint8_t
 
 /* Bodies past max_message get 413 at once; the rest of the body is read and dropped (nghttp2
  * resets the stream once the response is out, RFC 9113 8.1). */
-static void refuse_large(h2_stream *st)
+static void refuse(h2_stream *st, int status, const char *text)
 {
+    body_done(st->h, st);
     st->refused = true;
     acp_buf_free(&st->body);
-    reply_now(st, 413, "Payload Too Large");
+    reply_now(st, status, text);
 }
 
 static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
@@ -359,10 +400,18 @@ static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
     h2_stream *st = nghttp2_session_get_stream_user_data(ng, id);
     if (!st || st->refused || st->delivered) return 0;
     if (st->body.len + len > h->lim->max_message) {
-        refuse_large(st);
+        refuse(st, 413, "Payload Too Large");
         return 0;
     }
-    return acp_buf_append(&st->body, data, len) ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
+    /* The request bodies one connection holds share one max_message: 256 streams each
+     * holding most of one would hold 256 times it (issue 21). */
+    if (h->body_bytes + len > h->lim->max_message) {
+        refuse(st, 503, "too many unfinished request bodies on this connection");
+        return 0;
+    }
+    if (acp_buf_append(&st->body, data, len)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    h->body_bytes += len;
+    return 0;
 }
 
 static int on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *user)
@@ -384,13 +433,11 @@ static int on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *user)
         const char *cl = acp_http_req_header(&st->req, "content-length");
         uint64_t len = 0;
         if (cl && acp_parse_u64(cl, 0, UINT64_MAX, &len)) {
-            st->refused = true;
-            acp_buf_free(&st->body);
-            reply_now(st, 400, "malformed Content-Length");
+            refuse(st, 400, "malformed Content-Length");
             return 0;
         }
         if (cl && len > h->lim->max_message) {
-            refuse_large(st);
+            refuse(st, 413, "Payload Too Large");
             return 0;
         }
     }
@@ -426,6 +473,11 @@ static void on_sock_drain(acp_sock *s, void *user)
     flush(user);
 }
 
+static void h2_free(uv_handle_t *t)
+{
+    free(t->data);
+}
+
 static void on_sock_close(acp_sock *s, const char *reason, void *user)
 {
     acp_h2 *h = user;
@@ -440,7 +492,7 @@ static void on_sock_close(acp_sock *s, const char *reason, void *user)
         if (h->next) h->next->prev = h->prev;
         h->g->count--;
     }
-    free(h);
+    uv_close((uv_handle_t *)&h->pace, h2_free);
 }
 
 int acp_h2_serve(acp_sock *s, const char *data, size_t n, const acp_net_limits *lim,
@@ -469,6 +521,8 @@ int acp_h2_serve(acp_sock *s, const char *data, size_t n, const acp_net_limits *
     h->lim = lim;
     h->cbs = cbs;
     h->user = user;
+    uv_timer_init(acp_sock_loop(s), &h->pace);
+    h->pace.data = h;
     if ((h->g = g)) {
         h->next = g->head;
         if (g->head) g->head->prev = h;

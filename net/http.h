@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct acp_http_req acp_http_req;
 
@@ -84,6 +85,7 @@ struct acp_http_req {
     const char *body;
     size_t body_len;
     bool h2;
+    uint64_t origin; /* the socket it came on (acp_sock_id), 0 when unknown */
     acp_http_req_cbs cbs;
     void *user;
 };

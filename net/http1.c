@@ -43,7 +43,9 @@ struct h1conn {
     bool ending;    /* the socket is closing: parse nothing more */
     bool lingering; /* answered a refusal; reading and dropping until the peer closes */
     bool head_timing;
-    bool dead; /* the socket closed; waiting for the timer's close callback */
+    bool body_timing; /* head_timer paces the body (ACP_NET_BODY_MIN_PACE) */
+    size_t body_mark; /* body bytes at the last pace check */
+    bool dead;        /* the socket closed; waiting for the timer's close callback */
 };
 
 static void feed(h1conn *c, const char *data, size_t n);
@@ -245,6 +247,7 @@ static void linger_done(uv_timer_t *t)
 static void linger(h1conn *c)
 {
     c->ending = c->lingering = true;
+    c->body_timing = false;
     c->pending.len = 0;
     acp_sock_pause(c->s, false);
     acp_sock_idle_hold(c->s, true);
@@ -257,6 +260,17 @@ static void head_timeout(uv_timer_t *t)
     if (c->cur || c->ending) return;
     c->ending = true;
     acp_http1_refuse(c->s, 408, "request head not received in time", NULL, 0);
+}
+
+static void body_tick(uv_timer_t *t)
+{
+    h1conn *c = t->data;
+    if (c->p.body.len - c->body_mark >= ACP_NET_BODY_MIN_PACE) {
+        c->body_mark = c->p.body.len;
+        return;
+    }
+    write_refusal(c->s, 408, "request body not received in time", NULL, 0);
+    linger(c);
 }
 
 /* While a head is on its way the head timeout governs, not the idle timeout (a trickle of
@@ -314,6 +328,7 @@ static void feed(h1conn *c, const char *data, size_t n)
             q->r.path = c->p.target;
             q->r.headers = c->p.fields;
             q->r.nheaders = c->p.nfields;
+            q->r.origin = acp_sock_id(c->s);
             c->cur = q;
             acp_sock_idle_hold(c->s, true);
             /* An answer from on_head leaves the body unread: the connection cannot go on
@@ -326,9 +341,19 @@ static void feed(h1conn *c, const char *data, size_t n)
                 continue; /* the next request, unless the connection is ending */
             }
             if (c->p.expect_continue) acp_sock_write(c->s, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            if (c->p.chunked || c->p.need > 0) {
+                c->body_timing = true;
+                c->body_mark = 0;
+                uv_timer_start(&c->head_timer, body_tick, c->lim->header_timeout_ms,
+                               c->lim->header_timeout_ms);
+            }
             continue;
         }
         /* ACP_HTTP1_REQUEST */
+        if (c->body_timing) {
+            c->body_timing = false;
+            uv_timer_stop(&c->head_timer);
+        }
         h1req *q = c->cur;
         q->r.body = c->p.body.data ? c->p.body.data : "";
         q->r.body_len = c->p.body.len;

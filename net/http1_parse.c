@@ -147,6 +147,9 @@ static int parse_head(acp_http1_parser *p)
         if (le > line && le[-1] == '\r') le--;
         if (memchr(line, '\r', (size_t)(le - line)))
             return fail(p, 400, "bare CR in the request head");
+        /* Cut at a NUL, a value would mean less than was sent (a token with junk after it). */
+        if (memchr(line, '\0', (size_t)(le - line)))
+            return fail(p, 400, "NUL byte in the request head");
         *le = '\0';
         char *next = lf < end ? lf + 1 : end;
         if (le == line) break; /* the empty line ending the head */

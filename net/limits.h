@@ -19,6 +19,12 @@ typedef struct acp_net_limits {
     unsigned header_timeout_ms; /* a request head must arrive within this: 10000 */
 } acp_net_limits;
 
+/* A request body must keep coming: each header timeout period must bring at least this many of
+ * its bytes (or its end), else the request gets 408 (an HTTP/2 stream is reset). A body that
+ * trickles in (or never comes after its head) would otherwise hold its slot, and its memory,
+ * for ever (issue 21). */
+#define ACP_NET_BODY_MIN_PACE 1024
+
 /* The limits with every zero replaced by its default. */
 acp_net_limits acp_net_limits_resolve(const acp_net_limits *l);
 

@@ -56,6 +56,7 @@ struct shttp_conn {
     shttp_conn *prev, *next;
     shttp_conn *hnext; /* in its registry bucket */
     char id[37];
+    uint64_t origin; /* the socket initialize came on (acp_http_req.origin) */
     enum conn_state state;
     acp_http_req *init; /* the initialize POST waiting for the owner's answer */
     char *init_id;      /* its id's JSON text */
@@ -654,6 +655,15 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
         text(r, 400, "Initialize request must include an ID");
         return;
     }
+    size_t here = 0;
+    for (shttp_conn *x = h->conns; x && r->origin; x = x->next)
+        here += x->state != C_CLOSING && x->origin == r->origin;
+    if (h->live >= h->lim.max_connections || here >= SHTTP_MAX_PER_SOCKET) {
+        static const acp_http_field retry = {"Retry-After", "1"};
+        static const char why[] = "too many ACP connections";
+        acp_http_res_send(r, 503, "text/plain", why, sizeof why - 1, &retry, 1);
+        return;
+    }
     shttp_conn *c = calloc(1, sizeof *c);
     if (!c || !(c->init_id = memdup0(env->id.p, env->id.n))) {
         free(c);
@@ -669,6 +679,7 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
     c->link.ops = &link_ops;
     c->link.high_water = h->lim.high_water;
     c->h = h;
+    c->origin = r->origin;
     c->cs.c = c;
     uv_timer_init(h->loop, &c->idle);
     uv_timer_init(h->loop, &c->stall);
@@ -740,6 +751,17 @@ static void on_post(acp_shttp *h, acp_http_req *r)
         text(r, 400, "Invalid JSON-RPC message");
         return;
     }
+    /* JSON-RPC ids are strings, numbers or null. Any other id could never be echoed back (the
+     * agent answers it with id null), so the route stored for its answer would stay for the
+     * connection's life: refused before anything is stored (issue 21). */
+    char idk = env.id.p ? acp_json_kind(env.id) : 'z';
+    if ((idk != 's' && idk != 'n' && idk != 'z') || env.id.n > SHTTP_MAX_ID_LENGTH + 2) {
+        reply(r, 400, "application/json",
+              "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
+              "\"Invalid Request: the id must be a string, a number or null, of at most 1024 "
+              "characters\"}}");
+        return;
+    }
     const char *cid = acp_http_req_header(r, "acp-connection-id");
     if (span_is(env.jsonrpc, "2.0") && env.id.p && span_is(env.method, "initialize")) {
         if (cid)
@@ -775,8 +797,6 @@ static void on_post(acp_shttp *h, acp_http_req *r)
         status = 400, why = "Mismatched Acp-Session-Id";
     else if (psid && strlen(psid) > SHTTP_MAX_ID_LENGTH)
         status = 400, why = "Session ID exceeds maxIdLength (1024)";
-    else if (env.id.p && acp_json_kind(env.id) == 's' && env.id.n - 2 > SHTTP_MAX_ID_LENGTH)
-        status = 400, why = "Request ID exceeds maxIdLength (1024)";
     free(psid);
     if (status) {
         text(r, status, why);

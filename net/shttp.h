@@ -36,6 +36,10 @@ typedef struct acp_shttp acp_shttp;
 #define SHTTP_MAX_BUFFERED_SESSIONS 1024  /* maxBufferedSessionStreams */
 #define SHTTP_MAX_ID_LENGTH         1024  /* maxIdLength (session and request ids) */
 #define SHTTP_KEEPALIVE_MS          15000 /* an SSE comment on each open stream */
+/* Ours, not the SDK's: connections one socket may have open at once (the profile's
+ * connections all together are bounded by max_connections). A keep-alive socket POSTing
+ * initialize in a loop made one each, 20,000 in 2 s (issue 21). */
+#define SHTTP_MAX_PER_SOCKET 32
 
 /* A profile instance for one server. lim is copied (zeros take their defaults); on_link gets
  * each new connection's link, which the callee binds (acp_link_bind) before returning, and owns

@@ -46,6 +46,7 @@ struct acp_sock {
     int reqs;    /* getaddrinfo / connect requests still to complete */
     acp_sock_group *g;
     acp_sock *gnext, *gprev;
+    uint64_t id;
     /* client side */
     uv_getaddrinfo_t gai;
     uv_connect_t creq;
@@ -212,6 +213,11 @@ static void idle_restart(acp_sock *s)
 {
     if (s->idle_ms && !s->idle_holds && !s->closing)
         uv_timer_start(&s->timer, idle_fired, s->idle_ms, 0);
+}
+
+uint64_t acp_sock_id(const acp_sock *s)
+{
+    return s->id;
 }
 
 void acp_sock_idle_hold(acp_sock *s, bool hold)
@@ -417,6 +423,7 @@ int acp_sock_accept(uv_stream_t *server, bool is_unix, acp_tls_ctx *tls, const a
     s->idle_ms = lim->idle_timeout_ms;
     idle_restart(s);
     s->g = g;
+    s->id = ++g->last_id;
     s->gnext = g->head;
     if (g->head) g->head->gprev = s;
     g->head = s;

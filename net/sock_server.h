@@ -5,6 +5,8 @@
 #ifndef ACP_NET_SOCK_SERVER_H
 #define ACP_NET_SOCK_SERVER_H
 
+#include <stdint.h>
+
 #include "net/limits.h"
 #include "net/sock.h"
 #include "net/tls.h"
@@ -14,6 +16,7 @@
 typedef struct acp_sock_group {
     acp_sock *head;
     unsigned count;
+    uint64_t last_id; /* the last acp_sock_id given */
     /* Called when the last member was freed (NULL: nobody asks). */
     void (*on_empty)(struct acp_sock_group *g);
     void *user;
@@ -32,6 +35,9 @@ int acp_sock_accept(uv_stream_t *server, bool is_unix, acp_tls_ctx *tls, const a
  * answered (a long-lived SSE stream included), so only a connection with nothing outstanding
  * times out. Holds nest. */
 void acp_sock_idle_hold(acp_sock *s, bool hold);
+/* The socket's number in its group, from 1, never reused: what outlives the socket (a
+ * Streamable HTTP connection made on it) can name it without a pointer. */
+uint64_t acp_sock_id(const acp_sock *s);
 
 /* Every socket of g closed (acp_sock_close(): what is queued is written first, bounded by the
  * close timeout). */

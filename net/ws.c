@@ -301,16 +301,62 @@ static void check_high(acp_ws *w)
     acp_sock_pause(w->sock, true);
 }
 
+/* RFC 6455 framing errors that wslay 1.1.1 does not answer with the 1002 close 7.4.1 asks for
+ * (it drops the connection, or answers a 1-byte close payload with an empty close): a control
+ * frame fragmented or over 125 bytes, a close payload of one byte, a 64-bit length with its
+ * top bit set, a length not in its shortest form. The heads are followed as the bytes go by;
+ * returns how many of p[0..n) come before the first bad frame's head, n when there is none. */
+static size_t frames_ok(acp_ws *w, const uint8_t *p, size_t n)
+{
+    size_t i = 0, start = 0;
+    while (i < n) {
+        if (w->fskip) {
+            size_t k = w->fskip < n - i ? (size_t)w->fskip : n - i;
+            w->fskip -= k;
+            i += k;
+            continue;
+        }
+        if (w->fhn == 0) start = i;
+        w->fhead[w->fhn++] = p[i++];
+        if (w->fhn < 2) continue;
+        unsigned len7 = w->fhead[1] & 0x7f, op = w->fhead[0] & 0x0f;
+        size_t need = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + (w->fhead[1] & 0x80 ? 4 : 0);
+        if (w->fhn < need) continue;
+        uint64_t len = len7;
+        if (len7 >= 126) {
+            len = 0;
+            for (size_t k = 2; k < (len7 == 126 ? 4u : 10u); k++) len = len << 8 | w->fhead[k];
+        }
+        bool fin = w->fhead[0] & 0x80;
+        w->fhn = 0;
+        if (((op & 8) && (!fin || len > 125 || (op == 8 && len == 1))) ||
+            (len7 == 126 && len < 126) || (len7 == 127 && (len >> 63 || len <= 0xffff)))
+            return start;
+        w->fskip = len;
+    }
+    return n;
+}
+
 static void feed(acp_ws *w, const char *p, size_t n)
 {
     if (w->lingering) return; /* wslay reads no more: discarded */
+    size_t ok = frames_ok(w, (const uint8_t *)p, n);
     w->in = p;
-    w->in_len = n;
+    w->in_len = ok;
     w->in_recv = true;
-    int r = wslay_event_recv(w->ctx);
+    int r = ok ? wslay_event_recv(w->ctx) : 0;
     w->in_recv = false;
     w->in = NULL;
     w->in_len = 0;
+    if (r == WSLAY_ERR_PROTO || (!r && ok < n && !w->lingering)) {
+        /* A bad frame: 1002, and what follows it is never read. */
+        wslay_event_shutdown_read(w->ctx);
+        if (w->closing)
+            flush(w); /* our close is on its way already */
+        else
+            close_with(w, WSLAY_CODE_PROTOCOL_ERROR, "protocol error");
+        return;
+    }
     if (r) {
         ws_fail(w, r == WSLAY_ERR_NOMEM ? "out of memory" : "read failed");
         return;

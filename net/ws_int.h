@@ -49,6 +49,10 @@ struct acp_ws {
     unsigned stalled;   /* ping ticks over the high water without the peer reading */
     size_t stall_mark;  /* what was queued at the last such tick */
     unsigned peer_code; /* close code received, 0 before */
+    /* The incoming frame heads, followed as the bytes go by (ws.c, frames_ok). */
+    uint8_t fhead[14];
+    size_t fhn;         /* bytes of the current head seen */
+    uint64_t fskip;     /* payload bytes of the current frame still to pass */
     const char *reason; /* the first cause of the end, static */
     char conn_id[64];   /* Acp-Connection-Id */
     /* Client handshake (ws_connect.c). */

@@ -77,6 +77,28 @@ int acp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return refuse(s, what);
 }
 
+int acp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    static const char units[] = "KMG";
+    size_t n = s ? strlen(s) : 0;
+    const char *u = n && (s[n - 1] & ~0x20) ? strchr(units, s[n - 1] & ~0x20) : NULL;
+    double mul = u ? (double)(1ull << (10 * (u - units + 1))) : 1, v;
+    char num[64], what[120];
+    if (u) n--;
+    if (s && n < sizeof num) {
+        memcpy(num, s, n);
+        num[n] = '\0';
+    }
+    if (s && n < sizeof num && acp_parse_double(num, 0, 1.8e19, &v) == 0 && v * mul >= min &&
+        v * mul <= (double)max && v * mul < 18446744073709551616.0) {
+        *out = (uint64_t)(v * mul);
+        return 0;
+    }
+    snprintf(what, sizeof what, "is not a size from %llu to %llu bytes (a number, or with K, M, G)",
+             (unsigned long long)min, (unsigned long long)max);
+    return refuse(s, what);
+}
+
 int acp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     uint64_t mag = 0;

@@ -16,7 +16,6 @@
 #define ECHO_CHUNK       (64 * 1024) /* echo: bytes per agent_message_chunk */
 #define STREAM_BATCH     4096        /* /stream: chunks per loop turn at most */
 #define STREAM_BATCH_MAX (1u << 20)  /* /stream: bytes per loop turn at most */
-#define LOCAL_READ_MAX   (64u << 20)
 /* What one /stream or /sleep may ask: every turn ends, and in reasonable time. */
 #define STREAM_N_MAX     10000000u    /* /stream: chunks */
 #define STREAM_BYTES_MAX (64u << 20)  /* /stream: bytes per chunk */
@@ -206,6 +205,15 @@ static void tool_failed(echo_sess *es, const char *message)
 {
     acp_tool_call_fail(es->tc, message);
     finish(es, "end_turn");
+}
+
+/* The same with the sentence of the last libacp error (copied first: failing the tool call
+ * is a libacp call too). */
+static void tool_failed_last(echo_sess *es)
+{
+    char why[1024];
+    snprintf(why, sizeof why, "%s", acp_error_last()->message);
+    tool_failed(es, why);
 }
 
 /* --- echo, /stream ------------------------------------------------------------------------------
@@ -417,58 +425,21 @@ static void read_done(acp_session *s, int status, const char *text, size_t n, co
     echo_text(t, text, n); /* ends the turn */
 }
 
-/* The file's text, opened through the roots so that nothing swapped in after the check is
- * read; NULL with a malloc'd reason in *why (or NULL: out of memory). */
-static char *read_local(acp_session *s, const char *path, size_t *n, char **why)
-{
-    int fd;
-    if (acp_session_open_path(s, path, O_RDONLY, 0, &fd)) {
-        *why = strdup(acp_error_last()->message);
-        return NULL;
-    }
-    acp_buf b = {0};
-    char tmp[65536];
-    ssize_t k;
-    while ((k = read(fd, tmp, sizeof tmp)) > 0 && b.len < LOCAL_READ_MAX)
-        acp_buf_append(&b, tmp, (size_t)k);
-    int err = k < 0 ? errno : 0;
-    close(fd);
-    *n = b.len;
-    if (err) {
-        acp_buf_free(&b);
-        *why = strdup(strerror(err));
-        return NULL;
-    }
-    acp_buf_cstr(&b);
-    return b.data ? b.data : strdup("");
-}
-
 static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
 {
     acp_session *s = acp_turn_session(t);
     char *real = file_tool(t, es, "Read", "read", "in_progress", args);
     if (!real) return;
-    if (acp_agent_client_has(acp_session_agent(s), "fs.readTextFile")) {
-        es->job = JOB_CLIENT;
-        int rc = acp_turn_read_text_file(t, real, 0, 0, read_done, es);
-        free(real);
-        if (rc) tool_failed(es, acp_error_last()->message);
-        return;
-    }
-    size_t n = 0;
-    char *why = NULL;
-    char *text = read_local(s, real, &n, &why);
+    /* Through the client when it offers fs, else from our own disk (on the thread pool). */
+    bool client = acp_agent_client_has(acp_session_agent(s), "fs.readTextFile");
+    es->job = JOB_CLIENT;
+    int rc = client ? acp_turn_read_text_file(t, real, 0, 0, read_done, es)
+                    : acp_turn_read_local_file(t, real, 1, SIZE_MAX, read_done, es);
     free(real);
-    if (!text) {
-        tool_failed(es, why ? why : "out of memory");
-        free(why);
-        return;
-    }
-    acp_tool_call_complete(es->tc,
-                           &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = text});
-    job_clear(es);
-    echo_text(t, text, n);
-    free(text);
+    if (rc && client)
+        tool_failed(es, acp_error_last()->message);
+    else if (rc)
+        tool_failed_last(es);
 }
 
 static void write_done(acp_session *s, int status, const char *error, void *user)
@@ -481,29 +452,6 @@ static void write_done(acp_session *s, int status, const char *error, void *user
     acp_tool_call_complete(
         es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "written"});
     finish(es, "end_turn");
-}
-
-/* Writes text to the file, opened through the roots like read_local: 0, or -1 with a malloc'd
- * reason in *why (or NULL: out of memory). */
-static int write_local(acp_session *s, const char *path, const char *text, char **why)
-{
-    int fd;
-    if (acp_session_open_path(s, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd)) {
-        *why = strdup(acp_error_last()->message);
-        return -1;
-    }
-    size_t n = strlen(text), off = 0;
-    int err = 0;
-    while (off < n && !err) {
-        ssize_t k = write(fd, text + off, n - off);
-        if (k < 0)
-            err = errno;
-        else
-            off += (size_t)k;
-    }
-    if (close(fd) && !err) err = errno;
-    if (err) *why = strdup(strerror(err));
-    return err ? -1 : 0;
 }
 
 /* The answer to an allow/reject question about es's tool call (/write, /term): true to go
@@ -529,20 +477,14 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
         es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .status = "in_progress"});
     acp_session *s = acp_turn_session(t);
     acp_agent *a = acp_session_agent(s);
-    if (acp_agent_client_has(a, "fs.writeTextFile")) {
-        if (acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es))
-            tool_failed(es, acp_error_last()->message);
-        return;
-    }
-    char *why = NULL;
-    if (write_local(s, es->path, es->text, &why)) {
-        tool_failed(es, why ? why : "out of memory");
-    } else {
-        acp_tool_call_complete(
-            es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "written"});
-        finish(es, "end_turn");
-    }
-    free(why);
+    bool client = acp_agent_client_has(a, "fs.writeTextFile");
+    int rc =
+        client ? acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es)
+               : acp_turn_write_local_file(t, es->path, es->text, strlen(es->text), write_done, es);
+    if (rc && client)
+        tool_failed(es, acp_error_last()->message);
+    else if (rc)
+        tool_failed_last(es);
 }
 
 static void cmd_write(acp_turn *t, echo_sess *es, const char *args)

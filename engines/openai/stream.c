@@ -43,6 +43,23 @@ static int fail(openai_stream *st, const char *what)
     return ACP_EPROTO;
 }
 
+/* Counts n more bytes of the answer against its bound. */
+static int grow(openai_stream *st, size_t n)
+{
+    if (n > OPENAI_ANSWER_MAX - st->bytes) return fail(st, "the answer is over 64 MiB");
+    st->bytes += n;
+    return 0;
+}
+
+/* Appends n bytes to a call's arguments, within both bounds. */
+static int add_args(openai_stream *st, openai_call *c, const char *p, size_t n)
+{
+    if (n > OPENAI_CALL_ARGS_MAX - c->args.len)
+        return fail(st, "a tool call's arguments are over 16 MiB");
+    int rc = grow(st, n);
+    return rc ? rc : acp_buf_append(&c->args, p, n);
+}
+
 /* A whole number member (a token count, an index); false when absent or not one. */
 static bool member_u64(acp_span obj, const char *key, uint64_t *out)
 {
@@ -59,6 +76,7 @@ static bool member_u64(acp_span obj, const char *key, uint64_t *out)
 static int text(openai_stream *st, bool reasoning, acp_span v)
 {
     if (acp_json_kind(v) != 's' || v.n <= 2 || !st->on_text) return 0;
+    if (grow(st, v.n - 2)) return ACP_EPROTO;
     if (!memchr(v.p, '\\', v.n)) return st->on_text(st->user, reasoning, v.p + 1, v.n - 2);
     char *s = acp_json_strdup(v);
     if (!s) return fail(st, "a text delta holds a NUL character");
@@ -88,6 +106,7 @@ static int call_fragment(openai_stream *st, acp_span frag)
                                        : i + 1 == st->ncalls)
             c = &st->calls[i];
     if (!c) {
+        if (st->ncalls == OPENAI_CALLS_MAX) return fail(st, "over 256 tool calls in one answer");
         if (st->ncalls == st->cap) {
             size_t cap = st->cap ? st->cap * 2 : 4;
             openai_call *v2 = realloc(st->calls, cap * sizeof *v2);
@@ -112,19 +131,20 @@ static int call_fragment(openai_stream *st, acp_span frag)
             free(c->name);
             c->name = s;
         }
+        int rc;
         if (acp_json_member(fn, "arguments", &v)) {
             if (acp_json_kind(v) == 's') {
                 if (memchr(v.p, '\\', v.n)) {
                     char *s = acp_json_strdup(v);
                     if (!s) return fail(st, "tool call arguments hold a NUL character");
-                    int rc = acp_buf_append(&c->args, s, strlen(s));
+                    rc = add_args(st, c, s, strlen(s));
                     free(s);
-                    if (rc) return ACP_ENOMEM;
-                } else if (acp_buf_append(&c->args, v.p + 1, v.n - 2)) {
-                    return ACP_ENOMEM;
+                    if (rc) return rc;
+                } else if ((rc = add_args(st, c, v.p + 1, v.n - 2))) {
+                    return rc;
                 }
             } else if (acp_json_kind(v) == 'o') { /* Ollama's native shape: an object */
-                if (acp_buf_append(&c->args, v.p, v.n)) return ACP_ENOMEM;
+                if ((rc = add_args(st, c, v.p, v.n))) return rc;
             }
         }
     }

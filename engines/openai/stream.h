@@ -21,6 +21,13 @@
 #include "acp/json.h"
 #include "acp/sse.h"
 
+/* One answer's bounds: a model that streams without end (text, or a tool call's arguments)
+ * would otherwise grow the agent without end (issue 21). Past one, the feed fails (ACP_EPROTO,
+ * error says which). */
+#define OPENAI_ANSWER_MAX    (64u << 20) /* text, reasoning and arguments bytes together */
+#define OPENAI_CALL_ARGS_MAX (16u << 20) /* one tool call's arguments */
+#define OPENAI_CALLS_MAX     256         /* tool calls in one answer */
+
 typedef struct openai_call {
     char *id;      /* owned; NULL until a fragment carried one */
     char *name;    /* owned; NULL until a fragment carried one */
@@ -40,15 +47,16 @@ typedef struct openai_stream {
     bool done;       /* data: [DONE] arrived */
     bool has_usage;
     uint64_t prompt_tokens, completion_tokens, total_tokens;
-    char *error; /* owned: the message of an error event inside the stream; NULL none */
+    char *error;  /* owned: the message of an error event inside the stream; NULL none */
+    size_t bytes; /* of text, reasoning and arguments so far (OPENAI_ANSWER_MAX) */
 } openai_stream;
 
 /* Zeroes *st and sets the text callback (may be NULL). */
 void openai_stream_init(openai_stream *st, int (*on_text)(void *, bool, const char *, size_t),
                         void *user);
-/* Body bytes. 0; ACP_EPROTO when a data event is not a JSON object (st->error says so: the
- * stream cannot be trusted further); the callback's non-zero value; ACP_ETOOBIG (an event over
- * 16 MiB) or ACP_ENOMEM. */
+/* Body bytes. 0; ACP_EPROTO when a data event is not a JSON object or the answer went past a
+ * bound above (st->error says so: the stream cannot be trusted further); the callback's non-zero
+ * value; ACP_ETOOBIG (an event over 16 MiB) or ACP_ENOMEM. */
 int openai_stream_feed(openai_stream *st, const char *p, size_t n);
 /* Frees what the stream owns (calls, error, parser buffers); *st is zeroed, ready for init. */
 void openai_stream_free(openai_stream *st);

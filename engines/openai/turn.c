@@ -66,6 +66,11 @@ void oa_turn_stop(oa_sess *os)
     os->t = NULL;
     oa_call_stop(&os->chat);
     oa_exec_clear(os);
+    /* What the answer held (up to 64 MiB of text and arguments, the request kept for a retry)
+     * goes with the turn, not at the next one: an idle session holds only its history. */
+    openai_stream_free(&os->chat.st);
+    acp_buf_free(&os->chat.text);
+    acp_buf_free(&os->chat.body);
 }
 
 void oa_turn_end(oa_sess *os, const char *reason)

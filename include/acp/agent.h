@@ -241,6 +241,9 @@ typedef struct acp_agent_opts {
      * agent must wait to take the session over. Renewed every third of it. 0: 15000; at most
      * a day (longer: ACP_EINVAL from acp_agent_new). */
     unsigned lease_ttl_ms;
+    /* The most acp_turn_read_local_file() returns from one read; 0: ACP_ROOTS_MAX_READ
+     * (64 MiB). */
+    size_t max_read;
 } acp_agent_opts;
 #define ACP_AGENT_OPTS_INIT ACP_STRUCT_INIT(acp_agent_opts)
 
@@ -365,9 +368,11 @@ acp_turn *acp_session_turn(const acp_session *s);
  * directory. *out is malloc'd (caller frees) on success. ACP_EACCES outside the roots,
  * ACP_ENOTFOUND / ACP_EIO when resolution fails, ACP_ENOMEM. */
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out);
-/* Resolves `path` as above and open(2)s it (flags and mode as open's, O_CLOEXEC added) with no
- * race between the check and the open (acp_roots_open). On success *fd is the caller's. Errors
- * as acp_roots_open(), the reason in acp_error_last(). */
+/* open(2) of a regular file inside the session's root set, confined by the kernel
+ * (acp_roots_open in acp/roots.h says how; flags and mode as open's). *fd is the caller's.
+ * ACP_EACCES outside the roots, ACP_ENOTFOUND, ACP_EINVAL (not a regular file), ACP_EIO,
+ * ACP_ENOMEM; acp_error_last() says which path and why. It blocks on the disk: for reading
+ * and writing whole files use acp_turn_read_local_file() / acp_turn_write_local_file(). */
 int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd);
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
@@ -552,6 +557,20 @@ int acp_turn_write_text_file(acp_turn *t, const char *path, const char *text, si
                              acp_done_cb cb, void *user);
 int acp_session_write_text_file(acp_session *s, const char *path, const char *text, size_t n,
                                 acp_done_cb cb, void *user);
+
+/* The engine's own disk, for an engine that reads and writes files itself (the client offers
+ * no fs): the same confinement, regular-files-only rule and atomic replace as the client
+ * library's fs handlers (acp_roots_read and acp_roots_write in acp/roots.h), run on libuv's
+ * thread pool so that the loop never waits on a disk. read: from the 1-based `line` (0: 1), at
+ * most `limit` lines (SIZE_MAX: all), at most acp_agent_opts.max_read bytes (ACP_ETOOBIG
+ * past it). write: the n bytes at data (copied) replace the file atomically. cb runs later on
+ * the loop with status 0, or an ACP_E* status and a sentence (outside the roots, not a
+ * regular file, missing, too big); never when the turn has ended first. 0 when started,
+ * ACP_ENOMEM. */
+int acp_turn_read_local_file(acp_turn *t, const char *path, size_t line, size_t limit,
+                             acp_fs_read_cb cb, void *user);
+int acp_turn_write_local_file(acp_turn *t, const char *path, const void *data, size_t n,
+                              acp_done_cb cb, void *user);
 
 /* Terminals (terminal/create ... release). The handle is the engine's until it calls
  * acp_terminal_release(); the runtime releases it itself when its owner goes away: the turn

@@ -226,6 +226,9 @@ typedef struct acp_client_opts {
      * before the client's last handle closes (see acp_client_free()); NULL, the agent shares
      * our stderr, raw: its escape sequences then reach our terminal. */
     void (*on_stderr)(acp_client *c, const char *buf, size_t n, void *user);
+    /* The most one fs/read_text_file returns (fs_read): a read that would return more is
+     * refused with an error that says so. 0: ACP_ROOTS_MAX_READ (64 MiB). */
+    size_t max_read;
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 

@@ -21,6 +21,7 @@
 #ifndef ACP_HTTP_H
 #define ACP_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -60,6 +61,11 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
                          const acp_http_cbs *cbs, void *user);
 /* No more callbacks; resources go back later, from the loop. Idempotent. */
 void acp_http_abort(acp_http *h);
+/* Back-pressure: while paused (true) no body bytes come to on_data and curl stops reading the
+ * response, so a fast server waits in TCP flow control instead of in our memory; false
+ * resumes, and what curl held may come to on_data before this returns. Never call it from
+ * on_data or on_done of h. */
+void acp_http_pause(acp_http *h, bool pause);
 /* Response metadata, valid once body bytes or on_done arrived. NULL when absent. The
  * strings are borrowed until the next call on h. */
 long acp_http_status(acp_http *h);

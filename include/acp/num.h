@@ -33,6 +33,11 @@ ACP_BEGIN_DECLS
 /* A whole number from min to max (inclusive); digits only. */
 int acp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* A size in bytes from min to max (inclusive): a decimal number as acp_parse_double() reads
+ * it, then optionally K, M or G (either case; binary multiples): "4096", "64M", "1.5K"
+ * (fractions of a byte are dropped). */
+int acp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /* A whole number from min to max (inclusive); digits after an optional '-'. */
 int acp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 

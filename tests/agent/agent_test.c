@@ -149,9 +149,11 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
         /* Answers "opened", "refused" (outside the roots) or the reason it could not open. */
         int fd = -1;
         int rc = acp_session_open_path(acp_turn_session(t), text + 5, O_RDONLY, 0, &fd);
-        const char *say = rc == 0            ? "opened"
-                          : rc == ACP_EACCES ? "refused"
-                                             : acp_error_last()->message;
+        char say[1024];
+        snprintf(say, sizeof say, "%s",
+                 rc == 0            ? "opened"
+                 : rc == ACP_EACCES ? "refused"
+                                    : acp_error_last()->message);
         acp_turn_text(t, NULL, NULL, say, strlen(say));
         if (fd >= 0) close(fd);
         acp_turn_end(t, "end_turn");

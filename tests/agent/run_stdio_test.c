@@ -45,8 +45,11 @@ static void start(child *c)
         dup2(out[1], 1);
         close(in[0]), close(in[1]), close(out[0]), close(out[1]);
         acp_store *st;
-        if (acp_store_open(":memory:", &st, NULL)) _exit(3);
-        acp_engine e = {.name = "run-stdio-test", .version = "1", .prompt = prompt};
+        if (acp_store_open(":memory:", &st)) _exit(3);
+        acp_engine e = {.struct_size = sizeof(acp_engine),
+                        .name = "run-stdio-test",
+                        .version = "1",
+                        .prompt = prompt};
         int rc = acp_agent_run_stdio(st, &e, NULL);
         acp_store_close(st);
         exit(rc ? 2 : 0); /* exit, not _exit: LeakSanitizer looks at exit */

@@ -231,9 +231,8 @@ static void test_agent_new(void **state)
     fx *f = *state;
     check_entry(f, &(entry){"acp_engine", sizeof(acp_engine), SIZE_1_0(acp_engine, user),
                             fill_engine, call_agent_engine});
-    check_entry(f,
-                &(entry){"acp_agent_opts", sizeof(acp_agent_opts),
-                         SIZE_1_0(acp_agent_opts, lease_ttl_ms), fill_agent_opts, call_agent_opts});
+    check_entry(f, &(entry){"acp_agent_opts", sizeof(acp_agent_opts),
+                            SIZE_1_0(acp_agent_opts, max_read), fill_agent_opts, call_agent_opts});
     /* NULL options: all defaults, as before */
     acp_agent *a = NULL;
     int rc = acp_agent_new(&f->loop, f->st, &f->eng, NULL, &a);
@@ -271,9 +270,9 @@ static int call_client_start(fx *f, const void *s)
 
 static void test_client_start(void **state)
 {
-    check_entry(*state, &(entry){"acp_client_opts", sizeof(acp_client_opts),
-                                 SIZE_1_0(acp_client_opts, on_stderr), fill_client_opts,
-                                 call_client_start});
+    check_entry(*state,
+                &(entry){"acp_client_opts", sizeof(acp_client_opts),
+                         SIZE_1_0(acp_client_opts, max_read), fill_client_opts, call_client_start});
 }
 
 /* acp_proc_spawn */

@@ -32,7 +32,9 @@ static int setup(void **state)
     else
         unsetenv("ACP_AGENT_CAPS");
     acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
-        .argv = node_agent("ts-agent-minimal.mjs"), .on_update = seen_update, .user = &f->k};
+                         .argv = node_agent("ts-agent-minimal.mjs"),
+                         .on_update = seen_update,
+                         .user = &f->k};
     int rc = acp_client_open(&o, &f->c);
     if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
@@ -266,7 +268,9 @@ static void test_agent_gone(void **state)
     assert_int_equal(acp_client_open(&o2, &c), ACP_ECLOSED);
     assert_non_null(strstr(acp_error_last()->message, "exited"));
     /* Not an ACP agent: one that swallows input and never answers runs into the deadline. */
-    acp_client_opts o4 = {.struct_size = sizeof(acp_client_opts), .command = "sh -c 'while read x; do :; done'", .init_timeout_ms = 200};
+    acp_client_opts o4 = {.struct_size = sizeof(acp_client_opts),
+                          .command = "sh -c 'while read x; do :; done'",
+                          .init_timeout_ms = 200};
     assert_int_equal(acp_client_open(&o4, &c), ACP_ETIMEDOUT);
     assert_non_null(strstr(acp_error_last()->message, "did not answer initialize"));
     /* `cat` echoes our own request back, and then our error answer to it: an error, not a hang. */

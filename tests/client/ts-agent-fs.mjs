@@ -6,6 +6,11 @@
 // The reply is one agent_message_chunk whose text is the JSON array of outcomes:
 // {"ok": true, "result": ...} or {"ok": false, "code": N, "message": "..."}.
 // {"method": "$waitfile", "path": P} waits until file P exists (a terminal's command started).
+// {"method": "$say", "text": T} sends T as an agent_message_chunk at once (a test waits on it).
+// {"method": "$repeat", "call": {...}, "times": N | "ms": M, "fill": S} makes the call again
+// and again (N times, or for M milliseconds), with params.content S bytes of "A", then "B", ...
+// when fill is given; its result: {done, refused, leaked (contents that held "SECRET"),
+// torn (contents that were neither all "A" nor all "B" of fill's size)}.
 // The turn stops with "cancelled" when session/cancel arrived during it.
 import { existsSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
@@ -49,6 +54,34 @@ const app = acp
           // Waits (polling) until a file exists: a terminal's command has got going.
           while (!existsSync(call.path)) await new Promise((r) => setTimeout(r, 10));
           out.push({ ok: true });
+          continue;
+        }
+        if (call.method === "$say") {
+          await client.notify("session/update", {
+            sessionId: params.sessionId,
+            update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: call.text } },
+          });
+          out.push({ ok: true });
+          continue;
+        }
+        if (call.method === "$repeat") {
+          const r = { done: 0, refused: 0, leaked: 0, torn: 0 };
+          const fills = call.fill ? ["A", "B"].map((c) => c.repeat(call.fill)) : null;
+          const end = Date.now() + (call.ms ?? 0);
+          for (let i = 0; call.times ? i < call.times : Date.now() < end; i++) {
+            const p = { sessionId: params.sessionId, ...call.call.params };
+            if (fills && call.call.method === "fs/write_text_file") p.content = fills[i & 1];
+            try {
+              const res = await client.request(call.call.method, p);
+              r.done++;
+              const c = res?.content;
+              if (typeof c === "string" && c.includes("SECRET")) r.leaked++;
+              if (typeof c === "string" && fills && !fills.includes(c)) r.torn++;
+            } catch {
+              r.refused++;
+            }
+          }
+          out.push({ ok: true, result: r });
           continue;
         }
         if (process.env.ACP_TEST_DEBUG) console.error("ts-agent-fs:", call.method);

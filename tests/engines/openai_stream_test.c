@@ -156,12 +156,71 @@ static void errors_are_reported(void **state)
     openai_stream_free(&st);
 }
 
+static int take(void *user, bool reasoning, const char *text, size_t n)
+{
+    *(size_t *)user += n;
+    return 0;
+}
+
+/* Endless arguments, endless text, endless calls: each stops at its bound (issue 21), with the
+ * memory held never more than the bound. */
+static void answers_are_bounded(void **state)
+{
+    enum { PIECE = 1 << 20 };
+    char *ev = malloc(PIECE + 256);
+    assert_non_null(ev);
+    openai_stream st;
+    openai_stream_init(&st, NULL, NULL);
+    int rc = 0, n = 0;
+    for (; !rc && n < 100; n++) {
+        int k = snprintf(ev, 256,
+                         "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+                         "\"function\":{\"arguments\":\"");
+        memset(ev + k, 'a', PIECE);
+        k += PIECE;
+        k += sprintf(ev + k, "\"}}]}}]}\n\n");
+        rc = openai_stream_feed(&st, ev, (size_t)k);
+    }
+    assert_int_equal(rc, ACP_EPROTO);
+    assert_int_equal(n, OPENAI_CALL_ARGS_MAX / PIECE + 1);
+    assert_string_equal(st.error, "a tool call's arguments are over 16 MiB");
+    assert_true(st.calls[0].args.len <= OPENAI_CALL_ARGS_MAX);
+    openai_stream_free(&st);
+
+    size_t got = 0;
+    openai_stream_init(&st, take, &got);
+    for (rc = 0, n = 0; !rc && n < 100; n++) {
+        int k = snprintf(ev, 256, "data: {\"choices\":[{\"delta\":{\"content\":\"");
+        memset(ev + k, 'b', PIECE);
+        k += PIECE;
+        k += sprintf(ev + k, "\"}}]}\n\n");
+        rc = openai_stream_feed(&st, ev, (size_t)k);
+    }
+    assert_int_equal(rc, ACP_EPROTO);
+    assert_int_equal(got, OPENAI_ANSWER_MAX);
+    openai_stream_free(&st);
+
+    openai_stream_init(&st, NULL, NULL);
+    for (rc = 0, n = 0; !rc && n < 1000; n++) {
+        int k = snprintf(ev, 256,
+                         "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":%d,"
+                         "\"function\":{\"name\":\"f\"}}]}}]}\n\n",
+                         n);
+        rc = openai_stream_feed(&st, ev, (size_t)k);
+    }
+    assert_int_equal(rc, ACP_EPROTO);
+    assert_int_equal(st.ncalls, OPENAI_CALLS_MAX);
+    openai_stream_free(&st);
+    free(ev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(assembles_across_every_split),
         cmocka_unit_test(reasoning_and_indexless_calls),
         cmocka_unit_test(errors_are_reported),
+        cmocka_unit_test(answers_are_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,6 +142,11 @@ static void test_refusals(void **state)
     assert_int_equal(status_of("GET /acp HTTP/1.1\r\nHost: a\r\nX: y\r\n z\r\n\r\n"), 400);
     assert_int_equal(status_of("GET /acp HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n"), 400);
     assert_int_equal(status_of("GET /acp HTTP/1.1\r\nHost: a\r\nX: a\x01\r\n\r\n"), 400);
+    /* A NUL byte anywhere in the head, not a value cut short at it (issue 21). */
+    static const char nul[] =
+        "GET /acp HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer T\0junk\r\n\r\n";
+    size_t nn = sizeof nul - 1;
+    assert_int_equal(run(nul, nn, &nn, 1, 65536, 1 << 20).error, 400);
     assert_int_equal(status_of("GET /acp HTTP/1.1\r\nHost: a\r\nnocolon\r\n\r\n"), 400);
     assert_int_equal(
         status_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),

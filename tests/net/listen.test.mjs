@@ -9,7 +9,7 @@
 // is closed, the agent lives on), the idle and header timeouts, SIGTERM in the middle of a turn
 // (the turn answers, the store has it, exit 0), unix:/path, h2c with prior knowledge.
 import assert from "node:assert/strict";
-import { spawn, spawnSync, execFileSync } from "node:child_process";
+import { spawnSync, execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -19,33 +19,11 @@ import { join } from "node:path";
 import { WebSocket } from "ws";
 
 import { test, tempDir, AGENT } from "../interop-agent/lib.mjs";
+import { startAgent } from "./listen-agent.mjs";
 
 const SANITIZED = ["1", "ON", "TRUE", "YES"].includes(String(process.env.ACP_ASAN ?? "").toUpperCase());
 const INIT = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Starts `acp-agent --listen` (127.0.0.1:0 unless args say otherwise); resolves once it logs
- * where it listens. Killed (and awaited) after the test if it is still running. */
-async function startAgent(t, dir, args = [], listen = "127.0.0.1:0") {
-  const proc = spawn(AGENT, ["--store", join(dir, "sessions.db"), "--listen", listen, ...args], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  const exited = new Promise((r) => proc.on("exit", (code, signal) => r({ code, signal })));
-  t.after(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
-    await exited;
-  });
-  const port = await new Promise((resolve, reject) => {
-    proc.stderr.on("data", (d) => {
-      stderr += d;
-      const m = /listening on (\S+?)(?::(\d+))?(?: \(TLS\))?\n/.exec(stderr);
-      if (m) resolve(m[2] ? Number(m[2]) : 0);
-    });
-    proc.on("exit", (code) => reject(new Error(`acp-agent exited ${code}: ${stderr}`)));
-  });
-  return { proc, port, exited, stderr: () => stderr };
-}
 
 /** Has `got` one whole response (head and Content-Length body)? */
 function complete(got) {

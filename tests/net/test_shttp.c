@@ -507,6 +507,65 @@ static void test_idle_and_limits(void **state)
     fx_free(f);
 }
 
+/* ACP connections are bounded in all (max_connections) and per socket (SHTTP_MAX_PER_SOCKET):
+ * a keep-alive socket POSTing initialize in a loop made one each, without end (issue 21). */
+static fake_req *init_on(fx *f, uint64_t origin)
+{
+    fake_req *r = keep(f, fake_new("POST", INIT, JSON, NULL));
+    r->base.origin = origin;
+    return handle(f, r);
+}
+
+static void test_connection_bounds(void **state)
+{
+    fx *f = fx_new(&(acp_net_limits){.max_connections = 3});
+    for (int i = 0; i < 3; i++) assert_int_equal(init_on(f, 0)->status, 200);
+    fake_req *r = init_on(f, 0);
+    assert_int_equal(r->status, 503);
+    assert_string_equal(fake_res_header(r, "retry-after"), "1");
+    assert_int_equal(acp_shttp_connections(f->h), 3);
+    assert_int_equal(f->o.n, 3); /* the refused one never reached the owner */
+    fx_free(f);
+
+    f = fx_new(NULL);
+    for (int i = 0; i < SHTTP_MAX_PER_SOCKET; i++) assert_int_equal(init_on(f, 7)->status, 200);
+    assert_int_equal(init_on(f, 7)->status, 503);
+    const char *other = fake_res_header(init_on(f, 8), "acp-connection-id"); /* another socket */
+    assert_non_null(other);
+    /* A connection that ends makes room on its socket. */
+    const char *first = fake_res_header(f->reqs[0], "acp-connection-id");
+    assert_int_equal(REQ(f, "DELETE", NULL, "acp-connection-id", first)->status, 202);
+    assert_int_equal(init_on(f, 7)->status, 200);
+    fx_free(f);
+}
+
+/* Ids that are neither string, number nor null are refused before anything is stored: the
+ * agent could only answer them with id null, so their route would never be freed (issue 21). */
+static void test_nonscalar_ids(void **state)
+{
+    fx *f = fx_new(NULL);
+    const char *id = open_conn(f);
+    static const char *const ids[] = {"{\"a\":[1,2]}", "[1]", "true", "false"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        char m[256];
+        snprintf(m, sizeof m, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"_x\"}", ids[i]);
+        fake_req *r = REQ(f, "POST", m, JSON, "acp-connection-id", id);
+        assert_int_equal(r->status, 400);
+        assert_non_null(strstr(body(r), "\"id\":null,\"error\":{\"code\":-32600"));
+        snprintf(m, sizeof m, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"initialize\"}", ids[i]);
+        assert_int_equal(REQ(f, "POST", m, JSON)->status, 400);
+    }
+    /* A number longer than any id we keep is refused like a long string. */
+    char big[1100 + 64];
+    int k = snprintf(big, sizeof big, "{\"jsonrpc\":\"2.0\",\"method\":\"_x\",\"id\":");
+    memset(big + k, '7', 1100);
+    strcpy(big + k + 1100, "}");
+    assert_int_equal(REQ(f, "POST", big, JSON, "acp-connection-id", id)->status, 400);
+    assert_int_equal(f->o.n, 1);             /* no connection was made */
+    assert_int_equal(f->o.peers[0].nmsg, 1); /* only initialize reached the owner */
+    fx_free(f);
+}
+
 /* Many connections: each request finds its own (the registry grows past its first table), and
  * deleting some leaves the others reachable. */
 static void test_many(void **state)
@@ -563,6 +622,8 @@ int main(void)
         cmocka_unit_test(test_idle_and_limits),
         cmocka_unit_test(test_free_open),
         cmocka_unit_test(test_many),
+        cmocka_unit_test(test_nonscalar_ids),
+        cmocka_unit_test(test_connection_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,29 @@ static void u64_reads_whole_numbers_in_range(void **state)
     assert_true(v == UINT64_MAX);
 }
 
+static void size_reads_bytes_and_binary_units(void **state)
+{
+    uint64_t v;
+    assert_int_equal(acp_parse_size("65536", 1, UINT64_MAX, &v), 0);
+    assert_true(v == 65536);
+    assert_int_equal(acp_parse_size("64M", 1, UINT64_MAX, &v), 0);
+    assert_true(v == 64u << 20);
+    assert_int_equal(acp_parse_size("2g", 1, UINT64_MAX, &v), 0);
+    assert_true(v == 2ull << 30);
+    assert_int_equal(acp_parse_size("1.5K", 1, UINT64_MAX, &v), 0);
+    assert_true(v == 1536);
+    assert_int_equal(acp_parse_size("64X", 1, 10, &v), ACP_EINVAL);
+    assert_string_equal(acp_error_last()->message,
+                        "'64X' is not a size from 1 to 10 bytes (a number, or with K, M, G)");
+    assert_int_equal(acp_parse_size("M", 1, UINT64_MAX, &v), ACP_EINVAL);
+    assert_int_equal(acp_parse_size("-1K", 0, UINT64_MAX, &v), ACP_EINVAL);
+    assert_int_equal(acp_parse_size("", 1, UINT64_MAX, &v), ACP_EINVAL);
+    assert_int_equal(acp_parse_size(NULL, 1, UINT64_MAX, &v), ACP_EINVAL);
+    assert_int_equal(acp_parse_size("0", 1, 10, &v), ACP_EINVAL);
+    assert_int_equal(acp_parse_size("11", 1, 10, &v), ACP_EINVAL);
+    assert_int_equal(acp_parse_size("17179869184G", 1, UINT64_MAX, &v), ACP_EINVAL);
+}
+
 static void u64_refuses_sign_overflow_junk_and_empty(void **state)
 {
     /* the numbers: a wrap to a huge count, and one beyond 64 bits */
@@ -169,6 +192,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(u64_reads_whole_numbers_in_range),
+        cmocka_unit_test(size_reads_bytes_and_binary_units),
         cmocka_unit_test(u64_refuses_sign_overflow_junk_and_empty),
         cmocka_unit_test(i64_reads_signed_numbers),
         cmocka_unit_test(double_reads_decimals_in_any_locale),

@@ -23,7 +23,8 @@
 
 static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
-    "                 [--lease-ttl MS] [--log-level quiet|info] [--help] [--version]\n"
+    "                 [--lease-ttl MS] [--max-read SIZE] [--log-level quiet|info]\n"
+    "                 [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
     "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
@@ -41,6 +42,8 @@ static const char usage[] =
     "lease outlives an agent that stopped renewing it (killed on another machine,\n"
     "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
     "\n"
+    "--max-read SIZE: the most one file read of the engine returns (64M).\n"
+    "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
     "\n"
@@ -57,7 +60,9 @@ static const char usage[] =
     "--system-prompt FILE, --max-tokens N (per answer; default: the server's),\n"
     "--max-turns N (tool rounds per prompt, default 25), --context-tokens N (the window;\n"
     "default: what the server lists for the model, else 32768; older turns are summarised\n"
-    "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
+    "near it). An answer is cut at 64M of text and tool-call arguments (16M in one call, 256\n"
+    "calls); while the client does not read, the model's stream waits. The model's tools:\n"
+    "the session's MCP tools, and the client's file reads,\n"
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
     "\n";
@@ -75,11 +80,14 @@ static const char usage_listen[] =
     "                        first line>; others get 401 before any ACP byte is read\n"
     "  --allow-origin ORIGIN a web page that may connect (repeatable; exact, or *);\n"
     "                        other Origins get 403, token or not\n"
-    "  --max-connections N   sockets open at once, more get 503 (1024)\n"
-    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M)\n"
+    "  --max-connections N   sockets open at once, more get 503 (1024); also Streamable\n"
+    "                        HTTP connections (at most 32 made by one socket)\n"
+    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M);\n"
+    "                        also the unfinished bodies of one HTTP/2 connection together\n"
     "  --high-water BYTES    output queued per connection before its turns wait (4M)\n"
     "  --idle-timeout S      close a connection idle, or not reading, this long (300)\n"
-    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10)\n"
+    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10);\n"
+    "                        a body must bring 1K (or its end) in each such period\n"
     "  --ping-interval S     WebSocket ping; two missed pongs close (30)\n"
     "  --close-timeout S     how long a close waits for a slow reader (5)\n"
     "  --port-file FILE      write the bound TCP port to FILE once listening\n"
@@ -100,6 +108,7 @@ struct prog {
     acp_agent *agent;
     acp_server *server;
     uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+    uv_timer_t wait;     /* for GET /models; here, not in a block: it lives until its close ends */
     memtrim trim;
 };
 
@@ -147,20 +156,9 @@ static int on_agent(acp_agent *a, void *user)
 /* "64M", "4096", "1.5K": bytes, read with the one checked number parser (issue 13). */
 static bool parse_size(const char *s, size_t *out)
 {
-    char num[64];
-    size_t n = strlen(s);
-    double mul = 1;
-    if (n && strchr("KkMmGg", s[n - 1])) {
-        char u = (char)(s[n - 1] | 0x20);
-        mul = u == 'k' ? 1024.0 : u == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
-        n--;
-    }
-    double v;
-    if (n >= sizeof num) return false;
-    memcpy(num, s, n);
-    num[n] = '\0';
-    if (acp_parse_double(num, 1 / mul, (double)(SIZE_MAX / 2) / mul, &v)) return false;
-    *out = v * mul < 1 ? 1 : (size_t)(v * mul);
+    uint64_t v;
+    if (acp_parse_size(s, 1, SIZE_MAX / 2, &v)) return false;
+    *out = (size_t)v;
     return true;
 }
 
@@ -306,6 +304,7 @@ int main(int argc, char **argv)
     openai_opts oo = {0};
     bool openai_flag = false;
     uint64_t lease_ttl = 0;
+    size_t max_read = 0;
     struct prog prog = {.verbose = 1};
     for (int i = 1; i < argc; i++) {
         int taken;
@@ -330,6 +329,12 @@ int main(int argc, char **argv)
             if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl)) {
                 fprintf(stderr, "acp-agent: --lease-ttl takes milliseconds (1 to 86400000): %s\n",
                         acp_error_last()->message);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--max-read") && i + 1 < argc) {
+            if (!parse_size(argv[++i], &max_read)) {
+                fprintf(stderr, "acp-agent: --max-read takes a size (4096, 64M), not '%s'\n",
+                        argv[i]);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
@@ -511,13 +516,12 @@ int main(int argc, char **argv)
     if (oa) {
         /* The model list belongs in the first session's result: wait for GET /models, but
          * not long (an unreachable server is told at the first prompt). */
-        uv_timer_t wait;
-        uv_timer_init(&loop, &wait);
-        wait.data = &models_in;
-        uv_timer_start(&wait, models_waited, 2000, 0);
+        uv_timer_init(&loop, &prog.wait);
+        prog.wait.data = &models_in;
+        uv_timer_start(&prog.wait, models_waited, 2000, 0);
         openai_start(oa, models_ready, &models_in);
         while (!models_in && uv_run(&loop, UV_RUN_ONCE)) continue;
-        uv_close((uv_handle_t *)&wait, NULL);
+        uv_close((uv_handle_t *)&prog.wait, NULL);
     }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
     acp_agent_opts opts = {.struct_size = sizeof(acp_agent_opts),
@@ -526,7 +530,8 @@ int main(int argc, char **argv)
                            .user = &prog,
                            .mcp_http = true,
                            .mcp_sse = true,
-                           .lease_ttl_ms = (unsigned)lease_ttl};
+                           .lease_ttl_ms = (unsigned)lease_ttl,
+                           .max_read = max_read};
     acp_agent *a = NULL;
     int rc;
     bool exit_usage = false;

@@ -221,6 +221,7 @@ int app_open(app *a)
         .client_title = "acp (libacp command-line client)",
         .fs_read = a->fs,
         .fs_write = a->fs,
+        .max_read = a->max_read,
         .terminal = a->terminal,
         .notices = true,
         .config_boolean = true,

@@ -47,6 +47,7 @@ static const char usage_main[] =
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
     "                            commands); without either, ask on the terminal or refuse\n"
     "  --fs                      serve the agent's file reads and writes inside the roots\n"
+    "  --max-read SIZE           refuse an fs read returning more (default 64M; K, M, G)\n"
     "  --terminal                run the agent's terminal commands\n"
     "  --auth METHOD             sign in with METHOD before the command\n"
     "  --timeout SECONDS         give up on any call the agent does not answer in time\n"
@@ -272,6 +273,7 @@ enum {
     O_YES,
     O_DENY,
     O_FS,
+    O_MAX_READ,
     O_TERMINAL,
     O_AUTH,
     O_TIMEOUT,
@@ -313,6 +315,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"yes", no_argument, NULL, O_YES},
                                          {"deny", no_argument, NULL, O_DENY},
                                          {"fs", no_argument, NULL, O_FS},
+                                         {"max-read", required_argument, NULL, O_MAX_READ},
                                          {"terminal", no_argument, NULL, O_TERMINAL},
                                          {"auth", required_argument, NULL, O_AUTH},
                                          {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -381,6 +384,14 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!*optarg) return usage_error("--auth wants a METHOD id%s", "");
             a->auth = optarg;
             break;
+        case O_MAX_READ: {
+            uint64_t n;
+            if (acp_parse_size(optarg, 1, SIZE_MAX, &n))
+                return usage_error("--max-read wants a SIZE in bytes (or with K, M, G): %s",
+                                   acp_error_last()->message);
+            a->max_read = (size_t)n;
+            break;
+        }
         case O_TIMEOUT: {
             /* a millisecond to 46 days: timeout_ms stays within 32 bits */
             double s;
