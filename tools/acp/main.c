@@ -45,6 +45,7 @@ static const char usage_main[] =
     "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
     "  --cwd DIR                 the session's working directory (default: the current one)\n"
     "  --json                    one JSON object per line: every update raw, then the result\n"
+    "                            (on failure {\"error\":{code,message,data,exitStatus}})\n"
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
     "                            commands); without either, ask on the terminal or refuse\n"
     "  --fs                      serve the agent's file reads and writes inside the roots\n"
@@ -57,7 +58,8 @@ static const char usage_main[] =
     "  --help, --version\n"
     "\n"
     "exit status: 0 ok, 1 agent error, 2 usage error, 3 refused or denied (a capability\n"
-    "missing, sign-in needed or refused, a request of the agent's denied), 4 the agent\n"
+    "missing, sign-in needed or refused, a request of the agent's denied, a remote\n"
+    "agent's 401: pass --token or ACP_TOKEN), 4 the agent\n"
     "exited, 5 timed out, 130 cancelled.\n"
     "Run 'acp COMMAND --help' for a command; 'man acp' for more.\n";
 
