@@ -98,6 +98,10 @@ test("an agent method with _meta api-key signs in by itself when its provider's 
   const unset = await run(["new"], { agentCmd: agent("--api-key", "openai"), env: { OPENAI_API_KEY: "" } });
   assert.equal(unset.code, 3);
   assert.match(unset.stderr, /methods: api-key \(agent: OPENAI_API_KEY \(not set\)\)/);
+  // The agent's own stop gives way to the hint's, and the methods it put in error.data
+  // (qwen-code) are not said twice.
+  assert.match(unset.stderr, /Authentication required; sign in with/);
+  assert.doesNotMatch(unset.stderr, /authMethods/);
   const google = await run(["auth"], { agentCmd: agent("--api-key", "google"), env: { GEMINI_API_KEY: "k" } });
   assert.match(google.stdout, /GEMINI_API_KEY \(set\)/);
   const other = await run(["auth"], { agentCmd: agent("--api-key", "open-router") });
@@ -127,4 +131,16 @@ test("after --timeout, the agent answers the cancel before acp closes its output
   assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr); // the late answer is not news
   const m = marked(mark);
   assert.ok(m.includes("answered") && !m.includes("epipe"), m.join(","));
+});
+
+test("modes and config without -s leave no session behind: closed and deleted", async () => {
+  for (const args of [["modes"], ["config"], ["--json", "modes"]]) {
+    const mark = markFile();
+    const r = await run(args, { agentCmd: agent("--mark", mark) });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(marked(mark), ["close s1", "delete s1"], args.join(" "));
+  }
+  const mark = markFile();
+  const kept = await run(["modes", "-s", "s1"], { agentCmd: agent("--mark", mark) });
+  assert.deepEqual(marked(mark), [], "a session named with -s is the user's: kept");
 });

@@ -3,14 +3,16 @@
 //   --ignore-eof         keeps running after the end of its input (codex-acp); on SIGTERM it
 //                        writes "term MS" (MS since that end) to --mark FILE, then exits.
 //   --api-key PROVIDER   one `agent` auth method with _meta["api-key"] {provider} (codex-acp
-//                        2.x, gemini-cli); session/new is -32000 until authenticated.
+//                        2.x, gemini-cli); session/new is -32000 until authenticated, its
+//                        message with its own stop and the methods in data (qwen-code).
 //   --terminal-auth      one `terminal` auth method whose login (this file with --login) waits
 //                        for a person who never comes (it gives up after 30 s).
 //   --fail               session/new answers error -32042 "No sessions today." with data.
 //   --slow-cancel        session/prompt is answered (stopReason cancelled) only once
 //                        session/cancel came, after a moment; --mark FILE then holds
 //                        "answered" or "epipe" (acp had already gone).
-// --mark FILE also receives "auth METHOD" for each authenticate.
+// Sessions can be closed and deleted (advertised); --mark FILE receives "auth METHOD",
+// "close ID" and "delete ID" for each authenticate, session/close and session/delete.
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
@@ -34,15 +36,19 @@ else {
     const answer = (result) => out({ id: m.id, result });
     switch (m.method) {
       case "initialize":
-        return answer({ protocolVersion: 1, agentCapabilities: {}, authMethods: methods, agentInfo: { name: "daily", version: "1" } });
+        return answer({ protocolVersion: 1, agentCapabilities: { sessionCapabilities: { close: {}, delete: {} } }, authMethods: methods, agentInfo: { name: "daily", version: "1" } });
       case "authenticate":
         mark(`auth ${m.params.methodId}`);
         authed = true;
         return answer({});
       case "session/new":
         if (flag("--fail")) return out({ id: m.id, error: { code: -32042, message: "No sessions today.", data: { why: "closed" } } });
-        if (methods.length && !authed) return out({ id: m.id, error: { code: -32000, message: "Authentication required" } });
+        if (methods.length && !authed) return out({ id: m.id, error: { code: -32000, message: "Authentication required.", data: { authMethods: methods } } });
         return answer({ sessionId: "s1" });
+      case "session/close":
+      case "session/delete":
+        mark(`${m.method.slice(8)} ${m.params.sessionId}`);
+        return answer({});
       case "session/prompt":
         if (flag("--slow-cancel")) prompt = m.id;
         else answer({ stopReason: "end_turn" });

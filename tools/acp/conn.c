@@ -400,10 +400,13 @@ int app_fail(app *a, const char *what, int rc)
     default:
         status = EXIT_AGENT;
     }
+    /* "...required.; sign in": the agent's own stop gives way to the hint's. */
+    size_t len = strlen(msg);
+    int keep = (int)len - (*hint && len > 1 && msg[len - 1] == '.' && msg[len - 2] != '.');
     if (what)
-        app_note(a, "%s: %s%s", what, msg, hint);
+        app_note(a, "%s: %.*s%s", what, keep, msg, hint);
     else
-        app_note(a, "%s%s", msg, hint);
+        app_note(a, "%.*s%s", keep, msg, hint);
     return status;
 }
 

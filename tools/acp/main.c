@@ -154,7 +154,8 @@ static const command commands[] = {
      "Deletes session ID (session/delete): it no longer appears in 'acp sessions'.\n"},
     {"modes", cmd_modes, F_SID | F_SESS, 0, 0,
      "usage: acp modes [-s ID] [new's options]\n\n"
-     "Lists the modes of session ID (of a new session without -s); '*' marks the\n"
+     "Lists the modes of session ID (without -s: of a new session, closed and deleted\n"
+     "afterwards where the agent can); '*' marks the\n"
      "current one. --json: {\"sessionId\", \"currentModeId\", \"availableModes\"}.\n"
      "  -s, --session ID     the session\n"},
     {"mode", cmd_mode, F_SID | F_SESS, 1, 1,
@@ -164,8 +165,9 @@ static const command commands[] = {
      "  -s, --session ID     the session (required)\n"},
     {"config", cmd_config, F_SID | F_SESS, 0, 2,
      "usage: acp config [-s ID] [new's options] [OPTION VALUE]\n\n"
-     "Without OPTION: lists the config options of session ID (of a new session without\n"
-     "-s) with their current values and choices. With OPTION VALUE: sets it\n"
+     "Without OPTION: lists the config options of session ID (without -s: of a new\n"
+     "session, closed and deleted afterwards where the agent can) with their current\n"
+     "values and choices. With OPTION VALUE: sets it\n"
      "(session/set_config_option; -s required): VALUE is one of a select option's value\n"
      "ids, or true/false for a boolean option.\n"
      "--json: {\"sessionId\", \"configOptions\"} (after the change).\n"
