@@ -144,3 +144,27 @@ test("modes and config without -s leave no session behind: closed and deleted", 
   const kept = await run(["modes", "-s", "s1"], { agentCmd: agent("--mark", mark) });
   assert.deepEqual(marked(mark), [], "a session named with -s is the user's: kept");
 });
+
+test("colours: NO_COLOR, --color=auto|always|never, TERM=dumb", async () => {
+  const quirks = nodeAgent("ts-agent-quirks.mjs");
+  const sgr = /\x1b\[[0-9;]*m/;
+  const onTerminal = async (args, env) => {
+    const t = onPty(ws, args, { agentCmd: quirks, env });
+    assert.equal(await t.exited, 0);
+    return t.output();
+  };
+  const plain = { TERM: "xterm", NO_COLOR: "" };
+  assert.match(await onTerminal(["prompt", "plans"], plain), sgr, "colours on a terminal");
+  const noColor = await onTerminal(["prompt", "plans"], { ...plain, NO_COLOR: "1" });
+  assert.doesNotMatch(noColor, sgr);
+  assert.match(noColor, /\x1b\[4A\r\x1b\[J/, "NO_COLOR still redraws in place");
+  assert.doesNotMatch(await onTerminal(["--color=never", "prompt", "plans"], plain), sgr);
+  assert.match(await onTerminal(["--color=always", "prompt", "plans"], { ...plain, NO_COLOR: "1" }), sgr);
+  assert.doesNotMatch(await onTerminal(["prompt", "plans"], { ...plain, TERM: "dumb" }), /\x1b/, "TERM=dumb: no escapes at all");
+  const piped = await run(["--color=always", "prompt", "plans"], { agentCmd: quirks });
+  assert.match(piped.stdout, sgr, "--color=always through a pipe");
+  assert.doesNotMatch((await run(["--color", "prompt", "plans"], { agentCmd: quirks, env: { NO_COLOR: "1" } })).stdout, /\x1b\[4A/, "no redraws through a pipe");
+  const bad = await run(["--color=sometimes", "info"]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--color wants auto, always or never, not 'sometimes'/);
+});

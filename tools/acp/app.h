@@ -36,6 +36,7 @@ typedef struct app {
     bool http2;          /* --http2 */
     const char *cwd;     /* --cwd, absolute; NULL: the current directory */
     bool json, fs, terminal;
+    int color;        /* --color: 1 always, 0 never, -1 auto (the default) */
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
     unsigned timeout_ms;

@@ -44,6 +44,8 @@ static const char usage_main[] =
     "  --cacert FILE             trust anchors for wss:// and https://\n"
     "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
     "  --cwd DIR                 the session's working directory (default: the current one)\n"
+    "  --color[=WHEN]            colours: auto (on a terminal, unless NO_COLOR is set or\n"
+    "                            TERM=dumb), always or never\n"
     "  --json                    one JSON object per line: every update raw, then the result\n"
     "                            (on failure {\"error\":{code,message,data,exitStatus}})\n"
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
@@ -299,6 +301,7 @@ enum {
     O_HTTP,
     O_SSE,
     O_ALL,
+    O_COLOR,
 };
 
 typedef struct cmdline {
@@ -339,6 +342,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"mcp-http", required_argument, NULL, O_HTTP},
                                          {"mcp-sse", required_argument, NULL, O_SSE},
                                          {"all-cwd", no_argument, NULL, O_ALL},
+                                         {"color", optional_argument, NULL, O_COLOR},
                                          {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -436,6 +440,16 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             flag = F_SESS;
             if (!(srv = mcp_url(ch == O_HTTP ? "http" : "sse", optarg)))
                 return usage_error(a, "--mcp-http/--mcp-sse want NAME=URL, not '%s'", optarg);
+            break;
+        case O_COLOR: /* --color alone is --color=always, as in ls and grep */
+            if (!optarg || !strcmp(optarg, "always"))
+                a->color = 1;
+            else if (!strcmp(optarg, "never"))
+                a->color = 0;
+            else if (!strcmp(optarg, "auto"))
+                a->color = -1;
+            else
+                return usage_error(a, "--color wants auto, always or never, not '%s'", optarg);
             break;
         case O_ALL:
             a->all_cwd = true;
@@ -724,7 +738,7 @@ int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     setlocale(LC_CTYPE, ""); /* the line editor and display widths speak the user's UTF-8 */
-    app a = {0};
+    app a = {.color = -1};
     cmdline cl = {0};
     int rc = parse(&a, &cl, argc, argv);
     if (rc && a.json) app_json_error(&a, rc);
@@ -736,7 +750,7 @@ int main(int argc, char **argv)
         /* stdout is often a pipe to a script: big buffered writes, flushed at line ends we
          * choose (render_eol, results). */
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
-        render_init(&a.r, stdout, a.json);
+        render_init(&a.r, stdout, a.json, a.color);
         rc = cl.cmd->run(&a);
         a.finished = true;
         if (rc && a.json) app_json_error(&a, rc);
