@@ -6,9 +6,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { workspace, nodeAgent, run as runIn, lines, onPty } from "./acp-helpers.mjs";
+import { BUILD, workspace, nodeAgent, run as runIn, lines, onPty } from "./acp-helpers.mjs";
 
 let ws, server, port;
 before(async () => {
@@ -167,4 +169,39 @@ test("colours: NO_COLOR, --color=auto|always|never, TERM=dumb", async () => {
   const bad = await run(["--color=sometimes", "info"]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--color wants auto, always or never, not 'sometimes'/);
+});
+
+// acp-agent --listen unix:PATH serves HTTP, WebSocket and (told by its first byte, '{') ACP as
+// on a pipe: what `acp --agent unix:PATH` speaks.
+async function listen(t, sock, extra = []) {
+  const proc = spawn(join(BUILD, "acp-agent"), ["--store", join(ws.dir, `${sock}.db`), "--listen", `unix:${join(ws.dir, sock)}`, ...extra], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  const exit = new Promise((r) => proc.on("exit", r));
+  await new Promise((resolve, reject) => {
+    proc.stderr.on("data", (d) => (stderr += d) && /listening/.test(stderr) && resolve());
+    proc.once("exit", () => reject(new Error("acp-agent exited: " + stderr)));
+  });
+  t.after(async () => {
+    proc.kill("SIGTERM");
+    await exit;
+  });
+  return { agent: `unix:${join(ws.dir, sock)}`, stderr: () => stderr };
+}
+
+test("acp --agent unix:PATH talks to acp-agent --listen unix:PATH", async (t) => {
+  const srv = await listen(t, "plain.sock");
+  const p = await run(["prompt", "hello", "there"], { agentCmd: srv.agent });
+  assert.equal(p.code, 0, p.stderr);
+  assert.equal(p.stdout, "hello there\n");
+  const s = await run(["--json", "sessions"], { agentCmd: srv.agent });
+  assert.equal(s.code, 0, s.stderr);
+  assert.equal(last(s.stdout).sessions.length, 1);
+  // A listener that wants a bearer token takes it over HTTP only: the socket peer is refused.
+  writeFileSync(join(ws.dir, "token"), "t0k3n\n");
+  const guarded = await listen(t, "guarded.sock", ["--token-file", join(ws.dir, "token")]);
+  const r = await run(["info"], { agentCmd: guarded.agent });
+  assert.notEqual(r.code, 0);
+  assert.match(guarded.stderr(), /an NDJSON peer refused: this listener wants a bearer token/);
 });
