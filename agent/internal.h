@@ -216,6 +216,7 @@ struct acp_agent {
     ext_handler *exts;
     acp_terminal *orphans; /* terminals whose owner went away before terminal/create answered */
     json_t *elicit_ids;    /* outstanding URL elicitation ids (object used as a set; call.c) */
+    const struct agent_bounds *bounds; /* a server's bounds on sessions (serve.h); NULL: none */
     char errmsg[512];
 
     acp_session *sessions; /* active (opening or ready) */

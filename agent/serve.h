@@ -4,6 +4,7 @@
 #define ACP_AGENT_SERVE_H
 
 #include "acp/agent.h"
+#include "acp/roots.h"
 #include "net/link.h"
 
 /* Binds l to a's connection: each message from the link is one JSON-RPC message in, each
@@ -13,5 +14,13 @@
  * (the link full the whole time) closes the link; 0: never. The link must not be bound yet
  * and is the agent's from here. 0 or ACP_ENOMEM (the link is then closed). */
 int acp_agent_serve_link(acp_agent *a, acp_link *l, unsigned stall_ms);
+
+/* What the sessions of a server's agents may reach (acp_server_opts: roots, stdio_mcp). */
+typedef struct agent_bounds {
+    acp_roots *roots; /* cwd and every additionalDirectories entry lie inside; NULL: anywhere */
+    bool no_stdio_mcp;
+} agent_bounds;
+/* Bounds a's sessions from now on; b is borrowed and must outlive a (the server's own). */
+void agent_set_bounds(acp_agent *a, const agent_bounds *b);
 
 #endif

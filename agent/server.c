@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* acp_server: a listener whose every new link gets its own acp_agent (include/acp/server.h). */
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "acp/server.h"
 #include "agent/serve.h"
+#include "rpc/lasterr.h"
 #include "net/listen.h"
 
 typedef struct sconn sconn;
@@ -18,6 +21,7 @@ struct acp_server {
     acp_agent_opts aopts;
     acp_server_opts o;
     acp_listener *L;
+    agent_bounds bounds; /* every connection's agent borrows it */
     sconn *conns;
     size_t nconns;
     unsigned stall_ms;
@@ -62,12 +66,18 @@ static void unlink_conn(sconn *c)
     srv->nconns--;
 }
 
+static void release(acp_server *srv)
+{
+    acp_roots_free(srv->bounds.roots);
+    free(srv);
+}
+
 static void listener_closed(void *user)
 {
     acp_server *srv = user;
     srv->L = NULL;
     if (srv->freeing) {
-        free(srv);
+        release(srv);
         return;
     }
     srv->done_called = true;
@@ -108,6 +118,7 @@ static void on_link(acp_link *l, void *user)
     int rc = c ? 0 : ACP_ENOMEM;
     if (!rc && srv->shutting_down) rc = ACP_ECLOSED;
     if (!rc) rc = acp_agent_new(srv->loop, srv->store, &srv->eng, &ao, &c->a);
+    if (!rc) agent_set_bounds(c->a, &srv->bounds);
     if (!rc && srv->o.on_agent && srv->o.on_agent(c->a, srv->o.user)) rc = ACP_EINVAL;
     if (rc) {
         if (c && c->a) acp_agent_free(c->a);
@@ -123,6 +134,67 @@ static void on_link(acp_link *l, void *user)
     srv->conns = c;
     srv->nconns++;
     acp_agent_serve_link(c->a, l, srv->stall_ms);
+}
+
+/* Loopback by its text (include/acp/server.h): "unix:...", localhost, 127.0.0.0/8, ::1. */
+static bool loopback(const char *where)
+{
+    if (!strncmp(where, "unix:", 5)) return true;
+    const char *colon = strrchr(where, ':');
+    size_t n = colon ? (size_t)(colon - where) : strlen(where);
+    if (n >= 2 && where[0] == '[' && where[n - 1] == ']') where++, n -= 2;
+    char host[64];
+    if (n >= sizeof host) return false;
+    memcpy(host, where, n);
+    host[n] = 0;
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, host, addr) == 1) return addr[0] == 127;
+    if (inet_pton(AF_INET6, host, addr) == 1)
+        return !memcmp(addr, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16);
+    return !strcasecmp(host, "localhost");
+}
+
+/* The last error set, also as the *err copy acp_agent_serve_listen still hands out. */
+static int failed(int status, char **err)
+{
+    *err = strdup(acp_error_last()->message);
+    return status;
+}
+
+/* What the network may do (acp_server_opts, "Safety on the network"): a listener others can
+ * reach needs a token unless the operator says otherwise; the roots and the stdio MCP policy
+ * every connection's agent follows. */
+static int bound(acp_server *srv, const acp_server_opts *o, char **err)
+{
+    bool remote = o->exposed || (o->listen && !loopback(o->listen)); /* none: EINVAL below */
+    if (remote && !o->token && !o->insecure_no_auth)
+        return failed(acp_error_set(ACP_EACCES,
+                                    "refusing to listen on %s without a token: anyone who can "
+                                    "reach it could run commands and read and write files as "
+                                    "this user; give a token (acp-agent --token-file FILE), or "
+                                    "accept that (--insecure-no-auth)",
+                                    o->listen),
+                      err);
+    if (remote && !o->token) {
+        char line[512];
+        snprintf(line, sizeof line,
+                 "WARNING: listening on %s without a token (insecure_no_auth): anyone who can "
+                 "reach it can run commands and read and write files as this user",
+                 o->listen);
+        slog(srv, line);
+    }
+    for (size_t i = 0; i < o->n_roots; i++)
+        if (!o->roots[i] || o->roots[i][0] != '/')
+            return failed(acp_error_set(ACP_EINVAL, "a root must be an absolute path: '%s'",
+                                        o->roots[i] ? o->roots[i] : ""),
+                          err);
+    if (o->n_roots &&
+        acp_roots_new(o->roots[0], o->roots + 1, o->n_roots - 1, &srv->bounds.roots, NULL))
+        return acp_error_code(ACP_ENOMEM); /* the paths were checked */
+    srv->bounds.no_stdio_mcp =
+        o->stdio_mcp == ACP_SERVER_STDIO_MCP_REFUSE ||
+        (o->stdio_mcp == ACP_SERVER_STDIO_MCP_DEFAULT && (remote || o->n_roots));
+    return 0;
 }
 
 int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
@@ -167,9 +239,10 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
                             .on_log = listener_log,
                             .user = srv};
     srv->stall_ms = acp_net_limits_resolve(&lo.limits).idle_timeout_ms;
-    rc = acp_listener_open(loop, &lo, &srv->L, err);
+    rc = bound(srv, opts, err);
+    if (!rc) rc = acp_listener_open(loop, &lo, &srv->L, err);
     if (rc) {
-        free(srv);
+        release(srv);
         return rc;
     }
     *out = srv;
@@ -211,7 +284,7 @@ void acp_server_free(acp_server *srv)
         free(c);
     }
     if (!srv->L) {
-        free(srv);
+        release(srv);
         return;
     }
     if (!srv->closing_listener) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/internal.h"
+#include "agent/serve.h"
 
 static const char env_prefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
                                  "{\"sessionId\":";
@@ -19,6 +20,35 @@ acp_session *session_find(acp_agent *a, const char *id)
 static void mcp_log(const char *name, const char *line, void *user)
 {
     agent_log(user, "mcp[%s]: %s", name, line);
+}
+
+void agent_set_bounds(acp_agent *a, const agent_bounds *b)
+{
+    a->bounds = b;
+}
+
+/* A server's roots (agent_bounds): every directory of the session, symlinks resolved, lies
+ * inside one of them, or req is answered -32602 naming the first that does not. */
+static bool bounded(acp_agent *a, acp_req *req, const acp_roots *r)
+{
+    const acp_roots *allowed = a->bounds ? a->bounds->roots : NULL;
+    for (size_t i = 0; allowed && i < acp_roots_count(r); i++) {
+        char *real = NULL, *why = NULL, path[64] = "params.cwd";
+        int rc = acp_roots_resolve(allowed, acp_roots_at(r, i), &real, &why);
+        free(real);
+        free(why);
+        if (!rc) continue;
+        if (i) snprintf(path, sizeof path, "params.additionalDirectories[%zu]", i - 1);
+        if (rc == ACP_ENOMEM)
+            acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        else
+            acp_req_error(req, ACP_RPC_INVALID_PARAMS, json_pack("{ss}", "path", path),
+                          "%s must lie inside a directory this server allows (symlinks "
+                          "resolved): '%s'",
+                          path + 7, acp_roots_at(r, i));
+        return false;
+    }
+    return true;
 }
 
 /* Builds the root set from cwd and additionalDirectories (their types checked at the edge),
@@ -52,7 +82,9 @@ static acp_roots *roots_from(acp_agent *a, acp_req *req, const json_t *params)
         free(err);
         return NULL;
     }
-    return r;
+    if (bounded(a, req, r)) return r;
+    acp_roots_free(r);
+    return NULL;
 }
 
 acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_exist)
@@ -123,7 +155,8 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
                        .sse = a->opts.mcp_sse,
                        .connect_timeout_ms = a->opts.mcp_connect_timeout_ms,
                        .on_log = mcp_log,
-                       .user = a};
+                       .user = a,
+                       .no_stdio = a->bounds && a->bounds->no_stdio_mcp};
     char *err = NULL;
     int rc = acp_mcp_set_new(a->loop, servers, &mo, rv, nr, &s->mcp, &err);
     free(rv);

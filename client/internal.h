@@ -42,6 +42,7 @@ struct acp_client {
     acp_client_op *ops; /* calls in flight */
     acp_client_session *sessions;
     acp_client_session *found; /* acp_client_find()'s last answer: an agent streams in runs */
+    char dropped[81]; /* the sessionId (JSON text, cut) last said dropped: a run is said once */
     acp_term *terms;
     uint64_t next_term;
     acp_pending *pending; /* requests of the agent's waiting for the application's answer */

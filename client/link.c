@@ -32,6 +32,12 @@ static void on_exit_(acp_proc *p, int64_t status, int sig, void *user)
     c->exit_sig = sig;
 }
 
+static void on_stderr(acp_proc *p, const char *buf, size_t n, void *user)
+{
+    acp_client *c = user;
+    c->opts.on_stderr(c, buf, n, c->opts.user);
+}
+
 static int spawn(acp_client *c, const acp_transport_opts *to)
 {
     const acp_client_opts *o = &c->opts;
@@ -51,7 +57,9 @@ static int spawn(acp_client *c, const acp_transport_opts *to)
                         .env = (char *const *)o->env,
                         .pipe_stdin = true,
                         .pipe_stdout = true,
+                        .pipe_stderr = o->on_stderr != NULL,
                         .inherit_stderr = true,
+                        .on_stderr = o->on_stderr ? on_stderr : NULL,
                         .on_exit = on_exit_,
                         .user = c};
     int rc = acp_proc_spawn(c->loop, &po, &c->proc, &msg);

@@ -110,6 +110,7 @@ acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_ro
     s->roots = roots;
     s->next = c->sessions;
     c->sessions = s;
+    c->dropped[0] = 0; /* that id may be this one: if it goes again, say so again */
     return s;
 }
 
@@ -160,9 +161,21 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
     }
     u.kind = acp_update_kind_of(u.kind_text);
     acp_client_session *s = acp_client_find(c, u.session_id);
-    u.replay = s && s->loading;
-    if (s && (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION))
-        track(s, &u);
+    if (!s) {
+        /* Not ours (never created, loaded or resumed here, or already freed): shown, it would
+         * pass for the user's session; an agent that means one of ours names it. */
+        size_t n = u.session_id.n < sizeof c->dropped ? u.session_id.n : sizeof c->dropped - 1;
+        if (strlen(c->dropped) == n && !memcmp(c->dropped, u.session_id.p, n)) return;
+        memcpy(c->dropped, u.session_id.p, n);
+        c->dropped[n] = 0;
+        acp_client_log(c,
+                       "dropped a session/update for session %s, which this client does not "
+                       "have open (and any that follow it for that session)",
+                       c->dropped);
+        return;
+    }
+    u.replay = s->loading;
+    if (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION) track(s, &u);
     if (c->opts.on_update) c->opts.on_update(c, s, &u, c->opts.user);
 }
 

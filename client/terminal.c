@@ -192,10 +192,13 @@ nomem:
     return NULL;
 }
 
-/* The checks, made before the application is asked and again (the session may have gone
- * meanwhile) when the command runs. Answers the request and returns NULL on failure. */
-static acp_client_session *checked(acp_client *c, acp_req *req)
+/* The checks, made before the application is asked and again (the session may have gone,
+ * a directory may have been swapped for a link meanwhile) when the command runs. On success
+ * *cwd is the resolved working directory inside the session's roots (caller frees); on failure
+ * the request is answered and NULL returned. */
+static acp_client_session *checked(acp_client *c, acp_req *req, char **cwd)
 {
+    *cwd = NULL;
     acp_client_session *s = acp_client_req_session(c, req);
     if (!s) return NULL;
     json_t *params = acp_req_params(req);
@@ -213,10 +216,21 @@ static acp_client_session *checked(acp_client *c, acp_req *req)
                           "non-negative outputByteLimit");
         return NULL;
     }
-    const char *cwd = json_is_string(cwdj) ? json_string_value(cwdj) : acp_roots_cwd(s->roots);
-    if (cwd[0] != '/') {
+    /* The schema makes cwd an absolute path: a relative one is refused, not guessed at. */
+    const char *want = json_is_string(cwdj) ? json_string_value(cwdj) : acp_roots_cwd(s->roots);
+    if (want[0] != '/') {
         acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "cwd must be an absolute path: '%s'",
-                          cwd);
+                          want);
+        return NULL;
+    }
+    /* A command run elsewhere reads and writes there: the roots bound it as they bound fs. */
+    char *msg = NULL;
+    int rc = acp_roots_resolve(s->roots, want, cwd, &msg);
+    if (rc) {
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS,
+                          "a terminal's cwd must lie inside the session's directories: %s",
+                          msg ? msg : acp_strerror(rc));
+        free(msg);
         return NULL;
     }
     return s;
@@ -224,15 +238,14 @@ static acp_client_session *checked(acp_client *c, acp_req *req)
 
 static void do_create(acp_client *c, acp_req *req)
 {
-    acp_client_session *s = checked(c, req);
+    char *cwd;
+    acp_client_session *s = checked(c, req, &cwd);
     if (!s) return;
     json_t *params = acp_req_params(req);
     const char *command = json_string_value(json_object_get(params, "command"));
     json_t *args = json_object_get(params, "args");
     json_t *env = json_object_get(params, "env");
-    json_t *cwdj = json_object_get(params, "cwd");
     json_t *lim = json_object_get(params, "outputByteLimit");
-    const char *cwd = json_is_string(cwdj) ? json_string_value(cwdj) : acp_roots_cwd(s->roots);
     size_t nargs = json_array_size(args);
     char **argv = calloc(nargs + 2, sizeof *argv);
     char **envv = make_env(env);
@@ -279,13 +292,16 @@ fail:
     free(t);
 done:
     free(argv);
+    free(cwd);
     acp_client_argv_free(envv);
 }
 
 static void on_create(acp_conn *conn, acp_req *req, void *user)
 {
     acp_client *c = user;
-    acp_client_session *s = checked(c, req);
+    char *cwd;
+    acp_client_session *s = checked(c, req, &cwd);
+    free(cwd);
     if (s) acp_client_ask_app(c, s, req, "terminal/create", do_create);
 }
 

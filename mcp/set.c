@@ -821,6 +821,12 @@ static int copy_roots(acp_mcp_set *s, const char *const *roots, size_t n)
 static void start_server(mcp_server *srv)
 {
     uv_timer_start(&srv->connect_timer, on_connect_timeout, srv->set->opts.connect_timeout_ms, 0);
+    if (srv->kind == MCP_STDIO && srv->set->opts.no_stdio) {
+        mcp_server_fail(srv, "stdio MCP servers are refused here: this agent runs no commands "
+                             "for its network clients (its operator may allow them: acp-agent "
+                             "--allow-stdio-mcp)");
+        return;
+    }
     if (srv->kind == MCP_STDIO && srv->command[0] != '/') {
         mcp_server_fail(srv, "command must be an absolute path: '%s'", srv->command);
         return;

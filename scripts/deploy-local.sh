@@ -67,7 +67,7 @@ chmod 600 "$state/key.pem" "$state/proxy.pem"
 # The agents, each on a port of its own choosing.
 i=1
 while [ $i -le "$agents" ]; do
-    "$agent" --listen 127.0.0.1:0 --port-file "$state/agent$i.port" --store "$store" \
+    "$agent" --listen 127.0.0.1:0 --exposed --port-file "$state/agent$i.port" --store "$store" \
         --token-file "$state/token" --lease-ttl 5000 2>"$state/agent$i.log" &
     pids="$pids $!"
     i=$((i + 1))

@@ -165,8 +165,11 @@ typedef struct acp_client_opts {
      * acp_client_op_timeout() says). 0: none (a prompt may take hours). */
     unsigned call_timeout_ms;
 
-    /* Every session/update, in arrival order. s is NULL for a session this client has no
-     * handle for (the agent may talk about any session). See acp/update.h for typed views. */
+    /* Every session/update for a session this client has a handle for, in arrival order (s
+     * is never NULL). Updates for any other session id (never created, loaded or resumed on
+     * this connection, or already freed) are dropped and said to on_log, once for a run of
+     * them about one id: a hostile agent cannot make them pass for the user's session. See
+     * acp/update.h for typed views. */
     void (*on_update)(acp_client *c, acp_client_session *s, const acp_update *u, void *user);
     /* session/request_permission. params is the request's params (borrowed, valid during the
      * call). The application owns p until it calls acp_client_perm_reply() exactly once, now
@@ -209,6 +212,11 @@ typedef struct acp_client_opts {
      * already ended with ACP_ECLOSED. */
     void (*on_closed)(acp_client *c, void *user);
     void *user;
+    /* ACP_CLIENT_SPAWN: the agent's stderr as it arrives (any bytes, cut anywhere; buf
+     * borrowed for the call). Set, stderr is a pipe read on the loop, and all of it arrives
+     * before the client's last handle closes (see acp_client_free()); NULL, the agent shares
+     * our stderr, raw: its escape sequences then reach our terminal. */
+    void (*on_stderr)(acp_client *c, const char *buf, size_t n, void *user);
 } acp_client_opts;
 
 /* The end of a call. Borrowed, valid during the callback only. */
@@ -229,7 +237,7 @@ typedef void (*acp_client_cb)(acp_client *c, const acp_client_reply *r, void *us
 
 /* --- the connection -------------------------------------------------------------------- */
 
-/* Connects (spawns the agent in its own process group with stderr inherited, attaches the
+/* Connects (spawns the agent in its own process group, stderr as on_stderr says; attaches the
  * fds, or connects the socket) and sends `initialize` with clientInfo and the capabilities of
  * opts; cb runs when the agent answered (reply->result is the initialize result), with
  * ACP_EPROTO for an unsupported protocolVersion, ACP_EACCES when an agent URL refused our

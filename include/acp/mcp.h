@@ -77,6 +77,9 @@ typedef struct acp_mcp_opts {
     /* Server `index` changed status or its tool list changed. May be NULL. */
     void (*on_change)(acp_mcp_set *s, size_t index, void *user);
     void *user;
+    /* Stdio servers (a command line run on this host) are not started: each is FAILED with a
+     * reason that says so, the others serve. For clients that must not run commands here. */
+    bool no_stdio;
 } acp_mcp_opts;
 
 /* Validates `servers` (a JSON array of McpServer; NULL or null means none) and starts

@@ -22,6 +22,13 @@ ACP_BEGIN_DECLS
 
 typedef struct acp_server acp_server;
 
+/* acp_server_opts.stdio_mcp. */
+typedef enum acp_server_stdio_mcp {
+    ACP_SERVER_STDIO_MCP_DEFAULT = 0, /* refused when non-loopback or with roots */
+    ACP_SERVER_STDIO_MCP_ALLOW,
+    ACP_SERVER_STDIO_MCP_REFUSE,
+} acp_server_stdio_mcp;
+
 typedef struct acp_server_opts {
     /* Where to listen: "HOST:PORT" (a name or an address, "[::1]:PORT" for IPv6; port 0
      * picks a free one, see acp_server_port) or "unix:/path". */
@@ -58,6 +65,25 @@ typedef struct acp_server_opts {
      * answered, every session closed and committed, every connection closed. NULL: nothing. */
     void (*on_done)(acp_server *srv, void *user);
     void *user;
+
+    /* Safety on the network (docs/remote.md, "Threat model"). A listener is loopback when
+     * `listen` is unix:..., localhost, an address in 127.0.0.0/8 or ::1 (read from the text:
+     * no name is resolved) and `exposed` is false; any other is non-loopback. */
+    bool exposed; /* non-loopback whatever the address: a proxy on this host forwards to it */
+    /* A non-loopback listener without a token is refused (ACP_EACCES): whoever reaches it
+     * could run commands and read and write files as this user. true: allowed, and said as a
+     * warning on agent_opts->on_log at start. */
+    bool insecure_no_auth;
+    /* Directories sessions may use: session/new, load and resume are answered -32602 unless
+     * cwd and every additionalDirectories entry lie inside one of these, symlinks resolved
+     * at the time of the request. Absolute paths, copied. NULL/0: anywhere. */
+    const char *const *roots;
+    size_t n_roots;
+    /* Stdio mcpServers entries (command lines the agent would run on this host). The
+     * default refuses them on a non-loopback listener, or when roots are set (a command
+     * reaches past any root); refused, the session opens without that server, which its MCP
+     * status shows FAILED with the reason. */
+    acp_server_stdio_mcp stdio_mcp;
 } acp_server_opts;
 
 /* Starts serving: binds opts->listen and accepts from the next loop turn. store is borrowed
@@ -65,7 +91,8 @@ typedef struct acp_server_opts {
  * them, for every connection's agent (agent_opts may be NULL; its on_done is the server's and
  * ignored; its on_log also receives the server's own lines). *out is owned by the caller:
  * acp_server_free(). 0, or ACP_EINVAL (a malformed address, an engine acp_agent_new refuses,
- * TLS files that cannot be loaded) / ACP_EIO (the address cannot be bound), with a malloc'd
+ * TLS files that cannot be loaded, a relative root) / ACP_EIO (the address cannot be bound) /
+ * ACP_EACCES (a non-loopback listener without a token or insecure_no_auth), with a malloc'd
  * sentence in *err (the caller frees it), or ACP_ENOMEM. */
 int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                            const acp_agent_opts *agent_opts, const acp_server_opts *opts,

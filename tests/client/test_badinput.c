@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a client must survive from its agent (script-agent.mjs, which writes exact lines):
- * lines that are not JSON-RPC, malformed session/update notifications (dropped, with on_log)
- * and unknown kinds (delivered as ACP_UPDATE_OTHER), fs requests outside the session's roots
+ * lines that are not JSON-RPC, malformed session/update notifications and updates for a
+ * session we do not have open (dropped, with on_log), unknown kinds (delivered as
+ * ACP_UPDATE_OTHER), fs requests outside the session's roots
  * (refused with an error to the agent and on_log; nothing read or written outside), requests
  * for sessions we do not have, responses to ids we never used, answers of the wrong shape, and
  * a line longer than max_message (dropped whole; the connection lives on). Nothing crashes or
@@ -257,18 +258,19 @@ static void test_malformed_updates(void **state)
             "\"currentModeId\":17}}"),
         UPD("{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"config_option_update\","
             "\"configOptions\":{\"not\":\"an array\"}}}"),
-        /* A session we have no handle for: delivered with s NULL. */
+        /* A session we have no handle for: dropped, and said (issue 20, item 8). */
         CHUNK("\"nope\"", "for nobody"),
         /* An escaped id is the same id. */
         CHUNK("\"\\u0073\\u0031\"", "escaped"),
         NULL,
     };
     json_decref(script(f, delivered, NULL));
-    assert_int_equal(f->updates, 8);
+    assert_int_equal(f->updates, 7);
     assert_int_equal(f->other, 1);
-    assert_int_equal(f->unrouted, 1);
+    assert_int_equal(f->unrouted, 0);
+    assert_int_equal(count(&f->log, "dropped a session/update for session \"nope\""), 1);
     acp_buf_cstr(&f->texts);
-    assert_string_equal(f->texts.data, "ok\n\nfor nobody\nescaped\n");
+    assert_string_equal(f->texts.data, "ok\n\nescaped\n");
     /* The bad mode and config updates did not corrupt the session's state (it had none). */
     assert_null(acp_client_session_mode(f->s));
     assert_null(acp_client_session_config_options(f->s));

@@ -4,6 +4,7 @@
  * docs/remote.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -59,7 +60,9 @@ static const char usage[] =
     "near it). The model's tools: the session's MCP tools, and the client's file reads,\n"
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
-    "\n"
+    "\n";
+/* The server's part (a second string: C17 promises string literals up to 4095 bytes). */
+static const char usage_listen[] =
     "--listen HOST:PORT|unix:/path: serve ACP over the network instead of stdio, WebSocket\n"
     "and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over TLS, h2c with\n"
     "prior knowledge), every connection its own ACP connection on the one store. Port 0\n"
@@ -80,6 +83,15 @@ static const char usage[] =
     "  --ping-interval S     WebSocket ping; two missed pongs close (30)\n"
     "  --close-timeout S     how long a close waits for a slow reader (5)\n"
     "  --port-file FILE      write the bound TCP port to FILE once listening\n"
+    "Safety (docs/remote.md, threat model). Loopback means unix:, localhost, 127.x, ::1:\n"
+    "  --insecure-no-auth    listen on a non-loopback address without --token-file (else\n"
+    "                        refused, exit 2): anyone who reaches it runs commands here\n"
+    "  --exposed             treat a loopback address as non-loopback (a proxy forwards)\n"
+    "  --root DIR            sessions' cwd and additionalDirectories must lie inside DIR\n"
+    "                        (symlinks resolved; repeatable; else -32602)\n"
+    "  --allow-stdio-mcp     let clients start stdio MCP servers (commands on this host);\n"
+    "                        refused by default when non-loopback or with --root\n"
+    "  --no-stdio-mcp        refuse them on loopback too\n"
     "Sizes take K, M or G; seconds may have decimals (0.5).\n";
 
 struct prog {
@@ -291,6 +303,7 @@ int main(int argc, char **argv)
     const char *listen = NULL, *token_file = NULL, *port_file = NULL;
     acp_server_opts so = {0};
     const char *origins[64]; /* --allow-origin values (argv strings) */
+    const char *roots[64];   /* --root values, resolved */
     openai_opts oo = {0};
     bool openai_flag = false;
     uint64_t lease_ttl = 0;
@@ -298,7 +311,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int taken;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
+            printf("%s%s", usage, usage_listen);
             return 0;
         } else if (!strcmp(argv[i], "--version")) {
             printf("acp-agent %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
@@ -337,6 +350,25 @@ int main(int argc, char **argv)
             }
             origins[so.n_allow_origins++] = argv[++i];
             so.allow_origins = origins;
+        } else if (!strcmp(argv[i], "--root") && i + 1 < argc) {
+            static char real[64][PATH_MAX];
+            const char *dir = argv[++i];
+            if (so.n_roots == 64 || !realpath(dir, real[so.n_roots])) {
+                fprintf(stderr, "acp-agent: --root '%s': %s\n", dir,
+                        so.n_roots == 64 ? "at most 64 roots" : strerror(errno));
+                return 2;
+            }
+            roots[so.n_roots] = real[so.n_roots];
+            so.n_roots++;
+            so.roots = roots;
+        } else if (!strcmp(argv[i], "--exposed")) {
+            so.exposed = true;
+        } else if (!strcmp(argv[i], "--insecure-no-auth")) {
+            so.insecure_no_auth = true;
+        } else if (!strcmp(argv[i], "--allow-stdio-mcp")) {
+            so.stdio_mcp = ACP_SERVER_STDIO_MCP_ALLOW;
+        } else if (!strcmp(argv[i], "--no-stdio-mcp")) {
+            so.stdio_mcp = ACP_SERVER_STDIO_MCP_REFUSE;
         } else if (!strcmp(argv[i], "--port-file") && i + 1 < argc) {
             port_file = argv[++i];
         } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
@@ -387,11 +419,12 @@ int main(int argc, char **argv)
             openai_flag = true;
             i++;
         } else {
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s", argv[i], usage);
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[i], usage, usage_listen);
             return 2;
         }
     }
     if (!listen && (so.tls_cert || so.tls_key || token_file || port_file || so.n_allow_origins ||
+                    so.n_roots || so.stdio_mcp || so.exposed || so.insecure_no_auth ||
                     so.max_connections || so.max_message || so.high_water || so.idle_timeout_ms ||
                     so.header_timeout_ms || so.ping_interval_ms || so.close_timeout_ms)) {
         fprintf(stderr, "acp-agent: server options need --listen\n");
@@ -499,6 +532,7 @@ int main(int argc, char **argv)
                            .lease_ttl_ms = (unsigned)lease_ttl};
     acp_agent *a = NULL;
     int rc;
+    bool exit_usage = false;
     if (listen) {
         so.listen = listen;
         so.token = token;
@@ -512,6 +546,7 @@ int main(int argc, char **argv)
         if (rc) {
             fprintf(stderr, "acp-agent: %s\n", serr ? serr : acp_strerror(rc));
             free(serr);
+            if (rc == ACP_EACCES) exit_usage = true; /* not safe as asked: a usage error */
         } else if (port_file && !write_port(port_file, acp_server_port(prog.server))) {
             rc = ACP_EIO;
         } else if (prog.verbose) {
@@ -547,5 +582,5 @@ int main(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     acp_store_close(store);
-    return rc ? 1 : 0;
+    return exit_usage ? 2 : rc ? 1 : 0;
 }

@@ -40,6 +40,8 @@ typedef struct app {
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
     unsigned timeout_ms;
+    const char *agent_log; /* --agent-log: the agent's stderr, raw, appended here */
+    bool quiet;            /* --quiet: the agent's stderr dropped */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
@@ -75,6 +77,9 @@ typedef struct app {
     /* --json's error line: the last thing said on stderr, and the agent's JSON-RPC code */
     char said[1024];
     int err_code;
+    int agent_log_fd;      /* --agent-log's file, else -1 */
+    acp_buf agent_line;    /* the agent's stderr since its last line end */
+    uv_timer_t agent_idle; /* shows that much once the agent has said nothing more for a while */
 } app;
 
 /* conn.c: the connection, sign-in, sessions, failures */
@@ -107,6 +112,12 @@ void app_exit_now(app *a, int status) __attribute__((noreturn));
 void app_json_error(app *a, int status);
 /* stderr line that does not tear the output: "acp: ...". */
 void app_note(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* agent_stderr.c: the agent's stderr, shown made safe line by line, logged raw, or dropped */
+/* With the loop: 0, or EXIT_USAGE when --agent-log cannot be opened (said). */
+int agent_stderr_open(app *a);
+void agent_stderr(acp_client *c, const char *buf, size_t n, void *user);
+void agent_stderr_close(app *a); /* shows what is left of a line; closes the log */
 
 /* ask.c: permission requests, writes and commands; questions on the terminal */
 void ask_init(app *a);

@@ -227,6 +227,8 @@ int app_open(app *a)
     uv_timer_init(&a->loop, &a->wait);
     a->wait.data = a;
     ask_init(a);
+    int rc = agent_stderr_open(a);
+    if (rc) return rc;
 
     bool spawn = app_spawns(a);
     char *def = a->agent ? NULL : default_agent();
@@ -260,12 +262,13 @@ int app_open(app *a)
         .on_permission = on_permission,
         .on_ask = on_ask,
         .on_log = on_log,
+        .on_stderr = spawn ? agent_stderr : NULL,
         .user = a,
     };
     char *err = NULL;
     waiter w = {0};
     app_busy(a, true);
-    int rc = acp_client_start(&o, started, &w, &a->c, &err);
+    rc = acp_client_start(&o, started, &w, &a->c, &err);
     free(def);
     json_decref(meta); /* copied into initialize */
     if (rc) {
@@ -311,6 +314,7 @@ void app_close(app *a)
         uv_timer_start(&end, end_agent, END_MS, 0);
         uv_unref((uv_handle_t *)&end);
     }
+    uv_close((uv_handle_t *)&a->agent_idle, NULL);
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&end, NULL);
     acp_reaper_close(a->reaper, NULL, NULL); /* what terminal commands left: killed */
@@ -318,6 +322,7 @@ void app_close(app *a)
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_loop_close(&a->loop);
     a->loop_ready = false;
+    agent_stderr_close(a); /* after the loop: all the agent wrote has arrived */
 }
 
 /* --- failures -------------------------------------------------------------------------- */

@@ -54,6 +54,9 @@ static const char usage_main[] =
     "  --terminal                run the agent's terminal commands\n"
     "  --auth METHOD             sign in with METHOD before the command\n"
     "  --timeout SECONDS         give up on any call the agent does not answer in time\n"
+    "  --agent-log FILE          append the agent's stderr to FILE, raw (default: shown\n"
+    "                            line by line, made safe for the terminal, colours dropped)\n"
+    "  --quiet                   drop the agent's stderr\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
     "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
@@ -302,6 +305,8 @@ enum {
     O_SSE,
     O_ALL,
     O_COLOR,
+    O_AGENT_LOG,
+    O_QUIET,
 };
 
 typedef struct cmdline {
@@ -343,6 +348,8 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"mcp-sse", required_argument, NULL, O_SSE},
                                          {"all-cwd", no_argument, NULL, O_ALL},
                                          {"color", optional_argument, NULL, O_COLOR},
+                                         {"agent-log", required_argument, NULL, O_AGENT_LOG},
+                                         {"quiet", no_argument, NULL, O_QUIET},
                                          {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -407,6 +414,12 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             a->timeout_ms = (unsigned)(s * 1000 + 0.5);
             break;
         }
+        case O_AGENT_LOG:
+            a->agent_log = optarg;
+            break;
+        case O_QUIET:
+            a->quiet = true;
+            break;
         case 'h':
         case O_HELP:
             cl->help = true;
