@@ -9,6 +9,7 @@
 #   make fuzz     libFuzzer (clang) on the JSON-RPC reader for FUZZ_SECONDS (600)
 #   make fuzz-all every untrusted-input parser under libFuzzer, FUZZ_SECONDS in all
 #   make valgrind the unit tests under valgrind (no sanitizers)
+#   make deb      the Debian packages libacp1, libacp-dev, acp-tools into build/deb/ (lintian-checked)
 #   make abi-baseline  record libacp.so's ABI in abi/libacp.abi, on purpose (docs/abi.md)
 #   make debug | asan | install | format | clean
 CMAKE      ?= cmake
@@ -89,10 +90,13 @@ fuzz-all: fuzz-build
 install: release
 	$(CMAKE) --install build
 
+deb: deps
+	JOBS=$(JOBS) ./scripts/deb.sh build/deb
+
 format:
 	find include rpc rt store net mcp agent client engines tools tests fuzz bench -name '*.[ch]' | xargs clang-format -i
 
 clean:
 	rm -rf build
 
-.PHONY: all deps npm release debug asan valgrind abi-baseline test test-live demo bench fuzz fuzz-build fuzz-all install format clean
+.PHONY: all deps npm release debug asan valgrind abi-baseline test test-live demo bench fuzz fuzz-build fuzz-all install deb format clean

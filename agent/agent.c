@@ -22,15 +22,6 @@ void agent_log(acp_agent *a, const char *fmt, ...)
     a->opts.on_log(line, a->opts.user);
 }
 
-int agent_fail(acp_agent *a, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->errmsg, sizeof a->errmsg, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 size_t agent_index_of(const void *arr, size_t n, size_t size, const char *id)
 {
     for (size_t i = 0; id && i < n; i++) {
@@ -41,32 +32,14 @@ size_t agent_index_of(const void *arr, size_t n, size_t size, const char *id)
     return n;
 }
 
-const char *acp_agent_errmsg(const acp_agent *a)
-{
-    return a->errmsg;
-}
-
-void acp_agent_new_id(const char *prefix, char *buf)
+int acp_agent_new_id(const char *prefix, char *buf)
 {
     unsigned char r[16];
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = getrandom(r + got, sizeof r - got, 0);
-        if (n > 0) {
-            got += (size_t)n;
-        } else if (errno != EINTR) {
-            /* No getrandom (old kernel, seccomp): the same pool through the device. */
-            int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-            while (fd >= 0 && got < sizeof r) {
-                n = read(fd, r + got, sizeof r - got);
-                if (n > 0)
-                    got += (size_t)n;
-                else if (n < 0 && errno != EINTR)
-                    break;
-            }
-            if (fd >= 0) close(fd);
-            if (got < sizeof r) abort(); /* ids must never be guessable; refuse to go on */
-        }
+    /* getrandom(2), or /dev/urandom where it is missing (old kernel, seccomp). */
+    int e = uv_random(NULL, NULL, r, sizeof r, 0, NULL);
+    if (e) { /* ids must never be guessable: none rather than a weak one */
+        buf[0] = '\0';
+        return acp_error_set(ACP_EIO, "no random bytes for a %sid: %s", prefix, uv_strerror(e));
     }
     size_t p = strlen(prefix);
     memcpy(buf, prefix, p);
@@ -76,6 +49,7 @@ void acp_agent_new_id(const char *prefix, char *buf)
         buf[p + 2 * i + 1] = hex[r[i] & 15];
     }
     buf[p + 32] = '\0';
+    return 0;
 }
 
 /* Held output counts: within one loop turn everything a session produces is held, so without
@@ -170,7 +144,7 @@ int acp_agent_flush(acp_agent *a)
                     session_gone(s, why == ACP_ESTALE); /* dirty already: only marked */
         failed = 0;
     }
-    char *err = failed ? strdup(acp_store_errmsg(a->store)) : NULL;
+    char *err = failed ? strdup(acp_error_last()->message) : NULL;
     if (failed) agent_log(a, "store commit failed: %s", err ? err : "");
     acp_session *list = a->dirty;
     a->dirty = NULL;
@@ -214,7 +188,7 @@ void agent_store_error(acp_req *req, const char *errmsg)
 
 void agent_reply_store_error(acp_agent *a, acp_req *req)
 {
-    agent_store_error(req, acp_store_errmsg(a->store));
+    agent_store_error(req, acp_error_last()->message);
 }
 
 void agent_reply_not_found(acp_req *req, const char *id)
@@ -303,34 +277,43 @@ static void handle_closed(uv_handle_t *h)
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out)
 {
+    acp_engine eng;
+    acp_agent_opts o;
+    if (!engine) return acp_error_set(ACP_EINVAL, "acp_agent_new: the engine is NULL");
+    int rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
+    if (!rc) rc = acp_struct_read(&o, sizeof o, ACP_AGENT_OPTS_SIZE_1_0, opts, "acp_agent_opts");
+    if (rc) return rc;
     acp_agent *a = calloc(1, sizeof *a);
-    if (!a) return ACP_ENOMEM;
+    if (!a) return acp_error_code(ACP_ENOMEM);
     a->loop = loop;
     a->store = store;
-    a->eng = *engine;
-    if (opts) a->opts = *opts;
+    a->eng = eng;
+    a->opts = o;
     a->client_caps = json_object();
     a->init_params = json_object();
     a->lease_ttl_ms = a->opts.lease_ttl_ms ? a->opts.lease_ttl_ms : LEASE_TTL_DEFAULT;
-    lease_make_holder(a);
-    if (a->lease_ttl_ms > LEASE_TTL_MAX)
-        agent_fail(a, ACP_EINVAL, "lease_ttl_ms over a day: %u", a->lease_ttl_ms);
-    if (a->errmsg[0] || cfg_check_engine(a) || auth_check_engine(a)) {
-        agent_log(a, "invalid engine: %s", a->errmsg);
+    if (lease_make_holder(a) ||
+        (a->lease_ttl_ms > LEASE_TTL_MAX &&
+         acp_error_set(ACP_EINVAL, "lease_ttl_ms over a day: %u", a->lease_ttl_ms)) ||
+        cfg_check_engine(a) || auth_check_engine(a)) {
+        agent_log(a, "invalid engine: %s", acp_error_last()->message);
         json_decref(a->client_caps);
         json_decref(a->init_params);
         free(a);
-        return ACP_EINVAL;
+        return ACP_EINVAL; /* the sentence is set above */
     }
-    acp_conn_opts co = {
-        .on_request = on_unknown, .on_log = conn_log, .on_output = conn_output, .user = a};
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .on_request = on_unknown,
+                        .on_log = conn_log,
+                        .on_output = conn_output,
+                        .user = a};
     a->conn = acp_conn_new(&co);
     if (!a->conn || !a->client_caps || !a->init_params) {
         acp_conn_free(a->conn);
         json_decref(a->client_caps);
         json_decref(a->init_params);
         free(a);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     uv_idle_init(loop, &a->pump);
     uv_prepare_init(loop, &a->flusher);
@@ -538,8 +521,9 @@ static const agent_out stdio_ops = {tr_writable, tr_queued, tr_flush, NULL, tr_c
 int acp_agent_serve_stdio(acp_agent *a, int in_fd, int out_fd)
 {
     stdio_out *so = malloc(sizeof *so);
-    if (!so) return ACP_ENOMEM;
-    acp_transport_opts o = {.high_water = AGENT_HIGH_WATER,
+    if (!so) return acp_error_code(ACP_ENOMEM);
+    acp_transport_opts o = {.struct_size = sizeof(acp_transport_opts),
+                            .high_water = AGENT_HIGH_WATER,
                             .before_flush = tr_before_flush,
                             .on_drain = tr_drain,
                             .on_eof = tr_eof,

@@ -225,13 +225,13 @@ void auth_register(acp_agent *a)
 int auth_check_engine(acp_agent *a)
 {
     if (a->eng.nauth_methods && !a->eng.auth_methods)
-        return agent_fail(a, ACP_EINVAL, "auth methods missing");
+        return acp_error_set(ACP_EINVAL, "auth methods missing");
     for (size_t i = 0; i < a->eng.nauth_methods; i++) {
         const acp_auth_method *m = &a->eng.auth_methods[i];
         if (!m->id || !*m->id || !m->name)
-            return agent_fail(a, ACP_EINVAL, "an auth method needs an id and a name");
+            return acp_error_set(ACP_EINVAL, "an auth method needs an id and a name");
         if (AGENT_INDEX(a->eng.auth_methods, i, m->id) < i)
-            return agent_fail(a, ACP_EINVAL, "auth method '%s' twice", m->id);
+            return acp_error_set(ACP_EINVAL, "auth method '%s' twice", m->id);
     }
     return 0;
 }

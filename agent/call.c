@@ -68,7 +68,7 @@ int call_status(acp_conn *c, acp_msg *m, const json_t **result, const char **err
     }
     if (!(*result = acp_msg_result(m))) {
         *error = "the client's result does not parse";
-        return ACP_EPROTO;
+        return acp_error_code(ACP_EPROTO);
     }
     return 0;
 }
@@ -91,8 +91,8 @@ static int call_gate(acp_agent *a, const char *method, const json_t *params)
             need = "elicitation.url";
     }
     if (!need || acp_agent_client_has(a, need)) return 0;
-    return agent_fail(a, ACP_ENOTSUP, "the client did not advertise %s, which %s needs", need,
-                      method);
+    return acp_error_set(ACP_ENOTSUP, "the client did not advertise %s, which %s needs", need,
+                         method);
 }
 
 /* --- calls and their owners ---------------------------------------------------------------- */
@@ -143,13 +143,13 @@ int call_check(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const ch
                const json_t *params)
 {
     if (t && t->decided)
-        return agent_fail(a, ACP_ECLOSED, "the turn's response is decided already");
+        return acp_error_set(ACP_ECLOSED, "the turn's response is decided already");
     if (s && s->state != SESS_READY)
-        return agent_fail(a, ACP_ECLOSED, "session %s is not open", s->id);
+        return acp_error_set(ACP_ECLOSED, "session %s is not open", s->id);
     if (!s && !au->req)
-        return agent_fail(a, ACP_ECLOSED, "the authenticate request was answered already");
+        return acp_error_set(ACP_ECLOSED, "the authenticate request was answered already");
     if (params && !json_is_object(params))
-        return agent_fail(a, ACP_EINVAL, "the params of %s must be an object", method);
+        return acp_error_set(ACP_EINVAL, "the params of %s must be an object", method);
     return call_gate(a, method, params);
 }
 
@@ -284,12 +284,11 @@ static int fs_path(acp_session *s, const char *method, const char *path, char **
 {
     int rc = call_gate(s->a, method, NULL);
     if (rc) return rc;
-    if (!path || !*path) return agent_fail(s->a, ACP_EINVAL, "%s needs a path", method);
+    if (!path || !*path) return acp_error_set(ACP_EINVAL, "%s needs a path", method);
     rc = acp_session_resolve_path(s, path, real);
     if (rc == ACP_EACCES)
-        return agent_fail(s->a, rc, "%s is outside the session's roots: %s is not sent", path,
-                          method);
-    return rc ? agent_fail(s->a, rc, "%s: %s", path, acp_strerror(rc)) : 0;
+        return acp_error_set(rc, "%s is outside the session's roots: %s is not sent", path, method);
+    return rc ? acp_error_set(rc, "%s: %s", path, acp_strerror(rc)) : 0;
 }
 
 static void read_answer(pcall *p, int status, const json_t *result, const char *error)
@@ -312,7 +311,7 @@ static int read_file(acp_turn *t, acp_session *s, const char *path, unsigned lin
     if (rc) return rc;
     json_t *params = json_pack("{ss}", "path", real);
     free(real);
-    if (!params) return agent_fail(s->a, ACP_EINVAL, "the path is not valid UTF-8");
+    if (!params) return acp_error_set(ACP_EINVAL, "the path is not valid UTF-8");
     if (line) json_object_set_new(params, "line", json_integer(line));
     if (limit) json_object_set_new(params, "limit", json_integer(limit));
     return pcall_start(&(pcall){.t = t, .s = s, .answer = read_answer, .cb.read = cb, .user = user},
@@ -349,7 +348,7 @@ static int write_file(acp_turn *t, acp_session *s, const char *path, const char 
     if (rc) return rc;
     json_t *params = json_pack("{ss s:s%}", "path", real, "content", text ? text : "", n);
     free(real);
-    if (!params) return agent_fail(s->a, ACP_EINVAL, "the path or the text is not valid UTF-8");
+    if (!params) return acp_error_set(ACP_EINVAL, "the path or the text is not valid UTF-8");
     return pcall_start(
         &(pcall){.t = t, .s = s, .answer = write_answer, .cb.done = cb, .user = user},
         "fs/write_text_file", params);

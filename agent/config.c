@@ -34,47 +34,46 @@ static bool has_groups(const acp_config_option *o)
 static int check_option(acp_agent *a, const acp_config_option *o)
 {
     if (!o->id || !*o->id || !o->name)
-        return agent_fail(a, ACP_EINVAL, "a config option needs an id and a name");
+        return acp_error_set(ACP_EINVAL, "a config option needs an id and a name");
     if (o->boolean) return 0;
     if (!o->nvalues || !o->values)
-        return agent_fail(a, ACP_EINVAL, "config option '%s' has no values", o->id);
+        return acp_error_set(ACP_EINVAL, "config option '%s' has no values", o->id);
     bool grouped = has_groups(o);
     for (size_t i = 0; i < o->nvalues; i++) {
         const acp_config_value *v = &o->values[i];
         if (!v->value || !v->name)
-            return agent_fail(a, ACP_EINVAL,
-                              "config option '%s': a value needs a value id and a name", o->id);
+            return acp_error_set(ACP_EINVAL,
+                                 "config option '%s': a value needs a value id and a name", o->id);
         if (!v->group != !grouped || (grouped && !v->group_name))
-            return agent_fail(
-                a, ACP_EINVAL,
+            return acp_error_set(
+                ACP_EINVAL,
                 "config option '%s': either every value has a group (with a name) or none", o->id);
         if (AGENT_INDEX(o->values, i, v->value) < i)
-            return agent_fail(a, ACP_EINVAL, "config option '%s': value '%s' twice", o->id,
-                              v->value);
+            return acp_error_set(ACP_EINVAL, "config option '%s': value '%s' twice", o->id,
+                                 v->value);
         /* A group is written as one SessionConfigSelectGroup: its values must be consecutive,
          * or its id would appear twice. */
         for (size_t k = 0; grouped && k + 1 < i; k++)
             if (!strcmp(o->values[k].group, v->group) && strcmp(o->values[i - 1].group, v->group))
-                return agent_fail(
-                    a, ACP_EINVAL,
-                    "config option '%s': the values of group '%s' must be consecutive", o->id,
-                    v->group);
+                return acp_error_set(
+                    ACP_EINVAL, "config option '%s': the values of group '%s' must be consecutive",
+                    o->id, v->group);
     }
     if (o->default_value && AGENT_INDEX(o->values, o->nvalues, o->default_value) == o->nvalues)
-        return agent_fail(a, ACP_EINVAL,
-                          "config option '%s': default '%s' is not one of its values", o->id,
-                          o->default_value);
+        return acp_error_set(ACP_EINVAL,
+                             "config option '%s': default '%s' is not one of its values", o->id,
+                             o->default_value);
     return 0;
 }
 
 static int check_options(acp_agent *a, const acp_config_option *opts, size_t n)
 {
-    if (n && !opts) return agent_fail(a, ACP_EINVAL, "config options missing");
+    if (n && !opts) return acp_error_set(ACP_EINVAL, "config options missing");
     for (size_t i = 0; i < n; i++) {
         int rc = check_option(a, &opts[i]);
         if (rc) return rc;
         if (AGENT_INDEX(opts, i, opts[i].id) < i)
-            return agent_fail(a, ACP_EINVAL, "config option '%s' twice", opts[i].id);
+            return acp_error_set(ACP_EINVAL, "config option '%s' twice", opts[i].id);
     }
     return 0;
 }
@@ -82,15 +81,15 @@ static int check_options(acp_agent *a, const acp_config_option *opts, size_t n)
 int cfg_check_engine(acp_agent *a)
 {
     const acp_engine *e = &a->eng;
-    if (e->nmodes && !e->modes) return agent_fail(a, ACP_EINVAL, "modes missing");
+    if (e->nmodes && !e->modes) return acp_error_set(ACP_EINVAL, "modes missing");
     for (size_t i = 0; i < e->nmodes; i++) {
         if (!e->modes[i].id || !*e->modes[i].id || !e->modes[i].name)
-            return agent_fail(a, ACP_EINVAL, "a mode needs an id and a name");
+            return acp_error_set(ACP_EINVAL, "a mode needs an id and a name");
         if (AGENT_INDEX(e->modes, i, e->modes[i].id) < i)
-            return agent_fail(a, ACP_EINVAL, "mode '%s' twice", e->modes[i].id);
+            return acp_error_set(ACP_EINVAL, "mode '%s' twice", e->modes[i].id);
     }
     if (e->default_mode && AGENT_INDEX(e->modes, e->nmodes, e->default_mode) == e->nmodes)
-        return agent_fail(a, ACP_EINVAL, "default mode '%s' is not a mode", e->default_mode);
+        return acp_error_set(ACP_EINVAL, "default mode '%s' is not a mode", e->default_mode);
     return check_options(a, e->config_options, e->nconfig_options);
 }
 
@@ -164,7 +163,7 @@ static json_t *value_json(const cfg *c, size_t i)
 static int settle(cfg *c, const json_t *prev)
 {
     size_t *val = calloc(c->nopts ? c->nopts : 1, sizeof *val);
-    if (!val) return ACP_ENOMEM;
+    if (!val) return acp_error_code(ACP_ENOMEM);
     free(c->val);
     c->val = val;
     for (size_t i = 0; i < c->nopts; i++) settle_value(c, i, json_object_get(prev, c->opts[i].id));
@@ -222,10 +221,9 @@ static int save(acp_session *s)
 {
     if (s->gone) return session_gone_error(s);
     char *txt = state_text(s);
-    if (!txt) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
+    if (!txt) return acp_error_set(ACP_ENOMEM, "out of memory");
     int rc = acp_store_set_state(s->a->store, s->id, s->fence, txt);
     free(txt);
-    if (rc == ACP_ESTORE) agent_fail(s->a, rc, "%s", acp_store_errmsg(s->a->store));
     return session_write_failed(s, rc);
 }
 
@@ -377,7 +375,7 @@ static int snapshot(const cfg *c, undo *u)
 {
     u->mode = c->mode;
     u->val = malloc((c->nopts ? c->nopts : 1) * sizeof *u->val);
-    if (!u->val) return ACP_ENOMEM;
+    if (!u->val) return acp_error_code(ACP_ENOMEM);
     memcpy(u->val, c->val, c->nopts * sizeof *u->val);
     return 0;
 }
@@ -405,7 +403,7 @@ static int commit(acp_session *s, undo *u, bool mode_moved, bool opt_moved, int 
 static int change_mode(acp_session *s, size_t m, int quiet)
 {
     undo u;
-    if (snapshot(&s->cfg, &u)) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
+    if (snapshot(&s->cfg, &u)) return acp_error_set(ACP_ENOMEM, "out of memory");
     bool opt_moved = false;
     bool moved = s->cfg.mode != m;
     s->cfg.mode = m;
@@ -417,7 +415,7 @@ static int change_mode(acp_session *s, size_t m, int quiet)
 static int change_option(acp_session *s, size_t i, size_t v, bool on, int quiet)
 {
     undo u;
-    if (snapshot(&s->cfg, &u)) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
+    if (snapshot(&s->cfg, &u)) return acp_error_set(ACP_ENOMEM, "out of memory");
     bool mode_moved = false;
     s->cfg.val[i] = s->cfg.opts[i].boolean ? on : v;
     sync_mode_to_option(s, &mode_moved);
@@ -444,7 +442,7 @@ int acp_session_config_bool(const acp_session *s, const char *config_id, bool *o
 {
     size_t i;
     const acp_config_option *o = find_option(&s->cfg, config_id, &i);
-    if (!o || !o->boolean) return ACP_ENOTFOUND;
+    if (!o || !o->boolean) return acp_error_code(ACP_ENOTFOUND);
     *on = s->cfg.val[i];
     return 0;
 }
@@ -452,10 +450,9 @@ int acp_session_config_bool(const acp_session *s, const char *config_id, bool *o
 int acp_session_set_mode(acp_session *s, const char *mode_id)
 {
     size_t m;
-    if (s->state == SESS_CLOSED)
-        return agent_fail(s->a, ACP_ECLOSED, "session %s is closed", s->id);
+    if (s->state == SESS_CLOSED) return acp_error_set(ACP_ECLOSED, "session %s is closed", s->id);
     if (!find_mode(&s->a->eng, mode_id, &m))
-        return agent_fail(s->a, ACP_EINVAL, "unknown mode '%s'", mode_id ? mode_id : "(null)");
+        return acp_error_set(ACP_EINVAL, "unknown mode '%s'", mode_id ? mode_id : "(null)");
     return change_mode(s, m, QUIET_NONE);
 }
 
@@ -463,15 +460,14 @@ static int set_option(acp_session *s, const char *config_id, bool boolean, const
                       bool on)
 {
     size_t i, v = 0;
-    if (s->state == SESS_CLOSED)
-        return agent_fail(s->a, ACP_ECLOSED, "session %s is closed", s->id);
+    if (s->state == SESS_CLOSED) return acp_error_set(ACP_ECLOSED, "session %s is closed", s->id);
     const acp_config_option *o = config_id ? find_option(&s->cfg, config_id, &i) : NULL;
     if (!o || o->boolean != boolean)
-        return agent_fail(s->a, ACP_EINVAL, "no %s config option '%s'",
-                          boolean ? "boolean" : "select", config_id ? config_id : "(null)");
+        return acp_error_set(ACP_EINVAL, "no %s config option '%s'", boolean ? "boolean" : "select",
+                             config_id ? config_id : "(null)");
     if (!boolean && !find_value(o, value, &v))
-        return agent_fail(s->a, ACP_EINVAL, "config option '%s' has no value '%s'", config_id,
-                          value ? value : "(null)");
+        return acp_error_set(ACP_EINVAL, "config option '%s' has no value '%s'", config_id,
+                             value ? value : "(null)");
     return change_option(s, i, v, on, QUIET_NONE);
 }
 
@@ -539,7 +535,7 @@ static void *copy_options(const acp_config_option *opts, size_t n)
 int acp_session_set_config_options(acp_session *s, const acp_config_option *opts, size_t n)
 {
     acp_agent *a = s->a;
-    if (s->state == SESS_CLOSED) return agent_fail(a, ACP_ECLOSED, "session %s is closed", s->id);
+    if (s->state == SESS_CLOSED) return acp_error_set(ACP_ECLOSED, "session %s is closed", s->id);
     int rc = check_options(a, opts, n);
     if (rc) return rc;
     cfg *c = &s->cfg;
@@ -550,7 +546,7 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
     if (!prev || (n && !own)) {
         json_decref(prev);
         free(own);
-        return agent_fail(a, ACP_ENOMEM, "out of memory");
+        return acp_error_set(ACP_ENOMEM, "out of memory");
     }
     cfg old = *c;
     c->opts = own;
@@ -562,7 +558,7 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
     if (rc) {
         free(own);
         *c = old;
-        return agent_fail(a, rc, "out of memory");
+        return acp_error_set(rc, "out of memory");
     }
     size_t old_mode = c->mode;
     bool mode_moved = false;
@@ -619,9 +615,9 @@ static void reply_failed(acp_session *s, acp_req *req, int rc)
     if (rc == ACP_ENOTFOUND)
         session_reply_gone(s, req);
     else if (rc == ACP_ESTORE)
-        agent_store_error(req, acp_agent_errmsg(s->a));
+        agent_store_error(req, acp_error_last()->message);
     else
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_agent_errmsg(s->a));
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
 }
 
 /* Asks the engine's vetoes about a client's change to mode m, or to option i (value v, or on):

@@ -110,45 +110,53 @@ static void elicit_answer(pcall *p, int status, const json_t *result, const char
     if (p->cb.elicit) p->cb.elicit(p->s, status, action, content, error, p->user);
 }
 
-static int elicit(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const acp_elicit *e,
+static int elicit(acp_agent *a, acp_turn *t, acp_session *s, acp_auth *au, const acp_elicit *app,
                   char *id_out, acp_elicit_cb cb, void *user)
 {
     if (id_out) id_out[0] = '\0';
-    if (!e || !e->message || !e->form == !e->url)
-        return agent_fail(a, ACP_EINVAL,
-                          "an elicitation needs a message and exactly one of a form and a url");
+    acp_elicit copy;
+    const acp_elicit *e = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_ELICIT_SIZE_1_0, app, "acp_elicit");
+    if (rc) return rc;
+    if (!e->message || !e->form == !e->url)
+        return acp_error_set(ACP_EINVAL,
+                             "an elicitation needs a message and exactly one of a form and a url");
     if (e->form && !json_is_object(e->form))
-        return agent_fail(a, ACP_EINVAL, "an elicitation form (requestedSchema) must be an object");
+        return acp_error_set(ACP_EINVAL, "an elicitation form (requestedSchema) must be an object");
     if (e->tool_call && !s)
-        return agent_fail(a, ACP_EINVAL, "an elicitation outside a session has no tool call");
+        return acp_error_set(ACP_EINVAL, "an elicitation outside a session has no tool call");
     json_t *params = json_pack("{ss ss}", "message", e->message, "mode", e->form ? "form" : "url");
-    if (!params) return agent_fail(a, ACP_EINVAL, "the elicitation message is not valid UTF-8");
+    if (!params) return acp_error_set(ACP_EINVAL, "the elicitation message is not valid UTF-8");
     if (e->tool_call) json_object_set_new(params, "toolCallId", json_string(e->tool_call->id));
     /* The answer is checked against the form as sent, whatever the engine does with its own. */
     json_t *form = e->form ? json_deep_copy(e->form) : NULL;
     if (form) json_object_set(params, "requestedSchema", form);
     char id[48] = "";
     if (e->url) {
-        acp_agent_new_id("elic_", id);
+        if (acp_agent_new_id("elic_", id)) {
+            json_decref(params);
+            json_decref(form);
+            return ACP_EIO; /* acp_agent_new_id said why */
+        }
         if (json_object_set_new(params, "url", json_string(e->url))) {
             json_decref(params);
-            return agent_fail(a, ACP_EINVAL, "the elicitation url is not valid UTF-8");
+            return acp_error_set(ACP_EINVAL, "the elicitation url is not valid UTF-8");
         }
         json_object_set_new(params, "elicitationId", json_string(id));
     }
     if ((e->form && !form) || (e->url && !a->elicit_ids && !(a->elicit_ids = json_object()))) {
         json_decref(params);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
-    int rc = pcall_start(&(pcall){.t = t,
-                                  .s = s,
-                                  .au = au,
-                                  .answer = elicit_answer,
-                                  .cb.elicit = cb,
-                                  .user = user,
-                                  .data = form,
-                                  .cancelled = "{\"action\":\"cancel\"}"},
-                         "elicitation/create", params);
+    rc = pcall_start(&(pcall){.t = t,
+                              .s = s,
+                              .au = au,
+                              .answer = elicit_answer,
+                              .cb.elicit = cb,
+                              .user = user,
+                              .data = form,
+                              .cancelled = "{\"action\":\"cancel\"}"},
+                     "elicitation/create", params);
     if (rc || !e->url) return rc;
     /* Bound to this connection until completed; the session (if any) orders the complete. */
     json_object_set_new(a->elicit_ids, id, s ? json_string(s->id) : json_null());
@@ -170,7 +178,7 @@ int acp_session_elicit(acp_session *s, const acp_elicit *e, char *id_out, acp_el
 int acp_auth_elicit(acp_auth *au, const acp_elicit *e, char *id_out, acp_elicit_cb cb, void *user)
 {
     if (!au->req)
-        return agent_fail(au->a, ACP_ECLOSED, "the authenticate request was answered already");
+        return acp_error_set(ACP_ECLOSED, "the authenticate request was answered already");
     return elicit(au->a, NULL, NULL, au, e, id_out, cb, user);
 }
 
@@ -178,8 +186,8 @@ int acp_agent_elicit_complete(acp_agent *a, const char *elicitation_id)
 {
     json_t *sid = elicitation_id ? json_object_get(a->elicit_ids, elicitation_id) : NULL;
     if (!sid)
-        return agent_fail(a, ACP_ENOTFOUND, "no outstanding URL elicitation %s",
-                          elicitation_id ? elicitation_id : "(null)");
+        return acp_error_set(ACP_ENOTFOUND, "no outstanding URL elicitation %s",
+                             elicitation_id ? elicitation_id : "(null)");
     /* After what the session sent before (the tool call the elicitation is about, say). */
     acp_session *s = json_is_string(sid) ? session_find(a, json_string_value(sid)) : NULL;
     size_t before;

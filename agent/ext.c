@@ -21,16 +21,16 @@ int acp_agent_on_ext(acp_agent *a, const char *method, acp_request_cb on_request
                      acp_notify_cb on_notify, void *user)
 {
     if (!method || method[0] != '_')
-        return agent_fail(a, ACP_EINVAL, "extension method names start with '_': '%s'",
-                          method ? method : "(null)");
+        return acp_error_set(ACP_EINVAL, "extension method names start with '_': '%s'",
+                             method ? method : "(null)");
     ext_handler *x = calloc(1, sizeof *x);
-    if (!x) return ACP_ENOMEM;
+    if (!x) return acp_error_code(ACP_ENOMEM);
     *x = (ext_handler){a, on_request, on_notify, user, a->exts};
     /* A method nobody answers stays unknown: -32601 for requests, ignored notifications. */
     if (acp_conn_on(a->conn, method, on_request ? on_ext_request : NULL,
                     on_notify ? on_ext_notify : NULL, x)) {
         free(x);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     a->exts = x; /* kept until the agent goes: a replaced registration may still be running */
     return 0;
@@ -40,8 +40,8 @@ static int ext_name(acp_agent *a, const char *method, json_t *params)
 {
     if (method && method[0] == '_') return 0;
     json_decref(params);
-    return agent_fail(a, ACP_EINVAL, "extension method names start with '_': '%s'",
-                      method ? method : "(null)");
+    return acp_error_set(ACP_EINVAL, "extension method names start with '_': '%s'",
+                         method ? method : "(null)");
 }
 
 /* Updates held for the store go out first: the message waits behind them in the hold of the

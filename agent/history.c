@@ -19,7 +19,8 @@ int history_settle(acp_session *s)
     acp_buf *p = &s->pend;
     if (s->gone) p->len = 0; /* its appends could only come back ACP_ENOTFOUND */
     if (p->len) {
-        if (acp_store_append(s->a->store, s->id, s->fence, p->data, p->len)) return ACP_ENOMEM;
+        if (acp_store_append(s->a->store, s->id, s->fence, p->data, p->len))
+            return acp_error_code(ACP_ENOMEM);
         p->len = 0;
     }
     /* A streaming turn reuses its buffer (a merged text stays under AGENT_COALESCE_MAX), but
@@ -30,9 +31,9 @@ int history_settle(acp_session *s)
 
 int history_append(acp_session *s, const char *json, size_t n)
 {
-    if (s->gone) return ACP_ENOTFOUND;
+    if (s->gone) return acp_error_code(ACP_ENOTFOUND);
     if (history_settle(s) || acp_store_append(s->a->store, s->id, s->fence, json, n))
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     agent_mark_dirty(s->a, s);
     return 0;
 }
@@ -41,12 +42,12 @@ int history_append_text(acp_session *s, const char *json, size_t n, size_t body,
 {
     acp_buf *p = &s->pend;
     size_t add = end - body, tail = n - end;
-    if (s->gone) return ACP_ENOTFOUND;
+    if (s->gone) return acp_error_code(ACP_ENOTFOUND);
     /* Same bytes before the text means same kind and messageId; same tail, same closing. */
     if (p->len && body == s->pend_body && tail == s->pend_tail &&
         p->len - tail + add - body <= AGENT_COALESCE_MAX && !memcmp(p->data, json, body) &&
         !memcmp(p->data + p->len - tail, json + end, tail)) {
-        if (acp_buf_reserve(p, add)) return ACP_ENOMEM;
+        if (acp_buf_reserve(p, add)) return acp_error_code(ACP_ENOMEM);
         p->len -= tail;
         memcpy(p->data + p->len, json + body, add);
         p->len += add;
@@ -54,7 +55,7 @@ int history_append_text(acp_session *s, const char *json, size_t n, size_t body,
         p->len += tail;
         return 0;
     }
-    if (history_settle(s) || acp_buf_append(p, json, n)) return ACP_ENOMEM;
+    if (history_settle(s) || acp_buf_append(p, json, n)) return acp_error_code(ACP_ENOMEM);
     s->pend_body = body;
     s->pend_tail = tail;
     agent_mark_dirty(s->a, s);

@@ -9,7 +9,9 @@
 #include "acp/agent.h"
 #include "acp/roots.h"
 #include "acp/rt.h"
+#include "rpc/lasterr.h"
 #include "agent/validate.h"
+#include "rpc/lasterr.h"
 
 /* Output queued above this makes a turn unwritable (when no transport reports its own). */
 #define AGENT_HIGH_WATER (4u << 20)
@@ -18,6 +20,13 @@
 #define AGENT_LIST_PAGE   50
 /* The longest text (escaped bytes) one stored update of coalesced chunks holds. */
 #define AGENT_COALESCE_MAX (1u << 20)
+
+/* The 1.0 sizes of the structs an engine hands the runtime (when they change: rpc/lasterr.h). */
+#define ACP_ENGINE_SIZE_1_0        sizeof(acp_engine)
+#define ACP_AGENT_OPTS_SIZE_1_0    sizeof(acp_agent_opts)
+#define ACP_TOOL_INFO_SIZE_1_0     sizeof(acp_tool_info)
+#define ACP_TERMINAL_OPTS_SIZE_1_0 sizeof(acp_terminal_opts)
+#define ACP_ELICIT_SIZE_1_0        sizeof(acp_elicit)
 
 /* A response that must wait until the session's held messages were released. */
 typedef struct deferred {
@@ -217,7 +226,6 @@ struct acp_agent {
     acp_terminal *orphans; /* terminals whose owner went away before terminal/create answered */
     json_t *elicit_ids;    /* outstanding URL elicitation ids (object used as a set; call.c) */
     const struct agent_bounds *bounds; /* a server's bounds on sessions (serve.h); NULL: none */
-    char errmsg[512];
 
     acp_session *sessions; /* active (opening or ready) */
     size_t nsessions;
@@ -277,8 +285,6 @@ bool agent_accept(acp_agent *a, acp_req *req, const vfield *params, bool auth);
  * and acp_auth_method all do, so one lookup serves them all. */
 size_t agent_index_of(const void *arr, size_t n, size_t size, const char *id);
 #define AGENT_INDEX(arr, n, id) agent_index_of((arr), (n), sizeof *(arr), (id))
-/* Sets the message acp_agent_errmsg() returns and returns code. */
-int agent_fail(acp_agent *a, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void agent_maybe_done(acp_agent *a);
 void agent_maybe_free(acp_agent *a);
 
@@ -316,9 +322,9 @@ int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const 
  * prompt and pending replies -32002 and closes it. */
 void session_gone(acp_session *s, bool fenced);
 /* For a write for s that returned rc: ACP_ENOTFOUND and ACP_ESTALE mark s gone (above) and
- * become ACP_ENOTFOUND with acp_agent_errmsg() saying which; anything else is returned. */
+ * become ACP_ENOTFOUND with acp_error_last() saying which; anything else is returned. */
 int session_write_failed(acp_session *s, int rc);
-/* ACP_ENOTFOUND for a gone session, acp_agent_errmsg() saying why. */
+/* ACP_ENOTFOUND for a gone session, acp_error_last() saying why. */
 int session_gone_error(acp_session *s);
 /* Answers req -32002 for a gone session s, after its held output. */
 void session_reply_gone(acp_session *s, acp_req *req);
@@ -354,7 +360,7 @@ void turn_writable_run(acp_agent *a);
  * machine and PID namespace ("-" when unknown): unique among every agent on the store (the
  * random part), telling an operator who holds a session, and telling another agent on the
  * same machine whether the holder's process is gone. */
-void lease_make_holder(acp_agent *a);
+int lease_make_holder(acp_agent *a); /* 0, or ACP_EIO with no entropy */
 /* Takes the lease of session id for this agent into *fence. On failure answers req (busy:
  * ACP_RPC_SESSION_BUSY with the retry hint; gone: -32002; store: -32603) and returns false. */
 bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence);
@@ -378,7 +384,7 @@ const char *session_id_param(acp_req *req);
 /* config.c: modes and config options. */
 /* Sets the session's options from the engine and the stored state (JSON text or NULL). */
 int cfg_init(acp_session *s, const char *stored);
-int cfg_check_engine(acp_agent *a); /* ACP_EINVAL (acp_agent_errmsg says why) or 0 */
+int cfg_check_engine(acp_agent *a); /* ACP_EINVAL (acp_error_last() says why) or 0 */
 void cfg_free(acp_session *s);
 /* Writes the "modes" and "configOptions" members (when the session has them) into the
  * object being written by w. */
@@ -393,7 +399,7 @@ void auth_write_methods(acp_agent *a, acp_jw *w); /* the authMethods array */
 bool agent_check_auth(acp_agent *a, acp_req *req);
 void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
 void auth_free_all(acp_agent *a);
-int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_agent_errmsg says why) or 0 */
+int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_error_last() says why) or 0 */
 
 /* ext.c */
 void ext_free_all(acp_agent *a);

@@ -46,17 +46,18 @@ static void machine(char *buf, size_t n)
         snprintf(buf, n, "%s.%lx", boot, (unsigned long)ns.st_ino);
 }
 
-void lease_make_holder(acp_agent *a)
+int lease_make_holder(acp_agent *a)
 {
     char host[41] = "", m[64], rnd[40];
     gethostname(host, sizeof host - 1);
     for (char *c = host; *c; c++)
         if (*c == '/') *c = '_'; /* the separator */
     machine(m, sizeof m);
-    acp_agent_new_id("", rnd);
+    if (acp_agent_new_id("", rnd)) return ACP_EIO; /* it said why */
     rnd[16] = '\0'; /* 64 random bits: unique enough among the agents of one store */
     /* 40 + 20 + 44 + 16 and the slashes: within ACP_STORE_HOLDER_MAX */
     snprintf(a->holder, sizeof a->holder, "%.40s/%ld/%.44s/%.16s", host, (long)getpid(), m, rnd);
+    return 0;
 }
 
 /* True when holder h is another process on this machine (same boot, same PID namespace) that
@@ -82,7 +83,7 @@ static bool holder_dead(const char *h)
     if ((size_t)(end - 1 - p) >= sizeof ps) return false;
     memcpy(ps, p, (size_t)(end - 1 - p));
     ps[end - 1 - p] = '\0';
-    if (acp_parse_u64(ps, 2, 4194304, &pid, NULL, 0) || pid == (uint64_t)getpid()) return false;
+    if (acp_parse_u64(ps, 2, 4194304, &pid) || pid == (uint64_t)getpid()) return false;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -122,7 +123,7 @@ void lease_give_up(acp_session *s)
         agent_log(a,
                   "session %s: its lease could not be released (%s); another agent can "
                   "open it once the lease expires",
-                  s->id, acp_store_errmsg(a->store));
+                  s->id, acp_error_last()->message);
     s->fence = 0;
 }
 
@@ -140,7 +141,7 @@ static void renew(uv_timer_t *h)
             /* Not fatal yet: the lease lasts its TTL, and a holder that took it meanwhile
              * fences our writes out; the next tick tries again. */
             agent_log(a, "session %s: its lease could not be renewed: %s", s->id,
-                      acp_store_errmsg(a->store));
+                      acp_error_last()->message);
             a->lease_warned = true;
         } else if (!rc) {
             a->lease_warned = false;

@@ -169,10 +169,16 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
     acp_agent *a = user;
     if (!agent_accept(a, req, &params_new, true)) return;
     char id[48];
-    acp_agent_new_id("sess_", id);
+    if (acp_agent_new_id("sess_", id)) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
+        return;
+    }
     acp_session *s = session_open(a, req, id, false);
     if (!s) return;
-    acp_store_session row = {.id = id, .cwd = (char *)acp_session_cwd(s), .add_dirs = s->add_dirs};
+    acp_store_session row = {.struct_size = sizeof(acp_store_session),
+                             .id = id,
+                             .cwd = (char *)acp_session_cwd(s),
+                             .add_dirs = s->add_dirs};
     acp_store_now(row.created_at);
     memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
     /* Created with this agent's lease on it: one write. */
@@ -205,7 +211,7 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
     if (!s) {
         /* Failed; if because it is not stored any more (-32002), the one open here was
          * deleted elsewhere: it goes too. */
-        acp_store_session row = {0};
+        acp_store_session row = ACP_STORE_SESSION_INIT;
         if (old && acp_store_get(a->store, old->id, &row) == ACP_ENOTFOUND)
             session_gone(old, false);
         acp_store_session_clear(&row);
@@ -306,7 +312,7 @@ static void list_one(acp_jw *w, const acp_store_session *ss)
 static int list_collect(void *user, const acp_store_session *ss)
 {
     acp_buf *b = user;
-    if (b->len > 1 && acp_buf_putc(b, ',')) return ACP_ENOMEM;
+    if (b->len > 1 && acp_buf_putc(b, ',')) return acp_error_code(ACP_ENOMEM);
     acp_jw w;
     acp_jw_init(&w, b);
     list_one(&w, ss);

@@ -184,7 +184,7 @@ int acp_agent_serve_link(acp_agent *a, acp_link *l, unsigned stall_ms)
     link_out *o = calloc(1, sizeof *o);
     if (!o) {
         acp_link_close(l);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     o->a = a;
     o->l = l;

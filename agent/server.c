@@ -8,9 +8,14 @@
 #include <strings.h>
 
 #include "acp/server.h"
+#include "agent/internal.h"
 #include "agent/serve.h"
 #include "rpc/lasterr.h"
 #include "net/listen.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_SERVER_OPTS_SIZE_1_0 sizeof(acp_server_opts)
 
 typedef struct sconn sconn;
 
@@ -154,27 +159,19 @@ static bool loopback(const char *where)
     return !strcasecmp(host, "localhost");
 }
 
-/* The last error set, also as the *err copy acp_agent_serve_listen still hands out. */
-static int failed(int status, char **err)
-{
-    *err = strdup(acp_error_last()->message);
-    return status;
-}
-
 /* What the network may do (acp_server_opts, "Safety on the network"): a listener others can
  * reach needs a token unless the operator says otherwise; the roots and the stdio MCP policy
  * every connection's agent follows. */
-static int bound(acp_server *srv, const acp_server_opts *o, char **err)
+static int bound(acp_server *srv, const acp_server_opts *o)
 {
     bool remote = o->exposed || (o->listen && !loopback(o->listen)); /* none: EINVAL below */
     if (remote && !o->token && !o->insecure_no_auth)
-        return failed(acp_error_set(ACP_EACCES,
-                                    "refusing to listen on %s without a token: anyone who can "
-                                    "reach it could run commands and read and write files as "
-                                    "this user; give a token (acp-agent --token-file FILE), or "
-                                    "accept that (--insecure-no-auth)",
-                                    o->listen),
-                      err);
+        return acp_error_set(ACP_EACCES,
+                             "refusing to listen on %s without a token: anyone who can "
+                             "reach it could run commands and read and write files as "
+                             "this user; give a token (acp-agent --token-file FILE), or "
+                             "accept that (--insecure-no-auth)",
+                             o->listen);
     if (remote && !o->token) {
         char line[512];
         snprintf(line, sizeof line,
@@ -185,9 +182,8 @@ static int bound(acp_server *srv, const acp_server_opts *o, char **err)
     }
     for (size_t i = 0; i < o->n_roots; i++)
         if (!o->roots[i] || o->roots[i][0] != '/')
-            return failed(acp_error_set(ACP_EINVAL, "a root must be an absolute path: '%s'",
-                                        o->roots[i] ? o->roots[i] : ""),
-                          err);
+            return acp_error_set(ACP_EINVAL, "a root must be an absolute path: '%s'",
+                                 o->roots[i] ? o->roots[i] : "");
     if (o->n_roots &&
         acp_roots_new(o->roots[0], o->roots + 1, o->n_roots - 1, &srv->bounds.roots, NULL))
         return acp_error_code(ACP_ENOMEM); /* the paths were checked */
@@ -199,27 +195,33 @@ static int bound(acp_server *srv, const acp_server_opts *o, char **err)
 
 int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                            const acp_agent_opts *agent_opts, const acp_server_opts *opts,
-                           acp_server **out, char **err)
+                           acp_server **out)
 {
     *out = NULL;
-    *err = NULL;
+    acp_server_opts o;
+    acp_agent_opts ao;
+    acp_engine eng;
+    int rc = acp_struct_read(&o, sizeof o, ACP_SERVER_OPTS_SIZE_1_0, opts, "acp_server_opts");
+    if (!rc)
+        rc = acp_struct_read(&ao, sizeof ao, ACP_AGENT_OPTS_SIZE_1_0, agent_opts, "acp_agent_opts");
+    if (!rc && !engine)
+        rc = acp_error_set(ACP_EINVAL, "acp_agent_serve_listen: the engine is NULL");
+    if (!rc) rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
+    if (rc) return rc;
     /* The engine is checked once here, not at the first connection. */
     acp_agent *probe = NULL;
-    int rc = acp_agent_new(loop, store, engine, NULL, &probe);
-    if (rc) {
-        *err = strdup(rc == ACP_EINVAL ? "the engine's modes, options or auth methods are invalid"
-                                       : "out of memory");
-        return rc;
-    }
+    rc = acp_agent_new(loop, store, &eng, NULL, &probe);
+    if (rc) return acp_error_set(rc, "invalid engine: %s", acp_error_last()->message);
     acp_agent_free(probe);
     acp_server *srv = calloc(1, sizeof *srv);
-    if (!srv) return ACP_ENOMEM;
+    if (!srv) return acp_error_set(ACP_ENOMEM, "out of memory starting a server");
     srv->loop = loop;
     srv->store = store;
-    srv->eng = *engine;
-    if (agent_opts) srv->aopts = *agent_opts;
+    srv->eng = eng;
+    srv->aopts = ao;
     srv->aopts.on_done = NULL;
-    srv->o = *opts;
+    srv->o = o;
+    opts = &o;
     srv->o.listen = srv->o.tls_cert = srv->o.tls_key = srv->o.token = NULL; /* not kept */
     srv->o.allow_origins = NULL;
     acp_listener_opts lo = {.where = opts->listen,
@@ -239,8 +241,13 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
                             .on_log = listener_log,
                             .user = srv};
     srv->stall_ms = acp_net_limits_resolve(&lo.limits).idle_timeout_ms;
-    rc = bound(srv, opts, err);
-    if (!rc) rc = acp_listener_open(loop, &lo, &srv->L, err);
+    rc = bound(srv, opts);
+    if (!rc) {
+        char *err = NULL; /* net's listener hands its sentence back malloc'd */
+        rc = acp_listener_open(loop, &lo, &srv->L, &err);
+        if (rc) acp_error_set(rc, "%s", err ? err : acp_strerror(rc));
+        free(err);
+    }
     if (rc) {
         release(srv);
         return rc;

@@ -97,7 +97,7 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
      * read from the row after it is what no other holder can change any more. This agent
      * may hold it already (the session is open here and is being loaded afresh): that keeps
      * its epoch, so the old incarnation's last commit still goes through. */
-    acp_store_session row = {0};
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     int64_t fence = 0;
     /* The incarnation open here, if any, goes on using the lease when this open fails. */
     bool shared = session_find(a, id) != NULL;
@@ -151,19 +151,18 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     const char **rv = calloc(nr, sizeof *rv);
     if (!rv) goto nomem;
     for (size_t i = 0; i < nr; i++) rv[i] = acp_roots_at(roots, i);
-    acp_mcp_opts mo = {.http = a->opts.mcp_http,
+    acp_mcp_opts mo = {.struct_size = sizeof(acp_mcp_opts),
+                       .http = a->opts.mcp_http,
                        .sse = a->opts.mcp_sse,
                        .connect_timeout_ms = a->opts.mcp_connect_timeout_ms,
                        .on_log = mcp_log,
                        .user = a,
                        .no_stdio = a->bounds && a->bounds->no_stdio_mcp};
-    char *err = NULL;
-    int rc = acp_mcp_set_new(a->loop, servers, &mo, rv, nr, &s->mcp, &err);
+    int rc = acp_mcp_set_new(a->loop, servers, &mo, rv, nr, &s->mcp);
     free(rv);
     if (rc) {
         acp_req_error(req, rc == ACP_EINVAL ? ACP_RPC_INVALID_PARAMS : ACP_RPC_INTERNAL_ERROR, NULL,
-                      "%s", err ? err : "out of memory");
-        free(err);
+                      "%s", acp_error_last()->message);
         s->mcp = NULL;
         session_free(s);
         return NULL;
@@ -271,7 +270,7 @@ int session_defer(acp_session *s, acp_req *req, json_t *result, int code, const 
     if (s->ndefs == s->defs_cap) {
         size_t cap = s->defs_cap ? s->defs_cap * 2 : 4;
         deferred *d = realloc(s->defs, cap * sizeof *d);
-        if (!d) return ACP_ENOMEM;
+        if (!d) return acp_error_code(ACP_ENOMEM);
         s->defs = d;
         s->defs_cap = cap;
     }
@@ -298,10 +297,10 @@ void session_gone(acp_session *s, bool fenced)
 
 int session_gone_error(acp_session *s)
 {
-    return agent_fail(s->a, ACP_ENOTFOUND,
-                      s->fenced ? "session %s was taken over by another agent"
-                                : "session %s was deleted elsewhere",
-                      s->id);
+    return acp_error_set(ACP_ENOTFOUND,
+                         s->fenced ? "session %s was taken over by another agent"
+                                   : "session %s was deleted elsewhere",
+                         s->id);
 }
 
 int session_write_failed(acp_session *s, int rc)
@@ -444,7 +443,8 @@ int session_emit(acp_session *s, const char *json, size_t n, bool persist)
 int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *json, size_t n)
 {
     static const char mid[] = ",\"update\":";
-    if (acp_buf_reserve(b, sizeof env_prefix + idn + sizeof mid + n + 3)) return ACP_ENOMEM;
+    if (acp_buf_reserve(b, sizeof env_prefix + idn + sizeof mid + n + 3))
+        return acp_error_code(ACP_ENOMEM);
     acp_buf_append(b, env_prefix, sizeof env_prefix - 1);
     acp_buf_append(b, id_json, idn);
     acp_buf_append(b, mid, sizeof mid - 1);
@@ -458,7 +458,8 @@ int session_send(acp_session *s, const char *json, size_t n)
     acp_agent *a = s->a;
     acp_buf *b = s->dirty ? &s->hold : &a->line;
     size_t before = b->len;
-    if (session_envelope(b, s->id_json, strlen(s->id_json), json, n)) return ACP_ENOMEM;
+    if (session_envelope(b, s->id_json, strlen(s->id_json), json, n))
+        return acp_error_code(ACP_ENOMEM);
     if (b == &a->line) {
         int rc = acp_conn_out_append(a->conn, b->data, b->len);
         b->len = 0;
@@ -523,16 +524,16 @@ static int kind_of(acp_session *s, acp_span kind, enum kind *k)
     }
     if (cap && !acp_agent_client_has(s->a, cap)) {
         char *name = acp_json_strdup(kind);
-        int rc = agent_fail(s->a, ACP_ENOTSUP, "the client did not advertise %s: no %s", cap,
-                            name ? name : "such update");
+        int rc = acp_error_set(ACP_ENOTSUP, "the client did not advertise %s: no %s", cap,
+                               name ? name : "such update");
         free(name);
         return rc;
     }
     if (acp_json_str_eq(kind, "current_mode_update") ||
         acp_json_str_eq(kind, "config_option_update"))
-        return agent_fail(s->a, ACP_EINVAL,
-                          "the runtime sends mode and config updates: use acp_session_set_mode() "
-                          "or acp_session_set_config*()");
+        return acp_error_set(
+            ACP_EINVAL, "the runtime sends mode and config updates: use acp_session_set_mode() "
+                        "or acp_session_set_config*()");
     *k = kind_is_history(kind)                          ? K_HISTORY
          : acp_json_str_eq(kind, "session_info_update") ? K_INFO
                                                         : K_LIVE;
@@ -542,7 +543,7 @@ static int kind_of(acp_session *s, acp_span kind, enum kind *k)
 static int record_info(acp_session *s, const char *json, size_t n)
 {
     json_t *u = json_loadb(json, n, 0, NULL);
-    if (!u) return ACP_EINVAL;
+    if (!u) return acp_error_code(ACP_EINVAL);
     json_t *title = json_object_get(u, "title");
     json_t *at = json_object_get(u, "updatedAt");
     int rc = 0;
@@ -562,13 +563,13 @@ static int record_info(acp_session *s, const char *json, size_t n)
 
 int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted)
 {
-    if (s->state == SESS_CLOSED) return ACP_ECLOSED;
+    if (s->state == SESS_CLOSED) return acp_error_code(ACP_ECLOSED);
     if (s->gone) return session_gone_error(s);
-    if (!trusted && acp_json_validate(json, n, 64)) return ACP_EINVAL;
+    if (!trusted && acp_json_validate(json, n, 64)) return acp_error_code(ACP_EINVAL);
     acp_span obj = {json, n}, kind;
     if (acp_json_kind(obj) != 'o' || !acp_json_member(obj, "sessionUpdate", &kind) ||
         acp_json_kind(kind) != 's')
-        return ACP_EINVAL;
+        return acp_error_code(ACP_EINVAL);
     enum kind k = K_LIVE;
     int rc = kind_of(s, kind, &k);
     if (rc) return rc;
@@ -579,9 +580,9 @@ int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trus
 
 int acp_session_update(acp_session *s, const json_t *update)
 {
-    if (!json_is_object(update)) return ACP_EINVAL;
+    if (!json_is_object(update)) return acp_error_code(ACP_EINVAL);
     char *txt = json_dumps(update, JSON_COMPACT);
-    if (!txt) return ACP_ENOMEM;
+    if (!txt) return acp_error_code(ACP_ENOMEM);
     int rc = acp_session_update_raw(s, txt, strlen(txt), true);
     free(txt);
     return rc;
@@ -616,10 +617,9 @@ const char *acp_session_root(const acp_session *s, size_t i)
 
 int acp_session_set_meta(acp_session *s, const json_t *meta)
 {
-    if (meta && !json_is_object(meta))
-        return agent_fail(s->a, ACP_EINVAL, "_meta must be an object");
+    if (meta && !json_is_object(meta)) return acp_error_set(ACP_EINVAL, "_meta must be an object");
     json_t *copy = meta ? json_deep_copy(meta) : NULL;
-    if (meta && !copy) return agent_fail(s->a, ACP_ENOMEM, "out of memory");
+    if (meta && !copy) return acp_error_set(ACP_ENOMEM, "out of memory");
     json_decref(s->meta);
     s->meta = copy;
     return 0;
@@ -650,18 +650,25 @@ acp_turn *acp_session_turn(const acp_session *s)
     return s->turn;
 }
 
+/* acp/roots.h still hands its reason back malloc'd: it becomes the last error here. */
+static int roots_failed(int rc, const char *path, char *err)
+{
+    if (rc) acp_error_set(rc, "%s", err ? err : path);
+    free(err);
+    return rc;
+}
+
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out)
 {
     char *err = NULL;
     int rc = acp_roots_resolve(s->roots, path, out, &err);
     if (rc && err) agent_log(s->a, "session %s: %s", s->id, err);
-    free(err);
-    return rc;
+    return roots_failed(rc, path, err);
 }
 
-int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
-                          char **errmsg)
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd)
 {
-    *errmsg = NULL;
-    return acp_roots_open(s->roots, path, flags, mode, fd, NULL, errmsg);
+    char *err = NULL;
+    int rc = acp_roots_open(s->roots, path, flags, mode, fd, NULL, &err);
+    return roots_failed(rc, path, err);
 }

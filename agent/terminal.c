@@ -75,27 +75,26 @@ static void on_created(acp_conn *c, acp_msg *m, void *user)
 }
 
 /* terminal/create's params from o into *out, or why not (cwd outside the roots, a malformed
- * environment, ...) through agent_fail(). */
+ * environment, ...) through acp_error_set(). */
 static int create_params(acp_session *s, const acp_terminal_opts *o, json_t **out)
 {
-    acp_agent *a = s->a;
     if (!o || !o->command || !*o->command)
-        return agent_fail(a, ACP_EINVAL, "terminal/create needs a command");
+        return acp_error_set(ACP_EINVAL, "terminal/create needs a command");
     json_t *p = json_pack("{ss}", "command", o->command);
     json_t *args = o->args ? json_array() : NULL, *env = o->env ? json_array() : NULL;
     int rc = p && (args || !o->args) && (env || !o->env) ? 0 : ACP_ENOMEM;
-    if (!p) rc = agent_fail(a, ACP_EINVAL, "a terminal's command is not valid UTF-8");
+    if (!p) rc = acp_error_set(ACP_EINVAL, "a terminal's command is not valid UTF-8");
     for (const char *const *v = o->args; !rc && v && *v; v++)
         if (json_array_append_new(args, json_string(*v)))
-            rc = agent_fail(a, ACP_EINVAL, "a terminal argument is not valid UTF-8");
+            rc = acp_error_set(ACP_EINVAL, "a terminal argument is not valid UTF-8");
     for (const char *const *v = o->env; !rc && v && *v; v++) {
         const char *eq = strchr(*v, '=');
         if (!eq || eq == *v)
-            rc = agent_fail(a, ACP_EINVAL, "a terminal's environment entry is not NAME=value: %s",
-                            *v);
+            rc = acp_error_set(ACP_EINVAL, "a terminal's environment entry is not NAME=value: %s",
+                               *v);
         else if (json_array_append_new(
                      env, json_pack("{ss% ss}", "name", *v, (size_t)(eq - *v), "value", eq + 1)))
-            rc = agent_fail(a, ACP_EINVAL, "a terminal's environment is not valid UTF-8");
+            rc = acp_error_set(ACP_EINVAL, "a terminal's environment is not valid UTF-8");
     }
     if (!rc && args) json_object_set(p, "args", args);
     if (!rc && env) json_object_set(p, "env", env);
@@ -104,13 +103,13 @@ static int create_params(acp_session *s, const acp_terminal_opts *o, json_t **ou
     if (!rc && o->cwd) {
         char *real = NULL;
         if (o->cwd[0] != '/')
-            rc = agent_fail(a, ACP_EINVAL, "a terminal's cwd must be absolute: %s", o->cwd);
+            rc = acp_error_set(ACP_EINVAL, "a terminal's cwd must be absolute: %s", o->cwd);
         else if ((rc = acp_session_resolve_path(s, o->cwd, &real)) == ACP_EACCES)
-            rc = agent_fail(a, rc, "a terminal's cwd is outside the session's roots: %s", o->cwd);
+            rc = acp_error_set(rc, "a terminal's cwd is outside the session's roots: %s", o->cwd);
         else if (rc)
-            rc = agent_fail(a, rc, "%s: %s", o->cwd, acp_strerror(rc));
+            rc = acp_error_set(rc, "%s: %s", o->cwd, acp_strerror(rc));
         else if (json_object_set_new(p, "cwd", json_string(real)))
-            rc = agent_fail(a, ACP_EINVAL, "a terminal's cwd is not valid UTF-8");
+            rc = acp_error_set(ACP_EINVAL, "a terminal's cwd is not valid UTF-8");
         free(real);
     }
     if (!rc && o->output_byte_limit) {
@@ -122,14 +121,16 @@ static int create_params(acp_session *s, const acp_terminal_opts *o, json_t **ou
     return rc;
 }
 
-static int create(acp_turn *t, acp_session *s, const acp_terminal_opts *o, acp_terminal_cb cb,
+static int create(acp_turn *t, acp_session *s, const acp_terminal_opts *opts, acp_terminal_cb cb,
                   void *user, acp_terminal **out)
 {
     acp_agent *a = s->a;
     json_t *params = NULL;
     *out = NULL;
-    int rc = call_check(a, t, s, NULL, "terminal/create", NULL);
-    if (!rc) rc = create_params(s, o, &params);
+    acp_terminal_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_TERMINAL_OPTS_SIZE_1_0, opts, "acp_terminal_opts");
+    if (!rc) rc = call_check(a, t, s, NULL, "terminal/create", NULL);
+    if (!rc) rc = create_params(s, opts ? &o : NULL, &params);
     if (rc) return rc;
     acp_terminal *term = calloc(1, sizeof *term);
     char *sid = strdup(s->id);
@@ -137,7 +138,7 @@ static int create(acp_turn *t, acp_session *s, const acp_terminal_opts *o, acp_t
         free(term);
         free(sid);
         json_decref(params);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     *term = (acp_terminal){.a = a, .t = t, .s = s, .sid = sid, .cb = cb, .user = user};
     rc = call_send(a, s, NULL, "terminal/create", params, on_created, term, &term->create);
@@ -233,12 +234,12 @@ static void done_answer(pcall *p, int status, const json_t *result, const char *
 static int op(acp_terminal *term, const char *method, pcall tmpl)
 {
     if (!term->id)
-        return agent_fail(term->a, ACP_EINVAL,
-                          "%s needs the terminal's id: terminal/create is "
-                          "not answered yet",
-                          method);
+        return acp_error_set(ACP_EINVAL,
+                             "%s needs the terminal's id: terminal/create is "
+                             "not answered yet",
+                             method);
     json_t *params = json_pack("{ss}", "terminalId", term->id);
-    if (!params) return ACP_ENOMEM;
+    if (!params) return acp_error_code(ACP_ENOMEM);
     tmpl.t = term->t;
     tmpl.s = term->s;
     tmpl.term = term;

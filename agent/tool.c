@@ -33,11 +33,11 @@ static bool finished(const char *status)
 static int check(acp_agent *a, const acp_tool_info *in)
 {
     if (in->kind && !one_of(in->kind, kinds))
-        return agent_fail(a, ACP_EINVAL, "unknown tool kind: %s", in->kind);
+        return acp_error_set(ACP_EINVAL, "unknown tool kind: %s", in->kind);
     if (in->status && !one_of(in->status, statuses))
-        return agent_fail(a, ACP_EINVAL, "unknown tool call status: %s", in->status);
+        return acp_error_set(ACP_EINVAL, "unknown tool call status: %s", in->status);
     if (in->content && !json_is_array(in->content))
-        return agent_fail(a, ACP_EINVAL, "a tool call's content must be an array");
+        return acp_error_set(ACP_EINVAL, "a tool call's content must be an array");
     size_t i;
     json_t *c;
     json_array_foreach(in->content, i, c)
@@ -50,26 +50,25 @@ static int check(acp_agent *a, const acp_tool_info *in)
                     json_is_string(json_object_get(c, "newText"))) ||
                    (!strcmp(type, "terminal") && json_is_string(json_object_get(c, "terminalId"))));
         if (!ok)
-            return agent_fail(a, ACP_EINVAL,
-                              "content[%zu] is not a content block, a diff of an absolute path "
-                              "or a terminal",
-                              i);
+            return acp_error_set(ACP_EINVAL,
+                                 "content[%zu] is not a content block, a diff of an absolute path "
+                                 "or a terminal",
+                                 i);
     }
     if (in->locations && !json_is_array(in->locations))
-        return agent_fail(a, ACP_EINVAL, "a tool call's locations must be an array");
+        return acp_error_set(ACP_EINVAL, "a tool call's locations must be an array");
     json_array_foreach(in->locations, i, c)
     {
         if (!absolute(json_object_get(c, "path")))
-            return agent_fail(a, ACP_EINVAL, "locations[%zu] needs an absolute path", i);
+            return acp_error_set(ACP_EINVAL, "locations[%zu] needs an absolute path", i);
     }
     if (in->path && in->path[0] != '/')
-        return agent_fail(a, ACP_EINVAL, "a tool call's location must be absolute: %s", in->path);
+        return acp_error_set(ACP_EINVAL, "a tool call's location must be absolute: %s", in->path);
     if (in->terminal && !in->terminal->id)
-        return agent_fail(a, ACP_EINVAL,
-                          "the terminal has no id yet (terminal/create is not "
-                          "answered)");
+        return acp_error_set(ACP_EINVAL, "the terminal has no id yet (terminal/create is not "
+                                         "answered)");
     if (in->meta && !json_is_object(in->meta))
-        return agent_fail(a, ACP_EINVAL, "a tool call's _meta must be an object");
+        return acp_error_set(ACP_EINVAL, "a tool call's _meta must be an object");
     return 0;
 }
 
@@ -137,7 +136,7 @@ static int emit(tool *tc, const char *kind, const acp_tool_info *in)
     if (!rc) rc = session_emit(s, b->data, b->len, true);
     b->len = 0;
     if (b->cap > 1024 * 1024) acp_buf_free(b);
-    if (rc == ACP_EINVAL) return agent_fail(s->a, rc, "a tool call's text is not valid UTF-8");
+    if (rc == ACP_EINVAL) return acp_error_set(rc, "a tool call's text is not valid UTF-8");
     return rc;
 }
 
@@ -149,7 +148,7 @@ static int remember(tool *tc, const acp_tool_info *in)
     if ((in->title && !title) || (in->kind && !kind)) {
         free(title);
         free(kind);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     if (title) {
         free(tc->title);
@@ -162,24 +161,31 @@ static int remember(tool *tc, const acp_tool_info *in)
     return 0;
 }
 
+/* The application's info into the runtime's copy (NULL: all unset). */
+static int read_info(acp_tool_info *in, const acp_tool_info *info)
+{
+    return acp_struct_read(in, sizeof *in, ACP_TOOL_INFO_SIZE_1_0, info, "acp_tool_info");
+}
+
 int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **out)
 {
     acp_agent *a = t->s->a;
     if (out) *out = NULL;
-    if (t->decided) return agent_fail(a, ACP_ECLOSED, "the turn's response is decided already");
-    if (!info || !info->title) return agent_fail(a, ACP_EINVAL, "a tool call needs a title");
-    int rc = check(a, info);
+    acp_tool_info in;
+    int rc = read_info(&in, info);
     if (rc) return rc;
+    if (t->decided) return acp_error_set(ACP_ECLOSED, "the turn's response is decided already");
+    if (!in.title) return acp_error_set(ACP_EINVAL, "a tool call needs a title");
+    if ((rc = check(a, &in))) return rc;
     tool *tc = calloc(1, sizeof *tc);
-    if (!tc || remember(tc, info)) {
+    if (!tc || remember(tc, &in)) {
         free(tc);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory beginning a tool call");
     }
     tc->t = t;
-    acp_agent_new_id("call_", tc->id);
-    acp_tool_info in = *info;
     if (!in.status) in.status = "pending";
-    rc = emit(tc, "tool_call", &in);
+    rc = acp_agent_new_id("call_", tc->id);
+    if (!rc) rc = emit(tc, "tool_call", &in);
     if (rc) {
         free(tc->title);
         free(tc->kind);
@@ -193,31 +199,39 @@ int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **
     return 0;
 }
 
-int acp_tool_call_update(acp_tool_call *tc, const acp_tool_info *info)
+/* in: the runtime's copy. */
+static int update(acp_tool_call *tc, const acp_tool_info *in)
 {
     acp_agent *a = tc->t->s->a;
-    const acp_tool_info none = {0};
-    if (!info) info = &none;
-    if (tc->t->decided) return agent_fail(a, ACP_ECLOSED, "the turn's response is decided already");
+    if (tc->t->decided) return acp_error_set(ACP_ECLOSED, "the turn's response is decided already");
     if (tc->done)
-        return agent_fail(a, ACP_EINVAL, "tool call %s has completed or failed already", tc->id);
-    int rc = check(a, info);
-    if (!rc) rc = remember(tc, info);
-    if (!rc) rc = emit(tc, "tool_call_update", info);
-    if (!rc) tc->done = finished(info->status);
+        return acp_error_set(ACP_EINVAL, "tool call %s has completed or failed already", tc->id);
+    int rc = check(a, in);
+    if (!rc) rc = remember(tc, in);
+    if (!rc) rc = emit(tc, "tool_call_update", in);
+    if (!rc) tc->done = finished(in->status);
     return rc;
+}
+
+int acp_tool_call_update(acp_tool_call *tc, const acp_tool_info *info)
+{
+    acp_tool_info in;
+    int rc = read_info(&in, info);
+    return rc ? rc : update(tc, &in);
 }
 
 int acp_tool_call_complete(acp_tool_call *tc, const acp_tool_info *info)
 {
-    acp_tool_info in = info ? *info : (acp_tool_info){0};
+    acp_tool_info in;
+    int rc = read_info(&in, info);
+    if (rc) return rc;
     in.status = "completed";
-    return acp_tool_call_update(tc, &in);
+    return update(tc, &in);
 }
 
 int acp_tool_call_fail(acp_tool_call *tc, const char *message)
 {
-    return acp_tool_call_update(tc, &(acp_tool_info){.status = "failed", .text = message});
+    return update(tc, &(acp_tool_info){.status = "failed", .text = message});
 }
 
 const char *acp_tool_call_id(const acp_tool_call *tc)
@@ -277,24 +291,23 @@ static void perm_answer(pcall *p, int status, const json_t *result, const char *
 int acp_turn_request_permission(acp_turn *t, const acp_tool_call *tc, const acp_perm_option *opts,
                                 size_t n, acp_perm_cb cb, void *user)
 {
-    acp_agent *a = t->s->a;
     if (!tc || tc->t != t)
-        return agent_fail(a, ACP_EINVAL, "a permission request is about a tool call of its turn");
-    if (!n) return agent_fail(a, ACP_EINVAL, "a permission request needs options");
+        return acp_error_set(ACP_EINVAL, "a permission request is about a tool call of its turn");
+    if (!n) return acp_error_set(ACP_EINVAL, "a permission request needs options");
     json_t *options = json_array();
     for (size_t i = 0; options && i < n; i++) {
         const acp_perm_option *o = &opts[i];
         if (!o->id || !o->name || !o->kind || !one_of(o->kind, perm_kinds)) {
             json_decref(options);
-            return agent_fail(a, ACP_EINVAL,
-                              "option %zu needs an id, a name and a kind (allow_once, "
-                              "allow_always, reject_once, reject_always)",
-                              i);
+            return acp_error_set(ACP_EINVAL,
+                                 "option %zu needs an id, a name and a kind (allow_once, "
+                                 "allow_always, reject_once, reject_always)",
+                                 i);
         }
         if (json_array_append_new(options, json_pack("{ss ss ss}", "optionId", o->id, "name",
                                                      o->name, "kind", o->kind))) {
             json_decref(options);
-            return agent_fail(a, ACP_EINVAL, "option %zu is not valid UTF-8", i);
+            return acp_error_set(ACP_EINVAL, "option %zu is not valid UTF-8", i);
         }
     }
     json_t *call = json_pack("{ss ss}", "toolCallId", tc->id, "title", tc->title);
@@ -304,7 +317,7 @@ int acp_turn_request_permission(acp_turn *t, const acp_tool_call *tc, const acp_
     json_decref(call);
     if (!params) {
         json_decref(options);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     return pcall_start(&(pcall){.t = t,
                                 .answer = perm_answer,

@@ -61,8 +61,8 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
      * with an error leaves nothing of itself to be stored twice when the client sends it
      * again. (The session's merged text goes in first: it is not the prompt's to take back.) */
     char mid[48];
-    acp_agent_new_id("msg_", mid);
-    bool failed = history_settle(s) != 0;
+    bool no_id = acp_agent_new_id("msg_", mid) != 0;
+    bool failed = no_id || history_settle(s) != 0;
     size_t mark = acp_store_pending(a->store);
     for (size_t i = 0; !failed && i < json_array_size(prompt); i++) {
         acp_buf *b = &a->scratch;
@@ -83,7 +83,8 @@ void turn_start(acp_session *s, acp_req *req, const json_t *prompt)
         s->turn = NULL;
         json_decref((json_t *)t->prompt);
         free(t);
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s",
+                      no_id ? acp_error_last()->message : "out of memory");
         return;
     }
     a->scratch.len = 0;
@@ -176,7 +177,7 @@ static void check_stored(acp_session *s)
         if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
         return;
     }
-    acp_store_session row;
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     if (acp_store_get(a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
     acp_store_session_clear(&row);
 }
@@ -231,19 +232,19 @@ bool acp_turn_cancelled(const acp_turn *t)
 
 int acp_turn_update(acp_turn *t, const json_t *update)
 {
-    if (t->decided) return ACP_ECLOSED;
+    if (t->decided) return acp_error_code(ACP_ECLOSED);
     return acp_session_update(t->s, update);
 }
 
 int acp_turn_update_raw(acp_turn *t, const char *json, size_t n, bool trusted)
 {
-    if (t->decided) return ACP_ECLOSED;
+    if (t->decided) return acp_error_code(ACP_ECLOSED);
     return acp_session_update_raw(t->s, json, n, trusted);
 }
 
 int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const char *text, size_t n)
 {
-    if (t->decided) return ACP_ECLOSED;
+    if (t->decided) return acp_error_code(ACP_ECLOSED);
     acp_agent *a = t->s->a;
     acp_buf *b = &a->scratch;
     b->len = 0;

@@ -87,7 +87,7 @@ static void prompt_all(run *r)
     r->t0 = now_s();
     for (long i = 0; i < r->k; i++) {
         if (acp_client_session_prompt_start(r->ss[i].s, blocks, on_prompt, &r->ss[i], NULL)) {
-            fprintf(stderr, "client_ingest: prompt_start: %s\n", acp_client_errmsg(r->c));
+            fprintf(stderr, "client_ingest: prompt_start: %s\n", acp_error_last()->message);
             r->failed = 1;
             uv_stop(r->loop);
             break;
@@ -116,10 +116,10 @@ static void on_init(acp_client *c, const acp_client_reply *rep, void *user)
         fail(r, "initialize", rep);
         return;
     }
-    acp_session_opts so = {.cwd = "/tmp"};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = "/tmp"};
     for (long i = 0; i < r->k; i++) {
         if (acp_client_session_new_start(c, &so, on_new, &r->ss[i], NULL)) {
-            fprintf(stderr, "client_ingest: session/new: %s\n", acp_client_errmsg(c));
+            fprintf(stderr, "client_ingest: session/new: %s\n", acp_error_last()->message);
             r->failed = 1;
             uv_stop(r->loop);
             return;
@@ -145,14 +145,13 @@ int main(int argc, char **argv)
     run r = {.loop = &loop, .n = atol(argv[a]), .k = k, .bytes = argv[a + 1]};
     r.ss = calloc((size_t)k, sizeof *r.ss);
     for (long i = 0; i < k; i++) r.ss[i].r = &r;
-    acp_client_opts o = {.loop = &loop,
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .loop = &loop,
                          .argv = (const char *const *)argv + a + 2,
                          .on_update = on_update,
                          .user = &r};
-    char *err = NULL;
-    if (acp_client_start(&o, on_init, &r, &r.c, &err) != 0) {
-        fprintf(stderr, "client_ingest: %s\n", err ? err : "start failed");
-        free(err);
+    if (acp_client_start(&o, on_init, &r, &r.c) != 0) {
+        fprintf(stderr, "client_ingest: %s\n", acp_error_last()->message);
         return 1;
     }
     uv_run(&loop, UV_RUN_DEFAULT); /* until the last prompt's callback (or a failure) stops it */

@@ -188,7 +188,10 @@ static int writer(long n)
         fail("pipe failed");
     pipe_state s = {.n = n};
     s.conn = acp_conn_new(NULL);
-    acp_transport_opts o = {.on_drain = pump, .on_eof = writer_eof, .user = &s};
+    acp_transport_opts o = {.struct_size = sizeof(acp_transport_opts),
+                            .on_drain = pump,
+                            .on_eof = writer_eof,
+                            .user = &s};
     if (!s.conn || acp_transport_open(&loop, s.conn, idle[0], 1, &o, &s.t) != 0)
         fail("transport open failed");
     pump(s.t, &s);
@@ -227,7 +230,8 @@ static int reader(int tree)
     s.conn = acp_conn_new(NULL);
     if (!s.conn || acp_conn_on(s.conn, "session/update", NULL, on_update, &s) != 0)
         fail("acp_conn_new failed");
-    acp_transport_opts o = {.on_eof = reader_eof, .user = &s};
+    acp_transport_opts o = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = reader_eof, .user = &s};
     if (acp_transport_open(&loop, s.conn, 0, 1, &o, &s.t) != 0) fail("transport open failed");
     uv_run(&loop, UV_RUN_DEFAULT);
     acp_conn_free(s.conn);

@@ -9,8 +9,7 @@ int acp_client_authenticate_start(acp_client *c, const char *method_id, acp_clie
                                   void *user, acp_client_op **op)
 {
     if (op) *op = NULL;
-    if (!method_id || !*method_id)
-        return acp_client_seterr(c, ACP_EINVAL, "an auth method id is needed");
+    if (!method_id || !*method_id) return acp_error_set(ACP_EINVAL, "an auth method id is needed");
     size_t i;
     json_t *m;
     json_array_foreach(acp_client_auth_methods(c), i, m)
@@ -18,10 +17,10 @@ int acp_client_authenticate_start(acp_client *c, const char *method_id, acp_clie
         const char *id = json_string_value(json_object_get(m, "id"));
         const char *type = json_string_value(json_object_get(m, "type"));
         if (id && !strcmp(id, method_id) && type && !strcmp(type, "terminal"))
-            return acp_client_seterr(c, ACP_EINVAL,
-                                     "auth method '%s' is a terminal method: run the agent's "
-                                     "login program instead of calling authenticate",
-                                     method_id);
+            return acp_error_set(ACP_EINVAL,
+                                 "auth method '%s' is a terminal method: run the agent's "
+                                 "login program instead of calling authenticate",
+                                 method_id);
     }
     return acp_client_op_start(c, "authenticate", json_pack("{s:s}", "methodId", method_id), NULL,
                                cb, user, op);

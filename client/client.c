@@ -9,15 +9,6 @@
 #include "acp/version.h"
 #include "client/internal.h"
 
-int acp_client_seterr(acp_client *c, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
 void acp_client_log(acp_client *c, const char *fmt, ...)
 {
     if (!c->opts.on_log) return;
@@ -43,11 +34,6 @@ void acp_client_refuse(acp_client *c, acp_req *req, int code, const char *fmt, .
 static void on_rpc_log(acp_conn *conn, const char *message, void *user)
 {
     acp_client_log(user, "%s", message);
-}
-
-const char *acp_client_errmsg(const acp_client *c)
-{
-    return c->err;
 }
 
 int acp_client_errcode(const acp_client *c)
@@ -91,7 +77,7 @@ bool acp_client_supports(const acp_client *c, acp_agent_cap cap)
 int acp_client_need(acp_client *c, acp_agent_cap cap, const char *name)
 {
     if (acp_client_supports(c, cap)) return 0;
-    return acp_client_seterr(c, ACP_ENOTSUP, "agent does not advertise %s", name);
+    return acp_error_set(ACP_ENOTSUP, "agent does not advertise %s", name);
 }
 
 json_t *acp_client_auth_methods(const acp_client *c)
@@ -173,52 +159,54 @@ static void init_finish(acp_client_op *op, acp_client_reply *r)
     acp_client *c = op->c;
     if (r->status == ACP_ETIMEDOUT) {
         r->status =
-            acp_client_seterr(c, ACP_ETIMEDOUT,
-                              "the agent did not answer initialize within %g s; is it "
-                              "an ACP agent speaking on stdout? check the agent command",
-                              (c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000) / 1000.0);
+            acp_error_set(ACP_ETIMEDOUT,
+                          "the agent did not answer initialize within %g s; is it "
+                          "an ACP agent speaking on stdout? check the agent command",
+                          (c->opts.init_timeout_ms ? c->opts.init_timeout_ms : 30000) / 1000.0);
         return;
     }
     if (r->status == ACP_ECLOSED) {
         if (c->net_refused) /* a refusal, not a failure: the caller's credentials are wrong */
-            r->status = acp_client_seterr(c, ACP_EACCES, "%s", acp_client_gone_why(c, "HTTP 401"));
+            r->status = acp_error_set(ACP_EACCES, "%s", acp_client_gone_why(c, "HTTP 401"));
         else if (c->opts.transport == ACP_CLIENT_URL)
-            acp_client_seterr(c, ACP_ECLOSED, "cannot initialize the agent at %s: %s", c->opts.url,
-                              acp_client_gone_why(c, "the connection ended"));
+            acp_error_set(ACP_ECLOSED, "cannot initialize the agent at %s: %s", c->opts.url,
+                          acp_client_gone_why(c, "the connection ended"));
         else
-            acp_client_seterr(c, ACP_ECLOSED,
-                              "the agent exited during initialize; check the agent command (see "
-                              "its messages above)");
+            acp_error_set(ACP_ECLOSED,
+                          "the agent exited during initialize; check the agent command (see "
+                          "its messages above)");
         return;
     }
     if (r->status) return;
     json_t *v = json_object_get(r->result, "protocolVersion");
     if (!json_is_object(r->result) || !json_is_integer(v) ||
         json_integer_value(v) != ACP_PROTOCOL_VERSION) {
-        r->status = acp_client_seterr(c, ACP_EPROTO,
-                                      "the agent speaks ACP protocol version %s; libacp speaks "
-                                      "version %d",
-                                      json_is_integer(v) ? "other than 1" : "(missing)",
-                                      ACP_PROTOCOL_VERSION);
+        r->status =
+            acp_error_set(ACP_EPROTO,
+                          "the agent speaks ACP protocol version %s; libacp speaks "
+                          "version %d",
+                          json_is_integer(v) ? "other than 1" : "(missing)", ACP_PROTOCOL_VERSION);
         return;
     }
     c->init = json_incref(r->result);
     parse_caps(c);
 }
 
-int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out,
-                     char **errmsg)
+int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out)
 {
     *out = NULL;
-    if (errmsg) *errmsg = NULL;
+    unsigned mark = acp_error_mark();
+    acp_client_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_CLIENT_OPTS_SIZE_1_0, opts, "acp_client_opts");
+    if (rc) return rc;
     acp_client *c = calloc(1, sizeof *c);
-    if (!c) return ACP_ENOMEM;
-    c->opts = *opts;
-    int rc = 0;
+    if (!c) return acp_error_set(ACP_ENOMEM, "out of memory starting a client");
+    c->opts = o;
+    opts = &c->opts;
     /* Per client, not one static: two clients may live on two threads. */
     if (!(c->no_methods = json_array())) {
         free(c);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory starting a client");
     }
     if (opts->transport != ACP_CLIENT_MANUAL) {
         c->loop = opts->loop;
@@ -226,18 +214,19 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
             if (uv_loop_init(&c->own_loop)) {
                 json_decref(c->no_methods);
                 free(c);
-                return ACP_ENOMEM;
+                return acp_error_set(ACP_ENOMEM, "cannot make the client's libuv loop");
             }
             c->loop = &c->own_loop;
         }
         uv_timer_init(c->loop, &c->timer);
         c->timer.data = c;
     } else if (opts->terminal) {
-        rc = acp_client_seterr(c, ACP_EINVAL,
-                               "terminals need a libuv loop; ACP_CLIENT_MANUAL cannot serve them");
+        rc = acp_error_set(ACP_EINVAL,
+                           "terminals need a libuv loop; ACP_CLIENT_MANUAL cannot serve them");
         goto fail;
     }
-    acp_conn_opts co = {.max_message = opts->max_message ? opts->max_message : 128u << 20,
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .max_message = opts->max_message ? opts->max_message : 128u << 20,
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
                         .on_log = on_rpc_log,
@@ -259,21 +248,26 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     *out = c;
     return 0;
 fail:
-    if (errmsg) *errmsg = strdup(c->err[0] ? c->err : acp_strerror(rc));
+    acp_error_since(mark, rc);
+    /* Freeing may fail quietly in its own ways; the caller wants why the start failed. */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", acp_error_last()->message);
     acp_client_free(c);
-    return rc;
+    return acp_error_set(rc, "%s", why);
 }
 
-int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg)
+int acp_client_open(const acp_client_opts *opts, acp_client **out)
 {
     acp_client_sync w = {0};
-    int rc = acp_client_start(opts, acp_client_sync_cb, &w, out, errmsg);
+    int rc = acp_client_start(opts, acp_client_sync_cb, &w, out);
     if (rc) return rc;
     rc = acp_client_sync_wait(*out, 0, &w, NULL);
     if (rc) {
-        if (errmsg) *errmsg = strdup(acp_client_errmsg(*out));
+        char why[1024]; /* what the agent or the link said, not the teardown */
+        snprintf(why, sizeof why, "%s", acp_error_last()->message);
         acp_client_free(*out);
         *out = NULL;
+        acp_error_set(rc, "%s", why);
     }
     return rc;
 }
@@ -295,7 +289,11 @@ void acp_client_eof(acp_client *c)
     if (c->gone) return;
     c->gone = true;
     acp_conn_eof(c->conn); /* every pending call ends with ACP_ECLOSED */
-    if (c->opts.on_closed) c->opts.on_closed(c, c->opts.user);
+    if (!c->opts.on_closed) return;
+    /* on_closed reads why in the last error (the pending calls' replies may have set theirs). */
+    acp_error_set(ACP_ECLOSED, "the connection to the agent ended: %s",
+                  acp_client_gone_why(c, "the agent closed its output"));
+    c->opts.on_closed(c, c->opts.user);
 }
 
 /* --- teardown ---------------------------------------------------------------------------- */

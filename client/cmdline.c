@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "acp/client.h"
+#include "rpc/lasterr.h"
 
 static void argv_free_n(char **v, size_t n)
 {
@@ -59,7 +60,7 @@ int acp_client_split_command(const char *s, char ***out)
         if (quote) {
             free(word);
             argv_free_n(v, n);
-            return ACP_EINVAL;
+            return acp_error_code(ACP_EINVAL);
         }
         if (n + 2 > cap) {
             char **nv = realloc(v, (cap *= 2) * sizeof *v);
@@ -74,12 +75,12 @@ int acp_client_split_command(const char *s, char ***out)
     free(word);
     if (n == 0) {
         free(v);
-        return ACP_EINVAL;
+        return acp_error_code(ACP_EINVAL);
     }
     *out = v;
     return 0;
 nomem:
     free(word);
     if (v) argv_free_n(v, n);
-    return ACP_ENOMEM;
+    return acp_error_code(ACP_ENOMEM);
 }

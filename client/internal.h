@@ -10,6 +10,11 @@
 #include "acp/roots.h"
 #include "acp/rpc.h"
 #include "acp/rt.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 sizes of the options the application hands us (when they change: rpc/lasterr.h). */
+#define ACP_CLIENT_OPTS_SIZE_1_0  sizeof(acp_client_opts)
+#define ACP_SESSION_OPTS_SIZE_1_0 sizeof(acp_session_opts)
 
 typedef struct acp_term acp_term;
 typedef struct acp_client_net acp_client_net;
@@ -38,7 +43,7 @@ struct acp_client {
     acp_client_cb start_cb;
     void *start_user;
     int errcode;
-    char err[1024];
+    char err[1024];     /* the errmsg of the reply being delivered */
     acp_client_op *ops; /* calls in flight */
     acp_client_session *sessions;
     acp_client_session *found; /* acp_client_find()'s last answer: an agent streams in runs */
@@ -84,8 +89,8 @@ struct acp_client_perm {
 };
 
 /* What a call does with its answer before the application hears of it: the kind-specific
- * part of a typed call. It may change r (status, session, stop) and must set c->err through
- * acp_client_seterr() when it turns success into failure. */
+ * part of a typed call. It may change r (status, session, stop) and must set the last error
+ * (acp_error_set) when it turns success into failure: it becomes the reply's errmsg. */
 typedef void (*acp_op_finish)(acp_client_op *op, acp_client_reply *r);
 
 struct acp_client_op {
@@ -103,9 +108,6 @@ struct acp_client_op {
     char *id;              /* session/delete: the id */
 };
 
-/* Sets the message acp_client_errmsg() returns; returns status for `return seterr(...)`. */
-int acp_client_seterr(acp_client *c, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* Answers req with an error and tells on_log about it ("refused fs/read_text_file: ..."). */
 void acp_client_refuse(acp_client *c, acp_req *req, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -114,7 +116,7 @@ void acp_client_log(acp_client *c, const char *fmt, ...) __attribute__((format(p
 int acp_client_need(acp_client *c, acp_agent_cap cap, const char *name);
 
 /* Sends method(params: stolen) as a call that ends in cb (finish first, when not NULL). On
- * failure nothing was sent, cb will not run, c->err says why. *out (optional) is the op. */
+ * failure nothing was sent, cb will not run, the last error says why. *out (optional) is the op. */
 int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_op_finish finish,
                         acp_client_cb cb, void *user, acp_client_op **out);
 /* The result of a synchronous call, filled by acp_client_sync_cb. */
@@ -124,6 +126,7 @@ typedef struct acp_client_sync {
     json_t *result; /* owned */
     acp_client_session *session;
     const char *stop;
+    char err[1024]; /* the reply's errmsg: the last error the synchronous call sets */
 } acp_client_sync;
 void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user);
 /* Runs the loop until w is done (rc, the _start's status, is returned at once when non-zero),

@@ -41,18 +41,19 @@ static void on_stderr(acp_proc *p, const char *buf, size_t n, void *user)
 static int spawn(acp_client *c, const acp_transport_opts *to)
 {
     const acp_client_opts *o = &c->opts;
-    char **split = NULL, *msg = NULL;
+    char **split = NULL;
     const char *const *argv = o->argv;
     if (!argv) {
         int rc = o->command ? acp_client_split_command(o->command, &split) : ACP_EINVAL;
         if (rc)
-            return acp_client_seterr(c, ACP_EINVAL,
-                                     "the agent command line is empty or has an unclosed "
-                                     "quote: '%s'",
-                                     o->command ? o->command : "");
+            return acp_error_set(ACP_EINVAL,
+                                 "the agent command line is empty or has an unclosed "
+                                 "quote: '%s'",
+                                 o->command ? o->command : "");
         argv = (const char *const *)split;
     }
-    acp_proc_opts po = {.file = argv[0],
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = argv[0],
                         .argv = (char *const *)argv,
                         .env = (char *const *)o->env,
                         .pipe_stdin = true,
@@ -62,18 +63,12 @@ static int spawn(acp_client *c, const acp_transport_opts *to)
                         .on_stderr = o->on_stderr ? on_stderr : NULL,
                         .on_exit = on_exit_,
                         .user = c};
-    int rc = acp_proc_spawn(c->loop, &po, &c->proc, &msg);
-    if (rc)
-        acp_client_seterr(c, rc, "%s", msg ? msg : "cannot spawn the agent");
-    else
-        c->pid = acp_proc_pid(c->proc);
-    free(msg);
+    int rc = acp_proc_spawn(c->loop, &po, &c->proc);
+    if (!rc) c->pid = acp_proc_pid(c->proc);
     acp_client_argv_free(split);
     if (rc) return rc;
     rc = acp_transport_open_proc(c->loop, c->conn, c->proc, to, &c->tr);
-    return rc ? acp_client_seterr(c, rc, "cannot connect to the agent's pipes: %s",
-                                  acp_strerror(rc))
-              : 0;
+    return rc ? acp_error_set(rc, "cannot connect to the agent's pipes: %s", acp_strerror(rc)) : 0;
 }
 
 /* A blocking connect: a Unix socket answers at once or not at all. */
@@ -82,28 +77,25 @@ static int unix_connect(acp_client *c, const acp_transport_opts *to)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     const char *path = c->opts.path;
     if (!path || !*path || strlen(path) >= sizeof sa.sun_path)
-        return acp_client_seterr(c, ACP_EINVAL, "a Unix socket path of 1 to %zu bytes is needed",
-                                 sizeof sa.sun_path - 1);
+        return acp_error_set(ACP_EINVAL, "a Unix socket path of 1 to %zu bytes is needed",
+                             sizeof sa.sun_path - 1);
     memcpy(sa.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return acp_client_seterr(c, ACP_EIO, "cannot make a socket: %s", strerror(errno));
+    if (fd < 0) return acp_error_set(ACP_EIO, "cannot make a socket: %s", strerror(errno));
     int r;
     do r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
     while (r < 0 && errno == EINTR);
     if (r < 0) {
         int e = errno;
         close(fd);
-        return acp_client_seterr(c,
-                                 e == ENOENT   ? ACP_ENOTFOUND
-                                 : e == EACCES ? ACP_EACCES
-                                               : ACP_EIO,
-                                 "cannot connect to the agent at unix:%s: %s", path, strerror(e));
+        return acp_error_set(e == ENOENT   ? ACP_ENOTFOUND
+                             : e == EACCES ? ACP_EACCES
+                                           : ACP_EIO,
+                             "cannot connect to the agent at unix:%s: %s", path, strerror(e));
     }
     int rc = acp_transport_open(c->loop, c->conn, fd, fd, to, &c->tr);
     close(fd); /* the transport works on its own duplicate */
-    return rc ? acp_client_seterr(c, rc, "cannot use the socket unix:%s: %s", path,
-                                  acp_strerror(rc))
-              : 0;
+    return rc ? acp_error_set(rc, "cannot use the socket unix:%s: %s", path, acp_strerror(rc)) : 0;
 }
 
 /* --- a remote agent by URL ------------------------------------------------------------- */
@@ -211,11 +203,11 @@ static int url_connect(acp_client *c)
     const acp_client_opts *o = &c->opts;
     const char *url = o->url ? o->url : "";
     acp_client_net *n = calloc(1, sizeof *n);
-    if (!n) return ACP_ENOMEM;
+    if (!n) return acp_error_code(ACP_ENOMEM);
     n->c = c;
     if (!(n->jar = acp_cookie_jar_new())) {
         free(n);
-        return ACP_ENOMEM;
+        return acp_error_code(ACP_ENOMEM);
     }
     char *msg = NULL;
     int rc;
@@ -238,8 +230,8 @@ static int url_connect(acp_client *c)
         msg = strdup("an agent URL starts with ws://, wss://, http:// or https://");
     }
     if (rc) {
-        acp_client_seterr(c, rc, "cannot connect to the agent at %s: %s", url,
-                          msg ? msg : acp_strerror(rc));
+        acp_error_set(rc, "cannot connect to the agent at %s: %s", url,
+                      msg ? msg : acp_strerror(rc));
         free(msg);
         acp_cookie_jar_free(n->jar);
         free(n);
@@ -258,7 +250,8 @@ static int url_connect(acp_client *c)
 
 int acp_client_link_open(acp_client *c)
 {
-    acp_transport_opts to = {.on_eof = on_eof, .user = c};
+    acp_transport_opts to = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof, .user = c};
     switch (c->opts.transport) {
     case ACP_CLIENT_SPAWN:
         return spawn(c, &to);
@@ -266,13 +259,13 @@ int acp_client_link_open(acp_client *c)
         return unix_connect(c, &to);
     case ACP_CLIENT_FDS: {
         int rc = acp_transport_open(c->loop, c->conn, c->opts.in_fd, c->opts.out_fd, &to, &c->tr);
-        return rc ? acp_client_seterr(c, rc, "cannot use fds %d and %d: %s", c->opts.in_fd,
-                                      c->opts.out_fd, acp_strerror(rc))
+        return rc ? acp_error_set(rc, "cannot use fds %d and %d: %s", c->opts.in_fd, c->opts.out_fd,
+                                  acp_strerror(rc))
                   : 0;
     }
     case ACP_CLIENT_URL:
         return url_connect(c);
     default:
-        return acp_client_seterr(c, ACP_EINVAL, "unknown transport %d", c->opts.transport);
+        return acp_error_set(ACP_EINVAL, "unknown transport %d", c->opts.transport);
     }
 }

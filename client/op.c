@@ -59,46 +59,57 @@ static void data_text(json_t *data, char *out, size_t n)
     free(dump);
 }
 
+/* The reply carries its own copy of the sentence: the callback may make calls that fail and
+ * set the last error again while it still reads r->errmsg. */
+static const char *reply_errmsg(acp_client *c)
+{
+    snprintf(c->err, sizeof c->err, "%s", acp_error_last()->message);
+    return c->err;
+}
+
 static void on_answer(acp_conn *conn, acp_msg *m, void *user)
 {
     acp_client_op *op = user;
     acp_client *c = op->c;
+    /* An answer is no call of the application's: its failure goes to the callback only. */
+    acp_error_saved app_err;
+    acp_error_save(&app_err);
     unlink_op(op);
     acp_client_reply r = {.session = op->s, .stop = "unknown"};
     c->errcode = 0;
     if (op->timed_out) {
-        r.status = acp_client_seterr(c, ACP_ETIMEDOUT,
-                                     "the agent did not answer %s in time; it was asked to "
-                                     "cancel it",
-                                     op->method);
+        r.status = acp_error_set(ACP_ETIMEDOUT,
+                                 "the agent did not answer %s in time; it was asked to "
+                                 "cancel it",
+                                 op->method);
     } else if (acp_msg_is_error(m) && acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED &&
                acp_conn_closed(conn)) { /* the code alone is no proof: an agent may send it */
-        r.status = c->net_err[0] ? acp_client_seterr(c, ACP_ECLOSED,
-                                                     "the connection to the agent ended before "
-                                                     "it answered %s: %s",
-                                                     op->method, c->net_err)
-                                 : acp_client_seterr(c, ACP_ECLOSED,
-                                                     "the agent exited before answering %s; see "
-                                                     "its messages above",
-                                                     op->method);
+        r.status = c->net_err[0] ? acp_error_set(ACP_ECLOSED,
+                                                 "the connection to the agent ended before "
+                                                 "it answered %s: %s",
+                                                 op->method, c->net_err)
+                                 : acp_error_set(ACP_ECLOSED,
+                                                 "the agent exited before answering %s; see "
+                                                 "its messages above",
+                                                 op->method);
     } else if (acp_msg_is_error(m)) {
         r.code = c->errcode = acp_msg_error_code(m);
         r.data = acp_msg_error_data(m);
         char why[300];
         data_text(r.data, why, sizeof why);
         r.status =
-            acp_client_seterr(c, ACP_EPROTO, "agent error %d on %s: %s%s%s%s", r.code, op->method,
-                              acp_msg_error_message(m), why[0] ? " (" : "", why, why[0] ? ")" : "");
+            acp_error_set(ACP_EPROTO, "agent error %d on %s: %s%s%s%s", r.code, op->method,
+                          acp_msg_error_message(m), why[0] ? " (" : "", why, why[0] ? ")" : "");
     } else if (!(r.result = acp_msg_result(m))) {
-        r.status = acp_client_seterr(c, ACP_EPROTO,
-                                     "the agent's answer to %s is not valid JSON-RPC (a result "
-                                     "we cannot parse)",
-                                     op->method);
+        r.status = acp_error_set(ACP_EPROTO,
+                                 "the agent's answer to %s is not valid JSON-RPC (a result "
+                                 "we cannot parse)",
+                                 op->method);
     }
     if (op->finish) op->finish(op, &r);
     acp_client_pending_op_ended(c, op);
-    if (r.status == 0) c->err[0] = 0;
-    r.errmsg = r.status ? c->err : "";
+    r.errmsg = r.status ? reply_errmsg(c) : "";
+    acp_error_restore(&app_err);
     if (op->cb) op->cb(c, &r, op->user);
     op_free(op);
     acp_client_deadlines(c);
@@ -109,25 +120,23 @@ int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_o
 {
     if (out) *out = NULL;
     c->errcode = 0;
-    c->err[0] = 0;
     if (c->gone) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_ECLOSED, "%s",
-                                 acp_client_gone_why(c, "the agent has exited; start it again"));
+        return acp_error_set(ACP_ECLOSED, "%s",
+                             acp_client_gone_why(c, "the agent has exited; start it again"));
     }
     if (cb == acp_client_sync_cb && !c->loop) { /* nothing would ever run the loop for it */
         json_decref(params);
-        return acp_client_seterr(c, ACP_EINVAL,
-                                 "synchronous calls need a loop; in ACP_CLIENT_MANUAL use the "
-                                 "_start forms");
+        return acp_error_set(ACP_EINVAL,
+                             "synchronous calls need a loop; in ACP_CLIENT_MANUAL use the "
+                             "_start forms");
     }
     if (!params) /* json_pack failed: a string argument was not UTF-8 */
-        return acp_client_seterr(c, ACP_EINVAL, "cannot send %s: an argument is not valid UTF-8",
-                                 method);
+        return acp_error_set(ACP_EINVAL, "cannot send %s: an argument is not valid UTF-8", method);
     acp_client_op *op = calloc(1, sizeof *op);
     if (!op) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_ENOMEM, "out of memory");
+        return acp_error_set(ACP_ENOMEM, "out of memory");
     }
     *op = (acp_client_op){.c = c, .cb = cb, .user = user, .finish = finish};
     int rc = (op->method = strdup(method)) ? 0 : ACP_ENOMEM;
@@ -138,7 +147,7 @@ int acp_client_op_start(acp_client *c, const char *method, json_t *params, acp_o
     if (rc) {
         free(op->method);
         free(op);
-        return acp_client_seterr(c, rc, "cannot send %s: %s", method, acp_strerror(rc));
+        return acp_error_set(rc, "cannot send %s: %s", method, acp_strerror(rc));
     }
     op->next = c->ops;
     c->ops = op;
@@ -221,14 +230,14 @@ void acp_client_ops_cancel(acp_client *c, acp_client_session *s)
         acp_conn_forget(c->conn, op->call);
         if (op->s && op->s->prompt == op) op->s->prompt = NULL;
         acp_client_reply r = {
-            .status = acp_client_seterr(c, ACP_ECANCELLED,
-                                        "%s was abandoned: its session handle or the client was "
-                                        "freed",
-                                        op->method),
+            .status = acp_error_set(ACP_ECANCELLED,
+                                    "%s was abandoned: its session handle or the client was "
+                                    "freed",
+                                    op->method),
             .session = op->s,
             .stop = "unknown",
         };
-        r.errmsg = c->err;
+        r.errmsg = reply_errmsg(c);
         acp_client_pending_op_ended(c, op);
         if (op->cb) op->cb(c, &r, op->user);
         op_free(op);
@@ -247,6 +256,7 @@ void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user)
     w->result = json_incref(r->result);
     w->session = r->session;
     w->stop = r->stop;
+    snprintf(w->err, sizeof w->err, "%s", r->errmsg);
 }
 
 /* A synchronous call that gives up waiting: its op, already on the wire, must not outlive w
@@ -274,7 +284,7 @@ int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **res
     while (!w->done) {
         if (uv_run(c->loop, UV_RUN_ONCE) == 0 && !w->done) {
             sync_drop(c, w);
-            return acp_client_seterr(c, ACP_ECLOSED, "the agent connection is gone");
+            return acp_error_set(ACP_ECLOSED, "the agent connection is gone");
         }
     }
     if (w->status == 0 && result)
@@ -282,13 +292,14 @@ int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **res
     else
         json_decref(w->result);
     w->result = NULL;
-    return w->status;
+    /* Other callbacks of the loop may have failed since: the call's own sentence. */
+    return w->status ? acp_error_set(w->status, "%s", w->err) : 0;
 }
 
 int acp_client_run_once(acp_client *c)
 {
     if (!c->loop || uv_run(c->loop, UV_RUN_ONCE) == 0)
-        return acp_client_seterr(c, ACP_ECLOSED, "nothing left to wait for: the agent is gone");
+        return acp_error_set(ACP_ECLOSED, "nothing left to wait for: the agent is gone");
     return 0;
 }
 
@@ -299,7 +310,7 @@ int acp_client_call_start(acp_client *c, const char *method, json_t *params, acp
 {
     if (!method || !*method) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_EINVAL, "a method name is required");
+        return acp_error_set(ACP_EINVAL, "a method name is required");
     }
     return acp_client_op_start(c, method, params ? params : json_object(), NULL, cb, user, op);
 }
@@ -315,13 +326,13 @@ int acp_client_notify(acp_client *c, const char *method, json_t *params)
 {
     if (!method || !*method) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_EINVAL, "a method name is required");
+        return acp_error_set(ACP_EINVAL, "a method name is required");
     }
     if (c->gone) {
         json_decref(params);
-        return acp_client_seterr(c, ACP_ECLOSED, "%s",
-                                 acp_client_gone_why(c, "the agent has exited; start it again"));
+        return acp_error_set(ACP_ECLOSED, "%s",
+                             acp_client_gone_why(c, "the agent has exited; start it again"));
     }
     int rc = acp_conn_notify(c->conn, method, params);
-    return rc ? acp_client_seterr(c, rc, "cannot send %s: %s", method, acp_strerror(rc)) : 0;
+    return rc ? acp_error_set(rc, "cannot send %s: %s", method, acp_strerror(rc)) : 0;
 }

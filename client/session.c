@@ -181,27 +181,27 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
 
 /* Builds cwd / additionalDirectories / mcpServers for new, load and resume, refusing what
  * the agent did not advertise, and the root set that will bound the session's fs requests. */
-static int setup_params(acp_client *c, const char *id, const acp_session_opts *o, json_t **params,
-                        acp_roots **roots)
+static int setup_params(acp_client *c, const char *id, const acp_session_opts *opts,
+                        json_t **params, acp_roots **roots)
 {
-    static const acp_session_opts none = {0};
-    if (!o) o = &none;
+    acp_session_opts copy;
+    const acp_session_opts *o = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_SESSION_OPTS_SIZE_1_0, opts, "acp_session_opts");
+    if (rc) return rc;
     char here[PATH_MAX];
     const char *cwd = o->cwd;
     if (!cwd) {
         if (!getcwd(here, sizeof here))
-            return acp_client_seterr(c, ACP_EIO, "cannot read the working directory; pass a cwd");
+            return acp_error_set(ACP_EIO, "cannot read the working directory; pass a cwd");
         cwd = here;
     }
     size_t ndirs = 0;
     while (o->add_dirs && o->add_dirs[ndirs]) ndirs++;
-    if (ndirs) {
-        int rc = acp_client_need(c, ACP_CAP_ADDITIONAL_DIRS,
-                                 "sessionCapabilities.additionalDirectories");
-        if (rc) return rc;
-    }
+    if (ndirs && (rc = acp_client_need(c, ACP_CAP_ADDITIONAL_DIRS,
+                                       "sessionCapabilities.additionalDirectories")))
+        return rc;
     if (o->mcp_servers && !json_is_array(o->mcp_servers))
-        return acp_client_seterr(c, ACP_EINVAL, "mcpServers must be a JSON array");
+        return acp_error_set(ACP_EINVAL, "mcpServers must be a JSON array");
     size_t i;
     json_t *srv;
     json_array_foreach(o->mcp_servers, i, srv)
@@ -213,19 +213,18 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
                             : strcmp(type, "sse") == 0 ? ACP_CAP_MCP_SSE
                                                        : (acp_agent_cap)-1;
         if ((int)cap < 0)
-            return acp_client_seterr(c, ACP_EINVAL, "MCP server '%s' has unknown type '%s'",
-                                     name ? name : "?", type);
+            return acp_error_set(ACP_EINVAL, "MCP server '%s' has unknown type '%s'",
+                                 name ? name : "?", type);
         if (!acp_client_supports(c, cap))
-            return acp_client_seterr(c, ACP_ENOTSUP,
-                                     "agent does not advertise mcpCapabilities.%s (MCP server "
-                                     "'%s' uses %s)",
-                                     type, name ? name : "?",
-                                     cap == ACP_CAP_MCP_HTTP ? "HTTP" : "SSE");
+            return acp_error_set(ACP_ENOTSUP,
+                                 "agent does not advertise mcpCapabilities.%s (MCP server "
+                                 "'%s' uses %s)",
+                                 type, name ? name : "?", cap == ACP_CAP_MCP_HTTP ? "HTTP" : "SSE");
     }
     char *msg = NULL;
-    int rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots, &msg);
+    rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots, &msg);
     if (rc) {
-        acp_client_seterr(c, rc, "%s", msg ? msg : acp_strerror(rc));
+        acp_error_set(rc, "%s", msg ? msg : acp_strerror(rc));
         free(msg);
         return rc;
     }
@@ -254,11 +253,10 @@ static void setup_finish(acp_client_op *op, acp_client_reply *r)
     if (r->status == 0 && !s) { /* session/new: the handle is born now */
         const char *sid = json_string_value(json_object_get(r->result, "sessionId"));
         if (!sid || !*sid)
-            r->status = acp_client_seterr(c, ACP_EPROTO,
-                                          "the agent's session/new answer has no sessionId "
-                                          "string");
+            r->status = acp_error_set(ACP_EPROTO, "the agent's session/new answer has no sessionId "
+                                                  "string");
         else if (!(s = acp_client_session_add(c, sid, op->roots)))
-            r->status = acp_client_seterr(c, ACP_ENOMEM, "out of memory");
+            r->status = acp_error_set(ACP_ENOMEM, "out of memory");
         else
             op->roots = NULL;
     }
@@ -278,7 +276,7 @@ static int setup(acp_client *c, const char *method, const char *id, const acp_se
                  acp_client_cb cb, void *user, acp_client_op **out)
 {
     if (out) *out = NULL;
-    if (id && !*id) return acp_client_seterr(c, ACP_EINVAL, "a session id cannot be empty");
+    if (id && !*id) return acp_error_set(ACP_EINVAL, "a session id cannot be empty");
     json_t *params = NULL;
     acp_roots *roots = NULL;
     int rc = setup_params(c, id, o, &params, &roots);
@@ -289,12 +287,12 @@ static int setup(acp_client *c, const char *method, const char *id, const acp_se
         if (acp_client_find_id(c, id)) {
             json_decref(params);
             acp_roots_free(roots);
-            return acp_client_seterr(c, ACP_EBUSY, "session %s is already open here", id);
+            return acp_error_set(ACP_EBUSY, "session %s is already open here", id);
         }
         if (!(s = acp_client_session_add(c, id, roots))) {
             json_decref(params);
             acp_roots_free(roots);
-            return acp_client_seterr(c, ACP_ENOMEM, "out of memory");
+            return acp_error_set(ACP_ENOMEM, "out of memory");
         }
         roots = NULL;
     }
@@ -374,9 +372,8 @@ static void prompt_finish(acp_client_op *op, acp_client_reply *r)
     for (size_t k = 0; v && k < sizeof stops / sizeof stops[0]; k++)
         if (strcmp(v, stops[k]) == 0) r->stop = stops[k];
     if (r->status == 0 && !strcmp(r->stop, "unknown"))
-        r->status = acp_client_seterr(op->c, ACP_EPROTO,
-                                      "the agent's session/prompt answer has no known "
-                                      "stopReason");
+        r->status = acp_error_set(ACP_EPROTO, "the agent's session/prompt answer has no known "
+                                              "stopReason");
 }
 
 int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_client_cb cb,
@@ -385,9 +382,9 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
     acp_client *c = s->c;
     if (out) *out = NULL;
     if (s->prompt)
-        return acp_client_seterr(c, ACP_EBUSY, "a prompt is already running on session %s", s->id);
+        return acp_error_set(ACP_EBUSY, "a prompt is already running on session %s", s->id);
     if (!json_is_array(blocks))
-        return acp_client_seterr(c, ACP_EINVAL, "a prompt is a JSON array of content blocks");
+        return acp_error_set(ACP_EINVAL, "a prompt is a JSON array of content blocks");
     size_t i;
     json_t *b;
     json_array_foreach(blocks, i, b)
@@ -427,7 +424,7 @@ int acp_client_session_prompt(acp_client_session *s, const char *text, const cha
     json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
     if (!blocks) {
         if (stop) *stop = "unknown";
-        return acp_client_seterr(s->c, ACP_EINVAL, "the prompt is not valid UTF-8");
+        return acp_error_set(ACP_EINVAL, "the prompt is not valid UTF-8");
     }
     int rc = acp_client_session_prompt_blocks(s, blocks, stop);
     json_decref(blocks);
@@ -459,8 +456,7 @@ int acp_client_session_set_mode_start(acp_client_session *s, const char *mode_id
                                       void *user, acp_client_op **out)
 {
     if (out) *out = NULL;
-    if (!s->modes)
-        return acp_client_seterr(s->c, ACP_ENOTSUP, "agent gave no modes for session %s", s->id);
+    if (!s->modes) return acp_error_set(ACP_ENOTSUP, "agent gave no modes for session %s", s->id);
     acp_client_op *op;
     int rc = acp_client_op_start(s->c, "session/set_mode",
                                  json_pack("{s:s, s:s}", "sessionId", s->id, "modeId", mode_id),
@@ -487,8 +483,7 @@ static int set_config(acp_client_session *s, json_t *params, acp_client_cb cb, v
     if (out) *out = NULL;
     if (!s->config) {
         json_decref(params);
-        return acp_client_seterr(s->c, ACP_ENOTSUP, "agent gave no configOptions for session %s",
-                                 s->id);
+        return acp_error_set(ACP_ENOTSUP, "agent gave no configOptions for session %s", s->id);
     }
     acp_client_op *op;
     int rc = acp_client_op_start(s->c, "session/set_config_option", params, config_finish, cb, user,
@@ -513,9 +508,9 @@ int acp_client_session_set_config_bool_start(acp_client_session *s, const char *
                                              acp_client_op **op)
 {
     if (!s->c->opts.config_boolean)
-        return acp_client_seterr(s->c, ACP_EINVAL,
-                                 "boolean config values need acp_client_opts.config_boolean "
-                                 "(session.configOptions.boolean)");
+        return acp_error_set(ACP_EINVAL,
+                             "boolean config values need acp_client_opts.config_boolean "
+                             "(session.configOptions.boolean)");
     return set_config(s,
                       json_pack("{s:s, s:s, s:s, s:b}", "sessionId", s->id, "configId", config_id,
                                 "type", "boolean", "value", value),
@@ -555,7 +550,7 @@ int acp_client_close_id_start(acp_client *c, const char *id, acp_client_cb cb, v
 {
     if (op) *op = NULL;
     int rc = acp_client_need(c, ACP_CAP_CLOSE, "sessionCapabilities.close");
-    if (!rc && (!id || !*id)) rc = acp_client_seterr(c, ACP_EINVAL, "a session id cannot be empty");
+    if (!rc && (!id || !*id)) rc = acp_error_set(ACP_EINVAL, "a session id cannot be empty");
     return rc ? rc
               : acp_client_op_start(c, "session/close", json_pack("{s:s}", "sessionId", id), NULL,
                                     cb, user, op);
@@ -575,9 +570,8 @@ static void close_finish(acp_client_op *op, acp_client_reply *r)
     op->s = NULL;
     r->session = NULL;
     if (r->status) {
-        char why[sizeof op->c->err];
-        snprintf(why, sizeof why, "%s", op->c->err); /* seterr writes where it reads */
-        acp_client_seterr(op->c, r->status, "cannot close session %s: %s", s ? s->id : "?", why);
+        acp_error_set(r->status, "cannot close session %s: %s", s ? s->id : "?",
+                      acp_error_last()->message);
     }
     acp_client_session_free(s);
 }
@@ -607,8 +601,8 @@ int acp_client_session_close(acp_client_session *s)
 static void list_finish(acp_client_op *op, acp_client_reply *r)
 {
     if (r->status == 0 && !json_is_array(json_object_get(r->result, "sessions")))
-        r->status = acp_client_seterr(op->c, ACP_EPROTO,
-                                      "the agent's session/list answer has no sessions array");
+        r->status =
+            acp_error_set(ACP_EPROTO, "the agent's session/list answer has no sessions array");
 }
 
 int acp_client_list_start(acp_client *c, const char *cwd, const char *cursor, acp_client_cb cb,
@@ -640,7 +634,7 @@ int acp_client_delete_start(acp_client *c, const char *id, acp_client_cb cb, voi
 {
     if (out) *out = NULL;
     int rc = acp_client_need(c, ACP_CAP_DELETE, "sessionCapabilities.delete");
-    if (!rc && (!id || !*id)) rc = acp_client_seterr(c, ACP_EINVAL, "a session id cannot be empty");
+    if (!rc && (!id || !*id)) rc = acp_error_set(ACP_EINVAL, "a session id cannot be empty");
     if (rc) return rc;
     acp_client_op *op;
     rc = acp_client_op_start(c, "session/delete", json_pack("{s:s}", "sessionId", id),

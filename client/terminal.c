@@ -136,8 +136,8 @@ int acp_client_terminal_output(acp_client *c, const char *terminal_id, const cha
         if (signal) *signal = t->sig;
         return 0;
     }
-    return acp_client_seterr(c, ACP_ENOTFOUND, "no terminal '%s' (never created, or released)",
-                             terminal_id ? terminal_id : "");
+    return acp_error_set(ACP_ENOTFOUND, "no terminal '%s' (never created, or released)",
+                         terminal_id ? terminal_id : "");
 }
 
 void acp_client_terminals_free(acp_client *c)
@@ -259,7 +259,8 @@ static void do_create(acp_client *c, acp_req *req)
     t->c = c;
     t->limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : DEFAULT_LIMIT;
     snprintf(t->id, sizeof t->id, "term-%llu", (unsigned long long)++c->next_term);
-    acp_proc_opts po = {.file = argv[0],
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = argv[0],
                         .argv = argv,
                         .env = envv,
                         .cwd = cwd,
@@ -269,11 +270,9 @@ static void do_create(acp_client *c, acp_req *req)
                         .on_stderr = on_output,
                         .on_exit = on_exit_,
                         .user = t};
-    char *msg = NULL;
-    int rc = acp_proc_spawn(c->loop, &po, &t->proc, &msg);
+    int rc = acp_proc_spawn(c->loop, &po, &t->proc);
     if (rc) {
-        acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "%s", msg ? msg : acp_strerror(rc));
-        free(msg);
+        acp_client_refuse(c, req, ACP_RPC_INTERNAL_ERROR, "%s", acp_error_last()->message);
         goto fail;
     }
     t->next = c->terms;

@@ -6,7 +6,6 @@
  * when there is an array does a second pass fill them into the one block the first sized. Both
  * passes make the same decisions, so only the first can fail, and the common updates (message
  * chunks) are read once. */
-#include <assert.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <string.h>
 
 #include "acp/update.h"
+#include "rpc/lasterr.h"
 
 typedef acp_json_path at; /* a chain up to "update", rendered only on failure */
 
@@ -749,19 +749,11 @@ static int view(ctx *c, json_t *o, acp_update_view *v)
     }
 }
 
-static int failed(char **errmsg, int status, const char *msg)
+/* Into the library's own view v. */
+static int parse(const acp_update *u, unsigned flags, acp_update_view *v)
 {
-    if (errmsg) *errmsg = status == ACP_ENOMEM ? NULL : strdup(msg);
-    return status;
-}
-
-int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *v,
-                              char **errmsg)
-{
-    if (errmsg) *errmsg = NULL;
-    if (!v) return failed(errmsg, ACP_EINVAL, "acp_update_view_parse: no view");
     memset(v, 0, sizeof *v);
-    if (!u) return failed(errmsg, ACP_EINVAL, "acp_update_view_parse: no update");
+    if (!u) return acp_error_set(ACP_EINVAL, "acp_update_view_parse: no update");
     ctx c = {.lenient = flags & ACP_UPDATE_VIEW_LENIENT};
     json_error_t je;
     /* Duplicate keys are refused: the client routed the update by the first sessionUpdate
@@ -770,8 +762,7 @@ int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_vi
     json_t *root = json_loadb(u->update.p ? u->update.p : "", u->update.n,
                               JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
     if (!root) {
-        snprintf(c.err, sizeof c.err, "update is not valid JSON: %s", je.text);
-        return failed(errmsg, ACP_EPROTO, c.err);
+        return acp_error_set(ACP_EPROTO, "update is not valid JSON: %s", je.text);
     }
     int rc = view(&c, root, v) ? ACP_EPROTO : 0;
     if (rc == 0 && c.used && !c.nomem) {
@@ -783,7 +774,10 @@ int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_vi
             c.used = 0;
             c.salvaged = 0;
             rc = view(&c, root, v) ? ACP_EPROTO : 0;
-            assert(rc == 0 && c.used == need); /* the passes decide alike */
+            if (!rc && c.used != need) { /* the passes decide alike: a broken invariant */
+                rc = ACP_EPROTO;
+                snprintf(c.err, sizeof c.err, "internal error: the view's two passes disagree");
+            }
         }
     }
     if (c.nomem) rc = ACP_ENOMEM;
@@ -791,7 +785,8 @@ int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_vi
         free(c.block);
         json_decref(root);
         memset(v, 0, sizeof *v);
-        return failed(errmsg, rc, c.err);
+        return rc == ACP_ENOMEM ? acp_error_set(rc, "out of memory building an update view")
+                                : acp_error_set(rc, "%s", c.err);
     }
     v->raw = root;
     v->block = c.block;
@@ -799,9 +794,29 @@ int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_vi
     return 0;
 }
 
-int acp_update_view_parse(const acp_update *u, acp_update_view *v, char **errmsg)
+/* The 1.0 size of the view (when it changes: rpc/lasterr.h). */
+#define ACP_UPDATE_VIEW_SIZE_1_0 sizeof(acp_update_view)
+
+/* Copies the library's view v over as much of the caller's as it holds (acp/api.h). */
+static int view_write(acp_update_view *out, const acp_update_view *v)
 {
-    return acp_update_view_parse_ext(u, 0, v, errmsg);
+    return acp_struct_write(out, sizeof *v, ACP_UPDATE_VIEW_SIZE_1_0, v, "acp_update_view");
+}
+
+int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *out)
+{
+    if (!out) return acp_error_set(ACP_EINVAL, "acp_update_view_parse: no view");
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
+    int rc = view_write(out, &v); /* empties it, or refuses its struct_size */
+    if (rc) return rc;
+    rc = parse(u, flags, &v);
+    view_write(out, &v);
+    return rc;
+}
+
+int acp_update_view_parse(const acp_update *u, acp_update_view *v)
+{
+    return acp_update_view_parse_ext(u, 0, v);
 }
 
 void acp_update_view_free(acp_update_view *v)
@@ -809,7 +824,8 @@ void acp_update_view_free(acp_update_view *v)
     if (!v) return;
     json_decref(v->raw);
     free(v->block);
-    memset(v, 0, sizeof *v);
+    acp_update_view empty = ACP_UPDATE_VIEW_INIT;
+    if (v->struct_size) view_write(v, &empty);
 }
 
 static const char *name_of(const char *const *names, size_t n, int i)

@@ -66,7 +66,7 @@ static int commit(acp_store *st, const char *now)
     if (w->f->commit) {
         w->f->commit = false;
         w->f->commits_failed++;
-        return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+        return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
     }
     return w->real->commit(st, now);
 }
@@ -79,7 +79,7 @@ static bool op_fails(acp_store *st, char op)
     if (!at) return false;
     memmove(at, at + 1, strlen(at));
     f->ops_failed++;
-    acp_store_fail(st, ACP_ESTORE, "disk full (injected)");
+    acp_error_set(ACP_ESTORE, "disk full (injected)");
     return true;
 }
 

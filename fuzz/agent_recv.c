@@ -256,7 +256,7 @@ static void say_str(acp_turn *t, const char *text)
 /* What went wrong, as a thought: the last error of the agent. */
 static void say_err(acp_turn *t, int rc)
 {
-    if (rc) say_str(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+    if (rc) say_str(t, acp_error_last()->message);
 }
 
 /* The call that sl's turn waits for could not be made (rc): the turn says why and ends. */
@@ -347,7 +347,8 @@ static void engine_authenticate(acp_auth *au, const char *method_id, void *user)
     z->auths[i] = au;
     if (url || form) {
         char id[48];
-        acp_elicit e = {.message = "Sign in",
+        acp_elicit e = {.struct_size = sizeof(acp_elicit),
+                        .message = "Sign in",
                         .url = url ? "https://fuzz.invalid/login" : NULL,
                         .form = form ? z->form : NULL};
         int rc = acp_auth_elicit(au, &e, id, auth_elicited, au);
@@ -545,7 +546,8 @@ static void perm_done(acp_turn *t, int st, const char *option, const char *kind,
         if (!acp_turn_request_permission(t, sl->tc, perm_opts, 3, perm_done, sl)) return;
     }
     if (option && !strncmp(kind, "allow", 5))
-        acp_tool_call_complete(sl->tc, &(acp_tool_info){.text = "done"});
+        acp_tool_call_complete(
+            sl->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "done"});
     else
         acp_tool_call_fail(sl->tc, option ? "rejected" : NULL);
     finish(sl, option ? "end_turn" : "cancelled");
@@ -562,14 +564,29 @@ static void cmd_tool(acp_turn *t, const char *arg)
     acp_tool_call *tc = NULL;
     if (!strcmp(arg, "bad")) {
         json_t *bad = json_pack("[{ss}]", "type", "diff");
-        say_err(t, acp_tool_call_begin(t, &(acp_tool_info){.title = "x", .kind = "nope"}, NULL));
-        say_err(t, acp_tool_call_begin(t, &(acp_tool_info){.title = "x", .content = bad}, NULL));
-        say_err(t, acp_tool_call_begin(t, &(acp_tool_info){.title = "x", .path = "rel"}, NULL));
-        say_err(t, acp_tool_call_begin(t, &(acp_tool_info){.kind = "read"}, NULL));
+        say_err(t, acp_tool_call_begin(t,
+                                       &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                        .title = "x",
+                                                        .kind = "nope"},
+                                       NULL));
+        say_err(t, acp_tool_call_begin(t,
+                                       &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                        .title = "x",
+                                                        .content = bad},
+                                       NULL));
+        say_err(t, acp_tool_call_begin(t,
+                                       &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                        .title = "x",
+                                                        .path = "rel"},
+                                       NULL));
+        say_err(t, acp_tool_call_begin(
+                       t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .kind = "read"},
+                       NULL));
         json_decref(bad);
     } else {
         int rc = tool_begin(t,
-                            &(acp_tool_info){.title = "Read a.txt",
+                            &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                             .title = "Read a.txt",
                                              .kind = "read",
                                              .content = content,
                                              .locations = locations,
@@ -579,8 +596,11 @@ static void cmd_tool(acp_turn *t, const char *arg)
                             &tc);
         say_err(t, rc);
         if (!rc && strcmp(arg, "open")) {
-            acp_tool_call_update(tc, &(acp_tool_info){.status = "in_progress", .text = "half"});
-            acp_tool_call_complete(tc, &(acp_tool_info){.raw_output = raw});
+            acp_tool_call_update(tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                      .status = "in_progress",
+                                                      .text = "half"});
+            acp_tool_call_complete(
+                tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .raw_output = raw});
             say_err(t, acp_tool_call_update(tc, NULL)); /* after completed: refused */
         }
     }
@@ -599,7 +619,11 @@ static void cmd_ask(fz *z, acp_turn *t, const char *arg)
     if (!sl) return;
     sl->again = !strcmp(arg, "2");
     sl->end_on_cancel = !strcmp(arg, "!");
-    int rc = tool_begin(t, &(acp_tool_info){.title = "Edit a.txt", .kind = "edit"}, &sl->tc);
+    int rc =
+        tool_begin(t,
+                   &(acp_tool_info){
+                       .struct_size = sizeof(acp_tool_info), .title = "Edit a.txt", .kind = "edit"},
+                   &sl->tc);
     if (!rc) rc = acp_turn_request_permission(t, sl->tc, perm_opts, 3, perm_done, sl);
     if (rc) call_failed(sl, rc);
 }
@@ -770,7 +794,11 @@ static void term_created(acp_terminal *term, int st, const char *error, void *us
     }
     if (!acp_terminal_id(term)) abort();
     count(cur->created, acp_terminal_id(term));
-    tool_begin(sl->t, &(acp_tool_info){.title = "Run ls", .kind = "execute", .terminal = term},
+    tool_begin(sl->t,
+               &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                .title = "Run ls",
+                                .kind = "execute",
+                                .terminal = term},
                &sl->tc);
     if (sl->keep_term) { /* left for the runtime to release with the turn */
         finish(sl, "end_turn");
@@ -823,8 +851,12 @@ static void cmd_term(fz *z, acp_turn *t, const char *cmd, const char *arg)
     static const char *const args[] = {"-l", "/fuzz", NULL};
     static const char *const env[] = {"LANG=C", "EMPTY=", NULL};
     static const char *const bad_env[] = {"=x", NULL};
-    acp_terminal_opts o = {
-        .command = "ls", .args = args, .env = env, .cwd = "/fuzz", .output_byte_limit = 4096};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "ls",
+                           .args = args,
+                           .env = env,
+                           .cwd = "/fuzz",
+                           .output_byte_limit = 4096};
     acp_terminal *term = NULL;
     if (!strcmp(cmd, "sterm")) {
         say_err(t, acp_session_terminal_create(acp_turn_session(t), &o, sterm_created, z, &term));
@@ -833,7 +865,9 @@ static void cmd_term(fz *z, acp_turn *t, const char *cmd, const char *arg)
     }
     if (!strcmp(arg, "bad")) {
         say_err(
-            t, acp_turn_terminal_create(t, &(acp_terminal_opts){.command = ""}, NULL, NULL, &term));
+            t, acp_turn_terminal_create(
+                   t, &(acp_terminal_opts){.struct_size = sizeof(acp_terminal_opts), .command = ""},
+                   NULL, NULL, &term));
         o.env = bad_env;
         say_err(t, acp_turn_terminal_create(t, &o, NULL, NULL, &term));
         o.env = env;
@@ -952,7 +986,8 @@ static void cmd_elicit(fz *z, acp_turn *t, const char *cmd, const char *arg)
 {
     acp_session *s = acp_turn_session(t);
     bool url = !strcmp(cmd, "url") || !strcmp(cmd, "surl");
-    acp_elicit e = {.message = "Fill this in",
+    acp_elicit e = {.struct_size = sizeof(acp_elicit),
+                    .message = "Fill this in",
                     .form = url ? NULL : z->form,
                     .url = url ? "https://fuzz.invalid/form" : NULL};
     char id[48];
@@ -967,7 +1002,11 @@ static void cmd_elicit(fz *z, acp_turn *t, const char *cmd, const char *arg)
     if (!sl) return;
     sl->end_on_cancel = !strcmp(arg, "!");
     sl->form = !url;
-    int rc = tool_begin(t, &(acp_tool_info){.title = "Ask the user", .kind = "other"}, &sl->tc);
+    int rc = tool_begin(t,
+                        &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                         .title = "Ask the user",
+                                         .kind = "other"},
+                        &sl->tc);
     e.tool_call = sl->tc;
     if (!rc) rc = acp_turn_elicit(t, &e, id, turn_elicited, sl);
     if (!rc && url) memcpy(z->elic_id, id, sizeof id);
@@ -1399,8 +1438,11 @@ static void turn(uv_loop_t *loop, fz *z)
 static acp_store *store_with_session(void)
 {
     acp_store *st;
-    if (acp_store_open(":memory:", &st, NULL)) abort();
-    acp_store_session s = {.id = "s1", .cwd = "/fuzz", .add_dirs = "[\"/fuzz2\"]"};
+    if (acp_store_open(":memory:", &st)) abort();
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = "s1",
+                           .cwd = "/fuzz",
+                           .add_dirs = "[\"/fuzz2\"]"};
     acp_store_now(s.created_at);
     memcpy(s.updated_at, s.created_at, sizeof s.updated_at);
     static const char *const h[] = {
@@ -1440,7 +1482,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     z.meta = json_pack("{s{si}}", "fuzz", "v", 1);
     z.caps_meta = json_pack("{s{}}", "_fuzz/echo");
     if (!z.form || !z.created || !z.released || !z.tools || !z.meta || !z.caps_meta) abort();
-    acp_engine e = {.name = "fuzz",
+    acp_engine e = {.struct_size = sizeof(acp_engine),
+                    .name = "fuzz",
                     .title = "Fuzz",
                     .version = "1",
                     .image = true,
@@ -1472,8 +1515,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     .session_free = engine_session_free,
                     .user = &z};
     /* The MCP connect wait is a timer that never fires under NOWAIT; spawns fail at once. */
-    acp_agent_opts o = {
-        .on_log = on_log, .on_done = on_done, .user = &z, .mcp_connect_timeout_ms = 60000};
+    acp_agent_opts o = {.struct_size = sizeof(acp_agent_opts),
+                        .on_log = on_log,
+                        .on_done = on_done,
+                        .user = &z,
+                        .mcp_connect_timeout_ms = 60000};
     if (acp_agent_new(&loop, st, &e, &o, &z.a)) abort();
     acp_agent *a = z.a;
     if (acp_agent_on_ext(a, "_fuzz/echo", ext_echo, NULL, &z) ||

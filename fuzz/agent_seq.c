@@ -4,7 +4,7 @@
  * as a program: each step sends one message on one of two connections, both agents in process
  * on one loop, each with its own handle on one temporary SQLite file, as two acp-agent
  * processes sharing a store would be; so a session made on one is loaded, prompted, deleted on
- * the other, in any order. The engine is the acp-agent program's own (tools/acp-agent/echo.c):
+ * the other, in any order. The engine is the acp-agent program's own (engines/echo/echo.c):
  * prompts are its slash commands, with paths inside a private temporary root set.
  *
  * Checked besides crashes, leaks and UBSan:
@@ -53,7 +53,7 @@
 #include "acp/json.h"
 #include "fuzz/agent_harness.h"
 #include "store/inject.h"
-#include "tools/acp-agent/echo.h"
+#include "engines/echo/echo.h"
 
 #define NCONN     2
 #define MAX_STEPS 256
@@ -457,7 +457,7 @@ static json_t *pick_mcp(unsigned b)
     }
 }
 
-/* The echo engine's commands (tools/acp-agent/echo.c), with paths relative to a cwd of the
+/* The echo engine's commands (engines/echo/echo.c), with paths relative to a cwd of the
  * root, and what a careless client would type. */
 static const char *const texts[] = {
     "hello",
@@ -768,14 +768,16 @@ static void on_done(acp_agent *a, void *user)
 
 static void conn_start(seq *q, conn *c)
 {
-    char *err = NULL;
-    if (acp_store_open(dbpath, &c->st, &err)) {
-        fprintf(stderr, "agent_seq: %s\n", err ? err : "store");
+    if (acp_store_open(dbpath, &c->st)) {
+        fprintf(stderr, "agent_seq: %s\n", acp_error_last()->message);
         abort();
     }
     c->armed_error = false;
-    acp_agent_opts o = {
-        .on_log = on_log, .on_done = on_done, .user = c, .mcp_connect_timeout_ms = 60000};
+    acp_agent_opts o = {.struct_size = sizeof(acp_agent_opts),
+                        .on_log = on_log,
+                        .on_done = on_done,
+                        .user = c,
+                        .mcp_connect_timeout_ms = 60000};
     if (acp_agent_new(&q->loop, c->st, &q->e, &o, &c->a) || echo_serve(c->a)) abort();
     c->ended = c->done = false;
     c->sent = json_object();
@@ -1058,8 +1060,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     q.e.disable = (v & 4 ? ACP_DISABLE_LOAD | ACP_DISABLE_LIST | ACP_DISABLE_ADD_DIRS : 0) |
                   (v & 8 ? ACP_DISABLE_RESUME | ACP_DISABLE_CLOSE | ACP_DISABLE_DELETE : 0);
     /* Its lock waits are short: it runs inside another handle's call, on the same thread. */
-    if (acp_store_open(dbpath, &q.killer, NULL) || acp_store_inject_busy_timeout(q.killer, 1))
-        abort();
+    if (acp_store_open(dbpath, &q.killer) || acp_store_inject_busy_timeout(q.killer, 1)) abort();
     for (int i = 0; i < NCONN; i++) {
         q.c[i] = (conn){.q = &q, .no = i};
         conn_start(&q, &q.c[i]);

@@ -183,12 +183,10 @@ static size_t read_view(const acp_update_view *v)
 /* The typed views of u, strict and lenient: they agree, and can be read whole. */
 static void check_views(const acp_update *u)
 {
-    acp_update_view strict, lenient;
-    char *err = NULL;
-    int rs = acp_update_view_parse(u, &strict, &err);
-    if ((rs == 0) != (err == NULL) || (rs && rs != ACP_EPROTO)) abort();
-    free(err);
-    int rl = acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &lenient, NULL);
+    acp_update_view strict = ACP_UPDATE_VIEW_INIT, lenient = ACP_UPDATE_VIEW_INIT;
+    int rs = acp_update_view_parse(u, &strict);
+    if (rs && (rs != ACP_EPROTO || !*acp_error_last()->message)) abort();
+    int rl = acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &lenient);
     if (rl && rl != ACP_EPROTO) abort();
     if ((rs == 0) != (rl == 0 && lenient.salvaged == 0)) abort();
     if (rs == 0 && (strict.kind != lenient.kind || read_view(&strict) != read_view(&lenient)))
@@ -284,7 +282,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz z = {.mode = data[0] % 3};
     acp_client *c = calloc(1, sizeof *c);
     if (!c) abort(); /* no loop: the application-driven mode, as acp_client_start() makes it */
-    c->opts = (acp_client_opts){.fs_read = true,
+    c->opts = (acp_client_opts){.struct_size = sizeof(acp_client_opts),
+                                .fs_read = true,
                                 .max_message = 4096,
                                 .on_update = on_update,
                                 .on_permission = data[0] & 4 ? NULL : on_permission,
@@ -294,7 +293,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 .on_ext_request = on_ext_request,
                                 .on_ext_notify = on_ext_notify,
                                 .user = &z};
-    acp_conn_opts co = {.max_message = c->opts.max_message,
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .max_message = c->opts.max_message,
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
                         .user = c};

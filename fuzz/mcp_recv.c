@@ -123,7 +123,8 @@ static void use(fz *z)
         (void)acp_mcp_tool_description(z->set, 0, t);
         (void)acp_mcp_tool_input_schema(z->set, 0, t);
     }
-    acp_mcp_call_cbs cbs = {.on_progress = on_progress, .on_done = on_done};
+    acp_mcp_call_cbs cbs = {
+        .struct_size = sizeof(acp_mcp_call_cbs), .on_progress = on_progress, .on_done = on_done};
     if (acp_mcp_call_tool(z->set, "srv", tool, json_pack("{si}", "n", 1), &cbs, z, &z->call))
         z->call = NULL;
     const char *roots[] = {"/fuzz", "/fuzz2"};
@@ -148,10 +149,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *servers =
         json_pack("[{ss ss s[s] s[{ss ss}]}]", "name", "srv", "command", "/fuzz/server", "args",
                   "--stdio", "env", "name", "TOKEN", "value", SECRET);
-    acp_mcp_opts mo = {.connect_timeout_ms = 600000, .on_log = on_log, .user = &z};
+    acp_mcp_opts mo = {.struct_size = sizeof(acp_mcp_opts),
+                       .connect_timeout_ms = 600000,
+                       .on_log = on_log,
+                       .user = &z};
     const char *roots[] = {"/fuzz"};
-    char *err = NULL;
-    if (acp_mcp_set_new(&loop, servers, &mo, roots, 1, &z.set, &err)) abort();
+    if (acp_mcp_set_new(&loop, servers, &mo, roots, 1, &z.set)) abort();
     json_decref(servers);
     step(&loop, &z);
 

@@ -54,7 +54,7 @@ static void on_note(acp_conn *c, acp_msg *m, void *user)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    acp_conn_opts o = {.max_message = 1024};
+    acp_conn_opts o = {.struct_size = sizeof(acp_conn_opts), .max_message = 1024};
     acp_conn *c = acp_conn_new(&o);
     acp_conn_on(c, "echo", on_echo, NULL, NULL);
     acp_conn_on(c, "hold", on_hold, NULL, NULL);

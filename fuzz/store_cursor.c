@@ -24,14 +24,17 @@ static int count(void *user, const acp_store_session *s)
 static acp_store *store_with_sessions(void)
 {
     acp_store *st;
-    if (acp_store_open(":memory:", &st, NULL)) abort();
+    if (acp_store_open(":memory:", &st)) abort();
     static const char *const times[] = {"2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z",
                                         "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z",
                                         "2026-01-04T00:00:00.000Z"};
     for (int i = 0; i < 5; i++) {
         char id[8];
         snprintf(id, sizeof id, "s%d", i);
-        acp_store_session s = {.id = id, .cwd = i % 2 ? "/b" : "/a", .add_dirs = "[]"};
+        acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                               .id = id,
+                               .cwd = i % 2 ? "/b" : "/a",
+                               .add_dirs = "[]"};
         memcpy(s.created_at, times[i], ACP_STORE_TIME_LEN + 1);
         memcpy(s.updated_at, times[i], ACP_STORE_TIME_LEN + 1);
         if (acp_store_create(st, &s)) abort();

@@ -6,6 +6,12 @@
 #include <string.h>
 #include <curl/curl.h>
 
+#include "acp/error.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the callbacks (when it changes: rpc/lasterr.h). */
+#define ACP_HTTP_CBS_SIZE_1_0 sizeof(acp_http_cbs)
+
 struct acp_http_client {
     uv_loop_t *loop;
     CURLM *multi;
@@ -231,11 +237,15 @@ static size_t on_write(char *p, size_t size, size_t n, void *user)
 acp_http_client *acp_http_client_new(uv_loop_t *loop)
 {
     /* Reference-counted by libcurl, and thread-safe in the versions we build against. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT)) return NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+        acp_error_set(ACP_ENOTSUP, "HTTP: libcurl cannot be loaded or initialised");
+        return NULL;
+    }
     acp_http_client *c = calloc(1, sizeof *c);
     if (!c || !(c->multi = curl_multi_init())) {
         free(c);
         curl_global_cleanup();
+        acp_error_set(ACP_ENOMEM, "HTTP: out of memory making a client");
         return NULL;
     }
     c->loop = loop;
@@ -275,13 +285,16 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
                          const char *const *headers, const char *body, size_t n,
                          const acp_http_cbs *cbs, void *user)
 {
+    acp_http_cbs cb;
+    if (acp_struct_read(&cb, sizeof cb, ACP_HTTP_CBS_SIZE_1_0, cbs, "acp_http_cbs")) return NULL;
     acp_http *h = calloc(1, sizeof *h);
     if (!h || !(h->easy = curl_easy_init())) {
         free(h);
+        acp_error_set(ACP_ENOMEM, "HTTP: out of memory starting %s %s", method, url);
         return NULL;
     }
     h->c = c;
-    h->cbs = *cbs;
+    h->cbs = cb;
     h->user = user;
     bool ok = true;
     for (const char *const *p = headers; p && *p && ok; p++) {
@@ -315,6 +328,7 @@ acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url
     }
     if (!ok) {
         http_free(h);
+        acp_error_set(ACP_ENOMEM, "HTTP: out of memory starting %s %s", method, url);
         return NULL;
     }
     h->next_fresh = NULL;

@@ -362,7 +362,8 @@ static void on_done(acp_http *h, int result, long status, void *user)
     unhold(st);
 }
 
-static const acp_http_cbs stream_cbs = {.on_data = on_data, .on_done = on_done};
+static const acp_http_cbs stream_cbs = {
+    .struct_size = sizeof(acp_http_cbs), .on_data = on_data, .on_done = on_done};
 
 /* --- outgoing ------------------------------------------------------------------------- */
 
@@ -468,7 +469,8 @@ static void stop(mcp_server *s)
     t->stopping = true;
     while (t->streams) stream_free(t->streams);
     uv_close((uv_handle_t *)&t->flush, on_closed);
-    static const acp_http_cbs del_cbs = {.on_done = on_delete_done};
+    static const acp_http_cbs del_cbs = {.struct_size = sizeof(acp_http_cbs),
+                                         .on_done = on_delete_done};
     char **h = t->session_id && t->curl ? headers(t, "Accept: application/json", NULL) : NULL;
     if (h)
         t->del =

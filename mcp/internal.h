@@ -15,6 +15,7 @@
 
 #include "acp/mcp.h"
 #include "acp/rpc.h"
+#include "rpc/lasterr.h"
 
 typedef struct mcp_server mcp_server;
 typedef struct acp_http_client acp_http_client;

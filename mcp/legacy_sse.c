@@ -157,7 +157,7 @@ static void on_post_done(acp_http *h, int result, long status, void *user)
     free(id);
 }
 
-static const acp_http_cbs post_cbs = {.on_done = on_post_done};
+static const acp_http_cbs post_cbs = {.struct_size = sizeof(acp_http_cbs), .on_done = on_post_done};
 
 /* first, then the client's headers (borrowed: the server's configuration outlives us). */
 static const char **headers(const mcp_server *s, const char *first)
@@ -220,7 +220,8 @@ static void start(mcp_server *s)
     t->parser.max = (size_t)64 << 20; /* one message per event: the connection's bound */
     t->post_headers = headers(s, "Content-Type: application/json");
     const char **h = headers(s, "Accept: text/event-stream");
-    static const acp_http_cbs get_cbs = {.on_data = on_get_data, .on_done = on_get_done};
+    static const acp_http_cbs get_cbs = {
+        .struct_size = sizeof(acp_http_cbs), .on_data = on_get_data, .on_done = on_get_done};
     if (h && t->post_headers && (t->curl = mcp_server_curl(s)))
         t->get = acp_http_start(t->curl, "GET", s->url, h, NULL, 0, &get_cbs, t);
     free(h);

@@ -11,6 +11,11 @@
 #include "acp/http.h"
 #include "mcp/internal.h"
 #include "mcp/libcurl_lazy.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 sizes of the structs the application hands us (when they change: rpc/lasterr.h). */
+#define ACP_MCP_OPTS_SIZE_1_0     sizeof(acp_mcp_opts)
+#define ACP_MCP_CALL_CBS_SIZE_1_0 sizeof(acp_mcp_call_cbs)
 
 #define DEFAULT_CONNECT_MS 10000
 #define DEFAULT_REQUEST_MS 30000
@@ -590,7 +595,8 @@ static void on_conn_output(acp_conn *conn, void *user)
 /* The server's JSON-RPC connection, with what we serve registered. NULL on ENOMEM. */
 static acp_conn *make_conn(mcp_server *srv)
 {
-    acp_conn_opts co = {.cancel_method = "notifications/cancelled",
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts),
+                        .cancel_method = "notifications/cancelled",
                         .on_output = on_conn_output,
                         .on_log = on_conn_log,
                         .user = srv};
@@ -840,21 +846,20 @@ static void start_server(mcp_server *srv)
 }
 
 int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *opts,
-                    const char *const *roots, size_t nroots, acp_mcp_set **out, char **errmsg)
+                    const char *const *roots, size_t nroots, acp_mcp_set **out)
 {
-    acp_mcp_opts o = opts ? *opts : (acp_mcp_opts){0};
+    *out = NULL;
+    acp_mcp_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_MCP_OPTS_SIZE_1_0, opts, "acp_mcp_opts");
+    if (rc) return rc;
     if (!o.connect_timeout_ms) o.connect_timeout_ms = DEFAULT_CONNECT_MS;
     if (!o.request_timeout_ms) o.request_timeout_ms = DEFAULT_REQUEST_MS;
     if (!o.call_timeout_ms) o.call_timeout_ms = DEFAULT_CALL_MS;
     if (!o.kill_grace_ms) o.kill_grace_ms = DEFAULT_GRACE_MS;
-    if (errmsg) *errmsg = NULL;
-    *out = NULL;
     char *err = validate(servers, &o);
     if (err) {
-        if (errmsg)
-            *errmsg = err;
-        else
-            free(err);
+        acp_error_set(ACP_EINVAL, "%s", err);
+        free(err);
         return ACP_EINVAL;
     }
     acp_mcp_set *s = calloc(1, sizeof *s);
@@ -863,14 +868,14 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
         copy_roots(s, roots, nroots)) {
         if (s) free(s->servers);
         free(s);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory making an MCP server set");
     }
     s->loop = loop;
     s->opts = o;
     s->n = n;
     uv_timer_init(loop, &s->wait_timer);
     s->wait_timer.data = s;
-    int rc = 0;
+    rc = 0;
     size_t i;
     for (i = 0; i < n && rc == 0; i++) {
         json_t *e = json_array_get(servers, i);
@@ -898,7 +903,7 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
          * (servers past the failing one were never touched). */
         s->n = i;
         acp_mcp_set_close(s, NULL, NULL);
-        return rc;
+        return acp_error_set(rc, "mcpServers[%zu]: %s", i - 1, acp_strerror(rc));
     }
     s->in_new = true;
     for (i = 0; i < n; i++) {
@@ -932,7 +937,7 @@ int acp_mcp_set_roots(acp_mcp_set *s, const char *const *roots, size_t nroots)
     bool same = nroots == s->nroots;
     for (size_t i = 0; same && i < nroots; i++) same = !strcmp(roots[i], s->roots[i]);
     if (same) return 0;
-    if (copy_roots(s, roots, nroots)) return ACP_ENOMEM;
+    if (copy_roots(s, roots, nroots)) return acp_error_set(ACP_ENOMEM, "out of memory for roots");
     for (size_t i = 0; i < s->n; i++)
         if (s->servers[i].status == ACP_MCP_READY)
             acp_conn_notify(s->servers[i].conn, "notifications/roots/list_changed", NULL);
@@ -1045,7 +1050,7 @@ int acp_mcp_server_find(const acp_mcp_set *s, const char *name, size_t *index)
             return 0;
         }
     }
-    return ACP_ENOTFOUND;
+    return acp_error_set(ACP_ENOTFOUND, "no MCP server named '%s'", name);
 }
 
 const char *acp_mcp_server_name(const acp_mcp_set *s, size_t i)
@@ -1119,7 +1124,7 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
             blen = n;
         }
     }
-    if (best == s->n) return ACP_ENOTFOUND;
+    if (best == s->n) return acp_error_set(ACP_ENOTFOUND, "no MCP tool '%s'", qualified);
     for (size_t t = 0; t < acp_mcp_tool_count(s, best); t++) {
         if (!strcmp(acp_mcp_tool_name(s, best, t), qualified + blen + 1)) {
             if (server) *server = best;
@@ -1127,7 +1132,7 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
             return 0;
         }
     }
-    return ACP_ENOTFOUND;
+    return acp_error_set(ACP_ENOTFOUND, "no MCP tool '%s'", qualified);
 }
 
 /* --- calls ---------------------------------------------------------------------------- */
@@ -1135,25 +1140,32 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
 int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name, json_t *args,
                       const acp_mcp_call_cbs *cbs, void *user, acp_mcp_call **out)
 {
+    acp_mcp_call_cbs cb;
+    int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
     size_t i;
-    if (acp_mcp_server_find(s, server, &i)) {
+    if (rc || acp_mcp_server_find(s, server, &i)) {
         json_decref(args);
-        return ACP_ENOTFOUND;
+        return rc ? rc : ACP_ENOTFOUND; /* either said which */
     }
     mcp_server *srv = &s->servers[i];
     if (srv->status != ACP_MCP_READY) {
         json_decref(args);
-        return ACP_ECLOSED;
+        return acp_error_set(ACP_ECLOSED, "MCP server '%s' is %s, not ready", server,
+                             acp_mcp_status_name(srv->status));
     }
     int64_t token = srv->next_token++;
     json_t *params =
         json_pack("{ss so s{sI}}", "name", tool_name, "arguments", args ? args : json_object(),
                   "_meta", "progressToken", (json_int_t)token);
-    if (!params) return ACP_ENOMEM;
+    if (!params)
+        return acp_error_set(ACP_EINVAL,
+                             "cannot call %s.%s: the tool name is not UTF-8 (or "
+                             "memory ran out)",
+                             server, tool_name);
     acp_mcp_call *c = send_request(srv, "tools/call", params, s->opts.call_timeout_ms, NULL);
-    if (!c) return ACP_ENOMEM;
+    if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s.%s", server, tool_name);
     c->token = token;
-    if (cbs) c->cbs = *cbs;
+    c->cbs = cb;
     c->user = user;
     if (out) *out = c;
     return 0;

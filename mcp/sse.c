@@ -76,15 +76,14 @@ static int field(acp_sse *p, const char *s, size_t n)
         if (vlen < sizeof num) {
             memcpy(num, v, vlen);
             num[vlen] = '\0';
-            if (acp_parse_u64(num, 0, ACP_SSE_RETRY_MAX_MS, &ms, NULL, 0))
-                ms = ACP_SSE_RETRY_MAX_MS;
+            if (acp_parse_u64(num, 0, ACP_SSE_RETRY_MAX_MS, &ms)) ms = ACP_SSE_RETRY_MAX_MS;
         }
         p->retry_ms = (long)ms;
     }
     return 0;
 }
 
-int acp_sse_feed(acp_sse *p, const char *buf, size_t n)
+static int feed(acp_sse *p, const char *buf, size_t n)
 {
     size_t i = 0;
     while (i < n) {
@@ -119,6 +118,15 @@ int acp_sse_feed(acp_sse *p, const char *buf, size_t n)
         i = j + 1;
     }
     return 0;
+}
+
+int acp_sse_feed(acp_sse *p, const char *buf, size_t n)
+{
+    unsigned mark = acp_error_mark();
+    int rc = feed(p, buf, n);
+    if (rc == ACP_ETOOBIG)
+        return acp_error_set(rc, "server-sent events: a line or event over %zu bytes", limit(p));
+    return acp_error_since(mark, rc);
 }
 
 void acp_sse_restart(acp_sse *p)

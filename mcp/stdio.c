@@ -94,7 +94,8 @@ static void start(mcp_server *s)
     s->tp = t;
     t->budget = STDERR_BURST;
     t->refilled_ms = uv_now(s->loop);
-    acp_proc_opts po = {.file = s->command,
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = s->command,
                         .argv = s->argv,
                         .env = s->env,
                         .pipe_stdin = true,
@@ -103,14 +104,13 @@ static void start(mcp_server *s)
                         .on_stderr = on_stderr,
                         .on_exit = on_exit_cb,
                         .user = s};
-    char *err = NULL;
-    if (acp_proc_spawn(s->loop, &po, &t->proc, &err)) {
+    if (acp_proc_spawn(s->loop, &po, &t->proc)) {
         t->proc = NULL;
-        mcp_server_fail(s, "%s", err ? err : "cannot start the server");
-        free(err);
+        mcp_server_fail(s, "%s", acp_error_last()->message);
         return;
     }
-    acp_transport_opts to = {.on_eof = on_eof, .user = s};
+    acp_transport_opts to = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof, .user = s};
     if (acp_transport_open_proc(s->loop, s->conn, t->proc, &to, &t->tr)) {
         t->tr = NULL;
         mcp_server_fail(s, "cannot attach to the server's pipes");

@@ -383,7 +383,7 @@ static int on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *user)
          * checked way all the same, so a value it let through can never wrap into a small one. */
         const char *cl = acp_http_req_header(&st->req, "content-length");
         uint64_t len = 0;
-        if (cl && acp_parse_u64(cl, 0, UINT64_MAX, &len, NULL, 0)) {
+        if (cl && acp_parse_u64(cl, 0, UINT64_MAX, &len)) {
             st->refused = true;
             acp_buf_free(&st->body);
             reply_now(st, 400, "malformed Content-Length");

@@ -344,15 +344,15 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
         *err = sentence("cannot listen on '%s': expected HOST:PORT or unix:/path", where);
         return ACP_EINVAL;
     }
-    char host[256], why[ACP_NUM_WHY];
+    char host[256];
     size_t hl = (size_t)(colon - where);
     if (where[0] == '[' && hl >= 2 && where[hl - 1] == ']') {
         where++;
         hl -= 2;
     }
     uint64_t port;
-    if (acp_parse_u64(colon + 1, 0, 65535, &port, why, sizeof why)) {
-        *err = sentence("cannot listen on '%s': the port: %s", where, why);
+    if (acp_parse_u64(colon + 1, 0, 65535, &port)) {
+        *err = sentence("cannot listen on '%s': the port: %s", where, acp_error_last()->message);
         return ACP_EINVAL;
     }
     if (hl >= sizeof host) {

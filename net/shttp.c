@@ -630,10 +630,11 @@ static void on_init_abort(acp_http_req *r, void *user)
     conn_close(c, "initialize aborted");
 }
 
-static void new_id(char out[37])
+/* 0, or non-zero with no entropy: then no id rather than a guessable one. */
+static int new_id(char out[37])
 {
     unsigned char b[16];
-    if (uv_random(NULL, NULL, b, sizeof b, 0, NULL) != 0) abort(); /* no entropy: no ids */
+    if (uv_random(NULL, NULL, b, sizeof b, 0, NULL) != 0) return -1;
     b[6] = (b[6] & 0x0f) | 0x40; /* a version 4 UUID, like the SDK's randomUUID() */
     b[8] = (b[8] & 0x3f) | 0x80;
     static const char hex[] = "0123456789abcdef";
@@ -644,6 +645,7 @@ static void new_id(char out[37])
         *o++ = hex[b[i] & 15];
     }
     *o = 0;
+    return 0;
 }
 
 static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
@@ -658,11 +660,16 @@ static void initialize(acp_shttp *h, acp_http_req *r, const acp_envelope *env)
         text(r, 500, "Out of memory");
         return;
     }
+    if (new_id(c->id)) {
+        free(c->init_id);
+        free(c);
+        text(r, 500, "No random bytes for a session id");
+        return;
+    }
     c->link.ops = &link_ops;
     c->link.high_water = h->lim.high_water;
     c->h = h;
     c->cs.c = c;
-    new_id(c->id);
     uv_timer_init(h->loop, &c->idle);
     uv_timer_init(h->loop, &c->stall);
     c->idle.data = c->stall.data = c;

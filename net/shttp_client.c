@@ -505,7 +505,8 @@ static void stream_done(acp_http *h, int result, long status, void *user)
     kick(t);
 }
 
-static const acp_http_cbs stream_cbs = {.on_data = stream_data, .on_done = stream_done};
+static const acp_http_cbs stream_cbs = {
+    .struct_size = sizeof(acp_http_cbs), .on_data = stream_data, .on_done = stream_done};
 
 /* The end of a response's head: a stream is known to be open before its first event (an SSE
  * response may send no byte for a long time), so the messages that wait for it may go. */
@@ -679,7 +680,8 @@ static void post_done(acp_http *h, int result, long status, void *user)
     kick(t);
 }
 
-static const acp_http_cbs post_cbs = {.on_data = post_data, .on_done = post_done};
+static const acp_http_cbs post_cbs = {
+    .struct_size = sizeof(acp_http_cbs), .on_data = post_data, .on_done = post_done};
 
 static bool method_is(acp_span method, const char *name)
 {
@@ -864,7 +866,8 @@ static void go_delete(shc *t)
     }
     if (t->post) acp_http_abort(t->post);
     t->post = NULL;
-    static const acp_http_cbs del_cbs = {.on_done = delete_done};
+    static const acp_http_cbs del_cbs = {.struct_size = sizeof(acp_http_cbs),
+                                         .on_done = delete_done};
     if (t->conn_id) t->del = start(t, "DELETE", NULL, NULL, NULL, 0, &del_cbs, t);
     if (!t->del) {
         end_soon(t);

@@ -62,7 +62,7 @@ static bool parse_url(const char *s, url *u)
         if (plen >= sizeof ps) return false;
         memcpy(ps, port, plen);
         ps[plen] = '\0';
-        if (acp_parse_u64(ps, 1, 65535, &p, NULL, 0)) return false;
+        if (acp_parse_u64(ps, 1, 65535, &p)) return false;
     }
     u->port = (unsigned short)p;
     snprintf(u->host_hdr, sizeof u->host_hdr, "%.*s", (int)alen, a);

@@ -7,15 +7,17 @@
 
 #include "acp/error.h"
 #include "acp/json.h"
+#include "rpc/lasterr.h"
 
 int acp_buf_reserve(acp_buf *b, size_t extra)
 {
     if (b->cap - b->len >= extra) return 0;
-    if (extra > SIZE_MAX / 2 - b->len) return ACP_ENOMEM;
+    if (extra > SIZE_MAX / 2 - b->len)
+        return acp_error_set(ACP_ENOMEM, "a buffer cannot grow by %zu bytes", extra);
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->len < extra) cap *= 2;
     char *p = realloc(b->data, cap);
-    if (!p) return ACP_ENOMEM;
+    if (!p) return acp_error_set(ACP_ENOMEM, "out of memory growing a buffer to %zu bytes", cap);
     b->data = p;
     b->cap = cap;
     return 0;
@@ -44,7 +46,7 @@ int acp_buf_printf(acp_buf *b, const char *fmt, ...)
     char small[256];
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0) return ACP_EINVAL;
+    if (n < 0) return acp_error_set(ACP_EINVAL, "acp_buf_printf: a bad format '%s'", fmt);
     if ((size_t)n < sizeof small) return acp_buf_append(b, small, (size_t)n);
     if (acp_buf_reserve(b, (size_t)n + 1)) return ACP_ENOMEM;
     va_start(ap, fmt);

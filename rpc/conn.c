@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "acp/rpc.h"
+#include "rpc/lasterr.h"
 #include "rpc/scan.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_CONN_OPTS_SIZE_1_0 sizeof(acp_conn_opts)
 
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 /* How much of an oversized line is kept to find its id (ids come early in practice). */
@@ -119,7 +123,7 @@ static int calls_put(acp_conn *c, acp_call *call)
         c->calls = calloc(cap, sizeof *c->calls);
         if (!c->calls) {
             c->calls = old;
-            return ACP_ENOMEM;
+            return acp_error_set(ACP_ENOMEM, "out of memory tracking a call");
         }
         c->calls_cap = cap;
         for (size_t i = 0; i < oldcap; i++) {
@@ -172,9 +176,14 @@ static void calls_remove(acp_conn *c, acp_call *call)
 
 acp_conn *acp_conn_new(const acp_conn_opts *opts)
 {
+    acp_conn_opts o;
+    if (acp_struct_read(&o, sizeof o, ACP_CONN_OPTS_SIZE_1_0, opts, "acp_conn_opts")) return NULL;
     acp_conn *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    if (opts) c->opts = *opts;
+    if (!c) {
+        acp_error_set(ACP_ENOMEM, "out of memory making a connection");
+        return NULL;
+    }
+    c->opts = o;
     if (!c->opts.max_message) c->opts.max_message = DEFAULT_MAX_MESSAGE;
     if (!c->opts.cancel_method) c->opts.cancel_method = cancel_default;
     c->target = &c->out;
@@ -230,10 +239,10 @@ int acp_conn_on(acp_conn *c, const char *method, acp_request_cb on_request, acp_
         }
     }
     struct handler *hs = realloc(c->handlers, (c->nhandlers + 1) * sizeof *hs);
-    if (!hs) return ACP_ENOMEM;
+    if (!hs) return acp_error_set(ACP_ENOMEM, "out of memory registering %s", method);
     c->handlers = hs;
     char *m = strdup(method);
-    if (!m) return ACP_ENOMEM;
+    if (!m) return acp_error_set(ACP_ENOMEM, "out of memory registering %s", method);
     hs[c->nhandlers++] = (struct handler){m, on_request, on_notify, user};
     return 0;
 }
@@ -336,7 +345,7 @@ static int send_error_id(acp_conn *c, const char *id, size_t idlen, int code, js
     json_t *err = json_object();
     if (!err) {
         json_decref(data);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory answering an error");
     }
     json_object_set_new(err, "code", json_integer(code));
     /* The message may come from peer input: never let invalid UTF-8 break the response. */
@@ -459,12 +468,13 @@ static acp_jw *stream_begin(acp_conn *c, enum stream_kind kind, size_t start)
 
 static int stream_end(acp_conn *c, enum stream_kind kind)
 {
-    if (c->stream != kind) return ACP_EINVAL;
+    if (c->stream != kind) return acp_error_set(ACP_EINVAL, "no such message is being streamed");
     c->stream = STREAM_NONE;
     acp_buf *b = c->target;
     /* Exactly one complete value must have been written. */
     int rc = acp_jw_status(&c->jw);
-    if (!rc && (c->jw.depth != 0 || c->jw.after_key)) rc = ACP_EINVAL;
+    if (!rc && (c->jw.depth != 0 || c->jw.after_key))
+        rc = acp_error_set(ACP_EINVAL, "the streamed value is not complete");
     if (!rc && acp_buf_append(b, "}\n", 2)) rc = ACP_ENOMEM;
     if (rc) {
         b->len = c->stream_start;
@@ -498,7 +508,7 @@ int acp_req_reply_end(acp_req *r)
             acp_req_error(r, ACP_RPC_INTERNAL_ERROR, NULL, "internal error: no reply was streamed");
         else
             req_free(r);
-        return ACP_EINVAL;
+        return acp_error_set(ACP_EINVAL, "no reply was streamed");
     }
     c->stream_req = NULL;
     int rc = stream_end(c, STREAM_REPLY);
@@ -558,12 +568,12 @@ int acp_conn_call(acp_conn *c, const char *method, json_t *params, acp_response_
     /* Nobody waits for an answer to a call without cb, so it can go out after EOF too. */
     if (c->closed && cb) {
         json_decref(params);
-        return ACP_ECLOSED;
+        return acp_error_set(ACP_ECLOSED, "cannot call %s: the peer closed the connection", method);
     }
     acp_call *call = call_new(c, cb, user);
     if (!call) {
         json_decref(params);
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, "out of memory calling %s", method);
     }
     size_t start = c->target->len;
     int rc =
@@ -647,7 +657,8 @@ static void send_cancel(acp_conn *c, acp_call *call)
 
 int acp_conn_cancel(acp_conn *c, acp_call *call)
 {
-    if (c->closed) return ACP_ECLOSED;
+    if (c->closed)
+        return acp_error_set(ACP_ECLOSED, "cannot cancel: the peer closed the connection");
     send_cancel(c, call);
     return 0;
 }
@@ -1067,7 +1078,7 @@ static void end_discard(acp_conn *c)
 
 int acp_conn_recv(acp_conn *c, const char *bytes, size_t len)
 {
-    if (c->closed) return ACP_ECLOSED;
+    if (c->closed) return acp_error_set(ACP_ECLOSED, "the peer closed the connection already");
     while (len) {
         const char *nl = memchr(bytes, '\n', len);
         size_t take = nl ? (size_t)(nl - bytes) : len;

@@ -7,6 +7,7 @@
 
 #include "acp/error.h"
 #include "acp/json.h"
+#include "rpc/lasterr.h"
 #include "rpc/plain.h"
 #include "rpc/utf8.h"
 
@@ -28,7 +29,7 @@ int acp_json_escape(acp_buf *b, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
     /* Worst case is 6 bytes per input byte (\u00XX); reserve the common case up front. */
-    if (acp_buf_reserve(b, n + 2)) return ACP_ENOMEM;
+    if (acp_buf_reserve(b, n + 2)) return ACP_ENOMEM; /* the buffer said so */
     size_t start = b->len;
     b->data[b->len++] = '"';
     size_t i = 0;
@@ -44,7 +45,7 @@ int acp_json_escape(acp_buf *b, const char *str, size_t n)
             size_t len = acp_utf8_seq(s + i, n - i);
             if (!len) {
                 b->len = start;
-                return ACP_EINVAL;
+                return acp_error_set(ACP_EINVAL, "invalid UTF-8 at byte %zu of a string", i);
             }
             if (acp_buf_append(b, s + i, len)) goto nomem;
             i += len;
@@ -86,7 +87,7 @@ int acp_json_escape(acp_buf *b, const char *str, size_t n)
     return 0;
 nomem:
     b->len = start;
-    return ACP_ENOMEM;
+    return ACP_ENOMEM; /* the buffer said so */
 }
 
 void acp_jw_init(acp_jw *w, acp_buf *out)
@@ -100,9 +101,13 @@ int acp_jw_status(const acp_jw *w)
     return w->status;
 }
 
-static void fail(acp_jw *w, int status)
+/* The first failure sticks, and says what it was in the last error: acp_jw_status() returns
+ * the status later, when the sentence is still the writer's unless another call failed since. */
+static void fail(acp_jw *w, int status, const char *why)
 {
-    if (!w->status) w->status = status;
+    if (w->status) return;
+    w->status = status;
+    acp_error_set(status, "JSON writer: %s", why);
 }
 
 /* Writes the separator a new value needs at the current depth. False if the writer failed. */
@@ -116,7 +121,7 @@ static bool begin_value(acp_jw *w)
     uint64_t bit = 1ull << w->depth;
     if (w->has_item & bit) {
         if (acp_buf_putc(w->out, ',')) {
-            fail(w, ACP_ENOMEM);
+            fail(w, ACP_ENOMEM, "out of memory");
             return false;
         }
     }
@@ -126,14 +131,14 @@ static bool begin_value(acp_jw *w)
 
 static void put(acp_jw *w, const char *s, size_t n)
 {
-    if (acp_buf_append(w->out, s, n)) fail(w, ACP_ENOMEM);
+    if (acp_buf_append(w->out, s, n)) fail(w, ACP_ENOMEM, "out of memory");
 }
 
 static void open_container(acp_jw *w, char c)
 {
     if (!begin_value(w)) return;
     if (w->depth + 1 >= MAX_DEPTH) {
-        fail(w, ACP_EINVAL);
+        fail(w, ACP_EINVAL, "nested deeper than 64 levels");
         return;
     }
     put(w, &c, 1);
@@ -145,7 +150,7 @@ static void close_container(acp_jw *w, char c)
 {
     if (w->status) return;
     if (w->depth == 0 || w->after_key) {
-        fail(w, ACP_EINVAL);
+        fail(w, ACP_EINVAL, "a container closed that is not open, or after a key");
         return;
     }
     w->depth--;
@@ -177,7 +182,7 @@ void acp_jw_key(acp_jw *w, const char *key)
     if (!begin_value(w)) return;
     int rc = acp_json_escape(w->out, key, strlen(key));
     if (rc) {
-        fail(w, rc);
+        fail(w, rc, acp_error_last()->message);
         return;
     }
     put(w, ":", 1);
@@ -188,7 +193,7 @@ void acp_jw_strn(acp_jw *w, const char *s, size_t n)
 {
     if (!begin_value(w)) return;
     int rc = acp_json_escape(w->out, s, n);
-    if (rc) fail(w, rc);
+    if (rc) fail(w, rc, acp_error_last()->message);
 }
 
 void acp_jw_str(acp_jw *w, const char *s)
@@ -215,7 +220,7 @@ void acp_jw_uint(acp_jw *w, uint64_t v)
 void acp_jw_real(acp_jw *w, double v)
 {
     if (!isfinite(v)) {
-        fail(w, ACP_EINVAL);
+        fail(w, ACP_EINVAL, "a number that is not finite");
         return;
     }
     if (!begin_value(w)) return;
@@ -254,7 +259,8 @@ void acp_jw_json(acp_jw *w, const json_t *v)
         return;
     }
     if (!begin_value(w)) return;
-    if (json_dump_callback(v, dump_cb, w->out, JSON_COMPACT | JSON_ENCODE_ANY)) fail(w, ACP_ENOMEM);
+    if (json_dump_callback(v, dump_cb, w->out, JSON_COMPACT | JSON_ENCODE_ANY))
+        fail(w, ACP_ENOMEM, "out of memory");
 }
 
 void acp_jw_kstr(acp_jw *w, const char *key, const char *s)

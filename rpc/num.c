@@ -10,6 +10,7 @@
 
 #include "acp/error.h"
 #include "acp/num.h"
+#include "rpc/lasterr.h"
 
 #define QUOTE_MAX 24 /* bytes of the text quoted in a sentence */
 
@@ -33,18 +34,13 @@ static void quote(char *q, size_t qn, const char *s)
     q[k] = '\0';
 }
 
-/* The sentence for s: "'s' <what>". */
-static int refuse(char *why, size_t why_size, const char *s, const char *what)
+/* ACP_EINVAL, with the sentence for s, "'s' <what>", as the last error. */
+static int refuse(const char *s, const char *what)
 {
-    if (!why || !why_size) return ACP_EINVAL;
-    if (!s || !*s) {
-        snprintf(why, why_size, "no number given");
-        return ACP_EINVAL;
-    }
+    if (!s || !*s) return acp_error_set(ACP_EINVAL, "no number given");
     char q[QUOTE_MAX * 4 + 8];
     quote(q, sizeof q, s);
-    snprintf(why, why_size, "'%s' %s", q, what);
-    return ACP_EINVAL;
+    return acp_error_set(ACP_EINVAL, "'%s' %s", q, what);
 }
 
 /* The digits of s, all of it: 0 with *v, 1 when s is not only digits, 2 when they overflow. */
@@ -66,12 +62,11 @@ static int magnitude(const char *s, uint64_t *v)
     return 0;
 }
 
-int acp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *why,
-                  size_t why_size)
+int acp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     uint64_t v = 0;
     int m = s ? magnitude(s[0] == '-' ? s + 1 : s, &v) : 1;
-    if (m == 1) return refuse(why, why_size, s, "is not a whole number");
+    if (m == 1) return refuse(s, "is not a whole number");
     if (m == 0 && s[0] != '-' && v >= min && v <= max) {
         *out = v;
         return 0;
@@ -79,15 +74,15 @@ int acp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char
     char what[80];
     snprintf(what, sizeof what, "is out of range: %llu to %llu", (unsigned long long)min,
              (unsigned long long)max);
-    return refuse(why, why_size, s, what);
+    return refuse(s, what);
 }
 
-int acp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out, char *why, size_t why_size)
+int acp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     uint64_t mag = 0;
     bool neg = s && s[0] == '-';
     int m = s ? magnitude(s + neg, &mag) : 1;
-    if (m == 1) return refuse(why, why_size, s, "is not a whole number");
+    if (m == 1) return refuse(s, "is not a whole number");
     bool fits = m == 0 && (neg ? mag <= (uint64_t)INT64_MAX + 1 : mag <= (uint64_t)INT64_MAX);
     if (fits) {
         /* -(2^63) is INT64_MIN: negate in unsigned arithmetic, where it cannot overflow. */
@@ -99,7 +94,7 @@ int acp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out, char *w
     }
     char what[80];
     snprintf(what, sizeof what, "is out of range: %lld to %lld", (long long)min, (long long)max);
-    return refuse(why, why_size, s, what);
+    return refuse(s, what);
 }
 
 /* The grammar of acp_parse_double, checked before strtod sees the text (which would take
@@ -121,12 +116,12 @@ static bool decimal(const char *s)
     return *s == '\0';
 }
 
-int acp_parse_double(const char *s, double min, double max, double *out, char *why, size_t why_size)
+int acp_parse_double(const char *s, double min, double max, double *out)
 {
-    if (!s || !decimal(s)) return refuse(why, why_size, s, "is not a number");
+    if (!s || !decimal(s)) return refuse(s, "is not a number");
     /* glibc hands out its static C locale for this call: nothing is allocated. */
     locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-    if (!c) return ACP_ENOMEM;
+    if (!c) return acp_error_set(ACP_ENOMEM, "cannot have the C locale to read '%s'", s);
     errno = 0;
     double v = strtod_l(s, NULL, c);
     bool over = errno == ERANGE && (v > 1 || v < -1); /* underflow reads as (nearly) zero */
@@ -137,5 +132,5 @@ int acp_parse_double(const char *s, double min, double max, double *out, char *w
     }
     char what[80];
     snprintf(what, sizeof what, "is out of range: %.15g to %.15g", min, max);
-    return refuse(why, why_size, s, what);
+    return refuse(s, what);
 }

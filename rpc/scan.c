@@ -10,6 +10,7 @@
 #include "acp/error.h"
 #include "acp/json.h"
 #include "rpc/plain.h"
+#include "rpc/lasterr.h"
 #include "rpc/scan.h"
 #include "rpc/utf8.h"
 
@@ -162,13 +163,20 @@ static bool scan_value(scanner *s)
     }
 }
 
+/* ACP_EINVAL, saying where the text stopped being JSON (the scanner stops at the fault). */
+static int invalid(const char *str, size_t n, const unsigned char *at)
+{
+    return acp_error_set(ACP_EINVAL, "not valid JSON (a %zu-byte text, wrong at byte %zu)", n,
+                         (size_t)((const char *)at - str));
+}
+
 int acp_json_validate(const char *str, size_t n, int max_depth)
 {
     scanner s = {(const unsigned char *)str, (const unsigned char *)str + n, 0, max_depth, false};
     skip_ws(&s);
-    if (!scan_value(&s)) return ACP_EINVAL;
-    skip_ws(&s);
-    return s.p == s.end ? 0 : ACP_EINVAL;
+    bool ok = scan_value(&s);
+    if (ok) skip_ws(&s);
+    return ok && s.p == s.end ? 0 : invalid(str, n, s.p);
 }
 
 static unsigned hex4(const unsigned char *p)
@@ -466,9 +474,9 @@ int acp_json_members(acp_span obj, const char *const *keys, size_t n, acp_span *
                  ACP_SCAN_MAX_DEPTH, false};
     skip_ws(&s);
     bool stopped;
-    if (!walk_object(&s, members_fn, &m, &stopped)) return ACP_EINVAL;
-    skip_ws(&s);
-    return s.p == s.end ? (int)m.found : ACP_EINVAL;
+    bool ok = walk_object(&s, members_fn, &m, &stopped);
+    if (ok) skip_ws(&s);
+    return ok && s.p == s.end ? (int)m.found : invalid(obj.p, obj.n, s.p);
 }
 
 bool acp_json_item(acp_span arr, size_t *pos, acp_span *val)

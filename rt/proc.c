@@ -18,10 +18,14 @@
 #include <unistd.h>
 
 #include "acp/rt.h"
-#include "rt/errmsg.h"
+#include "rpc/lasterr.h"
 #include "rt/proc_stdio.h"
 #include "rt/spawn.h"
 #include "rt/tree.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_PROC_OPTS_SIZE_1_0 sizeof(acp_proc_opts)
 
 extern char **environ;
 
@@ -208,16 +212,17 @@ static int status_of(int err)
                             : ACP_EIO;
 }
 
-int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char **errmsg)
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out)
 {
     *out = NULL;
-    if (errmsg) *errmsg = NULL;
-    if (!o || !o->file || !o->argv || !o->argv[0]) {
-        rt_set_err(errmsg, "no command to run");
-        return ACP_EINVAL;
-    }
+    acp_proc_opts copy;
+    const acp_proc_opts *o = &copy;
+    int rc = acp_struct_read(&copy, sizeof copy, ACP_PROC_OPTS_SIZE_1_0, opts, "acp_proc_opts");
+    if (rc) return rc;
+    if (!opts || !o->file || !o->argv || !o->argv[0])
+        return acp_error_set(ACP_EINVAL, "no command to run");
     acp_proc *p = calloc(1, sizeof *p);
-    if (!p) return ACP_ENOMEM;
+    if (!p) return acp_error_set(ACP_ENOMEM, "cannot run '%s': out of memory", o->file);
     p->loop = loop;
     p->o = *o;
     /* Every initialised handle is counted; the proc is freed when the last one has closed. */
@@ -235,7 +240,7 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
     uv_pipe_t *pipes[3] = {p->in, p->out, p->err};
     char *own = NULL;
     char **env = NULL;
-    int rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
+    rc = oom ? -ENOMEM : rt_tag_new(p->tag) ? -EIO : 0;
     if (!rc && !(env = tagged_env(o->env, p->tag, &own))) rc = -ENOMEM;
     for (int i = 0; i < 3 && !rc; i++) {
         int pfd[2];
@@ -276,10 +281,10 @@ int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *o, acp_proc **out, char
         }
         struct stat st;
         if (o->cwd && (stat(o->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
-            rt_set_err(errmsg, "cannot run '%s': its directory '%s' is not usable", o->file,
-                       o->cwd);
+            acp_error_set(status_of(rc), "cannot run '%s': its directory '%s' is not usable",
+                          o->file, o->cwd);
         else
-            rt_set_err(errmsg, "cannot run '%s': %s", o->file, uv_strerror(rc));
+            acp_error_set(status_of(rc), "cannot run '%s': %s", o->file, uv_strerror(rc));
         /* Every initialised handle is released through the loop. */
         p->closing = true;
         close_handle(p, (uv_handle_t *)p->in);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #ifdef __linux__
@@ -17,6 +18,7 @@
 #endif
 
 #include "acp/rt.h"
+#include "rpc/lasterr.h"
 #include "rt/tree.h"
 
 /* How long acp_reaper_close() waits for killed orphans to die (a process in uninterruptible
@@ -82,12 +84,13 @@ int acp_reaper_start(uv_loop_t *loop, acp_reaper **out)
 {
     *out = NULL;
 #ifdef __linux__
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1)) return ACP_EIO;
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1))
+        return acp_error_set(ACP_EIO, "cannot become a child subreaper: %s", strerror(errno));
 #else
-    return ACP_ENOTSUP;
+    return acp_error_set(ACP_ENOTSUP, "child subreapers are a Linux feature");
 #endif
     acp_reaper *r = calloc(1, sizeof *r);
-    if (!r) return ACP_ENOMEM;
+    if (!r) return acp_error_set(ACP_ENOMEM, "out of memory starting the reaper");
     uv_signal_init(loop, &r->sig);
     r->sig.data = r;
     uv_signal_start(&r->sig, on_sigchld, SIGCHLD);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "acp/rt.h"
+#include "rpc/lasterr.h"
 #include "rt/proc_stdio.h"
 
 #define DEFAULT_HIGH_WATER (4u << 20)
@@ -290,6 +291,15 @@ static int open_end(uv_loop_t *loop, int fd, bool readable, uv_stream_t **s, int
     return 0;
 }
 
+/* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
+#define ACP_TRANSPORT_OPTS_SIZE_1_0 sizeof(acp_transport_opts)
+
+static int read_opts(acp_transport_opts *o, const acp_transport_opts *opts)
+{
+    return acp_struct_read(o, sizeof *o, ACP_TRANSPORT_OPTS_SIZE_1_0, opts, "acp_transport_opts");
+}
+
+/* opts: the library's copy (read_opts). */
 static int setup(uv_loop_t *loop, acp_conn *conn, const acp_transport_opts *opts,
                  acp_transport **out)
 {
@@ -300,7 +310,7 @@ static int setup(uv_loop_t *loop, acp_conn *conn, const acp_transport_opts *opts
     memset(t, 0, offsetof(acp_transport, rbuf));
     t->loop = loop;
     t->conn = conn;
-    if (opts) t->o = *opts;
+    t->o = *opts;
     if (!t->o.high_water) t->o.high_water = DEFAULT_HIGH_WATER;
     t->in_fd = t->out_fd = t->spare[0] = t->spare[1] = -1;
     uv_prepare_init(loop, &t->prepare);
@@ -357,20 +367,23 @@ int acp_transport_open(uv_loop_t *loop, acp_conn *conn, int in_fd, int out_fd,
                        const acp_transport_opts *opts, acp_transport **out)
 {
     *out = NULL;
+    acp_transport_opts o;
+    int rc = read_opts(&o, opts);
+    if (rc) return rc;
     bool same = in_fd == out_fd;
     int fi = own_fd(in_fd, same ? O_RDWR : O_RDONLY);
     int fo = same ? fi : own_fd(out_fd, O_WRONLY);
     uv_stream_t *si = NULL, *so = NULL;
     acp_transport *t = NULL;
     int spare[2] = {-1, -1};
-    int rc = ACP_EIO;
+    rc = ACP_EIO;
     if (fi < 0 || fo < 0) goto fail;
     if ((rc = open_end(loop, fi, true, &si, &spare[0]))) goto fail;
     if (fo == fi)
         so = si;
     else if ((rc = open_end(loop, fo, false, &so, &spare[1])))
         goto fail;
-    if ((rc = setup(loop, conn, opts, &t))) goto fail;
+    if ((rc = setup(loop, conn, &o, &t))) goto fail;
     t->in = si;
     t->out = so;
     if (!si) t->in_fd = fi;
@@ -385,20 +398,26 @@ fail:
     if (fo != fi) release_end(so, fo);
     for (int i = 0; i < 2; i++)
         if (spare[i] >= 0) close(spare[i]);
-    return rc;
+    return acp_error_set(rc, "cannot carry a connection on fds %d and %d: %s", in_fd, out_fd,
+                         rc == ACP_EINVAL ? "not a pipe, socket, terminal or file"
+                                          : acp_strerror(rc));
 }
 
 int acp_transport_open_proc(uv_loop_t *loop, acp_conn *conn, acp_proc *p,
                             const acp_transport_opts *opts, acp_transport **out)
 {
     *out = NULL;
-    uv_stream_t *child_in, *child_out;
-    int rc = acp_proc_take_stdio(p, &child_in, &child_out);
+    acp_transport_opts o;
+    int rc = read_opts(&o, opts);
     if (rc) return rc;
-    if ((rc = setup(loop, conn, opts, out))) {
+    uv_stream_t *child_in, *child_out;
+    if ((rc = acp_proc_take_stdio(p, &child_in, &child_out)))
+        return acp_error_set(rc, "a transport needs the process's stdin and stdout piped, "
+                                 "stdout not read by on_stdout, and the process not stopping");
+    if ((rc = setup(loop, conn, &o, out))) {
         uv_close((uv_handle_t *)child_in, free_handle);
         uv_close((uv_handle_t *)child_out, free_handle);
-        return rc;
+        return acp_error_set(rc, "out of memory making a transport");
     }
     (*out)->in = child_out;
     (*out)->out = child_in;

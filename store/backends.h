@@ -6,9 +6,9 @@
 
 #include "acp/store.h"
 
-int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg); /* sqlite.c */
+int acp_store_sqlite_open(const char *path, acp_store **out); /* sqlite.c */
 /* sqlite.c, for store/inject.h: the handle's busy timeout. */
 int acp_store_sqlite_busy_timeout(acp_store *st, unsigned ms);
-int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg); /* postgres.c */
+int acp_store_pg_open(const char *conninfo, acp_store **out); /* postgres.c */
 
 #endif

@@ -72,13 +72,15 @@ static bool append_faults(acp_store *st)
 int acp_store_append(acp_store *st, const char *id, int64_t fence, const char *json, size_t n)
 {
     acp_store_batch *b = &st->batch;
-    if (append_faults(st)) return ACP_ENOMEM;
+    static const char oom[] = "store: out of memory appending an update to the batch";
+    if (append_faults(st)) return acp_error_set(ACP_ENOMEM, oom);
     size_t sess, off;
-    if (grow((void **)&b->items, &b->items_cap, b->nitems + 1, sizeof *b->items)) return ACP_ENOMEM;
-    if (session_of(b, id, fence, &sess)) return ACP_ENOMEM;
+    if (grow((void **)&b->items, &b->items_cap, b->nitems + 1, sizeof *b->items) ||
+        session_of(b, id, fence, &sess))
+        return acp_error_set(ACP_ENOMEM, oom);
     if (put(b, json, n, &off)) {
         if (b->sess[sess].count == 0) b->nsess--; /* it was added just now: forget it */
-        return ACP_ENOMEM;
+        return acp_error_set(ACP_ENOMEM, oom);
     }
     b->items[b->nitems++] = (acp_store_item){.json = off, .n = n, .sess = sess};
     b->sess[sess].count++;
@@ -147,28 +149,28 @@ static int note_gone(acp_store *st)
         if (!n[k]++) first[k] = i;
     }
     if (n[0])
-        return acp_store_fail(
-            st, ACP_ENOTFOUND, "session %s%s no longer exists: its updates were not stored",
+        return acp_error_set(
+            ACP_ENOTFOUND, "session %s%s no longer exists: its updates were not stored",
             acp_store_batch_id(b, first[0]), n[0] + n[1] > 1 ? " (and others)" : "");
     if (n[1])
-        return acp_store_fail(st, ACP_ESTALE,
-                              "session %s%s is leased to another holder now: updates appended "
-                              "under an older lease were not stored",
-                              acp_store_batch_id(b, first[1]), n[1] > 1 ? " (and others)" : "");
+        return acp_error_set(ACP_ESTALE,
+                             "session %s%s is leased to another holder now: updates appended "
+                             "under an older lease were not stored",
+                             acp_store_batch_id(b, first[1]), n[1] > 1 ? " (and others)" : "");
     return 0;
 }
 
 int acp_store_commit(acp_store *st, const char *now)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     st->gone_len = st->nlost = 0;
     if (st->batch.nitems == 0) return 0;
     char stamp[ACP_STORE_TIME_LEN + 1];
     int rc;
     if (now && !acp_store_time_valid(now)) {
-        rc = acp_store_fail(st, ACP_EINVAL, "store: invalid commit timestamp");
+        rc = acp_error_set(ACP_EINVAL, "store: invalid commit timestamp");
     } else if (reserve_gone(st)) {
-        rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
+        rc = acp_error_set(ACP_ENOMEM, "out of memory");
     } else {
         if (!now) acp_store_now(stamp);
         for (size_t i = 0; i < st->batch.nsess; i++) st->batch.sess[i].lost = 0;
@@ -177,7 +179,7 @@ int acp_store_commit(acp_store *st, const char *now)
         if (!rc) rc = note_gone(st);
     }
     batch_reset(&st->batch);
-    return rc;
+    return acp_error_since(mark, rc);
 }
 
 const char *acp_store_gone(const acp_store *st, size_t i, int64_t *fence, int *why)

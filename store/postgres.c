@@ -247,8 +247,7 @@ static void shed_buffers(pg_store *p, size_t bytes)
 
 static int unavailable(pg_store *p)
 {
-    return acp_store_fail(&p->base, ACP_ESTORE, "session store unavailable: %s (%s)", p->reason,
-                          p->target);
+    return acp_error_set(ACP_ESTORE, "session store unavailable: %s (%s)", p->reason, p->target);
 }
 
 /* A statement failed. A lost connection, a server shutting down (57P*), or a server that
@@ -272,7 +271,7 @@ static int fail_result(pg_store *p, PGresult *r, const char *what)
         return unavailable(p);
     }
     if (PQtransactionStatus(p->conn) != PQTRANS_IDLE) PQclear(PQexec(p->conn, "ROLLBACK"));
-    return acp_store_fail(&p->base, ACP_ESTORE, "postgresql %s: %s", what, msg);
+    return acp_error_set(ACP_ESTORE, "postgresql %s: %s", what, msg);
 }
 
 /* --- fault injection (store/inject.h) ------------------------------------------------------ */
@@ -352,10 +351,9 @@ static int exec(pg_store *p, int q, int n, const char *const *vals, ExecStatusTy
  * server or connection, said as a store failure rather than read as 0. */
 static int server_number(pg_store *p, const char *text, const char *what, int64_t *out)
 {
-    char why[ACP_NUM_WHY];
-    if (!acp_parse_i64(text, 0, INT64_MAX, out, why, sizeof why)) return 0;
-    return acp_store_fail(&p->base, ACP_ESTORE, "PostgreSQL sent a bad %s: %s (%s)", what, why,
-                          p->target);
+    if (!acp_parse_i64(text, 0, INT64_MAX, out)) return 0;
+    return acp_error_set(ACP_ESTORE, "PostgreSQL sent a bad %s: %s (%s)", what,
+                         acp_error_last()->message, p->target);
 }
 
 static int exec_cmd(pg_store *p, int q, int n, const char *const *vals, int64_t *affected)
@@ -404,10 +402,10 @@ static int migrate(pg_store *p)
     if (rc) return rc;
     if (have > SCHEMA_VERSION) {
         PQclear(PQexec(p->conn, "ROLLBACK"));
-        return acp_store_fail(&p->base, ACP_ESTORE,
-                              "session store schema version %lld is newer than this libacp "
-                              "supports (%d) (%s)",
-                              (long long)have, SCHEMA_VERSION, p->target);
+        return acp_error_set(ACP_ESTORE,
+                             "session store schema version %lld is newer than this libacp "
+                             "supports (%d) (%s)",
+                             (long long)have, SCHEMA_VERSION, p->target);
     }
     for (int64_t v = have; v < SCHEMA_VERSION; v++)
         if ((rc = exec_simple(p, migrations[v], "migrate"))) return rc;
@@ -444,7 +442,7 @@ static PGconn *open_conn(const pg_store *p)
 static int connect_once(pg_store *p, bool first)
 {
     PGconn *c = open_conn(p);
-    if (!c) return acp_store_fail(&p->base, ACP_ENOMEM, "out of memory");
+    if (!c) return acp_error_set(ACP_ENOMEM, "out of memory");
     p->conn = c;
     set_target(p, c);
     if (PQstatus(c) != CONNECTION_OK) {
@@ -487,7 +485,6 @@ static bool conn_alive(PGconn *c)
 /* Every call starts here: a usable connection, or ACP_ESTORE "unavailable". */
 static int ready(pg_store *p)
 {
-    acp_store_clear_err(&p->base);
     if (p->conn) {
         if (conn_alive(p->conn)) return 0;
         snprintf(p->reason, sizeof p->reason, "the server closed the connection");
@@ -510,6 +507,7 @@ static int ready(pg_store *p)
 /* Fills s with views into row i of a COLS result (valid while r lives); state stays NULL. */
 static void row_session(const PGresult *r, int i, acp_store_session *s)
 {
+    s->struct_size = sizeof *s;
     s->state = NULL;
     s->id = PQgetvalue(r, i, 0);
     s->cwd = PQgetvalue(r, i, 1);
@@ -530,7 +528,7 @@ static int pg_create(acp_store *st, const acp_store_session *s, const char *hold
                         s->created_at, s->updated_at, holder,      holder ? ttl : NULL};
     int64_t n = 0;
     if ((rc = exec_cmd(p, Q_CREATE, 8, v, &n))) return rc;
-    if (n == 0) return acp_store_fail(st, ACP_EINVAL, "session %s already exists", s->id);
+    if (n == 0) return acp_error_set(ACP_EINVAL, "session %s already exists", s->id);
     return 0;
 }
 
@@ -542,14 +540,14 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     if (rc || (rc = exec(p, Q_GET, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+        return acp_error_set(ACP_ENOTFOUND, "no session %s", id);
     }
     acp_store_session v;
     row_session(r, 0, &v);
     v.state = PQgetisnull(r, 0, 6) ? NULL : PQgetvalue(r, 0, 6);
     rc = acp_store_session_copy(out, &v);
     PQclear(r);
-    return rc ? acp_store_fail(st, rc, "out of memory") : 0;
+    return rc ? acp_error_set(rc, "out of memory") : 0;
 }
 
 /* Why a write under `fence` for session id matched no row: ACP_ENOTFOUND (no such session),
@@ -568,9 +566,9 @@ static int why_unmatched(pg_store *p, const char *id, int64_t fence)
 static int unmatched(pg_store *p, const char *id, int64_t fence)
 {
     int rc = why_unmatched(p, id, fence);
-    if (rc == ACP_ENOTFOUND) return acp_store_fail(&p->base, rc, "no session %s", id);
+    if (rc == ACP_ENOTFOUND) return acp_error_set(rc, "no session %s", id);
     if (rc == ACP_ESTALE)
-        return acp_store_fail(&p->base, rc, "session %s is leased to another holder now", id);
+        return acp_error_set(rc, "session %s is leased to another holder now", id);
     return rc;
 }
 
@@ -663,7 +661,7 @@ static char *batch_arrays(const acp_store_batch *b, size_t *off, size_t *size)
 static void note_gone(acp_store_batch *b, size_t s, PGresult *r)
 {
     int64_t n = 0; /* a count that is not a number proves nothing stored, as 0 does */
-    bool lost = acp_parse_i64(PQcmdTuples(r), 0, INT64_MAX, &n, NULL, 0) || n == 0;
+    bool lost = acp_parse_i64(PQcmdTuples(r), 0, INT64_MAX, &n) || n == 0;
     b->sess[s].lost = lost ? ACP_ENOTFOUND : 0;
 }
 
@@ -763,13 +761,13 @@ static int pg_commit(acp_store *st, const char *now)
            *size = malloc(ns * sizeof *size);
     char *arrays = order && off && size ? batch_arrays(b, off, size) : NULL;
     if (!arrays) {
-        rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
+        rc = acp_error_set(ACP_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t s = 0; s < ns; s++) {
         order[s] = s;
         if (size[s] > INT32_MAX) {
-            rc = acp_store_fail(st, ACP_ETOOBIG, "batch over 2 GB for one session");
+            rc = acp_error_set(ACP_ETOOBIG, "batch over 2 GB for one session");
             goto out;
         }
     }
@@ -825,7 +823,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     if (rc || (rc = exec(p, Q_LAST_SEQ, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        return acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+        return acp_error_set(ACP_ENOTFOUND, "no session %s", id);
     }
     int64_t hi = 0;
     rc = server_number(p, PQgetvalue(r, 0, 0), "seq", &hi);
@@ -855,7 +853,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
              * deleted since hi was read. Not a cut history reported as done. */
             PQclear(r);
             *last_seq = last;
-            return acp_store_fail(st, ACP_ENOTFOUND, "no session %s (deleted during replay)", id);
+            return acp_error_set(ACP_ENOTFOUND, "no session %s (deleted during replay)", id);
         }
         size_t got = 0;
         for (; given < n && !stopped; given++) {
@@ -887,7 +885,7 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     pg_store *p = (pg_store *)st;
     char at[ACP_STORE_TIME_LEN + 1], *after_id = NULL, lim[24];
     if (cursor && acp_store_cursor_decode(cursor, at, &after_id))
-        return acp_store_fail(st, ACP_EINVAL, "malformed cursor");
+        return acp_error_set(ACP_EINVAL, "malformed cursor");
     int rc = ready(p);
     if (rc) goto out;
     snprintf(lim, sizeof lim, "%llu", (unsigned long long)limit + 1); /* +1: do more follow? */
@@ -908,7 +906,7 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
         acp_store_session s;
         row_session(r, (int)limit - 1, &s);
         if (acp_store_cursor_encode(s.updated_at, s.id, next_cursor))
-            rc = acp_store_fail(st, ACP_ENOMEM, "out of memory");
+            rc = acp_error_set(ACP_ENOMEM, "out of memory");
     }
     PQclear(r);
 out:
@@ -940,12 +938,12 @@ static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, u
     int rc = ready(p);
     if (rc || (rc = exec(p, Q_ACQUIRE, 4, v, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
-        rc = acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+        rc = acp_error_set(ACP_ENOTFOUND, "no session %s", id);
     } else if (!PQgetisnull(r, 0, 0)) {
         rc = server_number(p, PQgetvalue(r, 0, 0), "lease epoch", fence);
     } else if (!(rc = server_number(p, PQgetvalue(r, 0, 1), "lease time", &busy->wait_ms))) {
         snprintf(busy->holder, sizeof busy->holder, "%s", PQgetvalue(r, 0, 2));
-        rc = acp_store_fail(st, ACP_EBUSY, "session %s is leased to another holder", id);
+        rc = acp_error_set(ACP_EBUSY, "session %s is leased to another holder", id);
     }
     PQclear(r);
     return rc;
@@ -962,9 +960,9 @@ static int pg_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned
     int rc = ready(p);
     if (rc || (rc = exec(p, Q_RENEW, 3, v, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0)
-        rc = acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id);
+        rc = acp_error_set(ACP_ENOTFOUND, "no session %s", id);
     else if (strcmp(PQgetvalue(r, 0, 0), "1"))
-        rc = acp_store_fail(st, ACP_ESTALE, "session %s is leased to another holder now", id);
+        rc = acp_error_set(ACP_ESTALE, "session %s is leased to another holder now", id);
     PQclear(r);
     return rc;
 }
@@ -1034,15 +1032,16 @@ static const char *bad_number(PQconninfoOption *opts, char *why, size_t n)
         bool list = !strcmp(conn_numbers[i].keyword, "port");
         for (const char *p = v;; p++) {
             size_t len = list ? strcspn(p, ",") : strlen(p);
-            char said[ACP_NUM_WHY], *num = strndup(p, len);
+            char *num = strndup(p, len);
             int64_t x;
-            int rc = !num               ? ACP_ENOMEM
-                     : len == 0 && list ? 0 /* a host's default port */
-                                        : acp_parse_i64(num, conn_numbers[i].min,
-                                                        conn_numbers[i].max, &x, said, sizeof said);
+            int rc = !num ? ACP_ENOMEM
+                     : len == 0 && list
+                         ? 0 /* a host's default port */
+                         : acp_parse_i64(num, conn_numbers[i].min, conn_numbers[i].max, &x);
             free(num);
             if (rc) {
-                snprintf(why, n, "%s: %s", from, rc == ACP_ENOMEM ? "out of memory" : said);
+                snprintf(why, n, "%s: %s", from,
+                         rc == ACP_ENOMEM ? "out of memory" : acp_error_last()->message);
                 return why;
             }
             p += len;
@@ -1052,21 +1051,19 @@ static const char *bad_number(PQconninfoOption *opts, char *why, size_t n)
     return NULL;
 }
 
-int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg)
+int acp_store_pg_open(const char *conninfo, acp_store **out)
 {
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
     if (!opts) {
         /* libpq's message quotes the string, password and all. */
         PQfreemem(perr);
-        return acp_store_open_fail(errmsg, ACP_ESTORE,
-                                   "invalid PostgreSQL connection string (check its syntax)");
+        return acp_error_set(ACP_ESTORE, "invalid PostgreSQL connection string (check its syntax)");
     }
     char why[ACP_NUM_WHY + 64];
     if (bad_number(opts, why, sizeof why)) {
         PQconninfoFree(opts);
-        return acp_store_open_fail(errmsg, ACP_ESTORE,
-                                   "invalid PostgreSQL connection parameter: %s", why);
+        return acp_error_set(ACP_ESTORE, "invalid PostgreSQL connection parameter: %s", why);
     }
     pg_store *p = calloc(1, sizeof *p);
     if (p) {
@@ -1079,13 +1076,12 @@ int acp_store_pg_open(const char *conninfo, acp_store **out, char **errmsg)
     PQconninfoFree(opts);
     if (!p || !p->conninfo) {
         if (p) pg_close(&p->base);
-        return acp_store_open_fail(errmsg, ACP_ENOMEM, "out of memory");
+        return acp_error_set(ACP_ENOMEM, "out of memory");
     }
     int rc = connect_once(p, true);
     if (rc) {
-        int code = acp_store_open_fail(errmsg, rc, "%s", p->base.err);
         pg_close(&p->base);
-        return code;
+        return rc;
     }
     *out = &p->base;
     return 0;

@@ -144,7 +144,7 @@ static sq_store *sq(acp_store *st)
 static int fail(sq_store *s, const char *what)
 {
     const char *why = s->fault ? sqlite3_errstr(s->fault) : sqlite3_errmsg(s->db);
-    return acp_store_fail(&s->base, ACP_ESTORE, "sqlite: %s: %s", what, why);
+    return acp_error_set(ACP_ESTORE, "sqlite: %s: %s", what, why);
 }
 
 /* Every database call of an operation goes through these two, so that an armed fault
@@ -229,10 +229,10 @@ static int migrate(sq_store *s)
         schema_version(s, &v))
         return finish(s, ACP_ESTORE);
     if (v > SCHEMA_VERSION)
-        return finish(s, acp_store_fail(&s->base, ACP_ESTORE,
-                                        "sqlite: store schema version %d is newer than this "
-                                        "program's (%d)",
-                                        v, SCHEMA_VERSION));
+        return finish(s, acp_error_set(ACP_ESTORE,
+                                       "sqlite: store schema version %d is newer than this "
+                                       "program's (%d)",
+                                       v, SCHEMA_VERSION));
     for (; v < SCHEMA_VERSION; v++)
         if (exec(s, "migrate", migrations[v])) return finish(s, ACP_ESTORE);
     char set[96];
@@ -276,19 +276,19 @@ static int make_parents(const char *path)
 
 static const acp_store_ops sqlite_ops;
 
-int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
+int acp_store_sqlite_open(const char *path, acp_store **out)
 {
     int e = make_parents(path);
     if (e)
-        return acp_store_open_fail(
-            errmsg, ACP_ESTORE, "sqlite: cannot create the directory of %s: %s", path, strerror(e));
+        return acp_error_set(ACP_ESTORE, "sqlite: cannot create the directory of %s: %s", path,
+                             strerror(e));
     /* Session histories are private: create the file owner-only before SQLite does (with
      * 0644); its -wal and -shm files take the database file's mode. */
     int fd =
         strcmp(path, ":memory:") ? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
     if (fd >= 0) close(fd);
     sq_store *s = calloc(1, sizeof *s);
-    if (!s) return ACP_ENOMEM;
+    if (!s) return acp_error_set(ACP_ENOMEM, "sqlite: out of memory opening %s", path);
     acp_store_init(&s->base, &sqlite_ops);
     int rc = sqlite3_open_v2(
         path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -303,10 +303,15 @@ int acp_store_sqlite_open(const char *path, acp_store **out, char **errmsg)
                   "PRAGMA foreign_keys = OFF;") ||
              migrate(s);
     } else {
-        fail(s, "open");
+        /* "unable to open database file" alone does not say why: the system does. */
+        int sys = sqlite3_system_errno(s->db);
+        if (sys)
+            acp_error_set(ACP_ESTORE, "sqlite: open: %s: %s", sqlite3_errmsg(s->db), strerror(sys));
+        else
+            fail(s, "open");
     }
     if (rc) {
-        acp_store_open_fail(errmsg, ACP_ESTORE, "%s (%s)", s->base.err, path);
+        acp_error_set(ACP_ESTORE, "%s (%s)", acp_error_last()->message, path);
         sqlite3_close_v2(s->db);
         free(s);
         return ACP_ESTORE;
@@ -348,7 +353,7 @@ static int sq_create(acp_store *st, const acp_store_session *in, const char *hol
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return 0;
     if (rc == SQLITE_CONSTRAINT)
-        return acp_store_fail(st, ACP_EINVAL, "sqlite: session %s already exists", in->id);
+        return acp_error_set(ACP_EINVAL, "sqlite: session %s already exists", in->id);
     return fail(s, "create");
 }
 
@@ -363,6 +368,7 @@ static void copy_time(char *dst, sqlite3_stmt *q, int i)
 static int row_session(sqlite3_stmt *q, acp_store_session *s)
 {
     *s = (acp_store_session){
+        .struct_size = sizeof(acp_store_session),
         .id = (char *)sqlite3_column_text(q, 0),
         .cwd = (char *)sqlite3_column_text(q, 1),
         .add_dirs = (char *)sqlite3_column_text(q, 2),
@@ -384,7 +390,7 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     int rc = db_step(s, q);
     if (rc != SQLITE_ROW) {
         sqlite3_reset(q);
-        return rc == SQLITE_DONE ? acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id)
+        return rc == SQLITE_DONE ? acp_error_set(ACP_ENOTFOUND, "no session %s", id)
                                  : fail(s, "get");
     }
     acp_store_session row;
@@ -414,9 +420,9 @@ static int why_unmatched(sq_store *s, const char *id, int64_t fence)
 static int unmatched(sq_store *s, const char *id, int64_t fence)
 {
     int rc = why_unmatched(s, id, fence);
-    if (rc == ACP_ENOTFOUND) return acp_store_fail(&s->base, rc, "no session %s", id);
+    if (rc == ACP_ENOTFOUND) return acp_error_set(rc, "no session %s", id);
     if (rc == ACP_ESTALE)
-        return acp_store_fail(&s->base, rc, "session %s is leased to another holder now", id);
+        return acp_error_set(rc, "session %s is leased to another holder now", id);
     return rc;
 }
 
@@ -515,8 +521,8 @@ static int sq_commit(acp_store *st, const char *now)
         sqlite3_bind_int64(q, 2, bs->next++);
         if (sqlite3_bind_text64(q, 3, acp_store_batch_json(b, i), b->items[i].n, SQLITE_STATIC,
                                 SQLITE_UTF8) != SQLITE_OK)
-            rc = acp_store_fail(st, ACP_ETOOBIG, "sqlite: update of %zu bytes is over the limit",
-                                b->items[i].n);
+            rc = acp_error_set(ACP_ETOOBIG, "sqlite: update of %zu bytes is over the limit",
+                               b->items[i].n);
         else if (db_step(s, q) != SQLITE_DONE)
             rc = fail(s, "append");
         sqlite3_reset(q);
@@ -527,7 +533,6 @@ static int sq_commit(acp_store *st, const char *now)
 static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
 {
-    acp_store *st = &s->base;
     sqlite3_stmt *q = stmt(s, Q_SID);
     if (!q) return ACP_ESTORE;
     bind_text(q, 1, id);
@@ -535,7 +540,7 @@ static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_
     sqlite3_int64 sid = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
     sqlite3_reset(q);
     if (rc != SQLITE_ROW)
-        return rc == SQLITE_DONE ? acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id)
+        return rc == SQLITE_DONE ? acp_error_set(ACP_ENOTFOUND, "no session %s", id)
                                  : fail(s, "replay");
     q = stmt(s, Q_REPLAY);
     if (!q) return ACP_ESTORE;
@@ -585,7 +590,7 @@ static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     char at[ACP_STORE_TIME_LEN + 1];
     char *after_id = NULL;
     if (cursor && acp_store_cursor_decode(cursor, at, &after_id))
-        return acp_store_fail(st, ACP_EINVAL, "sqlite: malformed list cursor");
+        return acp_error_set(ACP_EINVAL, "sqlite: malformed list cursor");
     sqlite3_stmt *q =
         stmt(s, cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_AFTER : Q_LIST));
     if (!q) {
@@ -675,9 +680,9 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
         snprintf(busy->holder, sizeof busy->holder, "%s", h ? h : "");
     }
     sqlite3_reset(q);
-    if (rc == SQLITE_DONE) return finish(s, acp_store_fail(st, ACP_ENOTFOUND, "no session %s", id));
+    if (rc == SQLITE_DONE) return finish(s, acp_error_set(ACP_ENOTFOUND, "no session %s", id));
     if (rc != SQLITE_ROW) return finish(s, fail(s, "lease"));
-    return finish(s, acp_store_fail(st, ACP_EBUSY, "session %s is leased to another holder", id));
+    return finish(s, acp_error_set(ACP_EBUSY, "session %s is leased to another holder", id));
 }
 
 static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)

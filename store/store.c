@@ -8,6 +8,10 @@
 #include "acp/json.h"
 #include "store/backends.h"
 #include "store/inject.h"
+#include "rpc/lasterr.h"
+
+/* The 1.0 size of acp_store_session (when it changes: rpc/lasterr.h). */
+#define ACP_STORE_SESSION_SIZE_1_0 sizeof(acp_store_session)
 
 /* acp_store_set_state's limit (the header's "at most 1 MiB"): a session's state is a handful
  * of mode and option ids, so anything near this is a bug upstream, not data to keep. */
@@ -22,32 +26,6 @@ void acp_store_init(acp_store *st, const acp_store_ops *ops)
     st->ops = ops;
 }
 
-int acp_store_fail(acp_store *st, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(st->err, sizeof st->err, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-void acp_store_clear_err(acp_store *st)
-{
-    st->err[0] = '\0';
-}
-
-int acp_store_open_fail(char **errmsg, int code, const char *fmt, ...)
-{
-    if (!errmsg) return code;
-    char buf[ACP_STORE_ERRMSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    *errmsg = strdup(buf);
-    return code;
-}
-
 /* A libpq URI, or a conninfo ("host=... dbname=..."): a file path never needs '=' in
  * practice, and libpq's own rule is that a conninfo is recognised by it. */
 static bool is_postgres(const char *where)
@@ -56,14 +34,12 @@ static bool is_postgres(const char *where)
            strchr(where, '=') != NULL;
 }
 
-int acp_store_open(const char *where, acp_store **out, char **errmsg)
+int acp_store_open(const char *where, acp_store **out)
 {
     *out = NULL;
-    if (errmsg) *errmsg = NULL;
-    if (!where || !*where)
-        return acp_store_open_fail(errmsg, ACP_ESTORE, "store: empty store location");
-    if (is_postgres(where)) return acp_store_pg_open(where, out, errmsg);
-    return acp_store_sqlite_open(where, out, errmsg);
+    if (!where || !*where) return acp_error_set(ACP_ESTORE, "store: empty store location");
+    if (is_postgres(where)) return acp_store_pg_open(where, out);
+    return acp_store_sqlite_open(where, out);
 }
 
 void acp_store_close(acp_store *st)
@@ -83,11 +59,6 @@ void acp_store_close(acp_store *st)
     st->ops->close(st);
 }
 
-const char *acp_store_errmsg(const acp_store *st)
-{
-    return st->err;
-}
-
 const char *acp_store_backend(const acp_store *st)
 {
     return st->ops->name;
@@ -100,12 +71,13 @@ void acp_store_session_clear(acp_store_session *s)
     free(s->add_dirs);
     free(s->title);
     free(s->state);
-    memset(s, 0, sizeof *s);
+    *s = (acp_store_session){.struct_size = s->struct_size};
 }
 
 int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
 {
-    *out = (acp_store_session){.id = strdup(in->id),
+    *out = (acp_store_session){.struct_size = sizeof(acp_store_session),
+                               .id = strdup(in->id),
                                .cwd = strdup(in->cwd),
                                .add_dirs = strdup(in->add_dirs),
                                .title = in->title ? strdup(in->title) : NULL,
@@ -127,18 +99,22 @@ static void begin(acp_store *st, unsigned op)
 
 static int bad(acp_store *st, const char *what)
 {
-    return acp_store_fail(st, ACP_EINVAL, "store: invalid %s", what);
+    return acp_error_set(ACP_EINVAL, "store: invalid %s", what);
 }
 
-static int create(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms)
+static int create(acp_store *st, const acp_store_session *app, const char *holder, unsigned ttl_ms)
 {
-    acp_store_clear_err(st);
-    if (!s || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
+    unsigned mark = acp_error_mark();
+    acp_store_session in;
+    const acp_store_session *s = &in;
+    int rc = acp_struct_read(&in, sizeof in, ACP_STORE_SESSION_SIZE_1_0, app, "acp_store_session");
+    if (rc) return rc;
+    if (!app || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
     begin(st, ACP_FAULT_CREATE);
-    return st->ops->create(st, s, holder, ttl_ms);
+    return acp_error_since(mark, st->ops->create(st, s, holder, ttl_ms));
 }
 
 int acp_store_create(acp_store *st, const acp_store_session *s)
@@ -153,10 +129,8 @@ int acp_store_create_leased(acp_store *st, const acp_store_session *s, const cha
                             unsigned ttl_ms, int64_t *fence)
 {
     *fence = 0;
-    if (bad_holder(holder) || bad_ttl(ttl_ms)) {
-        acp_store_clear_err(st);
+    if (bad_holder(holder) || bad_ttl(ttl_ms))
         return bad(st, bad_ttl(ttl_ms) ? "lease ttl" : "lease holder");
-    }
     int rc = create(st, s, holder, ttl_ms);
     if (!rc) *fence = 1;
     return rc;
@@ -164,33 +138,39 @@ int acp_store_create_leased(acp_store *st, const acp_store_session *s, const cha
 
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
 {
-    acp_store_clear_err(st);
-    memset(out, 0, sizeof *out);
+    unsigned mark = acp_error_mark();
+    /* Ours in full, then as much as the caller's struct holds. */
+    acp_store_session full = ACP_STORE_SESSION_INIT;
+    int rc =
+        acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
+    if (rc) return rc;
     if (!id) return bad(st, "session id");
     begin(st, ACP_FAULT_GET);
-    return st->ops->get(st, id, out);
+    rc = acp_error_since(mark, st->ops->get(st, id, &full));
+    acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
+    return rc;
 }
 
 int acp_store_set_info(acp_store *st, const char *id, int64_t fence, bool set_title,
                        const char *title, const char *updated_at)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence < 0) return bad(st, "lease fence");
     if (updated_at && !acp_store_time_valid(updated_at)) return bad(st, "timestamp");
     begin(st, ACP_FAULT_SET_INFO);
-    return st->ops->set_info(st, id, fence, set_title, title, updated_at);
+    return acp_error_since(mark, st->ops->set_info(st, id, fence, set_title, title, updated_at));
 }
 
 int acp_store_set_roots(acp_store *st, const char *id, int64_t fence, const char *cwd,
                         const char *add_dirs)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence < 0) return bad(st, "lease fence");
     if (!cwd || !add_dirs) return bad(st, "session roots");
     begin(st, ACP_FAULT_SET_ROOTS);
-    return st->ops->set_roots(st, id, fence, cwd, add_dirs);
+    return acp_error_since(mark, st->ops->set_roots(st, id, fence, cwd, add_dirs));
 }
 
 /* A JSON object, judged by its first character after the whitespace JSON allows around a
@@ -203,25 +183,25 @@ static bool is_object(const char *s, size_t n)
 
 int acp_store_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence < 0) return bad(st, "lease fence");
     if (state) {
         /* strnlen: a runaway string is refused without reading all of it */
         size_t n = strnlen(state, STATE_MAX + 1);
         if (n > STATE_MAX)
-            return acp_store_fail(st, ACP_EINVAL, "store: session state over %zu bytes", STATE_MAX);
+            return acp_error_set(ACP_EINVAL, "store: session state over %zu bytes", STATE_MAX);
         if (acp_json_validate(state, n, STATE_MAX_DEPTH) || !is_object(state, n))
-            return acp_store_fail(st, ACP_EINVAL, "store: session state is not a JSON object");
+            return acp_error_set(ACP_EINVAL, "store: session state is not a JSON object");
     }
     begin(st, ACP_FAULT_SET_STATE);
-    return st->ops->set_state(st, id, fence, state);
+    return acp_error_since(mark, st->ops->set_state(st, id, fence, state));
 }
 
 int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id || !cb || after_seq < 0) return bad(st, "replay argument");
     int64_t last = after_seq;
     bool fin = false;
@@ -229,25 +209,25 @@ int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     int rc = st->ops->replay(st, id, after_seq, max_bytes, cb, user, &last, &fin);
     if (last_seq) *last_seq = last;
     if (done) *done = fin;
-    return rc;
+    return acp_error_since(mark, rc);
 }
 
 int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                    acp_store_list_cb cb, void *user, char **next_cursor)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     *next_cursor = NULL;
     if (!cb || limit == 0) return bad(st, "list argument");
     begin(st, ACP_FAULT_LIST);
-    return st->ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
+    return acp_error_since(mark, st->ops->list(st, cwd, cursor, limit, cb, user, next_cursor));
 }
 
 int acp_store_delete(acp_store *st, const char *id)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     begin(st, ACP_FAULT_DELETE);
-    return st->ops->remove(st, id);
+    return acp_error_since(mark, st->ops->remove(st, id));
 }
 
 /* A day: a lease is a liveness bound, and a longer one only hides a dead holder longer. */
@@ -266,7 +246,7 @@ static bool bad_holder(const char *h)
 int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
                             const char *dead, int64_t *fence, acp_store_lease_busy *busy)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     acp_store_lease_busy b = {0};
     *fence = 0;
     if (busy) *busy = b;
@@ -277,24 +257,24 @@ int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, u
     int rc = st->ops->lease_acquire(st, id, holder, ttl_ms, dead, fence, &b);
     if (b.wait_ms < 0) b.wait_ms = 0;
     if (rc == ACP_EBUSY && busy) *busy = b;
-    return rc;
+    return acp_error_since(mark, rc);
 }
 
 int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence <= 0) return bad(st, "lease fence");
     if (bad_ttl(ttl_ms)) return bad(st, "lease ttl");
     begin(st, ACP_FAULT_LEASE);
-    return st->ops->lease_renew(st, id, fence, ttl_ms);
+    return acp_error_since(mark, st->ops->lease_renew(st, id, fence, ttl_ms));
 }
 
 int acp_store_lease_release(acp_store *st, const char *id, int64_t fence)
 {
-    acp_store_clear_err(st);
+    unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence <= 0) return bad(st, "lease fence");
     begin(st, ACP_FAULT_LEASE);
-    return st->ops->lease_release(st, id, fence);
+    return acp_error_since(mark, st->ops->lease_release(st, id, fence));
 }

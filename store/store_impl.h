@@ -11,6 +11,38 @@
 #include <stdarg.h>
 
 #include "acp/store.h"
+#include "rpc/lasterr.h"
+
+/* A backend's operations. Internal: libacp has no public way to register a backend, so the
+ * table is free to change with the library (and needs no struct_size). */
+/* The generic layer checks every argument before it calls an op, so ops do not check again:
+ * ids, cwd and add_dirs are non-NULL, timestamps well-formed, commit gets a non-empty batch
+ * and a `now`, replay non-NULL last_seq/done, list a limit > 0 and *next_cursor already NULL. */
+
+typedef struct acp_store_ops {
+    const char *name;
+    void (*close)(acp_store *st);
+    /* holder NULL: no lease (ttl_ms 0); else the lease taken as the row is made, epoch 1. */
+    int (*create)(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms);
+    int (*get)(acp_store *st, const char *id, acp_store_session *out);
+    int (*set_info)(acp_store *st, const char *id, int64_t fence, bool set_title, const char *title,
+                    const char *updated_at);
+    int (*set_roots)(acp_store *st, const char *id, int64_t fence, const char *cwd,
+                     const char *add_dirs);
+    int (*set_state)(acp_store *st, const char *id, int64_t fence, const char *state);
+    /* The batch (ids and texts, in append order) is kept by the generic layer; commit gets it. */
+    int (*commit)(acp_store *st, const char *now);
+    int (*replay)(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
+                  acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);
+    int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                acp_store_list_cb cb, void *user, char **next_cursor);
+    int (*remove)(acp_store *st, const char *id);
+    /* busy is non-NULL and zeroed. */
+    int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
+    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
+    int (*lease_release)(acp_store *st, const char *id, int64_t fence);
+} acp_store_ops;
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.
  * Each id and json is NUL-terminated inside buf (JSON text never holds a raw NUL). */
@@ -50,8 +82,6 @@ typedef struct acp_store_batch {
     size_t nsess, sess_cap;
 } acp_store_batch;
 
-#define ACP_STORE_ERRMSG_MAX 512
-
 struct acp_store {
     const acp_store_ops *ops;
     acp_store_batch batch; /* appended, not yet committed; owned by the generic layer */
@@ -61,24 +91,15 @@ struct acp_store {
     size_t gone_len, gone_cap;
     acp_store_lost *lost;
     size_t nlost, lost_cap;
-    char err[ACP_STORE_ERRMSG_MAX];
     struct acp_store_inject *inject; /* NULL unless a test armed a fault (store/inject.h) */
 };
 
 /* Sets st->ops and clears everything else. */
 void acp_store_init(acp_store *st, const acp_store_ops *ops);
 
-/* Formats the handle's error message (truncated to fit) and returns `code`, so a backend
- * writes `return acp_store_fail(st, ACP_ESTORE, "insert: %s", sqlite3_errmsg(db));`.
- * Callers pass only text that holds no password (the PostgreSQL side scrubs first). */
-int acp_store_fail(acp_store *st, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void acp_store_clear_err(acp_store *st);
-
-/* For open functions, before a handle exists: if errmsg is non-NULL stores a malloc'd
- * formatted message there (NULL if even that allocation fails). Returns `code`. */
-int acp_store_open_fail(char **errmsg, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Backends report a failure as every layer does, `return acp_error_set(ACP_ESTORE, "insert:
+ * %s", sqlite3_errmsg(db));` (rpc/lasterr.h), with text that holds no password (the
+ * PostgreSQL side scrubs first). */
 
 static inline const char *acp_store_batch_id(const acp_store_batch *b, size_t sess)
 {

@@ -69,7 +69,7 @@ static void on_session(acp_client *c, const acp_client_reply *r, void *user)
     /* r->session is ours now; acp_client_free() frees it with the client. */
     json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", "Hello from a poll() loop");
     if (acp_client_session_prompt_start(r->session, blocks, on_prompt, app, NULL))
-        fail(app, acp_client_errmsg(c));
+        fail(app, acp_error_last()->message);
     json_decref(blocks);
 }
 
@@ -79,7 +79,7 @@ static void on_init(acp_client *c, const acp_client_reply *r, void *user)
     if (r->status)
         fail(app, r->errmsg);
     else if (acp_client_session_new_start(c, NULL, on_session, app, NULL))
-        fail(app, acp_client_errmsg(c));
+        fail(app, acp_error_last()->message);
 }
 
 /* The agent with pipes on its stdin and stdout; our ends non-blocking. */
@@ -124,12 +124,13 @@ int main(int argc, char **argv)
     }
 
     struct app app = {.state = RUNNING};
-    acp_client_opts o = {.transport = ACP_CLIENT_MANUAL, .on_update = on_update, .user = &app};
+    acp_client_opts o = ACP_CLIENT_OPTS_INIT;
+    o.transport = ACP_CLIENT_MANUAL;
+    o.on_update = on_update;
+    o.user = &app;
     acp_client *c;
-    char *err;
-    if (acp_client_start(&o, on_init, &app, &c, &err)) {
-        fprintf(stderr, "poll_client: %s\n", err);
-        free(err);
+    if (acp_client_start(&o, on_init, &app, &c)) {
+        fprintf(stderr, "poll_client: %s\n", acp_error_last()->message);
         return 1;
     }
     while (app.state == RUNNING) {

@@ -70,9 +70,9 @@ static bool retry(oa_call *c, acp_http *h, long status)
     const char *v = acp_http_header(h, "retry-after-ms"), *s = acp_http_header(h, "Retry-After");
     uint64_t x;
     if (v && *v) {
-        if (!acp_parse_u64(v, 0, UINT64_MAX, &x, NULL, 0)) ms = x;
+        if (!acp_parse_u64(v, 0, UINT64_MAX, &x)) ms = x;
     } else if (s && *s) { /* an HTTP date is not honoured: the backoff stands */
-        if (!acp_parse_u64(s, 0, UINT64_MAX, &x, NULL, 0))
+        if (!acp_parse_u64(s, 0, UINT64_MAX, &x))
             ms = x > OA_RETRY_MAX_S ? OA_RETRY_MAX_S * 1000ull : x * 1000;
     }
     if (ms > OA_RETRY_MAX_S * 1000ull) ms = OA_RETRY_MAX_S * 1000ull;
@@ -115,7 +115,8 @@ static int start(oa_call *c)
         return ACP_ENOMEM;
     const char *headers[] = {"Content-Type: application/json", "Accept: text/event-stream", auth,
                              NULL};
-    static const acp_http_cbs cbs = {.on_data = on_data, .on_done = on_done};
+    static const acp_http_cbs cbs = {
+        .struct_size = sizeof(acp_http_cbs), .on_data = on_data, .on_done = on_done};
     c->h = acp_http_start(oa->http, "POST", url, headers, c->body.data, c->body.len, &cbs, c);
     if (auth) {
         explicit_bzero(auth, strlen(auth));

@@ -63,7 +63,7 @@ static void session_setup(acp_session *s, void *user)
      * are refused instead, saying why. */
     if (rc && rc != ACP_ENOTFOUND &&
         asprintf(&os->broken, "cannot rebuild the model's context from the session store: %s",
-                 rc == ACP_ENOMEM ? "out of memory" : acp_store_errmsg(st)) < 0)
+                 rc == ACP_ENOMEM ? "out of memory" : acp_error_last()->message) < 0)
         os->broken = NULL;
     os->titled = openai_history_started(&os->h);
     if (oa->models)
@@ -286,7 +286,8 @@ static void models_fetch(openai *oa)
     snprintf(url, sizeof url, "%s/models", oa->o.base_url);
     if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0) return;
     const char *headers[] = {"Accept: application/json", auth, NULL};
-    static const acp_http_cbs cbs = {.on_data = models_data, .on_done = models_done};
+    static const acp_http_cbs cbs = {
+        .struct_size = sizeof(acp_http_cbs), .on_data = models_data, .on_done = models_done};
     oa->models_req = acp_http_start(oa->http, "GET", url, headers, NULL, 0, &cbs, oa);
     if (auth) {
         explicit_bzero(auth, strlen(auth));
@@ -356,7 +357,8 @@ int openai_new(uv_loop_t *loop, const openai_opts *o, openai **out)
 
 void openai_engine(openai *oa, acp_engine *e)
 {
-    *e = (acp_engine){.name = "acp-agent",
+    *e = (acp_engine){.struct_size = sizeof(acp_engine),
+                      .name = "acp-agent",
                       .title = "libacp agent (openai engine)",
                       .version = ACP_VERSION_STRING,
                       .embedded_context = true,

@@ -29,7 +29,8 @@ static void done(oa_sess *os, bool failed, json_t *content, const json_t *raw_ou
                  acp_terminal *term)
 {
     oa_tool *x = &os->calls[os->next];
-    acp_tool_info info = {.status = failed ? "failed" : "completed",
+    acp_tool_info info = {.struct_size = sizeof(acp_tool_info),
+                          .status = failed ? "failed" : "completed",
                           .content = content,
                           .raw_output = raw_output,
                           .terminal = term};
@@ -147,7 +148,9 @@ static void term_created(acp_terminal *term, int status, const char *error, void
         return;
     }
     oa_tool *x = &os->calls[os->next];
-    acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress", .terminal = term});
+    acp_tool_call_update(x->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                 .status = "in_progress",
+                                                 .terminal = term});
     if (acp_terminal_wait_for_exit(term, term_exited, os))
         fail(os, "Could not wait for the command.");
 }
@@ -158,21 +161,22 @@ static void term_created(acp_terminal *term, int status, const char *error, void
 static void allowed(oa_sess *os)
 {
     oa_tool *x = &os->calls[os->next];
-    acp_agent *a = acp_session_agent(os->s);
-    acp_tool_call_update(x->tc, &(acp_tool_info){.status = "in_progress"});
+    acp_tool_call_update(
+        x->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .status = "in_progress"});
     if (x->def->kind == OPENAI_TOOL_WRITE) {
         const char *text = json_string_value(json_object_get(x->args, "content"));
         if (acp_turn_write_text_file(os->t, x->path, text, strlen(text), write_done, os))
-            fail(os, "Could not write the file: %s", acp_agent_errmsg(a));
+            fail(os, "Could not write the file: %s", acp_error_last()->message);
         return;
     }
     const char *argv[] = {"-c", json_string_value(json_object_get(x->args, "command")), NULL};
-    acp_terminal_opts o = {.command = "/bin/sh",
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "/bin/sh",
                            .args = argv,
                            .cwd = acp_session_cwd(os->s),
                            .output_byte_limit = OUTPUT_LIMIT};
     if (acp_turn_terminal_create(os->t, &o, term_created, os, &os->term))
-        fail(os, "Could not start the command: %s", acp_agent_errmsg(a));
+        fail(os, "Could not start the command: %s", acp_error_last()->message);
 }
 
 static void permitted(acp_turn *t, int status, const char *option, const char *kind,
@@ -250,7 +254,6 @@ static void next(oa_sess *os)
         fail(os, "%s", x->bad_args);
         return;
     }
-    acp_agent *a = acp_session_agent(os->s);
     switch (x->def->kind) {
     case OPENAI_TOOL_READ: {
         json_t *line = json_object_get(x->args, "line"), *limit = json_object_get(x->args, "limit");
@@ -258,7 +261,7 @@ static void next(oa_sess *os)
         json_int_t k = json_is_integer(limit) ? json_integer_value(limit) : 0;
         int rc = acp_turn_read_text_file(os->t, x->path, l > 0 && l < 1u << 31 ? (unsigned)l : 0,
                                          k > 0 && k < 1u << 31 ? (unsigned)k : 0, read_done, os);
-        if (rc) fail(os, "Could not read the file: %s", acp_agent_errmsg(a));
+        if (rc) fail(os, "Could not read the file: %s", acp_error_last()->message);
         return;
     }
     case OPENAI_TOOL_WRITE:
@@ -266,12 +269,12 @@ static void next(oa_sess *os)
         if (os->always[x->def->kind])
             allowed(os);
         else if (acp_turn_request_permission(os->t, x->tc, allow_opts, 3, permitted, os))
-            fail(os, "Could not ask for permission: %s", acp_agent_errmsg(a));
+            fail(os, "Could not ask for permission: %s", acp_error_last()->message);
         return;
     case OPENAI_TOOL_MCP: {
         json_t *args = x->args;
         x->args = NULL; /* stolen by the call */
-        acp_mcp_call_cbs cbs = {.on_done = mcp_done};
+        acp_mcp_call_cbs cbs = {.struct_size = sizeof(acp_mcp_call_cbs), .on_done = mcp_done};
         acp_mcp_call *c = NULL;
         int rc = acp_mcp_call_tool(acp_session_mcp(os->s), x->def->server, x->def->tool, args, &cbs,
                                    os, &c);
@@ -363,7 +366,11 @@ void oa_exec_begin(oa_sess *os)
         /* The model's own id goes back to it with the result (stored, for a load too). */
         json_t *meta = c->id ? json_pack("{s{ss}}", "openai", "toolCallId", c->id) : NULL;
         char title[512];
-        acp_tool_info info = {.title = title, .name = x->fn, .raw_input = raw, .meta = meta};
+        acp_tool_info info = {.struct_size = sizeof(acp_tool_info),
+                              .title = title,
+                              .name = x->fn,
+                              .raw_input = raw,
+                              .meta = meta};
         describe(os, x, &info, title, sizeof title);
         int rc = acp_tool_call_begin(os->t, &info, &x->tc);
         json_decref(meta);
@@ -371,8 +378,7 @@ void oa_exec_begin(oa_sess *os)
         json_decref(raw);
         if (rc) {
             free(text);
-            oa_turn_say(os, "Could not report a tool call: %s",
-                        acp_agent_errmsg(acp_session_agent(os->s)));
+            oa_turn_say(os, "Could not report a tool call: %s", acp_error_last()->message);
             oa_turn_end(os, "end_turn");
             return;
         }

@@ -51,7 +51,7 @@ static bool member_u64(acp_span obj, const char *key, uint64_t *out)
     char num[24];
     memcpy(num, v.p, v.n);
     num[v.n] = '\0';
-    return acp_parse_u64(num, 0, UINT64_MAX, out, NULL, 0) == 0;
+    return acp_parse_u64(num, 0, UINT64_MAX, out) == 0;
 }
 
 /* Passes a JSON string's text to on_text: straight from the chunk when it has no escapes (the

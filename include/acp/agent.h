@@ -65,7 +65,10 @@
  *     answered -32800 on $/cancel_request and at shutdown.
  *
  * Everything runs on one libuv loop thread. Engine callbacks are never called re-entrantly
- * from inside an acp_turn_* / acp_session_* call made by the engine, unless stated. */
+ * from inside an acp_turn_* / acp_session_* call made by the engine, unless stated.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); calls
+ * to the client report their answers through their callbacks, diagnostics go to on_log. */
 #ifndef ACP_AGENT_H
 #define ACP_AGENT_H
 
@@ -89,7 +92,11 @@ typedef struct acp_session acp_session;
 typedef struct acp_turn acp_turn;
 typedef struct acp_terminal acp_terminal;
 
-/* --- What the engine describes (copied by acp_agent_new unless stated) ---------------------- */
+/* --- What the engine describes (copied by acp_agent_new unless stated) ----------------------
+ *
+ * acp_mode, acp_config_value, acp_config_option, acp_auth_method and acp_perm_option are
+ * array elements, written as static tables: frozen in 1.0 (acp/api.h), they never grow; a
+ * later release adds a new struct (and a member of acp_engine pointing at an array of it). */
 
 /* A session mode (SessionMode). description may be NULL. */
 typedef struct acp_mode {
@@ -149,8 +156,10 @@ enum acp_engine_disable {
 };
 
 /* The engine: what an agent author provides. Strings, arrays and JSON values are borrowed for
- * the agent's lifetime. Every callback may be NULL except prompt. */
+ * the agent's lifetime. Every callback may be NULL except prompt. Extensible (acp/api.h):
+ * start from ACP_ENGINE_INIT. */
 typedef struct acp_engine {
+    size_t struct_size;                  /* sizeof(acp_engine): ACP_ENGINE_INIT sets it */
     const char *name, *title, *version;  /* agentInfo (title may be NULL) */
     bool image, audio, embedded_context; /* promptCapabilities: block types accepted */
     unsigned disable;                    /* acp_engine_disable bits */
@@ -213,8 +222,11 @@ typedef struct acp_engine {
     void (*session_free)(acp_session *s, void *user);
     void *user;
 } acp_engine;
+#define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 
+/* Extensible (acp/api.h): start from ACP_AGENT_OPTS_INIT. */
 typedef struct acp_agent_opts {
+    size_t struct_size; /* sizeof(acp_agent_opts): ACP_AGENT_OPTS_INIT sets it */
     /* Diagnostics for the operator (stderr in acp-agent). NULL: silent. Never gets secrets. */
     void (*on_log)(const char *line, void *user);
     /* Called once after acp_agent_shutdown() (or EOF on the stdio transport) has finished:
@@ -230,25 +242,41 @@ typedef struct acp_agent_opts {
      * a day (longer: ACP_EINVAL from acp_agent_new). */
     unsigned lease_ttl_ms;
 } acp_agent_opts;
+#define ACP_AGENT_OPTS_INIT ACP_STRUCT_INIT(acp_agent_opts)
 
 /* Creates an agent on `loop` using `store` (borrowed; must outlive the agent; several agents
- * may share one) and the engine (copied). opts may be NULL. The agent owns one acp_conn
- * (acp_agent_conn) and is one lease holder, with an id of its own (acp_agent_lease_holder).
- * *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the engine's modes, config
- * options or auth methods are malformed: duplicate or missing ids, a default that is not a
- * value; or lease_ttl_ms over a day; the reason goes to opts.on_log) or ACP_ENOMEM. */
+ * may share one) and the engine (copied). opts may be NULL (defaults); it is copied. The agent
+ * owns one acp_conn (acp_agent_conn) and is one lease holder, with an id of its own
+ * (acp_agent_lease_holder). *out is owned by the caller: acp_agent_free(). 0, ACP_EINVAL (the
+ * engine's modes, config options or auth methods are malformed: duplicate or missing ids, a
+ * default that is not a value; or lease_ttl_ms over a day; the reason goes to opts.on_log; or
+ * a struct_size 0 or too small), ACP_ENOTSUP (a struct from a newer libacp that sets members
+ * this one does not know) or ACP_ENOMEM. */
 int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                   const acp_agent_opts *opts, acp_agent **out);
 /* Closes every session (running turns answer `cancelled`), commits, starts shutting the MCP
  * servers down and closes the transport. The memory is released from libuv callbacks: run
  * the loop afterwards (uv_run) until it returns. No engine or on_done callback runs after this
- * call. Prefer acp_agent_shutdown() and free from on_done. */
+ * call. Prefer acp_agent_shutdown() and free from on_done. acp_agent_run_stdio() does all of
+ * this for an agent on stdio. */
 void acp_agent_free(acp_agent *a);
 
 /* Serves the connection over two file descriptors (ACP on in_fd, responses to out_fd) with an
  * rt transport: commits run in the transport's before-flush hook; EOF on in_fd starts
  * acp_agent_shutdown(). The fds are borrowed (not closed). 0, ACP_EIO or ACP_ENOMEM. */
 int acp_agent_serve_stdio(acp_agent *a, int in_fd, int out_fd);
+
+/* A whole stdio agent in one call: acp_agent_new() on a loop of its own, served on fds 0 and 1
+ * until EOF on stdin, SIGTERM or SIGINT (then acp_agent_shutdown(): turns answered `cancelled`,
+ * MCP servers stopped, everything committed and flushed), then freed with every handle closed
+ * and the loop closed, so nothing is left allocated when it returns. store is borrowed, engine
+ * and opts as for acp_agent_new() (opts.on_done, if set, runs at the end and must not free the
+ * agent). It ignores SIGPIPE unless the program set its own disposition (a client that goes
+ * away is EOF, not death). For a loop of your own (other handles, an engine that needs the
+ * loop), use acp_agent_new() + acp_agent_serve_stdio() and free as acp_agent_free() says.
+ * Returns 0 when the client closed or a signal stopped it, else the error of acp_agent_new()
+ * or acp_agent_serve_stdio() (the last error says why). */
+int acp_agent_run_stdio(acp_store *store, const acp_engine *engine, const acp_agent_opts *opts);
 
 /* Without a transport (tests, embedding in another loop): feed bytes to acp_agent_conn() with
  * acp_conn_recv(), call acp_agent_flush() once per loop turn before taking the output with
@@ -279,11 +307,6 @@ size_t acp_agent_session_count(const acp_agent *a);
 /* The client's whole initialize params (clientInfo, _meta, ...; borrowed; an empty object
  * before initialize). */
 const json_t *acp_agent_init_params(const acp_agent *a);
-/* The message of the last call on this agent that failed (ACP_ENOTSUP names the capability
- * the client did not advertise; ACP_EINVAL says what is wrong). Borrowed until the next call;
- * "" when none. */
-const char *acp_agent_errmsg(const acp_agent *a);
-
 /* --- Authentication --------------------------------------------------------------------- */
 
 /* Whether the connection is authenticated (engine.auth_required gates on it). An engine that
@@ -344,9 +367,8 @@ acp_turn *acp_session_turn(const acp_session *s);
 int acp_session_resolve_path(const acp_session *s, const char *path, char **out);
 /* Resolves `path` as above and open(2)s it (flags and mode as open's, O_CLOEXEC added) with no
  * race between the check and the open (acp_roots_open). On success *fd is the caller's. Errors
- * as acp_roots_open(), with a malloc'd reason in *errmsg (caller frees; may be NULL on ENOMEM). */
-int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd,
-                          char **errmsg);
+ * as acp_roots_open(), the reason in acp_error_last(). */
+int acp_session_open_path(const acp_session *s, const char *path, int flags, mode_t mode, int *fd);
 
 /* Sends one session/update with `update` (a SessionUpdate object, borrowed). History kinds
  * (user_message_chunk, agent_message_chunk, agent_thought_chunk, tool_call, tool_call_update,
@@ -355,7 +377,7 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
  * recorded with acp_store_set_info (title, updatedAt) before it is sent; other kinds (notice,
  * usage_update, available_commands_update, ...) are only sent.
  * The runtime gates what the client must have opted into, so engines need not:
- *   - notice needs session.notices: ACP_ENOTSUP otherwise (acp_agent_errmsg() names the
+ *   - notice needs session.notices: ACP_ENOTSUP otherwise (acp_error_last() names the
  *     capability); send what matters as an agent message instead (the schema's advice);
  *   - compaction_* reach only clients with session.compaction, but are stored either way and
  *     return 0: the history must keep the compaction (an engine rebuilds its context from it
@@ -392,7 +414,7 @@ int acp_session_set_config_bool(acp_session *s, const char *config_id, bool on);
 /* Replaces the session's config options (copied; say, a model list that arrived later).
  * Current values are kept where the option still has them, else the new default. Announced
  * with config_option_update once the session is open. 0, ACP_EINVAL (a malformed option:
- * see acp_agent_errmsg()), ACP_ESTORE, ACP_ENOTFOUND, ACP_ECLOSED, ACP_ENOMEM; on failure
+ * see acp_error_last()), ACP_ESTORE, ACP_ENOTFOUND, ACP_ECLOSED, ACP_ENOMEM; on failure
  * nothing changed. */
 int acp_session_set_config_options(acp_session *s, const acp_config_option *opts, size_t n);
 /* _meta for the new/load/resume result (copied; NULL clears). Meant for session_setup. */
@@ -419,8 +441,9 @@ int acp_turn_update_raw(acp_turn *t, const char *json, size_t n, bool trusted);
 int acp_turn_text(acp_turn *t, const char *kind, const char *message_id, const char *text,
                   size_t n);
 /* A fresh id: prefix + 32 hex digits of 128 random bits, into buf (at least strlen(prefix)+33
- * bytes). For messageId and toolCallId values. */
-void acp_agent_new_id(const char *prefix, char *buf);
+ * bytes). For messageId and toolCallId values. 0, or ACP_EIO when the system has no random
+ * bytes to give (buf is then ""; an id is never made guessable). */
+int acp_agent_new_id(const char *prefix, char *buf);
 
 /* Ends the turn with a StopReason ("end_turn", "max_tokens", "max_turn_requests", "refusal",
  * "cancelled"). After cancel the response is "cancelled" whatever is given. The turn handle is
@@ -477,15 +500,17 @@ typedef struct acp_tool_call acp_tool_call;
  * item and terminal a terminal item (its output shown by the client, also after release) to
  * that content; path adds one location. */
 typedef struct acp_tool_info {
+    size_t struct_size; /* extensible (acp/api.h): ACP_TOOL_INFO_INIT */
     const char *title, *name, *kind, *status;
     const json_t *content, *locations, *raw_input, *raw_output, *meta;
     const char *text;
     const acp_terminal *terminal;
     const char *path;
 } acp_tool_info;
+#define ACP_TOOL_INFO_INIT ACP_STRUCT_INIT(acp_tool_info)
 /* Sends tool_call with a fresh toolCallId (status pending unless info->status says
  * otherwise). *out belongs to the turn. 0, ACP_EINVAL (no title, unknown kind or status,
- * malformed content or locations, a relative path: see acp_agent_errmsg()), ACP_ECLOSED (the
+ * malformed content or locations, a relative path: see acp_error_last()), ACP_ECLOSED (the
  * turn's response is decided), ACP_ESTORE, ACP_ENOMEM. */
 int acp_tool_call_begin(acp_turn *t, const acp_tool_info *info, acp_tool_call **out);
 /* A tool_call_update with what info sets. After completed or failed: ACP_EINVAL. */
@@ -502,7 +527,8 @@ const char *acp_tool_call_id(const acp_tool_call *tc); /* borrowed, the handle's
  * when the outcome is `cancelled`: the client's answer, or the turn's cancellation (then cb
  * runs at once, without waiting for the client, and $/cancel_request goes out; "at once" is
  * right after engine.cancel returned, unless that ended the turn). An answer naming no offered
- * option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. */
+ * option is ACP_EPROTO. 0, ACP_EINVAL, ACP_ECLOSED, ACP_ENOMEM. acp_perm_option is an array
+ * element: frozen in 1.0 (see acp_mode). */
 typedef struct acp_perm_option {
     const char *id, *name, *kind;
 } acp_perm_option;
@@ -535,12 +561,15 @@ int acp_session_write_text_file(acp_session *s, const char *path, const char *te
  * client closed our input (the release is still written: a half-closed client reads on).
  * After a release the handle is invalid and no callback of it runs. */
 typedef struct acp_terminal_opts {
+    size_t struct_size;         /* extensible (acp/api.h): ACP_TERMINAL_OPTS_INIT */
     const char *command;        /* required */
     const char *const *args;    /* NULL-terminated; NULL: none */
     const char *const *env;     /* "NAME=value", NULL-terminated; NULL: none */
     const char *cwd;            /* absolute, inside the roots; NULL: the client's choice */
     uint64_t output_byte_limit; /* 0: none */
 } acp_terminal_opts;
+#define ACP_TERMINAL_OPTS_INIT ACP_STRUCT_INIT(acp_terminal_opts)
+/* The library's (acp/api.h), handed to the callbacks below: may grow at the end. */
 typedef struct acp_terminal_exit {
     bool exited;        /* false: still running (terminal/output only) */
     long exit_code;     /* -1: none (killed by a signal) */
@@ -578,11 +607,13 @@ void acp_terminal_release(acp_terminal *term);
  * content (borrowed; NULL when none). When a turn's elicitation is cancelled with the turn, cb
  * runs at once (as a permission's) with "cancel" and $/cancel_request goes out. */
 typedef struct acp_elicit {
+    size_t struct_size; /* extensible (acp/api.h): ACP_ELICIT_INIT */
     const char *message;
     const json_t *form;
     const char *url;
     const acp_tool_call *tool_call;
 } acp_elicit;
+#define ACP_ELICIT_INIT ACP_STRUCT_INIT(acp_elicit)
 typedef void (*acp_elicit_cb)(acp_session *s, int status, const char *action, const json_t *content,
                               const char *error, void *user);
 int acp_turn_elicit(acp_turn *t, const acp_elicit *e, char *id_out, acp_elicit_cb cb, void *user);

@@ -18,7 +18,23 @@
  * struct_size larger than this libacp knows is accepted when the extra bytes are zero, and
  * refused with ACP_ENOTSUP otherwise (the program needs a newer libacp). A struct_size of 0
  * (the member forgotten) or smaller than the 1.0 struct is ACP_EINVAL. Members are only ever
- * added at the end; none is removed or retyped within a major version.
+ * added at the end; none is removed or retyped within a major version. NULL, where a function
+ * takes it, still means "all defaults". The library copies such a struct during the call and
+ * never reads the application's memory later.
+ *
+ * Other structs in the headers are one of two kinds, and each says which:
+ *   - the library's: handed to the application as a const pointer (a callback's argument,
+ *     acp_error_last()) and read through it. They may grow at the end in a later release;
+ *     never allocate or copy one yourself.
+ *   - frozen in 1.0 (never grows; a later release adds a new struct instead): small value
+ *     structs the application writes as array elements (acp_mode, acp_perm_option, ...), where
+ *     a struct_size in every element of a static table would be noise and a trap, the views
+ *     the library hands out in arrays (acp_plan_entry_view, ...), and the plain value types
+ *     and parser states of acp/json.h and acp/sse.h (acp_buf, acp_span, acp_jw, acp_sse).
+ *     The ABI check (abidiff against the committed baseline) refuses any change to them.
+ *   An application-allocated struct the library fills in and that may grow (acp_store_session
+ *   as acp_store_get()'s out-parameter, acp_update_view) carries struct_size too: the library
+ *   writes only the first struct_size bytes.
  *
  * Errors. Every function returning an int status sets, on failure, this thread's last error:
  * acp_error_last() in <acp/error.h> gives the status and a sentence. Nothing in the library
@@ -43,6 +59,9 @@
 #endif
 
 /* The ACP_..._INIT of a struct that follows the struct_size convention. */
-#define ACP_STRUCT_INIT(type) {.struct_size = sizeof(type)}
+#define ACP_STRUCT_INIT(type)                                                                      \
+    {                                                                                              \
+        .struct_size = sizeof(type)                                                                \
+    }
 
 #endif

@@ -24,7 +24,12 @@
  * pending requests, or cancel; none may call acp_client_free().
  *
  * Programs should ignore SIGPIPE (see rt.h): an agent that exits while we write would
- * otherwise kill the process. Not thread-safe; two clients in one process are independent. */
+ * otherwise kill the process. Not thread-safe; two clients in one process are independent.
+ *
+ * Errors: a call returns a negative ACP_E* status and acp_error_last() (acp/error.h) names
+ * what to do; for agent errors, the agent's message with its code, and error.data's `details`
+ * or `message` (or its short JSON). Asynchronous ends report through the callback
+ * (acp_client_reply.errmsg), diagnostics through on_log. */
 #ifndef ACP_CLIENT_H
 #define ACP_CLIENT_H
 
@@ -67,8 +72,9 @@ typedef enum acp_update_kind {
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
- * callback only). No JSON tree is built to route it: acp_update_view_parse()
- * (acp/update.h) builds a typed view when you want one. */
+ * callback only). The library's (acp/api.h): may grow at the end; acp_update_view_parse()
+ * reads only `update` of one the application makes itself. No JSON tree is built to route it:
+ * acp_update_view_parse() (acp/update.h) builds a typed view when you want one. */
 typedef struct acp_update {
     acp_update_kind kind;
     acp_span kind_text;  /* the sessionUpdate string literal, quotes included */
@@ -107,7 +113,9 @@ typedef enum acp_client_transport {
     ACP_CLIENT_URL,       /* a remote agent at `url`: ws://, wss://, http://, https:// */
 } acp_client_transport;
 
+/* Extensible (acp/api.h): start from ACP_CLIENT_OPTS_INIT. */
 typedef struct acp_client_opts {
+    size_t struct_size; /* sizeof(acp_client_opts): ACP_CLIENT_OPTS_INIT sets it */
     acp_client_transport transport;
     /* The loop every handle lives on (borrowed; it must outlive the client). NULL: a private
      * loop the synchronous calls run. Ignored for ACP_CLIENT_MANUAL. */
@@ -208,8 +216,9 @@ typedef struct acp_client_opts {
      * acp_client_elicit: close its dialog; it is still freed with its reply function. */
     void (*on_withdrawn)(acp_client *c, acp_client_session *s, const void *handle, void *user);
     /* The agent's connection ended (it exited or closed the socket; for ACP_CLIENT_URL the
-     * network connection ended, and acp_client_errmsg() says why). Every pending call has
-     * already ended with ACP_ECLOSED. */
+     * network connection ended). acp_error_last() says why (ACP_ECLOSED) during the call, and
+     * every later call fails with that reason. Every pending call has already ended with
+     * ACP_ECLOSED. */
     void (*on_closed)(acp_client *c, void *user);
     void *user;
     /* ACP_CLIENT_SPAWN: the agent's stderr as it arrives (any bytes, cut anywhere; buf
@@ -218,8 +227,11 @@ typedef struct acp_client_opts {
      * our stderr, raw: its escape sequences then reach our terminal. */
     void (*on_stderr)(acp_client *c, const char *buf, size_t n, void *user);
 } acp_client_opts;
+#define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
-/* The end of a call. Borrowed, valid during the callback only. */
+/* The end of a call, reported through the callback (not acp_error_last(), which the loop's
+ * other work may overwrite). Borrowed, valid during the callback only. The library's
+ * (acp/api.h): may grow at the end. */
 typedef struct acp_client_reply {
     int status; /* 0; ACP_EPROTO (agent error: code, message, data), ACP_ENOTSUP, ACP_ECLOSED,
                    ACP_ETIMEDOUT, ACP_ECANCELLED (its session handle was freed), ACP_ENOMEM */
@@ -243,13 +255,14 @@ typedef void (*acp_client_cb)(acp_client *c, const acp_client_reply *r, void *us
  * ACP_EPROTO for an unsupported protocolVersion, ACP_EACCES when an agent URL refused our
  * credentials (HTTP 401 or 403). *out is the caller's (acp_client_free())
  * from now on, also when cb reports a failure. Returns ACP_EINVAL (bad options or command
- * line), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or connect), ACP_ENOMEM; then
- * *out is NULL, cb will not run, and *errmsg (if not NULL) is a malloc'd sentence. */
-int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out,
-                     char **errmsg);
+ * line, or a struct_size refused: acp/api.h), ACP_ENOTSUP (options of a newer libacp that set
+ * members this one does not know), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or
+ * connect), ACP_ENOMEM; then *out is NULL, cb will not run, and acp_error_last() says why. */
+int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, acp_client **out);
 /* acp_client_start() and the loop run until initialize is answered. On failure *out is NULL
- * and *errmsg as above. Not for ACP_CLIENT_MANUAL. */
-int acp_client_open(const acp_client_opts *opts, acp_client **out, char **errmsg);
+ * and acp_error_last() says why (the agent's answer, or how it ended). Not for
+ * ACP_CLIENT_MANUAL. */
+int acp_client_open(const acp_client_opts *opts, acp_client **out);
 /* Closes our side (the agent's stdin or the socket), waits for a spawned agent briefly (2 s),
  * then SIGTERM/SIGKILL to its group; releases every terminal (killing its command), ends every
  * pending call with ACP_ECANCELLED (their callbacks run now), frees every session handle.
@@ -266,11 +279,9 @@ json_t *acp_client_init_result(const acp_client *c);
 bool acp_client_supports(const acp_client *c, acp_agent_cap cap);
 /* The agent's authMethods (borrowed JSON array; [] when none). */
 json_t *acp_client_auth_methods(const acp_client *c);
-/* The last failed call's message, a sentence naming what to do (borrowed until the next call;
- * "" when none). For agent errors, the agent's own message with its code, and error.data's
- * `details` or `message` (or its short JSON) when it has one. */
-const char *acp_client_errmsg(const acp_client *c);
-/* The JSON-RPC error code of the last failure answered by the agent, else 0. */
+/* The JSON-RPC error code of the last call the agent answered with an error, else 0: the
+ * number beside the sentence in acp_error_last(), for the synchronous calls (a callback has
+ * it in reply->code). */
 int acp_client_errcode(const acp_client *c);
 /* True once the agent closed its output (exited or crashed). */
 bool acp_client_agent_gone(const acp_client *c);
@@ -317,7 +328,9 @@ int acp_client_logout(acp_client *c);
 
 /* --- sessions ------------------------------------------------------------------------ */
 
+/* Extensible (acp/api.h): start from ACP_SESSION_OPTS_INIT. NULL: all defaults. */
 typedef struct acp_session_opts {
+    size_t struct_size;          /* sizeof(acp_session_opts): ACP_SESSION_OPTS_INIT sets it */
     const char *cwd;             /* absolute; NULL: the process's working directory */
     const char *const *add_dirs; /* additionalDirectories, NULL-terminated; NULL: none */
     /* mcpServers as a JSON array (borrowed); NULL: []. Entries with "type":"http"/"sse" need
@@ -325,6 +338,7 @@ typedef struct acp_session_opts {
     json_t *mcp_servers;
     json_t *meta; /* params._meta (borrowed); NULL: none */
 } acp_session_opts;
+#define ACP_SESSION_OPTS_INIT ACP_STRUCT_INIT(acp_session_opts)
 
 /* session/new, session/load (replay delivered to on_update before cb), and session/resume.
  * reply->session is the new handle, owned by the caller until acp_client_session_close() or

@@ -3,7 +3,9 @@
  *
  * Library calls return 0 on success or a negative ACP_E* code. JSON-RPC error codes (what goes
  * on the wire) are the ACP_RPC_* constants; they are a different space and never returned as
- * a library status. */
+ * a library status.
+ *
+ * Errors: this header is the convention itself; every libacp header points here. */
 #ifndef ACP_ERROR_H
 #define ACP_ERROR_H
 

@@ -14,7 +14,10 @@
  * callbacks. An exchange starts from the loop too (never from inside acp_http_start), so its
  * callbacks never run inside the call that started it.
  *
- * Not thread-safe: use a client from its loop's thread. */
+ * Not thread-safe: use a client from its loop's thread.
+ *
+ * Errors: acp_http_client_new() and acp_http_start() return NULL with the reason in
+ * acp_error_last() (acp/error.h); an exchange ends through on_done (acp_http_error()). */
 #ifndef ACP_HTTP_H
 #define ACP_HTTP_H
 
@@ -28,7 +31,9 @@ ACP_BEGIN_DECLS
 typedef struct acp_http_client acp_http_client;
 typedef struct acp_http acp_http;
 
+/* Extensible (acp/api.h): start from ACP_HTTP_CBS_INIT. */
 typedef struct acp_http_cbs {
+    size_t struct_size; /* sizeof(acp_http_cbs): ACP_HTTP_CBS_INIT sets it */
     /* Body bytes (of any status: read acp_http_status() to tell an error body). Non-zero
      * aborts the exchange (no on_done then). */
     int (*on_data)(acp_http *h, const char *p, size_t n, void *user);
@@ -36,6 +41,7 @@ typedef struct acp_http_cbs {
      * none arrived). The exchange is freed right after this returns. */
     void (*on_done)(acp_http *h, int result, long status, void *user);
 } acp_http_cbs;
+#define ACP_HTTP_CBS_INIT ACP_STRUCT_INIT(acp_http_cbs)
 
 /* A client on `loop`. NULL when libcurl cannot be loaded or memory ran out. Owned by the
  * caller: acp_http_client_close(). */
@@ -47,7 +53,8 @@ void acp_http_client_close(acp_http_client *c, void (*done)(void *user), void *u
 /* Starts an exchange. method "GET", "POST" or "DELETE"; url http:// or https://; headers are
  * full "Name: value" lines, NULL-terminated (copied); body (copied) may be NULL. The connect
  * phase is bounded (10 s), the transfer is not. The handle belongs to the client: valid until
- * on_done returns or acp_http_abort(). NULL on failure (nothing started). */
+ * on_done returns or acp_http_abort(). cbs is copied. NULL on failure (nothing started;
+ * acp_error_last() says why when cbs was refused: struct_size, acp/api.h). */
 acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url,
                          const char *const *headers, const char *body, size_t n,
                          const acp_http_cbs *cbs, void *user);

@@ -3,7 +3,10 @@
  * scanner that finds members in JSON text without building a tree.
  *
  * Trees (parsing requests, building rare messages) use jansson; these exist because emitting
- * session/update notifications and replaying stored history must not build or parse trees. */
+ * session/update notifications and replaying stored history must not build or parse trees.
+ *
+ * Errors: a negative ACP_E* status (a writer's through acp_jw_status()), with the sentence in
+ * acp_error_last() (acp/error.h). */
 #ifndef ACP_JSON_H
 #define ACP_JSON_H
 
@@ -16,7 +19,10 @@
 
 ACP_BEGIN_DECLS
 
-/* A growable byte buffer. Zero-initialise it ({0}); the buffer owns data; acp_buf_free()
+/* acp_buf, acp_span, acp_jw and acp_json_path are plain values the caller allocates: frozen in
+ * 1.0 (acp/api.h), never grown; a later release adds a new struct instead.
+ *
+ * A growable byte buffer. Zero-initialise it ({0}); the buffer owns data; acp_buf_free()
  * releases it. data is not NUL-terminated unless acp_buf_cstr() is called. */
 typedef struct acp_buf {
     char *data;

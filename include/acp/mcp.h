@@ -33,7 +33,10 @@
  * messages; they are kept in memory only as long as the server needs them.
  *
  * Not thread-safe: use a set from its loop's thread. Callbacks run from the loop, never from
- * inside the call that registered them, except where a function says so. */
+ * inside the call that registered them, except where a function says so.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); a
+ * server's failure is its status and reason, a call's comes to on_done, diagnostics to on_log. */
 #ifndef ACP_MCP_H
 #define ACP_MCP_H
 
@@ -61,9 +64,11 @@ enum acp_mcp_status {
 /* "connecting", "ready", "failed", "closed". Never NULL. */
 const char *acp_mcp_status_name(enum acp_mcp_status st);
 
+/* Extensible (acp/api.h): start from ACP_MCP_OPTS_INIT. */
 typedef struct acp_mcp_opts {
-    bool http; /* accept type "http" servers (advertise mcpCapabilities.http) */
-    bool sse;  /* accept type "sse" servers (advertise mcpCapabilities.sse) */
+    size_t struct_size; /* sizeof(acp_mcp_opts): ACP_MCP_OPTS_INIT sets it */
+    bool http;          /* accept type "http" servers (advertise mcpCapabilities.http) */
+    bool sse;           /* accept type "sse" servers (advertise mcpCapabilities.sse) */
     /* Timeouts, in milliseconds; 0 picks the default. */
     unsigned connect_timeout_ms; /* start + initialize + first tools/list: 10000 */
     unsigned request_timeout_ms; /* tools/list on list_changed and other requests: 30000 */
@@ -81,17 +86,18 @@ typedef struct acp_mcp_opts {
      * reason that says so, the others serve. For clients that must not run commands here. */
     bool no_stdio;
 } acp_mcp_opts;
+#define ACP_MCP_OPTS_INIT ACP_STRUCT_INIT(acp_mcp_opts)
 
 /* Validates `servers` (a JSON array of McpServer; NULL or null means none) and starts
  * connecting every server. Malformed entries (a missing or mistyped field, a duplicate server
- * name, an unknown type) and types not enabled in opts give ACP_EINVAL and, when errmsg is
- * not NULL, a malloc'd message the caller frees ("mcpServers[1]: type \"sse\" is not
- * supported"): the agent answers -32602 with it. A server that cannot start (relative
+ * name, an unknown type) and types not enabled in opts give ACP_EINVAL, and acp_error_last()
+ * names the entry ("mcpServers[1]: type \"sse\" is not supported"): the agent answers -32602
+ * with it. A server that cannot start (relative
  * command, missing binary, dead URL) is NOT an error here: it becomes FAILED with a reason.
  * `roots` are absolute directory paths (copied). opts may be NULL (defaults; http and sse
  * off); it is copied. On success *out is owned by the caller: acp_mcp_set_close(). */
 int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *opts,
-                    const char *const *roots, size_t nroots, acp_mcp_set **out, char **errmsg);
+                    const char *const *roots, size_t nroots, acp_mcp_set **out);
 
 /* Calls cb once every server is READY or FAILED, or when timeout_ms expires, whichever comes
  * first (servers still connecting then go on in the background; watch opts.on_change). cb
@@ -145,7 +151,9 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
 
 /* --- Calls --------------------------------------------------------------------------------- */
 
+/* Extensible (acp/api.h): start from ACP_MCP_CALL_CBS_INIT. */
 typedef struct acp_mcp_call_cbs {
+    size_t struct_size; /* sizeof(acp_mcp_call_cbs): ACP_MCP_CALL_CBS_INIT sets it */
     /* notifications/progress for this call. total < 0 when unknown; message may be NULL. */
     void (*on_progress)(acp_mcp_call *c, double progress, double total, const char *message,
                         void *user);
@@ -157,6 +165,7 @@ typedef struct acp_mcp_call_cbs {
     void (*on_done)(acp_mcp_call *c, int status, const json_t *result, const char *error,
                     void *user);
 } acp_mcp_call_cbs;
+#define ACP_MCP_CALL_CBS_INIT ACP_STRUCT_INIT(acp_mcp_call_cbs)
 
 /* Calls tool `tool` of server `server` (a name) with `args` (an object, stolen; NULL sends {}),
  * asking for progress notifications. cbs is copied. Returns 0 and, with out non-NULL, a handle

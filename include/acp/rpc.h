@@ -10,7 +10,10 @@
  * function except acp_conn_free(). Two connections in one process are independent.
  *
  * The same engine speaks MCP (which is JSON-RPC 2.0 too): only the cancellation method
- * differs, see acp_conn_opts.cancel_method. */
+ * differs, see acp_conn_opts.cancel_method.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); the
+ * peer's errors arrive as messages (acp_msg_is_error), diagnostics through on_log. */
 #ifndef ACP_RPC_H
 #define ACP_RPC_H
 
@@ -42,7 +45,9 @@ typedef void (*acp_notify_cb)(acp_conn *c, acp_msg *m, void *user);
  * call only; the acp_call handle is freed right after it returns. */
 typedef void (*acp_response_cb)(acp_conn *c, acp_msg *m, void *user);
 
+/* Extensible (acp/api.h): start from ACP_CONN_OPTS_INIT. */
 typedef struct acp_conn_opts {
+    size_t struct_size; /* sizeof(acp_conn_opts): ACP_CONN_OPTS_INIT sets it */
     /* Largest message accepted, in bytes, excluding the newline. 0 means 64 MiB. A longer
      * line is discarded whole and answered with -32600 (with the request's id when it can
      * be read from the line's first bytes); the connection keeps working. */
@@ -62,9 +67,11 @@ typedef struct acp_conn_opts {
     void (*on_log)(acp_conn *c, const char *message, void *user);
     void *user;
 } acp_conn_opts;
+#define ACP_CONN_OPTS_INIT ACP_STRUCT_INIT(acp_conn_opts)
 
-/* Returns a new connection (caller owns; acp_conn_free()) or NULL on ENOMEM. opts may be
- * NULL; it is copied, and cancel_method must outlive the connection. */
+/* Returns a new connection (caller owns; acp_conn_free()), or NULL on ENOMEM or opts refused
+ * (struct_size: acp/api.h; acp_error_last() says which). opts may be NULL; it is copied, and
+ * cancel_method must outlive the connection. */
 acp_conn *acp_conn_new(const acp_conn_opts *opts);
 /* Frees the connection, its pending requests and calls (whose callbacks are NOT called: use
  * acp_conn_eof() first to resolve them) and its unsent output. */

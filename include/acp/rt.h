@@ -9,7 +9,10 @@
  * a libuv close callback, never under the caller's feet).
  *
  * SIGPIPE: the library leaves signal dispositions alone. Programs should ignore SIGPIPE
- * (signal(SIGPIPE, SIG_IGN)); a write that fails with EPIPE is then treated as end of input. */
+ * (signal(SIGPIPE, SIG_IGN)); a write that fails with EPIPE is then treated as end of input.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); a
+ * process's end reports through on_exit, a transport's through its callbacks. */
 #ifndef ACP_RT_H
 #define ACP_RT_H
 
@@ -29,7 +32,9 @@ ACP_BEGIN_DECLS
 
 typedef struct acp_transport acp_transport;
 
+/* Extensible (acp/api.h): start from ACP_TRANSPORT_OPTS_INIT. */
 typedef struct acp_transport_opts {
+    size_t struct_size; /* sizeof(acp_transport_opts): ACP_TRANSPORT_OPTS_INIT sets it */
     /* Bytes queued for writing (connection output + writes in flight) at or above which
      * acp_transport_writable() is false. 0 means 4 MiB. */
     size_t high_water;
@@ -48,6 +53,7 @@ typedef struct acp_transport_opts {
      * what is still queued. 0: as long as it takes. */
     unsigned close_timeout_ms;
 } acp_transport_opts;
+#define ACP_TRANSPORT_OPTS_INIT ACP_STRUCT_INIT(acp_transport_opts)
 
 /* Binds conn (borrowed: it must outlive the transport, i.e. until the close's done callback)
  * to in_fd and out_fd, which may be the same number. The fds are borrowed too: the transport
@@ -55,7 +61,8 @@ typedef struct acp_transport_opts {
  * caller. Pipes, sockets, TTYs, regular files and character devices like /dev/null work.
  * opts may be NULL; it is copied. The transport keeps the loop alive until it is closed.
  * Returns 0 and *out (owned by the caller; release with acp_transport_close()), or ACP_EIO
- * (an fd is unusable), ACP_EINVAL, ACP_ENOMEM. */
+ * (an fd is unusable), ACP_EINVAL (struct_size 0 or too small, acp/api.h), ACP_ENOTSUP (opts
+ * from a newer libacp setting members this one does not know), ACP_ENOMEM. */
 int acp_transport_open(uv_loop_t *loop, acp_conn *conn, int in_fd, int out_fd,
                        const acp_transport_opts *opts, acp_transport **out);
 
@@ -76,7 +83,9 @@ void acp_transport_close(acp_transport *t, void (*done)(void *user), void *user)
 
 typedef struct acp_proc acp_proc;
 
+/* Extensible (acp/api.h): start from ACP_PROC_OPTS_INIT. */
 typedef struct acp_proc_opts {
+    size_t struct_size;  /* sizeof(acp_proc_opts): ACP_PROC_OPTS_INIT sets it */
     const char *file;    /* program; searched in the child's PATH when it has no '/' */
     char *const *argv;   /* NULL-terminated, argv[0] included */
     char *const *env;    /* these "K=V" strings, NULL-terminated; NULL inherits ours. Either
@@ -99,6 +108,7 @@ typedef struct acp_proc_opts {
     void (*on_exit)(acp_proc *p, int64_t exit_status, int term_signal, void *user);
     void *user;
 } acp_proc_opts;
+#define ACP_PROC_OPTS_INIT ACP_STRUCT_INIT(acp_proc_opts)
 
 /* Spawns the child in a new session (so its own process group, pgid == pid), with
  *   - PR_SET_PDEATHSIG SIGKILL (Linux): it is killed when the thread that called this ends,
@@ -110,13 +120,14 @@ typedef struct acp_proc_opts {
  *     that clears its environment is out of reach (acp_reaper catches it at exit).
  * The strings in opts are used during the call only; opts itself is copied. Returns 0 and
  * *out (owned by the caller; release with acp_proc_stop()), or ACP_ENOTFOUND (no such
- * program), ACP_EACCES (not executable), ACP_EIO (other spawn failures), ACP_EINVAL,
- * ACP_ENOMEM; then *errmsg (if errmsg is not NULL) is a malloc'd sentence naming the command,
- * which the caller frees: "cannot run 'npx': no such file or directory".
+ * program), ACP_EACCES (not executable), ACP_EIO (other spawn failures), ACP_EINVAL (also a
+ * struct_size 0 or too small, acp/api.h), ACP_ENOTSUP (opts from a newer libacp), ACP_ENOMEM;
+ * then acp_error_last() is a sentence naming the command: "cannot run 'npx': no such file or
+ * directory".
  *
  * The child is reaped on the proc's own SIGCHLD watcher, by its pid: a program must not
  * waitpid(-1) (or ignore SIGCHLD) while procs run, just as with libuv's processes. */
-int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out, char **errmsg);
+int acp_proc_spawn(uv_loop_t *loop, const acp_proc_opts *opts, acp_proc **out);
 
 int acp_proc_pid(const acp_proc *p);
 bool acp_proc_exited(const acp_proc *p);

@@ -7,7 +7,10 @@
  * of them share the store, so a session made on one connection (or on another host using the
  * same PostgreSQL store) can be loaded on another.
  *
- * Everything runs on one libuv loop thread. */
+ * Everything runs on one libuv loop thread.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h); a
+ * connection's trouble goes to the agents' on_log. */
 #ifndef ACP_SERVER_H
 #define ACP_SERVER_H
 
@@ -29,7 +32,9 @@ typedef enum acp_server_stdio_mcp {
     ACP_SERVER_STDIO_MCP_REFUSE,
 } acp_server_stdio_mcp;
 
+/* Extensible (acp/api.h): start from ACP_SERVER_OPTS_INIT. */
 typedef struct acp_server_opts {
+    size_t struct_size; /* sizeof(acp_server_opts): ACP_SERVER_OPTS_INIT sets it */
     /* Where to listen: "HOST:PORT" (a name or an address, "[::1]:PORT" for IPv6; port 0
      * picks a free one, see acp_server_port) or "unix:/path". */
     const char *listen;
@@ -85,6 +90,7 @@ typedef struct acp_server_opts {
      * status shows FAILED with the reason. */
     acp_server_stdio_mcp stdio_mcp;
 } acp_server_opts;
+#define ACP_SERVER_OPTS_INIT ACP_STRUCT_INIT(acp_server_opts)
 
 /* Starts serving: binds opts->listen and accepts from the next loop turn. store is borrowed
  * (it must outlive the server); engine and agent_opts are copied as acp_agent_new() copies
@@ -92,11 +98,11 @@ typedef struct acp_server_opts {
  * ignored; its on_log also receives the server's own lines). *out is owned by the caller:
  * acp_server_free(). 0, or ACP_EINVAL (a malformed address, an engine acp_agent_new refuses,
  * TLS files that cannot be loaded, a relative root) / ACP_EIO (the address cannot be bound) /
- * ACP_EACCES (a non-loopback listener without a token or insecure_no_auth), with a malloc'd
- * sentence in *err (the caller frees it), or ACP_ENOMEM. */
+ * ACP_EACCES (a non-loopback listener without a token or insecure_no_auth), with the sentence
+ * in acp_error_last(), or ACP_ENOMEM. */
 int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
                            const acp_agent_opts *agent_opts, const acp_server_opts *opts,
-                           acp_server **out, char **err);
+                           acp_server **out);
 
 /* The TCP port the server listens on (the one picked for port 0); 0 for a Unix socket. */
 int acp_server_port(const acp_server *srv);

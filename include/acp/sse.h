@@ -9,7 +9,10 @@
  *
  * Public (with acp/http.h) for the same reason: MCP's Streamable HTTP and SSE transports and
  * a model engine's streamed completions parse the same format. The struct is the caller's
- * (acp_sse_init() it); it owns its buffers until acp_sse_free(). */
+ * (acp_sse_init() it); it owns its buffers until acp_sse_free(). Frozen in 1.0 (acp/api.h):
+ * never grown; a later release adds a new struct instead.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h). */
 #ifndef ACP_SSE_H
 #define ACP_SSE_H
 

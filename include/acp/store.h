@@ -28,7 +28,9 @@
  * without a lease (single-writer embedders, tools); such writes are not fenced.
  *
  * Not thread-safe: one store handle per thread. Secrets (MCP env values, HTTP headers) are
- * never passed to the store. */
+ * never passed to the store.
+ *
+ * Errors: a negative ACP_E* status, with the sentence in acp_error_last() (acp/error.h). */
 #ifndef ACP_STORE_H
 #define ACP_STORE_H
 
@@ -52,8 +54,12 @@ typedef struct acp_store acp_store;
 #define ACP_STORE_ID_MAX 1000
 
 /* One session's metadata. As an out-parameter every string is owned by the struct: release
- * it with acp_store_session_clear(). As an in-parameter the strings are borrowed. */
+ * it with acp_store_session_clear(). As an in-parameter the strings are borrowed.
+ * Extensible (acp/api.h) both ways: start from ACP_STORE_SESSION_INIT. acp_store_create()
+ * reads it as options are read; acp_store_get() fills only the first struct_size bytes of
+ * the caller's struct (a program built against 1.0 gets the 1.0 members). */
 typedef struct acp_store_session {
+    size_t struct_size; /* sizeof(acp_store_session): ACP_STORE_SESSION_INIT sets it */
     char *id;
     char *cwd;
     char *add_dirs; /* additionalDirectories as a JSON array text, "[]" when none */
@@ -63,7 +69,9 @@ typedef struct acp_store_session {
     char created_at[ACP_STORE_TIME_LEN + 1];
     char updated_at[ACP_STORE_TIME_LEN + 1];
 } acp_store_session;
+#define ACP_STORE_SESSION_INIT ACP_STRUCT_INIT(acp_store_session)
 
+/* Frees the strings and zeroes the members; struct_size is kept, so s can be reused. */
 void acp_store_session_clear(acp_store_session *s);
 
 /* The current time in the store's format into buf (ACP_STORE_TIME_LEN + 1 bytes). */
@@ -72,20 +80,18 @@ void acp_store_now(char *buf);
 /* Opens (creating and migrating the schema as needed) the store named by `where`:
  * "postgresql://..." / "postgres://..." or a libpq "key=value" conninfo selects PostgreSQL,
  * anything else is an SQLite file path (parent directories are created). On failure returns
- * ACP_ESTORE (or ACP_ENOMEM) and, if errmsg is non-NULL, a malloc'd message the caller frees;
- * messages never contain passwords. On success *out is owned by the caller: acp_store_close(). */
-int acp_store_open(const char *where, acp_store **out, char **errmsg);
+ * ACP_ESTORE (or ACP_ENOMEM), and acp_error_last() names the location and the cause (never a
+ * password). On success *out is owned by the caller: acp_store_close(). */
+int acp_store_open(const char *where, acp_store **out);
 void acp_store_close(acp_store *st);
 
-/* The last error's message for this handle (never NULL; "" when none). Borrowed until the
- * next call on the handle. Never contains a password. */
-const char *acp_store_errmsg(const acp_store *st);
 const char *acp_store_backend(const acp_store *st); /* "sqlite" or "postgresql" */
 
-/* Every call below returns 0, or ACP_ESTORE (backend failure, see acp_store_errmsg; nothing
- * was half-written), ACP_ENOTFOUND, ACP_EINVAL, ACP_ENOMEM as stated. */
+/* Every call below returns 0, or ACP_ESTORE (backend failure, acp_error_last() says which;
+ * never a password; nothing was half-written), ACP_ENOTFOUND, ACP_EINVAL, ACP_ENOMEM as stated. */
 
-/* Inserts a new session, committed before returning. s->id must be new (ACP_EINVAL if it
+/* Inserts a new session, committed before returning. ACP_EINVAL / ACP_ENOTSUP for a
+ * struct_size refused (acp/api.h). s->id must be new (ACP_EINVAL if it
  * exists); created_at/updated_at are taken from s (fill them with acp_store_now()).
  * ACP_EINVAL too for an empty id or one over ACP_STORE_ID_MAX bytes, a NULL cwd or
  * add_dirs, or a malformed timestamp. */
@@ -96,7 +102,8 @@ int acp_store_create(acp_store *st, const acp_store_session *s);
  * range (see acp_store_lease_acquire). */
 int acp_store_create_leased(acp_store *st, const acp_store_session *s, const char *holder,
                             unsigned ttl_ms, int64_t *fence);
-/* Reads one session into *out (caller clears it). ACP_ENOTFOUND if absent or deleted. */
+/* Reads one session into *out (struct_size set by the caller; caller clears it).
+ * ACP_ENOTFOUND if absent or deleted; ACP_EINVAL for a struct_size 0 or too small. */
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out);
 /* Every write for one session below takes `fence`: the epoch of the caller's lease on it
  * (acp_store_lease_acquire), or 0 for no lease. With a fence that is no longer the session's
@@ -184,7 +191,8 @@ int acp_store_delete(acp_store *st, const char *id);
 /* The longest holder id the store accepts. */
 #define ACP_STORE_HOLDER_MAX 128
 
-/* What acp_store_lease_acquire() says of the lease that refused it. */
+/* What acp_store_lease_acquire() says of the lease that refused it. The caller allocates it:
+ * frozen in 1.0 (acp/api.h; a later release says more through a new struct). */
 typedef struct acp_store_lease_busy {
     int64_t wait_ms; /* how long until it expires unless renewed (>= 0) */
     char holder[ACP_STORE_HOLDER_MAX + 1];
@@ -210,37 +218,6 @@ int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned
  * the TTL; the caller's later writes under it are ACP_ESTALE. 0 also when the lease was no
  * longer this fence's or the session is gone (nothing to give up). ACP_ESTORE. */
 int acp_store_lease_release(acp_store *st, const char *id, int64_t fence);
-
-/* --- For backend implementers (the files of store/) ------------------------------------ */
-
-/* The generic layer checks every argument before it calls an op, so ops do not check again:
- * ids, cwd and add_dirs are non-NULL, timestamps well-formed, commit gets a non-empty batch
- * and a `now`, replay non-NULL last_seq/done, list a limit > 0 and *next_cursor already NULL. */
-
-typedef struct acp_store_ops {
-    const char *name;
-    void (*close)(acp_store *st);
-    /* holder NULL: no lease (ttl_ms 0); else the lease taken as the row is made, epoch 1. */
-    int (*create)(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms);
-    int (*get)(acp_store *st, const char *id, acp_store_session *out);
-    int (*set_info)(acp_store *st, const char *id, int64_t fence, bool set_title, const char *title,
-                    const char *updated_at);
-    int (*set_roots)(acp_store *st, const char *id, int64_t fence, const char *cwd,
-                     const char *add_dirs);
-    int (*set_state)(acp_store *st, const char *id, int64_t fence, const char *state);
-    /* The batch (ids and texts, in append order) is kept by the generic layer; commit gets it. */
-    int (*commit)(acp_store *st, const char *now);
-    int (*replay)(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
-                  acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);
-    int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
-                acp_store_list_cb cb, void *user, char **next_cursor);
-    int (*remove)(acp_store *st, const char *id);
-    /* busy is non-NULL and zeroed. */
-    int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
-    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
-    int (*lease_release)(acp_store *st, const char *id, int64_t fence);
-} acp_store_ops;
 
 ACP_END_DECLS
 #endif

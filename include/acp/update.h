@@ -30,7 +30,10 @@
  *
  * Limits of the C reading: strings are C strings, so one holding \u0000 is refused like a
  * malformed member; integers are jansson's (int64): a larger one anywhere in the update,
- * rawInput included, fails the parse as "update is not valid JSON". */
+ * rawInput included, fails the parse as "update is not valid JSON".
+ *
+ * Errors: a negative ACP_E* status, with the sentence (naming the member's JSON path) in
+ * acp_error_last() (acp/error.h). */
 #ifndef ACP_UPDATE_H
 #define ACP_UPDATE_H
 
@@ -324,14 +327,24 @@ typedef struct acp_usage_view {
 /* --- the view ------------------------------------------------------------------------------ */
 
 /* One update, by kind: read the union member that kind names (none for ACP_UPDATE_OTHER).
- * Arrays are pointer + count (NULL, 0 when empty). */
+ * Arrays are pointer + count (NULL, 0 when empty).
+ *
+ * Extensible (acp/api.h), as the application allocates it and the library fills it: start
+ * from ACP_UPDATE_VIEW_INIT; acp_update_view_parse() writes only the first struct_size bytes.
+ * A later release adds members at the end of this struct and of the union's views (so the
+ * union, last, grows): a program built against 1.0 reads what 1.0 had. The views that are
+ * array elements (acp_plan_entry_view, acp_tool_content_view, acp_tool_location_view,
+ * acp_command_view, acp_config_option_view, acp_config_value_view, ...) are frozen in 1.0:
+ * what the protocol adds to them is in `raw` until a later release adds a new view. */
 typedef struct acp_update_view {
+    size_t struct_size; /* sizeof(acp_update_view): ACP_UPDATE_VIEW_INIT sets it */
     /* From the parsed sessionUpdate, so an escaped name ("pl\u0061n") is known here even where
      * acp_update.kind, which compares the raw literal, says ACP_UPDATE_OTHER. */
     acp_update_kind kind;
     json_t *raw;     /* the whole update object, every kind (owned by the view) */
     json_t *meta;    /* update._meta; NULL when absent or null */
     size_t salvaged; /* lenient only: malformed members read as absent, items dropped */
+    void *block;     /* private: the one allocation behind every array */
     union {
         acp_chunk_view chunk;                    /* the three *_CHUNK kinds */
         acp_tool_call_view tool_call;            /* TOOL_CALL, TOOL_CALL_UPDATE */
@@ -345,24 +358,25 @@ typedef struct acp_update_view {
         acp_compaction_view compaction;          /* COMPACTION */
         acp_compaction_chunk_view summary_chunk; /* COMPACTION_SUMMARY */
     };
-    void *block; /* private: the one allocation behind every array */
 } acp_update_view;
+#define ACP_UPDATE_VIEW_INIT ACP_STRUCT_INIT(acp_update_view)
 
 /* Flags for acp_update_view_parse_ext(). */
 #define ACP_UPDATE_VIEW_LENIENT 1u /* the reference SDKs' reading (see the top of this file) */
 
 /* Parses u->update (the only member read; a hand-made acp_update needs just that span)
- * strictly. *v is overwritten: free a view before reusing it. On success *v is a view the
+ * strictly. *v is overwritten but for struct_size (set it first: ACP_UPDATE_VIEW_INIT; 0 or
+ * too small is ACP_EINVAL): free a view before reusing it. On success *v is a view the
  * caller owns and releases with acp_update_view_free().
- * On failure *v is left empty (freeing it is harmless) and, when errmsg is not NULL, *errmsg
- * is a malloc'd sentence the caller frees (NULL for ACP_ENOMEM). Returns 0, ACP_EPROTO (not
+ * On failure *v is left empty (freeing it is harmless) and acp_error_last() has the sentence.
+ * Returns 0, ACP_EPROTO (not
  * JSON, not an object, or a member breaking the schema: the sentence names its path),
  * ACP_EINVAL (u or v NULL), ACP_ENOMEM. */
-int acp_update_view_parse(const acp_update *u, acp_update_view *v, char **errmsg);
+int acp_update_view_parse(const acp_update *u, acp_update_view *v);
 /* The same with flags (ACP_UPDATE_VIEW_LENIENT). */
-int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *v,
-                              char **errmsg);
-/* Releases the tree and the array block, and empties *v. NULL and empty views are ignored. */
+int acp_update_view_parse_ext(const acp_update *u, unsigned flags, acp_update_view *v);
+/* Releases the tree and the array block, and empties *v (struct_size kept, so it can be
+ * parsed into again). NULL and empty views are ignored. */
 void acp_update_view_free(acp_update_view *v);
 
 /* Names as the schema spells them ("in_progress", "switch_mode", ...); "" for 0 (UNSET) or

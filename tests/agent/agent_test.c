@@ -13,7 +13,7 @@ static bool fail_commits; /* test-only switch read by failing_commit */
 
 static int failing_commit(acp_store *st, const char *now)
 {
-    if (fail_commits) return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    if (fail_commits) return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
     return real_ops->commit(st, now);
 }
 
@@ -22,14 +22,14 @@ static bool fail_all; /* every create and list fails too */
 static int failing_create(acp_store *st, const acp_store_session *s, const char *holder,
                           unsigned ttl_ms)
 {
-    if (fail_all) return acp_store_fail(st, ACP_ESTORE, "database is locked (injected)");
+    if (fail_all) return acp_error_set(ACP_ESTORE, "database is locked (injected)");
     return real_ops->create(st, s, holder, ttl_ms);
 }
 
 static int failing_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                         acp_store_list_cb cb, void *user, char **next_cursor)
 {
-    if (fail_all) return acp_store_fail(st, ACP_ESTORE, "database is locked (injected)");
+    if (fail_all) return acp_error_set(ACP_ESTORE, "database is locked (injected)");
     return real_ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
 }
 
@@ -148,12 +148,12 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
     } else if (text && !strncmp(text, "open ", 5)) {
         /* Answers "opened", "refused" (outside the roots) or the reason it could not open. */
         int fd = -1;
-        char *why = NULL;
-        int rc = acp_session_open_path(acp_turn_session(t), text + 5, O_RDONLY, 0, &fd, &why);
-        const char *say = rc == 0 ? "opened" : rc == ACP_EACCES ? "refused" : why ? why : "error";
+        int rc = acp_session_open_path(acp_turn_session(t), text + 5, O_RDONLY, 0, &fd);
+        const char *say = rc == 0            ? "opened"
+                          : rc == ACP_EACCES ? "refused"
+                                             : acp_error_last()->message;
         acp_turn_text(t, NULL, NULL, say, strlen(say));
         if (fd >= 0) close(fd);
-        free(why);
         acp_turn_end(t, "end_turn");
     } else if (text && !strncmp(text, "title ", 6)) {
         /* A live-only update and a metadata update: neither is history. */
@@ -211,7 +211,8 @@ static int setup(void **state)
     x->ops.list = failing_list;
     fail_all = false;
     fail_commits = false;
-    x->eng = (acp_engine){.name = "test-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "test-engine",
                           .version = "1",
                           .prompt = engine_prompt,
                           .cancel = engine_cancel,
@@ -523,7 +524,7 @@ static void test_busy_cancel_close(void **state)
     r = request(x, 12, "session/list", "{}");
     assert_int_equal(listed(r), 0);
     json_decref(r);
-    acp_store_session s = {0};
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(x->st, id, &s), ACP_ENOTFOUND);
 }
 

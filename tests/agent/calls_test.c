@@ -18,7 +18,7 @@ static bool fail_commits;
 
 static int failing_commit(acp_store *st, const char *now)
 {
-    if (fail_commits) return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    if (fail_commits) return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
     return real_ops->commit(st, now);
 }
 
@@ -74,14 +74,16 @@ static int setup(void **state)
     h *x = h_new("calls", sizeof(eng_state));
     x->ops.commit = failing_commit;
     fail_commits = false;
-    x->eng = (acp_engine){.name = "calls-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "calls-engine",
                           .version = "1",
                           .prompt = engine_prompt,
                           .cancel = engine_cancel,
                           .session_ready = engine_ready,
                           .session_free = engine_session_free,
                           .user = x};
-    x->opts = (acp_agent_opts){.on_log = count_log, .user = x};
+    x->opts =
+        (acp_agent_opts){.struct_size = sizeof(acp_agent_opts), .on_log = count_log, .user = x};
     agent_start(x);
     *state = x;
     return 0;
@@ -352,7 +354,7 @@ static void test_gates(void **state)
     assert_errmsg(x, "fs.writeTextFile");
     assert_int_equal(acp_session_write_text_file(s, "a.txt", "x", 1, on_done, &g), ACP_ENOTSUP);
     acp_terminal *term = (acp_terminal *)&g;
-    acp_terminal_opts o = {.command = "ls"};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts), .command = "ls"};
     assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), ACP_ENOTSUP);
     assert_null(term);
     assert_errmsg(x, "terminal");
@@ -360,12 +362,17 @@ static void test_gates(void **state)
     json_t *form = json_pack("{ss s{}}", "type", "object", "properties");
     char eid[48];
     assert_int_equal(
-        acp_turn_elicit(t, &(acp_elicit){.message = "m", .form = form}, eid, on_elicit, &g),
+        acp_turn_elicit(
+            t, &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .form = form}, eid,
+            on_elicit, &g),
         ACP_ENOTSUP);
     assert_errmsg(x, "elicitation.form");
-    assert_int_equal(acp_session_elicit(s, &(acp_elicit){.message = "m", .url = "https://e.x/"},
-                                        eid, on_elicit, &g),
-                     ACP_ENOTSUP);
+    assert_int_equal(
+        acp_session_elicit(
+            s,
+            &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .url = "https://e.x/"},
+            eid, on_elicit, &g),
+        ACP_ENOTSUP);
     assert_errmsg(x, "elicitation.url");
     /* the raw calls are gated the same way */
     assert_int_equal(
@@ -385,11 +392,17 @@ static void test_gates(void **state)
 
     /* A second initialize replaces the capabilities: form mode only. */
     init(x, "{\"elicitation\":{\"form\":{}}}");
-    assert_int_equal(acp_turn_elicit(t, &(acp_elicit){.message = "m", .url = "https://e.x/"}, eid,
-                                     on_elicit, &g),
-                     ACP_ENOTSUP);
     assert_int_equal(
-        acp_turn_elicit(t, &(acp_elicit){.message = "m", .form = form}, eid, on_elicit, &g), 0);
+        acp_turn_elicit(
+            t,
+            &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .url = "https://e.x/"},
+            eid, on_elicit, &g),
+        ACP_ENOTSUP);
+    assert_int_equal(
+        acp_turn_elicit(
+            t, &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .form = form}, eid,
+            on_elicit, &g),
+        0);
     json_decref(take(x, "elicitation/create"));
     json_decref(form);
     end_turn(x, 5);
@@ -496,7 +509,10 @@ static void test_malformed_answers(void **state)
                   "fs/write_text_file", "5", "fs/write_text_file answer is not an object");
 
     acp_tool_call *tc;
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Edit"}, &tc), 0);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Edit"}, &tc),
+        0);
     acp_perm_option opts[] = {{"allow", "Allow", "allow_once"}, {"no", "No", "reject_once"}};
     EXPECT_EPROTO(x, &g, acp_turn_request_permission(t, tc, opts, 2, on_perm, &g),
                   "session/request_permission",
@@ -509,7 +525,7 @@ static void test_malformed_answers(void **state)
                   "neither cancelled");
 
     acp_terminal *term;
-    acp_terminal_opts o = {.command = "ls"};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts), .command = "ls"};
     EXPECT_EPROTO(x, &g, acp_turn_terminal_create(t, &o, on_term, &g, &term), "terminal/create",
                   "{\"terminalId\":7}", "the client's terminal/create answer has no string");
     assert_ptr_equal(g.term, term); /* and freed right after the callback (ASan) */
@@ -535,7 +551,7 @@ static void test_malformed_answers(void **state)
                   "terminal/kill answer is not an object");
 
     json_t *form = json_pack("{s{s{ss}}}", "properties", "a", "type", "string");
-    acp_elicit e = {.message = "m", .form = form};
+    acp_elicit e = {.struct_size = sizeof(acp_elicit), .message = "m", .form = form};
     EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
                   "{\"content\":{}}", "has no string action");
     EXPECT_EPROTO(x, &g, acp_turn_elicit(t, &e, NULL, on_elicit, &g), "elicitation/create",
@@ -706,10 +722,16 @@ static void test_permission(void **state)
     char sid[80];
     acp_turn *t = open_turn(x, "{}", sid); /* a baseline method: no capability needed */
     acp_tool_call *tc;
-    assert_int_equal(
-        acp_tool_call_begin(t, &(acp_tool_info){.title = "Write a.txt", .kind = "edit"}, &tc), 0);
+    assert_int_equal(acp_tool_call_begin(t,
+                                         &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                          .title = "Write a.txt",
+                                                          .kind = "edit"},
+                                         &tc),
+                     0);
     /* the request describes the call as last reported */
-    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.title = "Write b.txt"}), 0);
+    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                               .title = "Write b.txt"}),
+                     0);
     acp_perm_option opts[] = {{"allow", "Allow", "allow_once"},
                               {"always", "Always", "allow_always"},
                               {"reject", "Reject", "reject_once"}};
@@ -756,13 +778,19 @@ static void test_cancel_resolves_at_once(void **state)
     char sid[80];
     acp_turn *t = open_turn(x, FULL_CAPS, sid);
     acp_tool_call *tc;
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Run"}, &tc), 0);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Run"}, &tc),
+        0);
     acp_perm_option opts[] = {{"allow", "Allow", "allow_once"}};
     got p = {.ask_again = true, .tc = tc}, e = {0}, r = {0};
     assert_int_equal(acp_turn_request_permission(t, tc, opts, 1, on_perm, &p), 0);
     json_t *form = json_pack("{s{}}", "properties");
     assert_int_equal(
-        acp_turn_elicit(t, &(acp_elicit){.message = "?", .form = form}, NULL, on_elicit, &e), 0);
+        acp_turn_elicit(
+            t, &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "?", .form = form}, NULL,
+            on_elicit, &e),
+        0);
     json_decref(form);
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &r), 0);
     json_t *preq = take(x, "session/request_permission"), *ereq = take(x, "elicitation/create");
@@ -814,7 +842,8 @@ static void test_tool_calls(void **state)
     json_t *input = json_pack("{ss}", "path", "a.txt");
     acp_tool_call *tc;
     assert_int_equal(acp_tool_call_begin(t,
-                                         &(acp_tool_info){.title = "Read a.txt",
+                                         &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                          .title = "Read a.txt",
                                                           .name = "read_file",
                                                           .kind = "read",
                                                           .path = path,
@@ -830,8 +859,10 @@ static void test_tool_calls(void **state)
                           "toolCallId", id, "title", "Read a.txt", "name", "read_file", "kind",
                           "read", "status", "pending", "locations", "path", path, "rawInput",
                           "path", "a.txt"));
-    assert_int_equal(
-        acp_tool_call_update(tc, &(acp_tool_info){.status = "in_progress", .text = "reading"}), 0);
+    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                               .status = "in_progress",
+                                                               .text = "reading"}),
+                     0);
     turn(x);
     assert_json(update_at(x->msgs, 1),
                 json_pack("{ss ss ss s[{ss s{ss ss}}]}", "sessionUpdate", "tool_call_update",
@@ -841,11 +872,13 @@ static void test_tool_calls(void **state)
         json_pack("[{ss ss s:n ss}]", "type", "diff", "path", path, "oldText", "newText", "new");
     json_t *output = json_pack("{si}", "bytes", 3);
     json_t *meta = json_pack("{ss}", "x.dev/why", "test");
-    assert_int_equal(acp_tool_call_complete(tc, &(acp_tool_info){.content = content,
-                                                                 .raw_output = output,
-                                                                 .text = "done",
-                                                                 .meta = meta}),
-                     0);
+    assert_int_equal(
+        acp_tool_call_complete(tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                    .content = content,
+                                                    .raw_output = output,
+                                                    .text = "done",
+                                                    .meta = meta}),
+        0);
     json_decref(content);
     json_decref(output);
     json_decref(meta);
@@ -857,16 +890,21 @@ static void test_tool_calls(void **state)
                           "content", "content", "type", "text", "text", "done", "rawOutput",
                           "bytes", 3, "_meta", "x.dev/why", "test"));
     /* finished: no more updates */
-    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.text = "more"}), ACP_EINVAL);
+    assert_int_equal(acp_tool_call_update(tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                               .text = "more"}),
+                     ACP_EINVAL);
     assert_errmsg(x, "completed or failed already");
     assert_int_equal(acp_tool_call_fail(tc, "late"), ACP_EINVAL);
 
     /* begun in progress, then failed with a message */
     acp_tool_call *tc2;
-    assert_int_equal(
-        acp_tool_call_begin(
-            t, &(acp_tool_info){.title = "Run", .kind = "execute", .status = "in_progress"}, &tc2),
-        0);
+    assert_int_equal(acp_tool_call_begin(t,
+                                         &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                          .title = "Run",
+                                                          .kind = "execute",
+                                                          .status = "in_progress"},
+                                         &tc2),
+                     0);
     assert_int_equal(acp_tool_call_fail(tc2, "boom"), 0);
     turn(x);
     assert_json(update_at(x->msgs, 4),
@@ -890,7 +928,9 @@ static void test_tool_calls(void **state)
         {{.title = "\xc3"}, "UTF-8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(acp_tool_call_begin(t, &bad[i].in, &no), ACP_EINVAL);
+        acp_tool_info in = bad[i].in;
+        in.struct_size = sizeof in;
+        assert_int_equal(acp_tool_call_begin(t, &in, &no), ACP_EINVAL);
         assert_null(no);
         assert_errmsg(x, bad[i].why);
     }
@@ -905,24 +945,38 @@ static void test_tool_calls(void **state)
     };
     for (size_t i = 0; i < sizeof bad_content / sizeof *bad_content; i++) {
         json_t *c = json_loads(bad_content[i], 0, NULL);
-        assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .content = c}, &no),
-                         ACP_EINVAL);
+        assert_int_equal(
+            acp_tool_call_begin(
+                t,
+                &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "T", .content = c},
+                &no),
+            ACP_EINVAL);
         json_decref(c);
     }
     json_t *locs = json_pack("[{ss}]", "path", "rel");
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .locations = locs}, &no),
-                     ACP_EINVAL);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t,
+            &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "T", .locations = locs},
+            &no),
+        ACP_EINVAL);
     assert_errmsg(x, "locations[0]");
     json_decref(locs);
     json_t *m = json_string("meta");
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .meta = m}, &no),
-                     ACP_EINVAL);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "T", .meta = m},
+            &no),
+        ACP_EINVAL);
     json_decref(m);
     quiet(x);
 
     /* stored as sent, and session/load replays exactly that */
     acp_tool_call *tc3;
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Last"}, &tc3), 0);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Last"}, &tc3),
+        0);
     assert_int_equal(acp_tool_call_complete(tc3, NULL), 0);
     end_turn(x, 5);
     json_t *st = history(x, sid);
@@ -947,8 +1001,16 @@ static void test_tool_call_auto_failed(void **state)
     char sid[80];
     open_turn(x, "{}", sid);
     acp_tool_call *open, *done;
-    assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Open"}, &open), 0);
-    assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Done"}, &done), 0);
+    assert_int_equal(
+        acp_tool_call_begin(x->e->t,
+                            &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Open"},
+                            &open),
+        0);
+    assert_int_equal(
+        acp_tool_call_begin(x->e->t,
+                            &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Done"},
+                            &done),
+        0);
     assert_int_equal(acp_tool_call_complete(done, NULL), 0);
     char open_id[48];
     snprintf(open_id, sizeof open_id, "%s", acp_tool_call_id(open));
@@ -968,7 +1030,10 @@ static void test_tool_call_auto_failed(void **state)
      * and the engine told to stop; when it ends the turn, no update follows */
     hold_turn(x, 6, sid);
     acp_turn *t = x->e->t;
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "Lost"}, &open), 0);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Lost"}, &open),
+        0);
     fail_commits = true;
     at = wait_response(x, 6);
     fail_commits = false;
@@ -978,7 +1043,9 @@ static void test_tool_call_auto_failed(void **state)
     assert_int_equal(x->e->cancels, 1);
     got g = {0};
     /* decided: no more updates or calls for this turn */
-    assert_int_equal(acp_tool_call_update(open, &(acp_tool_info){.text = "x"}), ACP_ECLOSED);
+    assert_int_equal(acp_tool_call_update(
+                         open, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "x"}),
+                     ACP_ECLOSED);
     assert_int_equal(acp_turn_read_text_file(t, "a.txt", 0, 0, on_read, &g), ACP_ENOTSUP);
     assert_int_equal(acp_turn_call(t, "_x/y", NULL, on_turn_call, &g), ACP_ECLOSED);
     json_array_clear(x->msgs);
@@ -998,7 +1065,9 @@ static void test_tool_call_auto_failed(void **state)
 static acp_terminal *terminal(h *x, acp_turn *t, acp_session *s, const char *id, got *g)
 {
     acp_terminal *term;
-    acp_terminal_opts o = {.command = "sleep", .args = (const char *[]){"100", NULL}};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "sleep",
+                           .args = (const char *[]){"100", NULL}};
     assert_int_equal(t ? acp_turn_terminal_create(t, &o, on_term, g, &term)
                        : acp_session_terminal_create(s, &o, on_term, g, &term),
                      0);
@@ -1026,7 +1095,8 @@ static void test_terminal(void **state)
     acp_turn *t = open_turn(x, FULL_CAPS, sid);
     got g = {0};
     acp_terminal *term;
-    acp_terminal_opts o = {.command = "make",
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "make",
                            .args = (const char *[]){"-j", "4", NULL},
                            .env = (const char *[]){"CC=clang", "EMPTY=", "A=b=c", NULL},
                            .cwd = x->dir,
@@ -1040,8 +1110,12 @@ static void test_terminal(void **state)
     assert_int_equal(acp_terminal_wait_for_exit(term, on_exit_, &g), ACP_EINVAL);
     assert_int_equal(acp_terminal_kill(term, on_term, &g), ACP_EINVAL);
     acp_tool_call *tc;
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "T", .terminal = term}, &tc),
-                     ACP_EINVAL);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t,
+            &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "T", .terminal = term},
+            &tc),
+        ACP_EINVAL);
     json_t *req = take(x, "terminal/create");
     assert_json(params_of(req),
                 json_pack("{ss ss s[ss] s[{ss ss} {ss ss} {ss ss}] ss si}", "sessionId", sid,
@@ -1055,10 +1129,13 @@ static void test_terminal(void **state)
     assert_string_equal(acp_terminal_id(term), "term_1");
 
     /* shown in a tool call */
-    assert_int_equal(
-        acp_tool_call_begin(
-            t, &(acp_tool_info){.title = "make", .kind = "execute", .terminal = term}, &tc),
-        0);
+    assert_int_equal(acp_tool_call_begin(t,
+                                         &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                          .title = "make",
+                                                          .kind = "execute",
+                                                          .terminal = term},
+                                         &tc),
+                     0);
     turn(x);
     assert_json(json_object_get(update_at(x->msgs, 0), "content"),
                 J("[{\"type\":\"terminal\",\"terminalId\":\"term_1\"}]"));
@@ -1094,7 +1171,10 @@ static void test_terminal(void **state)
     answer(x, take(x, "terminal/kill"), "{}");
     assert_int_equal(g.calls, calls + 1);
     assert_int_equal(g.status, 0);
-    assert_int_equal(acp_tool_call_complete(tc, &(acp_tool_info){.terminal = term}), 0);
+    assert_int_equal(
+        acp_tool_call_complete(
+            tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .terminal = term}),
+        0);
     acp_terminal_release(term);
     turn(x);
     int upd = find_method(x->msgs, "session/update", 0), rel = find_release(x, "term_1");
@@ -1118,7 +1198,9 @@ static void test_terminal(void **state)
         {{.command = "ls", .args = (const char *[]){"\xff", NULL}}, ACP_EINVAL, "UTF-8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(acp_turn_terminal_create(t, &bad[i].o, on_term, &g, &no), bad[i].rc);
+        acp_terminal_opts bo = bad[i].o;
+        bo.struct_size = sizeof bo;
+        assert_int_equal(acp_turn_terminal_create(t, &bo, on_term, &g, &no), bad[i].rc);
         assert_null(no);
         assert_errmsg(x, bad[i].why);
     }
@@ -1226,7 +1308,7 @@ static void test_terminal_orphans(void **state)
     h *x = *state;
     char sid[80], sid2[80];
     open_turn(x, FULL_CAPS, sid);
-    acp_terminal_opts o = {.command = "ls"};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts), .command = "ls"};
     acp_terminal *t1, *t2, *t3;
     got g = {0};
     assert_int_equal(acp_turn_terminal_create(x->e->t, &o, on_term, &g, &t1), 0);
@@ -1277,9 +1359,12 @@ static const char form_text[] =
 static void ask(h *x, const json_t *form, const char *result, got *g)
 {
     got_clear(g);
-    assert_int_equal(acp_turn_elicit(x->e->t, &(acp_elicit){.message = "Tell me", .form = form},
-                                     NULL, on_elicit, g),
-                     0);
+    assert_int_equal(
+        acp_turn_elicit(
+            x->e->t,
+            &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "Tell me", .form = form},
+            NULL, on_elicit, g),
+        0);
     answer(x, take(x, "elicitation/create"), result);
     assert_int_equal(g->calls, 1);
 }
@@ -1292,12 +1377,18 @@ static void test_elicit_form(void **state)
     json_t *form = json_loads(form_text, 0, NULL);
     assert_non_null(form);
     acp_tool_call *tc;
-    assert_int_equal(acp_tool_call_begin(x->e->t, &(acp_tool_info){.title = "Ask"}, &tc), 0);
-    got g = {0};
     assert_int_equal(
-        acp_turn_elicit(x->e->t, &(acp_elicit){.message = "Tell me", .form = form, .tool_call = tc},
-                        eid, on_elicit, &g),
+        acp_tool_call_begin(
+            x->e->t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "Ask"}, &tc),
         0);
+    got g = {0};
+    assert_int_equal(acp_turn_elicit(x->e->t,
+                                     &(acp_elicit){.struct_size = sizeof(acp_elicit),
+                                                   .message = "Tell me",
+                                                   .form = form,
+                                                   .tool_call = tc},
+                                     eid, on_elicit, &g),
+                     0);
     assert_string_equal(eid, ""); /* only URL elicitations have an id */
     json_t *req = take(x, "elicitation/create");
     assert_json(params_of(req),
@@ -1359,7 +1450,9 @@ static void test_elicit_form(void **state)
 
     /* the answer is checked against the form as sent, whatever the engine does to it later */
     assert_int_equal(
-        acp_turn_elicit(x->e->t, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g),
+        acp_turn_elicit(
+            x->e->t, &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .form = form},
+            NULL, on_elicit, &g),
         0);
     json_object_del(form, "required");
     answer(x, take(x, "elicitation/create"), "{\"action\":\"accept\",\"content\":{}}");
@@ -1382,9 +1475,11 @@ static void test_elicit_form(void **state)
     assert_int_equal(acp_tool_call_complete(tc, NULL), 0);
     end_turn(x, 5);
     got_clear(&g);
-    assert_int_equal(acp_session_elicit(x->e->s, &(acp_elicit){.message = "m", .form = form}, NULL,
-                                        on_elicit, &g),
-                     0);
+    assert_int_equal(
+        acp_session_elicit(
+            x->e->s, &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .form = form},
+            NULL, on_elicit, &g),
+        0);
     answer(x, take(x, "elicitation/create"), "{\"action\":\"cancel\"}");
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "cancel");
@@ -1398,11 +1493,12 @@ static void test_elicit_url(void **state)
     char sid[80], id1[48], id2[48];
     open_turn(x, FULL_CAPS, sid);
     got g = {0};
-    assert_int_equal(
-        acp_turn_elicit(x->e->t,
-                        &(acp_elicit){.message = "Sign in", .url = "https://example.com/login?x=1"},
-                        id1, on_elicit, &g),
-        0);
+    assert_int_equal(acp_turn_elicit(x->e->t,
+                                     &(acp_elicit){.struct_size = sizeof(acp_elicit),
+                                                   .message = "Sign in",
+                                                   .url = "https://example.com/login?x=1"},
+                                     id1, on_elicit, &g),
+                     0);
     assert_int_equal(strncmp(id1, "elic_", 5), 0);
     assert_int_equal(strlen(id1), 5 + 32);
     json_t *req = take(x, "elicitation/create");
@@ -1413,9 +1509,12 @@ static void test_elicit_url(void **state)
     assert_int_equal(g.status, 0);
     assert_string_equal(g.action, "accept");
     assert_null(g.json);
-    assert_int_equal(acp_session_elicit(x->e->s, &(acp_elicit){.message = "b", .url = "https://b/"},
-                                        id2, on_elicit, &g),
-                     0);
+    assert_int_equal(
+        acp_session_elicit(
+            x->e->s,
+            &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "b", .url = "https://b/"},
+            id2, on_elicit, &g),
+        0);
     assert_string_not_equal(id1, id2);
     json_decref(take(x, "elicitation/create"));
 
@@ -1475,7 +1574,9 @@ static void test_auth_elicit(void **state)
         got g = {0};
         char eid[48];
         assert_int_equal(acp_auth_elicit(au,
-                                         &(acp_elicit){.message = "Sign in", .url = "https://s/"},
+                                         &(acp_elicit){.struct_size = sizeof(acp_elicit),
+                                                       .message = "Sign in",
+                                                       .url = "https://s/"},
                                          eid, on_elicit, &g),
                          0);
         /* the raw line: the id's text as received */
@@ -1497,14 +1598,19 @@ static void test_auth_elicit(void **state)
         json_decref(take(x, "elicitation/complete"));
         /* a tool call belongs to a session */
         acp_tool_call *tc = (acp_tool_call *)&g;
-        assert_int_equal(
-            acp_auth_elicit(au, &(acp_elicit){.message = "m", .url = "https://s/", .tool_call = tc},
-                            eid, on_elicit, &g),
-            ACP_EINVAL);
+        assert_int_equal(acp_auth_elicit(au,
+                                         &(acp_elicit){.struct_size = sizeof(acp_elicit),
+                                                       .message = "m",
+                                                       .url = "https://s/",
+                                                       .tool_call = tc},
+                                         eid, on_elicit, &g),
+                         ACP_EINVAL);
         /* the request ends (here: the client cancels it): what is pending is forgotten */
         json_t *form = json_pack("{s{}}", "properties");
         assert_int_equal(
-            acp_auth_elicit(au, &(acp_elicit){.message = "m", .form = form}, NULL, on_elicit, &g),
+            acp_auth_elicit(
+                au, &(acp_elicit){.struct_size = sizeof(acp_elicit), .message = "m", .form = form},
+                NULL, on_elicit, &g),
             0);
         json_decref(form);
         req = take(x, "elicitation/create");
@@ -1517,7 +1623,10 @@ static void test_auth_elicit(void **state)
         int cancel = find_cancel(x->msgs, id_of(req));
         assert_true(cancel >= 0 && cancel < (int)json_array_size(x->msgs) - 1); /* then -32800 */
         assert_int_equal(error_code(x->msgs), ACP_RPC_CANCELLED);
-        assert_int_equal(acp_auth_elicit(au, &(acp_elicit){.message = "m", .url = "https://s/"},
+        assert_int_equal(acp_auth_elicit(au,
+                                         &(acp_elicit){.struct_size = sizeof(acp_elicit),
+                                                       .message = "m",
+                                                       .url = "https://s/"},
                                          eid, on_elicit, &g),
                          ACP_ECLOSED);
         answer(x, req, "{\"action\":\"decline\"}");
@@ -1547,7 +1656,7 @@ static void test_fixed_client_error_passes_for_closed(void **state)
     assert_false(acp_turn_cancelled(t));
 
     acp_terminal *term = NULL;
-    acp_terminal_opts o = {.command = "ls"};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts), .command = "ls"};
     assert_int_equal(acp_turn_terminal_create(t, &o, on_term, &g, &term), 0);
     answer_error(x, take(x, "terminal/create"), ACP_RPC_CONN_CLOSED, "gone");
     assert_int_equal(g.calls, 2);

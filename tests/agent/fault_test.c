@@ -46,9 +46,8 @@ static const acp_config_option options[] = {
  * the runtime's own "session store unavailable" (a commit of the turn failed). */
 static void engine_failed(acp_turn *t, int rc)
 {
-    acp_agent *a = acp_session_agent(acp_turn_session(t));
     acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "engine: %s",
-                  rc == ACP_ESTORE ? acp_store_errmsg(acp_agent_store(a)) : acp_strerror(rc));
+                  rc == ACP_ESTORE ? acp_error_last()->message : acp_strerror(rc));
 }
 
 static int say(acp_turn *t, const char *mid, int i)
@@ -512,7 +511,8 @@ static h *fixture(void)
     store_open(x);
     x->ops = *real_ops;
 #endif
-    x->eng = (acp_engine){.name = "fault-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "fault-engine",
                           .version = "1",
                           .modes = modes,
                           .nmodes = 2,

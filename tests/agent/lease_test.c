@@ -44,7 +44,8 @@ static void engine_free(acp_session *s, void *user)
 static h *agent(const char *tag, unsigned ttl_ms)
 {
     h *x = h_new(tag, sizeof(eng_state));
-    x->eng = (acp_engine){.name = "lease-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "lease-engine",
                           .version = "1",
                           .prompt = engine_prompt,
                           .session_free = engine_free,

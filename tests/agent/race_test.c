@@ -84,7 +84,8 @@ static acp_store *other; /* B: another process's handle on A's store */
 static int setup(void **state)
 {
     h *x = h_new("race", sizeof(eng_state));
-    x->eng = (acp_engine){.name = "race-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "race-engine",
                           .version = "1",
                           .modes = modes,
                           .nmodes = 2,
@@ -97,8 +98,7 @@ static int setup(void **state)
                           .session_free = engine_free,
                           .user = x};
     agent_start(x);
-    char *err = NULL;
-    assert_int_equal(acp_store_open(x->db, &other, &err), 0);
+    assert_int_equal(acp_store_open(x->db, &other), 0);
     json_decref(request(x, 1000, "initialize", "{\"protocolVersion\":1}"));
     *state = x;
     return 0;
@@ -170,7 +170,7 @@ static void assert_closed(h *x, const char *sid)
     r = sid_request(x, "session/close", sid, "");
     assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
     json_decref(r);
-    acp_store_session row;
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(other, sid, &row), ACP_ENOTFOUND);
     assert_int_equal(acp_store_get(x->st, sid, &row), ACP_ENOTFOUND);
 }
@@ -398,7 +398,7 @@ static void test_own_delete(void **state)
     assert_string_equal(stop_reason(json_array_get(r, (size_t)at)), "cancelled");
     json_decref(r);
     assert_int_equal(x->e->frees, 1);
-    acp_store_session row;
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(other, id, &row), ACP_ENOTFOUND);
 }
 

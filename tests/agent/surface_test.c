@@ -111,7 +111,7 @@ static int set_state_calls;
 static int failing_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
     set_state_calls++;
-    if (fail_set_state) return acp_store_fail(st, ACP_ESTORE, "disk full (injected)");
+    if (fail_set_state) return acp_error_set(ACP_ESTORE, "disk full (injected)");
     return real_ops->set_state(st, id, fence, state);
 }
 
@@ -122,7 +122,7 @@ static int failing_commit(acp_store *st, const char *now)
 {
     if (!fail_commit) return real_ops->commit(st, now);
     fail_commit = false;
-    return acp_store_fail(st, ACP_ESTORE, "disk I/O error (injected)");
+    return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
 }
 
 /* --- the engine's state ------------------------------------------------------------------- */
@@ -344,7 +344,8 @@ static int engine_logout(acp_agent *a, char **message, void *user)
 
 static void engine_defaults(h *x)
 {
-    x->eng = (acp_engine){.name = "surface-engine",
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "surface-engine",
                           .title = "Surface",
                           .version = "2.0",
                           .meta = x->e->meta,
@@ -1631,7 +1632,7 @@ static void test_info_after_replay(void **state)
     char id[80];
     new_session(x, id);
     json_t *r = load(x, id); /* empty history: only the info */
-    acp_store_session row = {0};
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(x->st, id, &row), 0);
     assert_int_equal(json_array_size(r), 2);
     assert_update_msg(
@@ -1717,7 +1718,7 @@ static void test_auth_gate(void **state)
     assert_int_equal(set_state_calls, writes);
     assert_values(x, "code", "large", false, "low");
     assert_int_equal(acp_agent_session_count(x->a), 1);
-    acp_store_session row = {0};
+    acp_store_session row = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(x->st, id, &row), 0); /* delete did nothing */
     acp_store_session_clear(&row);
     assert_int_equal(stored(x, id), 0); /* prompt did nothing */

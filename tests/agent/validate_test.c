@@ -554,7 +554,11 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
 static int setup(void **state)
 {
     h *x = h_new("validate", sizeof(eng_state));
-    x->eng = (acp_engine){.name = "validate", .version = "1", .prompt = engine_prompt, .user = x};
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "validate",
+                          .version = "1",
+                          .prompt = engine_prompt,
+                          .user = x};
     x->opts.on_log = on_log;
     x->opts.user = x;
     agent_start(x);

@@ -22,12 +22,15 @@ typedef struct fixture {
 
 static acp_client *open_agent(fixture *f, bool fs)
 {
-    acp_client_opts o = {
-        .command = f->cmd, .fs_read = fs, .fs_write = fs, .on_update = seen_update, .user = &f->k};
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .command = f->cmd,
+                         .fs_read = fs,
+                         .fs_write = fs,
+                         .on_update = seen_update,
+                         .user = &f->k};
     acp_client *c = NULL;
-    char *err = NULL;
-    int rc = acp_client_open(&o, &c, &err);
-    if (rc) fail_msg("open: %s", err);
+    int rc = acp_client_open(&o, &c);
+    if (rc) fail_msg("open: %s", acp_error_last()->message);
     return c;
 }
 
@@ -92,7 +95,8 @@ static void test_lifecycle(void **state)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         assert_true(acp_client_supports(c, all[i]));
     const char *dirs[] = {"/tmp", NULL};
-    acp_session_opts so = {.cwd = f->dir, .add_dirs = dirs};
+    acp_session_opts so = {
+        .struct_size = sizeof(acp_session_opts), .cwd = f->dir, .add_dirs = dirs};
     acp_client_session *s;
     assert_int_equal(acp_client_session_new(c, &so, &s), 0);
     char id[128];
@@ -120,7 +124,7 @@ static void test_lifecycle(void **state)
     c = open_agent(f, false);
     f->k.text.len = 0;
     f->k.updates = f->k.replayed = 0;
-    acp_session_opts plain = {.cwd = f->dir};
+    acp_session_opts plain = {.struct_size = sizeof(acp_session_opts), .cwd = f->dir};
     assert_int_equal(acp_client_session_load(c, id, &plain, &s), 0);
     assert_true(f->k.replayed >= 2);
     assert_non_null(strstr(text(f), "hello libacp"));
@@ -143,7 +147,7 @@ static void test_lifecycle(void **state)
     /* Errors from the agent carry its code. */
     assert_int_equal(acp_client_session_load(c, "sess_nope", &plain, &s), ACP_EPROTO);
     assert_int_equal(acp_client_errcode(c), -32002);
-    acp_session_opts relative = {.cwd = "relative/dir"};
+    acp_session_opts relative = {.struct_size = sizeof(acp_session_opts), .cwd = "relative/dir"};
     assert_int_not_equal(acp_client_session_new(c, &relative, &s), 0);
 
     /* Delete: gone from the list; deleting again succeeds. */
@@ -162,7 +166,7 @@ static void test_fs_callbacks(void **state)
     fputs("from the client's disk", fp);
     fclose(fp);
     acp_client *c = open_agent(f, true);
-    acp_session_opts so = {.cwd = f->dir};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->dir};
     acp_client_session *s;
     assert_int_equal(acp_client_session_new(c, &so, &s), 0);
     char prompt[256];
@@ -202,7 +206,7 @@ static void test_concurrent(void **state)
 {
     fixture *f = *state;
     acp_client *c = open_agent(f, false);
-    acp_session_opts so = {.cwd = f->dir};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->dir};
     acp_client_session *a, *b;
     assert_int_equal(acp_client_session_new(c, &so, &a), 0);
     assert_int_equal(acp_client_session_new(c, &so, &b), 0);

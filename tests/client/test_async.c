@@ -52,8 +52,9 @@ typedef struct done {
     int code;
     const char *stop;
     acp_client_session *s;
-    json_t *result; /* owned */
-    uint64_t at;    /* uv_now() when it ended */
+    json_t *result;    /* owned */
+    uint64_t at;       /* uv_now() when it ended */
+    char errmsg[1024]; /* the reply's: an answer's failure is not the thread's last error */
 } done;
 
 typedef struct fixture {
@@ -149,6 +150,7 @@ static void on_done(acp_client *c, const acp_client_reply *r, void *user)
     d->s = r->session;
     d->result = json_incref(r->result);
     d->at = acp_client_loop(c) ? uv_now(acp_client_loop(c)) : 0; /* none: manual mode */
+    snprintf(d->errmsg, sizeof d->errmsg, "%s", r->errmsg);
 }
 
 static void done_clear(done *d)
@@ -198,7 +200,8 @@ static void on_log(acp_client *c, const char *message, void *user)
 
 static acp_client_opts base_opts(fixture *f)
 {
-    return (acp_client_opts){.loop = &f->loop,
+    return (acp_client_opts){.struct_size = sizeof(acp_client_opts),
+                             .loop = &f->loop,
                              .command = f->agent,
                              .on_update = on_update,
                              .on_permission = on_permission,
@@ -211,13 +214,12 @@ static acp_client_opts base_opts(fixture *f)
 static acp_client *start(fixture *f, const acp_client_opts *o)
 {
     done d = {0};
-    char *err = NULL;
-    int rc = acp_client_start(o, on_done, &d, &f->c, &err);
-    if (rc) fail_msg("start: %s", err);
+    int rc = acp_client_start(o, on_done, &d, &f->c);
+    if (rc) fail_msg("start: %s", acp_error_last()->message);
     assert_non_null(f->c);
     assert_ptr_equal(acp_client_loop(f->c), &f->loop);
     spin(f, &d.done);
-    if (d.status) fail_msg("initialize: %s", acp_client_errmsg(f->c));
+    if (d.status) fail_msg("initialize: %s", d.errmsg);
     assert_non_null(d.result);
     assert_ptr_equal(acp_client_init_result(f->c), d.result);
     done_clear(&d);
@@ -228,7 +230,8 @@ static acp_client *start(fixture *f, const acp_client_opts *o)
 static void open_sessions(fixture *f, sess *x, int n)
 {
     done d[8] = {0};
-    acp_session_opts so = {.cwd = f->root[0] ? f->root : "/tmp"};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts),
+                           .cwd = f->root[0] ? f->root : "/tmp"};
     for (int i = 0; i < n; i++)
         assert_int_equal(acp_client_session_new_start(f->c, &so, on_done, &d[i], NULL), 0);
     for (int i = 0; i < n; i++) {
@@ -456,7 +459,7 @@ static void test_free_in_flight(void **state)
     acp_client_opts o = base_opts(f);
     /* Freed before initialize was answered: its callback hears ACP_ECANCELLED. */
     done init = {0};
-    assert_int_equal(acp_client_start(&o, on_done, &init, &f->c, NULL), 0);
+    assert_int_equal(acp_client_start(&o, on_done, &init, &f->c), 0);
     acp_client_free(f->c);
     f->c = NULL;
     assert_true(init.done);
@@ -599,14 +602,12 @@ static void test_unix(void **state)
     o.command = NULL;
     o.path = sa.sun_path;
     /* Nothing listens yet: ACP_ENOTFOUND, no client, a message naming the path. */
-    char *err = NULL;
     acp_client *c = (acp_client *)1;
-    assert_int_equal(acp_client_start(&o, on_done, NULL, &c, &err), ACP_ENOTFOUND);
+    assert_int_equal(acp_client_start(&o, on_done, NULL, &c), ACP_ENOTFOUND);
     assert_null(c);
-    assert_non_null(strstr(err, sa.sun_path));
-    free(err);
+    assert_non_null(strstr(acp_error_last()->message, sa.sun_path));
     o.path = "";
-    assert_int_equal(acp_client_start(&o, on_done, NULL, &c, NULL), ACP_EINVAL);
+    assert_int_equal(acp_client_start(&o, on_done, NULL, &c), ACP_EINVAL);
     o.path = sa.sun_path;
 
     int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -614,7 +615,7 @@ static void test_unix(void **state)
     assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
     assert_int_equal(listen(l, 1), 0);
     done d = {0};
-    assert_int_equal(acp_client_start(&o, on_done, &d, &f->c, NULL), 0);
+    assert_int_equal(acp_client_start(&o, on_done, &d, &f->c), 0);
     int a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
     assert_true(a >= 0);
     pid_t pid = spawn_agent(a, a);
@@ -625,7 +626,7 @@ static void test_unix(void **state)
     converse(f, pid, "over a Unix socket");
 
     /* A listener that hangs up at once: initialize ends ACP_ECLOSED, on_closed runs. */
-    assert_int_equal(acp_client_start(&o, on_done, &d, &f->c, NULL), 0);
+    assert_int_equal(acp_client_start(&o, on_done, &d, &f->c), 0);
     a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
     assert_true(a >= 0);
     close(a);
@@ -691,7 +692,9 @@ static void test_timeouts(void **state)
     spin(f, &d.done);
     assert_int_equal(d.status, ACP_ETIMEDOUT);
     assert_true(d.at - t0 >= 140);
-    assert_non_null(strstr(acp_client_errmsg(f->c), "session/prompt"));
+    assert_non_null(strstr(d.errmsg, "session/prompt"));
+    /* Reported through the callback only: the thread's last error is not the answer's. */
+    assert_null(strstr(acp_error_last()->message, "session/prompt"));
     done_clear(&d);
     assert_non_null(x[0].p);
     assert_true(acp_client_perm_cancelled(x[0].p));
@@ -1086,17 +1089,18 @@ static long long take_id(acp_client *c)
 static void test_manual(void **state)
 {
     fixture *f = *state;
-    acp_client_opts o = {
-        .transport = ACP_CLIENT_MANUAL, .on_update = on_update, .on_closed = on_closed, .user = f};
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .transport = ACP_CLIENT_MANUAL,
+                         .on_update = on_update,
+                         .on_closed = on_closed,
+                         .user = f};
     o.terminal = true; /* terminals need a loop */
-    char *err = NULL;
     done init = {0};
-    assert_int_equal(acp_client_start(&o, on_done, &init, &f->c, &err), ACP_EINVAL);
+    assert_int_equal(acp_client_start(&o, on_done, &init, &f->c), ACP_EINVAL);
     assert_null(f->c);
-    assert_non_null(strstr(err, "loop"));
-    free(err);
+    assert_non_null(strstr(acp_error_last()->message, "loop"));
     o.terminal = false;
-    assert_int_equal(acp_client_start(&o, on_done, &init, &f->c, NULL), 0);
+    assert_int_equal(acp_client_start(&o, on_done, &init, &f->c), 0);
     assert_null(acp_client_loop(f->c));
     /* initialize is waiting to be written, with its deadline (30 s by default) running. */
     char *out = take_text(f->c);

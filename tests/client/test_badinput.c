@@ -70,7 +70,8 @@ static void on_permission(acp_client *c, acp_client_session *s, acp_client_perm 
 
 static int open_client(fixture *f, size_t max_message)
 {
-    acp_client_opts o = {.argv = node_agent("script-agent.mjs"),
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .argv = node_agent("script-agent.mjs"),
                          .fs_read = true,
                          .fs_write = true,
                          .max_message = max_message,
@@ -79,10 +80,9 @@ static int open_client(fixture *f, size_t max_message)
                          .on_ask = on_ask,
                          .on_log = on_log,
                          .user = f};
-    char *err = NULL;
-    int rc = acp_client_open(&o, &f->c, &err);
-    if (rc) fail_msg("open: %s", err);
-    acp_session_opts so = {.cwd = f->root};
+    int rc = acp_client_open(&o, &f->c);
+    if (rc) fail_msg("open: %s", acp_error_last()->message);
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root};
     assert_int_equal(acp_client_session_new(f->c, &so, &f->s), 0);
     assert_string_equal(acp_client_session_id(f->s), "s1");
     return 0;
@@ -156,7 +156,7 @@ static json_t *script(fixture *f, const char *const *lines, json_t *extra)
     json_object_set_new(p, "hex", w);
     json_t *res = NULL;
     int rc = acp_client_call(f->c, "_test/script", p, &res);
-    if (rc) fail_msg("script: %s", acp_client_errmsg(f->c));
+    if (rc) fail_msg("script: %s", acp_error_last()->message);
     json_t *by_id = json_object();
     size_t i;
     json_t *a;
@@ -518,7 +518,7 @@ static void test_bad_answers(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_int_equal(acp_client_session_prompt(f->s, bad[i], &stop), ACP_EPROTO);
         assert_string_equal(stop, "unknown");
-        assert_non_null(strstr(acp_client_errmsg(f->c), "stopReason"));
+        assert_non_null(strstr(acp_error_last()->message, "stopReason"));
     }
     /* A malformed error object still ends the call as an agent error. */
     assert_int_equal(
@@ -532,7 +532,7 @@ static void test_bad_answers(void **state)
                              &res);
     assert_int_equal(rc, ACP_EPROTO);
     assert_int_equal(acp_client_errcode(f->c), -32099);
-    assert_non_null(strstr(acp_client_errmsg(f->c), "mine"));
+    assert_non_null(strstr(acp_error_last()->message, "mine"));
     assert_false(acp_client_agent_gone(f->c));
     alive(f);
 }
@@ -565,7 +565,7 @@ static void test_oversized_line(void **state)
         ACP_EPROTO);
     assert_null(res);
     assert_int_equal(acp_client_errcode(f->c), ACP_RPC_INTERNAL_ERROR);
-    assert_non_null(strstr(acp_client_errmsg(f->c), "exceeds the limit"));
+    assert_non_null(strstr(acp_error_last()->message, "exceeds the limit"));
     /* The same for a prompt: it ends, the session takes the next one. */
     const char *stop;
     assert_int_equal(

@@ -187,7 +187,8 @@ static int teardown(void **state)
 /* Options with every handler of the fixture and nothing advertised. */
 static acp_client_opts base_opts(fixture *f)
 {
-    return (acp_client_opts){.argv = node_agent("ts-agent-calls.mjs"),
+    return (acp_client_opts){.struct_size = sizeof(acp_client_opts),
+                             .argv = node_agent("ts-agent-calls.mjs"),
                              .on_update = on_update,
                              .on_ext_request = on_ext_request,
                              .on_ext_notify = on_ext_notify,
@@ -197,15 +198,13 @@ static acp_client_opts base_opts(fixture *f)
 
 static void open_client(fixture *f, const acp_client_opts *o)
 {
-    char *err = NULL;
-    int rc = acp_client_open(o, &f->c, &err);
-    if (rc) fail_msg("open: %s", err);
-    free(err);
+    int rc = acp_client_open(o, &f->c);
+    if (rc) fail_msg("open: %s", acp_error_last()->message);
 }
 
 static void open_session(fixture *f)
 {
-    acp_session_opts so = {.cwd = f->root};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root};
     assert_int_equal(acp_client_session_new(f->c, &so, &f->s), 0);
 }
 
@@ -465,14 +464,15 @@ static void test_auth(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(m, 3), "type")),
                         "terminal");
 
+    acp_error_clear();
     assert_int_equal(acp_client_authenticate(c, "key"), 0);
-    assert_string_equal(acp_client_errmsg(c), "");
+    assert_string_equal(acp_error_last()->message, ""); /* a success says nothing */
 
     /* Refused: the code, the agent's message and error.data's details, sync and async. */
     assert_int_equal(acp_client_authenticate(c, "refuse"), ACP_EPROTO);
     assert_int_equal(acp_client_errcode(c), -32000);
-    assert_has(acp_client_errmsg(c), "agent error -32000 on authenticate");
-    assert_has(acp_client_errmsg(c), "(the key was refused)");
+    assert_has(acp_error_last()->message, "agent error -32000 on authenticate");
+    assert_has(acp_error_last()->message, "(the key was refused)");
     done d = {0};
     acp_client_op *op = NULL;
     assert_int_equal(acp_client_authenticate_start(c, "refuse", on_done, &d, &op), 0);
@@ -487,7 +487,7 @@ static void test_auth(void **state)
     /* A terminal method is the client's to run: refused here, never sent. */
     assert_int_equal(acp_client_authenticate_start(c, "tui", on_done, &d, &op), ACP_EINVAL);
     assert_null(op);
-    assert_has(acp_client_errmsg(c), "terminal");
+    assert_has(acp_error_last()->message, "terminal");
     assert_int_equal(acp_client_authenticate(c, ""), ACP_EINVAL);
     assert_int_equal(acp_client_authenticate(c, NULL), ACP_EINVAL);
 
@@ -515,7 +515,7 @@ static void test_bare_agent(void **state)
     assert_int_equal(json_array_size(acp_client_auth_methods(c)), 0);
     assert_true(json_is_array(acp_client_auth_methods(c)));
     assert_int_equal(acp_client_logout(c), ACP_ENOTSUP);
-    assert_has(acp_client_errmsg(c), "auth.logout");
+    assert_has(acp_error_last()->message, "auth.logout");
     acp_client_op *op = (acp_client_op *)1;
     assert_int_equal(acp_client_logout_start(c, on_done, NULL, &op), ACP_ENOTSUP);
     assert_null(op);
@@ -566,8 +566,8 @@ static void test_sessions(void **state)
 
     /* Three news in flight at once; _meta goes with the first. */
     json_t *meta = json_pack("{s:s}", "origin", "test");
-    acp_session_opts so = {.cwd = f->root, .meta = meta};
-    acp_session_opts other = {.cwd = f->outside};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root, .meta = meta};
+    acp_session_opts other = {.struct_size = sizeof(acp_session_opts), .cwd = f->outside};
     done d0 = {.f = f}, d1 = {.f = f}, d2 = {.f = f};
     new_async(f, &so, &d0);
     new_async(f, &other, &d1);
@@ -722,7 +722,7 @@ static void test_modes_config(void **state)
     done_clear(&d);
     assert_string_equal(acp_client_session_mode(s), "code");
     assert_int_equal(acp_client_session_set_mode(s, "nope"), ACP_EPROTO);
-    assert_has(acp_client_errmsg(f->c), "(no such mode)");
+    assert_has(acp_error_last()->message, "(no such mode)");
     assert_string_equal(acp_client_session_mode(s), "code");
 
     assert_int_equal(acp_client_session_set_config_start(s, "model", "b", on_done, &d, NULL), 0);
@@ -784,7 +784,7 @@ static const char *err_with(fixture *f, int code, const char *data)
     if (data) json_object_set_new(p, "data", json_loads(data, JSON_DECODE_ANY, NULL));
     assert_int_equal(acp_client_call(f->c, "_x/err", p, NULL), ACP_EPROTO);
     assert_int_equal(acp_client_errcode(f->c), code);
-    return acp_client_errmsg(f->c);
+    return acp_error_last()->message;
 }
 
 static void test_error_data(void **state)
@@ -1276,7 +1276,7 @@ static void test_call_timeout(void **state)
     o.call_timeout_ms = 300;
     open_client(f, &o); /* initialize is not bound by it */
     assert_int_equal(acp_client_call(f->c, "_x/hang", NULL, NULL), ACP_ETIMEDOUT);
-    assert_has(acp_client_errmsg(f->c), "did not answer _x/hang in time");
+    assert_has(acp_error_last()->message, "did not answer _x/hang in time");
 
     done d = {.f = f};
     acp_client_op *op = NULL;

@@ -44,19 +44,18 @@ static int setup(void **state)
     strcpy(f->outside, "/tmp/acp-fs-out-XXXXXX");
     make_roots(f->root, f->outside, "l1\nl2\nl3\n");
     f->fds = count_fds();
-    acp_client_opts o = {.argv = node_agent("ts-agent-fs.mjs"),
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .argv = node_agent("ts-agent-fs.mjs"),
                          .fs_read = true,
                          .fs_write = true,
                          .terminal = true,
                          .on_update = seen_update,
                          .on_permission = on_permission,
                          .user = &f->k};
-    char *err = NULL;
-    int rc = acp_client_open(&o, &f->c, &err);
-    if (rc) fprintf(stderr, "open: %s\n", err);
-    free(err);
+    int rc = acp_client_open(&o, &f->c);
+    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
-    acp_session_opts so = {.cwd = f->root};
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = f->root};
     assert_int_equal(acp_client_session_new(f->c, &so, &f->s), 0);
     *state = f;
     return 0;

@@ -31,12 +31,10 @@ static int setup(void **state)
         setenv("ACP_AGENT_CAPS", *state, 1);
     else
         unsetenv("ACP_AGENT_CAPS");
-    acp_client_opts o = {
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
         .argv = node_agent("ts-agent-minimal.mjs"), .on_update = seen_update, .user = &f->k};
-    char *err = NULL;
-    int rc = acp_client_open(&o, &f->c, &err);
-    if (rc) fprintf(stderr, "open: %s\n", err);
-    free(err);
+    int rc = acp_client_open(&o, &f->c);
+    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
     *state = f;
     return 0;
@@ -55,8 +53,8 @@ static int teardown(void **state)
 static void expect_enotsup(acp_client *c, int rc, const char *cap)
 {
     assert_int_equal(rc, ACP_ENOTSUP);
-    if (!strstr(acp_client_errmsg(c), cap))
-        fail_msg("message '%s' lacks '%s'", acp_client_errmsg(c), cap);
+    if (!strstr(acp_error_last()->message, cap))
+        fail_msg("message '%s' lacks '%s'", acp_error_last()->message, cap);
 }
 
 /* What the agent received, as one string of its recorded lines. */
@@ -98,7 +96,8 @@ static void test_refusals(void **state)
     }
 
     const char *dirs[] = {"/tmp", NULL};
-    acp_session_opts with_dirs = {.cwd = "/tmp", .add_dirs = dirs};
+    acp_session_opts with_dirs = {
+        .struct_size = sizeof(acp_session_opts), .cwd = "/tmp", .add_dirs = dirs};
     acp_client_session *s = NULL;
     expect_enotsup(c, acp_client_session_new(c, &with_dirs, &s),
                    "sessionCapabilities.additionalDirectories");
@@ -107,14 +106,16 @@ static void test_refusals(void **state)
                              "http://127.0.0.1:9/mcp", "headers");
     json_t *sse = json_pack("[{s:s, s:s, s:s, s:[]}]", "type", "sse", "name", "e", "url",
                             "http://127.0.0.1:9/sse", "headers");
-    acp_session_opts with_http = {.cwd = "/tmp", .mcp_servers = http};
-    acp_session_opts with_sse = {.cwd = "/tmp", .mcp_servers = sse};
+    acp_session_opts with_http = {
+        .struct_size = sizeof(acp_session_opts), .cwd = "/tmp", .mcp_servers = http};
+    acp_session_opts with_sse = {
+        .struct_size = sizeof(acp_session_opts), .cwd = "/tmp", .mcp_servers = sse};
     expect_enotsup(c, acp_client_session_new(c, &with_http, &s), "mcpCapabilities.http");
     expect_enotsup(c, acp_client_session_new(c, &with_sse, &s), "mcpCapabilities.sse");
     json_decref(http);
     json_decref(sse);
 
-    acp_session_opts plain = {.cwd = "/tmp"};
+    acp_session_opts plain = {.struct_size = sizeof(acp_session_opts), .cwd = "/tmp"};
     assert_int_equal(acp_client_session_new(c, &plain, &s), 0);
     assert_string_equal(acp_client_session_id(s), "1000"); /* a string, though numeric */
 
@@ -203,11 +204,12 @@ static void test_required_params(void **state)
     acp_client *c = f->c;
     json_t *mcp =
         json_pack("[{s:s, s:s, s:[], s:[]}]", "name", "fs", "command", "/bin/true", "args", "env");
-    acp_session_opts so = {.cwd = "/tmp", .mcp_servers = mcp};
+    acp_session_opts so = {
+        .struct_size = sizeof(acp_session_opts), .cwd = "/tmp", .mcp_servers = mcp};
     acp_client_session *s = NULL;
     assert_int_equal(acp_client_session_load(c, "s-load", &so, &s), ACP_EPROTO);
     assert_int_equal(acp_client_errcode(c), -32601);
-    acp_session_opts no_mcp = {.cwd = "/tmp"};
+    acp_session_opts no_mcp = {.struct_size = sizeof(acp_session_opts), .cwd = "/tmp"};
     assert_int_equal(acp_client_session_resume(c, "s-resume", &no_mcp, &s), ACP_EPROTO);
     assert_int_equal(acp_client_close_id(c, "s-close"), ACP_EPROTO);
     json_decref(mcp);
@@ -233,7 +235,7 @@ static void test_raw_updates(void **state)
 {
     fixture *f = *state;
     acp_client_session *s;
-    acp_session_opts plain = {.cwd = "/tmp"};
+    acp_session_opts plain = {.struct_size = sizeof(acp_session_opts), .cwd = "/tmp"};
     assert_int_equal(acp_client_session_new(f->c, &plain, &s), 0);
     const char *stop;
     assert_int_equal(acp_client_session_prompt(s, "future", &stop), 0);
@@ -253,31 +255,26 @@ static void test_raw_updates(void **state)
 static void test_agent_gone(void **state)
 {
     /* An agent that does not exist: a sentence, no crash, no leak. */
-    acp_client_opts o = {.command = "/nonexistent/agent --flag"};
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .command = "/nonexistent/agent --flag"};
     acp_client *c = NULL;
-    char *err = NULL;
-    assert_int_not_equal(acp_client_open(&o, &c, &err), 0);
+    assert_int_not_equal(acp_client_open(&o, &c), 0);
     assert_null(c);
-    assert_non_null(strstr(err, "/nonexistent/agent"));
-    free(err);
+    assert_non_null(strstr(acp_error_last()->message, "/nonexistent/agent"));
     /* An agent that exits at once. */
-    acp_client_opts o2 = {.command = "/bin/true"};
-    assert_int_equal(acp_client_open(&o2, &c, &err), ACP_ECLOSED);
-    assert_non_null(strstr(err, "exited"));
-    free(err);
+    acp_client_opts o2 = {.struct_size = sizeof(acp_client_opts), .command = "/bin/true"};
+    assert_int_equal(acp_client_open(&o2, &c), ACP_ECLOSED);
+    assert_non_null(strstr(acp_error_last()->message, "exited"));
     /* Not an ACP agent: one that swallows input and never answers runs into the deadline. */
-    acp_client_opts o4 = {.command = "sh -c 'while read x; do :; done'", .init_timeout_ms = 200};
-    assert_int_equal(acp_client_open(&o4, &c, &err), ACP_ETIMEDOUT);
-    assert_non_null(strstr(err, "did not answer initialize"));
-    free(err);
+    acp_client_opts o4 = {.struct_size = sizeof(acp_client_opts), .command = "sh -c 'while read x; do :; done'", .init_timeout_ms = 200};
+    assert_int_equal(acp_client_open(&o4, &c), ACP_ETIMEDOUT);
+    assert_non_null(strstr(acp_error_last()->message, "did not answer initialize"));
     /* `cat` echoes our own request back, and then our error answer to it: an error, not a hang. */
-    acp_client_opts o5 = {.command = "cat"};
-    assert_int_equal(acp_client_open(&o5, &c, &err), ACP_EPROTO);
-    free(err);
+    acp_client_opts o5 = {.struct_size = sizeof(acp_client_opts), .command = "cat"};
+    assert_int_equal(acp_client_open(&o5, &c), ACP_EPROTO);
     /* Unclosed quote. */
-    acp_client_opts o3 = {.command = "node 'x"};
-    assert_int_equal(acp_client_open(&o3, &c, &err), ACP_EINVAL);
-    free(err);
+    acp_client_opts o3 = {.struct_size = sizeof(acp_client_opts), .command = "node 'x"};
+    assert_int_equal(acp_client_open(&o3, &c), ACP_EINVAL);
 }
 
 static void on_perm_first(acp_client *c, acp_client_session *s, acp_client_perm *p, json_t *params,
@@ -293,13 +290,14 @@ static void on_perm_first(acp_client *c, acp_client_session *s, acp_client_perm 
 static void test_raw_agent(void **state)
 {
     seen k = {0};
-    acp_client_opts o = {.argv = node_agent("raw-agent.mjs"),
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .argv = node_agent("raw-agent.mjs"),
                          .on_update = seen_update,
                          .on_permission = on_perm_first,
                          .user = &k};
     acp_client *c = NULL;
-    assert_int_equal(acp_client_open(&o, &c, NULL), 0);
-    acp_session_opts so = {.cwd = "/tmp"};
+    assert_int_equal(acp_client_open(&o, &c), 0);
+    acp_session_opts so = {.struct_size = sizeof(acp_session_opts), .cwd = "/tmp"};
     acp_client_session *s;
     assert_int_equal(acp_client_session_new(c, &so, &s), 0);
     assert_string_equal(acp_client_session_id(s), "s\"1\xc3\xa9");

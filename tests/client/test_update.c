@@ -36,11 +36,10 @@ static acp_update update_of(const char *t)
  * before returning, so every view below also proves the view owns what it points to. */
 static void parse_ok(const char *json, unsigned flags, acp_update_view *v)
 {
-    char *t = text(json), *err = (char *)"unset";
+    char *t = text(json);
     acp_update u = update_of(t);
-    int rc = acp_update_view_parse_ext(&u, flags, v, &err);
-    if (rc) fail_msg("%s: %d %s", json, rc, err);
-    assert_null(err);
+    int rc = acp_update_view_parse_ext(&u, flags, v);
+    if (rc) fail_msg("%s: %d %s", json, rc, acp_error_last()->message);
     if (u.kind != ACP_UPDATE_OTHER) assert_int_equal(v->kind, u.kind);
     assert_non_null(v->raw);
     memset(t, 'x', strlen(t));
@@ -56,18 +55,19 @@ static void ok(const char *json, acp_update_view *v)
 /* Strict reading fails with exactly msg and leaves v empty. */
 static void fails(const char *json, unsigned flags, const char *msg)
 {
-    char *t = text(json), *err = NULL;
+    char *t = text(json);
     acp_update u = update_of(t);
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     memset(&v, 0xa5, sizeof v);
-    int rc = acp_update_view_parse_ext(&u, flags, &v, &err);
-    if (rc != ACP_EPROTO || !err || strcmp(err, msg) != 0)
-        fail_msg("%s\n  want: %s\n  got:  %d %s", json, msg, rc, err ? err : "(null)");
+    acp_error_clear();
+    int rc = acp_update_view_parse_ext(&u, flags, &v);
+    const char *err = acp_error_last()->message;
+    if (rc != ACP_EPROTO || acp_error_last()->status != rc || strcmp(err, msg) != 0)
+        fail_msg("%s\n  want: %s\n  got:  %d %s", json, msg, rc, err);
     assert_null(v.raw);
     assert_null(v.block);
     assert_int_equal(v.kind, ACP_UPDATE_OTHER);
     acp_update_view_free(&v); /* harmless on a failed parse */
-    free(err);
     free(t);
 }
 
@@ -87,7 +87,7 @@ static void check_bad(const bad *b, size_t n)
             fails(b[i].json, ACP_UPDATE_VIEW_LENIENT, b[i].msg);
             continue;
         }
-        acp_update_view v;
+        acp_update_view v = ACP_UPDATE_VIEW_INIT;
         parse_ok(b[i].json, ACP_UPDATE_VIEW_LENIENT, &v);
         if (v.salvaged != (size_t)b[i].salvaged)
             fail_msg("%s: lenient salvaged %zu, want %d", b[i].json, v.salvaged, b[i].salvaged);
@@ -101,7 +101,7 @@ static void check_bad(const bad *b, size_t n)
 
 static void chunks(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'agent_message_chunk','messageId':'m1','content':{'type':'text',"
        "'text':'hi','_meta':{'k':1}},'_meta':{'trace':'t'},'futureField':[1]}",
        &v);
@@ -271,7 +271,7 @@ static void expect_call(const acp_tool_call_view *t, acp_tool_kind kind, acp_too
 
 static void tool_calls(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'tool_call','toolCallId':'t1','title':'Edit a.c','name':'edit_file',"
        "'kind':'edit','status':'in_progress','content':["
        "{'type':'content','content':{'type':'text','text':'working'}},"
@@ -392,7 +392,7 @@ static void tool_calls(void **state)
 
 static void tool_call_updates(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     /* Only the id: nothing changes. */
     ok("{'sessionUpdate':'tool_call_update','toolCallId':'t1'}", &v);
     acp_tool_call_view *t = &v.tool_call;
@@ -457,7 +457,7 @@ static void tool_call_updates(void **state)
 
 static void plans(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'plan','entries':[{'content':'Read','priority':'high','status':"
        "'completed'},{'content':'Edit','priority':'medium','status':'in_progress','_meta':{}},"
        "{'content':'Test','priority':'low','status':'pending'}]}",
@@ -513,7 +513,7 @@ static void plans(void **state)
 
 static void commands(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'available_commands_update','availableCommands':["
        "{'name':'web','description':'Search the web','input':{'hint':'query'}},"
        "{'name':'clear','description':'Clear','input':null,'_meta':{'x':true}}]}",
@@ -556,7 +556,7 @@ static void commands(void **state)
 
 static void modes(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'current_mode_update','currentModeId':'architect'}", &v);
     assert_int_equal(v.kind, ACP_UPDATE_CURRENT_MODE);
     assert_string_equal(v.mode.current_mode_id, "architect");
@@ -572,7 +572,7 @@ static void modes(void **state)
 
 static void config_options(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'config_option_update','configOptions':["
        "{'id':'mode','name':'Mode','description':'How to work','category':'mode','type':'select',"
        "'currentValue':'ask','options':[{'value':'ask','name':'Ask'},"
@@ -699,7 +699,7 @@ static void config_options(void **state)
 
 static void session_info(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'session_info_update'}", &v);
     assert_int_equal(v.kind, ACP_UPDATE_SESSION_INFO);
     assert_int_equal(v.info.title_patch, ACP_PATCH_KEEP);
@@ -741,7 +741,7 @@ static void session_info(void **state)
 
 static void usage(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'usage_update','used':53000,'size':200000,'cost':{'amount':0.045,"
        "'currency':'USD'}}",
        &v);
@@ -797,12 +797,10 @@ static void usage(void **state)
     CHECK_BAD(b);
 
     /* Beyond int64 jansson cannot read the update at all. */
-    char *err = NULL;
     char *t = text("{'sessionUpdate':'usage_update','used':9223372036854775808,'size':1}");
     acp_update u = update_of(t);
-    assert_int_equal(acp_update_view_parse(&u, &v, &err), ACP_EPROTO);
-    assert_non_null(strstr(err, "update is not valid JSON: "));
-    free(err);
+    assert_int_equal(acp_update_view_parse(&u, &v), ACP_EPROTO);
+    assert_non_null(strstr(acp_error_last()->message, "update is not valid JSON: "));
     free(t);
 }
 
@@ -822,7 +820,7 @@ static void notices(void **state)
                  "{'sessionUpdate':'notice','severity':'%s','title':'Rate limited',"
                  "'description':'Retrying in 5 s'}",
                  sev[i].severity);
-        acp_update_view v;
+        acp_update_view v = ACP_UPDATE_VIEW_INIT;
         ok(json, &v);
         assert_int_equal(v.kind, ACP_UPDATE_NOTICE);
         assert_int_equal(v.notice.severity, sev[i].want);
@@ -831,7 +829,7 @@ static void notices(void **state)
         assert_string_equal(v.notice.description, "Retrying in 5 s");
         acp_update_view_free(&v);
     }
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'notice','severity':'info','title':'T','description':null}", &v);
     assert_null(v.notice.description);
     acp_update_view_free(&v);
@@ -851,7 +849,7 @@ static void notices(void **state)
 
 static void compactions(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     ok("{'sessionUpdate':'compaction_update','compactionId':'c1','status':'in_progress'}", &v);
     assert_int_equal(v.kind, ACP_UPDATE_COMPACTION);
     assert_string_equal(v.compaction.compaction_id, "c1");
@@ -950,7 +948,7 @@ static void compactions(void **state)
 
 static void unknown_kinds(void **state)
 {
-    acp_update_view v;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     /* Nothing is checked in a kind we do not know: its members are the application's. */
     ok("{'sessionUpdate':'_acme_progress','percent':'half','_meta':{'k':1}}", &v);
     assert_int_equal(v.kind, ACP_UPDATE_OTHER);
@@ -967,7 +965,7 @@ static void unknown_kinds(void **state)
     char *t = text("{'sessionUpdate':'pl\\u0061n','entries':[]}");
     acp_update u = update_of(t);
     assert_int_equal(u.kind, ACP_UPDATE_OTHER);
-    assert_int_equal(acp_update_view_parse(&u, &v, NULL), 0);
+    assert_int_equal(acp_update_view_parse(&u, &v), 0);
     assert_int_equal(v.kind, ACP_UPDATE_PLAN);
     acp_update_view_free(&v);
     free(t);
@@ -993,25 +991,23 @@ static void not_updates(void **state)
         "{'sessionUpdate':'plan','sessionUpdate':'notice','entries':[]}",
         "{'sessionUpdate':'plan','entries':[],'entries':[]}"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
-        char *t = text(broken[i]), *err = NULL;
+        char *t = text(broken[i]);
         acp_update u = {.update = {t, strlen(t)}};
-        acp_update_view v;
-        assert_int_equal(acp_update_view_parse(&u, &v, &err), ACP_EPROTO);
-        if (strncmp(err, "update is not valid JSON: ", 26) != 0) fail_msg("%s: %s", t, err);
+        acp_update_view v = ACP_UPDATE_VIEW_INIT;
+        assert_int_equal(acp_update_view_parse(&u, &v), ACP_EPROTO);
+        if (strncmp(acp_error_last()->message, "update is not valid JSON: ", 26) != 0)
+            fail_msg("%s: %s", t, acp_error_last()->message);
         assert_null(v.raw);
-        free(err);
         free(t);
     }
 
     /* Misuse, and an errmsg nobody wants. */
-    acp_update_view v;
-    char *err = NULL;
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
     acp_update u = {.update = {NULL, 0}};
-    assert_int_equal(acp_update_view_parse(&u, &v, NULL), ACP_EPROTO);
-    assert_int_equal(acp_update_view_parse(NULL, &v, &err), ACP_EINVAL);
-    assert_non_null(err);
-    free(err);
-    assert_int_equal(acp_update_view_parse(&u, NULL, NULL), ACP_EINVAL);
+    assert_int_equal(acp_update_view_parse(&u, &v), ACP_EPROTO);
+    assert_int_equal(acp_update_view_parse(NULL, &v), ACP_EINVAL);
+    assert_true(*acp_error_last()->message);
+    assert_int_equal(acp_update_view_parse(&u, NULL), ACP_EINVAL);
     acp_update_view_free(NULL);
 }
 
@@ -1030,8 +1026,8 @@ static void spans_in_a_line(void **state)
     u.params = params;
     assert_true(acp_json_member(upd, "sessionUpdate", &u.kind_text));
     u.kind = acp_update_kind_of(u.kind_text);
-    acp_update_view v;
-    assert_int_equal(acp_update_view_parse(&u, &v, NULL), 0);
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
+    assert_int_equal(acp_update_view_parse(&u, &v), 0);
     free(line); /* the view keeps nothing of the line */
     assert_int_equal(v.kind, ACP_UPDATE_TOOL_CALL_UPDATE);
     assert_string_equal(v.tool_call.tool_call_id, "t9");

@@ -139,7 +139,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     peer p = {0};
     if (uv_loop_init(&p.loop) != 0) return 1;
-    acp_conn_opts co = {.on_log = on_log, .user = &p};
+    acp_conn_opts co = {.struct_size = sizeof(acp_conn_opts), .on_log = on_log, .user = &p};
     p.conn = acp_conn_new(&co);
     if (!p.conn) return 1;
     acp_conn_on(p.conn, "_echo", on_echo, NULL, &p);
@@ -148,7 +148,8 @@ int main(void)
     acp_conn_on(p.conn, "_call_and_cancel", on_call_and_cancel, NULL, &p);
     acp_conn_on(p.conn, "_call_pending", on_call_pending, NULL, &p);
     acp_conn_on(p.conn, "_quit", NULL, on_quit, &p);
-    acp_transport_opts to = {.on_eof = on_eof, .user = &p};
+    acp_transport_opts to = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof, .user = &p};
     if (acp_transport_open(&p.loop, p.conn, 0, 1, &to, &p.t) != 0) {
         fprintf(stderr, "echo_peer: cannot open stdio\n");
         return 1;

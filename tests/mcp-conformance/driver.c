@@ -63,7 +63,8 @@ static void on_progress(acp_mcp_call *call, double p, double total, const char *
 
 static int call(ctx *c, acp_mcp_set *s, const char *tool, json_t *args)
 {
-    static const acp_mcp_call_cbs cbs = {.on_progress = on_progress, .on_done = on_done};
+    static const acp_mcp_call_cbs cbs = {
+        .struct_size = sizeof(acp_mcp_call_cbs), .on_progress = on_progress, .on_done = on_done};
     c->done = false;
     int rc = acp_mcp_call_tool(s, "server", tool, args, &cbs, c, NULL);
     if (rc) {
@@ -88,11 +89,13 @@ int main(int argc, char **argv)
     uv_loop_init(&c.loop);
     json_t *servers = json_pack("[{ss ss ss s[]}]", "type", "http", "name", "server", "url",
                                 argv[argc - 1], "headers");
-    acp_mcp_opts o = {.http = true, .sse = true, .connect_timeout_ms = 20000};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts),
+                      .http = true,
+                      .sse = true,
+                      .connect_timeout_ms = 20000};
     acp_mcp_set *s = NULL;
-    char *err = NULL;
-    if (acp_mcp_set_new(&c.loop, servers, &o, NULL, 0, &s, &err)) {
-        fprintf(stderr, "driver: %s\n", err ? err : "cannot build the set");
+    if (acp_mcp_set_new(&c.loop, servers, &o, NULL, 0, &s)) {
+        fprintf(stderr, "driver: %s\n", acp_error_last()->message);
         return 1;
     }
     json_decref(servers);

@@ -90,9 +90,8 @@ static acp_mcp_set *h_open(uv_loop_t *loop, const char *servers, const acp_mcp_o
     json_t *j = json_loads(servers, 0, &e);
     if (!j) fail_msg("bad test JSON: %s: %s", e.text, servers);
     acp_mcp_set *s = NULL;
-    char *err = NULL;
-    int rc = acp_mcp_set_new(loop, j, o, roots, nroots, &s, &err);
-    if (rc) fail_msg("acp_mcp_set_new: %d %s", rc, err ? err : "");
+    int rc = acp_mcp_set_new(loop, j, o, roots, nroots, &s);
+    if (rc) fail_msg("acp_mcp_set_new: %d %s", rc, acp_error_last()->message);
     json_decref(j);
     return s;
 }
@@ -152,7 +151,8 @@ static void h_on_progress(acp_mcp_call *c, double progress, double total, const 
     if (h->cancel_on_progress && h->handle) acp_mcp_call_cancel(h->handle);
 }
 
-static const acp_mcp_call_cbs h_cbs = {.on_progress = h_on_progress, .on_done = h_on_done};
+static const acp_mcp_call_cbs h_cbs = {
+    .struct_size = sizeof(acp_mcp_call_cbs), .on_progress = h_on_progress, .on_done = h_on_done};
 
 static void h_call_start(acp_mcp_set *s, const char *server, const char *tool, const char *args,
                          h_call *h)

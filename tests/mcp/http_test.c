@@ -61,15 +61,15 @@ static void await_output(uv_loop_t *loop, server *s, const char *text)
 /* Runs argv with its stderr collected in s->out (s was zeroed by the caller). */
 static void spawn(uv_loop_t *loop, server *s, char **argv, char **env)
 {
-    acp_proc_opts o = {.file = argv[0],
+    acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts),
+                       .file = argv[0],
                        .argv = argv,
                        .env = env,
                        .pipe_stderr = true,
                        .on_stderr = on_output,
                        .on_exit = on_exit_cb,
                        .user = s};
-    char *err = NULL;
-    if (acp_proc_spawn(loop, &o, &s->proc, &err)) fail_msg("spawn: %s", err);
+    if (acp_proc_spawn(loop, &o, &s->proc)) fail_msg("spawn: %s", acp_error_last()->message);
 }
 
 /* stdout and stderr both go to on_output: streamableHttp logs with console.log. */
@@ -150,7 +150,11 @@ static void streamable_http(void **state)
     server srv;
     start_server(&loop, &srv, "streamableHttp", "listening on port");
     ctx cx = {0};
-    acp_mcp_opts o = {.http = true, .on_log = h_on_log, .on_change = on_change, .user = &cx};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts),
+                      .http = true,
+                      .on_log = h_on_log,
+                      .on_change = on_change,
+                      .user = &cx};
     const char *roots[] = {"/srv/proj one"};
     char *json = h_fmt("[{\"type\":\"http\",\"name\":\"web\",\"url\":\"http://127.0.0.1:%d/mcp\","
                        "\"headers\":[{\"name\":\"X-Api-Key\",\"value\":\"" SECRET "\"}]},"
@@ -200,7 +204,11 @@ static void legacy_sse(void **state)
     server srv;
     start_server(&loop, &srv, "sse", "Server is running on port");
     ctx cx = {0};
-    acp_mcp_opts o = {.sse = true, .on_log = h_on_log, .on_change = on_change, .user = &cx};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts),
+                      .sse = true,
+                      .on_log = h_on_log,
+                      .on_change = on_change,
+                      .user = &cx};
     const char *roots[] = {"/srv/proj one"};
     char *json =
         h_fmt("[{\"type\":\"sse\",\"name\":\"old\",\"url\":\"http://127.0.0.1:%d/sse\","
@@ -240,7 +248,8 @@ static void session_expiry(void **state)
     server srv;
     start_fake(&loop, &srv, "session");
     ready_wait rw = {0};
-    acp_mcp_opts o = {.http = true, .on_change = on_ready, .user = &rw};
+    acp_mcp_opts o = {
+        .struct_size = sizeof(acp_mcp_opts), .http = true, .on_change = on_ready, .user = &rw};
     char *json = h_fmt("[{\"type\":\"http\",\"name\":\"f\",\"url\":\"http://127.0.0.1:%d/mcp\","
                        "\"headers\":[{\"name\":\"Content-Type\",\"value\":\"text/plain\"}]}]",
                        srv.port);
@@ -279,7 +288,7 @@ static void sse_foreign_endpoint(void **state)
     uv_loop_init(&loop);
     server srv;
     start_fake(&loop, &srv, "evil-endpoint");
-    acp_mcp_opts o = {.sse = true};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .sse = true};
     char *json = h_fmt("[{\"type\":\"sse\",\"name\":\"evil\",\"url\":\"http://127.0.0.1:%d/sse\","
                        "\"headers\":[]}]",
                        srv.port);
@@ -303,7 +312,7 @@ static void sse_post_refused(void **state)
     server a, b;
     start_fake(&loop, &a, "sse-init-500");
     start_fake(&loop, &b, "sse-call-500");
-    acp_mcp_opts o = {.sse = true};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .sse = true};
     char *json = h_fmt("[{\"type\":\"sse\",\"name\":\"a\",\"url\":\"http://127.0.0.1:%d/sse\","
                        "\"headers\":[]},"
                        "{\"type\":\"sse\",\"name\":\"b\",\"url\":\"http://127.0.0.1:%d/sse\","

@@ -49,7 +49,7 @@ static void everything_stdio(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     change_wait cw = {.tool = "get-roots-list"};
-    acp_mcp_opts o = {.on_change = on_change, .user = &cw};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .on_change = on_change, .user = &cw};
     char *srv = everything("ev", "[{\"name\":\"MY_TOKEN\",\"value\":\"hunter2-secret\"}]");
     char *json = h_fmt("[%s]", srv);
     const char *roots[] = {"/tmp/a dir/é"};
@@ -176,7 +176,8 @@ static void fake_protocol(void **state)
     uv_loop_init(&loop);
     fk_ctx ctx = {0};
     h_log log = {0};
-    acp_mcp_opts o = {.on_log = h_on_log, .on_change = on_six, .user = &ctx};
+    acp_mcp_opts o = {
+        .struct_size = sizeof(acp_mcp_opts), .on_log = h_on_log, .on_change = on_six, .user = &ctx};
     char *srv = fake("fk", "paged",
                      "[{\"name\":\"FAKE_SECRET\",\"value\":\"s3cr3t-value\"},"
                      "{\"name\":\"FAKE_CHATTER\",\"value\":\"1\"}]");
@@ -327,7 +328,7 @@ static void failing_servers(void **state)
                        "{\"name\":\"relative\",\"command\":\"npx\",\"args\":null,\"env\":null},"
                        "%s]",
                        silent, ok);
-    acp_mcp_opts o = {.connect_timeout_ms = 700};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .connect_timeout_ms = 700};
     acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
     const char *why = NULL;
     /* Known at once: no process needed to tell. */
@@ -354,7 +355,7 @@ static void call_timeout(void **state)
     uv_loop_init(&loop);
     char *srv = fake("fk", "paged", NULL);
     char *json = h_fmt("[%s]", srv);
-    acp_mcp_opts o = {.call_timeout_ms = 300};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .call_timeout_ms = 300};
     acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
     h_wait(&loop, s);
     h_call c;
@@ -383,7 +384,10 @@ static void teardown_no_process(void **state)
     char *a = everything("a", NULL), *b = fake("b", "paged", NULL);
     char *json = h_fmt("[%s,%s]", a, b);
     h_log log = {0};
-    acp_mcp_opts o = {.kill_grace_ms = 300, .on_log = h_on_log, .user = &log};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts),
+                      .kill_grace_ms = 300,
+                      .on_log = h_on_log,
+                      .user = &log};
     acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
     h_wait(&loop, s);
     int pids[16];
@@ -472,7 +476,7 @@ static void endless_paging(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     h_log log = {0};
-    acp_mcp_opts o = {.on_log = h_on_log, .user = &log};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .on_log = h_on_log, .user = &log};
     char *srv = fake("fk", "paged", "[{\"name\":\"FAKE_ENDLESS\",\"value\":\"1\"}]");
     char *json = h_fmt("[%s]", srv);
     acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
@@ -552,19 +556,18 @@ static void validation(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *j = json_loads(cases[i].json, 0, NULL);
         assert_non_null(j);
-        acp_mcp_opts o = {.http = cases[i].http};
+        acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .http = cases[i].http};
         acp_mcp_set *s = (acp_mcp_set *)1;
-        char *err = NULL;
-        assert_int_equal(acp_mcp_set_new(&loop, j, &o, NULL, 0, &s, &err), ACP_EINVAL);
+        assert_int_equal(acp_mcp_set_new(&loop, j, &o, NULL, 0, &s), ACP_EINVAL);
         assert_null(s);
-        if (!err || !strstr(err, cases[i].msg)) fail_msg("case %zu: %s", i, err ? err : "(null)");
-        assert_null(strstr(err, "secret"));
-        free(err);
+        if (!strstr(acp_error_last()->message, cases[i].msg))
+            fail_msg("case %zu: %s", i, acp_error_last()->message);
+        assert_null(strstr(acp_error_last()->message, "secret"));
         json_decref(j);
     }
     /* null is an empty set; it settles at once. */
     acp_mcp_set *s = NULL;
-    assert_int_equal(acp_mcp_set_new(&loop, json_null(), NULL, NULL, 0, &s, NULL), 0);
+    assert_int_equal(acp_mcp_set_new(&loop, json_null(), NULL, NULL, 0, &s), 0);
     assert_int_equal(acp_mcp_set_count(s), 0);
     h_wait(&loop, s);
     h_close(&loop, s);
@@ -574,8 +577,8 @@ static void validation(void **state)
                            "\"headers\":[]}]",
                            0, NULL);
     assert_non_null(j);
-    acp_mcp_opts o = {.http = true};
-    assert_int_equal(acp_mcp_set_new(&loop, j, &o, NULL, 0, &s, NULL), 0);
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .http = true};
+    assert_int_equal(acp_mcp_set_new(&loop, j, &o, NULL, 0, &s), 0);
     json_decref(j);
     h_wait(&loop, s);
     const char *why = NULL;

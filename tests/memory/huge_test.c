@@ -53,7 +53,8 @@ static void feed_line(acp_conn *c, size_t n)
 static void conn_line(void **state)
 {
     int notes = 0;
-    acp_conn *c = acp_conn_new(&(acp_conn_opts){.user = &notes});
+    acp_conn *c =
+        acp_conn_new(&(acp_conn_opts){.struct_size = sizeof(acp_conn_opts), .user = &notes});
     assert_non_null(c);
     assert_int_equal(acp_conn_on(c, "note", NULL, count_note, &notes), 0);
     feed_line(c, 100);
@@ -117,8 +118,13 @@ static void echo(acp_turn *t, const char *text, size_t n)
     acp_agent_new_id("msg_", mid);
     assert_int_equal(acp_turn_text(t, NULL, mid, text, n), 0);
     acp_tool_call *tc = NULL;
-    assert_int_equal(acp_tool_call_begin(t, &(acp_tool_info){.title = "echo"}, &tc), 0);
-    assert_int_equal(acp_tool_call_complete(tc, &(acp_tool_info){.text = text}), 0);
+    assert_int_equal(
+        acp_tool_call_begin(
+            t, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .title = "echo"}, &tc),
+        0);
+    assert_int_equal(acp_tool_call_complete(
+                         tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = text}),
+                     0);
 }
 
 /* "hold": HUGE bytes of the engine's own, and the turn goes on; else the prompt echoed. */
@@ -153,8 +159,11 @@ static void prompt_of(h *x, int id, const char *sid, size_t n)
 static h *agent_session(char *sid, size_t n)
 {
     h *x = h_new("memory", sizeof(eng_state));
-    x->eng =
-        (acp_engine){.name = "memory-engine", .version = "1", .prompt = engine_prompt, .user = x};
+    x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
+                          .name = "memory-engine",
+                          .version = "1",
+                          .prompt = engine_prompt,
+                          .user = x};
     agent_start(x);
     json_decref(request(x, 1, "initialize", "{\"protocolVersion\":1}"));
     char *params = NULL;

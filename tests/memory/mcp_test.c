@@ -26,7 +26,7 @@ static void mcp_line(void **state)
     char *json = h_fmt("[{\"name\":\"big\",\"command\":\"%s\",\"args\":[\"%s\"],\"env\":[]}]",
                        NODE_BIN, SRC_DIR "/tests/memory/big-mcp.mjs");
     h_log log = {0}; /* the set's log: collected, not checked here */
-    acp_mcp_opts o = {.on_log = h_on_log, .user = &log};
+    acp_mcp_opts o = {.struct_size = sizeof(acp_mcp_opts), .on_log = h_on_log, .user = &log};
     acp_mcp_set *s = h_open(&loop, json, &o, NULL, 0);
     free(json);
     h_wait(&loop, s);

@@ -63,9 +63,8 @@ static void pg_huge(void **state)
     char *where = pg_env_new_db_nosync(base, name);
     assert_non_null(where);
     acp_store *st = NULL;
-    char *err = NULL;
-    assert_int_equal(acp_store_open(where, &st, &err), 0);
-    acp_store_session s = {.id = "s1", .cwd = "/w", .add_dirs = "[]"};
+    assert_int_equal(acp_store_open(where, &st), 0);
+    acp_store_session s = {.struct_size = sizeof(acp_store_session), .id = "s1", .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);

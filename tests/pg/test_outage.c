@@ -41,7 +41,7 @@ static int on_row(void *user, const acp_store_session *s)
 static void assert_unavailable(acp_store *st, int rc)
 {
     assert_int_equal(rc, ACP_ESTORE);
-    const char *m = acp_store_errmsg(st);
+    const char *m = acp_error_last()->message;
     if (strncmp(m, UNAVAILABLE, strlen(UNAVAILABLE)))
         fail_msg("message \"%s\" does not start with \"%s\"", m, UNAVAILABLE);
 }
@@ -59,8 +59,8 @@ static void t_outage(void **state)
     char *where = pg_env_new_db(base, name);
     assert_non_null(where);
     acp_store *st = NULL;
-    assert_int_equal(acp_store_open(where, &st, NULL), 0);
-    acp_store_session s = {.id = "s", .cwd = "/w", .add_dirs = "[]"};
+    assert_int_equal(acp_store_open(where, &st), 0);
+    acp_store_session s = {.struct_size = sizeof(acp_store_session), .id = "s", .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -71,9 +71,9 @@ static void t_outage(void **state)
     assert_int_equal(pg_env_cluster("down", "pg_outage"), 0);
 
     /* Every kind of call fails the same clear way, and fast (no server to wait for). */
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_unavailable(st, acp_store_get(st, "s", &out));
-    print_message("while down: %s\n", acp_store_errmsg(st));
+    print_message("while down: %s\n", acp_error_last()->message);
     assert_unavailable(st, acp_store_get(st, "s", &out)); /* within the backoff: no attempt */
     int64_t seqs[8] = {0}, last;
     bool done;
@@ -93,11 +93,9 @@ static void t_outage(void **state)
 
     /* A second agent starting now is told the same. */
     acp_store *st2 = NULL;
-    char *err = NULL;
-    assert_int_equal(acp_store_open(where, &st2, &err), ACP_ESTORE);
-    assert_non_null(err);
-    assert_int_equal(strncmp(err, UNAVAILABLE, strlen(UNAVAILABLE)), 0);
-    free(err);
+    assert_int_equal(acp_store_open(where, &st2), ACP_ESTORE);
+    assert_true(*acp_error_last()->message);
+    assert_int_equal(strncmp(acp_error_last()->message, UNAVAILABLE, strlen(UNAVAILABLE)), 0);
 
     assert_int_equal(pg_env_cluster("up", "pg_outage"), 0);
 

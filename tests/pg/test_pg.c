@@ -34,10 +34,8 @@ typedef struct fx {
 static acp_store *open_ok(const char *where)
 {
     acp_store *st = NULL;
-    char *err = NULL;
-    int rc = acp_store_open(where, &st, &err);
-    if (rc) print_error("acp_store_open: %s\n", err ? err : "?");
-    free(err);
+    int rc = acp_store_open(where, &st);
+    if (rc) print_error("acp_store_open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
     assert_string_equal(acp_store_backend(st), "postgresql");
     return st;
@@ -66,7 +64,8 @@ static int teardown(void **state)
 
 static void mk(acp_store *st, const char *id)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -134,11 +133,9 @@ static void t_migration(void **state)
     /* A store written by a newer libacp is refused, not mangled. */
     assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 99"), 0);
     acp_store *st = NULL;
-    char *err = NULL;
-    assert_int_equal(acp_store_open(f->where, &st, &err), ACP_ESTORE);
+    assert_int_equal(acp_store_open(f->where, &st), ACP_ESTORE);
     assert_null(st);
-    assert_non_null(strstr(err, "newer"));
-    free(err);
+    assert_non_null(strstr(acp_error_last()->message, "newer"));
     assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 3"), 0);
 }
 
@@ -188,7 +185,7 @@ static void t_migrate_v1_to_v2(void **state)
            "lease_expires");
     free(v);
 
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, "old", &s), 0);
     assert_string_equal(s.cwd, "/p");
     assert_string_equal(s.add_dirs, "[\"/q\"]");
@@ -287,10 +284,8 @@ static void t_concurrent_first_open(void **state)
         if (pids[i] == 0) {
             wait_gate(gate);
             acp_store *st = NULL;
-            char *err = NULL;
-            int rc = acp_store_open(where, &st, &err);
-            if (rc) fprintf(stderr, "child open: %s\n", err);
-            free(err);
+            int rc = acp_store_open(where, &st);
+            if (rc) fprintf(stderr, "child open: %s\n", acp_error_last()->message);
             acp_store_close(st);
             _exit(rc ? 1 : 0);
         }
@@ -327,7 +322,7 @@ static void t_processes_append(void **state)
         assert_true(pids[w] >= 0);
         if (pids[w] == 0) {
             acp_store *st = NULL;
-            if (acp_store_open(f->where, &st, NULL)) _exit(1);
+            if (acp_store_open(f->where, &st)) _exit(1);
             wait_gate(gate);
             char u[64];
             for (int b = 0; b < BATCHES; b++) {
@@ -383,7 +378,7 @@ static void t_cross_batches(void **state)
         assert_true(pids[w] >= 0);
         if (pids[w] == 0) {
             acp_store *st = NULL;
-            if (acp_store_open(f->where, &st, NULL)) _exit(1);
+            if (acp_store_open(f->where, &st)) _exit(1);
             wait_gate(gate);
             const char *first = w ? "b" : "a", *second = w ? "a" : "b";
             char u[32];
@@ -394,7 +389,7 @@ static void t_cross_batches(void **state)
                     acp_store_append(st, first, 0, u, strlen(u)))
                     _exit(2);
                 if (acp_store_commit(st, NULL)) {
-                    fprintf(stderr, "commit: %s\n", acp_store_errmsg(st));
+                    fprintf(stderr, "commit: %s\n", acp_error_last()->message);
                     _exit(3);
                 }
             }
@@ -435,7 +430,7 @@ static void t_batch_atomic(void **state)
     append(f->st, "a", "{\"ok\":1}");
     append(f->st, "b", "{\"bad\":\"\xff\"}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
-    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_string_not_equal(acp_error_last()->message, "");
     assert_int_equal(acp_store_pending(f->st), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates"), 0);
 
@@ -464,7 +459,7 @@ static void t_batch_atomic(void **state)
     assert_int_equal(g.seq[0], 1);
     got_free(&g);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_updates WHERE session_id = 'ghost'"), 0);
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &s), 0);
     assert_string_equal(s.updated_at, "2031-01-01T00:00:00.000Z");
     acp_store_session_clear(&s);
@@ -577,7 +572,7 @@ static void t_environment(void **state)
     unsetenv("PGPORT");
     unsetenv("PGUSER");
     unsetenv("PGDATABASE");
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "via-env", &s), 0);
     acp_store_session_clear(&s);
     free(host);
@@ -589,14 +584,13 @@ static void t_environment(void **state)
 static void open_fails_clean(const char *where, const char *secret, const char *prefix)
 {
     acp_store *st = NULL;
-    char *err = NULL;
-    assert_int_equal(acp_store_open(where, &st, &err), ACP_ESTORE);
+    assert_int_equal(acp_store_open(where, &st), ACP_ESTORE);
     assert_null(st);
-    assert_non_null(err);
-    if (strstr(err, secret)) fail_msg("password in message: %s", err);
-    if (prefix && strncmp(err, prefix, strlen(prefix)))
-        fail_msg("message \"%s\" does not start with \"%s\"", err, prefix);
-    free(err);
+    assert_true(*acp_error_last()->message);
+    if (strstr(acp_error_last()->message, secret))
+        fail_msg("password in message: %s", acp_error_last()->message);
+    if (prefix && strncmp(acp_error_last()->message, prefix, strlen(prefix)))
+        fail_msg("message \"%s\" does not start with \"%s\"", acp_error_last()->message, prefix);
 }
 
 static void t_no_password_in_messages(void **state)
@@ -661,7 +655,7 @@ static void t_read_only_server(void **state)
     free(pg_env_value(base, sql)); /* our next call reconnects, to a read-only session */
     append(f->st, "ro", "{\"n\":1}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ESTORE);
-    const char *m = acp_store_errmsg(f->st);
+    const char *m = acp_error_last()->message;
     if (strncmp(m, "session store unavailable: ", 27)) fail_msg("message: %s", m);
     assert_non_null(strstr(m, "read-only"));
     snprintf(sql, sizeof sql, "ALTER DATABASE %s RESET default_transaction_read_only", f->name);
@@ -731,10 +725,10 @@ static void t_backoff(void **state)
     free(pg_env_value(base, sql));
 
     double t0 = mono_ms();
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     for (int i = 0; i < 300; i++) { /* an agent busy with requests for over a second */
         assert_int_equal(acp_store_get(st, "b", &out), ACP_ESTORE);
-        assert_int_equal(strncmp(acp_store_errmsg(st), "session store unavailable: ", 27), 0);
+        assert_int_equal(strncmp(acp_error_last()->message, "session store unavailable: ", 27), 0);
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -36,7 +36,7 @@ static acp_store *fixture(void)
     snprintf(fault_b, sizeof fault_b, "b%d", serial);
     snprintf(fault_c, sizeof fault_c, "c%d", serial);
     acp_store *st = NULL;
-    assert_int_equal(acp_store_open(db, &st, NULL), 0);
+    assert_int_equal(acp_store_open(db, &st), 0);
     fault_fill(st);
     return st;
 }
@@ -91,7 +91,7 @@ static void walk(acp_fault_kind kind)
                 break;
             }
             assert_int_equal(rc, ACP_ESTORE);
-            const char *m = acp_store_errmsg(st);
+            const char *m = acp_error_last()->message;
             if (kind == ACP_FAULT_ERROR) {
                 if (!strstr(m, "injected fault")) fail_msg("%s: \"%s\"", op_name[op], m);
             } else if (strncmp(m, UNAVAILABLE, strlen(UNAVAILABLE))) {

@@ -162,7 +162,7 @@ static void byte_by_byte_and_unterminated_last_line(void **state)
 
 static void oversize_line_is_answered_and_connection_survives(void **state)
 {
-    acp_conn_opts o = {.max_message = 100};
+    acp_conn_opts o = {.struct_size = sizeof(acp_conn_opts), .max_message = 100};
     acp_conn *c = acp_conn_new(&o);
     acp_conn_on(c, "echo", on_echo, NULL, NULL);
     handled = 0;
@@ -211,7 +211,7 @@ static void oversize_line_is_answered_and_connection_survives(void **state)
  * response: it sent a response, not a request), and the connection goes on. */
 static void oversize_response_fails_its_call(void **state)
 {
-    acp_conn_opts o = {.max_message = 100};
+    acp_conn_opts o = {.struct_size = sizeof(acp_conn_opts), .max_message = 100};
     acp_conn *c = acp_conn_new(&o);
     struct got_error g = {0};
     acp_call *call;
@@ -270,7 +270,7 @@ static void count_resolved(acp_conn *c, acp_msg *m, void *user)
 
 static void responses_with_foreign_ids_are_ignored(void **state)
 {
-    acp_conn_opts o = {.on_log = count_log};
+    acp_conn_opts o = {.struct_size = sizeof(acp_conn_opts), .on_log = count_log};
     acp_conn *c = acp_conn_new(&o);
     acp_conn_call(c, "x", NULL, count_resolved, NULL, NULL);
     free(acp_conn_out_take(c, &(size_t){0}));
@@ -635,7 +635,8 @@ static void the_peer_is_asked_to_cancel_once(void **state)
 
 static void cancel_method_is_configurable_for_mcp(void **state)
 {
-    acp_conn_opts o = {.cancel_method = "notifications/cancelled"};
+    acp_conn_opts o = {.struct_size = sizeof(acp_conn_opts),
+                       .cancel_method = "notifications/cancelled"};
     acp_conn *c = acp_conn_new(&o);
     acp_conn_on(c, "hold", on_hold, NULL, NULL);
     cancel_seen = 0;
@@ -883,7 +884,8 @@ static void own_ids_are_unique(void **state)
  * well as the peer: an application has no other trace of a peer that sends junk. */
 static void refused_lines_are_logged(void **state)
 {
-    acp_conn_opts o = {.on_log = count_log, .max_message = 64};
+    acp_conn_opts o = {
+        .struct_size = sizeof(acp_conn_opts), .on_log = count_log, .max_message = 64};
     acp_conn *c = acp_conn_new(&o);
     logs = 0;
     feed(c, "not json\n"
@@ -911,7 +913,7 @@ static void refused_lines_are_logged(void **state)
  * is still written after EOF (a half-closed peer reads on), where it leaves nothing pending. */
 static void calls_without_a_callback(void **state)
 {
-    acp_conn_opts o = {.on_log = count_log};
+    acp_conn_opts o = {.struct_size = sizeof(acp_conn_opts), .on_log = count_log};
     acp_conn *c = acp_conn_new(&o);
     acp_call *call = (acp_call *)1;
     assert_int_equal(

@@ -87,7 +87,8 @@ static void on_exit_cb(acp_proc *p, int64_t status, int sig, void *u)
 
 static acp_proc_opts base(ctx *c, char *const *argv)
 {
-    return (acp_proc_opts){.file = argv[0],
+    return (acp_proc_opts){.struct_size = sizeof(acp_proc_opts),
+                           .file = argv[0],
                            .argv = argv,
                            .pipe_stdout = true,
                            .on_stdout = on_out,
@@ -102,10 +103,9 @@ static acp_proc_opts base(ctx *c, char *const *argv)
  * an alarm fails the test instead), and the group is gone. Returns the leader's pid. */
 static int run(ctx *c, const acp_proc_opts *o)
 {
-    char *err = NULL;
     assert_int_equal(uv_loop_init(&c->loop), 0);
-    int rc = acp_proc_spawn(&c->loop, o, &c->p, &err);
-    if (rc) fail_msg("spawn: %s", err ? err : "?");
+    int rc = acp_proc_spawn(&c->loop, o, &c->p);
+    if (rc) fail_msg("spawn: %s", acp_error_last()->message);
     int pid = acp_proc_pid(c->p);
     assert_true(pid > 0);
     if (c->when == STOP_NOW) acp_proc_stop(c->p, c->grace, on_stopped, c);
@@ -146,14 +146,16 @@ static void test_spawn_failures(void **state)
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     char *argv[] = {"no-such-program-acp", NULL};
-    acp_proc_opts o = {.file = argv[0], .argv = argv, .pipe_stdin = true, .pipe_stdout = true};
+    acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts),
+                       .file = argv[0],
+                       .argv = argv,
+                       .pipe_stdin = true,
+                       .pipe_stdout = true};
     acp_proc *p = (acp_proc *)1;
-    char *err = NULL;
-    assert_int_equal(acp_proc_spawn(&loop, &o, &p, &err), ACP_ENOTFOUND);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p), ACP_ENOTFOUND);
     assert_null(p);
-    assert_non_null(err);
-    assert_non_null(strstr(err, "'no-such-program-acp'"));
-    free(err);
+    assert_true(*acp_error_last()->message);
+    assert_non_null(strstr(acp_error_last()->message, "'no-such-program-acp'"));
 
     char path[] = "/tmp/acp-noexec-XXXXXX";
     int fd = mkstemp(path);
@@ -162,9 +164,8 @@ static void test_spawn_failures(void **state)
     char *argv2[] = {path, NULL};
     o.file = path;
     o.argv = argv2;
-    assert_int_equal(acp_proc_spawn(&loop, &o, &p, &err), ACP_EACCES);
-    assert_non_null(strstr(err, path));
-    free(err);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p), ACP_EACCES);
+    assert_non_null(strstr(acp_error_last()->message, path));
     unlink(path);
 
     /* A missing working directory is named as such, not as a missing program. */
@@ -172,9 +173,8 @@ static void test_spawn_failures(void **state)
     o.file = argv3[0];
     o.argv = argv3;
     o.cwd = "/nonexistent-acp-dir";
-    assert_int_equal(acp_proc_spawn(&loop, &o, &p, &err), ACP_ENOTFOUND);
-    assert_non_null(strstr(err, "/nonexistent-acp-dir"));
-    free(err);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p), ACP_ENOTFOUND);
+    assert_non_null(strstr(acp_error_last()->message, "/nonexistent-acp-dir"));
 
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&loop), 0);
@@ -234,8 +234,7 @@ static void test_grandchild(void **state)
                     NULL};
     acp_proc_opts o = base(&c, argv);
     assert_int_equal(uv_loop_init(&c.loop), 0);
-    char *err = NULL;
-    assert_int_equal(acp_proc_spawn(&c.loop, &o, &c.p, &err), 0);
+    assert_int_equal(acp_proc_spawn(&c.loop, &o, &c.p), 0);
     int pid = acp_proc_pid(c.p);
     assert_int_equal(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
     assert_true(c.stopped);
@@ -347,9 +346,9 @@ static void test_parent_death(void **state)
         uv_loop_t loop;
         uv_loop_init(&loop);
         char *argv[] = {"/bin/sleep", "1000", NULL};
-        acp_proc_opts o = {.file = argv[0], .argv = argv};
+        acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts), .file = argv[0], .argv = argv};
         acp_proc *p;
-        int pid = acp_proc_spawn(&loop, &o, &p, NULL) ? -1 : acp_proc_pid(p);
+        int pid = acp_proc_spawn(&loop, &o, &p) ? -1 : acp_proc_pid(p);
         if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(2);
         _exit(0); /* no stop, no cleanup: a crash, as far as the child can tell */
     }
@@ -408,7 +407,7 @@ static void test_reaper(void **state)
                     "sleep 0.05; exit 3",
                     NULL};
     acp_proc_opts o = base(&c, argv);
-    assert_int_equal(acp_proc_spawn(&loop, &o, &c.p, NULL), 0);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &c.p), 0);
     while (!c.stopped || uv_status < 0) uv_run(&loop, UV_RUN_ONCE);
     assert_int_equal(uv_status, 7);
     assert_int_equal(c.status, 3);
@@ -479,9 +478,9 @@ static void warm_up(void)
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     char *argv[] = {"/bin/true", NULL};
-    acp_proc_opts o = {.file = argv[0], .argv = argv};
+    acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts), .file = argv[0], .argv = argv};
     acp_proc *p;
-    assert_int_equal(acp_proc_spawn(&loop, &o, &p, NULL), 0);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p), 0);
     acp_proc_stop(p, 5000, NULL, NULL);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&loop), 0);

@@ -88,7 +88,8 @@ static void test_pipes_both_ways(void **state)
     p.a = acp_conn_new(NULL);
     p.b = acp_conn_new(NULL);
     acp_conn_on(p.b, "_echo", echo_handler, NULL, NULL);
-    acp_transport_opts ob = {.on_eof = on_eof_b, .user = &p};
+    acp_transport_opts ob = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof_b, .user = &p};
     assert_int_equal(acp_transport_open(&loop, p.a, ba[0], ab[1], NULL, &p.ta), 0);
     assert_int_equal(acp_transport_open(&loop, p.b, ab[0], ba[1], &ob, &p.tb), 0);
     /* Our descriptors stay blocking: the transports made their own (a shared stdout/stderr
@@ -128,7 +129,8 @@ static void test_same_socket(void **state)
     p.a = acp_conn_new(NULL);
     p.b = acp_conn_new(NULL);
     acp_conn_on(p.b, "_echo", echo_handler, NULL, NULL);
-    acp_transport_opts ob = {.on_eof = on_eof_b, .user = &p};
+    acp_transport_opts ob = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof_b, .user = &p};
     /* a: one fd both ways; b: two fds for one socket, as inetd hands over stdin/stdout. */
     int sv1b = fcntl(sv[1], F_DUPFD_CLOEXEC, 3);
     assert_int_equal(acp_transport_open(&loop, p.a, sv[0], sv[0], NULL, &p.ta), 0);
@@ -188,7 +190,8 @@ static void test_tcp(void **state)
     p.a = acp_conn_new(NULL);
     p.b = acp_conn_new(NULL);
     acp_conn_on(p.b, "_echo", echo_handler, NULL, NULL);
-    acp_transport_opts ob = {.on_eof = on_eof_b, .user = &p};
+    acp_transport_opts ob = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = on_eof_b, .user = &p};
     assert_int_equal(acp_transport_open(&loop, p.a, cs, cs, NULL, &p.ta), 0);
     assert_int_equal(acp_transport_open(&loop, p.b, as, as, &ob, &p.tb), 0);
     close(cs);
@@ -275,7 +278,8 @@ static void test_files(void **state)
     acp_conn *c = acp_conn_new(NULL);
     acp_conn_on(c, "_echo", echo_handler, NULL, NULL);
     simple s = {0};
-    acp_transport_opts o = {.on_eof = simple_eof, .user = &s};
+    acp_transport_opts o = {
+        .struct_size = sizeof(acp_transport_opts), .on_eof = simple_eof, .user = &s};
     acp_transport *t;
     assert_int_equal(acp_transport_open(&loop, c, in, out, &o, &t), 0);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
@@ -350,7 +354,8 @@ static void test_eof_and_epipe(void **state)
         assert_int_equal(pipe2(out, O_CLOEXEC), 0);
         acp_conn *c = acp_conn_new(NULL);
         dead d = {0};
-        acp_transport_opts o = {.on_eof = dead_eof, .user = &d};
+        acp_transport_opts o = {
+            .struct_size = sizeof(acp_transport_opts), .on_eof = dead_eof, .user = &d};
         acp_transport *t;
         assert_int_equal(acp_transport_open(&loop, c, in[0], out[1], &o, &t), 0);
         close(in[0]);
@@ -412,7 +417,8 @@ static void test_before_flush(void **state)
     int dn = open("/dev/null", O_RDONLY | O_CLOEXEC);
     acp_conn *c = acp_conn_new(NULL);
     bf b = {.refuse = 2, .loop = &loop};
-    acp_transport_opts o = {.before_flush = before_flush, .user = &b};
+    acp_transport_opts o = {
+        .struct_size = sizeof(acp_transport_opts), .before_flush = before_flush, .user = &b};
     acp_transport *t;
     /* Input that never ends: a pipe whose write end we hold. */
     int never[2];
@@ -453,7 +459,7 @@ static void test_close_timeout(void **state)
     assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
     assert_int_equal(pipe2(never, O_CLOEXEC), 0);
     acp_conn *c = acp_conn_new(NULL);
-    acp_transport_opts o = {.close_timeout_ms = 20};
+    acp_transport_opts o = {.struct_size = sizeof(acp_transport_opts), .close_timeout_ms = 20};
     acp_transport *t;
     assert_int_equal(acp_transport_open(&loop, c, never[0], pp[1], &o, &t), 0);
     /* Far more than a pipe holds, and nobody reads pp[0]. */
@@ -563,7 +569,10 @@ static void test_backpressure(void **state)
     memset(b.params + 6, 'x', CHUNK);
     strcpy(b.params + 6 + CHUNK, "\"}");
     b.c = acp_conn_new(NULL);
-    acp_transport_opts o = {.high_water = HW, .on_drain = bp_drain, .user = &b};
+    acp_transport_opts o = {.struct_size = sizeof(acp_transport_opts),
+                            .high_water = HW,
+                            .on_drain = bp_drain,
+                            .user = &b};
     assert_int_equal(acp_transport_open(&loop, b.c, never[0], pp[1], &o, &b.t), 0);
     close(pp[1]);
     uv_pipe_init(&loop, &b.reader, 0);
@@ -633,14 +642,14 @@ static void test_proc_transport(void **state)
     assert_int_equal(uv_loop_init(&loop), 0);
     cat k = {0};
     char *argv[] = {"/bin/cat", NULL};
-    acp_proc_opts po = {.file = argv[0],
+    acp_proc_opts po = {.struct_size = sizeof(acp_proc_opts),
+                        .file = argv[0],
                         .argv = argv,
                         .pipe_stdin = true,
                         .pipe_stdout = true,
                         .on_exit = cat_exit,
                         .user = &k};
-    char *err = NULL;
-    assert_int_equal(acp_proc_spawn(&loop, &po, &k.p, &err), 0);
+    assert_int_equal(acp_proc_spawn(&loop, &po, &k.p), 0);
     acp_conn *c = acp_conn_new(NULL);
     /* cat sends our requests back: we answer them, and cat brings the answers home. */
     acp_conn_on(c, "_echo", echo_handler, NULL, NULL);
@@ -665,9 +674,9 @@ static void warm_up(void)
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     char *argv[] = {"/bin/true", NULL};
-    acp_proc_opts o = {.file = argv[0], .argv = argv};
+    acp_proc_opts o = {.struct_size = sizeof(acp_proc_opts), .file = argv[0], .argv = argv};
     acp_proc *p;
-    assert_int_equal(acp_proc_spawn(&loop, &o, &p, NULL), 0);
+    assert_int_equal(acp_proc_spawn(&loop, &o, &p), 0);
     acp_proc_stop(p, 5000, NULL, NULL);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
     assert_int_equal(uv_loop_close(&loop), 0);

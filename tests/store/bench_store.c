@@ -36,7 +36,10 @@ static int count_rows(void *user, const acp_store_session *s)
 
 static int session(acp_store *st, const char *id, const char *cwd, const char *t)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = (char *)cwd, .add_dirs = "[]"};
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)id,
+                           .cwd = (char *)cwd,
+                           .add_dirs = "[]"};
     if (t) {
         memcpy(s.created_at, t, ACP_STORE_TIME_LEN + 1);
     } else {
@@ -56,8 +59,7 @@ int main(int argc, char **argv)
         snprintf(where, sizeof where, "%s/sessions.db", dir);
     }
     acp_store *st;
-    char *err = NULL;
-    if (acp_store_open(where, &st, &err)) return fprintf(stderr, "%s\n", err), 1;
+    if (acp_store_open(where, &st)) return fprintf(stderr, "%s\n", acp_error_last()->message), 1;
     printf("backend %s\n", acp_store_backend(st));
     char u[2048], id[64];
 
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
     printf("create 100000 sessions: %.1f s\n", now() - t0);
     acp_store_close(st);
     t0 = now();
-    if (acp_store_open(where, &st, NULL)) return 1;
+    if (acp_store_open(where, &st)) return 1;
     printf("open the store: %.3f ms\n", (now() - t0) * 1e3);
     for (int rep = 0; rep < 3; rep++) {
         int rows = 0, rows2 = 0;

@@ -23,10 +23,8 @@ typedef struct fx {
 static acp_store *open_where(const char *where)
 {
     acp_store *st = NULL;
-    char *err = NULL;
-    int rc = acp_store_open(where, &st, &err);
-    if (rc) print_error("acp_store_open: %s\n", err ? err : "?");
-    free(err);
+    int rc = acp_store_open(where, &st);
+    if (rc) print_error("acp_store_open: %s\n", acp_error_last()->message);
     assert_int_equal(rc, 0);
     return st;
 }
@@ -42,10 +40,8 @@ static int setup(void **state)
         free(f);
         return -1;
     }
-    char *err = NULL;
-    if (acp_store_open(f->where, &f->st, &err)) {
-        print_error("acp_store_open(%s): %s\n", f->where, err ? err : "?");
-        free(err);
+    if (acp_store_open(f->where, &f->st)) {
+        print_error("acp_store_open(%s): %s\n", f->where, acp_error_last()->message);
         free(f->where);
         free(f);
         return -1;
@@ -73,7 +69,10 @@ static void stamp(char *buf, int i)
 
 static void mk(acp_store *st, const char *id, const char *cwd, const char *t)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = (char *)cwd, .add_dirs = (char *)"[]"};
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)id,
+                           .cwd = (char *)cwd,
+                           .add_dirs = (char *)"[]"};
     memcpy(s.created_at, t, ACP_STORE_TIME_LEN + 1);
     memcpy(s.updated_at, t, ACP_STORE_TIME_LEN + 1);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -202,14 +201,17 @@ static void t_create_get(void **state)
     fx *f = *state;
     const char *be = acp_store_backend(f->st);
     assert_true(strcmp(be, "sqlite") == 0 || strcmp(be, "postgresql") == 0);
-    acp_store_session s = {.id = "s1", .cwd = "/w", .add_dirs = "[\"/x\",\"/y z\"]"};
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = "s1",
+                           .cwd = "/w",
+                           .add_dirs = "[\"/x\",\"/y z\"]"};
     acp_store_now(s.created_at);
     assert_int_equal(strlen(s.created_at), ACP_STORE_TIME_LEN);
     assert_int_equal(s.created_at[ACP_STORE_TIME_LEN - 1], 'Z');
     memcpy(s.updated_at, "2030-05-06T07:08:09.010Z", ACP_STORE_TIME_LEN + 1);
     assert_int_equal(acp_store_create(f->st, &s), 0);
 
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "s1", &out), 0);
     assert_string_equal(out.id, "s1");
     assert_string_equal(out.cwd, "/w");
@@ -222,7 +224,7 @@ static void t_create_get(void **state)
 
     assert_int_equal(acp_store_get(f->st, "nope", &out), ACP_ENOTFOUND);
     assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL); /* the id exists */
-    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_string_not_equal(acp_error_last()->message, "");
     s.id = "";
     assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL);
     s.id = "s2";
@@ -231,7 +233,11 @@ static void t_create_get(void **state)
     assert_int_equal(acp_store_get(f->st, "s2", &out), ACP_ENOTFOUND);
 
     /* A title given at creation is kept. */
-    acp_store_session t = {.id = "s3", .cwd = "/w", .add_dirs = "[]", .title = "hello ✓"};
+    acp_store_session t = {.struct_size = sizeof(acp_store_session),
+                           .id = "s3",
+                           .cwd = "/w",
+                           .add_dirs = "[]",
+                           .title = "hello ✓"};
     acp_store_now(t.created_at);
     acp_store_now(t.updated_at);
     assert_int_equal(acp_store_create(f->st, &t), 0);
@@ -250,7 +256,8 @@ static void t_longest_id(void **state)
     a[sizeof a - 1] = '\0';
     memset(b, 'b', sizeof b - 1);
     b[sizeof b - 1] = '\0';
-    acp_store_session s = {.id = a, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = a, .cwd = "/w", .add_dirs = "[]"};
     memcpy(s.created_at, "2026-01-01T00:00:00.000Z", ACP_STORE_TIME_LEN + 1);
     memcpy(s.updated_at, s.created_at, ACP_STORE_TIME_LEN + 1);
     assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL); /* one byte over */
@@ -284,7 +291,7 @@ static void t_set_info(void **state)
 {
     fx *f = *state;
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_set_info(f->st, "a", 0, true, "Title one", NULL), 0);
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.title, "Title one");
@@ -313,7 +320,7 @@ static void t_set_roots(void **state)
     fx *f = *state;
     mk(f->st, "a", "/old", "2026-01-01T00:00:00.000Z");
     assert_int_equal(acp_store_set_roots(f->st, "a", 0, "/new", "[\"/extra\"]"), 0);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.cwd, "/new");
     assert_string_equal(out.add_dirs, "[\"/extra\"]");
@@ -364,7 +371,7 @@ static void t_append_commit_replay(void **state)
     assert_string_equal(g.json[0], "{\"n\":\"b1\"}");
     got_free(&g);
 
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.updated_at, "2026-03-01T00:00:00.000Z");
     assert_string_equal(out.created_at, "2026-01-01T00:00:00.000Z");
@@ -526,7 +533,7 @@ static void t_empty_commit(void **state)
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     assert_int_equal(acp_store_pending(f->st), 0);
     assert_int_equal(acp_store_commit(f->st, "2027-01-01T00:00:00.000Z"), 0);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.updated_at, "2026-01-01T00:00:00.000Z");
     acp_store_session_clear(&out);
@@ -553,7 +560,7 @@ static void t_append_deleted(void **state)
     append(f->st, "b", "{\"b\":1}");
     append(f->st, "a", "{\"a\":2}");
     assert_int_equal(acp_store_commit(f->st, NULL), ACP_ENOTFOUND);
-    assert_non_null(strstr(acp_store_errmsg(f->st), "ghost"));
+    assert_non_null(strstr(acp_error_last()->message, "ghost"));
     assert_string_equal(acp_store_gone(f->st, 0, NULL, NULL), "ghost");
     assert_null(acp_store_gone(f->st, 1, NULL, NULL));
     assert_int_equal(acp_store_pending(f->st), 0);
@@ -568,7 +575,7 @@ static void t_append_deleted(void **state)
     bool done;
     assert_int_equal(acp_store_replay(f->st, "ghost", 0, 0, collect, &g, &last, &done),
                      ACP_ENOTFOUND);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
 
     /* deleted by another handle (another process) between append and commit: the commit
@@ -861,7 +868,7 @@ static void t_bad_cursors(void **state)
         if (rc != ACP_EINVAL) print_error("cursor %zu (%s) accepted\n", i, bad[i]);
         assert_int_equal(rc, ACP_EINVAL);
         assert_null(next);
-        assert_string_not_equal(acp_store_errmsg(f->st), "");
+        assert_string_not_equal(acp_error_last()->message, "");
     }
     /* the control: the same shape, well formed, is accepted, and is the store's own cursor */
     char *next = NULL;
@@ -883,7 +890,7 @@ static void t_delete(void **state)
     append(f->st, "b", "{\"kept\":1}");
     assert_int_equal(acp_store_commit(f->st, NULL), 0);
     assert_int_equal(acp_store_delete(f->st, "a"), 0);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
     got g = {0};
     int64_t last;
@@ -960,18 +967,21 @@ static void t_two_handles(void **state)
 static void t_errmsg(void **state)
 {
     fx *f = *state;
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
+    assert_int_equal(acp_error_last()->status, ACP_ENOTFOUND);
+    assert_non_null(strstr(acp_error_last()->message, "ghost"));
+    char said[256];
+    snprintf(said, sizeof said, "%s", acp_error_last()->message);
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
-    assert_string_equal(acp_store_errmsg(f->st), ""); /* a success clears it */
+    assert_string_equal(acp_error_last()->message, said); /* a success leaves it */
     acp_store_session_clear(&out);
-    char *err = (char *)"x";
     acp_store *st = f->st;
-    assert_int_equal(acp_store_open("", &st, &err), ACP_ESTORE);
+    assert_int_equal(acp_store_open("", &st), ACP_ESTORE);
     assert_null(st);
-    assert_non_null(err);
-    free(err);
+    assert_int_equal(acp_error_last()->status, ACP_ESTORE);
+    assert_non_null(strstr(acp_error_last()->message, "empty store location"));
 }
 
 /* --- session state --------------------------------------------------------------------- */
@@ -979,7 +989,7 @@ static void t_errmsg(void **state)
 /* Asserts that session id's state is exactly want (NULL: none). */
 static void assert_state(acp_store *st, const char *id, const char *want)
 {
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, id, &out), 0);
     if (want) {
         assert_non_null(out.state);
@@ -1008,7 +1018,11 @@ static char *object_of(size_t n)
 static void t_state_set_get(void **state)
 {
     fx *f = *state;
-    acp_store_session s = {.id = "a", .cwd = "/w", .add_dirs = "[\"/x\"]", .title = "T"};
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = "a",
+                           .cwd = "/w",
+                           .add_dirs = "[\"/x\"]",
+                           .title = "T"};
     memcpy(s.created_at, "2026-01-01T00:00:00.000Z", ACP_STORE_TIME_LEN + 1);
     memcpy(s.updated_at, s.created_at, ACP_STORE_TIME_LEN + 1);
     assert_int_equal(acp_store_create(f->st, &s), 0);
@@ -1016,11 +1030,12 @@ static void t_state_set_get(void **state)
     assert_state(f->st, "a", NULL); /* none recorded yet */
 
     const char *one = "{\"mode\":\"code\",\"config\":{\"model\":\"m1\"}}";
+    acp_error_clear();
     assert_int_equal(acp_store_set_state(f->st, "a", 0, one), 0);
-    assert_string_equal(acp_store_errmsg(f->st), "");
+    assert_string_equal(acp_error_last()->message, ""); /* a success says nothing */
     assert_state(f->st, "a", one);
     assert_state(f->st, "b", NULL); /* only the session named */
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &out), 0);
     assert_string_equal(out.cwd, "/w");
     assert_string_equal(out.add_dirs, "[\"/x\"]");
@@ -1051,9 +1066,9 @@ static void t_state_missing(void **state)
 {
     fx *f = *state;
     assert_int_equal(acp_store_set_state(f->st, "ghost", 0, "{\"m\":1}"), ACP_ENOTFOUND);
-    assert_string_not_equal(acp_store_errmsg(f->st), "");
+    assert_string_not_equal(acp_error_last()->message, "");
     assert_int_equal(acp_store_set_state(f->st, "ghost", 0, NULL), ACP_ENOTFOUND);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "ghost", &out), ACP_ENOTFOUND);
 
     mk(f->st, "a", "/w", "2026-01-01T00:00:00.000Z");
@@ -1107,7 +1122,7 @@ static void t_state_invalid(void **state)
         int rc = acp_store_set_state(f->st, "a", 0, bad[i]);
         if (rc != ACP_EINVAL) print_error("state %zu (%.40s) accepted\n", i, bad[i]);
         assert_int_equal(rc, ACP_EINVAL);
-        assert_string_not_equal(acp_store_errmsg(f->st), "");
+        assert_string_not_equal(acp_error_last()->message, "");
         assert_state(f->st, "a", kept);
     }
     free(over);
@@ -1173,7 +1188,7 @@ static void t_state_delete(void **state)
     assert_int_equal(acp_store_set_state(f->st, "a", 0, "{\"mode\":\"a\"}"), 0);
     assert_int_equal(acp_store_set_state(f->st, "b", 0, "{\"mode\":\"b\"}"), 0);
     assert_int_equal(acp_store_delete(f->st, "a"), 0);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "a", &out), ACP_ENOTFOUND);
     assert_state(f->st, "b", "{\"mode\":\"b\"}");
     mk(f->st, "a", "/w", "2026-01-02T00:00:00.000Z");
@@ -1232,7 +1247,7 @@ static void t_lease_acquire(void **state)
     assert_int_equal(fence, 0);
     assert_true(busy.wait_ms > 0 && busy.wait_ms <= 60000);
     assert_string_equal(busy.holder, "A");
-    assert_non_null(strstr(acp_store_errmsg(o), "s"));
+    assert_non_null(strstr(acp_error_last()->message, "s"));
     assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
     assert_int_equal(take(o, "s", "A", 60000), f1); /* A's again: a renewal */
 
@@ -1293,7 +1308,7 @@ static void t_lease_fence(void **state)
     assert_int_equal(fence, stale);
     assert_int_equal(why, ACP_ESTALE);
     assert_null(acp_store_gone(f->st, 1, NULL, NULL));
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(f->st, "s", &out), 0);
     assert_string_equal(out.title, "t");
     assert_string_equal(out.cwd, "/x");
@@ -1397,7 +1412,8 @@ static void t_lease_release(void **state)
 static void t_lease_create(void **state)
 {
     fx *f = *state;
-    acp_store_session s = {.id = "s", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = "s", .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     int64_t fence = -1;
@@ -1440,7 +1456,7 @@ static void t_lease_delete(void **state)
     assert_string_equal(acp_store_gone(f->st, 0, NULL, &why), "s");
     assert_int_equal(why, ACP_ENOTFOUND);
     assert_int_equal(acp_store_lease_release(f->st, "s", f1), 0);
-    acp_store_session out;
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(o, "s", &out), ACP_ENOTFOUND);
     acp_store_close(o);
 }

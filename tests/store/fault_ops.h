@@ -20,7 +20,10 @@ static void fault_fill(acp_store *st)
 {
     const char *ids[] = {fault_a, fault_b};
     for (int i = 0; i < 2; i++) {
-        acp_store_session s = {.id = (char *)ids[i], .cwd = "/w", .add_dirs = "[]"};
+        acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                               .id = (char *)ids[i],
+                               .cwd = "/w",
+                               .add_dirs = "[]"};
         strcpy(s.created_at, T0);
         strcpy(s.updated_at, T0);
         assert_int_equal(acp_store_create(st, &s), 0);
@@ -77,7 +80,8 @@ static void prepare(acp_store *st, int op)
 static int do_op(acp_store *st, int op)
 {
     int n = 0;
-    acp_store_session s = {.id = fault_c, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = fault_c, .cwd = "/w", .add_dirs = "[]"};
     int64_t last;
     bool done;
     char *next = NULL;

@@ -32,7 +32,7 @@ static acp_store *fixture(void)
 {
     snprintf(db, sizeof db, "%s/s%d.db", dir, ++serial);
     acp_store *st = NULL;
-    assert_int_equal(acp_store_open(db, &st, NULL), 0);
+    assert_int_equal(acp_store_open(db, &st), 0);
     fault_fill(st);
     return st;
 }
@@ -102,9 +102,9 @@ static void t_every_step(void **state)
                     if (rc != ACP_ESTORE)
                         fail_msg("%s, step %u, %s: %d", op_name[op], step, sqlite3_errstr(codes[c]),
                                  rc);
-                    if (!strstr(acp_store_errmsg(st), sqlite3_errstr(codes[c])))
+                    if (!strstr(acp_error_last()->message, sqlite3_errstr(codes[c])))
                         fail_msg("%s, step %u: \"%s\" lacks \"%s\"", op_name[op], step,
-                                 acp_store_errmsg(st), sqlite3_errstr(codes[c]));
+                                 acp_error_last()->message, sqlite3_errstr(codes[c]));
                 }
                 assert_int_equal(acp_store_pending(st), 0);
                 char *now = dump();
@@ -257,7 +257,7 @@ static void t_real_busy(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(do_op(st, OP_COMMIT2), ACP_ESTORE);
     assert_true(ms_since(&t0) >= 30);
-    assert_non_null(strstr(acp_store_errmsg(st), "database is locked"));
+    assert_non_null(strstr(acp_error_last()->message, "database is locked"));
     assert_int_equal(acp_store_set_state(st, "a", 0, "{}"), ACP_ESTORE);
     assert_int_equal(acp_store_delete(st, "b"), ACP_ESTORE);
     assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
@@ -281,7 +281,7 @@ static void delete_a(acp_store *st, void *user)
 static void t_call(void **state)
 {
     acp_store *st = fixture(), *other = NULL;
-    assert_int_equal(acp_store_open(db, &other, NULL), 0);
+    assert_int_equal(acp_store_open(db, &other), 0);
     acp_store_fault f = {.ops = ACP_FAULT_COMMIT,
                          .step = 1,
                          .kind = ACP_FAULT_CALL,

@@ -48,10 +48,8 @@ static int teardown(void **state)
 static acp_store *open_ok(const char *path)
 {
     acp_store *st = NULL;
-    char *err = NULL;
-    int rc = acp_store_open(path, &st, &err);
-    if (rc) print_error("open %s: %s\n", path, err ? err : "?");
-    free(err);
+    int rc = acp_store_open(path, &st);
+    if (rc) print_error("open %s: %s\n", path, acp_error_last()->message);
     assert_int_equal(rc, 0);
     assert_string_equal(acp_store_backend(st), "sqlite");
     return st;
@@ -114,7 +112,8 @@ static void assert_raw(const char *path, const char *sql, const char *want)
 
 static void mk(acp_store *st, const char *id)
 {
-    acp_store_session s = {.id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = (char *)id, .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -233,7 +232,7 @@ static void t_migrate_from_v0(void **state)
 /* V1_FILE's session "old" as stored, with state (NULL: none). */
 static void assert_old(acp_store *st, const char *state)
 {
-    acp_store_session s;
+    acp_store_session s = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, "old", &s), 0);
     assert_string_equal(s.cwd, "/p");
     assert_string_equal(s.add_dirs, "[\"/q\"]");
@@ -305,12 +304,10 @@ static void t_newer_version_refused(void **state)
     raw_exec(f->db, "CREATE TABLE schema_version (version INTEGER NOT NULL) STRICT;"
                     "INSERT INTO schema_version VALUES (99);");
     acp_store *st = NULL;
-    char *err = NULL;
-    assert_int_equal(acp_store_open(f->db, &st, &err), ACP_ESTORE);
+    assert_int_equal(acp_store_open(f->db, &st), ACP_ESTORE);
     assert_null(st);
-    assert_non_null(err);
-    assert_non_null(strstr(err, "newer"));
-    free(err);
+    assert_true(*acp_error_last()->message);
+    assert_non_null(strstr(acp_error_last()->message, "newer"));
     assert_raw(f->db, "SELECT version FROM schema_version", "99"); /* untouched */
 }
 
@@ -319,27 +316,25 @@ static void t_open_errors(void **state)
     fx *f = *state;
     char path[PATH_MAX + 64];
     acp_store *st = NULL;
-    char *err = NULL;
     /* not a database */
     FILE *fp = fopen(f->db, "w");
     assert_non_null(fp);
     fputs("this is not an SQLite file, not even close; it is long enough to be read\n", fp);
     fclose(fp);
-    assert_int_equal(acp_store_open(f->db, &st, &err), ACP_ESTORE);
+    assert_int_equal(acp_store_open(f->db, &st), ACP_ESTORE);
     assert_null(st);
-    assert_non_null(err);
-    assert_non_null(strstr(err, f->db));
-    free(err);
+    assert_true(*acp_error_last()->message);
+    assert_non_null(strstr(acp_error_last()->message, f->db));
     /* its parent is a regular file */
     snprintf(path, sizeof path, "%s/sub/x.db", f->db);
-    assert_int_equal(acp_store_open(path, &st, &err), ACP_ESTORE);
-    assert_non_null(err);
-    free(err);
-    assert_int_equal(acp_store_open(path, &st, NULL), ACP_ESTORE); /* errmsg is optional */
+    assert_int_equal(acp_store_open(path, &st), ACP_ESTORE);
+    assert_true(*acp_error_last()->message);
+    assert_int_equal(acp_store_open(path, &st), ACP_ESTORE); /* errmsg is optional */
     /* ":memory:" is SQLite's private in-memory database, not a file in the cwd */
-    assert_int_equal(acp_store_open(":memory:", &st, NULL), 0);
+    assert_int_equal(acp_store_open(":memory:", &st), 0);
     assert_int_equal(access(":memory:", F_OK), -1);
-    acp_store_session s = {.id = "m", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_session s = {
+        .struct_size = sizeof(acp_store_session), .id = "m", .cwd = "/w", .add_dirs = "[]"};
     acp_store_now(s.created_at);
     acp_store_now(s.updated_at);
     assert_int_equal(acp_store_create(st, &s), 0);
@@ -367,7 +362,7 @@ static void t_failed_writes_are_atomic(void **state)
     assert_int_equal(acp_store_append(st, "b", 0, "{\"ok\":2}", 8), 0);
     assert_int_equal(acp_store_append(st, "a", 0, "\"boom\"", 6), 0);
     assert_int_equal(acp_store_commit(st, "2027-01-01T00:00:00.000Z"), ACP_ESTORE);
-    assert_non_null(strstr(acp_store_errmsg(st), "injected failure"));
+    assert_non_null(strstr(acp_error_last()->message, "injected failure"));
     assert_int_equal(acp_store_pending(st), 0);
     assert_raw(f->db,
                "SELECT group_concat(id || '=' || last_seq, ' ')"
@@ -386,8 +381,8 @@ static void t_failed_writes_are_atomic(void **state)
     assert_int_equal(acp_store_append(st, "b", 0, "{\"ok\":4}", 8), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     assert_int_equal(acp_store_delete(st, "b"), ACP_ESTORE);
-    assert_non_null(strstr(acp_store_errmsg(st), "injected delete failure"));
-    acp_store_session out;
+    assert_non_null(strstr(acp_error_last()->message, "injected delete failure"));
+    acp_store_session out = ACP_STORE_SESSION_INIT;
     assert_int_equal(acp_store_get(st, "b", &out), 0);
     acp_store_session_clear(&out);
     assert_raw(f->db, "SELECT count(*) FROM updates", "3"); /* b's history is still whole */
@@ -404,7 +399,7 @@ enum { BATCH = 40 };
 static void crash_child(const char *path, int wfd)
 {
     acp_store *st = NULL;
-    if (acp_store_open(path, &st, NULL)) _exit(2);
+    if (acp_store_open(path, &st)) _exit(2);
     char u[1100];
     int64_t seq = 1, committed = 0;
     for (;;) {
@@ -474,7 +469,7 @@ static void writer_child(const char *path, int w, int go)
     char c;
     if (read(go, &c, 1) < 0) _exit(2); /* EOF: everyone starts together */
     acp_store *st = NULL;
-    if (acp_store_open(path, &st, NULL)) _exit(3);
+    if (acp_store_open(path, &st)) _exit(3);
     char u[64];
     for (int i = 0; i < COMMITS * PER; i++) {
         int n = snprintf(u, sizeof u, "{\"w\":%d,\"i\":%d}", w, i);
@@ -559,13 +554,13 @@ static void t_concurrent_first_open(void **state)
             close(go[1]);
             if (read(go[0], &c, 1) < 0) _exit(2);
             acp_store *st = NULL;
-            char *err = NULL;
-            if (acp_store_open(f->db, &st, &err)) {
-                fprintf(stderr, "child %d: %s\n", k, err ? err : "?");
+            if (acp_store_open(f->db, &st)) {
+                fprintf(stderr, "child %d: %s\n", k, acp_error_last()->message);
                 _exit(3);
             }
             snprintf(id, sizeof id, "k%d", k);
-            acp_store_session s = {.id = id, .cwd = "/w", .add_dirs = "[]"};
+            acp_store_session s = {
+                .struct_size = sizeof(acp_store_session), .id = id, .cwd = "/w", .add_dirs = "[]"};
             acp_store_now(s.created_at);
             acp_store_now(s.updated_at);
             if (acp_store_create(st, &s) || acp_store_append(st, id, 0, "{}", 2) ||

@@ -134,7 +134,8 @@ static int acp_exchange(const char *url)
     struct acp_side s = {0};
     acp_http_client *c = acp_http_client_new(&loop);
     if (!c) return fail("acp_http_client_new");
-    static const acp_http_cbs cbs = {on_data, on_done};
+    static const acp_http_cbs cbs = {
+        .struct_size = sizeof(acp_http_cbs), .on_data = on_data, .on_done = on_done};
     if (!acp_http_start(c, "GET", url, NULL, NULL, 0, &cbs, &s)) return fail("acp_http_start");
     while (!s.done && uv_run(&loop, UV_RUN_ONCE)) {}
     acp_http_client_close(c, NULL, NULL);

@@ -18,7 +18,7 @@
 #include "acp/server.h"
 #include "acp/version.h"
 #include "engines/openai/openai.h"
-#include "tools/acp-agent/echo.h"
+#include "engines/echo/echo.h"
 #include "tools/acp-agent/memtrim.h"
 
 static const char usage[] =
@@ -159,7 +159,7 @@ static bool parse_size(const char *s, size_t *out)
     if (n >= sizeof num) return false;
     memcpy(num, s, n);
     num[n] = '\0';
-    if (acp_parse_double(num, 1 / mul, (double)(SIZE_MAX / 2) / mul, &v, NULL, 0)) return false;
+    if (acp_parse_double(num, 1 / mul, (double)(SIZE_MAX / 2) / mul, &v)) return false;
     *out = v * mul < 1 ? 1 : (size_t)(v * mul);
     return true;
 }
@@ -168,7 +168,7 @@ static bool parse_size(const char *s, size_t *out)
 static bool parse_seconds(const char *s, unsigned *ms)
 {
     double v;
-    if (acp_parse_double(s, 0.000001, 4e6, &v, NULL, 0)) return false;
+    if (acp_parse_double(s, 0.000001, 4e6, &v)) return false;
     double m = v * 1000;
     *ms = m < 1 ? 1 : (unsigned)(m + 0.5);
     return true;
@@ -272,10 +272,9 @@ static int openai_arg(const char *a, const char *v, openai_opts *o, const char *
     else {
         for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
             if (strcmp(a, nums[i].name)) continue;
-            char why[ACP_NUM_WHY];
             uint64_t n;
-            if (acp_parse_u64(v, 1, nums[i].max, &n, why, sizeof why)) {
-                fprintf(stderr, "acp-agent: %s: %s\n", a, why);
+            if (acp_parse_u64(v, 1, nums[i].max, &n)) {
+                fprintf(stderr, "acp-agent: %s: %s\n", a, acp_error_last()->message);
                 return -1;
             }
             *(unsigned *)((char *)o + nums[i].offset) = (unsigned)n;
@@ -301,7 +300,7 @@ int main(int argc, char **argv)
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
                *prompt_file = NULL;
     const char *listen = NULL, *token_file = NULL, *port_file = NULL;
-    acp_server_opts so = {0};
+    acp_server_opts so = ACP_SERVER_OPTS_INIT;
     const char *origins[64]; /* --allow-origin values (argv strings) */
     const char *roots[64];   /* --root values, resolved */
     openai_opts oo = {0};
@@ -328,10 +327,9 @@ int main(int argc, char **argv)
             }
             auth_env = spec + 4;
         } else if (!strcmp(argv[i], "--lease-ttl") && i + 1 < argc) {
-            char why[ACP_NUM_WHY];
-            if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl, why, sizeof why)) {
+            if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl)) {
                 fprintf(stderr, "acp-agent: --lease-ttl takes milliseconds (1 to 86400000): %s\n",
-                        why);
+                        acp_error_last()->message);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
@@ -472,11 +470,9 @@ int main(int argc, char **argv)
         return 1;
     }
     acp_store *store = NULL;
-    char *err = NULL;
-    if (acp_store_open(where ? where : def, &store, &err)) {
+    if (acp_store_open(where ? where : def, &store)) {
         fprintf(stderr, "acp-agent: cannot open the session store: %s\n",
-                err ? err : "out of memory");
-        free(err);
+                acp_error_last()->message);
         free(def);
         if (token) explicit_bzero(token, strlen(token));
         free(token);
@@ -524,7 +520,8 @@ int main(int argc, char **argv)
         uv_close((uv_handle_t *)&wait, NULL);
     }
     /* mcp/ speaks Streamable HTTP and the old SSE transport, so both are advertised. */
-    acp_agent_opts opts = {.on_log = log_line,
+    acp_agent_opts opts = {.struct_size = sizeof(acp_agent_opts),
+                           .on_log = log_line,
                            .on_done = on_done,
                            .user = &prog,
                            .mcp_http = true,
@@ -539,13 +536,11 @@ int main(int argc, char **argv)
         so.on_agent = on_agent;
         so.on_done = on_server_done;
         so.user = &prog;
-        char *serr = NULL;
-        rc = acp_agent_serve_listen(&loop, store, &eng, &opts, &so, &prog.server, &serr);
+        rc = acp_agent_serve_listen(&loop, store, &eng, &opts, &so, &prog.server);
         if (token) explicit_bzero(token, strlen(token)); /* the server keeps only a hash */
         free(token);
         if (rc) {
-            fprintf(stderr, "acp-agent: %s\n", serr ? serr : acp_strerror(rc));
-            free(serr);
+            fprintf(stderr, "acp-agent: %s\n", acp_error_last()->message);
             if (rc == ACP_EACCES) exit_usage = true; /* not safe as asked: a usage error */
         } else if (port_file && !write_port(port_file, acp_server_port(prog.server))) {
             rc = ACP_EIO;

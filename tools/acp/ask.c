@@ -155,7 +155,7 @@ static void answer(app *a, question *q, const char *line, bool eof)
         char *pick_text = strndup(b, len);
         uint64_t n = 0;
         size_t count = json_array_size(q->options);
-        json_t *o = pick_text && count && !acp_parse_u64(pick_text, 1, count, &n, NULL, 0)
+        json_t *o = pick_text && count && !acp_parse_u64(pick_text, 1, count, &n)
                         ? json_array_get(q->options, (size_t)n - 1)
                         : NULL;
         free(pick_text);

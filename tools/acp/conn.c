@@ -106,14 +106,13 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     app_heard(a);
     /* Parsed once, only when something reads it: text output, or chat's command list. */
     bool commands = a->commands && u->kind == ACP_UPDATE_AVAILABLE_COMMANDS;
-    acp_update_view v = {0};
-    char *why = NULL;
-    bool parsed = (!a->r.json || commands) &&
-                  !acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v, &why);
-    if (why && !a->finished && !(a->r.skip_replay && u->replay))
+    acp_update_view v = ACP_UPDATE_VIEW_INIT;
+    int vrc =
+        (!a->r.json || commands) ? acp_update_view_parse_ext(u, ACP_UPDATE_VIEW_LENIENT, &v) : 1;
+    bool parsed = vrc == 0;
+    if (vrc < 0 && vrc != ACP_ENOMEM && !a->finished && !(a->r.skip_replay && u->replay))
         app_note(a, "dropped a session/update the schema does not allow (%s): %s",
-                 acp_update_kind_name(u->kind), why);
-    free(why);
+                 acp_update_kind_name(u->kind), acp_error_last()->message);
     if (parsed && a->commands && v.kind == ACP_UPDATE_AVAILABLE_COMMANDS) {
         json_array_clear(a->commands);
         for (size_t i = 0; i < v.commands.ncommands; i++)
@@ -201,9 +200,12 @@ bool app_spawns(const app *a)
     return !a->agent || (strncmp(a->agent, "unix:", 5) != 0 && !app_remote(a));
 }
 
+static int fail_with(app *a, const char *what, int rc, const char *sentence);
+
 typedef struct waiter {
     bool done;
     int status;
+    char errmsg[1024]; /* the reply's: an answer's failure is not the thread's last error */
 } waiter;
 
 static void started(acp_client *c, const acp_client_reply *r, void *user)
@@ -211,6 +213,7 @@ static void started(acp_client *c, const acp_client_reply *r, void *user)
     waiter *w = user;
     w->done = true;
     w->status = r->status;
+    snprintf(w->errmsg, sizeof w->errmsg, "%s", r->errmsg);
 }
 
 int app_open(app *a)
@@ -235,6 +238,7 @@ int app_open(app *a)
     json_t *meta = spawn ? json_pack("{s:b}", "terminal-auth", 1) : NULL;
     bool remote = app_remote(a);
     acp_client_opts o = {
+        .struct_size = sizeof(acp_client_opts),
         .transport = spawn    ? ACP_CLIENT_SPAWN
                      : remote ? ACP_CLIENT_URL
                               : ACP_CLIENT_UNIX,
@@ -265,24 +269,22 @@ int app_open(app *a)
         .on_stderr = spawn ? agent_stderr : NULL,
         .user = a,
     };
-    char *err = NULL;
     waiter w = {0};
     app_busy(a, true);
-    rc = acp_client_start(&o, started, &w, &a->c, &err);
+    rc = acp_client_start(&o, started, &w, &a->c);
     free(def);
     json_decref(meta); /* copied into initialize */
     if (rc) {
         app_busy(a, false);
         app_note(a, "cannot %s the agent: %s; check --agent", spawn ? "start" : "connect to",
-                 err ? err : acp_strerror(rc));
-
-        free(err);
+                 acp_error_last()->message);
         return EXIT_AGENT;
     }
     /* The waiting line stays armed while the command runs its calls; chat turns it off
      * while a line is edited, questions while they wait for an answer. */
     while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
-    return w.status ? app_fail(a, NULL, w.status) : 0; /* the library's message names the step */
+    /* the library's message names the step */
+    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : 0;
 }
 
 static void end_agent(uv_timer_t *t)
@@ -349,9 +351,19 @@ static bool agent_ended(app *a, int64_t *code, int *sig)
 
 int app_fail(app *a, const char *what, int rc)
 {
+    /* The library's sentence for the call that just failed with rc (a stale one of another
+     * failure has another status). */
+    const acp_error *e = acp_error_last();
+    return fail_with(a, what, rc, a->c && e->status == rc ? e->message : "");
+}
+
+static int fail_with(app *a, const char *what, int rc, const char *sentence)
+{
     a->err_code = rc == ACP_EPROTO && a->c ? acp_client_errcode(a->c) : 0;
-    const char *msg = a->c ? acp_client_errmsg(a->c) : acp_strerror(rc);
-    if (!*msg) msg = acp_strerror(rc);
+    /* Copied: waiting for the agent below runs the loop, where other calls may fail. */
+    char said[1024];
+    snprintf(said, sizeof said, "%s", sentence);
+    const char *msg = *said ? said : acp_strerror(rc);
     int64_t code = 0;
     int sig = 0;
     char hint[512] = "", why[1200];
@@ -476,8 +488,10 @@ int app_turn(app *a, const char *text)
 void app_session_opts(app *a, acp_session_opts *so)
 {
     a->dirs[a->ndirs] = NULL;
-    *so = (acp_session_opts){
-        .cwd = a->cwd, .add_dirs = a->ndirs ? a->dirs : NULL, .mcp_servers = a->mcp};
+    *so = (acp_session_opts){.struct_size = sizeof(acp_session_opts),
+                             .cwd = a->cwd,
+                             .add_dirs = a->ndirs ? a->dirs : NULL,
+                             .mcp_servers = a->mcp};
 }
 
 /* Continues session a->sid: resume when advertised (a -32601 answer falls back to load when

@@ -408,9 +408,9 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_TIMEOUT: {
             /* a millisecond to 46 days: timeout_ms stays within 32 bits */
             double s;
-            char why[ACP_NUM_WHY];
-            if (acp_parse_double(optarg, 0.001, 4e6, &s, why, sizeof why))
-                return usage_error(a, "--timeout wants a number of SECONDS: %s", why);
+            if (acp_parse_double(optarg, 0.001, 4e6, &s))
+                return usage_error(a, "--timeout wants a number of SECONDS: %s",
+                                   acp_error_last()->message);
             a->timeout_ms = (unsigned)(s * 1000 + 0.5);
             break;
         }

@@ -7,8 +7,8 @@
  * commands) and `code`; config options `mode` (the modes again, kept in step by the runtime),
  * `model` (echo-small, echo-large: the echo twice) and `verbose` (a thought naming the mode and
  * model before each reply). */
-#ifndef ACP_AGENT_ECHO_H
-#define ACP_AGENT_ECHO_H
+#ifndef ACP_ENGINE_ECHO_H
+#define ACP_ENGINE_ECHO_H
 
 #include "acp/agent.h"
 

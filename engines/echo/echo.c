@@ -11,7 +11,7 @@
 
 #include "acp/num.h"
 #include "acp/version.h"
-#include "tools/acp-agent/echo.h"
+#include "engines/echo/echo.h"
 
 #define ECHO_CHUNK       (64 * 1024) /* echo: bytes per agent_message_chunk */
 #define STREAM_BATCH     4096        /* /stream: chunks per loop turn at most */
@@ -196,7 +196,7 @@ static bool tool_begin(acp_turn *t, echo_sess *es, const acp_tool_info *info)
 {
     es->t = t;
     if (!acp_tool_call_begin(t, info, &es->tc)) return true;
-    say(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+    say(t, acp_error_last()->message);
     finish(es, "end_turn");
     return false;
 }
@@ -284,9 +284,9 @@ static bool words(acp_turn *t, const char *args, char **copy, char **w, int n, c
 static bool number(acp_turn *t, const char *cmd, const char *name, const char *s, uint64_t max,
                    uint64_t *out)
 {
-    char why[ACP_NUM_WHY], line[ACP_NUM_WHY + 64];
-    if (!acp_parse_u64(s, 0, max, out, why, sizeof why)) return true;
-    snprintf(line, sizeof line, "/%s: %s: %s", cmd, name, why);
+    char line[ACP_NUM_WHY + 64];
+    if (!acp_parse_u64(s, 0, max, out)) return true;
+    snprintf(line, sizeof line, "/%s: %s: %s", cmd, name, acp_error_last()->message);
     say(t, line);
     acp_turn_end(t, "end_turn");
     return false;
@@ -353,10 +353,9 @@ static void cmd_title(acp_turn *t, const char *args)
                           "updatedAt", now);
     int rc = acp_turn_update(t, u);
     json_decref(u);
-    acp_agent *a = acp_session_agent(acp_turn_session(t));
     if (rc == ACP_ESTORE)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "session store unavailable: %s",
-                      acp_store_errmsg(acp_agent_store(a)));
+                      acp_error_last()->message);
     else if (rc && rc != ACP_ECLOSED)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", acp_strerror(rc));
     else
@@ -387,9 +386,12 @@ static char *file_tool(acp_turn *t, echo_sess *es, const char *verb, const char 
     snprintf(title, sizeof title, "%s %s", verb, path);
     char *real = NULL;
     int rc = acp_session_resolve_path(acp_turn_session(t), path, &real);
-    if (!tool_begin(
-            t, es,
-            &(acp_tool_info){.title = title, .kind = kind, .status = status, .path = real})) {
+    if (!tool_begin(t, es,
+                    &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                     .title = title,
+                                     .kind = kind,
+                                     .status = status,
+                                     .path = real})) {
         free(real);
         return NULL;
     }
@@ -409,7 +411,8 @@ static void read_done(acp_session *s, int status, const char *text, size_t n, co
         return;
     }
     acp_turn *t = es->t;
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
+    acp_tool_call_complete(es->tc,
+                           &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = text});
     job_clear(es);
     echo_text(t, text, n); /* ends the turn */
 }
@@ -419,7 +422,10 @@ static void read_done(acp_session *s, int status, const char *text, size_t n, co
 static char *read_local(acp_session *s, const char *path, size_t *n, char **why)
 {
     int fd;
-    if (acp_session_open_path(s, path, O_RDONLY, 0, &fd, why)) return NULL;
+    if (acp_session_open_path(s, path, O_RDONLY, 0, &fd)) {
+        *why = strdup(acp_error_last()->message);
+        return NULL;
+    }
     acp_buf b = {0};
     char tmp[65536];
     ssize_t k;
@@ -446,7 +452,7 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
         es->job = JOB_CLIENT;
         int rc = acp_turn_read_text_file(t, real, 0, 0, read_done, es);
         free(real);
-        if (rc) tool_failed(es, acp_agent_errmsg(acp_session_agent(s)));
+        if (rc) tool_failed(es, acp_error_last()->message);
         return;
     }
     size_t n = 0;
@@ -458,7 +464,8 @@ static void cmd_read(acp_turn *t, echo_sess *es, const char *args)
         free(why);
         return;
     }
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = text});
+    acp_tool_call_complete(es->tc,
+                           &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = text});
     job_clear(es);
     echo_text(t, text, n);
     free(text);
@@ -471,7 +478,8 @@ static void write_done(acp_session *s, int status, const char *error, void *user
         tool_failed(es, error);
         return;
     }
-    acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
+    acp_tool_call_complete(
+        es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "written"});
     finish(es, "end_turn");
 }
 
@@ -480,7 +488,10 @@ static void write_done(acp_session *s, int status, const char *error, void *user
 static int write_local(acp_session *s, const char *path, const char *text, char **why)
 {
     int fd;
-    if (acp_session_open_path(s, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, why)) return -1;
+    if (acp_session_open_path(s, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd)) {
+        *why = strdup(acp_error_last()->message);
+        return -1;
+    }
     size_t n = strlen(text), off = 0;
     int err = 0;
     while (off < n && !err) {
@@ -514,19 +525,21 @@ static void permitted(acp_turn *t, int status, const char *option, const char *k
 {
     echo_sess *es = user;
     if (!allowed(es, status, option, error)) return;
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress"});
+    acp_tool_call_update(
+        es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .status = "in_progress"});
     acp_session *s = acp_turn_session(t);
     acp_agent *a = acp_session_agent(s);
     if (acp_agent_client_has(a, "fs.writeTextFile")) {
         if (acp_turn_write_text_file(t, es->path, es->text, strlen(es->text), write_done, es))
-            tool_failed(es, acp_agent_errmsg(a));
+            tool_failed(es, acp_error_last()->message);
         return;
     }
     char *why = NULL;
     if (write_local(s, es->path, es->text, &why)) {
         tool_failed(es, why ? why : "out of memory");
     } else {
-        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = "written"});
+        acp_tool_call_complete(
+            es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = "written"});
         finish(es, "end_turn");
     }
     free(why);
@@ -641,7 +654,9 @@ static void call_progress(acp_mcp_call *c, double progress, double total, const 
     else
         snprintf(line, sizeof line, "progress %g%s%s", progress, message ? ": " : "",
                  message ? message : "");
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .text = line});
+    acp_tool_call_update(es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                  .status = "in_progress",
+                                                  .text = line});
 }
 
 static void call_done(acp_mcp_call *c, int status, const json_t *result, const char *error,
@@ -665,7 +680,8 @@ static void call_done(acp_mcp_call *c, int status, const json_t *result, const c
         if (b) json_array_append_new(content, content_item(b));
     }
     bool failed = json_is_true(json_object_get(result, "isError"));
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = failed ? "failed" : "completed",
+    acp_tool_call_update(es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                  .status = failed ? "failed" : "completed",
                                                   .content = content,
                                                   .raw_output = result});
     json_decref(content);
@@ -692,15 +708,19 @@ static void cmd_call(acp_turn *t, echo_sess *es, const char *args)
     }
     char title[600];
     snprintf(title, sizeof title, "%s.%s", server, tool);
-    if (!tool_begin(
-            t, es,
-            &(acp_tool_info){
-                .title = title, .kind = "other", .status = "in_progress", .raw_input = input})) {
+    if (!tool_begin(t, es,
+                    &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                     .title = title,
+                                     .kind = "other",
+                                     .status = "in_progress",
+                                     .raw_input = input})) {
         json_decref(input);
         return;
     }
     acp_mcp_set *m = acp_session_mcp(acp_turn_session(t));
-    acp_mcp_call_cbs cbs = {.on_progress = call_progress, .on_done = call_done};
+    acp_mcp_call_cbs cbs = {.struct_size = sizeof(acp_mcp_call_cbs),
+                            .on_progress = call_progress,
+                            .on_done = call_done};
     es->job = JOB_MCP;
     acp_mcp_call *c = NULL;
     int rc = m ? acp_mcp_call_tool(m, server, tool, input, &cbs, es, &c) : ACP_ENOTFOUND;
@@ -775,7 +795,7 @@ static void cmd_usage(acp_turn *t, echo_sess *es)
 static void cmd_mode(acp_turn *t, const char *args)
 {
     acp_session *s = acp_turn_session(t);
-    if (acp_session_set_mode(s, args)) say(t, acp_agent_errmsg(acp_session_agent(s)));
+    if (acp_session_set_mode(s, args)) say(t, acp_error_last()->message);
     acp_turn_end(t, "end_turn");
 }
 
@@ -794,7 +814,7 @@ static void cmd_set(acp_turn *t, const char *args)
         rc = acp_session_set_config_bool(s, id, !strcmp(value, "true") || !strcmp(value, "on"));
     else
         rc = acp_session_set_config(s, id, value);
-    if (rc) say(t, acp_agent_errmsg(acp_session_agent(s)));
+    if (rc) say(t, acp_error_last()->message);
     acp_turn_end(t, "end_turn");
 }
 
@@ -816,7 +836,8 @@ static void term_output(acp_terminal *term, int status, const char *output, size
         json_object_set_new(raw, "exitCode", json_integer(exit->exit_code));
     if (exit && exit->signal) json_object_set_new(raw, "signal", json_string(exit->signal));
     char *text = strndup(output, n);
-    acp_tool_info info = {.status =
+    acp_tool_info info = {.struct_size = sizeof(acp_tool_info),
+                          .status =
                               exit && exit->exited && exit->exit_code == 0 ? "completed" : "failed",
                           .terminal = term,
                           .text = text ? text : "",
@@ -842,9 +863,11 @@ static void term_created(acp_terminal *term, int status, const char *error, void
         tool_failed(es, error);
         return;
     }
-    acp_tool_call_update(es->tc, &(acp_tool_info){.status = "in_progress", .terminal = term});
+    acp_tool_call_update(es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                                  .status = "in_progress",
+                                                  .terminal = term});
     if (acp_terminal_wait_for_exit(term, term_exited, es))
-        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_terminal_session(term))));
+        tool_failed(es, acp_error_last()->message);
 }
 
 static void term_permitted(acp_turn *t, int status, const char *option, const char *kind,
@@ -853,10 +876,12 @@ static void term_permitted(acp_turn *t, int status, const char *option, const ch
     echo_sess *es = user;
     if (!allowed(es, status, option, error)) return;
     const char *argv[] = {"-c", es->command, NULL};
-    acp_terminal_opts o = {
-        .command = "/bin/sh", .args = argv, .cwd = acp_session_cwd(acp_turn_session(t))};
+    acp_terminal_opts o = {.struct_size = sizeof(acp_terminal_opts),
+                           .command = "/bin/sh",
+                           .args = argv,
+                           .cwd = acp_session_cwd(acp_turn_session(t))};
     if (acp_turn_terminal_create(t, &o, term_created, es, &es->term))
-        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        tool_failed(es, acp_error_last()->message);
 }
 
 static void cmd_term(acp_turn *t, echo_sess *es, const char *args)
@@ -871,8 +896,11 @@ static void cmd_term(acp_turn *t, echo_sess *es, const char *args)
     char title[600];
     snprintf(title, sizeof title, "Run: %s", args);
     json_t *input = json_pack("{ss}", "command", args);
-    bool ok =
-        tool_begin(t, es, &(acp_tool_info){.title = title, .kind = "execute", .raw_input = input});
+    bool ok = tool_begin(t, es,
+                         &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                          .title = title,
+                                          .kind = "execute",
+                                          .raw_input = input});
     json_decref(input);
     if (!ok) return;
     es->job = JOB_CLIENT;
@@ -897,7 +925,8 @@ static void asked(acp_turn *t, int status, const char *option, const char *kind,
     snprintf(line, sizeof line, "permission: %s%s", option ? "selected " : "cancelled",
              option ? option : "");
     if (option)
-        acp_tool_call_complete(es->tc, &(acp_tool_info){.text = line});
+        acp_tool_call_complete(
+            es->tc, &(acp_tool_info){.struct_size = sizeof(acp_tool_info), .text = line});
     else
         acp_tool_call_fail(es->tc, "permission request cancelled");
     say(t, line);
@@ -910,11 +939,14 @@ static void cmd_ask(acp_turn *t, echo_sess *es)
                                            {"allow_always", "Allow always", "allow_always"},
                                            {"reject_once", "Reject once", "reject_once"},
                                            {"reject_always", "Reject always", "reject_always"}};
-    if (!tool_begin(t, es, &(acp_tool_info){.title = "Ask for permission", .kind = "other"}))
+    if (!tool_begin(t, es,
+                    &(acp_tool_info){.struct_size = sizeof(acp_tool_info),
+                                     .title = "Ask for permission",
+                                     .kind = "other"}))
         return;
     es->job = JOB_CLIENT;
     if (acp_turn_request_permission(t, es->tc, opts, 4, asked, es))
-        tool_failed(es, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        tool_failed(es, acp_error_last()->message);
 }
 
 static void elicited(acp_session *s, int status, const char *action, const json_t *content,
@@ -945,11 +977,13 @@ static void cmd_elicit(acp_turn *t, echo_sess *es)
                              "title", "Count", "required", "name");
     es->t = t;
     es->job = JOB_CLIENT;
-    acp_elicit e = {.message = "Tell the echo agent your name and a count", .form = form};
+    acp_elicit e = {.struct_size = sizeof(acp_elicit),
+                    .message = "Tell the echo agent your name and a count",
+                    .form = form};
     int rc = acp_turn_elicit(t, &e, NULL, elicited, es);
     json_decref(form);
     if (rc) {
-        say(t, acp_agent_errmsg(a));
+        say(t, acp_error_last()->message);
         finish(es, "end_turn");
     }
 }
@@ -979,7 +1013,7 @@ static void cmd_ext(acp_turn *t, echo_sess *es)
     es->t = t;
     es->job = JOB_CLIENT;
     if (acp_turn_call(t, "_acp-agent/ping", json_pack("{ss}", "from", "acp-agent"), pinged, es)) {
-        say(t, acp_agent_errmsg(acp_session_agent(acp_turn_session(t))));
+        say(t, acp_error_last()->message);
         finish(es, "end_turn");
     }
 }
@@ -1126,7 +1160,8 @@ void echo_engine(acp_engine *e, const char *auth_env)
     /* Parsed once, kept for the process (the engine borrows it for the agent's lifetime). */
     static json_t *caps_meta;
     if (!caps_meta) caps_meta = json_loads(caps_meta_text, 0, NULL);
-    *e = (acp_engine){.name = "acp-agent",
+    *e = (acp_engine){.struct_size = sizeof(acp_engine),
+                      .name = "acp-agent",
                       .title = "libacp echo agent",
                       .version = ACP_VERSION_STRING,
                       /* image and audio stay off, so clients can see -32602 for them */
