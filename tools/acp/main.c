@@ -411,7 +411,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_MAX_READ: {
             uint64_t n;
             if (acp_parse_size(optarg, 1, SIZE_MAX, &n))
-                return usage_error("--max-read wants a SIZE in bytes (or with K, M, G): %s",
+                return usage_error(a, "--max-read wants a SIZE in bytes (or with K, M, G): %s",
                                    acp_error_last()->message);
             a->max_read = (size_t)n;
             break;
