@@ -166,7 +166,9 @@ static void init_finish(acp_client_op *op, acp_client_reply *r)
         return;
     }
     if (r->status == ACP_ECLOSED) {
-        if (c->opts.transport == ACP_CLIENT_URL)
+        if (c->net_refused) /* a refusal, not a failure: the caller's credentials are wrong */
+            r->status = acp_error_set(ACP_EACCES, "%s", acp_client_gone_why(c, "HTTP 401"));
+        else if (c->opts.transport == ACP_CLIENT_URL)
             acp_error_set(ACP_ECLOSED, "cannot initialize the agent at %s: %s", c->opts.url,
                           acp_client_gone_why(c, "the connection ended"));
         else

@@ -28,6 +28,7 @@ struct acp_client {
     acp_proc *proc;
     acp_transport *tr;
     acp_client_net *net;  /* ACP_CLIENT_URL: the link to the remote agent */
+    bool net_refused;     /* the server refused our credentials (HTTP 401 or 403) */
     char net_err[600];    /* why that link ended ("" while it is up) */
     acp_client_opts opts; /* callbacks, user and the enabled capabilities */
     json_t *init;         /* initialize result */

@@ -132,6 +132,7 @@ static void net_on_close(acp_link *l, const char *reason, void *user)
     acp_client_net *n = user;
     n->link = NULL;
     acp_client *c = n->c;
+    c->net_refused = l->refused;
     if (!n->done) {         /* not our close: the agent is out of reach */
         if (!c->net_err[0]) /* on_ws_open may have said it better */
             snprintf(c->net_err, sizeof c->net_err, "%s", reason && *reason ? reason : "closed");
@@ -192,8 +193,9 @@ static void on_ws_open(acp_link *l, int status, const char *detail, void *user)
 {
     acp_client_net *n = user;
     if (status) /* on_close follows */
-        snprintf(n->c->net_err, sizeof n->c->net_err, "cannot open a WebSocket to %s: %s",
-                 n->c->opts.url, detail && *detail ? detail : acp_strerror(status));
+        snprintf(n->c->net_err, sizeof n->c->net_err, "cannot open a WebSocket to %s: %s%s",
+                 n->c->opts.url, detail && *detail ? detail : acp_strerror(status),
+                 status == ACP_EACCES ? " (the bearer token is missing or wrong)" : "");
 }
 
 static int url_connect(acp_client *c)

@@ -42,6 +42,10 @@ static void data_text(json_t *data, char *out, size_t n)
     const char *s = json_string_value(data);
     if (!s) s = json_string_value(json_object_get(data, "details"));
     if (!s) s = json_string_value(json_object_get(data, "message"));
+    /* Only the methods (qwen-code's -32000): initialize gave them, applications name them. */
+    if (!s && json_is_object(data) && json_object_size(data) == 1 &&
+        json_object_get(data, "authMethods"))
+        return;
     char *dump = s ? NULL : json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
     if (dump) s = dump;
     size_t len = s ? strlen(s) : 0;

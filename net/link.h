@@ -72,6 +72,7 @@ struct acp_link {
     void *user;
     size_t high_water; /* set by the profile; 0 means 4 MiB */
     bool bound;
+    bool refused; /* the server refused our credentials (HTTP 401 or 403): set before the end */
 };
 
 /* Profile side: hand a message to the owner, report a drain, report the end (exactly once;

@@ -19,6 +19,7 @@
 #include "net/h2.h"
 #include "net/http1.h"
 #include "net/listen.h"
+#include "net/ndjson.h"
 #include "net/shttp.h"
 #include "net/sock_server.h"
 #include "net/wire.h"
@@ -212,6 +213,24 @@ static void sniff_read(acp_sock *s, const char *p, size_t n, void *user)
     const char *alpn = acp_sock_alpn(s);
     if (alpn) {
         handover(sn, !strcmp(alpn, "h2"), p, n);
+        return;
+    }
+    /* On a Unix socket, a peer whose first byte opens a JSON object speaks ACP as on a pipe
+     * (no HTTP method starts with '{'). The socket file's permissions guard it, as they guard
+     * a pipe; a listener that wants a bearer token gets one over HTTP only. */
+    if (sn->L->is_unix && sn->n == 0 && n && p[0] == '{') {
+        acp_listener *L = sn->L;
+        if (sn->refusing || L->has_token) {
+            lg(L, "%s",
+               L->has_token ? "an NDJSON peer refused: this listener wants a bearer token (connect "
+                              "over HTTP or WebSocket)"
+                            : "connection refused: too many connections");
+            acp_sock_abort(s); /* sniff_closed follows */
+            return;
+        }
+        uv_timer_stop(&sn->timer);
+        sniff_end(sn);
+        acp_ndjson_serve(s, p, n, &L->lim, L->on_link, L->user);
         return;
     }
     /* Cleartext: HTTP/2 with prior knowledge starts with the client preface; one byte off it

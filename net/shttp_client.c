@@ -590,6 +590,7 @@ static void init_done(shc *t, acp_http *h, long status, const char *init_id)
     char body[256];
     tame(body, sizeof body, t->post_err.data, t->post_err.len);
     if (status == 401 || status == 403) {
+        t->link.refused = true;
         fail(t,
              "the agent at %s refused our credentials: HTTP %ld%s%s (the bearer token is "
              "missing or wrong)",
@@ -645,6 +646,7 @@ static void post_done(acp_http *h, int result, long status, void *user)
     } else if (status >= 200 && status < 300) {
         pop(t);
     } else if (status == 401 || status == 403) {
+        t->link.refused = true;
         fail(t,
              "the agent at %s refused our credentials: HTTP %ld%s%s (the bearer token is "
              "missing or wrong)",

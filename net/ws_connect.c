@@ -164,6 +164,7 @@ static void handle_head(acp_ws *w, char *head, const char *rest, size_t nrest)
     if (status != 101) {
         char d[128];
         snprintf(d, sizeof d, "HTTP %d %s", status, reason);
+        w->link.refused = status == 401 || status == 403;
         fail_handshake(w, status == 401 || status == 403 ? ACP_EACCES : ACP_EPROTO, d);
         return;
     }

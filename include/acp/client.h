@@ -255,7 +255,8 @@ typedef void (*acp_client_cb)(acp_client *c, const acp_client_reply *r, void *us
 /* Connects (spawns the agent in its own process group, stderr as on_stderr says; attaches the
  * fds, or connects the socket) and sends `initialize` with clientInfo and the capabilities of
  * opts; cb runs when the agent answered (reply->result is the initialize result), with
- * ACP_EPROTO for an unsupported protocolVersion. *out is the caller's (acp_client_free())
+ * ACP_EPROTO for an unsupported protocolVersion, ACP_EACCES when an agent URL refused our
+ * credentials (HTTP 401 or 403). *out is the caller's (acp_client_free())
  * from now on, also when cb reports a failure. Returns ACP_EINVAL (bad options or command
  * line, or a struct_size refused: acp/api.h), ACP_ENOTSUP (options of a newer libacp that set
  * members this one does not know), ACP_ENOTFOUND / ACP_EACCES / ACP_EIO (could not spawn or

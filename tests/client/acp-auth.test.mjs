@@ -6,7 +6,7 @@
 // methods, as codex-acp and gemini-cli send them).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { workspace, nodeAgent, run as runIn, lines } from "./acp-helpers.mjs";
+import { workspace, nodeAgent, run as runIn, lines, onPty } from "./acp-helpers.mjs";
 
 let ws, gated;
 before(() => {
@@ -88,22 +88,26 @@ test("env_var methods: listed with their variables, signed in by themselves when
   assert.match(bad.stderr, /cannot sign in with 'quirks-key': agent error -32000 .*\(QK is not set\)/);
 });
 
+// A terminal login talks to a person: it runs on a terminal (acp refuses it without one, see
+// acp-daily.test.mjs).
+const onTerminal = async (args, env, re) => {
+  const p = onPty(ws, args, { agentCmd: quirks, env });
+  await p.expect(re);
+  return p.exited;
+};
+
 test("terminal methods run the agent's own command line with the method's args and env", async () => {
   const env = { ...noKeys, QUIRKS_AUTH: "QK" };
-  const ok = await run(["auth", "quirks-login"], { agentCmd: quirks, env });
-  assert.equal(ok.code, 0, ok.stderr);
-  assert.equal(ok.stdout, "quirks login: QUIRKS_LOGIN=1\nsigned in with quirks-login\n");
-  assert.match(ok.stderr, /running the agent's sign-in: Log in on the terminal/);
-  const failed = await run(["auth", "quirks-login"], { agentCmd: quirks, env: { ...env, QUIRKS_LOGIN_FAIL: "1" } });
-  assert.equal(failed.code, 3);
-  assert.match(failed.stderr, /the sign-in failed: exit status 1/);
+  const ok = await onTerminal(["auth", "quirks-login"], env,
+    /running the agent's sign-in: Log in on the terminal\r?\nquirks login: QUIRKS_LOGIN=1\r?\nsigned in with quirks-login/);
+  assert.equal(ok, 0);
+  const failed = await onTerminal(["auth", "quirks-login"], { ...env, QUIRKS_LOGIN_FAIL: "1" },
+    /the sign-in failed: exit status 1/);
+  assert.equal(failed, 3);
   // Logins told in _meta (qwen-code, opencode): run, then authenticate, as the schema types
   // them agent methods.
-  for (const id of ["quirks-qwen", "quirks-open"]) {
-    const r = await run(["auth", id], { agentCmd: quirks, env });
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, `quirks login: QUIRKS_LOGIN=\nsigned in with ${id}\n`);
-  }
+  for (const id of ["quirks-qwen", "quirks-open"])
+    assert.equal(await onTerminal(["auth", id], env, new RegExp(`quirks login: QUIRKS_LOGIN=\\r?\\nsigned in with ${id}`)), 0);
   const sock = await run(["auth", "quirks-login"], { agentCmd: "unix:/nonexistent.sock" });
   assert.equal(sock.code, 1, "no agent to ask over a socket that is not there");
 });

@@ -169,11 +169,11 @@ for (const scheme of ["http", "ws"]) {
     const s = await server("sdk-server.mjs", { TOKEN: "s3cret-t0ken", RECORD: join(dir, "tok.jsonl") });
     const url = `${scheme}://127.0.0.1:${s.a}/acp`;
     const none = await acp(url, ["info"]);
-    assert.equal(none.code, 4);
+    assert.equal(none.code, 3); // a refusal, with the way out (issue 25)
     assert.match(none.stderr, scheme === "http" ? /refused our credentials: HTTP 401/ : /HTTP 401/);
     const wrong = await acp(url, ["info"], { env: { ACP_TOKEN: "nope" } });
-    assert.equal(wrong.code, 4);
-    assert.match(wrong.stderr, /HTTP 401/);
+    assert.equal(wrong.code, 3);
+    assert.match(wrong.stderr, /HTTP 401.*; pass --token TOKEN or set ACP_TOKEN \(the one given was refused\)/);
     assert.ok(!wrong.stderr.includes("nope"));
     const env = await acp(url, ["info"], { env: { ACP_TOKEN: "s3cret-t0ken" } });
     assert.equal(env.code, 0, env.stderr);

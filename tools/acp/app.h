@@ -36,6 +36,7 @@ typedef struct app {
     bool http2;          /* --http2 */
     const char *cwd;     /* --cwd, absolute; NULL: the current directory */
     bool json, fs, terminal;
+    int color;        /* --color: 1 always, 0 never, -1 auto (the default) */
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
     unsigned timeout_ms;
@@ -64,6 +65,9 @@ typedef struct app {
     uv_timer_t wait;      /* the "waiting for the agent" line */
     uint64_t quiet_since; /* loop time of the last thing heard from the agent */
     bool prompting;       /* a session/prompt is in flight on s */
+    bool turned;          /* a session/prompt was sent: the agent may be committing it */
+    bool settling;        /* waiting for the answer to a cancelled turn's prompt */
+    bool settled;         /* it came (or something else the library logged) */
     int interrupts;       /* Ctrl-C during this turn */
     int denied;           /* requests of the agent's refused (permissions, writes, commands) */
     bool finished;        /* the result is printed: later updates are not shown */
@@ -71,6 +75,9 @@ typedef struct app {
     json_t *commands;     /* available_commands_update names, for chat's completion */
     asker *ask;
     chat *chat;
+    /* --json's error line: the last thing said on stderr, and the agent's JSON-RPC code */
+    char said[1024];
+    int err_code;
     int agent_log_fd;      /* --agent-log's file, else -1 */
     acp_buf agent_line;    /* the agent's stderr since its last line end */
     uv_timer_t agent_idle; /* shows that much once the agent has said nothing more for a while */
@@ -84,7 +91,8 @@ char *app_agent_command(const app *a); /* --agent, or acp-agent next to acp (mal
 void app_close(app *a);
 /* authenticate with method; a refusal is said and is EXIT_REFUSED. */
 int app_authenticate(app *a, const char *method);
-/* Signs in when asked to (--auth) or when an env_var method's variables are all set. */
+/* Signs in when asked to (--auth) or when an env_var method's variables (an api-key agent
+ * method's provider variable) are all set. */
 int app_sign_in(app *a);
 /* A new session, or -s ID continued (resume, else load; resume answered -32601 falls back). */
 int app_session(app *a, const char *verb);
@@ -101,6 +109,8 @@ void app_busy(app *a, bool on);
 void app_heard(app *a);
 /* Exits at once with status, the agent's process group stopped (TERM, then KILL). */
 void app_exit_now(app *a, int status) __attribute__((noreturn));
+/* --json: the failure's line, {"error": {code, message, data, exitStatus}}, the last on stdout. */
+void app_json_error(app *a, int status);
 /* stderr line that does not tear the output: "acp: ...". */
 void app_note(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -125,8 +135,9 @@ int cmd_auth(app *a);
 int cmd_logout(app *a);
 /* " (methods: id (type), ...; sign in with 'acp auth METHOD' or --auth METHOD)" for errors. */
 void auth_hint(app *a, char *out, size_t n);
-/* An env_var method whose required variables are all set and non-empty: true, with their
- * names in vars ("A, B"). */
+/* An env_var method whose required variables are all set and non-empty, or an agent method
+ * with _meta["api-key"] whose provider's conventional variable is: true, with their names in
+ * vars ("A, B"). */
 bool auth_env_ready(json_t *method, char *vars, size_t n);
 /* A method's type as 'acp auth' shows it: `type`, else _meta.type, else "terminal" for a
  * _meta["terminal-auth"] login, else "agent". */

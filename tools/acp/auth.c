@@ -4,12 +4,16 @@
  * auth-methods RFD (in no schema yet; codex-acp), and terminal logins told in _meta instead
  * (qwen-code's _meta.type and _meta.args, opencode's and claude's _meta["terminal-auth"]
  * with a command). `acp auth METHOD` signs in with one, `acp logout` signs out. */
+#include <ctype.h>
 #include <errno.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
@@ -84,10 +88,35 @@ static char **login_argv(app *a, json_t *m)
     return v;
 }
 
-/* The variables of an env_var method, in order: vars[] entries ({"name"}, or plain strings)
- * as the RFD has them, or the single varName of its earlier draft. */
-static size_t env_names(json_t *m, const char **names, bool *optional, size_t max)
+/* The conventional variable of an API-key provider: an `agent` method with
+ * _meta["api-key"].provider (gemini-cli, codex-acp 2.x) reads the key from the agent's
+ * environment, as an env_var method does. google's is GEMINI_API_KEY, as gemini-cli reads it;
+ * every other provider's is PROVIDER_API_KEY (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...). */
+static const char *provider_var(json_t *m, char *buf, size_t len)
 {
+    const char *p = str(json_object_get(json_object_get(m, "_meta"), "api-key"), "provider");
+    if (!p || !*p || strcmp(type_of(m), "agent") != 0) return NULL;
+    if (!strcasecmp(p, "google")) return "GEMINI_API_KEY";
+    size_t k = 0;
+    for (; p[k] && k + sizeof "_API_KEY" < len; k++)
+        buf[k] = isalnum((unsigned char)p[k]) ? (char)toupper((unsigned char)p[k]) : '_';
+    snprintf(buf + k, len - k, "_API_KEY");
+    return buf;
+}
+
+/* The variables of an env_var method, in order: vars[] entries ({"name"}, or plain strings)
+ * as the RFD has them, or the single varName of its earlier draft; for an api-key `agent`
+ * method, its provider's variable (spelt in buf). */
+static size_t env_names(json_t *m, const char **names, bool *optional, size_t max, char *buf,
+                        size_t len)
+{
+    const char *pv = provider_var(m, buf, len);
+    if (pv && max) {
+        names[0] = pv;
+        optional[0] = false;
+        return 1;
+    }
+    if (strcmp(type_of(m), "env_var") != 0) return 0;
     size_t n = 0;
     if (str(m, "varName") && max) {
         names[n] = str(m, "varName");
@@ -107,10 +136,10 @@ static size_t env_names(json_t *m, const char **names, bool *optional, size_t ma
 
 bool auth_env_ready(json_t *m, char *vars, size_t len)
 {
-    if (strcmp(type_of(m), "env_var") != 0) return false;
     const char *names[16];
     bool optional[16];
-    size_t n = env_names(m, names, optional, 16), required = 0;
+    char buf[80];
+    size_t n = env_names(m, names, optional, 16, buf, sizeof buf), required = 0;
     vars[0] = 0;
     for (size_t i = 0; i < n; i++) {
         if (optional[i]) continue;
@@ -128,7 +157,8 @@ static void env_state(json_t *m, char *out, size_t len)
 {
     const char *names[16];
     bool optional[16];
-    size_t n = env_names(m, names, optional, 16);
+    char buf[80];
+    size_t n = env_names(m, names, optional, 16, buf, sizeof buf);
     out[0] = 0;
     for (size_t i = 0; i < n; i++) {
         const char *v = getenv(names[i]);
@@ -153,8 +183,8 @@ void auth_hint(app *a, char *out, size_t len)
     json_array_foreach(methods, i, m)
     {
         if (k >= len) break;
-        char vars[200] = "";
-        if (!strcmp(type_of(m), "env_var")) env_state(m, vars, sizeof vars);
+        char vars[200];
+        env_state(m, vars, sizeof vars);
         k += (size_t)snprintf(out + k, len - k, "%s %s (%s%s%s)", i ? "," : "",
                               str(m, "id") ? str(m, "id") : "?", type_of(m), *vars ? ": " : "",
                               vars);
@@ -180,10 +210,9 @@ static void list(app *a, json_t *methods)
         printf("%-24s  %-8s  %s\n", safe_line(str(m, "id") ? str(m, "id") : "?"), safe_line(type),
                safe_line(str(m, "name") ? str(m, "name") : ""));
         if (desc && *desc) printf("%-24s  %-8s  %s\n", "", "", safe_line(desc));
-        char extra[512] = "";
-        if (!strcmp(type, "env_var")) {
-            env_state(m, extra, sizeof extra);
-        } else if (!strcmp(type, "terminal")) {
+        char extra[512];
+        env_state(m, extra, sizeof extra);
+        if (!strcmp(type, "terminal")) {
             char **argv = login_argv(a, m);
             size_t k = (size_t)snprintf(extra, sizeof extra, "runs:");
             for (size_t j = 0; argv && argv[j] && k < sizeof extra; j++)
@@ -233,8 +262,16 @@ static int terminal_sign_in(app *a, json_t *m)
     fflush(stdout);
     pid_t pid;
     int rc = envp ? posix_spawnp(&pid, argv[0], NULL, NULL, argv, envp) : ENOMEM, status = 0;
-    if (!rc)
-        while (waitpid(pid, &status, 0) < 0) {}
+    /* --timeout bounds the sign-in too: past it, the login is ended (TERM, then KILL). */
+    bool late = false;
+    for (unsigned waited = 0; !rc && waitpid(pid, &status, a->timeout_ms ? WNOHANG : 0) != pid;
+         waited += 20) {
+        if (a->timeout_ms && waited >= a->timeout_ms) {
+            late = true;
+            kill(pid, waited >= a->timeout_ms + 1000 ? SIGKILL : SIGTERM);
+        }
+        if (a->timeout_ms) usleep(20000);
+    }
     for (size_t i = 0; i < no; i++) free(owned[i]);
     free(owned);
     free(envp);
@@ -242,6 +279,10 @@ static int terminal_sign_in(app *a, json_t *m)
     if (rc) {
         app_note(a, "cannot run the agent's sign-in: %s", strerror(rc));
         return EXIT_AGENT;
+    }
+    if (late) {
+        app_note(a, "the sign-in did not finish within --timeout %g s", a->timeout_ms / 1000.0);
+        return EXIT_TIMEOUT;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (WIFSIGNALED(status))
@@ -273,6 +314,14 @@ int cmd_auth(app *a)
         return EXIT_USAGE;
     }
     if (!strcmp(type_of(m), "terminal")) {
+        /* The login talks to a person: without one it would wait for ever. */
+        if (!isatty(STDIN_FILENO)) {
+            app_note(a,
+                     "'%s' is a terminal sign-in and standard input is not a terminal: run "
+                     "'acp auth %s' in one",
+                     id, id);
+            return EXIT_REFUSED;
+        }
         rc = terminal_sign_in(a, m);
         /* A login told in _meta is an agent method to the schema: the agent expects
          * authenticate once its login ran (as Zed does); a terminal-typed one must not get it. */

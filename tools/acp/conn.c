@@ -15,7 +15,9 @@
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
 
-#define WAIT_MS 3000 /* quiet this long during a call: say we are waiting */
+#define WAIT_MS   3000 /* quiet this long during a call: say we are waiting */
+#define SETTLE_MS 2000 /* the agent's moment to answer the cancel of a turn given up on */
+#define END_MS    100  /* an agent done with (no turn) is ended after this */
 
 /* Notes carry the agent's words (its error messages and data, titles, stop reasons, the
  * library's messages quoting them): the whole line is made safe, and stays one line. */
@@ -34,8 +36,33 @@ void app_note(app *a, const char *fmt, ...)
     else
         fputs("(out of memory)", stderr);
     fputc('\n', stderr);
+    snprintf(a->said, sizeof a->said, "%s", n >= 0 ? line : "out of memory");
     free(line);
     chat_output_end(a);
+}
+
+void app_json_error(app *a, int status)
+{
+    static const struct {
+        int status;
+        const char *what;
+    } dflt[] = {{EXIT_AGENT, "the agent answered an error"},
+                {EXIT_USAGE, "a bad command line"},
+                {EXIT_REFUSED, "refused or denied"},
+                {EXIT_GONE, "the agent exited"},
+                {EXIT_TIMEOUT, "timed out"},
+                {EXIT_CANCELLED, "the turn was cancelled"}};
+    const char *msg = a->said;
+    for (size_t i = 0; !*msg && i < sizeof dflt / sizeof dflt[0]; i++)
+        if (dflt[i].status == status) msg = dflt[i].what;
+    json_t *e = json_pack("{s:{s:o, s:s, s:n, s:i}}", "error", "code",
+                          a->err_code ? json_integer(a->err_code) : json_null(), "message",
+                          *msg ? msg : "failed", "data", "exitStatus", status);
+    char *line = e ? json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+    if (line) printf("%s\n", line);
+    fflush(stdout);
+    free(line);
+    json_decref(e);
 }
 
 /* --- the waiting line ------------------------------------------------------------------ */
@@ -101,7 +128,12 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
 
 static void on_log(acp_client *c, const char *message, void *user)
 {
-    app_note(user, "%s", message);
+    app *a = user;
+    if (a->settling) { /* the late answer to a prompt given up on, or its like: expected */
+        a->settled = true;
+        return;
+    }
+    app_note(a, "%s", message);
 }
 
 /* Leaving now (a second Ctrl-C, SIGTERM, SIGHUP): the agent runs in its own session and
@@ -252,7 +284,13 @@ int app_open(app *a)
     /* The waiting line stays armed while the command runs its calls; chat turns it off
      * while a line is edited, questions while they wait for an answer. */
     while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
-    return w.status ? fail_with(a, "cannot start a session with the agent", w.status, w.errmsg) : 0;
+    /* the library's message names the step */
+    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : 0;
+}
+
+static void end_agent(uv_timer_t *t)
+{
+    kill(-*(int *)t->data, SIGTERM);
 }
 
 void app_close(app *a)
@@ -262,12 +300,26 @@ void app_close(app *a)
     ask_free(a);
     if (a->s) acp_client_session_free(a->s);
     a->s = NULL;
+    int pid = a->c ? acp_client_agent_pid(a->c) : 0;
     acp_client_free(a->c); /* on our loop: its handles close below, the agent is stopped */
     a->c = NULL;
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
     uv_close((uv_handle_t *)&a->wait, NULL);
+    /* The library gives the agent 2 s to leave after the end of its input: a turn may still be
+     * committing. Without a turn there is nothing to commit, and agents that ignore the end of
+     * their input (codex-acp) would cost every command those 2 s: their group is ended once
+     * the usual prompt exit has had its moment. Unreferenced: it waits only while the agent
+     * keeps the loop alive. */
+    uv_timer_t end;
+    uv_timer_init(&a->loop, &end);
+    end.data = &pid;
+    if (pid > 0 && !a->turned) {
+        uv_timer_start(&end, end_agent, END_MS, 0);
+        uv_unref((uv_handle_t *)&end);
+    }
     uv_close((uv_handle_t *)&a->agent_idle, NULL);
     uv_run(&a->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&end, NULL);
     acp_reaper_close(a->reaper, NULL, NULL); /* what terminal commands left: killed */
     a->reaper = NULL;
     uv_run(&a->loop, UV_RUN_DEFAULT);
@@ -308,6 +360,7 @@ int app_fail(app *a, const char *what, int rc)
 
 static int fail_with(app *a, const char *what, int rc, const char *sentence)
 {
+    a->err_code = rc == ACP_EPROTO && a->c ? acp_client_errcode(a->c) : 0;
     /* Copied: waiting for the agent below runs the loop, where other calls may fail. */
     char said[1024];
     snprintf(said, sizeof said, "%s", sentence);
@@ -340,6 +393,12 @@ static int fail_with(app *a, const char *what, int rc, const char *sentence)
         msg = why;
         status = EXIT_TIMEOUT;
         break;
+    case ACP_EACCES: /* a remote agent refused our bearer token (HTTP 401 or 403) */
+        if (app_remote(a))
+            snprintf(hint, sizeof hint, "; pass --token TOKEN or set ACP_TOKEN%s",
+                     a->token ? " (the one given was refused)" : "");
+        status = EXIT_REFUSED;
+        break;
     case ACP_ENOTSUP:
         status = EXIT_REFUSED;
         break;
@@ -359,10 +418,13 @@ static int fail_with(app *a, const char *what, int rc, const char *sentence)
     default:
         status = EXIT_AGENT;
     }
+    /* "...required.; sign in": the agent's own stop gives way to the hint's. */
+    size_t len = strlen(msg);
+    int keep = (int)len - (*hint && len > 1 && msg[len - 1] == '.' && msg[len - 2] != '.');
     if (what)
-        app_note(a, "%s: %s%s", what, msg, hint);
+        app_note(a, "%s: %.*s%s", what, keep, msg, hint);
     else
-        app_note(a, "%s%s", msg, hint);
+        app_note(a, "%.*s%s", keep, msg, hint);
     return status;
 }
 
@@ -378,18 +440,43 @@ int app_turn_status(app *a, const char *stop)
     return a->denied ? EXIT_REFUSED : EXIT_OK;
 }
 
+/* A turn given up on (--timeout) was cancelled: the agent answers the cancel, then writes
+ * whatever else it has. Gone at once, we would close the pipe under that answer (agents die
+ * of EPIPE: claude-agent-acp): wait for it (the library logs it as an answer to an unknown
+ * call), at most SETTLE_MS, showing nothing more. */
+static void settle(app *a)
+{
+    bool late = false, finished = a->finished;
+    uv_timer_t t;
+    uv_timer_init(&a->loop, &t);
+    t.data = &late;
+    uv_timer_start(&t, waited, SETTLE_MS, 0);
+    a->settling = a->finished = true;
+    a->settled = false;
+    while (!a->settled && !late && !acp_client_agent_gone(a->c)) uv_run(&a->loop, UV_RUN_ONCE);
+    a->settling = false;
+    a->finished = finished;
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&a->loop, UV_RUN_NOWAIT);
+}
+
 /* One turn: streams the reply, then prints the result (--json) and says how it ended. */
 int app_turn(app *a, const char *text)
 {
     const char *stop = NULL;
     a->interrupts = 0;
     a->denied = 0;
-    a->prompting = true;
+    a->prompting = a->turned = true;
     app_busy(a, true);
     int rc = acp_client_session_prompt(a->s, text, &stop);
     a->prompting = false;
     app_busy(a, false);
     render_break(&a->r);
+    if (rc == ACP_ETIMEDOUT) {
+        rc = app_fail(a, "prompt failed", rc);
+        settle(a);
+        return rc;
+    }
     if (rc) return app_fail(a, "prompt failed", rc);
     if (a->json)
         render_result(&a->r, json_pack("{s:s, s:s}", "sessionId", acp_client_session_id(a->s),
@@ -474,8 +561,9 @@ int app_authenticate(app *a, const char *method)
 int app_sign_in(app *a)
 {
     if (a->auth) return app_authenticate(a, a->auth);
-    /* An env_var method reads its variables from the agent's environment, which a spawned
-     * agent inherits from ours: when they are all set, sign in before anything else. */
+    /* An env_var method (or an api-key agent method) reads its variables from the agent's
+     * environment, which a spawned agent inherits from ours: when they are all set, sign in
+     * before anything else. */
     if (!app_spawns(a)) return 0;
     size_t i;
     json_t *m;

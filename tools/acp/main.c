@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,10 @@ static const char usage_main[] =
     "  --cacert FILE             trust anchors for wss:// and https://\n"
     "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
     "  --cwd DIR                 the session's working directory (default: the current one)\n"
+    "  --color[=WHEN]            colours: auto (on a terminal, unless NO_COLOR is set or\n"
+    "                            TERM=dumb), always or never\n"
     "  --json                    one JSON object per line: every update raw, then the result\n"
+    "                            (on failure {\"error\":{code,message,data,exitStatus}})\n"
     "  --yes | --deny            allow | refuse what the agent asks (permissions, writes,\n"
     "                            commands); without either, ask on the terminal or refuse\n"
     "  --fs                      serve the agent's file reads and writes inside the roots\n"
@@ -60,7 +64,8 @@ static const char usage_main[] =
     "  --help, --version\n"
     "\n"
     "exit status: 0 ok, 1 agent error, 2 usage error, 3 refused or denied (a capability\n"
-    "missing, sign-in needed or refused, a request of the agent's denied), 4 the agent\n"
+    "missing, sign-in needed or refused, a request of the agent's denied, a remote\n"
+    "agent's 401: pass --token or ACP_TOKEN), 4 the agent\n"
     "exited, 5 timed out, 130 cancelled.\n"
     "Run 'acp COMMAND --help' for a command; 'man acp' for more.\n";
 
@@ -155,7 +160,8 @@ static const command commands[] = {
      "Deletes session ID (session/delete): it no longer appears in 'acp sessions'.\n"},
     {"modes", cmd_modes, F_SID | F_SESS, 0, 0,
      "usage: acp modes [-s ID] [new's options]\n\n"
-     "Lists the modes of session ID (of a new session without -s); '*' marks the\n"
+     "Lists the modes of session ID (without -s: of a new session, closed and deleted\n"
+     "afterwards where the agent can); '*' marks the\n"
      "current one. --json: {\"sessionId\", \"currentModeId\", \"availableModes\"}.\n"
      "  -s, --session ID     the session\n"},
     {"mode", cmd_mode, F_SID | F_SESS, 1, 1,
@@ -165,8 +171,9 @@ static const command commands[] = {
      "  -s, --session ID     the session (required)\n"},
     {"config", cmd_config, F_SID | F_SESS, 0, 2,
      "usage: acp config [-s ID] [new's options] [OPTION VALUE]\n\n"
-     "Without OPTION: lists the config options of session ID (of a new session without\n"
-     "-s) with their current values and choices. With OPTION VALUE: sets it\n"
+     "Without OPTION: lists the config options of session ID (without -s: of a new\n"
+     "session, closed and deleted afterwards where the agent can) with their current\n"
+     "values and choices. With OPTION VALUE: sets it\n"
      "(session/set_config_option; -s required): VALUE is one of a select option's value\n"
      "ids, or true/false for a boolean option.\n"
      "--json: {\"sessionId\", \"configOptions\"} (after the change).\n"
@@ -174,13 +181,16 @@ static const command commands[] = {
     {"auth", cmd_auth, 0, 0, 1,
      "usage: acp auth [METHOD]\n\n"
      "Without METHOD: lists the agent's auth methods: id, type, name, description;\n"
-     "for env_var methods the variables and whether they are set; for terminal methods\n"
-     "the arguments. With METHOD: signs in with it. An agent or env_var method is\n"
-     "passed to authenticate; a terminal method runs the agent's command line with the\n"
-     "method's arguments on this terminal (exit status 0 means signed in).\n"
+     "for env_var and api-key methods the variables and whether they are set; for\n"
+     "terminal methods the arguments. With METHOD: signs in with it. An agent or\n"
+     "env_var method is passed to authenticate; a terminal method runs the agent's\n"
+     "command line with the method's arguments on this terminal (exit status 0 means\n"
+     "signed in; without a terminal it is refused, exit status 3).\n"
      "A sign-in through authenticate lasts for the connection: agents that keep\n"
      "credentials remember it, others need it again each run (--auth METHOD). acp signs\n"
-     "in by itself with an env_var method whose variables are all set.\n"},
+     "in by itself with an env_var method whose variables are all set, or an agent\n"
+     "method with _meta[\"api-key\"] whose provider's variable is (openai: OPENAI_API_KEY,\n"
+     "google: GEMINI_API_KEY, any other: PROVIDER_API_KEY).\n"},
     {"logout", cmd_logout, 0, 0, 0,
      "usage: acp logout\n\n"
      "Signs out (logout; needs the agent's auth.logout capability).\n"},
@@ -208,12 +218,24 @@ static int print_help(const command *cmd)
     return 0;
 }
 
-static int usage_error(const char *fmt, const char *arg)
+/* "acp: ..." on stderr for a bad command line, kept for --json's error line. */
+static int usage(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(app *a, const char *fmt, ...)
 {
-    fprintf(stderr, "acp: ");
-    fprintf(stderr, fmt, safe_line(arg)); /* the user's text, but perhaps pasted from anywhere */
-    fprintf(stderr, "; see 'acp --help'\n");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->said, sizeof a->said, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "acp: %s\n", a->said);
     return EXIT_USAGE;
+}
+
+static int usage_error(app *a, const char *fmt, const char *arg)
+{
+    char msg[600];
+    /* the user's text, but perhaps pasted from anywhere */
+    snprintf(msg, sizeof msg, fmt, safe_line(arg));
+    return usage(a, "%s; see 'acp --help'", msg);
 }
 
 /* --- session options --------------------------------------------------------------------- */
@@ -284,6 +306,7 @@ enum {
     O_HTTP,
     O_SSE,
     O_ALL,
+    O_COLOR,
     O_AGENT_LOG,
     O_QUIET,
 };
@@ -327,6 +350,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"mcp-http", required_argument, NULL, O_HTTP},
                                          {"mcp-sse", required_argument, NULL, O_SSE},
                                          {"all-cwd", no_argument, NULL, O_ALL},
+                                         {"color", optional_argument, NULL, O_COLOR},
                                          {"agent-log", required_argument, NULL, O_AGENT_LOG},
                                          {"quiet", no_argument, NULL, O_QUIET},
                                          {NULL, 0, NULL, 0}};
@@ -365,13 +389,13 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_CWD:
             free(cl->cwd_abs);
             if (!(cl->cwd_abs = realpath(optarg, NULL)))
-                return usage_error("--cwd: no such directory: '%s'", optarg);
+                return usage_error(a, "--cwd: no such directory: '%s'", optarg);
             a->cwd = cl->cwd_abs;
             break;
         case O_YES:
         case O_DENY:
             if (a->perm && a->perm != (ch == O_YES ? 1 : -1))
-                return usage_error("--yes and --deny contradict each other%s", "");
+                return usage_error(a, "--yes and --deny contradict each other%s", "");
             a->perm = ch == O_YES ? 1 : -1;
             break;
         case O_FS:
@@ -381,13 +405,13 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             a->terminal = true;
             break;
         case O_AUTH:
-            if (!*optarg) return usage_error("--auth wants a METHOD id%s", "");
+            if (!*optarg) return usage_error(a, "--auth wants a METHOD id%s", "");
             a->auth = optarg;
             break;
         case O_MAX_READ: {
             uint64_t n;
             if (acp_parse_size(optarg, 1, SIZE_MAX, &n))
-                return usage_error("--max-read wants a SIZE in bytes (or with K, M, G): %s",
+                return usage_error(a, "--max-read wants a SIZE in bytes (or with K, M, G): %s",
                                    acp_error_last()->message);
             a->max_read = (size_t)n;
             break;
@@ -396,7 +420,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             /* a millisecond to 46 days: timeout_ms stays within 32 bits */
             double s;
             if (acp_parse_double(optarg, 0.001, 4e6, &s))
-                return usage_error("--timeout wants a number of SECONDS: %s",
+                return usage_error(a, "--timeout wants a number of SECONDS: %s",
                                    acp_error_last()->message);
             a->timeout_ms = (unsigned)(s * 1000 + 0.5);
             break;
@@ -421,10 +445,10 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             break;
         case O_ADD:
             flag = F_SESS;
-            if (a->ndirs == MAX_DIRS) return usage_error("too many --add-dir%s", "");
+            if (a->ndirs == MAX_DIRS) return usage_error(a, "too many --add-dir%s", "");
             if (optarg[0] != '/') {
                 char *abs = realpath(optarg, NULL);
-                if (!abs) return usage_error("--add-dir: no such directory: '%s'", optarg);
+                if (!abs) return usage_error(a, "--add-dir: no such directory: '%s'", optarg);
                 a->dirs[a->ndirs++] = a->owned[a->nowned++] = abs;
             } else {
                 a->dirs[a->ndirs++] = optarg;
@@ -433,22 +457,32 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_MCP:
             flag = F_SESS;
             if (!(srv = mcp_stdio(optarg)))
-                return usage_error("--mcp wants NAME=CMD ARGS (CMD in PATH), not '%s'", optarg);
+                return usage_error(a, "--mcp wants NAME=CMD ARGS (CMD in PATH), not '%s'", optarg);
             break;
         case O_HTTP:
         case O_SSE:
             flag = F_SESS;
             if (!(srv = mcp_url(ch == O_HTTP ? "http" : "sse", optarg)))
-                return usage_error("--mcp-http/--mcp-sse want NAME=URL, not '%s'", optarg);
+                return usage_error(a, "--mcp-http/--mcp-sse want NAME=URL, not '%s'", optarg);
+            break;
+        case O_COLOR: /* --color alone is --color=always, as in ls and grep */
+            if (!optarg || !strcmp(optarg, "always"))
+                a->color = 1;
+            else if (!strcmp(optarg, "never"))
+                a->color = 0;
+            else if (!strcmp(optarg, "auto"))
+                a->color = -1;
+            else
+                return usage_error(a, "--color wants auto, always or never, not '%s'", optarg);
             break;
         case O_ALL:
             a->all_cwd = true;
             flag = F_ALL;
             break;
         case ':':
-            return usage_error("%s wants an argument", argv[optind - 1]);
+            return usage_error(a, "%s wants an argument", argv[optind - 1]);
         default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return usage_error(a, "unknown option '%s'", argv[optind - 1]);
         }
         if (srv) json_array_append_new(a->mcp, srv);
         if (flag && !cl->first) cl->first = argv[optind - 1];
@@ -459,7 +493,8 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
     /* The token is for the remote agent only: no process we start (a terminal command, an
      * MCP server) inherits it. */
     if (a->token && !app_remote(a))
-        return usage_error("--token is for an agent URL (--agent http://HOST:PORT/acp, "
+        return usage_error(a,
+                           "--token is for an agent URL (--agent http://HOST:PORT/acp, "
                            "ws://...)%s",
                            "");
     const char *env_token = getenv("ACP_TOKEN");
@@ -470,28 +505,24 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             find_command(cmdname && !strcmp(cmdname, "help") && a->nargs ? a->args[0] : cmdname);
         return 0;
     }
-    if (!cmdname) return usage_error("a COMMAND is required%s", "");
+    if (!cmdname) return usage_error(a, "a COMMAND is required%s", "");
     if (!strcmp(cmdname, "help")) {
         cl->help = true;
         cl->cmd = find_command(a->nargs ? a->args[0] : NULL);
         return 0;
     }
     const command *cmd = cl->cmd = find_command(cmdname);
-    if (!cmd) return usage_error("unknown command '%s'", cmdname);
+    if (!cmd) return usage_error(a, "unknown command '%s'", cmdname);
     if (cl->used & ~cmd->flags) {
-        fprintf(stderr, "acp: '%s' takes no %s; see 'acp %s --help'\n", cmd->name,
-                cl->first ? cl->first : "such option", cmd->name);
-        return EXIT_USAGE;
+        return usage(a, "'%s' takes no %s; see 'acp %s --help'", cmd->name,
+                     cl->first ? cl->first : "such option", cmd->name);
     }
     if (a->nargs < cmd->min_args || (cmd->max_args >= 0 && a->nargs > cmd->max_args) ||
         (cmd->run == cmd_config && a->nargs == 1)) {
-        fprintf(stderr, "acp: wrong arguments for '%s'; see 'acp %s --help'\n", cmd->name,
-                cmd->name);
-        return EXIT_USAGE;
+        return usage(a, "wrong arguments for '%s'; see 'acp %s --help'", cmd->name, cmd->name);
     }
     if ((cmd->run == cmd_mode || (cmd->run == cmd_config && a->nargs)) && !a->sid_given) {
-        fprintf(stderr, "acp: '%s' needs -s ID: the session to change\n", cmd->name);
-        return EXIT_USAGE;
+        return usage(a, "'%s' needs -s ID: the session to change", cmd->name);
     }
     return 0;
 }
@@ -731,9 +762,10 @@ int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     setlocale(LC_CTYPE, ""); /* the line editor and display widths speak the user's UTF-8 */
-    app a = {0};
+    app a = {.color = -1};
     cmdline cl = {0};
     int rc = parse(&a, &cl, argc, argv);
+    if (rc && a.json) app_json_error(&a, rc);
     if (!rc && cl.help) {
         print_help(cl.cmd);
     } else if (!rc && cl.version) {
@@ -742,9 +774,10 @@ int main(int argc, char **argv)
         /* stdout is often a pipe to a script: big buffered writes, flushed at line ends we
          * choose (render_eol, results). */
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
-        render_init(&a.r, stdout, a.json);
+        render_init(&a.r, stdout, a.json, a.color);
         rc = cl.cmd->run(&a);
         a.finished = true;
+        if (rc && a.json) app_json_error(&a, rc);
         fflush(stdout);
         app_close(&a);
         render_free(&a.r);

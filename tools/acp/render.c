@@ -27,13 +27,20 @@
 #define DIFF_LINES 24 /* of one file's diff */
 #define TEXT_LINES 6  /* of a command's output or a failure's reason */
 
-void render_init(render *r, FILE *out, bool json)
+bool render_dumb(void)
+{
+    const char *term = getenv("TERM");
+    return term && !strcmp(term, "dumb");
+}
+
+void render_init(render *r, FILE *out, bool json, int color)
 {
     memset(r, 0, sizeof *r);
     r->out = out;
     r->json = json;
-    r->tty = !json && isatty(fileno(out));
-    r->color = r->tty;
+    r->tty = !json && isatty(fileno(out)) && !render_dumb();
+    const char *no_color = getenv("NO_COLOR"); /* no-color.org: set and not empty */
+    r->color = !json && (color > 0 || (color < 0 && r->tty && !(no_color && *no_color)));
     r->at_bol = true;
     r->tools = json_object();
     r->config = json_object();
@@ -57,7 +64,7 @@ static const char *str(json_t *o, const char *key)
 
 void render_status(render *r, const char *msg)
 {
-    if (r->json || !isatty(STDERR_FILENO)) return;
+    if (r->json || !isatty(STDERR_FILENO) || render_dumb()) return;
     render_eol(r);
     fprintf(stderr, "\r\033[K" DIM "%s" RESET, msg);
     fflush(stderr);

@@ -30,7 +30,11 @@ typedef struct render {
     int block_lines;
 } render;
 
-void render_init(render *r, FILE *out, bool json);
+/* color: 1 always, 0 never, -1 auto: on a terminal (not TERM=dumb) unless NO_COLOR is set.
+ * On TERM=dumb nothing is redrawn in place either. */
+void render_init(render *r, FILE *out, bool json, int color);
+/* TERM=dumb: a terminal that understands no escape sequences. */
+bool render_dumb(void);
 void render_free(render *r);
 /* One update: its raw params with --json, else its view (NULL: it broke the schema even read
  * leniently, and is not shown). */

@@ -3,8 +3,8 @@
  * checked against what the agent offered before anything is sent, so a typo is a usage error
  * that names the choices. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
@@ -14,14 +14,27 @@ static const char *str(json_t *o, const char *key)
     return json_string_value(json_object_get(o, key));
 }
 
-/* Opens the agent and the session; says which session when it is a new one. */
+/* Opens the agent and the session: -s ID, or a new one made only for a listing. */
 static int open_session(app *a)
 {
     int rc = app_open(a);
-    if (!rc) rc = app_session(a, "continue");
-    if (!rc && !a->sid && !a->json && isatty(STDERR_FILENO))
-        fprintf(stderr, "session %s\n", safe_line(acp_client_session_id(a->s)));
-    return rc;
+    return rc ? rc : app_session(a, "continue");
+}
+
+/* A session made only for a listing (no -s) is not left behind on agents that keep their
+ * sessions (opencode): closed and deleted where the agent can, quietly: the listing is
+ * what was asked for. */
+static int listed(app *a)
+{
+    if (a->sid || !a->s) return 0;
+    char *id = strdup(acp_client_session_id(a->s));
+    if (acp_client_supports(a->c, ACP_CAP_CLOSE)) {
+        acp_client_session_close(a->s);
+        a->s = NULL; /* freed whatever the answer */
+    }
+    if (id && acp_client_supports(a->c, ACP_CAP_DELETE)) acp_client_delete(a->c, id);
+    free(id);
+    return 0;
 }
 
 static json_t *find(json_t *array, const char *key, const char *id)
@@ -72,15 +85,16 @@ int cmd_modes(app *a)
     const char *sid = acp_client_session_id(a->s), *cur = acp_client_session_mode(a->s);
     json_t *avail = json_object_get(modes, "availableModes");
     if (a->json) {
-        json_t *res = json_pack("{s:s, s:O}", "sessionId", sid, "availableModes",
-                                avail ? avail : json_array());
+        json_t *res = json_pack("{s:s, s:o}", "sessionId", sid, "availableModes",
+                                avail ? json_incref(avail) : json_array());
         if (cur) json_object_set_new(res, "currentModeId", json_string(cur));
         render_result(&a->r, res);
-        return 0;
+        return listed(a);
     }
     if (!json_array_size(avail)) {
-        printf("the agent offers no modes for session %s\n", safe_line(sid));
-        return 0;
+        printf("the agent offers no modes%s%s\n", a->sid ? " for session " : "",
+               a->sid ? safe_line(sid) : "");
+        return listed(a);
     }
     size_t i;
     json_t *m;
@@ -91,7 +105,7 @@ int cmd_modes(app *a)
                safe_line(id ? id : "?"), safe_line(str(m, "name") ? str(m, "name") : ""),
                safe_line(desc ? desc : ""));
     }
-    return 0;
+    return listed(a);
 }
 
 int cmd_mode(app *a)
@@ -127,13 +141,14 @@ static const char *value_text(json_t *o)
 static void list_config(app *a, json_t *options)
 {
     if (a->json) {
-        render_result(&a->r, json_pack("{s:s, s:O}", "sessionId", acp_client_session_id(a->s),
-                                       "configOptions", options ? options : json_array()));
+        render_result(&a->r,
+                      json_pack("{s:s, s:o}", "sessionId", acp_client_session_id(a->s),
+                                "configOptions", options ? json_incref(options) : json_array()));
         return;
     }
     if (!json_array_size(options)) {
-        printf("the agent offers no config options for session %s\n",
-               safe_line(acp_client_session_id(a->s)));
+        printf("the agent offers no config options%s%s\n", a->sid ? " for session " : "",
+               a->sid ? safe_line(acp_client_session_id(a->s)) : "");
         return;
     }
     printf("%-16s  %-16s  %-16s  %s\n", "ID", "NAME", "VALUE", "CHOICES");
@@ -170,7 +185,7 @@ int cmd_config(app *a)
     json_t *options = acp_client_session_config_options(a->s);
     if (!a->nargs) {
         list_config(a, options);
-        return 0;
+        return listed(a);
     }
     const char *id = a->args[0], *value = a->args[1], *sid = acp_client_session_id(a->s);
     json_t *o = find(options, "id", id);
