@@ -18,11 +18,12 @@ struct acp_http_client {
     uv_timer_t timer;  /* curl's timeout */
     uv_idle_t now;     /* curl's timeout of 0: once, in the next loop turn (see on_curl_timer) */
     uv_timer_t reaper; /* adds new and releases aborted exchanges outside curl's callbacks */
+    uv_idle_t again;   /* HTTP/2 sockets to read again in the next loop turn (see read_again) */
     acp_http *dead;    /* aborted, waiting for the reaper */
     acp_http *fresh;   /* started, waiting for the reaper to add them, oldest first */
     acp_http **fresh_tail;
     struct sock_watch *watches;
-    int handles; /* open uv handles: timer, now, reaper and one per watched socket */
+    int handles; /* open uv handles: timer, now, reaper, again and one per watched socket */
     bool closing;
     void (*done)(void *user);
     void *done_user;
@@ -45,6 +46,7 @@ typedef struct sock_watch {
     uv_poll_t poll;
     acp_http_client *c;
     curl_socket_t fd;
+    bool again, due; /* read_again: marked, and taken in this turn */
     struct sock_watch *prev, *next;
 } sock_watch;
 
@@ -223,11 +225,53 @@ static void check_done(acp_http_client *c)
     }
 }
 
+static void on_again(uv_idle_t *i)
+{
+    acp_http_client *c = i->data;
+    uv_idle_stop(i);
+    for (sock_watch *w = c->watches; w; w = w->next) {
+        w->due = w->again; /* marks made from here on wait for the next turn */
+        w->again = false;
+    }
+    for (;;) { /* an action may add and remove watches: the walk starts over after each */
+        sock_watch *w = c->watches;
+        while (w && !w->due) w = w->next;
+        if (!w || c->closing) return;
+        w->due = false;
+        int running;
+        curl_multi_socket_action(c->multi, w->fd, CURL_CSELECT_IN, &running);
+        check_done(c);
+    }
+}
+
+/* libcurl 7.88 (Debian 12) can keep HTTP/2 bytes it has read from the socket without handing
+ * them on or asking to be called again: when a DATA frame does not fit the transfer's buffer,
+ * nghttp2 is paused; the rest of the frame goes out on the next call, and the frames read
+ * behind it stay in curl's connection buffer, which its data-pending test does not see (it
+ * compares the wrong way round, lib/http2.c's cf_h2_data_pending). The socket is empty, no
+ * timer is set: the transfer waits for the next bytes from the server or for an unrelated timer
+ * of curl's (a connection's 10 s connect timeout), which is how a stream's end came 10 s late
+ * (issue 25). curl 8.1 rewrote that path (its bufq buffers). So each time an HTTP/2 transfer
+ * hands us data, the sockets are read once more in the next loop turn, as if readable, until
+ * a turn hands nothing: one extra recv() that finds the socket empty at the end of a burst.
+ * Every watched socket: curl does not say which is the transfer's (CURLINFO_ACTIVESOCKET knows
+ * it only once the transfer is done), and they are few. */
+static void read_again(acp_http *h)
+{
+    long version = 0;
+    if (curl_easy_getinfo(h->easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK ||
+        version != CURL_HTTP_VERSION_2_0)
+        return;
+    for (sock_watch *w = h->c->watches; w; w = w->next) w->again = true;
+    uv_idle_start(&h->c->again, on_again);
+}
+
 static size_t on_write(char *p, size_t size, size_t n, void *user)
 {
     acp_http *h = user;
     if (h->aborted) return 0;
     if (h->paused) return CURL_WRITEFUNC_PAUSE; /* curl keeps these bytes for the resume */
+    read_again(h);
     if (h->cbs.on_data && h->cbs.on_data(h, p, n, h->user)) {
         acp_http_abort(h);
         return 0;
@@ -253,8 +297,9 @@ acp_http_client *acp_http_client_new(uv_loop_t *loop)
     uv_timer_init(loop, &c->timer);
     uv_idle_init(loop, &c->now);
     uv_timer_init(loop, &c->reaper);
-    c->timer.data = c->now.data = c->reaper.data = c;
-    c->handles = 3;
+    uv_idle_init(loop, &c->again);
+    c->timer.data = c->now.data = c->reaper.data = c->again.data = c;
+    c->handles = 4;
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
     curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
@@ -280,6 +325,7 @@ void acp_http_client_close(acp_http_client *c, void (*done)(void *user), void *u
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->now, on_handle_closed);
     uv_close((uv_handle_t *)&c->reaper, on_handle_closed);
+    uv_close((uv_handle_t *)&c->again, on_handle_closed);
 }
 
 acp_http *acp_http_start(acp_http_client *c, const char *method, const char *url,

@@ -384,6 +384,11 @@ static acp_http *start(shc *t, const char *method, const char *accept, const cha
                      t->h2c   ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
                      : t->tls ? (long)CURL_HTTP_VERSION_2TLS
                               : (long)CURL_HTTP_VERSION_1_1);
+    /* libcurl 7.88 reads HTTP/2 from the socket 32 KiB at a time; with its default 16 KiB
+     * buffer a busy stream paused nghttp2 in every other read, and the bytes behind the pause
+     * waited for a wake-up that curl does not schedule (mcp/curl_uv.c's read_again). A buffer
+     * over the read keeps a connection of one stream (h2c here) off that path. */
+    if (t->h2c || t->tls) curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 65536L);
     if (t->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
     /* libcurl 7.88 (Debian 12) fails every request after the first on a reused h2c
      * prior-knowledge connection (CURLE_HTTP2 before sending; the curl tool too, against

@@ -13,7 +13,12 @@
 //   sse409      the session's GET stream is refused with 409
 //   ssejson     the connection's GET is answered 200 application/json
 //   sseclose    the session's stream ends in the middle of a prompt (the server stays)
+//   burst       h2c (HTTP/2 with prior knowledge) instead of HTTP/1.1; each prompt's updates
+//               and its answer go out at once, three DATA frames of 10 KB in one read of the
+//               client's, then the stream is quiet (no keep-alive comments): the reader must
+//               take all of it without waiting for more bytes from the socket
 import { createServer } from "node:http";
+import { createServer as createH2cServer } from "node:http2";
 
 const MODE = process.env.MODE ?? "";
 const conns = new Map(); // connection id -> {stream: res, sessions: Map(id -> res)}
@@ -46,6 +51,7 @@ function onMessage(c, sid, m) {
     sse(c.stream, { jsonrpc: "2.0", id: m.id, result: { sessionId } });
   } else if (m.method === "session/prompt") {
     const s = to(sid);
+    if (MODE === "burst") return setTimeout(() => burst(sid, m.id).forEach((part) => s.write(part)), Number(process.env.BURST_DELAY_MS ?? 0));
     sse(s, { jsonrpc: "2.0", method: "session/update", params: { sessionId: sid, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "first " } } } });
     if (MODE === "vanish") return setTimeout(() => process.exit(0), 50);
     if (MODE === "sseclose") return setTimeout(() => s.end(), 50);
@@ -53,7 +59,21 @@ function onMessage(c, sid, m) {
   }
 }
 
-const server = createServer((req, res) => {
+// Updates of 200 characters, then the answer, in three parts of about 10 KB: each write is a
+// DATA frame, and the three leave in one segment. 10 KB + 10 KB overflow a 16 KiB read buffer
+// in the second frame, with the third (the answer) still behind it (see net/shttp_client.c).
+function burst(sid, id) {
+  const update = (i) => `data: ${JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId: sid, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `${i} `.padEnd(200, "x") } } } })}\n\n`;
+  const parts = [];
+  for (let i = 0, part = ""; parts.length < 3; i++) {
+    part += update(i);
+    if (part.length >= 10000) parts.push(part), (part = "");
+  }
+  parts[2] += `data: ${JSON.stringify({ jsonrpc: "2.0", id, result: { stopReason: "end_turn" } })}\n\n`;
+  return parts;
+}
+
+const server = (MODE === "burst" ? createH2cServer : createServer)((req, res) => {
   let body = "";
   req.on("data", (d) => (body += d));
   req.on("end", () => {

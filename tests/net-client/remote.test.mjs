@@ -243,6 +243,30 @@ for (const [mode, code, said, args] of hostile)
     await stop(s.proc);
   });
 
+// HTTP/2 stalls (issue 25): libcurl 7.88 could keep the end of a burst it had read from the
+// socket (the frames behind a DATA frame that overflowed its buffer) until something else woke
+// it. The server sends each prompt's updates and answer at once, in three DATA frames, and then
+// nothing: no keep-alive comment. It waits 11 s first, past every one-shot timer of curl's for
+// these connections (200 ms, and the 10 s connect timeout), so that no timer can end a stall:
+// without the fix acp waits for ever (the helper kills it at 120 s), the last frame unread.
+// Whether the three frames come in one read is up to the scheduler (about half the time under
+// ASan, every time in a release build): six clients at once.
+test("h2c: a burst whose answer is in curl's buffer behind an overflowing frame ends the turn", async () => {
+  const s = await server("hostile-server.mjs", { MODE: "burst", BURST_DELAY_MS: "11000" });
+  const runs = await Promise.all(
+    Array.from({ length: 6 }, () => acp(`http://127.0.0.1:${s.port}/acp`, ["--http2", "--json", "prompt", "hi"])),
+  );
+  for (const r of runs) {
+    assert.equal(r.code, 0, r.stderr);
+    const out = lines(r.stdout);
+    assert.equal(out.at(-1).stopReason, "end_turn");
+    const updates = out.slice(0, -1).map((o) => o.update.content.text);
+    assert.ok(updates.length > 60, `${updates.length} updates`); // three parts of 10 KB, ~330 bytes each
+    updates.forEach((text, i) => assert.ok(text.startsWith(`${i} `), `update ${i}: ${text.slice(0, 20)}`));
+  }
+  await stop(s.proc);
+});
+
 test("a hostile server (garbage): junk events are dropped and said, the session still works", async () => {
   const s = await server("hostile-server.mjs", { MODE: "garbage" });
   const r = await acp(`http://127.0.0.1:${s.port}/acp`, ["new"]);
