@@ -129,7 +129,7 @@ static void read_is(const fx *f, const char *path, size_t line, size_t limit, si
                     const char *want)
 {
     char *text = NULL;
-    size_t n;
+    size_t n = 0;
     int rc = acp_roots_read(f->roots, path, line, limit, max, &text, &n);
     if (rc) fail_msg("%s: %s", path, acp_error_last()->message);
     assert_string_equal(text, want);
@@ -182,7 +182,7 @@ static void test_race(void **state)
         if (acp_roots_open(f->roots, "d/created", O_WRONLY | O_CREAT, 0644, &fd) == 0) close(fd);
         ok += acp_roots_write(f->roots, path, "inside", 6) == 0;
         char *text = NULL;
-        size_t n;
+        size_t n = 0;
         if (acp_roots_read(f->roots, path, 1, SIZE_MAX, 0, &text, &n) == 0) {
             ok++;
             if (strstr(text, "SECRET")) fail_msg("read the file outside the roots");
@@ -224,7 +224,7 @@ static void test_no_torn_reads(void **state)
     unsigned reads = 0, torn = 0;
     int st;
     while (waitpid(pid, &st, WNOHANG) == 0) {
-        size_t n;
+        size_t n = 0;
         char *text = slurp(p, &n);
         assert_non_null(text);
         reads++;
@@ -268,7 +268,7 @@ static void test_kill_during_write(void **state)
         usleep(1000 * (useconds_t)i);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        size_t n;
+        size_t n = 0;
         char *text = slurp(p, &n);
         /* The old file, or (the kill came after the rename) the whole new one. */
         if (n == NEW) {
@@ -293,7 +293,7 @@ static void test_special_files_refused(void **state)
     at(p, f, "root/fifo");
     assert_int_equal(mkfifo(p, 0644), 0);
     char *text = NULL;
-    size_t n;
+    size_t n = 0;
     int fd;
     /* Without O_NONBLOCK and the check, each of these waits for a writer or reader forever. */
     assert_int_equal(acp_roots_read(f->roots, "fifo", 1, SIZE_MAX, 0, &text, &n), ACP_EINVAL);
@@ -348,7 +348,7 @@ static void test_bounded_reads(void **state)
     long before = max_rss_kb();
     read_is(f, "huge", 2, 2, 0, "two\nthree\n");
     char *text = NULL;
-    size_t n;
+    size_t n = 0;
     long grown = max_rss_kb() - before;
     print_message("peak RSS growth reading 2 lines of 6 GiB sparse: %ld KiB\n", grown);
     assert_true(grown < 32 * 1024); /* the old full read took the file's size */

@@ -95,7 +95,7 @@ static int own_exchange(const char *url)
     if (!e) return fail("curl_easy_init");
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)body);
     CURLcode rc = curl_easy_perform(e);
     curl_easy_cleanup(e);
     if (rc != CURLE_OK) return fail(curl_easy_strerror(rc));
