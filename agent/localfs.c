@@ -10,41 +10,28 @@
 
 #include "agent/internal.h"
 #include "rpc/lasterr.h"
+#include "rt/fsio.h"
 
 struct lfs_job {
     uv_work_t work;
     acp_turn *t; /* NULL once the turn ended */
     lfs_job *next;
-    acp_roots *roots;
-    char *path;
-    size_t line, limit, max;
-    char *data; /* a write's bytes (ours), or NULL for a read */
-    size_t n;
+    rt_fsio io;
+    char *data; /* a write's bytes (ours) */
     acp_fs_read_cb read;
     acp_done_cb done;
     void *user;
-    /* The result, set on the pool's thread. */
-    int status;
-    char *text;
-    size_t tn;
-    char msg[1024];
 };
 
 static void job_run(uv_work_t *w)
 {
-    lfs_job *j = w->data;
-    j->status =
-        j->data ? acp_roots_write(j->roots, j->path, j->data, j->n)
-                : acp_roots_read(j->roots, j->path, j->line, j->limit, j->max, &j->text, &j->tn);
-    if (j->status) snprintf(j->msg, sizeof j->msg, "%s", acp_error_last()->message);
+    rt_fsio_run(&((lfs_job *)w->data)->io);
 }
 
 static void job_free(lfs_job *j)
 {
-    acp_roots_free(j->roots);
-    free(j->path);
+    rt_fsio_free(&j->io);
     free(j->data);
-    free(j->text);
     free(j);
 }
 
@@ -58,11 +45,11 @@ static void job_done(uv_work_t *w, int status)
                 *p = j->next;
                 break;
             }
-        const char *err = j->status ? j->msg : "";
+        const char *err = j->io.status ? j->io.msg : "";
         if (j->read)
-            j->read(t->s, j->status, j->text ? j->text : "", j->tn, err, j->user);
+            j->read(t->s, j->io.status, j->io.text ? j->io.text : "", j->io.tn, err, j->user);
         else if (j->done)
-            j->done(t->s, j->status, err, j->user);
+            j->done(t->s, j->io.status, err, j->user);
     }
     job_free(j);
 }
@@ -77,13 +64,7 @@ void localfs_turn_free(acp_turn *t)
 static int job_start(acp_turn *t, lfs_job *j, const char *path)
 {
     acp_session *s = t->s;
-    size_t n = acp_roots_count(s->roots);
-    const char **dirs = calloc(n, sizeof *dirs);
-    for (size_t i = 1; dirs && i < n; i++) dirs[i - 1] = acp_roots_at(s->roots, i);
-    int rc = !dirs || !(j->path = strdup(path))
-                 ? ACP_ENOMEM
-                 : acp_roots_new(acp_roots_cwd(s->roots), dirs, n - 1, &j->roots);
-    free(dirs);
+    int rc = rt_fsio_init(&j->io, s->roots, path);
     j->work.data = j;
     if (!rc) rc = uv_queue_work(s->a->loop, &j->work, job_run, job_done) ? ACP_ENOMEM : 0;
     if (rc) {
@@ -101,8 +82,11 @@ int acp_turn_read_local_file(acp_turn *t, const char *path, size_t line, size_t 
 {
     lfs_job *j = calloc(1, sizeof *j);
     if (!j) return acp_error_code(ACP_ENOMEM);
-    *j = (lfs_job){
-        .line = line, .limit = limit, .max = t->s->a->opts.max_read, .read = cb, .user = user};
+    j->io.line = line;
+    j->io.limit = limit;
+    j->io.max = t->s->a->opts.max_read;
+    j->read = cb;
+    j->user = user;
     return job_start(t, j, path);
 }
 
@@ -115,7 +99,9 @@ int acp_turn_write_local_file(acp_turn *t, const char *path, const void *data, s
         return acp_error_code(ACP_ENOMEM);
     }
     memcpy(j->data, data, n);
-    j->n = n;
+    j->io.write = true;
+    j->io.data = j->data;
+    j->io.n = n;
     j->done = cb;
     j->user = user;
     return job_start(t, j, path);

@@ -12,43 +12,32 @@
 #include <string.h>
 
 #include "client/internal.h"
+#include "rt/fsio.h"
 
 typedef struct fs_job {
     uv_work_t work;
     acp_client *c; /* NULL once the client is freed */
     struct fs_job *next;
     acp_req *req;
-    acp_roots *roots;
-    char *path;
+    rt_fsio io;
     json_t *content; /* a write's text (a reference: req may go with the client) */
-    size_t line, limit, max;
-    /* The result, set on the pool's thread. */
-    int status;
-    char *text;
-    size_t n;
-    char msg[1024];
 } fs_job;
 
 static void job_run(uv_work_t *w)
 {
-    fs_job *j = w->data;
-    if (j->content)
-        j->status = acp_roots_write(j->roots, j->path, json_string_value(j->content),
-                                    json_string_length(j->content));
-    else
-        j->status = acp_roots_read(j->roots, j->path, j->line, j->limit, j->max, &j->text, &j->n);
-    if (j->status) snprintf(j->msg, sizeof j->msg, "%s", acp_error_last()->message);
+    rt_fsio_run(&((fs_job *)w->data)->io);
 }
 
 static void job_answer(fs_job *j)
 {
     acp_client *c = j->c;
     acp_req *req = j->req;
-    if (j->status) {
-        int code = j->status == ACP_ENOTFOUND                        ? ACP_RPC_NOT_FOUND
-                   : j->status == ACP_EIO || j->status == ACP_ENOMEM ? ACP_RPC_INTERNAL_ERROR
-                                                                     : ACP_RPC_INVALID_PARAMS;
-        acp_client_refuse(c, req, code, "%s", j->msg);
+    int status = j->io.status;
+    if (status) {
+        int code = status == ACP_ENOTFOUND                     ? ACP_RPC_NOT_FOUND
+                   : status == ACP_EIO || status == ACP_ENOMEM ? ACP_RPC_INTERNAL_ERROR
+                                                               : ACP_RPC_INVALID_PARAMS;
+        acp_client_refuse(c, req, code, "%s", j->io.msg);
         return;
     }
     if (j->content) {
@@ -56,8 +45,8 @@ static void job_answer(fs_job *j)
         return;
     }
     acp_buf tmp = {0};
-    if (acp_json_escape(&tmp, j->text, j->n)) {
-        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "'%s' is not UTF-8 text", j->path);
+    if (acp_json_escape(&tmp, j->io.text, j->io.tn)) {
+        acp_client_refuse(c, req, ACP_RPC_INVALID_PARAMS, "'%s' is not UTF-8 text", j->io.path);
     } else {
         acp_jw *w = acp_req_reply_begin(req);
         acp_jw_obj(w);
@@ -71,10 +60,8 @@ static void job_answer(fs_job *j)
 
 static void job_free(fs_job *j)
 {
-    acp_roots_free(j->roots);
+    rt_fsio_free(&j->io);
     json_decref(j->content);
-    free(j->path);
-    free(j->text);
     free(j);
 }
 
@@ -126,19 +113,13 @@ static fs_job *job_new(acp_client *c, acp_req *req)
         return NULL;
     }
     fs_job *j = calloc(1, sizeof *j);
-    size_t n = acp_roots_count(s->roots);
-    const char **dirs = calloc(n, sizeof *dirs);
-    for (size_t i = 1; dirs && i < n; i++) dirs[i - 1] = acp_roots_at(s->roots, i);
-    if (!j || !dirs || !(j->path = strdup(path)) ||
-        acp_roots_new(acp_roots_cwd(s->roots), dirs, n - 1, &j->roots)) {
-        free(dirs);
+    if (!j || rt_fsio_init(&j->io, s->roots, path)) {
         if (j) job_free(j);
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
         return NULL;
     }
-    free(dirs);
     j->req = req;
-    j->max = c->opts.max_read;
+    j->io.max = c->opts.max_read;
     return j;
 }
 
@@ -164,8 +145,8 @@ static void on_read(acp_conn *conn, acp_req *req, void *user)
     }
     fs_job *j = job_new(c, req);
     if (!j) return;
-    j->line = line;
-    j->limit = limit;
+    j->io.line = line;
+    j->io.limit = limit;
     job_start(c, j);
 }
 
@@ -174,6 +155,9 @@ static void do_write(acp_client *c, acp_req *req)
     fs_job *j = job_new(c, req);
     if (!j) return;
     j->content = json_incref(json_object_get(acp_req_params(req), "content"));
+    j->io.write = true;
+    j->io.data = json_string_value(j->content);
+    j->io.n = json_string_length(j->content);
     job_start(c, j);
 }
 
