@@ -22,11 +22,11 @@
 #define AGENT_COALESCE_MAX (1u << 20)
 
 /* The 1.0 sizes of the structs an engine hands the runtime (when they change: rpc/lasterr.h). */
-#define ACP_ENGINE_SIZE_1_0        sizeof(acp_engine)
-#define ACP_AGENT_OPTS_SIZE_1_0    sizeof(acp_agent_opts)
-#define ACP_TOOL_INFO_SIZE_1_0     sizeof(acp_tool_info)
-#define ACP_TERMINAL_OPTS_SIZE_1_0 sizeof(acp_terminal_opts)
-#define ACP_ELICIT_SIZE_1_0        sizeof(acp_elicit)
+#define ACP_ENGINE_SIZE_1_0        ACP_STRUCT_SIZE_AT(acp_engine, user)
+#define ACP_AGENT_OPTS_SIZE_1_0    ACP_STRUCT_SIZE_AT(acp_agent_opts, max_read)
+#define ACP_TOOL_INFO_SIZE_1_0     ACP_STRUCT_SIZE_AT(acp_tool_info, path)
+#define ACP_TERMINAL_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_terminal_opts, output_byte_limit)
+#define ACP_ELICIT_SIZE_1_0        ACP_STRUCT_SIZE_AT(acp_elicit, tool_call)
 
 /* A response that must wait until the session's held messages were released. */
 typedef struct deferred {
@@ -210,6 +210,10 @@ typedef struct agent_out {
     void (*soon)(void *ctx);     /* the connection's output went non-empty (may be NULL) */
     void (*close)(void *ctx);    /* write what is left, then close */
 } agent_out;
+
+/* Whether the agent offers the unstable feature (an ACP_UNSTABLE_* bit): every method,
+ * capability and field of one is gated on this (unstable.c). */
+bool agent_offers(const acp_agent *a, unsigned feature);
 
 struct acp_agent {
     uv_loop_t *loop;

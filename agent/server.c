@@ -15,7 +15,7 @@
 #include "rpc/lasterr.h"
 
 /* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
-#define ACP_SERVER_OPTS_SIZE_1_0 sizeof(acp_server_opts)
+#define ACP_SERVER_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_server_opts, stdio_mcp)
 
 typedef struct sconn sconn;
 

@@ -13,8 +13,8 @@
 #include "rpc/lasterr.h"
 
 /* The 1.0 sizes of the options the application hands us (when they change: rpc/lasterr.h). */
-#define ACP_CLIENT_OPTS_SIZE_1_0  sizeof(acp_client_opts)
-#define ACP_SESSION_OPTS_SIZE_1_0 sizeof(acp_session_opts)
+#define ACP_CLIENT_OPTS_SIZE_1_0  ACP_STRUCT_SIZE_AT(acp_client_opts, max_read)
+#define ACP_SESSION_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_session_opts, meta)
 
 typedef struct acp_term acp_term;
 typedef struct acp_client_net acp_client_net;

@@ -39,13 +39,14 @@ int acp_struct_read(void *dst, size_t size, size_t min_size, const void *src, co
 int acp_struct_write(void *dst, size_t size, size_t min_size, const void *src, const char *what);
 
 /* min_size: each reader passes the size of the struct as 1.0 shipped it, through a define
- * beside the code that reads it, e.g.
- *     #define ACP_AGENT_OPTS_SIZE_1_0 sizeof(acp_agent_opts)
- * The rule: while a struct is as 1.0 made it, that is its sizeof. The release that first adds
- * members to it replaces sizeof(T) by offsetof(T, first_new_member), so programs built
- * against 1.0 (whose struct_size is the old size) stay accepted; and that member must start
- * at or past the old sizeof: when the old struct ends in padding, an explicit reserved member
- * fills it first, because a 1.0 program's struct_size covers its tail padding, whose bytes C
- * does not promise to be zero. */
+ * beside the code that reads it, naming the struct's last 1.0 member:
+ *     #define ACP_AGENT_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_agent_opts, max_read)
+ * so that members appended later leave it alone and programs built against 1.0 (whose
+ * struct_size is that size) stay accepted. A member appended to a struct whose 1.0 layout ends
+ * in padding must start at or past the 1.0 size: an explicit reserved member fills the padding
+ * first, because a 1.0 program's struct_size covers its tail padding, whose bytes C does not
+ * promise to be zero. */
+#define ACP_STRUCT_SIZE_AT(T, last)                                                                \
+    ((offsetof(T, last) + sizeof(((T *)0)->last) + _Alignof(T) - 1) / _Alignof(T) * _Alignof(T))
 
 #endif

@@ -224,6 +224,32 @@ typedef struct acp_engine {
 } acp_engine;
 #define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 
+/* The unstable features (the SDK's schema.unstable.json, not part of ACP v1 yet: their wire
+ * shapes may change with the schema, and so may these names). The agent offers every one it
+ * has by default; acp_agent_opts.unstable_off turns them off one by one, and then the agent
+ * neither advertises the feature nor answers its methods (-32601) or fields (ignored or
+ * refused as a peer without it would). */
+typedef enum acp_unstable {
+    ACP_UNSTABLE_FORK = 1u << 0,          /* session/fork, sessionCapabilities.fork */
+    ACP_UNSTABLE_TITLE = 1u << 1,         /* session/set_title */
+    ACP_UNSTABLE_ARCHIVE = 1u << 2,       /* session/archive, unarchive, list's `archived` */
+    ACP_UNSTABLE_STATUS = 1u << 3,        /* session/status */
+    ACP_UNSTABLE_SYSTEM_PROMPT = 1u << 4, /* systemPrompt on new, load, resume and fork */
+    ACP_UNSTABLE_SUBAGENTS = 1u << 5,     /* subagent sessions and subagent_update */
+    ACP_UNSTABLE_MCP_ACP = 1u << 6,       /* MCP servers over the ACP connection (mcp/message) */
+    ACP_UNSTABLE_PROVIDERS = 1u << 7,     /* providers/list, set, disable */
+    ACP_UNSTABLE_AUTH_STATUS = 1u << 8,   /* auth/status, auth/status_update */
+    ACP_UNSTABLE_ALL = (1u << 9) - 1,
+} acp_unstable;
+
+/* The feature's name as acp-agent's --unstable-off takes it ("fork", "title", "archive",
+ * "status", "system-prompt", "subagents", "mcp-acp", "providers", "auth-status"); NULL for
+ * anything but one ACP_UNSTABLE_* bit. Static storage. */
+const char *acp_unstable_name(unsigned feature);
+/* Parses a comma-separated list of those names (or "all") into ACP_UNSTABLE_* bits in *out.
+ * 0, or ACP_EINVAL for an unknown name (the last error names it). */
+int acp_unstable_parse(const char *list, unsigned *out);
+
 /* Extensible (acp/api.h): start from ACP_AGENT_OPTS_INIT. */
 typedef struct acp_agent_opts {
     size_t struct_size; /* sizeof(acp_agent_opts): ACP_AGENT_OPTS_INIT sets it */
@@ -244,6 +270,8 @@ typedef struct acp_agent_opts {
     /* The most acp_turn_read_local_file() returns from one read; 0: ACP_ROOTS_MAX_READ
      * (64 MiB). */
     size_t max_read;
+    /* ACP_UNSTABLE_* bits: the unstable features this agent does not offer. 0: all offered. */
+    unsigned unstable_off;
 } acp_agent_opts;
 #define ACP_AGENT_OPTS_INIT ACP_STRUCT_INIT(acp_agent_opts)
 

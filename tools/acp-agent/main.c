@@ -24,6 +24,7 @@
 static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
     "                 [--lease-ttl MS] [--max-read SIZE] [--log-level quiet|info]\n"
+    "                 [--unstable-off all|FEATURE,...]\n"
     "                 [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
@@ -43,6 +44,11 @@ static const char usage[] =
     "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
     "\n"
     "--max-read SIZE: the most one file read of the engine returns (64M).\n"
+    "\n"
+    "Unstable features (the SDK's unstable schema; their wire shapes may still change):\n"
+    "fork, title, archive, status, system-prompt, subagents, mcp-acp, providers,\n"
+    "auth-status. All are offered by default; --unstable-off LIST (comma-separated, or\n"
+    "all) neither advertises nor answers the ones named.\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -298,6 +304,7 @@ int main(int argc, char **argv)
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
                *prompt_file = NULL;
     const char *listen = NULL, *token_file = NULL, *port_file = NULL;
+    unsigned unstable_off = 0;
     acp_server_opts so = ACP_SERVER_OPTS_INIT;
     const char *origins[64]; /* --allow-origin values (argv strings) */
     const char *roots[64];   /* --root values, resolved */
@@ -410,6 +417,11 @@ int main(int argc, char **argv)
                 return 2;
             }
             prog.verbose = !strcmp(level, "info");
+        } else if (!strcmp(argv[i], "--unstable-off") && i + 1 < argc) {
+            if (acp_unstable_parse(argv[++i], &unstable_off)) {
+                fprintf(stderr, "acp-agent: --unstable-off: %s\n", acp_error_last()->message);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
             engine = argv[++i];
             if (strcmp(engine, "echo") && strcmp(engine, "openai")) {
@@ -531,7 +543,8 @@ int main(int argc, char **argv)
                            .mcp_http = true,
                            .mcp_sse = true,
                            .lease_ttl_ms = (unsigned)lease_ttl,
-                           .max_read = max_read};
+                           .max_read = max_read,
+                           .unstable_off = unstable_off};
     acp_agent *a = NULL;
     int rc;
     bool exit_usage = false;
