@@ -10,7 +10,7 @@
 #include "rpc/lasterr.h"
 
 /* The 1.0 size of the callbacks (when it changes: rpc/lasterr.h). */
-#define ACP_HTTP_CBS_SIZE_1_0 sizeof(acp_http_cbs)
+#define ACP_HTTP_CBS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_http_cbs, on_done)
 
 struct acp_http_client {
     uv_loop_t *loop;

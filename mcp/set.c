@@ -14,8 +14,8 @@
 #include "rpc/lasterr.h"
 
 /* The 1.0 sizes of the structs the application hands us (when they change: rpc/lasterr.h). */
-#define ACP_MCP_OPTS_SIZE_1_0     sizeof(acp_mcp_opts)
-#define ACP_MCP_CALL_CBS_SIZE_1_0 sizeof(acp_mcp_call_cbs)
+#define ACP_MCP_OPTS_SIZE_1_0     ACP_STRUCT_SIZE_AT(acp_mcp_opts, no_stdio)
+#define ACP_MCP_CALL_CBS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_mcp_call_cbs, on_done)
 
 #define DEFAULT_CONNECT_MS 10000
 #define DEFAULT_REQUEST_MS 30000

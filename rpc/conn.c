@@ -12,7 +12,7 @@
 #include "rpc/scan.h"
 
 /* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
-#define ACP_CONN_OPTS_SIZE_1_0 sizeof(acp_conn_opts)
+#define ACP_CONN_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_conn_opts, user)
 
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 /* How much of an oversized line is kept to find its id (ids come early in practice). */

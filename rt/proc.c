@@ -25,7 +25,7 @@
 #include "rpc/lasterr.h"
 
 /* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
-#define ACP_PROC_OPTS_SIZE_1_0 sizeof(acp_proc_opts)
+#define ACP_PROC_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_proc_opts, user)
 
 extern char **environ;
 

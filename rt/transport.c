@@ -292,7 +292,7 @@ static int open_end(uv_loop_t *loop, int fd, bool readable, uv_stream_t **s, int
 }
 
 /* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
-#define ACP_TRANSPORT_OPTS_SIZE_1_0 sizeof(acp_transport_opts)
+#define ACP_TRANSPORT_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_transport_opts, close_timeout_ms)
 
 static int read_opts(acp_transport_opts *o, const acp_transport_opts *opts)
 {

@@ -11,7 +11,7 @@
 #include "rpc/lasterr.h"
 
 /* The 1.0 size of acp_store_session (when it changes: rpc/lasterr.h). */
-#define ACP_STORE_SESSION_SIZE_1_0 sizeof(acp_store_session)
+#define ACP_STORE_SESSION_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_store_session, updated_at)
 
 /* acp_store_set_state's limit (the header's "at most 1 MiB"): a session's state is a handful
  * of mode and option ids, so anything near this is a bug upstream, not data to keep. */
