@@ -774,7 +774,7 @@ static char *dup_span(acp_span s)
 static char *id_key(acp_span id)
 {
     if (acp_json_kind(id) == 's') {
-        char *s = acp_json_strdup(id);
+        char *s = acp_json_key_dup(id);
         if (!s) return NULL;
         size_t n = strlen(s);
         char *k = malloc(n + 2);

@@ -282,6 +282,37 @@ char *acp_json_strdup(acp_span v)
     return (char *)out;
 }
 
+char *acp_json_key_dup(acp_span v)
+{
+    if (acp_json_kind(v) != 's') return NULL;
+    unsigned char *out = malloc(v.n);
+    if (!out) return NULL;
+    bool nul;
+    size_t n = decode_string(v, out, &nul), nuls = 0;
+    for (size_t i = 0; nul && i < n; i++) nuls += !out[i];
+    if (nuls) { /* each \u0000 took 6 bytes of v and becomes 2: it fits, but grow for the NUL */
+        unsigned char *w = malloc(n + nuls + 1);
+        if (!w) {
+            free(out);
+            return NULL;
+        }
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (out[i]) {
+                w[j++] = out[i];
+            } else {
+                w[j++] = 0xC0;
+                w[j++] = 0x80;
+            }
+        }
+        free(out);
+        out = w;
+        n = j;
+    }
+    out[n] = '\0';
+    return (char *)out;
+}
+
 bool acp_json_str_eq(acp_span v, const char *s)
 {
     if (acp_json_kind(v) != 's') return false;

@@ -36,4 +36,10 @@ bool acp_scan_prefix_id(const char *p, size_t n, acp_span *id, bool *has_method)
 bool acp_scan_path_at(const char *text, size_t n, size_t at, const char *root, char *buf,
                       size_t cap);
 
+/* A string id as a C string key (the caller frees it): decoded, so ids that differ only in
+ * their escapes meet, and with each U+0000 written as the overlong pair C0 80, which decoded
+ * (valid UTF-8) text never holds: an id with \u0000 in it is a valid id, not a failure. NULL
+ * only when out of memory (or v is not a string). */
+char *acp_json_key_dup(acp_span v);
+
 #endif

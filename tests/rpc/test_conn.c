@@ -35,7 +35,7 @@ static void lines_take(acp_conn *c, lines *l)
         l->raw[l->n][n] = '\0';
         assert_null(memchr(l->raw[l->n], '\n', strlen(l->raw[l->n])));
         json_error_t err;
-        l->v[l->n] = json_loads(l->raw[l->n], JSON_DECODE_ANY, &err);
+        l->v[l->n] = json_loads(l->raw[l->n], JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
         assert_non_null(l->v[l->n]);
         l->n++;
         i = (size_t)(nl - out) + 1;
@@ -679,6 +679,25 @@ static void cancel_matches_ids_by_value(void **state)
     lines_take(c, &l);
     assert_int_equal(l.n, 1);
     assert_non_null(json_object_get(l.v[0], "result"));
+    lines_free(&l);
+    /* an id with U+0000 in it is a valid string id: served, cancellable, echoed as sent
+     * (it was answered -32603 "out of memory"), and not the id without the NUL */
+    cancel_seen = 0;
+    feed(
+        c,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"echo\"}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":\"n\\u0000\",\"method\":\"hold\"}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":\"n\"}}\n");
+    assert_int_equal(cancel_seen, 0);
+    feed(c, "{\"jsonrpc\":\"2.0\",\"method\":\"$/"
+            "cancel_request\",\"params\":{\"requestId\":\"\\u006e\\u0000\"}}\n");
+    assert_int_equal(cancel_seen, 1);
+    lines_take(c, &l);
+    assert_int_equal(l.n, 2);
+    assert_non_null(json_object_get(l.v[0], "result"));
+    assert_true(strstr(l.raw[0], "\"id\":\"a\\u0000b\"") != NULL);
+    assert_int_equal(err_code(l.v[1]), ACP_RPC_CANCELLED);
+    assert_true(strstr(l.raw[1], "\"id\":\"n\\u0000\"") != NULL);
     lines_free(&l);
     acp_conn_free(c);
 }
