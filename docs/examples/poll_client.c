@@ -3,7 +3,7 @@
  * (ACP_CLIENT_MANUAL). The program owns the agent's pipes and moves the bytes; the client
  * parses, routes and keeps the calls' deadlines.
  *
- *   usage: poll_client AGENT [ARG...]      e.g. poll_client acp-agent --store /tmp/demo.db
+ *   usage: poll_client AGENT [ARG...]      e.g. poll_client acp-agent --store demo.db
  *
  * It spawns the agent, initializes it, opens a session in the current directory, sends one
  * prompt and prints the agent's message text as it streams, then the stop reason. */

@@ -25,7 +25,8 @@ vg="valgrind --leak-check=full --errors-for-leak-kinds=definite,possible --error
 run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 fail=0
-# The agent keeps sessions.db in its working directory.
+# The agent keeps sessions.db, and the client's acp-agent demo.db, in this fresh working
+# directory: nothing another run left in /tmp can reach them.
 echo "== README.md's agent, driven by the official SDK"
 if ! out=$(cd "$run" && "$node" "$src/tests/docs/drive-agent.mjs" $vg "$hello"); then
     echo "FAIL: the README's agent (valgrind or the exchange failed; its report is above)"
