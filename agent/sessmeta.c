@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent/internal.h"
+#include "agent/serve.h"
 
 /* clang-format off */
 #define N(a) (sizeof(a) / sizeof *(a))
@@ -280,15 +281,17 @@ static void h_unarchive(acp_conn *c, acp_req *req, void *user)
 
 /* --- session/status ---------------------------------------------------------------------- */
 
-/* No side effect: nothing is loaded, leased or attached. "open": in memory in this agent;
- * "saved": stored only. */
+/* No side effect: nothing is loaded, leased or attached. "open": in memory in this agent, or
+ * in another connection's agent of the same server; "saved": stored only. */
 static void h_status(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
     if (!agent_accept(a, req, &params_session, true)) return;
     const char *id = session_id_param(req);
     acp_session *s = session_find(a, id);
-    if (!s || s->gone) {
+    bool open = (s && !s->gone) ||
+                (a->bounds && a->bounds->session_open && a->bounds->session_open(a->bounds, id));
+    if (!open) {
         acp_store_session row = ACP_STORE_SESSION_INIT;
         int rc = acp_store_get(a->store, id, &row);
         acp_store_session_clear(&row);
@@ -297,7 +300,7 @@ static void h_status(acp_conn *c, acp_req *req, void *user)
             return;
         }
     }
-    acp_req_reply(req, json_pack("{ss}", "status", s && !s->gone ? "open" : "saved"));
+    acp_req_reply(req, json_pack("{ss}", "status", open ? "open" : "saved"));
 }
 
 /* --- session/list's filter ------------------------------------------------------------------ */

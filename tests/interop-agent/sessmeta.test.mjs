@@ -8,7 +8,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as zu from "../../node_modules/@agentclientprotocol/sdk/dist/v1/unstable/schema/zod.gen.js";
-import { test, tempDir, sdkAgent, rawAgent, textOf, listAll } from "./lib.mjs";
+import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import { WebSocket } from "ws";
+import { test, acp, tempDir, sdkAgent, rawAgent, textOf, listAll, listeningAgent, wsHeaders } from "./lib.mjs";
 
 async function err(a, method, params) {
   const r = await a.request(method, params);
@@ -183,4 +185,25 @@ test("systemPrompt on new, load and resume: handed to the engine, stored, refuse
   assert.equal((await err(c, "session/load", { sessionId: plain, cwd: dir, mcpServers: [], systemPrompt: sp("override", "x") })).code, -32602);
   assert.equal((await ok(c, "session/status", { sessionId: plain })).status, "saved");
   await c.end();
+});
+
+test("session/status over two connections of one --listen agent: open for any connection that has it", async (t) => {
+  const dir = tempDir(t);
+  const srv = await listeningAgent(t, { store: join(dir, "s.db") });
+  const connect = () => {
+    const conn = acp.client({ name: "status-test" }).onNotification("session/update", () => {}).connect(createWebSocketStream(srv.url, { WebSocket, headers: wsHeaders() }));
+    const req = (m, p) => conn.agent.request(m, p);
+    return { req, close: () => conn.close() };
+  };
+  const c1 = connect();
+  const c2 = connect();
+  for (const c of [c1, c2]) await c.req("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId } = await c1.req("session/new", { cwd: dir, mcpServers: [] });
+  assert.equal((await c2.req("session/status", { sessionId })).status, "open");
+  assert.equal((await c1.req("session/status", { sessionId })).status, "open");
+  await c1.req("session/close", { sessionId });
+  assert.equal((await c2.req("session/status", { sessionId })).status, "saved");
+  c1.close();
+  c2.close();
+  await srv.stop();
 });
