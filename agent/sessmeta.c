@@ -259,9 +259,12 @@ static void archive(acp_agent *a, acp_req *req, bool on)
         return;
     }
     /* Archiving an active session closes it first, as session/close would: its cancelled
-     * turn's last updates and response go out (committed) before the answer. */
+     * turn's last updates and response go out (committed) before the answer. Also where
+     * another connection of the same server has it; one active in another process is not
+     * reached (it stays open there until closed). */
     acp_session *s = on ? session_find(a, id) : NULL;
     if (s && session_close(s)) acp_agent_flush(a);
+    if (on && a->bounds && a->bounds->session_close) a->bounds->session_close(a->bounds, a, id);
     if ((rc = acp_store_set_archived(a->store, id, on))) {
         reply_store(a, req, id, rc);
         return;

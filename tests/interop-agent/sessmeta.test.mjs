@@ -187,7 +187,7 @@ test("systemPrompt on new, load and resume: handed to the engine, stored, refuse
   await c.end();
 });
 
-test("session/status over two connections of one --listen agent: open for any connection that has it", async (t) => {
+test("two connections of one --listen agent: status is open for any connection that has it; archive closes it there", async (t) => {
   const dir = tempDir(t);
   const srv = await listeningAgent(t, { store: join(dir, "s.db") });
   const connect = () => {
@@ -203,6 +203,16 @@ test("session/status over two connections of one --listen agent: open for any co
   assert.equal((await c1.req("session/status", { sessionId })).status, "open");
   await c1.req("session/close", { sessionId });
   assert.equal((await c2.req("session/status", { sessionId })).status, "saved");
+  // archived from connection 2 while connection 1 has it active with a turn running: closed there
+  // first (its prompt answered cancelled), as session/close would
+  const other = (await c1.req("session/new", { cwd: dir, mcpServers: [] })).sessionId;
+  const turn = c1.req("session/prompt", { sessionId: other, prompt: [{ type: "text", text: "/sleep 30000" }] });
+  // connection 1's requests are served in order: once this is answered its turn is running
+  assert.equal((await c1.req("session/status", { sessionId: other })).status, "open");
+  assert.deepEqual(await c2.req("session/archive", { sessionId: other }), {});
+  assert.equal((await turn).stopReason, "cancelled");
+  assert.equal((await c1.req("session/status", { sessionId: other })).status, "saved");
+  await assert.rejects(c1.req("session/prompt", { sessionId: other, prompt: [{ type: "text", text: "hi" }] }), (e) => e.code === -32002);
   c1.close();
   c2.close();
   await srv.stop();
