@@ -19,8 +19,8 @@
 #define META {"_meta", V_OBJECT, VF_NULL | VF_LENIENT, NULL}
 SHAPE(set_title, {"sessionId", V_STRING, VF_REQ, NULL}, {"title", V_STRING, VF_REQ, NULL}, META);
 SHAPE(session_only, {"sessionId", V_STRING, VF_REQ, NULL}, META);
-/* SystemPrompt: the blocks' kinds are judged below (text only), their shapes by the caller's
- * content rules are not needed: a text block is {type, text}. */
+/* SystemPrompt {mode, content[]}: each block's kind is judged below (text only, the one kind
+ * the schema lets a client send), then its shape, a TextContent's {type, text}. */
 SHAPE(text_block, {"type", V_STRING, VF_REQ, NULL}, {"text", V_STRING, VF_REQ, NULL}, META);
 static const vfield a_block = {NULL, V_OBJECT, 0, NULL};
 SHAPE(system_prompt, {"mode", V_STRING, VF_REQ, NULL}, {"content", V_ARRAY, VF_REQ, &a_block},
