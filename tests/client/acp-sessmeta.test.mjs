@@ -117,6 +117,7 @@ test("an SDK agent: --system-prompt sent on session/new as the schema has it", a
   assert.match(p.stdout, /systemPrompt=\{"mode":"append","content":\[\{"(type|text)"/);
   const sent = readFileSync(rec, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.deepEqual(sent.find((m) => m.method === "session/new").params.systemPrompt, { mode: "append", content: [{ type: "text", text: "Use tabs." }] });
+  assert.deepEqual(sent.filter((m) => m.method === "violation"), [], "messages that break schema.unstable.json");
 });
 
 test("an SDK agent that does not advertise them: refused here (exit 3), nothing sent", async () => {

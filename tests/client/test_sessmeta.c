@@ -82,6 +82,22 @@ static size_t listed(acp_client *c, const char *archived)
     return n;
 }
 
+/* What the agent received, as one string (after it exited). */
+static char *record_text(fixture *f)
+{
+    acp_client_free(f->c);
+    f->c = NULL;
+    FILE *fp = fopen(f->record, "r");
+    assert_non_null(fp);
+    acp_buf b = {0};
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
+    fclose(fp);
+    acp_buf_cstr(&b);
+    return b.data;
+}
+
 static void test_calls(void **state)
 {
     fixture *f = *state;
@@ -161,22 +177,11 @@ static void test_calls(void **state)
     expect_code(c, acp_client_archive(c, "nope", true), ACP_EPROTO, "-32002");
     expect_code(c, acp_client_archive(c, "", false), ACP_EINVAL, "empty");
     acp_client_session_free(s2);
-}
-
-/* What the agent received, as one string (after it exited). */
-static char *record_text(fixture *f)
-{
-    acp_client_free(f->c);
-    f->c = NULL;
-    FILE *fp = fopen(f->record, "r");
-    assert_non_null(fp);
-    acp_buf b = {0};
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
-    fclose(fp);
-    acp_buf_cstr(&b);
-    return b.data;
+    /* everything sent was valid against schema.unstable.json (the agent checks strictly) */
+    char *rec = record_text(f);
+    if (strstr(rec, "\"violation\"")) fail_msg("the client broke the schema: %s", rec);
+    assert_non_null(strstr(rec, "session/set_title"));
+    free(rec);
 }
 
 static void test_not_advertised(void **state)

@@ -12,9 +12,25 @@
 import { appendFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable"; // the unstable method table
+import { validate } from "../interop-agent/schema.mjs"; // strict, against schema.unstable.json
 
+// What the client sent, checked strictly (the SDK's decoder is lenient by design): a violation
+// is recorded as {"method": "violation", ...}, which the tests look for.
+const REQUEST = {
+  initialize: "InitializeRequest",
+  "session/new": "NewSessionRequest",
+  "session/set_title": "SetSessionTitleRequest",
+  "session/archive": "ArchiveSessionRequest",
+  "session/unarchive": "UnarchiveSessionRequest",
+  "session/status": "SessionStatusRequest",
+  "session/list": "ListSessionsRequest",
+  "session/prompt": "PromptRequest",
+};
 const record = (method, params) => {
-  if (process.env.ACP_RECORD) appendFileSync(process.env.ACP_RECORD, JSON.stringify({ method, params }) + "\n");
+  if (!process.env.ACP_RECORD) return;
+  appendFileSync(process.env.ACP_RECORD, JSON.stringify({ method, params }) + "\n");
+  const bad = REQUEST[method] && validate(REQUEST[method], params ?? {});
+  if (bad) appendFileSync(process.env.ACP_RECORD, JSON.stringify({ method: "violation", of: method, bad }) + "\n");
 };
 const bare = process.env.ACP_SESSMETA_BARE === "1";
 const sessions = new Map(); // id -> {cwd, title, archived, systemPrompt, open, updatedAt}
