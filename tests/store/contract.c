@@ -1625,20 +1625,22 @@ static void t_system_prompt(void **state)
     assert_int_equal(acp_store_get(f->st, "q", &row), ACP_ENOTFOUND);
     acp_store_session_clear(&row);
 
-    /* A 1.0 program's struct (smaller than ours): get and clear touch only its bytes (ASan
-     * watches the heap block's end). */
-    size_t small = offsetof(acp_store_session, updated_at) + ACP_STORE_TIME_LEN + 1;
-    small = (small + _Alignof(acp_store_session) - 1) / _Alignof(acp_store_session) *
-            _Alignof(acp_store_session);
-    acp_store_session *old = malloc(small);
+    /* A 1.0 program's struct (acp_store_session as 1.0 declared it, smaller than ours): get
+     * and clear touch only its bytes (ASan watches the heap block's end). */
+    struct session_1_0 {
+        size_t struct_size;
+        char *id, *cwd, *add_dirs, *title, *state;
+        char created_at[ACP_STORE_TIME_LEN + 1];
+        char updated_at[ACP_STORE_TIME_LEN + 1];
+    } *old = calloc(1, sizeof *old);
     assert_non_null(old);
-    memset(old, 0, small);
-    old->struct_size = small;
+    old->struct_size = sizeof *old;
+    assert_true(sizeof *old < sizeof(acp_store_session));
     assert_int_equal(acp_store_set_system_prompt(f->st, "p", 0, sp), 0);
-    assert_int_equal(acp_store_get(f->st, "p", old), 0);
+    assert_int_equal(acp_store_get(f->st, "p", (acp_store_session *)(void *)old), 0);
     assert_string_equal(old->id, "p");
-    acp_store_session_clear(old);
-    assert_int_equal(old->struct_size, small);
+    acp_store_session_clear((acp_store_session *)(void *)old);
+    assert_int_equal(old->struct_size, sizeof *old);
     assert_null(old->id);
     free(old);
 }
