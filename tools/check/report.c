@@ -53,6 +53,31 @@ static char *cut(const char *s)
     return o;
 }
 
+/* Valid UTF-8 for JSON: bytes of broken sequences become "\\xNN" text. */
+static char *utf8_safe(const char *s)
+{
+    size_t n = strlen(s);
+    char *o = malloc(n * 4 + 1), *p = o;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = k && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++) ok = ((unsigned char)s[i + j] & 0xC0) == 0x80;
+        if (ok && k > 1) {
+            memcpy(p, s + i, k);
+            p += k;
+            i += k;
+        } else if (ok) {
+            *p++ = s[i++];
+        } else {
+            p += sprintf(p, "\\x%02x", c);
+            i++;
+        }
+    }
+    *p = 0;
+    return o;
+}
+
 void chk_add(chk_report *r, const char *id, chk_level lv, chk_result res, const chk_spec *spec,
              const char *sent, const char *received, const char *fmt, ...)
 {
@@ -68,9 +93,13 @@ void chk_add(chk_report *r, const char *id, chk_level lv, chk_result res, const 
     if (r->json) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", id, "level", level_names[lv],
                               "result", result_names[res], "detail", detail, "spec", specs);
-        if (sent) json_object_set_new(o, "sent", json_stringn_nocheck(sent, strlen(sent)));
-        if (received)
-            json_object_set_new(o, "received", json_stringn_nocheck(received, strlen(received)));
+        const char *const keys[] = {"sent", "received"}, *vals[] = {sent, received};
+        for (int i = 0; i < 2; i++) {
+            if (!vals[i]) continue;
+            char *v = utf8_safe(vals[i]);
+            json_object_set_new(o, keys[i], json_string(v));
+            free(v);
+        }
         char *t = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
         fprintf(r->out, "%s\n", t ? t : "{}");
         free(t);
