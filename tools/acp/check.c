@@ -56,6 +56,7 @@ struct ctx {
     char tmp[PATH_MAX];
     char **argv; /* the agent command, argv[0] made absolute (we chdir) */
     bool prompt, remote, stdio;
+    bool http; /* Streamable HTTP: malformed bodies are refused with HTTP 400 */
     unsigned timeout_ms;
     unsigned next_id;
     json_t *methods;  /* our request ids (their JSON text) -> method, for the schema */
@@ -172,6 +173,15 @@ static const chk_spec
     S_UTF8 = {"transports (v1)", "JSON-RPC messages MUST be UTF-8 encoded."},
     S_ALIVE = {"overview (v1)", "All methods follow standard JSON-RPC 2.0 error handling"};
 
+/* n bytes (not a C string: a line has no NUL of its own) as a C string */
+static char *dupn(const char *p, size_t n)
+{
+    char *o = malloc(n + 1);
+    memcpy(o, p, n);
+    o[n] = 0;
+    return o;
+}
+
 static const char *sv(const json_t *j)
 {
     const char *s = json_string_value(j);
@@ -199,7 +209,7 @@ static void on_message(acp_client *c, const char *raw, size_t n, void *user)
         p->v = realloc(p->v, p->cap * sizeof *p->v);
     }
     msg *m = &p->v[p->n++];
-    m->raw = strndup(raw, n);
+    m->raw = dupn(raw, n);
     m->n = n;
     json_error_t e;
     m->j = json_loadb(raw, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
@@ -209,7 +219,7 @@ static void on_message(acp_client *c, const char *raw, size_t n, void *user)
         m->j = json_loadb(raw, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &e);
     x->nmsgs++;
     if (!json_is_object(m->j) && !json_is_array(m->j)) {
-        if (!x->nonjson++) x->first_nonjson = strndup(raw, n > 300 ? 300 : n);
+        if (!x->nonjson++) x->first_nonjson = dupn(raw, n > 300 ? 300 : n);
         return;
     }
     if (!x->schema || json_is_array(m->j)) return;
@@ -227,7 +237,7 @@ static void on_message(acp_client *c, const char *raw, size_t n, void *user)
     if (bad) {
         if (!x->badschema++) {
             x->first_bad = bad;
-            x->first_bad_msg = strndup(raw, n);
+            x->first_bad_msg = dupn(raw, n);
         } else {
             free(bad);
         }
@@ -639,11 +649,22 @@ static bool still_alive(peer *p, const char *id)
     return ok;
 }
 
+/* Over Streamable HTTP a body that is not one JSON-RPC message never reaches JSON-RPC: the
+ * transport answers HTTP 400 (as the SDK's does), which ends the client's connection. */
+static bool http_skip(ctx *x, const char *id, chk_level lv, const chk_spec *spec)
+{
+    if (!x->http) return false;
+    chk_add(x->r, id, lv, CHK_SKIP, spec, NULL, NULL,
+            "Streamable HTTP refuses a malformed body with HTTP 400 before JSON-RPC: not sent");
+    return true;
+}
+
 static void expect_error(peer *p, const char *id, chk_level lv, const chk_spec *spec,
-                         const char *text, const json_t *idv, int code, const char *what)
+                         const char *text, const json_t *idv, int code, const char *what,
+                         bool malformed)
 {
     ctx *x = p->x;
-    if (!want_(x, id)) return;
+    if (!want_(x, id) || (malformed && http_skip(x, id, lv, spec))) return;
     call c;
     bool got = rsend(p, &c, text, idv, x->timeout_ms);
     int have = got ? code_of(&c) : 0;
@@ -661,22 +682,22 @@ static void g_rpc(ctx *x, peer *p)
 {
     json_t *jnull = json_null();
     expect_error(p, "rpc.parse_error", CHK_MUST, &S_PARSE, "{\"jsonrpc\":\"2.0\",\"id\":1,", jnull,
-                 -32700, "a line that is not JSON: -32700 with id null");
+                 -32700, "a line that is not JSON: -32700 with id null", true);
     json_t *ir = json_string("chk-ir");
     expect_error(p, "rpc.invalid_request", CHK_MUST, &S_INVALID,
                  "{\"jsonrpc\":\"2.0\",\"id\":\"chk-ir\",\"method\":5}", ir, -32600,
-                 "\"method\" not a string: -32600");
+                 "\"method\" not a string: -32600", true);
     json_decref(ir);
     json_t *um = json_string("chk-um");
     expect_error(p, "rpc.unknown_method", CHK_MUST, &S_UNKNOWN,
                  "{\"jsonrpc\":\"2.0\",\"id\":\"chk-um\",\"method\":\"acp-check/no_such_method\"}",
-                 um, -32601, "an unknown method: -32601");
+                 um, -32601, "an unknown method: -32601", false);
     json_decref(um);
     json_t *ue = json_string("chk-ue");
     expect_error(p, "rpc.unknown_extension", CHK_SHOULD, &S_NOT_FOUND,
                  "{\"jsonrpc\":\"2.0\",\"id\":\"chk-ue\",\"method\":\"_acp-check/"
                  "no_such_method\",\"params\":{}}",
-                 ue, -32601, "an unknown extension method: -32601");
+                 ue, -32601, "an unknown extension method: -32601", false);
     json_decref(ue);
 
     if (want_(x, "rpc.unknown_notification")) {
@@ -753,7 +774,7 @@ static void g_rpc(ctx *x, peer *p)
         free(longid);
     }
 
-    if (want_(x, "rpc.batch")) {
+    if (want_(x, "rpc.batch") && !http_skip(x, "rpc.batch", CHK_SHOULD, &S_BATCH)) {
         size_t from = p->n;
         const char *t = "[{\"jsonrpc\":\"2.0\",\"id\":\"chk-b1\",\"method\":\"acp-check/b1\"},"
                         "{\"jsonrpc\":\"2.0\",\"id\":\"chk-b2\",\"method\":\"acp-check/b2\"}]";
@@ -774,7 +795,7 @@ static void g_rpc(ctx *x, peer *p)
         still_alive(p, "rpc.batch");
     }
 
-    if (want_(x, "rpc.invalid_utf8")) {
+    if (want_(x, "rpc.invalid_utf8") && !http_skip(x, "rpc.invalid_utf8", CHK_SHOULD, &S_UTF8)) {
         if (x->remote && !strncasecmp(x->a->agent, "ws", 2)) {
             ADD(x, "rpc.invalid_utf8", CHK_SHOULD, CHK_SKIP, S_UTF8, NULL, NULL,
                 "a WebSocket text message must be UTF-8 (RFC 6455): not sent");
@@ -794,7 +815,7 @@ static void g_rpc(ctx *x, peer *p)
         }
     }
 
-    if (want_(x, "rpc.deep_nesting")) {
+    if (want_(x, "rpc.deep_nesting") && !http_skip(x, "rpc.deep_nesting", CHK_SHOULD, &S_ALIVE)) {
         acp_buf b = {0};
         acp_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":\"chk-deep\",\"method\":\"_acp-check/"
                            "deep\",\"params\":{\"x\":");
@@ -1432,6 +1453,7 @@ int cmd_check(app *a)
              .commands = json_object()};
     x.remote = app_remote(a);
     x.stdio = app_spawns(a);
+    x.http = x.remote && !strncasecmp(a->agent, "http", 4);
     x.timeout_ms = a->timeout_ms ? a->timeout_ms : 30000;
     if (a->agent_log) {
         a->agent_log_fd = open(a->agent_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
