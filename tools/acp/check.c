@@ -1061,11 +1061,26 @@ static void g_list(ctx *x, peer *p)
 
     if (want_(x, "list.paging")) {
         json_t *mine = json_array();
+        /* Sessions until the listing has a second page (at most PAGE_PROBE), each closed at
+         * once where the agent can: a real agent may run a process per open session. */
+        bool can_close = has_cap(x, "sessionCapabilities.close");
         for (int k = 0; k < PAGE_PROBE; k++) {
             char *id = new_session(p, pg, NULL);
             if (!id) break;
             json_array_append_new(mine, json_string(id));
+            if (can_close) {
+                call cc;
+                rcall(p, &cc, "session/close", json_pack("{s:s}", "sessionId", id));
+                call_free(&cc);
+            }
             free(id);
+            if (k % 10 == 9) {
+                call lc;
+                bool more = rcall(p, &lc, "session/list", json_pack("{s:s}", "cwd", pg)) &&
+                            json_object_get(result_of(&lc), "nextCursor");
+                call_free(&lc);
+                if (more) break;
+            }
         }
         got = list_all(p, pg, &c, &overlap, &pages);
         size_t missing = 0;
