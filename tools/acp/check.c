@@ -471,7 +471,7 @@ static json_t *sess_params(ctx *x, const char *cwd)
 /* session/new in cwd: the id (malloc'd) or NULL. */
 static char *new_session(peer *p, const char *cwd, call *c)
 {
-    call own;
+    call own = {0};
     if (!c) c = &own;
     char *id = NULL;
     if (rcall(p, c, "session/new", sess_params(p->x, cwd))) {
@@ -589,7 +589,7 @@ static void g_init(ctx *x, peer *p)
         named ? json_string_value(json_object_get(info, "version")) : "missing");
     free(it);
     if (want_(x, "init.version.latest")) {
-        call c;
+        call c = {0};
         bool ok = rcall(p, &c, "initialize",
                         json_pack("{s:i, s:{}}", "protocolVersion", 65535, "clientCapabilities"));
         json_t *v = json_object_get(result_of(&c), "protocolVersion");
@@ -622,7 +622,7 @@ static void g_init(ctx *x, peer *p)
                 "%s is advertised (its checks below)", gated[i].cap);
             continue;
         }
-        call c;
+        call c = {0};
         json_t *params = json_pack("{s:s, s:s, s:[]}", "sessionId", "sess_chk_none", "cwd", x->tmp,
                                    "mcpServers");
         bool ok = rcall(p, &c, gated[i].method, params);
@@ -639,7 +639,7 @@ static void g_init(ctx *x, peer *p)
 
 static bool still_alive(peer *p, const char *id)
 {
-    call c;
+    call c = {0};
     rcall(p, &c, "_acp-check/ping", json_object());
     bool ok = c.resp != NULL;
     if (!ok)
@@ -665,7 +665,7 @@ static void expect_error(peer *p, const char *id, chk_level lv, const chk_spec *
 {
     ctx *x = p->x;
     if (!want_(x, id) || (malformed && http_skip(x, id, lv, spec))) return;
-    call c;
+    call c = {0};
     bool got = rsend(p, &c, text, idv, x->timeout_ms);
     int have = got ? code_of(&c) : 0;
     bool ok = got && error_of(&c) && (!code || have == code);
@@ -748,7 +748,7 @@ static void g_rpc(ctx *x, peer *p)
                            idtext.data);
             acp_buf_cstr(&text);
             json_t *idv = json_loads(idtext.data, JSON_DECODE_ANY, NULL);
-            call c;
+            call c = {0};
             /* the first answer after it, whatever its id: a mangled id shows */
             bool got = rsend(p, &c, text.data, NULL, x->timeout_ms) &&
                        json_equal(json_object_get(c.resp, "id"), idv);
@@ -846,7 +846,7 @@ static void g_rpc(ctx *x, peer *p)
 static void g_new(ctx *x, peer *p)
 {
     if (want_(x, "session.new.unique")) {
-        call c1, c2;
+        call c1 = {0}, c2 = {0};
         char *a = new_session(p, NULL, &c1), *b = new_session(p, NULL, &c2);
         ADD(x, "session.new.unique", CHK_MUST, a && b && strcmp(a, b) ? CHK_PASS : CHK_FAIL,
             S_NEW_UNIQUE, c2.sent, recv_text(p, &c2), "two session/new: %s",
@@ -859,7 +859,7 @@ static void g_new(ctx *x, peer *p)
         free(b);
     }
     if (want_(x, "session.new.relative_cwd")) {
-        call c;
+        call c = {0};
         bool ok = rcall(p, &c, "session/new",
                         json_pack("{s:s, s:[]}", "cwd", "relative/dir", "mcpServers"));
         if (ok)
@@ -870,7 +870,7 @@ static void g_new(ctx *x, peer *p)
         call_free(&c);
     }
     if (want_(x, "session.new.mcp_required")) {
-        call c;
+        call c = {0};
         bool ok = rcall(p, &c, "session/new", json_pack("{s:s}", "cwd", x->tmp));
         if (ok)
             json_array_append_new(x->made,
@@ -881,7 +881,7 @@ static void g_new(ctx *x, peer *p)
         call_free(&c);
     }
     if (want_(x, "session.new.meta")) {
-        call c;
+        call c = {0};
         json_t *params = sess_params(x, NULL);
         json_object_set_new(params, "_meta", json_pack("{s:b}", "acp-check", 1));
         bool ok = rcall(p, &c, "session/new", params);
@@ -893,7 +893,7 @@ static void g_new(ctx *x, peer *p)
         call_free(&c);
     }
     if (want_(x, "session.new.unknown_field")) {
-        call c;
+        call c = {0};
         json_t *params = sess_params(x, NULL);
         json_object_set_new(params, "acpCheckUnknown", json_integer(1));
         bool ok = rcall(p, &c, "session/new", params);
@@ -915,7 +915,7 @@ static void g_new(ctx *x, peer *p)
             char extra[PATH_MAX + 16];
             snprintf(extra, sizeof extra, "%s/extra", x->tmp);
             mkdir(extra, 0700);
-            call c;
+            call c = {0};
             json_t *params = sess_params(x, NULL);
             json_object_set_new(params, "additionalDirectories", json_pack("[s]", extra));
             bool ok = rcall(p, &c, "session/new", params);
@@ -960,7 +960,7 @@ static void g_prompt(ctx *x, peer *p)
             "session/new failed: no session to prompt");
         return;
     }
-    call c;
+    call c = {0};
     const char *stop = turn(p, sid, "Reply with the single word: pong", &c);
     size_t before = updates_for(p, sid, c.from, c.resp ? c.at : p->n, false);
     ADD(x, "prompt.turn", CHK_MUST, stop ? CHK_PASS : CHK_FAIL, S_PROMPT_END, c.sent,
@@ -1069,13 +1069,13 @@ static void g_list(ctx *x, peer *p)
             if (!id) break;
             json_array_append_new(mine, json_string(id));
             if (can_close) {
-                call cc;
+                call cc = {0};
                 rcall(p, &cc, "session/close", json_pack("{s:s}", "sessionId", id));
                 call_free(&cc);
             }
             free(id);
             if (k % 10 == 9) {
-                call lc;
+                call lc = {0};
                 bool more = rcall(p, &lc, "session/list", json_pack("{s:s}", "cwd", pg)) &&
                             json_object_get(result_of(&lc), "nextCursor");
                 call_free(&lc);
@@ -1132,7 +1132,7 @@ static void g_close(ctx *x, peer *p)
     char *sid = new_session(p, NULL, NULL);
     if (!sid) return;
     bool sleeps = json_object_get(x->commands, "sleep") != NULL;
-    call c;
+    call c = {0};
     if (!x->prompt) {
         ADD(x, "close.cancels", CHK_MUST, CHK_SKIP, S_CLOSE, NULL, NULL,
             "--no-prompt: no turn to cancel");
@@ -1207,7 +1207,7 @@ static void g_persist(ctx *x, peer *p, peer *q)
         return;
     }
     const char *said = "acp check: remember the word heliotrope";
-    call c;
+    call c = {0};
     bool prompted = false;
     if (x->prompt) {
         prompted = turn(p, keep, said, &c) != NULL;
@@ -1431,7 +1431,7 @@ static void cleanup(ctx *x)
             json_t *s;
             json_array_foreach(x->made, i, s)
             {
-                call c;
+                call c = {0};
                 if (json_is_string(s)) delete_ok(&p, json_string_value(s), &c);
                 call_free(&c);
             }
