@@ -1258,12 +1258,14 @@ static void g_persist(ctx *x, peer *p, peer *q)
         return;
     }
     const char *how = x->stdio ? "after a SIGKILL and a fresh agent" : "on a new connection";
+    bool listed = false; /* the session without a turn is still known after the restart */
     if (can_list) {
         call lc = {0};
         bool overlap;
         unsigned pages;
         json_t *l = list_all(q, hist, &lc, &overlap, &pages);
-        if (prompted || (l && list_has(l, keep)))
+        listed = l && list_has(l, keep);
+        if (prompted || listed)
             ADD(x, "persist.listed", CHK_MUST, l && list_has(l, keep) ? CHK_PASS : CHK_FAIL,
                 S_PERSIST, lc.sent, recv_text(q, &lc), "%s: the session %s listed", how,
                 l && list_has(l, keep) ? "is" : "is not");
@@ -1320,7 +1322,13 @@ static void g_persist(ctx *x, peer *p, peer *q)
         size_t at = c.resp ? c.at + 1 : q->n;
         settle(q, SETTLE_MS);
         size_t late = updates_for(q, keep, at, q->n, true);
-        if (!prompted)
+        if (!prompted && !ok && !listed)
+            ADD(x, "load.replay_before_answer", CHK_MUST, CHK_SKIP, S_LOAD_ANSWER, c.sent,
+                recv_text(q, &c),
+                "%s: the agent keeps no session without a turn (not listed, load refused): "
+                "nothing to load under --no-prompt",
+                how);
+        else if (!prompted)
             ADD(x, "load.replay_before_answer", CHK_MUST, ok && !late ? CHK_PASS : CHK_FAIL,
                 S_LOAD_ANSWER, c.sent, late ? q->v[at].raw : recv_text(q, &c),
                 "%s: load of a session without a turn (--no-prompt): %s, %zu update(s) after "
@@ -1354,9 +1362,15 @@ static void g_persist(ctx *x, peer *p, peer *q)
             rcall(q, &c, "session/resume",
                   json_pack("{s:s, s:s, s:[]}", "sessionId", keep, "cwd", hist, "mcpServers"));
         size_t n = updates_for(q, keep, c.from, c.resp ? c.at : q->n, true);
-        ADD(x, "resume.no_replay", CHK_MUST, ok && !n ? CHK_PASS : CHK_FAIL, S_RESUME, c.sent,
-            recv_text(q, &c), "resume: %s, %zu history update(s) before the answer%s",
-            ok ? "answered" : "refused", n, prompted ? "" : " (no turn to replay: --no-prompt)");
+        if (!prompted && !ok && !listed)
+            ADD(x, "resume.no_replay", CHK_MUST, CHK_SKIP, S_RESUME, c.sent, recv_text(q, &c),
+                "the agent keeps no session without a turn (not listed, resume refused): "
+                "nothing to resume under --no-prompt");
+        else
+            ADD(x, "resume.no_replay", CHK_MUST, ok && !n ? CHK_PASS : CHK_FAIL, S_RESUME, c.sent,
+                recv_text(q, &c), "resume: %s, %zu history update(s) before the answer%s",
+                ok ? "answered" : "refused", n,
+                prompted ? "" : " (no turn to replay: --no-prompt)");
         call_free(&c);
     }
     /* roots: stored roots never come back by themselves (observable through the agent's /read
