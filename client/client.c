@@ -36,6 +36,21 @@ static void on_rpc_log(acp_conn *conn, const char *message, void *user)
     acp_client_log(user, "%s", message);
 }
 
+static void on_rpc_message(acp_conn *conn, const char *line, size_t n, void *user)
+{
+    acp_client *c = user;
+    c->opts.on_message(c, line, n, c->opts.user);
+}
+
+int acp_client_send_raw(acp_client *c, const char *bytes, size_t n)
+{
+    if (c->gone || acp_conn_closed(c->conn))
+        return acp_error_set(ACP_ECLOSED, "the agent's connection has ended");
+    int rc = n ? acp_conn_out_append(c->conn, bytes, n) : 0;
+    if (!rc && (!n || bytes[n - 1] != '\n')) rc = acp_conn_out_append(c->conn, "\n", 1);
+    return rc ? acp_error_set(rc, "out of memory queueing a message for the agent") : 0;
+}
+
 int acp_client_errcode(const acp_client *c)
 {
     return c->errcode;
@@ -237,7 +252,8 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
                         .on_log = on_rpc_log,
-                        .user = c};
+                        .user = c,
+                        .on_message = opts->on_message ? on_rpc_message : NULL};
     if (!(c->conn = acp_conn_new(&co))) {
         rc = ACP_ENOMEM;
         goto fail;

@@ -235,6 +235,11 @@ typedef struct acp_client_opts {
     /* The most one fs/read_text_file returns (fs_read): a read that would return more is
      * refused with an error that says so. 0: ACP_ROOTS_MAX_READ (64 MiB). */
     size_t max_read;
+    /* A tap for tracers and conformance tools (acp check): every message received from the
+     * agent, whole, exactly as it arrived (one line without its line end; over a URL one
+     * WebSocket message or SSE event / POST response body), before the client acts on it.
+     * msg borrowed for the call. NULL: none. */
+    void (*on_message)(acp_client *c, const char *msg, size_t n, void *user);
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
@@ -325,6 +330,13 @@ int acp_client_call_start(acp_client *c, const char *method, json_t *params, acp
 int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **result);
 /* A notification to the agent (an extension's, usually); params stolen. */
 int acp_client_notify(acp_client *c, const char *method, json_t *params);
+
+/* Sends bytes exactly as given, past every check: one or more messages, each ending with a
+ * line feed (a missing last one is added). Over a URL agent each line is one WebSocket message
+ * or one POST. For conformance tools (acp check), which send what no typed call would (invalid
+ * JSON, batches, foreign ids): answers to ids the client did not give are dropped (on_log) and
+ * seen through on_message. ACP_ECLOSED once the agent is gone, ACP_ENOMEM. */
+int acp_client_send_raw(acp_client *c, const char *bytes, size_t n);
 
 /* authenticate with one of acp_client_auth_methods()'s ids (never a `terminal` method: the
  * spec has the client run those itself; ACP_EINVAL). logout needs agentCapabilities.auth.logout

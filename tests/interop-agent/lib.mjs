@@ -922,7 +922,7 @@ export function sdkAgent(t, opts) {
     .onRequest("fs/read_text_file", ({ params }) => {
       h.fsReads.push(params);
       if (!opts.fs) throw acp.RequestError.methodNotFound("fs/read_text_file");
-      return { content: opts.fs.read(params.path) };
+      return { content: opts.fs.read(params.path, params) };
     })
     .onRequest("fs/write_text_file", ({ params }) => {
       h.fsWrites.push(params);

@@ -20,6 +20,7 @@
 #include "acp/version.h"
 #include "engines/openai/openai.h"
 #include "engines/echo/echo.h"
+#include "tools/acp-agent/check_client.h"
 #include "tools/acp-agent/memtrim.h"
 #include "tools/common/serve_cli.h"
 
@@ -27,6 +28,7 @@ static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
     "                 [--lease-ttl MS] [--max-read SIZE] [--log-level quiet|info]\n"
     "                 [--unstable-off all|FEATURE,...]\n"
+    "                 [--check-client [--check-report FILE] [--check-json]]\n"
     "                 [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
@@ -55,6 +57,14 @@ static const char usage[] =
     "session/list's archived filter; status: session/status (open or saved);\n"
     "system-prompt: systemPrompt on session/new, load, resume (stored with the session;\n"
     "the openai engine appends it to its instructions, or replaces them: override).\n"
+    "\n"
+    "--check-client: instead of an engine, each prompt checks the client connected to us\n"
+    "(an editor under test): every kind of update, a permission request, fs reads and\n"
+    "writes (a probe file in the session's cwd, removed after), a terminal (output, exit,\n"
+    "truncation), a form elicitation, an unknown extension method; each answer validated\n"
+    "against schema.json. The report (like acp check's; --check-json: one object per\n"
+    "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
+    "its summary.\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -194,6 +204,9 @@ enum {
     O_MAX_TOKENS,
     O_MAX_TURNS,
     O_CONTEXT_TOKENS,
+    O_CHECK_CLIENT,
+    O_CHECK_REPORT,
+    O_CHECK_JSON,
 };
 
 static const struct option longopts[] = {
@@ -206,6 +219,9 @@ static const struct option longopts[] = {
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
     {"unstable-off", required_argument, NULL, O_UNSTABLE_OFF},
     {"engine", required_argument, NULL, O_ENGINE},
+    {"check-client", no_argument, NULL, O_CHECK_CLIENT},
+    {"check-report", required_argument, NULL, O_CHECK_REPORT},
+    {"check-json", no_argument, NULL, O_CHECK_JSON},
     {"base-url", required_argument, NULL, O_BASE_URL},
     {"model", required_argument, NULL, O_MODEL},
     {"api-key-env", required_argument, NULL, O_API_KEY_ENV},
@@ -263,6 +279,8 @@ int main(int argc, char **argv)
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
                *prompt_file = NULL;
     unsigned unstable_off = 0;
+    bool check = false, check_json = false;
+    const char *check_report = NULL;
     serve_cli sc;
     serve_cli_init(&sc, "acp-agent");
     openai_opts oo = {0};
@@ -320,6 +338,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "acp-agent: --unstable-off: %s\n", acp_error_last()->message);
                 status = 2;
             }
+            break;
+        case O_CHECK_CLIENT:
+            check = true;
+            break;
+        case O_CHECK_REPORT:
+            check_report = optarg;
+            break;
+        case O_CHECK_JSON:
+            check_json = true;
             break;
         case O_ENGINE:
             engine = optarg;
@@ -427,8 +454,11 @@ int main(int argc, char **argv)
     if (acp_reaper_start(&loop, &reaper) && prog.verbose)
         fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
-    prog.echo = !oa;
-    if (oa)
+    prog.echo = !oa && !check;
+    check_client *cc = check ? check_client_new(check_report, check_json) : NULL;
+    if (cc)
+        check_client_engine(cc, &eng);
+    else if (oa)
         openai_engine(oa, &eng);
     else
         echo_engine(&eng, auth_env);
@@ -489,6 +519,7 @@ int main(int argc, char **argv)
     if (prog.server) acp_server_free(prog.server);
     uv_run(&loop, UV_RUN_DEFAULT); /* the agent's handles close here */
     if (oa) openai_free(oa, NULL, NULL);
+    check_client_free(cc);
     acp_reaper_close(reaper, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);

@@ -40,6 +40,8 @@ static const char usage_main[] =
     "                            list the session's config options, or set one\n"
     "  auth [METHOD]             list the agent's auth methods, or sign in with one\n"
     "  logout                    sign out\n"
+    "  check [--only PATTERN] [--no-prompt]\n"
+    "                            check the agent against the ACP specification\n"
     "\n"
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
@@ -95,7 +97,7 @@ static const char turn_opts_help[] =
     "Without --yes/--deny, each is asked on the terminal (writes: 'write N bytes to\n"
     "PATH? [y/N]'), and refused when standard input is not a terminal.\n";
 
-enum { F_SID = 1, F_SESS = 2, F_ALL = 4 }; /* the command options a command takes */
+enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_CHECK = 8 }; /* the command options a command takes */
 
 typedef struct command {
     const char *name;
@@ -230,6 +232,20 @@ static const command commands[] = {
     {"logout", cmd_logout, 0, 0, 0,
      "usage: acp logout\n\n"
      "Signs out (logout; needs the agent's auth.logout capability).\n"},
+    {"check", cmd_check, F_CHECK, 0, 0,
+     "usage: acp check [--agent CMD|unix:PATH|URL] [--json] [--only PATTERN] [--no-prompt]\n\n"
+     "Checks the agent against the ACP specification: initialize, the session layer (new,\n"
+     "load replay before its answer, resume without replay, close, list filter, paging and\n"
+     "cursors, delete, persistence across a SIGKILL of the agent), prompt turns and cancel,\n"
+     "and JSON-RPC hygiene (errors, ids of every kind echoed exactly, batches, bad UTF-8,\n"
+     "deep nesting, _meta); every message received is validated against schema.json.\n"
+     "Each check names its spec sentence, its level (MUST, SHOULD, MAY) and its result\n"
+     "(pass, fail, or skip with why). The agent is started as often as needed, in a fresh\n"
+     "temporary directory; the sessions made are deleted at the end where it can.\n"
+     "--json: one object per check: id, level, result, detail, spec, sent, received.\n"
+     "Exit status 0 when no MUST check failed, else 1.\n"
+     "  --only PATTERN       run only the checks whose id matches the glob (e.g. 'list.*')\n"
+     "  --no-prompt          skip what costs model tokens (prompt turns)\n"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -366,6 +382,8 @@ enum {
     O_QUIET,
     O_ARCHIVED,
     O_SYSTEM_PROMPT,
+    O_ONLY,
+    O_NO_PROMPT,
 };
 
 typedef struct cmdline {
@@ -413,6 +431,8 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"quiet", no_argument, NULL, O_QUIET},
         {"archived", optional_argument, NULL, O_ARCHIVED},
         {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
+        {"only", required_argument, NULL, O_ONLY},
+        {"no-prompt", no_argument, NULL, O_NO_PROMPT},
         {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -534,6 +554,14 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                 a->color = -1;
             else
                 return usage_error(a, "--color wants auto, always or never, not '%s'", optarg);
+            break;
+        case O_ONLY:
+            a->only = optarg;
+            flag = F_CHECK;
+            break;
+        case O_NO_PROMPT:
+            a->no_prompt = true;
+            flag = F_CHECK;
             break;
         case O_ALL:
             a->all_cwd = true;
@@ -967,7 +995,8 @@ int main(int argc, char **argv)
         render_init(&a.r, stdout, a.json, a.color);
         rc = cl.cmd->run(&a);
         a.finished = true;
-        if (rc && a.json) app_json_error(&a, rc);
+        /* check's status 1 is its verdict (a MUST failed), told by its own lines */
+        if (rc && a.json && cl.cmd->run != cmd_check) app_json_error(&a, rc);
         fflush(stdout);
         app_close(&a);
         render_free(&a.r);
