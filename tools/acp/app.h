@@ -42,6 +42,7 @@ typedef struct app {
     unsigned timeout_ms;
     const char *agent_log; /* --agent-log: the agent's stderr, raw, appended here */
     bool quiet;            /* --quiet: the agent's stderr dropped */
+    int log_level;         /* --log-level (enum log_level, tools/common/wiretrace.h) */
     size_t max_read;       /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
     /* command options */
     const char *sid; /* -s */

@@ -15,6 +15,7 @@
 #include "acp/version.h"
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
+#include "tools/common/wiretrace.h"
 
 static const char usage_main[] =
     "usage: acp [OPTIONS] COMMAND [ARGS]\n"
@@ -58,6 +59,8 @@ static const char usage_main[] =
     "  --agent-log FILE          append the agent's stderr to FILE, raw (default: shown\n"
     "                            line by line, made safe for the terminal, colours dropped)\n"
     "  --quiet                   drop the agent's stderr\n"
+    "  --log-level LEVEL         error, warn, info (the default) or debug: every JSON-RPC\n"
+    "                            message each way on stderr, secrets redacted\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
     "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
@@ -309,6 +312,7 @@ enum {
     O_COLOR,
     O_AGENT_LOG,
     O_QUIET,
+    O_LOG_LEVEL,
 };
 
 typedef struct cmdline {
@@ -353,6 +357,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"color", optional_argument, NULL, O_COLOR},
                                          {"agent-log", required_argument, NULL, O_AGENT_LOG},
                                          {"quiet", no_argument, NULL, O_QUIET},
+                                         {"log-level", required_argument, NULL, O_LOG_LEVEL},
                                          {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -431,6 +436,14 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_QUIET:
             a->quiet = true;
             break;
+        case O_LOG_LEVEL: {
+            enum log_level l;
+            if (log_level_parse(optarg, &l) || !strcmp(optarg, "quiet"))
+                return usage_error(a, "--log-level wants error, warn, info or debug, not '%s'",
+                                   optarg);
+            a->log_level = (int)l;
+            break;
+        }
         case 'h':
         case O_HELP:
             cl->help = true;
@@ -762,7 +775,7 @@ int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     setlocale(LC_CTYPE, ""); /* the line editor and display widths speak the user's UTF-8 */
-    app a = {.color = -1};
+    app a = {.color = -1, .log_level = LOG_INFO};
     cmdline cl = {0};
     int rc = parse(&a, &cl, argc, argv);
     if (rc && a.json) app_json_error(&a, rc);
@@ -775,6 +788,7 @@ int main(int argc, char **argv)
          * choose (render_eol, results). */
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
         render_init(&a.r, stdout, a.json, a.color);
+        if (a.log_level == LOG_DEBUG) wire_trace_start("acp");
         rc = cl.cmd->run(&a);
         a.finished = true;
         if (rc && a.json) app_json_error(&a, rc);
