@@ -127,9 +127,12 @@ static bool fail(vctx *c, const char *fmt, const char *a)
 
 static size_t push(vctx *c, const char *seg)
 {
-    size_t was = c->plen;
-    int n = snprintf(c->path + c->plen, sizeof c->path - c->plen, "/%s", seg);
-    if (n > 0) c->plen += (size_t)n < sizeof c->path - c->plen ? (size_t)n : 0;
+    size_t was = c->plen, n = strlen(seg);
+    if (was + 1 + n < sizeof c->path) {
+        c->path[was] = '/';
+        memcpy(c->path + was + 1, seg, n + 1);
+        c->plen += 1 + n;
+    }
     return was;
 }
 
@@ -157,6 +160,29 @@ static bool type_is(const char *t, json_t *v)
 
 static bool check(vctx *c, json_t *s, json_t *v, int depth);
 
+/* An alternative that a tag rules out: one of its properties (its own or its $ref's) is a
+ * string const that v has with another value ("sessionUpdate", "type"). Cheap, and it spares
+ * the full check of every other member of a tagged union. */
+static bool tagged_out(vctx *c, json_t *alt, json_t *v)
+{
+    for (int hop = 0; hop < 3 && json_is_object(alt); hop++) {
+        const char *key;
+        json_t *ps;
+        json_object_foreach(json_object_get(alt, "properties"), key, ps)
+        {
+            const char *want = json_string_value(json_object_get(ps, "const"));
+            const char *got = want ? json_string_value(json_object_get(v, key)) : NULL;
+            if (got && strcmp(want, got)) return true;
+        }
+        const char *ref = json_string_value(json_object_get(alt, "$ref"));
+        json_t *all = json_object_get(alt, "allOf");
+        if (!ref && json_array_size(all) == 1)
+            ref = json_string_value(json_object_get(json_array_get(all, 0), "$ref"));
+        alt = ref && !strncmp(ref, "#/$defs/", 8) ? json_object_get(c->defs, ref + 8) : NULL;
+    }
+    return false;
+}
+
 /* anyOf / oneOf: one alternative that fits. Failing, the error of the one that got furthest
  * (the longest path): for a tagged union, the alternative the tag chose. */
 static bool any_of(vctx *c, json_t *alts, json_t *v, int depth)
@@ -168,6 +194,7 @@ static bool any_of(vctx *c, json_t *alts, json_t *v, int depth)
     size_t outer_len = c->errlen, was = c->plen;
     json_array_foreach(alts, i, alt)
     {
+        if (json_is_object(v) && tagged_out(c, alt, v)) continue;
         c->err = mine;
         c->errlen = sizeof mine;
         mine[0] = 0;
@@ -191,31 +218,78 @@ static bool check(vctx *c, json_t *s, json_t *v, int depth)
     if (depth > 64) return true; /* the schema's own cycles through $ref: deep enough */
     if (json_is_true(s) || !json_is_object(s)) return true;
     if (json_is_false(s)) return fail(c, "%snot allowed here", "");
-    /* A value the schema tells readers to replace by its default when bad is no violation. */
-    if (json_is_true(json_object_get(s, "x-deserialize-default-on-error"))) {
-        char scratch[512];
-        char *outer = c->err;
-        size_t outer_len = c->errlen, was = c->plen;
-        c->err = scratch;
-        c->errlen = sizeof scratch;
-        json_t *copy = json_copy(s);
-        json_object_del(copy, "x-deserialize-default-on-error");
-        check(c, copy, v, depth + 1);
-        json_decref(copy);
-        c->err = outer;
-        c->errlen = outer_len;
-        pop(c, was);
-        return true;
+    /* One pass over the node's members (most are descriptions) rather than a hash lookup
+     * per keyword: the validator runs on every message of a stream. */
+    struct {
+        json_t *ref, *type, *cnst, *en, *props, *req, *extra, *items, *min, *max, *fmt, *minlen,
+            *all, *any, *one, *not_, *skip;
+    } kw = {0};
+    const char *key;
+    json_t *m;
+    json_object_foreach(s, key, m)
+    {
+        json_t **slot = NULL;
+        switch (key[0]) {
+        case '$':
+            slot = !strcmp(key, "$ref") ? &kw.ref : NULL;
+            break;
+        case 't':
+            slot = !strcmp(key, "type") ? &kw.type : NULL;
+            break;
+        case 'c':
+            slot = !strcmp(key, "const") ? &kw.cnst : NULL;
+            break;
+        case 'e':
+            slot = !strcmp(key, "enum") ? &kw.en : NULL;
+            break;
+        case 'p':
+            slot = !strcmp(key, "properties") ? &kw.props : NULL;
+            break;
+        case 'r':
+            slot = !strcmp(key, "required") ? &kw.req : NULL;
+            break;
+        case 'i':
+            slot = !strcmp(key, "items") ? &kw.items : NULL;
+            break;
+        case 'f':
+            slot = !strcmp(key, "format") ? &kw.fmt : NULL;
+            break;
+        case 'o':
+            slot = !strcmp(key, "oneOf") ? &kw.one : NULL;
+            break;
+        case 'n':
+            slot = !strcmp(key, "not") ? &kw.not_ : NULL;
+            break;
+        case 'a':
+            slot = !strcmp(key, "additionalProperties") ? &kw.extra
+                   : !strcmp(key, "allOf")              ? &kw.all
+                   : !strcmp(key, "anyOf")              ? &kw.any
+                                                        : NULL;
+            break;
+        case 'm':
+            slot = !strcmp(key, "minimum")     ? &kw.min
+                   : !strcmp(key, "maximum")   ? &kw.max
+                   : !strcmp(key, "minLength") ? &kw.minlen
+                                               : NULL;
+            break;
+        case 'x':
+            /* A value the schema tells readers to replace by its default when bad: never a
+             * violation. */
+            if (!strcmp(key, "x-deserialize-default-on-error") && json_is_true(m)) return true;
+            slot = !strcmp(key, "x-deserialize-skip-invalid-items") ? &kw.skip : NULL;
+            break;
+        }
+        if (slot) *slot = m;
     }
     json_t *k;
-    if ((k = json_object_get(s, "$ref"))) {
+    if ((k = kw.ref)) {
         const char *ref = json_string_value(k);
         if (ref && !strncmp(ref, "#/$defs/", 8)) {
             json_t *def = json_object_get(c->defs, ref + 8);
             if (def && !check(c, def, v, depth + 1)) return false;
         }
     }
-    if ((k = json_object_get(s, "type"))) {
+    if ((k = kw.type)) {
         bool ok = false;
         if (json_is_string(k)) ok = type_is(json_string_value(k), v);
         size_t i;
@@ -224,10 +298,10 @@ static bool check(vctx *c, json_t *s, json_t *v, int depth)
         if (!ok)
             return fail(c, "not of type %s", json_is_string(k) ? json_string_value(k) : "listed");
     }
-    if ((k = json_object_get(s, "const")) && !json_equal(k, v)) {
+    if ((k = kw.cnst) && !json_equal(k, v)) {
         return fail(c, "not %s", json_is_string(k) ? json_string_value(k) : "the constant");
     }
-    if ((k = json_object_get(s, "enum"))) {
+    if ((k = kw.en)) {
         size_t i;
         json_t *e;
         bool ok = false;
@@ -235,7 +309,7 @@ static bool check(vctx *c, json_t *s, json_t *v, int depth)
         if (!ok) return fail(c, "%snot one of the enum's values", "");
     }
     if (json_is_object(v)) {
-        json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
+        json_t *props = kw.props, *req = kw.req;
         size_t i;
         json_t *r;
         json_array_foreach(req, i, r)
@@ -243,9 +317,7 @@ static bool check(vctx *c, json_t *s, json_t *v, int depth)
             if (json_is_string(r) && !json_object_get(v, json_string_value(r)))
                 return fail(c, "lacks required %s", json_string_value(r));
         }
-        const char *key;
-        json_t *m;
-        json_t *extra = json_object_get(s, "additionalProperties");
+        json_t *extra = kw.extra;
         json_object_foreach(v, key, m)
         {
             json_t *ps = json_object_get(props, key);
@@ -261,10 +333,8 @@ static bool check(vctx *c, json_t *s, json_t *v, int depth)
             pop(c, was);
         }
     }
-    if (json_is_array(v) && (k = json_object_get(s, "items")) &&
-        !json_is_true(json_object_get(s, "x-deserialize-skip-invalid-items"))) {
+    if (json_is_array(v) && (k = kw.items) && !json_is_true(kw.skip)) {
         size_t i;
-        json_t *m;
         json_array_foreach(v, i, m)
         {
             char seg[24];
@@ -275,26 +345,26 @@ static bool check(vctx *c, json_t *s, json_t *v, int depth)
         }
     }
     if (json_is_number(v)) {
-        if ((k = json_object_get(s, "minimum")) && json_number_value(v) < json_number_value(k))
+        if ((k = kw.min) && json_number_value(v) < json_number_value(k))
             return fail(c, "%sbelow the minimum", "");
-        if ((k = json_object_get(s, "maximum")) && json_number_value(v) > json_number_value(k))
+        if ((k = kw.max) && json_number_value(v) > json_number_value(k))
             return fail(c, "%sabove the maximum", "");
-        const char *f = json_string_value(json_object_get(s, "format"));
+        const char *f = json_string_value(kw.fmt);
         if (f && !strncmp(f, "uint", 4) && json_number_value(v) < 0)
             return fail(c, "negative for format %s", f);
     }
-    if (json_is_string(v) && (k = json_object_get(s, "minLength")) &&
+    if (json_is_string(v) && (k = kw.minlen) &&
         json_string_length(v) < (size_t)json_integer_value(k))
         return fail(c, "%sshorter than its minimum length", "");
-    if ((k = json_object_get(s, "allOf"))) {
+    if ((k = kw.all)) {
         size_t i;
         json_t *alt;
         json_array_foreach(k, i, alt) if (!check(c, alt, v, depth + 1)) return false;
     }
-    if ((k = json_object_get(s, "anyOf")) && !any_of(c, k, v, depth)) return false;
+    if ((k = kw.any) && !any_of(c, k, v, depth)) return false;
     /* oneOf as anyOf: the schema's oneOf alternatives overlap where readers do not care. */
-    if ((k = json_object_get(s, "oneOf")) && !any_of(c, k, v, depth)) return false;
-    if ((k = json_object_get(s, "not"))) {
+    if ((k = kw.one) && !any_of(c, k, v, depth)) return false;
+    if ((k = kw.not_)) {
         char scratch[512];
         char *outer = c->err;
         size_t outer_len = c->errlen, was = c->plen;

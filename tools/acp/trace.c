@@ -6,6 +6,7 @@
  * at, so the checks cost the relayed stream no latency. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,23 @@ typedef struct pending {
 typedef struct side {
     uv_pipe_t in;    /* what this side writes: our stdin (client), the agent's stdout */
     uv_stream_t *to; /* where it goes: the agent's stdin, our stdout */
-    acp_buf line;    /* this side's bytes since its last line end */
     bool paused, eof;
+    /* the examiner thread's */
+    acp_buf line;   /* this side's bytes since its last line end */
     pending *asked; /* its requests not answered yet */
 } side;
+
+/* What was relayed, handed to the examiner thread: the relay never waits for the checks. */
+typedef struct chunk {
+    struct chunk *next;
+    int dir;
+    bool eof; /* the side's end: its last line, unterminated, is examined */
+    double t;
+    size_t n;
+    char data[];
+} chunk;
+
+#define QUEUE_MAX ((size_t)256 << 20) /* the relay waits beyond this: the examiner is behind */
 
 typedef struct tracer {
     uv_loop_t *loop;
@@ -57,11 +71,19 @@ typedef struct tracer {
     int term_signal;
     size_t findings;
     int closing;
+    /* the examiner thread and its queue */
+    uv_thread_t examiner;
+    uv_mutex_t mu;
+    uv_cond_t cv;
+    chunk *head, **tail;
+    size_t queued;
+    bool stop;
+    double chunk_t; /* the time of the chunk being examined */
 } tracer;
 
 static double now(tracer *t)
 {
-    return (double)(uv_hrtime() - t->start) / 1e9;
+    return t->chunk_t;
 }
 
 /* --- recording and findings ------------------------------------------------------------------ */
@@ -286,6 +308,7 @@ static void check_response(tracer *t, int dir, json_t *msg, json_t *id)
 
 static void examine(tracer *t, int dir, const char *line, size_t n)
 {
+
     if (n && line[n - 1] == '\r') n--;
     size_t i = 0;
     while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
@@ -318,6 +341,72 @@ static void examine(tracer *t, int dir, const char *line, size_t n)
     json_decref(msg);
 }
 
+/* --- the examiner thread ------------------------------------------------------------------- */
+
+static void enqueue(tracer *t, int dir, bool eof, const char *p, size_t n)
+{
+    chunk *c = malloc(sizeof *c + n);
+    if (!c) return; /* the trace misses it; the relay does not */
+    *c = (chunk){NULL, dir, eof, (double)(uv_hrtime() - t->start) / 1e9, n};
+    if (n) memcpy(c->data, p, n);
+    uv_mutex_lock(&t->mu);
+    while (t->queued > QUEUE_MAX && !t->stop) uv_cond_wait(&t->cv, &t->mu);
+    *t->tail = c;
+    t->tail = &c->next;
+    t->queued += n;
+    uv_cond_broadcast(&t->cv);
+    uv_mutex_unlock(&t->mu);
+}
+
+static void examine_chunk(tracer *t, chunk *c)
+{
+    side *s = &t->s[c->dir];
+    t->chunk_t = c->t;
+    if (c->eof) {
+        if (s->line.len) examine(t, c->dir, s->line.data, s->line.len);
+        s->line.len = 0;
+        return;
+    }
+    const char *p = c->data, *e = p + c->n;
+    while (p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(e - p);
+        if (!nl || s->line.len) {
+            acp_buf_append(&s->line, p, n);
+            if (nl) {
+                examine(t, c->dir, s->line.data, s->line.len);
+                s->line.len = 0;
+                acp_buf_shrink(&s->line, ACP_BUF_KEEP);
+            }
+        } else {
+            examine(t, c->dir, p, n);
+        }
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+static void examiner(void *arg)
+{
+    tracer *t = arg;
+    /* Behind the relay and the peers for the CPU: it catches up when they wait. */
+    setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+    uv_mutex_lock(&t->mu);
+    for (;;) {
+        while (!t->head && !t->stop) uv_cond_wait(&t->cv, &t->mu);
+        chunk *c = t->head;
+        if (!c) break; /* stopped, and all examined */
+        if (!(t->head = c->next)) t->tail = &t->head;
+        t->queued -= c->n;
+        uv_cond_broadcast(&t->cv);
+        uv_mutex_unlock(&t->mu);
+        examine_chunk(t, c);
+        free(c);
+        uv_mutex_lock(&t->mu);
+        if (!t->head && t->out) fflush(t->out); /* caught up: the file is current */
+    }
+    uv_mutex_unlock(&t->mu);
+}
+
 /* --- the relay ------------------------------------------------------------------------------- */
 
 typedef struct wreq {
@@ -331,8 +420,8 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    static char chunk[65536]; /* consumed (copied) before the next read */
-    *buf = uv_buf_init(chunk, sizeof chunk);
+    static char bytes[65536]; /* consumed (copied) before the next read */
+    *buf = uv_buf_init(bytes, sizeof bytes);
 }
 
 static void maybe_end(tracer *t);
@@ -367,14 +456,12 @@ static void side_eof(tracer *t, int from)
     if (s->eof) return;
     s->eof = true;
     uv_read_stop((uv_stream_t *)&s->in);
-    if (s->line.len) examine(t, from, s->line.data, s->line.len);
-    s->line.len = 0;
+    enqueue(t, from, true, NULL, 0);
     if (s->to && !uv_is_closing((uv_handle_t *)s->to)) {
         uv_shutdown_t *req = malloc(sizeof *req);
         if (!req || uv_shutdown(req, s->to, shut)) free(req); /* EOF to the other side */
     }
     if (from == CLIENT) uv_timer_start(&t->linger, lingered, 10000, 0);
-    if (t->out) fflush(t->out);
     maybe_end(t);
 }
 
@@ -401,24 +488,8 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf)
             uv_read_stop(h);
         }
     }
-    /* Then they are looked at, a line at a time. */
-    const char *p = buf->base, *e = p + nread;
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(e - p);
-        if (!nl || s->line.len) {
-            acp_buf_append(&s->line, p, n);
-            if (nl) {
-                examine(t, from, s->line.data, s->line.len);
-                s->line.len = 0;
-                acp_buf_shrink(&s->line, ACP_BUF_KEEP);
-            }
-        } else {
-            examine(t, from, p, n);
-        }
-        p += n + (nl ? 1 : 0);
-    }
-    if (t->out) fflush(t->out);
+    /* Then they are looked at, by the examiner thread. */
+    enqueue(t, from, false, buf->base, (size_t)nread);
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
@@ -471,6 +542,7 @@ static int run_trace(app *a)
     }
     setvbuf(t.out, NULL, _IOFBF, 1 << 16);
     t.schemas = schemas_load();
+
     t.turns = json_object();
     t.loading = json_object();
     t.answered = json_object();
@@ -495,6 +567,10 @@ static int run_trace(app *a)
         uv_loop_close(&loop);
         return EXIT_USAGE;
     }
+    t.tail = &t.head;
+    uv_mutex_init(&t.mu);
+    uv_cond_init(&t.cv);
+    uv_thread_create(&t.examiner, examiner, &t);
     uv_pipe_init(&loop, &t.child_in, 0);
     uv_pipe_init(&loop, &t.s[AGENT].in, 0);
     uv_stdio_container_t io[3] = {
@@ -533,6 +609,13 @@ static int run_trace(app *a)
     }
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
+    uv_mutex_lock(&t.mu);
+    t.stop = true; /* everything relayed is queued: the examiner finishes it and ends */
+    uv_cond_broadcast(&t.cv);
+    uv_mutex_unlock(&t.mu);
+    uv_thread_join(&t.examiner);
+    uv_mutex_destroy(&t.mu);
+    uv_cond_destroy(&t.cv);
     if (!rc) status = t.term_signal ? 128 + t.term_signal : (int)t.status;
     for (int d = 0; d < 2; d++) {
         acp_buf_free(&t.s[d].line);
