@@ -5,6 +5,7 @@
  * acp trace show, which summarises a recording. The bytes are forwarded before they are looked
  * at, so the checks cost the relayed stream no latency. */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <stdarg.h>
@@ -388,8 +389,12 @@ static void examine_chunk(tracer *t, chunk *c)
 static void examiner(void *arg)
 {
     tracer *t = arg;
-    /* Behind the relay and the peers for the CPU: it catches up when they wait. */
-    setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+    /* Behind everything else for the CPU (SCHED_IDLE: it runs when a core would idle): the
+     * relay and the peers it stands between are never slowed by the checks, which catch up
+     * when the stream pauses or ends. */
+    struct sched_param idle = {0};
+    if (sched_setscheduler((pid_t)gettid(), SCHED_IDLE, &idle))
+        setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
     uv_mutex_lock(&t->mu);
     for (;;) {
         while (!t->head && !t->stop) uv_cond_wait(&t->cv, &t->mu);
@@ -550,7 +555,11 @@ static int run_trace(app *a)
     uv_loop_init(&loop);
     t.loop = &loop;
     t.start = uv_hrtime();
-    int rc = uv_pipe_init(&loop, &t.s[CLIENT].in, 0);
+    /* A client talks to its agent over pipes (or a socket): a file or a terminal cannot be
+     * polled, and a trace of a terminal session has no client to relay for. */
+    int rc = uv_guess_handle(0) != UV_NAMED_PIPE || uv_guess_handle(1) != UV_NAMED_PIPE
+                 ? UV_EINVAL
+                 : uv_pipe_init(&loop, &t.s[CLIENT].in, 0);
     if (!rc) rc = uv_pipe_open(&t.s[CLIENT].in, 0);
     if (!rc) rc = uv_pipe_init(&loop, &t.our_out, 0);
     if (!rc) rc = uv_pipe_open(&t.our_out, 1);
