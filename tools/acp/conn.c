@@ -14,6 +14,7 @@
 #include "acp/version.h"
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
+#include "tools/common/wiretrace.h"
 
 #define WAIT_MS   3000 /* quiet this long during a call: say we are waiting */
 #define SETTLE_MS 2000 /* the agent's moment to answer the cancel of a turn given up on */
@@ -133,7 +134,7 @@ static void on_log(acp_client *c, const char *message, void *user)
         a->settled = true;
         return;
     }
-    app_note(a, "%s", message);
+    if (a->log_level >= LOG_WARN) app_note(a, "%s", message); /* the library's trouble */
 }
 
 /* Leaving now (a second Ctrl-C, SIGTERM, SIGHUP): the agent runs in its own session and
