@@ -29,7 +29,7 @@
 #include "store/backends.h"
 #include "store/inject.h"
 
-#define SCHEMA_VERSION   3
+#define SCHEMA_VERSION   4
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
@@ -86,6 +86,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE acp_sessions ADD COLUMN lease_holder text,"
     " ADD COLUMN lease_epoch bigint NOT NULL DEFAULT 0,"
     " ADD COLUMN lease_expires timestamptz;",
+    /* v3 -> v4 (unstable: subagent sessions): the id of the session that owns this one as a
+     * child. The partial index serves acp_store_children() and a parent's delete. */
+    "ALTER TABLE acp_sessions ADD COLUMN parent text COLLATE \"C\";"
+    "CREATE INDEX acp_sessions_by_parent ON acp_sessions (parent, created_at, id)"
+    " WHERE parent IS NOT NULL;",
 };
 
 enum {
@@ -107,11 +112,13 @@ enum {
     Q_ACQUIRE,
     Q_RENEW,
     Q_RELEASE,
+    Q_CHILDREN,
+    Q_DEL_TREE,
     Q_COUNT
 };
 
 /* COLS leaves state out: only get returns it, so list ships no more than it shows. */
-#define COLS       "id, cwd, add_dirs, title, created_at, updated_at"
+#define COLS       "id, cwd, add_dirs, title, created_at, updated_at, parent"
 #define LIST_ORDER " ORDER BY updated_at DESC, id DESC LIMIT "
 
 static const struct {
@@ -121,7 +128,7 @@ static const struct {
     /* With a holder ($7), its lease is taken as the row is made: epoch 1. */
     [Q_CREATE] = {"acp_create",
                   "INSERT INTO acp_sessions (" COLS ", lease_holder, lease_epoch, lease_expires)"
-                  " VALUES ($1, $2, $3, $4, $5, $6, $7::text, ($7::text IS NOT NULL)::int,"
+                  " VALUES ($1, $2, $3, $4, $5, $6, $9, $7::text, ($7::text IS NOT NULL)::int,"
                   " clock_timestamp() + $8::bigint * interval '1 millisecond')"
                   " ON CONFLICT (id) DO NOTHING"},
     [Q_GET] = {"acp_get", "SELECT " COLS ", state FROM acp_sessions WHERE id = $1"},
@@ -186,6 +193,14 @@ static const struct {
     [Q_RELEASE] = {"acp_lease_release",
                    "UPDATE acp_sessions SET lease_holder = NULL, lease_expires = NULL,"
                    " lease_epoch = lease_epoch + 1 WHERE id = $1 AND lease_epoch = $2::bigint"},
+    [Q_CHILDREN] = {"acp_children", "SELECT " COLS " FROM acp_sessions WHERE parent = $1"
+                                    " ORDER BY created_at, id"},
+    /* The session's descendants, every generation, rows and histories. */
+    [Q_DEL_TREE] = {"acp_del_tree",
+                    "WITH RECURSIVE t(id) AS (SELECT id FROM acp_sessions WHERE parent = $1"
+                    " UNION SELECT s.id FROM acp_sessions s JOIN t ON s.parent = t.id),"
+                    " d AS (DELETE FROM acp_sessions WHERE id IN (SELECT id FROM t) RETURNING id)"
+                    " DELETE FROM acp_updates WHERE session_id IN (SELECT id FROM d)"},
 };
 
 static int64_t now_ms(void)
@@ -513,6 +528,7 @@ static void row_session(const PGresult *r, int i, acp_store_session *s)
     s->cwd = PQgetvalue(r, i, 1);
     s->add_dirs = PQgetvalue(r, i, 2);
     s->title = PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3);
+    s->parent = PQgetisnull(r, i, 6) ? NULL : PQgetvalue(r, i, 6);
     snprintf(s->created_at, sizeof s->created_at, "%s", PQgetvalue(r, i, 4));
     snprintf(s->updated_at, sizeof s->updated_at, "%s", PQgetvalue(r, i, 5));
 }
@@ -524,10 +540,10 @@ static int pg_create(acp_store *st, const acp_store_session *s, const char *hold
     if (rc) return rc;
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[8] = {s->id,         s->cwd,        s->add_dirs, s->title,
-                        s->created_at, s->updated_at, holder,      holder ? ttl : NULL};
+    const char *v[9] = {s->id,         s->cwd, s->add_dirs,         s->title, s->created_at,
+                        s->updated_at, holder, holder ? ttl : NULL, s->parent};
     int64_t n = 0;
-    if ((rc = exec_cmd(p, Q_CREATE, 8, v, &n))) return rc;
+    if ((rc = exec_cmd(p, Q_CREATE, 9, v, &n))) return rc;
     if (n == 0) return acp_error_set(ACP_EINVAL, "session %s already exists", s->id);
     return 0;
 }
@@ -544,7 +560,7 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     }
     acp_store_session v;
     row_session(r, 0, &v);
-    v.state = PQgetisnull(r, 0, 6) ? NULL : PQgetvalue(r, 0, 6);
+    v.state = PQgetisnull(r, 0, 7) ? NULL : PQgetvalue(r, 0, 7);
     rc = acp_store_session_copy(out, &v);
     PQclear(r);
     return rc ? acp_error_set(rc, "out of memory") : 0;
@@ -922,9 +938,25 @@ static int pg_remove(acp_store *st, const char *id)
     int rc = ready(p);
     if (rc || (rc = exec_simple(p, "BEGIN", "delete"))) return rc;
     if ((rc = exec_cmd(p, Q_DEL_SESSION, 1, &id, NULL)) ||
-        (rc = exec_cmd(p, Q_DEL_UPDATES, 1, &id, NULL)))
+        (rc = exec_cmd(p, Q_DEL_UPDATES, 1, &id, NULL)) ||
+        (rc = exec_cmd(p, Q_DEL_TREE, 1, &id, NULL)))
         return rc;
     return exec_simple(p, "COMMIT", "delete");
+}
+
+static int pg_children(acp_store *st, const char *id, acp_store_list_cb cb, void *user)
+{
+    pg_store *p = (pg_store *)st;
+    PGresult *r = NULL;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_CHILDREN, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
+    for (int i = 0; i < PQntuples(r) && !rc; i++) {
+        acp_store_session s;
+        row_session(r, i, &s);
+        rc = cb(user, &s);
+    }
+    PQclear(r);
+    return rc;
 }
 
 static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
@@ -998,6 +1030,7 @@ static const acp_store_ops pg_ops = {
     .replay = pg_replay,
     .list = pg_list,
     .remove = pg_remove,
+    .children = pg_children,
     .lease_acquire = pg_lease_acquire,
     .lease_renew = pg_lease_renew,
     .lease_release = pg_lease_release,

@@ -71,6 +71,7 @@ void acp_store_session_clear(acp_store_session *s)
     free(s->add_dirs);
     free(s->title);
     free(s->state);
+    free(s->parent);
     *s = (acp_store_session){.struct_size = s->struct_size};
 }
 
@@ -81,11 +82,12 @@ int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
                                .cwd = strdup(in->cwd),
                                .add_dirs = strdup(in->add_dirs),
                                .title = in->title ? strdup(in->title) : NULL,
-                               .state = in->state ? strdup(in->state) : NULL};
+                               .state = in->state ? strdup(in->state) : NULL,
+                               .parent = in->parent ? strdup(in->parent) : NULL};
     memcpy(out->created_at, in->created_at, sizeof out->created_at);
     memcpy(out->updated_at, in->updated_at, sizeof out->updated_at);
     if (out->id && out->cwd && out->add_dirs && (out->title || !in->title) &&
-        (out->state || !in->state))
+        (out->state || !in->state) && (out->parent || !in->parent))
         return 0;
     acp_store_session_clear(out);
     return ACP_ENOMEM;
@@ -111,6 +113,9 @@ static int create(acp_store *st, const acp_store_session *app, const char *holde
     if (rc) return rc;
     if (!app || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
+    if (s->parent &&
+        (!*s->parent || strlen(s->parent) > ACP_STORE_ID_MAX || !strcmp(s->parent, s->id)))
+        return bad(st, "parent session id");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
     begin(st, ACP_FAULT_CREATE);
@@ -148,6 +153,8 @@ int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
     begin(st, ACP_FAULT_GET);
     rc = acp_error_since(mark, st->ops->get(st, id, &full));
     acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
+    /* What the caller's older struct has no room for is not handed over: it is freed here. */
+    if (out->struct_size < ACP_STRUCT_SIZE_AT(acp_store_session, parent)) free(full.parent);
     return rc;
 }
 
@@ -228,6 +235,14 @@ int acp_store_delete(acp_store *st, const char *id)
     if (!id) return bad(st, "session id");
     begin(st, ACP_FAULT_DELETE);
     return acp_error_since(mark, st->ops->remove(st, id));
+}
+
+int acp_store_children(acp_store *st, const char *id, acp_store_list_cb cb, void *user)
+{
+    unsigned mark = acp_error_mark();
+    if (!id || !cb) return bad(st, "children argument");
+    begin(st, ACP_FAULT_LIST);
+    return acp_error_since(mark, st->ops->children(st, id, cb, user));
 }
 
 /* A day: a lease is a liveness bound, and a longer one only hides a dead holder longer. */
