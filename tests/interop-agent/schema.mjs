@@ -11,9 +11,9 @@
 // names nowhere (extensibility.mdx: custom fields only under _meta).
 import { readFileSync } from "node:fs";
 
-const schema = JSON.parse(
-  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.json", import.meta.url), "utf8"),
-);
+// ACP_UNSTABLE=1: the unstable schema (schema.unstable.json), for tests of the unstable features.
+const file = process.env.ACP_UNSTABLE ? "schema.unstable.json" : "schema.json";
+const schema = JSON.parse(readFileSync(new URL(`../../node_modules/@agentclientprotocol/sdk/schema/v1/${file}`, import.meta.url), "utf8"));
 const defs = schema.$defs;
 
 const INT_RANGE = {
