@@ -66,13 +66,17 @@ const char *acp_store_backend(const acp_store *st)
 
 void acp_store_session_clear(acp_store_session *s)
 {
+    /* A program built against an older libacp has a shorter struct: only its members. */
+    size_t size = s->struct_size < sizeof *s ? s->struct_size : sizeof *s;
     free(s->id);
     free(s->cwd);
     free(s->add_dirs);
     free(s->title);
     free(s->state);
-    free(s->parent);
-    *s = (acp_store_session){.struct_size = s->struct_size};
+    if (size >= ACP_STRUCT_SIZE_AT(acp_store_session, parent)) free(s->parent);
+    size_t keep = s->struct_size;
+    memset(s, 0, size);
+    s->struct_size = keep;
 }
 
 int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
