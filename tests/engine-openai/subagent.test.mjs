@@ -72,3 +72,32 @@ test("delegate_task is not offered to a client without subagents", async (t) => 
   assert.ok(!toolNames(bodies[0]).includes("delegate_task"));
   await a.end();
 });
+
+test("a cancel during the subagent's request aborts it and reports the child idle (cancelled); closing the parent mid-task too", async (t) => {
+  if (scripted(t)) return;
+  const dir = tempDir(t);
+  const s = await modelServer(t);
+  s.respond = (body) => {
+    if (isSubagentRequest(body)) return { text: "never", hang: true };
+    if (lastUserText(body) === "Delegate.") return toolCall("delegate_task", { task: "wait forever" });
+    return undefined;
+  };
+  const a = openaiAgent(t, dir, s, { clientCapabilities: { subagents: {} } });
+  await a.init();
+  const sid = await a.newSession(dir);
+  const p = a.prompt(sid, "Delegate.");
+  const req = await s.waitRequest((r) => isSubagentRequest(r.body));
+  await a.notify("session/cancel", { sessionId: sid });
+  assert.equal((await p).stopReason, "cancelled");
+  assert.equal((await req.closed).aborted, true);
+  const subs = a.updates(sid).filter((u) => u.sessionUpdate === "subagent_update");
+  assert.deepEqual(subs.at(-1).state, { state: "idle", stopReason: "cancelled" });
+  // again, and this time the parent is closed while the subagent works
+  const p2 = a.prompt(sid, "Delegate.").catch((e) => e);
+  const req2 = await s.waitRequest((r) => isSubagentRequest(r.body) && r !== req);
+  await a.request("session/close", { sessionId: sid });
+  assert.equal((await p2).stopReason, "cancelled");
+  assert.equal((await req2.closed).aborted, true);
+  assert.deepEqual(a.violations, []);
+  await a.end();
+});
