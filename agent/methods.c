@@ -350,6 +350,14 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
         rc = acp_store_list(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL,
                             json_is_string(cursor) ? json_string_value(cursor) : NULL,
                             AGENT_LIST_PAGE, list_collect, &items, &next);
+    /* A page of subagent sessions only (left out) is not shown empty: the next one is read. */
+    while (!rc && next && items.len == 1) {
+        char *at = next;
+        next = NULL;
+        rc = acp_store_list(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL, at,
+                            AGENT_LIST_PAGE, list_collect, &items, &next);
+        free(at);
+    }
     if (rc) {
         acp_buf_free(&items);
         free(next);

@@ -33,6 +33,11 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
             json_decref(patch);
             assert_ptr_equal(acp_session_parent(x->e->child), s);
         }
+    } else if (!strcmp(text, "many")) { /* more children than a session/list page holds */
+        for (int i = 0; i < 60; i++) {
+            acp_session *c = NULL;
+            assert_int_equal(acp_session_subagent_new(s, NULL, &c), 0);
+        }
     } else if (!strcmp(text, "nocancel")) {
         json_t *patch = J("{'capabilities':null}");
         assert_int_equal(acp_session_subagent_update(x->e->child, patch), 0);
@@ -62,9 +67,20 @@ static void session_free(acp_session *s, void *user)
     if (acp_session_parent(s) || s == x->e->child) x->e->frees++;
 }
 
+static bool fail_create; /* the store refuses new rows */
+
+static int failing_create(acp_store *st, const acp_store_session *s, const char *holder,
+                          unsigned ttl_ms)
+{
+    if (fail_create) return acp_error_set(ACP_ESTORE, "disk I/O error (injected)");
+    return real_ops->create(st, s, holder, ttl_ms);
+}
+
 static int setup(void **state)
 {
     h *x = h_new("subagent", sizeof(eng_state));
+    fail_create = false;
+    x->ops.create = failing_create;
     x->eng = (acp_engine){.struct_size = sizeof(acp_engine),
                           .name = "test-engine",
                           .version = "1",
@@ -295,6 +311,50 @@ static void test_load_replay_delete(void **state)
     assert_int_equal(acp_store_get(x->st, id, &row), ACP_ENOTFOUND);
 }
 
+static int collect_id(void *user, const acp_store_session *ss)
+{
+    assert_string_equal(ss->parent ? "child" : "top", "child");
+    return json_array_append_new(user, json_string(ss->id));
+}
+
+/* A store that cannot create the child: nothing announced, the engine told; a list whose first
+ * page holds only children still shows the parent (and says nothing follows). */
+static void test_store_failure_and_list(void **state)
+{
+    h *x = *state;
+    init(x, true);
+    char id[80];
+    new_session(x, id);
+    fail_create = true;
+    json_t *r = prompt(x, 2, id, "spawn");
+    fail_create = false;
+    assert_int_equal(x->e->make_rc, ACP_ESTORE);
+    assert_int_equal(count_updates(r, "subagent_update"), 0);
+    json_decref(r);
+    assert_int_equal(acp_agent_session_count(x->a), 1);
+    json_decref(prompt(x, 3, id, "many"));
+    assert_int_equal(acp_agent_session_count(x->a), 61);
+    /* the children newer than their parent: the first page of the store's list is children only */
+    json_t *kids = json_array();
+    assert_int_equal(acp_store_children(x->st, id, collect_id, kids), 0);
+    assert_int_equal(json_array_size(kids), 60);
+    size_t i;
+    json_t *k;
+    json_array_foreach(kids, i, k)
+    {
+        assert_int_equal(acp_store_set_info(x->st, json_string_value(k), 0, false, NULL,
+                                            "2099-01-01T00:00:00.000Z"),
+                         0);
+    }
+    json_decref(kids);
+    r = request(x, 4, "session/list", "{}");
+    json_t *res = result_of(r);
+    assert_int_equal(json_array_size(json_object_get(res, "sessions")), 1);
+    assert_string_equal(jstr(json_array_get(json_object_get(res, "sessions"), 0), "sessionId"), id);
+    assert_null(json_object_get(res, "nextCursor"));
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_announce_order_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restricted_cancel_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_replay_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_failure_and_list, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
