@@ -48,3 +48,14 @@ test("an SDK agent's subagents: labelled by their title, state said, the capabil
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(r.stdout.trimEnd().split("\n"), ["[subagent kid] running", "[subagent kid] found it", "[subagent kid] idle (end_turn)"]);
 });
+
+test("a child's tool calls are labelled too", async () => {
+  const r = await run(["prompt", "spawn-tool"], { agentCmd: nodeAgent("ts-agent-subagents.mjs") });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(r.stdout.trimEnd().split("\n"), [
+    "[subagent kid] running",
+    "[subagent kid] [tool] grep · search completed",
+    "[subagent kid] found it",
+    "[subagent kid] idle (end_turn)",
+  ]);
+});

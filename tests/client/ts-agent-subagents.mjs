@@ -2,7 +2,7 @@
 // An agent written with the official TypeScript SDK's unstable build that exposes subagent
 // sessions (issue 22): "spawn" announces a child with subagent_update on the prompted session,
 // streams into the child, then reports it idle (clearing its description); "spawn-nocancel"
-// does the same without granting cancel; "hijack" sends a subagent_update naming the prompted
+// does the same without granting cancel; "spawn-tool" with a tool call in the child; "hijack" sends a subagent_update naming the prompted
 // session itself (a client must not take it for a child). A session/load replays a spawn.
 // Nothing of a child is sent to a client that did not advertise clientCapabilities.subagents.
 // $ACP_RECORD: every message received, one JSON line each.
@@ -16,7 +16,7 @@ const record = (method, params) => {
 
 let next = 0;
 let subagents = false;
-async function spawn(client, sessionId, cancel) {
+async function spawn(client, sessionId, cancel, tool = false) {
   if (!subagents) return;
   const child = `child-${next++}`;
   const send = (sid, update) => client.notify("session/update", { sessionId: sid, update });
@@ -29,6 +29,7 @@ async function spawn(client, sessionId, cancel) {
     state: { state: "running" },
   });
   await send(child, { sessionUpdate: "user_message_chunk", content: { type: "text", text: "look" } });
+  if (tool) await send(child, { sessionUpdate: "tool_call", toolCallId: "t1", title: "grep", kind: "search", status: "completed" });
   await send(child, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "found it" } });
   await send(sessionId, { sessionUpdate: "subagent_update", sessionId: child, description: null, state: { state: "idle", stopReason: "end_turn" } });
 }
@@ -53,6 +54,7 @@ const app = acp
     record("session/prompt", params);
     const text = params.prompt.map((b) => b.text ?? "").join("");
     if (text === "spawn" || text === "spawn-nocancel") await spawn(client, params.sessionId, text === "spawn");
+    if (text === "spawn-tool") await spawn(client, params.sessionId, false, true);
     if (text === "hijack" && subagents)
       await client.notify("session/update", { sessionId: params.sessionId, update: { sessionUpdate: "subagent_update", sessionId: params.sessionId, title: "me" } });
     return { stopReason: "end_turn" };

@@ -153,6 +153,13 @@ static void block_line(render *r, const char *prefix, const char *text, const ch
 }
 
 /* A line of its own that no block may draw over. */
+/* The label of a message from a subagent session, where its line starts. */
+static void subagent_tag(render *r)
+{
+    if (r->label)
+        fprintf(r->out, "%s[subagent %s]%s ", col(r, DIM), safe_line(r->label), col(r, RESET));
+}
+
 static void line_begin(render *r)
 {
     render_status_clear(r);
@@ -250,6 +257,7 @@ static void tool_call(render *r, const acp_tool_call_view *t, bool first)
                                                         : CYAN;
         bool show_kind = kind && strcmp(kind, acp_tool_kind_name(ACP_TOOL_KIND_OTHER)) != 0;
         line_begin(r);
+        subagent_tag(r);
         fprintf(r->out, "%s[tool]%s %s%s%s %s%s%s\n", col(r, DIM), col(r, RESET),
                 safe_line(title ? title : t->tool_call_id), show_kind ? " · " : "",
                 show_kind ? safe_line(kind) : "", col(r, c), acp_tool_status_name(st),
@@ -345,13 +353,6 @@ void render_session(render *r, acp_client_session *s)
         else
             json_decref(v);
     }
-}
-
-/* The label of a message from a subagent session, where its line starts. */
-static void subagent_tag(render *r)
-{
-    if (r->label)
-        fprintf(r->out, "%s[subagent %s]%s ", col(r, DIM), safe_line(r->label), col(r, RESET));
 }
 
 static void text_chunk(render *r, acp_update_kind k, const acp_chunk_view *c)
