@@ -54,8 +54,8 @@ import { randomBytes } from "node:crypto";
 
 import { validate, unknownKeys } from "./schema.mjs";
 
-// ACP_UNSTABLE=1: the SDK's unstable build as the client (its unstable methods and types), and
-// schema.mjs checks against the unstable schema.
+// ACP_UNSTABLE=1: the SDK's unstable build as the client (its unstable methods and types, e.g.
+// subagent_update); schema.mjs checks against the unstable schema either way.
 const acp = process.env.ACP_UNSTABLE ? acpUnstable : acpStable;
 export { acp };
 
@@ -90,6 +90,11 @@ const RESPONSE = {
   "session/prompt": "PromptResponse",
   "session/set_mode": "SetSessionModeResponse",
   "session/set_config_option": "SetSessionConfigOptionResponse",
+  // the unstable schema's (schema.mjs reads schema.unstable.json)
+  "session/set_title": "SetSessionTitleResponse",
+  "session/archive": "ArchiveSessionResponse",
+  "session/unarchive": "UnarchiveSessionResponse",
+  "session/status": "SessionStatusResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
@@ -926,7 +931,7 @@ export function sdkAgent(t, opts) {
     .onRequest("fs/read_text_file", ({ params }) => {
       h.fsReads.push(params);
       if (!opts.fs) throw acp.RequestError.methodNotFound("fs/read_text_file");
-      return { content: opts.fs.read(params.path) };
+      return { content: opts.fs.read(params.path, params) };
     })
     .onRequest("fs/write_text_file", ({ params }) => {
       h.fsWrites.push(params);
