@@ -12,7 +12,9 @@
 import { readFileSync } from "node:fs";
 
 const schema = JSON.parse(
-  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.json", import.meta.url), "utf8"),
+  // The unstable schema (a superset): acp-agent offers the unstable features by default
+  // (mcpCapabilities.acp, ...), and their fields are not custom fields.
+  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
 );
 const defs = schema.$defs;
 
