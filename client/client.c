@@ -113,6 +113,7 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_PROMPT_AUDIO, json_is_true(json_object_get(pc, "audio"))},
         {ACP_CAP_PROMPT_RESOURCE, json_is_true(json_object_get(pc, "embeddedContext"))},
         {ACP_CAP_LOGOUT, obj_has(json_object_get(ac, "auth"), "logout")},
+        {ACP_CAP_MCP_ACP, json_is_true(json_object_get(mc, "acp"))},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;
@@ -239,6 +240,7 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     acp_client_session_register(c);
     acp_client_perm_register(c);
     acp_client_elicit_register(c);
+    acp_client_mcp_register_method(c);
     if (opts->fs_read || opts->fs_write) acp_client_fs_register(c);
     if (opts->terminal) acp_client_terminal_register(c);
     acp_client_op *op;
@@ -327,6 +329,7 @@ void acp_client_free(acp_client *c)
     acp_client_ops_cancel(c, NULL);
     while (c->sessions) acp_client_session_free(c->sessions);
     acp_client_pending_cancel(c, NULL, true);
+    acp_client_mcps_free(c);
     acp_client_terminals_free(c);
     acp_client_fs_orphan(c);
     if (!c->loop) {
