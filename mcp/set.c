@@ -1261,11 +1261,19 @@ int acp_mcp_request(acp_mcp_set *s, const char *server, const char *method, json
                              acp_mcp_status_name(srv->status));
     }
     bool call = !strcmp(method, "tools/call");
+    /* A progress token of the caller's becomes one of ours (on_progress reports it). */
+    json_t *meta = json_object_get(params, "_meta");
+    int64_t token = 0;
+    if (json_object_get(meta, "progressToken")) {
+        token = srv->next_token++;
+        json_object_set_new(meta, "progressToken", json_integer(token));
+    }
     acp_mcp_call *c =
         send_request_as(srv, method, call ? "tools/call" : "request", params,
                         call ? s->opts.call_timeout_ms : s->opts.request_timeout_ms, NULL);
     if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s on %s", method, server);
     c->raw = true;
+    c->token = token;
     c->cbs = cb;
     c->user = user;
     if (out) *out = c;

@@ -59,7 +59,8 @@ static const char usage_main[] =
     "                            line by line, made safe for the terminal, colours dropped)\n"
     "  --quiet                   drop the agent's stderr\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
-    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
+    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL,\n"
+    "  --mcp-local 'NAME=CMD ARGS' (unstable)\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
     "  --help, --version\n"
     "\n"
@@ -74,7 +75,10 @@ static const char sess_opts_help[] =
     "                       sessionCapabilities.additionalDirectories)\n"
     "  --mcp 'NAME=CMD ARGS'  an MCP server over stdio (CMD looked up in PATH)\n"
     "  --mcp-http NAME=URL  an MCP server over Streamable HTTP (needs mcpCapabilities.http)\n"
-    "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n";
+    "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n"
+    "  --mcp-local 'NAME=CMD ARGS'  (unstable) an MCP server acp runs here and hands to\n"
+    "                       the agent over the ACP connection, remote agents too (needs\n"
+    "                       mcpCapabilities.acp); it stops when acp does\n";
 
 static const char turn_opts_help[] =
     "  --yes                allow every permission request, write and command\n"
@@ -119,7 +123,7 @@ static const command commands[] = {
      "version, capabilities and auth methods (--json: the initialize result).\n"},
     {"new", cmd_new, F_SESS, 0, 0,
      "usage: acp new [--add-dir DIR]... [--mcp 'NAME=CMD ARGS']... [--mcp-http NAME=URL]...\n"
-     "               [--mcp-sse NAME=URL]...\n\n"
+     "               [--mcp-sse NAME=URL]... [--mcp-local 'NAME=CMD ARGS']...\n\n"
      "Creates a session in --cwd and prints its id (--json: the session/new result).\n"},
     {"prompt", cmd_prompt, F_SID | F_SESS, 1, -1,
      "usage: acp prompt [-s ID] [--yes|--deny] [--fs] [--terminal] [new's options] TEXT...\n\n"
@@ -305,6 +309,7 @@ enum {
     O_MCP,
     O_HTTP,
     O_SSE,
+    O_MCP_LOCAL,
     O_ALL,
     O_COLOR,
     O_AGENT_LOG,
@@ -349,6 +354,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"mcp", required_argument, NULL, O_MCP},
                                          {"mcp-http", required_argument, NULL, O_HTTP},
                                          {"mcp-sse", required_argument, NULL, O_SSE},
+                                         {"mcp-local", required_argument, NULL, O_MCP_LOCAL},
                                          {"all-cwd", no_argument, NULL, O_ALL},
                                          {"color", optional_argument, NULL, O_COLOR},
                                          {"agent-log", required_argument, NULL, O_AGENT_LOG},
@@ -356,6 +362,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
+    a->mcp_local = json_array();
     const char *cmdname = NULL;
     int ch;
     opterr = 0; /* our own one-line messages */
@@ -459,6 +466,15 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!(srv = mcp_stdio(optarg)))
                 return usage_error(a, "--mcp wants NAME=CMD ARGS (CMD in PATH), not '%s'", optarg);
             break;
+        case O_MCP_LOCAL: {
+            flag = F_SESS;
+            json_t *local = mcp_stdio(optarg);
+            if (!local)
+                return usage_error(a, "--mcp-local wants NAME=CMD ARGS (CMD in PATH), not '%s'",
+                                   optarg);
+            json_array_append_new(a->mcp_local, local);
+            break;
+        }
         case O_HTTP:
         case O_SSE:
             flag = F_SESS;
@@ -786,6 +802,7 @@ int main(int argc, char **argv)
     if (a.token) explicit_bzero(a.token, strlen(a.token));
     free(a.token);
     json_decref(a.mcp);
+    json_decref(a.mcp_local);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);
     free(cl.cwd_abs);
