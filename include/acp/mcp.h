@@ -16,6 +16,8 @@
  *     Last-Event-ID).
  *   - "sse": the deprecated HTTP+SSE transport (GET the stream, POST to its `endpoint`, which
  *     must be on the stream's origin).
+ *   - "acp" (unstable: MCP over ACP): the server lives in the ACP client and its messages
+ *     travel as `mcp/message` on the ACP connection (acp_mcp_opts.acp_peer), MCP 2026-07-28.
  * The handshake is initialize (capabilities: roots with listChanged) -> notifications/initialized
  * -> tools/list (every page, up to 1000 pages; skipped when the server has no tools
  * capability). After that the server is READY. A server that cannot start, times
