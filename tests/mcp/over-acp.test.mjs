@@ -172,3 +172,22 @@ test("--unstable-off mcp-acp: no capability, type acp refused", async (t) => {
   });
   await ag.end();
 });
+
+test("the client goes away with calls in flight: the agent cleans up and exits 0", async (t) => {
+  const dir = tempDir(t);
+  const ag = startAgent(t, dir);
+  const updates = [];
+  const log = [];
+  const { provider, app } = clientApp(updates);
+  const conn = app.connect(ag.stream);
+  const agent = conn.agent;
+  await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const reg = provider.registerServer(agent, { name: "tools", handler: toolsHandler(log) });
+  for (let i = 0; i < 2; i++) {
+    const { sessionId } = await agent.request("session/new", { cwd: dir, mcpServers: [reg.declaration] });
+    agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/call tools hang {}" }] }).catch(() => {});
+  }
+  while (log.filter((e) => e.params?.name === "hang").length < 2) await new Promise((res) => setTimeout(res, 10));
+  await ag.end(); // stdin closed mid-call: exit 0 under ASan means nothing leaked
+  conn.close();
+});
