@@ -1208,7 +1208,7 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name,
 {
     acp_mcp_call_cbs cb;
     int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
-    size_t i;
+    size_t i = 0;
     if (rc || acp_mcp_server_find(s, server, &i)) {
         json_decref(args);
         return rc ? rc : ACP_ENOTFOUND; /* either said which */
@@ -1249,7 +1249,7 @@ int acp_mcp_request(acp_mcp_set *s, const char *server, const char *method, json
 {
     acp_mcp_call_cbs cb;
     int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
-    size_t i;
+    size_t i = 0;
     if (rc || acp_mcp_server_find(s, server, &i)) {
         json_decref(params);
         return rc ? rc : ACP_ENOTFOUND;

@@ -579,7 +579,8 @@ static int cmd_info(app *a)
                 {ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image"},
                 {ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio"},
                 {ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext"},
-                {ACP_CAP_LOGOUT, "auth.logout"}};
+                {ACP_CAP_LOGOUT, "auth.logout"},
+                {ACP_CAP_MCP_ACP, "mcpCapabilities.acp (unstable)"}};
     printf("capabilities:\n");
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         printf("  %-42s %s\n", caps[i].name, acp_client_supports(a->c, caps[i].cap) ? "yes" : "no");
