@@ -108,17 +108,29 @@ static void on_outer(acp_conn *peer, acp_msg *m, void *user)
         return;
     }
     /* MessageMcpResponse: result wins when both are there; an error must be an object with
-     * an integer code and a string message. */
-    json_t *r = acp_msg_result(m);
-    json_t *res = json_object_get(r, "result"), *err = json_object_get(r, "error");
-    if (res)
-        answer(s, id, json_incref(res), NULL);
-    else if (json_is_integer(json_object_get(err, "code")) &&
-             json_is_string(json_object_get(err, "message")))
-        answer(s, id, NULL, json_incref(err));
-    else
-        answer_error(s, id, ACP_RPC_INTERNAL_ERROR,
-                     "the client's mcp/message answer has neither a result nor an MCP error");
+     * an integer code and a string message. The result's text goes on as it came: a large
+     * tool result is neither parsed nor written again here. */
+    static const char *const keys[] = {"result", "error"};
+    acp_span v[2];
+    if (acp_json_members(acp_msg_result_text(m), keys, 2, v) > 0 && v[0].p) {
+        acp_buf b = {0};
+        if (acp_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":", (long long)id) ||
+            acp_buf_append(&b, v[0].p, v[0].n) || acp_buf_putc(&b, '}'))
+            mcp_server_fail(s, "out of memory");
+        else
+            mcp_server_recv(s, b.data, b.len);
+        acp_buf_free(&b);
+        return;
+    }
+    json_t *err = v[1].p ? json_loadb(v[1].p, v[1].n, 0, NULL) : NULL;
+    if (json_is_integer(json_object_get(err, "code")) &&
+        json_is_string(json_object_get(err, "message"))) {
+        answer(s, id, NULL, err);
+        return;
+    }
+    json_decref(err);
+    answer_error(s, id, ACP_RPC_INTERNAL_ERROR,
+                 "the client's mcp/message answer has neither a result nor an MCP error");
 }
 
 /* Our inner request params, with the per-request metadata MCP 2026-07-28 requires (what the
