@@ -14,12 +14,20 @@
 #include "common.h"
 
 typedef struct fx {
-    seen k;
+    seen k;      /* first: seen_update() gets the fx as its seen */
+    acp_buf raw; /* every update's text, for with_acp_agent */
     acp_client *c;
     acp_client_session *s;
     acp_client_mcp_req *held;
     int cancels;
 } fx;
+
+static void on_update_raw(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
+{
+    fx *f = user;
+    seen_update(c, s, u, &f->k);
+    acp_buf_append(&f->raw, u->update.p, u->update.n);
+}
 
 static void on_cancel(acp_client_mcp_req *r, void *user)
 {
@@ -158,9 +166,50 @@ static void gated(void **state)
     acp_buf_free(&k.text);
 }
 
+/* libacp on both sides: acp-agent's echo engine calls the application's tool through /call. */
+static void with_acp_agent(void **state)
+{
+    fx f = {0};
+    char dir[] = "/tmp/acp-client-mcp-XXXXXX", cmd[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "'%s/acp-agent' --store '%s/s.db'", getenv("ACP_BUILD"), dir);
+    acp_client_opts o = ACP_CLIENT_OPTS_INIT;
+    o.command = cmd;
+    o.on_update = on_update_raw;
+    o.user = &f;
+    assert_int_equal(acp_client_open(&o, &f.c), 0);
+    assert_true(acp_client_supports(f.c, ACP_CAP_MCP_ACP));
+    acp_client_mcp *calc;
+    assert_int_equal(acp_client_mcp_register(f.c, "calc", NULL, NULL, NULL, &calc), 0);
+    assert_int_equal(acp_client_mcp_add_tool(calc, "add", "adds a and b", NULL, t_add, &f), 0);
+    assert_int_equal(acp_client_mcp_add_tool(calc, "boom", NULL, NULL, t_boom, &f), 0);
+    json_t *servers = json_pack("[o]", acp_client_mcp_declaration(calc));
+    acp_session_opts so = ACP_SESSION_OPTS_INIT;
+    so.cwd = dir;
+    so.mcp_servers = servers;
+    assert_int_equal(acp_client_session_new(f.c, &so, &f.s), 0);
+    json_decref(servers);
+    const char *t = prompt(&f, "/mcp");
+    assert_non_null(strstr(t, "calc: ready (2 tools"));
+    f.raw.len = 0;
+    prompt(&f, "/call calc add {\"a\":40,\"b\":2}");
+    assert_non_null(strstr(acp_buf_cstr(&f.raw), "\"status\":\"completed\""));
+    assert_non_null(strstr(acp_buf_cstr(&f.raw), "\"text\":\"42\""));
+    f.raw.len = 0;
+    prompt(&f, "/call calc boom {}");
+    assert_non_null(strstr(acp_buf_cstr(&f.raw), "\"status\":\"failed\""));
+    assert_non_null(strstr(acp_buf_cstr(&f.raw), "the tool broke"));
+    acp_client_free(f.c);
+    acp_buf_free(&f.k.text);
+    acp_buf_free(&f.raw);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     test_process_init();
-    const struct CMUnitTest tests[] = {cmocka_unit_test(mcp_over_acp), cmocka_unit_test(gated)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(mcp_over_acp), cmocka_unit_test(gated),
+                                       cmocka_unit_test(with_acp_agent)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
