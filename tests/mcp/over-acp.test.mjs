@@ -93,7 +93,7 @@ async function prompt(agent, updates, sessionId, text) {
 const said = (u) => u.filter((x) => x.sessionUpdate === "agent_message_chunk").map((x) => x.content.text).join("");
 const tools = (u) => u.filter((x) => x.sessionUpdate === "tool_call" || x.sessionUpdate === "tool_call_update");
 
-test("an SDK client's MCP server over mcp/message: discover, list, call, progress, failures, cancel, load", async (t) => {
+test("an SDK client's MCP server over mcp/message: discover, list, call, progress, failures, cancel, load, resume", async (t) => {
   const dir = tempDir(t);
   const ag = startAgent(t, dir);
   const updates = [];
@@ -142,6 +142,10 @@ test("an SDK client's MCP server over mcp/message: discover, list, call, progres
     await agent.request("session/load", { sessionId, cwd: dir, mcpServers: [reg.declaration] });
     r = await prompt(agent, updates, sessionId, '/call tools echo {"message":"loaded"}');
     assert.equal(tools(r.updates).at(-1).content[0].content.text, "sdk: loaded");
+    await agent.request("session/close", { sessionId });
+    await agent.request("session/resume", { sessionId, cwd: dir, mcpServers: [reg.declaration] });
+    r = await prompt(agent, updates, sessionId, '/call tools echo {"message":"resumed"}');
+    assert.equal(tools(r.updates).at(-1).content[0].content.text, "sdk: resumed");
   });
   await ag.end();
 });
