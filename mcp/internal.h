@@ -56,7 +56,7 @@ struct mcp_server {
     char **env;     /* "K=V", NULL-terminated: base + given */
     char **secrets; /* the given env / header values, for scrubbing stderr; NULL-terminated */
     char *url;
-    char **headers; /* "Name: value", NULL-terminated */
+    char **headers;  /* "Name: value", NULL-terminated */
     char *server_id; /* MCP_ACP: the serverId the client declared */
     acp_conn *peer;  /* MCP_ACP: the ACP connection to that client (borrowed) */
 

@@ -475,8 +475,8 @@ typedef struct acp_client_mcp_req acp_client_mcp_req; /* one MCP request to answ
 /* Every MCP request for the server: method and params (the inner MCP params with their _meta;
  * NULL when none; borrowed for the call). The application owns r until it calls
  * acp_client_mcp_reply() or acp_client_mcp_error() exactly once, now or later. */
-typedef void (*acp_client_mcp_handler)(acp_client_mcp *m, acp_client_mcp_req *r,
-                                       const char *method, json_t *params, void *user);
+typedef void (*acp_client_mcp_handler)(acp_client_mcp *m, acp_client_mcp_req *r, const char *method,
+                                       json_t *params, void *user);
 /* A tool's tools/call: args is the arguments object (borrowed; {} when none). Answer with
  * acp_client_mcp_reply(r, CallToolResult) or acp_client_mcp_error(), now or later. */
 typedef void (*acp_client_mcp_tool_cb)(acp_client_mcp *m, acp_client_mcp_req *r, json_t *args,

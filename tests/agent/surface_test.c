@@ -704,7 +704,8 @@ static void test_initialize_result(void **state)
     h *x = *state;
     static const char caps[] =
         "{'loadSession':true,'promptCapabilities':{'image':false,'audio':false,'embeddedContext':"
-        "false},'mcpCapabilities':{'http':false,'sse':false,'acp':true},'sessionCapabilities':{'list':{},"
+        "false},'mcpCapabilities':{'http':false,'sse':false,'acp':true},"
+        "'sessionCapabilities':{'list':{},"
         "'delete':{},'resume':{},'close':{},'additionalDirectories':{}},'auth':{'logout':{}},"
         "'_meta':{'test.dev':{'methods':['_test/echo','_test/ping']}}}";
     static const char info[] = "{'name':'surface-engine','title':'Surface','version':'2.0'}";
@@ -766,7 +767,8 @@ static void test_initialize_minimal(void **state)
         initialize(x, CAPS_ALL),
         J("{'protocolVersion':1,'agentCapabilities':{'loadSession':true,"
           "'promptCapabilities':{'image':false,'audio':false,'embeddedContext':false},"
-          "'mcpCapabilities':{'http':false,'sse':false,'acp':true},'sessionCapabilities':{'list':{},"
+          "'mcpCapabilities':{'http':false,'sse':false,'acp':true},"
+          "'sessionCapabilities':{'list':{},"
           "'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
           "'authMethods':[],'agentInfo':{'name':'surface-engine','version':'2.0'}}"));
     expect_error_d(call(x, "logout", "{}"), ACP_RPC_METHOD_NOT_FOUND, "logout", NULL);

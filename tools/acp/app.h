@@ -83,9 +83,9 @@ typedef struct app {
     acp_buf agent_line;    /* the agent's stderr since its last line end */
     uv_timer_t agent_idle; /* shows that much once the agent has said nothing more for a while */
     /* --mcp-local (mcplocal.c): the stdio servers acp runs and relays over ACP */
-    json_t *mcp_local;   /* their McpServerStdio entries */
+    json_t *mcp_local;    /* their McpServerStdio entries */
     acp_mcp_set *mcp_set; /* running, once the session is being set up */
-    void *relays;        /* one per server */
+    void *relays;         /* one per server */
     size_t nrelays;
     bool mcp_stopping;
 } app;
