@@ -767,9 +767,8 @@ static void test_initialize_minimal(void **state)
         initialize(x, CAPS_ALL),
         J("{'protocolVersion':1,'agentCapabilities':{'loadSession':true,"
           "'promptCapabilities':{'image':false,'audio':false,'embeddedContext':false},"
-          "'mcpCapabilities':{'http':false,'sse':false,'acp':true},"
-          "'sessionCapabilities':{'list':{},"
-          "'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
+          "'mcpCapabilities':{'http':false,'sse':false,'acp':true},'sessionCapabilities':{"
+          "'list':{},'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
           "'authMethods':[],'agentInfo':{'name':'surface-engine','version':'2.0'}}"));
     expect_error_d(call(x, "logout", "{}"), ACP_RPC_METHOD_NOT_FOUND, "logout", NULL);
     expect_error_d(call(x, "authenticate", "{'methodId':'key'}"), ACP_RPC_INVALID_PARAMS, "key",
