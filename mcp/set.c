@@ -771,6 +771,14 @@ static char *validate(const json_t *servers, const acp_mcp_opts *o)
             if (!json_is_string(id) || !json_string_length(id) ||
                 strlen(json_string_value(id)) != json_string_length(id))
                 return errf(i, "serverId must be a non-empty string without NUL");
+            /* The schema: one id names one server on the connection. */
+            for (size_t j = 0; j < i; j++) {
+                const json_t *p = json_array_get(servers, j);
+                const char *pt = json_string_value(json_object_get(p, "type"));
+                if (pt && !strcmp(pt, "acp") &&
+                    json_equal(json_object_get(p, "serverId"), (json_t *)id))
+                    return errf(i, "duplicate serverId '%s'", json_string_value(id));
+            }
             continue;
         }
         bool http = t && !strcmp(t, "http"), sse = t && !strcmp(t, "sse");
@@ -1296,7 +1304,7 @@ int acp_mcp_set_acp_notify(acp_mcp_set *s, const json_t *params)
         mcp_server *srv = &s->servers[i];
         if (srv->kind != MCP_ACP || strcmp(srv->server_id, id)) continue;
         mcp_acp_notify(srv, rid, method, json_object_get(params, "params"));
-        return 0;
+        return 0; /* serverIds are unique in a set (validate) */
     }
     return acp_error_set(ACP_ENOTFOUND, "no MCP server with serverId '%s'", id);
 }

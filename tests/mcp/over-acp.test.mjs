@@ -177,6 +177,18 @@ test("--unstable-off mcp-acp: no capability, type acp refused", async (t) => {
   await ag.end();
 });
 
+test("one serverId declared twice in a session: -32602", async (t) => {
+  const dir = tempDir(t);
+  const ag = startAgent(t, dir);
+  const { app } = clientApp([]);
+  await app.connectWith(ag.stream, async (agent) => {
+    await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    const twice = [{ type: "acp", name: "a", serverId: "same" }, { type: "acp", name: "b", serverId: "same" }];
+    await assert.rejects(agent.request("session/new", { cwd: dir, mcpServers: twice }), (e) => e.code === -32602 && /duplicate serverId 'same'/.test(e.message));
+  });
+  await ag.end();
+});
+
 test("the client goes away with calls in flight: the agent cleans up and exits 0", async (t) => {
   const dir = tempDir(t);
   const ag = startAgent(t, dir);
