@@ -233,6 +233,8 @@ typedef struct agent_out {
 /* Whether the agent offers the unstable feature (an ACP_UNSTABLE_* bit): every method,
  * capability and field of one is gated on this (unstable.c). */
 bool agent_offers(const acp_agent *a, unsigned feature);
+/* mcp_acp.c: serves the client's mcp/message notifications when MCP over ACP is offered. */
+void mcp_acp_register(acp_agent *a);
 
 struct acp_agent {
     uv_loop_t *loop;

@@ -54,6 +54,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
     acp_jw_obj(w);
     acp_jw_kbool(w, "http", a->opts.mcp_http);
     acp_jw_kbool(w, "sse", a->opts.mcp_sse);
+    if (agent_offers(a, ACP_UNSTABLE_MCP_ACP)) acp_jw_kbool(w, "acp", true);
     acp_jw_obj_end(w);
     acp_jw_key(w, "sessionCapabilities");
     acp_jw_obj(w);
@@ -518,4 +519,5 @@ void methods_register(acp_agent *a)
     cfg_register(a);
     auth_register(a);
     sessmeta_register(a);
+    mcp_acp_register(a);
 }

@@ -53,6 +53,8 @@ struct acp_client {
     acp_pending *pending; /* requests of the agent's waiting for the application's answer */
     json_t *url_open;     /* elicitationId -> true: URL elicitations accepted, not yet completed */
     struct fs_job *fs_jobs; /* fs requests running on the thread pool */
+    acp_client_mcp *mcps;   /* MCP servers served over the connection (mcp.c) */
+    unsigned next_mcp;      /* for generated serverIds */
 };
 
 struct acp_client_session {
@@ -176,6 +178,9 @@ void acp_client_perm_register(acp_client *c);
 void acp_client_fs_register(acp_client *c);
 void acp_client_terminal_register(acp_client *c);
 void acp_client_elicit_register(acp_client *c);
+/* mcp.c: serves mcp/message; frees every registered MCP server (acp_client_free). */
+void acp_client_mcp_register_method(acp_client *c);
+void acp_client_mcps_free(acp_client *c);
 /* The connection's fallbacks: '_' methods go to the application's extension handlers. */
 void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user);
 void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user);

@@ -17,7 +17,7 @@ _acp() {
         --mcp-http --mcp-sse --all-cwd --help --version --out --listen --tls-cert --tls-key
         --token-file --allow-origin --root --exposed --insecure-no-auth --allow-stdio-mcp
         --no-stdio-mcp --port-file --max-connections --max-message --high-water --idle-timeout
-        --header-timeout --ping-interval --close-timeout --archived --system-prompt --only --no-prompt"
+        --header-timeout --ping-interval --close-timeout --archived --system-prompt --only --no-prompt --mcp-local"
     # After 'acp trace ... --' or 'acp serve ... --': an agent's command line.
     local i
     for ((i = 1; i < cword; i++)); do
@@ -40,7 +40,7 @@ _acp() {
     --agent) COMPREPLY=($(compgen -c -- "$cur")); return ;;
     --token | --max-read | --auth | --timeout | --session | -s | --mcp | --mcp-http | --mcp-sse | \
         --listen | --allow-origin | --max-connections | --max-message | --high-water | \
-        --idle-timeout | --header-timeout | --ping-interval | --close-timeout | --only)
+        --idle-timeout | --header-timeout | --ping-interval | --close-timeout | --only | --mcp-local)
         return ;;
     esac
     if [[ $cur == --*=* ]]; then
@@ -63,7 +63,7 @@ _acp() {
             --log-level | --session | -s | --add-dir | --mcp | --mcp-http | --mcp-sse | --out | \
             --listen | --tls-cert | --tls-key | --token-file | --allow-origin | --root | \
             --port-file | --max-connections | --max-message | --high-water | --idle-timeout | \
-            --header-timeout | --ping-interval | --close-timeout | --system-prompt | --only) ((i++)) ;;
+            --header-timeout | --ping-interval | --close-timeout | --system-prompt | --only | --mcp-local) ((i++)) ;;
         -*) ;;
         *) have=${words[i]}; break ;;
         esac

@@ -87,7 +87,9 @@ static const char usage_engines[] =
     "unstable), /subagent TEXT (a subagent session echoing TEXT, unstable); the client may\n"
     "call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
-    "\n"
+    "\n";
+/* Its own array: one string literal may not pass 4095 bytes (ISO C, -Woverlength-strings). */
+static const char usage_openai[] =
     "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
     "llama-server, Ollama, vLLM, LM Studio, OpenAI or a gateway. --base-url (default\n"
     "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
@@ -308,7 +310,7 @@ int main(int argc, char **argv)
     while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_HELP:
-            printf("%s%s%s", usage, usage_engines, serve_cli_usage);
+            printf("%s%s%s%s", usage, usage_engines, usage_openai, serve_cli_usage);
             serve_cli_free(&sc);
             return 0;
         case O_VERSION:
@@ -370,13 +372,13 @@ int main(int argc, char **argv)
             }
             break;
         case ':':
-            fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s", argv[optind - 1], usage,
-                    usage_engines, serve_cli_usage);
+            fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s%s", argv[optind - 1], usage,
+                    usage_engines, usage_openai, serve_cli_usage);
             status = 2;
             break;
         case '?':
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind - 1], usage,
-                    usage_engines, serve_cli_usage);
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s%s", argv[optind - 1], usage,
+                    usage_engines, usage_openai, serve_cli_usage);
             status = 2;
             break;
         default:
@@ -389,8 +391,8 @@ int main(int argc, char **argv)
         }
     }
     if (!status && optind < argc) {
-        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind], usage,
-                usage_engines, serve_cli_usage);
+        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s%s", argv[optind], usage,
+                usage_engines, usage_openai, serve_cli_usage);
         status = 2;
     }
     if (!status && !sc.listen && sc.given) {

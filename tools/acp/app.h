@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "acp/client.h"
+#include "acp/mcp.h"
 #include "acp/rt.h"
 #include "tools/acp/render.h"
 
@@ -89,8 +90,18 @@ typedef struct app {
     int agent_log_fd;      /* --agent-log's file, else -1 */
     acp_buf agent_line;    /* the agent's stderr since its last line end */
     uv_timer_t agent_idle; /* shows that much once the agent has said nothing more for a while */
+    /* --mcp-local (mcplocal.c): the stdio servers acp runs and relays over ACP */
+    json_t *mcp_local;    /* their McpServerStdio entries */
+    acp_mcp_set *mcp_set; /* running, once the session is being set up */
+    void *relays;         /* one per server */
+    size_t nrelays;
+    bool mcp_stopping;
 } app;
 
+/* mcplocal.c: --mcp-local. start: runs the servers and declares them in a->mcp (before a
+ * session request; 0 or an exit status, said); stop: stops them (before the client goes). */
+int mcplocal_start(app *a);
+void mcplocal_stop(app *a);
 /* conn.c: the connection, sign-in, sessions, failures */
 int app_open(app *a);
 bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH, not a URL) */

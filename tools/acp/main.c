@@ -77,7 +77,8 @@ static const char usage_opts[] =
     "  --log-level LEVEL         error, warn, info (the default) or debug: every JSON-RPC\n"
     "                            message each way on stderr, secrets redacted\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
-    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
+    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL,\n"
+    "  --mcp-local 'NAME=CMD ARGS' (unstable)\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
     "  --system-prompt FILE      the session's system prompt, appended to the agent's\n"
     "                            instructions (unstable; see 'acp new --help')\n"
@@ -97,7 +98,10 @@ static const char sess_opts_help[] =
     "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n"
     "  --system-prompt FILE the text of FILE ('-': standard input) as the session's\n"
     "                       system prompt, appended to the agent's own instructions\n"
-    "                       (unstable: needs sessionCapabilities.systemPrompt)\n";
+    "                       (unstable: needs sessionCapabilities.systemPrompt)\n"
+    "  --mcp-local 'NAME=CMD ARGS'  (unstable) an MCP server acp runs here and hands to\n"
+    "                       the agent over the ACP connection, remote agents too (needs\n"
+    "                       mcpCapabilities.acp); it stops when acp does\n";
 
 static const char turn_opts_help[] =
     "  --yes                allow every permission request, write and command\n"
@@ -147,7 +151,7 @@ static const command commands[] = {
      "version, capabilities and auth methods (--json: the initialize result).\n"},
     {"new", cmd_new, F_SESS, 0, 0,
      "usage: acp new [--add-dir DIR]... [--mcp 'NAME=CMD ARGS']... [--mcp-http NAME=URL]...\n"
-     "               [--mcp-sse NAME=URL]...\n\n"
+     "               [--mcp-sse NAME=URL]... [--mcp-local 'NAME=CMD ARGS']...\n\n"
      "Creates a session in --cwd and prints its id (--json: the session/new result).\n"},
     {"prompt", cmd_prompt, F_SID | F_SESS, 1, -1,
      "usage: acp prompt [-s ID] [--yes|--deny] [--fs] [--terminal] [new's options] TEXT...\n\n"
@@ -417,6 +421,7 @@ enum {
     O_MCP,
     O_HTTP,
     O_SSE,
+    O_MCP_LOCAL,
     O_ALL,
     O_COLOR,
     O_AGENT_LOG,
@@ -468,6 +473,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"mcp", required_argument, NULL, O_MCP},
         {"mcp-http", required_argument, NULL, O_HTTP},
         {"mcp-sse", required_argument, NULL, O_SSE},
+        {"mcp-local", required_argument, NULL, O_MCP_LOCAL},
         {"all-cwd", no_argument, NULL, O_ALL},
         {"color", optional_argument, NULL, O_COLOR},
         {"agent-log", required_argument, NULL, O_AGENT_LOG},
@@ -482,6 +488,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
+    a->mcp_local = json_array();
     const char *cmdname = NULL;
     int ch;
     opterr = 0; /* our own one-line messages */
@@ -593,6 +600,15 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!(srv = mcp_stdio(optarg)))
                 return usage_error(a, "--mcp wants NAME=CMD ARGS (CMD in PATH), not '%s'", optarg);
             break;
+        case O_MCP_LOCAL: {
+            flag = F_SESS;
+            json_t *local = mcp_stdio(optarg);
+            if (!local)
+                return usage_error(a, "--mcp-local wants NAME=CMD ARGS (CMD in PATH), not '%s'",
+                                   optarg);
+            json_array_append_new(a->mcp_local, local);
+            break;
+        }
         case O_HTTP:
         case O_SSE:
             flag = F_SESS;
@@ -776,6 +792,7 @@ static int cmd_info(app *a)
                                         "sessionCapabilities.systemPrompt",
                                         "mcpCapabilities.http",
                                         "mcpCapabilities.sse",
+                                        "mcpCapabilities.acp",
                                         "promptCapabilities.image",
                                         "promptCapabilities.audio",
                                         "promptCapabilities.embeddedContext",
@@ -1074,6 +1091,7 @@ int main(int argc, char **argv)
     free(a.token);
     json_decref(a.mcp);
     json_decref(a.system_prompt);
+    json_decref(a.mcp_local);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);
     free(cl.cwd_abs);
