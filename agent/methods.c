@@ -68,12 +68,14 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
     acp_jw_obj_end(w);
-    if (a->eng.logout) {
+    if (a->eng.logout || auth_status_offered(a)) {
         acp_jw_key(w, "auth");
         acp_jw_obj(w);
-        write_marker(w, "logout");
+        if (a->eng.logout) write_marker(w, "logout");
+        if (auth_status_offered(a)) write_marker(w, "status");
         acp_jw_obj_end(w);
     }
+    if (providers_offered(a)) write_marker(w, "providers");
     write_meta(w, a->eng.caps_meta);
     acp_jw_obj_end(w);
     acp_jw_key(w, "authMethods");
@@ -458,4 +460,5 @@ void methods_register(acp_agent *a)
     acp_conn_on(c, "session/cancel", NULL, n_cancel, a);
     cfg_register(a);
     auth_register(a);
+    providers_register(a);
 }

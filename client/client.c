@@ -113,6 +113,8 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_PROMPT_AUDIO, json_is_true(json_object_get(pc, "audio"))},
         {ACP_CAP_PROMPT_RESOURCE, json_is_true(json_object_get(pc, "embeddedContext"))},
         {ACP_CAP_LOGOUT, obj_has(json_object_get(ac, "auth"), "logout")},
+        {ACP_CAP_PROVIDERS, obj_has(ac, "providers")},
+        {ACP_CAP_AUTH_STATUS, obj_has(json_object_get(ac, "auth"), "status")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;
@@ -239,6 +241,7 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     acp_client_session_register(c);
     acp_client_perm_register(c);
     acp_client_elicit_register(c);
+    acp_client_providers_register(c);
     if (opts->fs_read || opts->fs_write) acp_client_fs_register(c);
     if (opts->terminal) acp_client_terminal_register(c);
     acp_client_op *op;

@@ -98,6 +98,8 @@ typedef enum acp_agent_cap {
     ACP_CAP_PROMPT_AUDIO,    /* promptCapabilities.audio */
     ACP_CAP_PROMPT_RESOURCE, /* promptCapabilities.embeddedContext */
     ACP_CAP_LOGOUT,          /* auth.logout */
+    ACP_CAP_PROVIDERS,       /* providers (unstable) */
+    ACP_CAP_AUTH_STATUS,     /* auth.status (unstable) */
 } acp_agent_cap;
 
 typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
@@ -229,6 +231,12 @@ typedef struct acp_client_opts {
     /* The most one fs/read_text_file returns (fs_read): a read that would return more is
      * refused with an error that says so. 0: ACP_ROOTS_MAX_READ (64 MiB). */
     size_t max_read;
+
+    /* --- After 1.0 (read only when struct_size covers them). ------------------------------ */
+    /* (unstable) auth/status_update: the agent's sign-in state changed; params is the
+     * notification's (state, accounts; borrowed, valid during the call). Treat a state you do
+     * not know as "unknown". NULL: ignored. */
+    void (*on_auth_status)(acp_client *c, json_t *params, void *user);
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
@@ -328,6 +336,25 @@ int acp_client_authenticate_start(acp_client *c, const char *method_id, acp_clie
 int acp_client_authenticate(acp_client *c, const char *method_id);
 int acp_client_logout_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
 int acp_client_logout(acp_client *c);
+
+/* (unstable) The agent's LLM providers (rfds/custom-llm-endpoint.mdx; need
+ * agentCapabilities.providers, else ACP_ENOTSUP): list (*result: the ListProvidersResponse,
+ * the caller's), set (api_type NULL: "openai"; headers "Name: value", NULL-terminated, may be
+ * NULL: an Authorization header is how a key is handed over; they are never logged), disable.
+ * auth/status needs auth.status: *result is the AuthStatusResponse (state, accounts). */
+int acp_client_providers_list_start(acp_client *c, acp_client_cb cb, void *user,
+                                    acp_client_op **op);
+int acp_client_providers_list(acp_client *c, json_t **result);
+int acp_client_provider_set_start(acp_client *c, const char *provider_id, const char *api_type,
+                                  const char *base_url, const char *const *headers,
+                                  acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_provider_set(acp_client *c, const char *provider_id, const char *api_type,
+                            const char *base_url, const char *const *headers);
+int acp_client_provider_disable_start(acp_client *c, const char *provider_id, acp_client_cb cb,
+                                      void *user, acp_client_op **op);
+int acp_client_provider_disable(acp_client *c, const char *provider_id);
+int acp_client_auth_status_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_auth_status(acp_client *c, json_t **result);
 
 /* --- sessions ------------------------------------------------------------------------ */
 
