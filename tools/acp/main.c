@@ -35,11 +35,18 @@ static const char usage_main[] =
     "                            list the session's config options, or set one\n"
     "  auth [METHOD]             list the agent's auth methods, or sign in with one\n"
     "  logout                    sign out\n"
+    "  providers                 the agent's LLM providers (unstable)\n"
+    "  provider set ID URL | provider disable ID\n"
+    "                            route provider ID to URL, or switch it off (unstable)\n"
+    "  agents [--registry FILE|URL]\n"
+    "                            the agents of the ACP Registry (--agent ID runs one)\n"
     "\n"
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
     "  --agent URL               a remote agent: ws://, wss://, http:// or https://HOST/acp\n"
+    "  --agent ID                an agent of the ACP Registry by its id ('acp agents')\n"
+    "  --registry FILE|URL       the registry (default: ACP_REGISTRY, else the public one)\n"
     "  --token TOKEN             bearer token for a remote agent (better: ACP_TOKEN)\n"
     "  --cacert FILE             trust anchors for wss:// and https://\n"
     "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
@@ -59,6 +66,10 @@ static const char usage_main[] =
     "                            line by line, made safe for the terminal, colours dropped)\n"
     "  --quiet                   drop the agent's stderr\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
+    "  --provider ID=URL         route the agent's provider ID to URL for this run (unstable)\n"
+    "  --header 'NAME: VALUE'    a header for --provider and 'provider set' (repeatable; an\n"
+    "                            Authorization header hands over a key; never printed)\n"
+    "  --api-type TYPE           the provider protocol for them (default openai)\n"
     "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
     "  --help, --version\n"
@@ -194,6 +205,27 @@ static const command commands[] = {
     {"logout", cmd_logout, 0, 0, 0,
      "usage: acp logout\n\n"
      "Signs out (logout; needs the agent's auth.logout capability).\n"},
+    {"providers", cmd_providers, 0, 0, 0,
+     "usage: acp providers\n\n"
+     "(unstable) Lists the agent's LLM providers (providers/list; needs its providers\n"
+     "capability): id, protocol and base URL in effect (or disabled), the protocols it\n"
+     "supports, and whether it is required. --json: the providers/list result.\n"},
+    {"provider", cmd_provider, 0, 2, 3,
+     "usage: acp provider set ID URL [--api-type TYPE] [--header 'NAME: VALUE']...\n"
+     "       acp provider disable ID\n\n"
+     "(unstable) Routes the agent's provider ID to the OpenAI-compatible (or TYPE) endpoint\n"
+     "URL with these headers (providers/set: they replace the agent's own credentials), or\n"
+     "switches it off (providers/disable). The agent keeps a route for the connection\n"
+     "only: to prompt through one, give --provider ID=URL (and --header) to that command.\n"},
+    {"agents", cmd_agents, 0, 0, 0,
+     "usage: acp agents [--registry FILE|URL]\n\n"
+     "Lists the agents of the ACP Registry: id, version, name, how it runs (npx, binary\n"
+     "for this platform), description. The registry is --registry, else $ACP_REGISTRY,\n"
+     "else https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json; a URL's\n"
+     "copy is kept in $XDG_CACHE_HOME/acp and serves when the network does not.\n"
+     "'acp --agent ID COMMAND' runs agent ID: npx -y PACKAGE ARGS with its env, or its\n"
+     "binary, downloaded once into $XDG_CACHE_HOME/acp/agents (sha256 checked when\n"
+     "given) and unpacked there. --json: the registry's agents array.\n"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -309,6 +341,10 @@ enum {
     O_COLOR,
     O_AGENT_LOG,
     O_QUIET,
+    O_PROVIDER,
+    O_HEADER,
+    O_API_TYPE,
+    O_REGISTRY,
 };
 
 typedef struct cmdline {
@@ -353,6 +389,10 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
                                          {"color", optional_argument, NULL, O_COLOR},
                                          {"agent-log", required_argument, NULL, O_AGENT_LOG},
                                          {"quiet", no_argument, NULL, O_QUIET},
+                                         {"provider", required_argument, NULL, O_PROVIDER},
+                                         {"header", required_argument, NULL, O_HEADER},
+                                         {"api-type", required_argument, NULL, O_API_TYPE},
+                                         {"registry", required_argument, NULL, O_REGISTRY},
                                          {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -430,6 +470,32 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             break;
         case O_QUIET:
             a->quiet = true;
+            break;
+        case O_PROVIDER:
+            if (!strchr(optarg, '=') || *optarg == '=' || !strchr(optarg, '=')[1])
+                return usage_error(a, "--provider wants ID=URL, not '%s'", optarg);
+            a->provider = optarg;
+            break;
+        case O_HEADER: {
+            const char *colon = strchr(optarg, ':');
+            if (!colon || colon == optarg)
+                return usage_error(a, "--header wants 'NAME: VALUE'%s", "");
+            /* Kept, and wiped from our argv: the value may be a key (ps shows argv). */
+            char **h = realloc(a->headers, (a->nheaders + 2) * sizeof *h);
+            if (!h || !(h[a->nheaders] = strdup(optarg))) {
+                a->headers = h;
+                return usage_error(a, "out of memory%s", "");
+            }
+            a->headers = h;
+            h[++a->nheaders] = NULL;
+            memset(optarg, 'x', strlen(optarg));
+            break;
+        }
+        case O_API_TYPE:
+            a->api_type = optarg;
+            break;
+        case O_REGISTRY:
+            a->registry = optarg;
             break;
         case 'h':
         case O_HELP:
@@ -563,7 +629,9 @@ static int cmd_info(app *a)
                 {ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image"},
                 {ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio"},
                 {ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext"},
-                {ACP_CAP_LOGOUT, "auth.logout"}};
+                {ACP_CAP_LOGOUT, "auth.logout"},
+                {ACP_CAP_AUTH_STATUS, "auth.status (unstable)"},
+                {ACP_CAP_PROVIDERS, "providers (unstable)"}};
     printf("capabilities:\n");
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         printf("  %-42s %s\n", caps[i].name, acp_client_supports(a->c, caps[i].cap) ? "yes" : "no");
@@ -775,7 +843,8 @@ int main(int argc, char **argv)
          * choose (render_eol, results). */
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
         render_init(&a.r, stdout, a.json, a.color);
-        rc = cl.cmd->run(&a);
+        rc = cl.cmd->run == cmd_agents ? 0 : registry_resolve(&a);
+        if (!rc) rc = cl.cmd->run(&a);
         a.finished = true;
         if (rc && a.json) app_json_error(&a, rc);
         fflush(stdout);
@@ -785,6 +854,12 @@ int main(int argc, char **argv)
     }
     if (a.token) explicit_bzero(a.token, strlen(a.token));
     free(a.token);
+    for (size_t i = 0; i < a.nheaders; i++) {
+        explicit_bzero(a.headers[i], strlen(a.headers[i]));
+        free(a.headers[i]);
+    }
+    free(a.headers);
+    free(a.agent_cmd);
     json_decref(a.mcp);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);
