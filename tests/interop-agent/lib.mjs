@@ -86,6 +86,11 @@ const RESPONSE = {
   "session/prompt": "PromptResponse",
   "session/set_mode": "SetSessionModeResponse",
   "session/set_config_option": "SetSessionConfigOptionResponse",
+  // unstable (schema.unstable.json)
+  "providers/list": "ListProvidersResponse",
+  "providers/set": "SetProviderResponse",
+  "providers/disable": "DisableProviderResponse",
+  "auth/status": "AuthStatusResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
@@ -102,6 +107,7 @@ const AGENT_NOTIFICATION = {
   "session/update": "SessionNotification",
   "$/cancel_request": "CancelRequestNotification",
   "elicitation/complete": "CompleteElicitationNotification",
+  "auth/status_update": "AuthStatusUpdateNotification", // unstable
 };
 const FULL_CAPS = ["fs", "terminal", "session", "auth", "elicitation", "_meta"];
 /** clientCapabilities in full form; the legacy fs-only object {readTextFile, writeTextFile} is wrapped. */
