@@ -643,6 +643,15 @@ static int cmd_info(app *a)
         "%s %s (%s)", i ? "," : "",
         safe_line(or (json_string_value(json_object_get(m, "id")), "?")), safe_line(auth_type(m)));
     printf("\n");
+    json_t *st = NULL; /* (unstable) auth/status, where the agent tells it */
+    if (acp_client_supports(a->c, ACP_CAP_AUTH_STATUS) && !acp_client_auth_status(a->c, &st)) {
+        json_t *acct = json_array_get(json_object_get(st, "accounts"), 0);
+        const char *label = json_string_value(json_object_get(acct, "label"));
+        printf("auth status: %s%s%s%s\n",
+               safe_line(or (json_string_value(json_object_get(st, "state")), "unknown")),
+               label ? " (" : "", label ? safe_line(label) : "", label ? ")" : "");
+    }
+    json_decref(st);
     return 0;
 }
 
