@@ -249,9 +249,9 @@ static void platform(char *out, size_t n)
     const char *arch = "x86_64";
     if (!uname(&u)) arch = !strcmp(u.machine, "arm64") ? "aarch64" : u.machine;
 #ifdef __APPLE__
-    snprintf(out, n, "darwin-%s", arch);
+    snprintf(out, n, "darwin-%.40s", arch);
 #else
-    snprintf(out, n, "linux-%s", arch);
+    snprintf(out, n, "linux-%.40s", arch);
 #endif
 }
 
