@@ -8,6 +8,9 @@
 import { join } from "node:path";
 import { test, tempDir, assert, modelServer, openaiAgent, scripted, storeBytes, turnRequests, textOf } from "./lib.mjs";
 import { answer } from "./fixtures.mjs";
+import { acp, listeningAgent, wsHeaders } from "../interop-agent/lib.mjs";
+import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import { WebSocket } from "ws";
 
 const statusUpdates = (a) => a.msgs.filter((e) => e.msg.method === "auth/status_update").map((e) => e.msg.params);
 
@@ -105,24 +108,46 @@ test("providers/disable: listed with current null, prompts are told and no reque
   await a.end();
 });
 
-test("one connection's route is its own: a second client of the same listener still reaches the engine's endpoint", async (t) => {
+// One SDK client over WebSocket to a listening agent: request() and the notifications it got.
+function wsClient(url) {
+  const stream = createWebSocketStream(url, { WebSocket, headers: wsHeaders() });
+  const c = { notes: [] };
+  c.conn = acp
+    .client({ name: "providers-test" })
+    .onNotification("session/update", ({ params }) => c.notes.push(params))
+    .connect(stream);
+  c.request = (method, params) => c.conn.agent.request(method, params);
+  return c;
+}
+
+test("on a listener each connection's route is its own: one client's provider and key never carry another's prompts", async (t) => {
   if (scripted(t)) return;
-  // Two agents on one store stand for two connections: each acp_agent keeps its own routes.
   const dir = tempDir(t);
   const s = await modelServer(t);
   const other = await modelServer(t);
   s.on("mine", answer("engine endpoint"));
-  const a = openaiAgent(t, dir, s);
-  const b = openaiAgent(t, dir, s);
-  await a.init();
-  await b.init();
-  await a.request("providers/set", { providerId: "openai", apiType: "openai", baseUrl: other.url, headers: { Authorization: "Bearer k" } });
+  other.on("theirs", answer("client endpoint"));
+  const l = await listeningAgent(t, { store: join(dir, "sessions.db"), args: ["--engine", "openai", "--base-url", s.url, "--model", "m"] });
+  const a = wsClient(l.url);
+  const b = wsClient(l.url);
+  for (const c of [a, b]) await c.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const key = "sk-connection-a-only-6f02";
+  await a.request("providers/set", { providerId: "openai", apiType: "openai", baseUrl: other.url, headers: { Authorization: `Bearer ${key}` } });
   assert.equal((await b.request("providers/list", {})).providers[0].current.baseUrl, s.url);
-  const sid = await b.newSession(dir);
-  assert.equal(textOf((await b.prompt(sid, "mine")).updates), "engine endpoint");
-  assert.equal(other.chats().length, 0);
-  await a.end();
-  await b.end();
+  assert.equal((await b.request("auth/status", {})).state, "not_required");
+  const sb = (await b.request("session/new", { cwd: dir, mcpServers: [] })).sessionId;
+  await b.request("session/prompt", { sessionId: sb, prompt: [{ type: "text", text: "mine" }] });
+  const sa = (await a.request("session/new", { cwd: dir, mcpServers: [] })).sessionId;
+  await a.request("session/prompt", { sessionId: sa, prompt: [{ type: "text", text: "theirs" }] });
+  assert.equal(turnRequests(s, "mine").length >= 1, true, "b's prompt did not reach the engine's endpoint");
+  assert.equal(turnRequests(other, "mine").length, 0, "b's prompt went to a's endpoint");
+  assert.equal(turnRequests(other, "theirs")[0].headers.authorization, `Bearer ${key}`);
+  for (const r of s.requests) assert.ok(!JSON.stringify(r.headers).includes(key), "a's key went out for b");
+  a.conn.close();
+  b.conn.close();
+  await l.stop();
+  assert.ok(!l.stderr().includes(key), "the key was logged");
+  assert.ok(!storeBytes(join(dir, "sessions.db")).includes(key), "the key was stored");
 });
 
 test("--unstable-off providers,auth-status: not advertised, the methods are unknown (-32601)", async (t) => {
