@@ -161,4 +161,5 @@ test("a URL registry is cached and serves when the server fails; ACP_REGISTRY na
   const nofile = await run(ws, ["--agent", "sdk-minimal", "--registry", join(ws.dir, "missing.json"), "info"], { bare: true, env: baseEnv });
   assert.equal(nofile.code, 1);
   assert.match(nofile.stderr, /cannot read the registry/);
+  assert.match(nofile.stderr, /cannot start agent 'sdk-minimal': no such program in PATH, and no registry to look it up in/);
 });

@@ -447,7 +447,12 @@ int registry_resolve(app *a)
      * id, and a program in PATH keeps its meaning. */
     if (!is_id(a->agent) || in_path(a->agent)) return 0;
     json_t *reg = registry_load(a);
-    if (!reg) return EXIT_AGENT;
+    if (!reg) {
+        app_note(
+            a, "cannot start agent '%s': no such program in PATH, and no registry to look it up in",
+            safe_line(a->agent));
+        return EXIT_AGENT;
+    }
     json_t *agents = json_object_get(reg, "agents"), *m = NULL;
     size_t i;
     json_array_foreach(agents, i, m) if (str(m, "id") && !strcmp(str(m, "id"), a->agent)) break;
