@@ -375,6 +375,16 @@ static bool loopback(const char *url)
     return false;
 }
 
+/* providers/set's veto: the HTTP client speaks http:// and https:// only, and a URL it would
+ * refuse at the first prompt is better refused now. */
+static int provider_set(acp_agent *a, const char *id, const char *api_type, const char *base_url,
+                        const char *const *headers, char **message, void *user)
+{
+    if (!strncmp(base_url, "http://", 7) || !strncmp(base_url, "https://", 8)) return 0;
+    *message = strdup("baseUrl must be an http:// or https:// URL");
+    return ACP_RPC_INVALID_PARAMS;
+}
+
 static const char *auth_status(acp_agent *a, const char **account, void *user)
 {
     openai *oa = user;
@@ -416,6 +426,7 @@ void openai_engine(openai *oa, acp_engine *e)
                       .user = oa,
                       .providers = &oa->provider,
                       .nproviders = 1,
+                      .provider_set = provider_set,
                       .auth_status = auth_status};
 }
 

@@ -98,6 +98,7 @@ test("providers/disable: listed with current null, prompts are told and no reque
   await bad({ providerId: "openai", apiType: "anthropic", baseUrl: s.url }, /does not speak 'anthropic'/);
   await bad({ providerId: "openai", apiType: "openai", baseUrl: s.url, headers: { "X-A": "1\r\nX-Injected: 2" } }, /header 'X-A'/);
   await bad({ providerId: "openai", apiType: "openai" }, /baseUrl/);
+  await bad({ providerId: "openai", apiType: "openai", baseUrl: "file:///etc/passwd" }, /http:\/\/ or https:\/\//);
   assert.equal((await a.request("providers/list", {})).providers[0].current, null, "a refused set changed the route");
 
   await a.request("providers/set", { providerId: "openai", apiType: "openai", baseUrl: s.url });
