@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* (unstable) Providers and auth/status through the client library against acp-agent: the
+/* (unstable) Providers and auth/status through the client library against acp-agent and an
+ * agent of the official SDK: with acp-agent, the
  * openai engine lists its endpoint as provider "openai" (no secret), providers/set moves it
  * and an Authorization header signs it in (auth/status_update reaches on_auth_status),
  * disable leaves it listed with no current route; the runtime's refusals (unknown id, an
@@ -210,12 +211,72 @@ static void test_switched_off(void **state)
     acp_client_free(c);
 }
 
+/* The other direction: libacp's client against an agent of the official SDK 2.4.0
+ * (ts-agent-providers.mjs, which checks each request against schema.unstable.json and records
+ * the verdict in $ACP_RECORD). */
+static void test_sdk_agent(void **state)
+{
+    fixture *f = *state;
+    char record[128];
+    snprintf(record, sizeof record, "%s/record.jsonl", f->dir);
+    setenv("ACP_RECORD", record, 1);
+    acp_client_opts o = ACP_CLIENT_OPTS_INIT;
+    o.argv = node_agent("ts-agent-providers.mjs");
+    o.on_auth_status = on_status;
+    o.user = f;
+    acp_client *c = NULL;
+    if (acp_client_open(&o, &c)) fail_msg("open: %s", acp_error_last()->message);
+    assert_true(acp_client_supports(c, ACP_CAP_PROVIDERS));
+    assert_true(acp_client_supports(c, ACP_CAP_AUTH_STATUS));
+    json_t *res = NULL;
+    assert_int_equal(acp_client_providers_list(c, &res), 0);
+    json_t *main_p = json_array_get(json_object_get(res, "providers"), 0);
+    assert_string_equal(str(main_p, "providerId"), "main");
+    assert_true(json_is_true(json_object_get(main_p, "required")));
+    json_decref(res);
+    assert_int_equal(acp_client_auth_status(c, &res), 0);
+    assert_string_equal(str(res, "state"), "unauthenticated");
+    json_decref(res);
+    const char *hdrs[] = {"Authorization: Bearer sk-sdk", NULL};
+    assert_int_equal(acp_client_provider_set(c, "main", "bedrock", "https://br.example", hdrs), 0);
+    wait_statuses(c, f, 1);
+    assert_string_equal(str(json_array_get(f->statuses, 0), "state"), "authenticated");
+    assert_int_equal(acp_client_provider_disable(c, "main"), ACP_EPROTO); /* required */
+    assert_int_equal(acp_client_errcode(c), -32602);
+    assert_int_equal(acp_client_provider_disable(c, "openai"), 0);
+    acp_client_free(c);
+    unsetenv("ACP_RECORD");
+
+    /* Every request was the schema's (bad: null) and carried what was asked. */
+    FILE *in = fopen(record, "r");
+    assert_non_null(in);
+    char line[4096];
+    int sets = 0;
+    while (fgets(line, sizeof line, in)) {
+        json_t *e = json_loads(line, 0, NULL);
+        assert_non_null(e);
+        if (!json_is_null(json_object_get(e, "bad")))
+            fail_msg("%s off the schema: %s", str(e, "method"), str(e, "bad"));
+        if (!strcmp(str(e, "method"), "providers/set")) {
+            sets++;
+            json_t *p = json_object_get(e, "params");
+            assert_string_equal(str(p, "apiType"), "bedrock");
+            assert_string_equal(str(p, "baseUrl"), "https://br.example");
+            assert_string_equal(str(p, "headers.Authorization"), "Bearer sk-sdk");
+        }
+        json_decref(e);
+    }
+    fclose(in);
+    assert_int_equal(sets, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_openai_provider, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_auth_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_switched_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sdk_agent, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
