@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* (unstable) Providers and auth/status through the client library against acp-agent and an
- * agent of the official SDK: with acp-agent, the
+/* (unstable) Providers and auth/status through the client library. Against acp-agent: the
  * openai engine lists its endpoint as provider "openai" (no secret), providers/set moves it
  * and an Authorization header signs it in (auth/status_update reaches on_auth_status),
  * disable leaves it listed with no current route; the runtime's refusals (unknown id, an
- * apiType it does not speak, a header that would split a request, disabling a required
- * one is not reachable here); the echo engine's --auth state; and with the features switched
- * off (acp-agent --unstable-off) the calls fail ACP_ENOTSUP before anything is sent. */
+ * apiType it does not speak, a header that would split a request); the echo engine's --auth
+ * state; with the features switched off (--unstable-off) the calls fail ACP_ENOTSUP before
+ * anything is sent. Against an SDK 2.4.0 agent: the same calls, schema-checked by it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
