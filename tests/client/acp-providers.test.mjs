@@ -55,6 +55,8 @@ test("acp provider set sends the schema's SetProviderRequest with the headers, a
   const [set] = rec.get().filter((e) => e.method === "providers/set");
   assert.equal(set.bad, null, `providers/set params off the schema: ${set.bad}`);
   assert.deepEqual(set.params, { providerId: "main", apiType: "anthropic", baseUrl: "https://gw.example/anthropic", headers: { Authorization: `Bearer ${key}`, "X-Team": "blue" } });
+  assert.match(set.parentArgv ?? "", /provider set main/, "the agent could not read acp's command line");
+  assert.ok(!set.parentArgv.includes(key), `the key is in acp's command line (ps): ${set.parentArgv}`);
 });
 
 test("--provider ID=URL routes the connection before the command: the prompt runs through it", async () => {

@@ -6,7 +6,7 @@
 // a prompt's answer names the routes in effect and the header NAMES it holds, never values.
 // Every request it receives is checked strictly against schema.unstable.json
 // (tests/interop-agent/schema.mjs) and recorded, with any violation, in $ACP_RECORD.
-import { appendFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import { validate } from "../interop-agent/schema.mjs";
@@ -17,9 +17,19 @@ const REQUEST = {
   "providers/disable": "DisableProviderRequest",
   "auth/status": "AuthStatusRequest",
 };
+// The client's command line as `ps` shows it (the client spawned us): a header's value must not
+// be there.
+const parentArgv = () => {
+  try {
+    return readFileSync(`/proc/${process.ppid}/cmdline`, "utf8").split("\0").join(" ");
+  } catch {
+    return null;
+  }
+};
 const record = (method, params) => {
   const bad = REQUEST[method] ? validate(REQUEST[method], params) : null;
-  if (process.env.ACP_RECORD) appendFileSync(process.env.ACP_RECORD, JSON.stringify({ method, params, bad }) + "\n");
+  const extra = method === "providers/set" ? { parentArgv: parentArgv() } : {};
+  if (process.env.ACP_RECORD) appendFileSync(process.env.ACP_RECORD, JSON.stringify({ method, params, bad, ...extra }) + "\n");
 };
 
 const providers = {
