@@ -60,10 +60,17 @@ int acp_client_provider_set_start(acp_client *c, const char *provider_id, const 
         return acp_error_set(ACP_EINVAL, "a provider id and a base URL are needed");
     json_t *h = headers_object(headers);
     if (!h) return acp_error_last()->status;
-    json_t *p = json_pack("{s:s, s:s, s:s, s:o}", "providerId", provider_id, "apiType",
+    json_t *p = json_pack("{s:s, s:s, s:s, s:O}", "providerId", provider_id, "apiType",
                           api_type ? api_type : "openai", "baseUrl", base_url, "headers", h);
-    if (!p) return acp_error_set(ACP_EINVAL, "the provider id, type and URL must be UTF-8");
-    return acp_client_op_start(c, "providers/set", p, NULL, cb, user, op);
+    rc = p ? acp_client_op_start(c, "providers/set", p, NULL, cb, user, op)
+           : acp_error_set(ACP_EINVAL, "the provider id, type and URL must be UTF-8");
+    /* Sent (or not): our copies of the values are wiped, as they may be keys. */
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v)
+        explicit_bzero((char *)json_string_value(v), json_string_length(v));
+    json_decref(h);
+    return rc;
 }
 
 int acp_client_provider_set(acp_client *c, const char *provider_id, const char *api_type,
