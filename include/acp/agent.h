@@ -232,10 +232,12 @@ typedef struct acp_engine {
      * its timers. No turn is running any more. */
     void (*session_free)(acp_session *s, void *user);
     void *user;
+    /* Since 1.1: the engine can replace its own instructions with the client's system prompt
+     * (the unstable systemPrompt's "override" mode, advertised only then); "append" needs
+     * nothing of the engine but reading acp_session_system_prompt(). */
+    bool system_prompt_override;
 
-    /* --- After 1.0 (read only when struct_size covers them; zero in an older engine). ---- */
-
-    /* (unstable: ACP_UNSTABLE_PROVIDERS) The LLM providers a client may re-route
+    /* Since 1.1 (unstable: ACP_UNSTABLE_PROVIDERS): the LLM providers a client may re-route
      * (agentCapabilities.providers, providers/list, set, disable; rfds/custom-llm-endpoint.mdx).
      * providers[0..nproviders) are the engine's defaults; the runtime keeps each connection's
      * changes (in memory only, never stored or logged: the headers are secrets) and answers
@@ -439,6 +441,12 @@ void acp_session_set_data(acp_session *s, void *data);
 void *acp_session_data(const acp_session *s);
 /* The turn running in the session, or NULL. */
 acp_turn *acp_session_turn(const acp_session *s);
+/* The client's system prompt for the session (the unstable systemPrompt of session/new, load,
+ * resume or fork, or the one stored with the session when a load or resume gave none): its
+ * text blocks joined by blank lines, borrowed until the session is freed; NULL: none.
+ * *override (may be NULL) is true for "override" mode (replace the engine's own
+ * instructions), false for "append" (add to them). Set before engine.session_setup. */
+const char *acp_session_system_prompt(const acp_session *s, bool *override);
 
 /* Resolves `path` (absolute, or relative to cwd) following symlinks, and refuses anything that
  * is not inside the root set. A file that does not exist yet is resolved through its parent
