@@ -259,6 +259,7 @@ void agent_maybe_free(acp_agent *a)
     json_decref(a->client_caps);
     json_decref(a->init_params);
     json_decref(a->elicit_ids);
+    json_decref(a->lost);
     acp_buf_free(&a->scratch);
     acp_buf_free(&a->line);
     free(a);

@@ -265,9 +265,11 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
     if (!id) return;
     acp_session *s = session_find(a, id);
     if (!s) {
-        agent_reply_not_found(req, id);
+        agent_reply_unknown(a, req, id, true); /* told once: closed for the client now */
         return;
     }
+    /* Taken over meanwhile: the client hears so (the flush closes it here). */
+    if (!lease_check(s, req)) return;
     /* The cancelled turn's last updates and response go first: reply after them. */
     session_reply(session_close(s) ? s : NULL, req, NULL);
 }
@@ -282,6 +284,7 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     /* The cancelled turn's last updates and response go first, committed before the delete:
      * after it their commit would find the session gone, as if deleted elsewhere. */
     if (s && session_close(s)) acp_agent_flush(a);
+    lease_forget_lost(a, id);
     int rc = acp_store_delete(a->store, id);
     if (rc) {
         agent_reply_store_error(a, req);
@@ -402,7 +405,7 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     if (!prompt_supported(a, req, prompt)) return;
     acp_session *s = session_find(a, id);
     if (!s) {
-        agent_reply_not_found(req, id);
+        agent_reply_unknown(a, req, id, false);
         return;
     }
     if (s->state != SESS_READY) {
@@ -416,6 +419,14 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     if (s->turn) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
                       "a prompt is already running in session %s", id);
+        return;
+    }
+    /* Busy before the engine hears of it: no take-over while the turn runs. This is also the
+     * check that the session is still this agent's (lease.c). A store error leaves the mark
+     * to the renewal timer: the turn runs, fenced as ever. */
+    lease_mark(s, true);
+    if (s->gone) {
+        session_reply_gone(s, req);
         return;
     }
     turn_start(s, req, prompt);

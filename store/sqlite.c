@@ -53,6 +53,9 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN lease_holder TEXT;"
     "ALTER TABLE sessions ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
+    /* v3 -> v4: whether the holder marked its lease busy (a turn running): an idle lease is
+     * taken over by acp_store_lease_take(), a busy one waited for. */
+    "ALTER TABLE sessions ADD COLUMN lease_busy INTEGER NOT NULL DEFAULT 0;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -117,15 +120,19 @@ static const char *const sql[Q_COUNT] = {
     [Q_DEL_SESSION] = "DELETE FROM sessions WHERE sid = ?1",
     [Q_EPOCH] = "SELECT lease_epoch FROM sessions WHERE id = ?1",
     /* Free (never taken, released: NULL; expired): a new epoch; this holder's: the same. */
+    /* Taking (?5) also when the holder's fresh lease is idle. A new holder starts idle. */
     [Q_ACQUIRE] = "UPDATE sessions SET lease_holder = ?2, lease_epoch = lease_epoch +"
-                  " (lease_holder IS NOT ?2), lease_expires = " NOW_MS " + ?3 WHERE id = ?1"
+                  " (lease_holder IS NOT ?2), lease_expires = " NOW_MS " + ?3,"
+                  " lease_busy = lease_busy AND lease_holder IS ?2 WHERE id = ?1"
                   " AND (lease_expires IS NULL OR lease_expires <= " NOW_MS
-                  " OR lease_holder = ?2 OR lease_holder = ?4) RETURNING lease_epoch",
+                  " OR lease_holder = ?2 OR lease_holder = ?4 OR (?5 AND NOT lease_busy))"
+                  " RETURNING lease_epoch",
     [Q_LEASE_LEFT] = "SELECT lease_expires - " NOW_MS ", lease_holder FROM sessions WHERE id = ?1",
-    [Q_RENEW] = "UPDATE sessions SET lease_expires = " NOW_MS " + ?3"
+    [Q_RENEW] = "UPDATE sessions SET lease_expires = " NOW_MS " + ?3,"
+                " lease_busy = CASE WHEN ?4 < 0 THEN lease_busy ELSE ?4 END"
                 " WHERE id = ?1 AND lease_epoch = ?2",
     /* A new epoch: writes under the given-up fence are stale from now on. */
-    [Q_RELEASE] = "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL,"
+    [Q_RELEASE] = "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL, lease_busy = 0,"
                   " lease_epoch = lease_epoch + 1 WHERE id = ?1 AND lease_epoch = ?2",
 };
 
@@ -653,7 +660,7 @@ static int sq_remove(acp_store *st, const char *id)
 /* One write transaction: the grant and, when refused, how long the holder's lease has left,
  * from one state of the row. */
 static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+                            const char *dead, bool take, int64_t *fence, acp_store_lease_busy *busy)
 {
     sq_store *s = sq(st);
     if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
@@ -663,6 +670,7 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
     bind_text(q, 2, holder);
     sqlite3_bind_int64(q, 3, ttl_ms);
     bind_text(q, 4, dead);
+    sqlite3_bind_int(q, 5, take);
     int rc = db_step(s, q);
     if (rc == SQLITE_ROW) {
         *fence = sqlite3_column_int64(q, 0);
@@ -685,7 +693,7 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
     return finish(s, acp_error_set(ACP_EBUSY, "session %s is leased to another holder", id));
 }
 
-static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy)
 {
     sq_store *s = sq(st);
     sqlite3_stmt *q = stmt(s, Q_RENEW);
@@ -693,6 +701,7 @@ static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned
     bind_text(q, 1, id);
     sqlite3_bind_int64(q, 2, fence);
     sqlite3_bind_int64(q, 3, ttl_ms);
+    sqlite3_bind_int(q, 4, busy);
     return update_one(s, q, "lease", id, fence);
 }
 

@@ -37,10 +37,12 @@ typedef struct acp_store_ops {
     int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                 acp_store_list_cb cb, void *user, char **next_cursor);
     int (*remove)(acp_store *st, const char *id);
-    /* busy is non-NULL and zeroed. */
+    /* busy is non-NULL and zeroed. take: also granted over a fresh holder that is idle
+     * (acp_store_lease_take). */
     int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
-    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
+                         const char *dead, bool take, int64_t *fence, acp_store_lease_busy *busy);
+    /* busy: 1 or 0 marks the lease busy or idle (acp_store_lease_mark), -1 leaves it. */
+    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy);
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
 } acp_store_ops;
 
