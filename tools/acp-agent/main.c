@@ -26,7 +26,7 @@ static const char usage[] =
     "                 [--lease-ttl MS] [--max-read SIZE] [--log-level quiet|info]\n"
     "                 [--unstable-off all|FEATURE,...]\n"
     "                 [--help] [--version]\n"
-    "                 [--listen HOST:PORT|unix:/path [server options]]\n"
+    "                 [--listen HOST:PORT|unix:/path|systemd [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
     "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
     "                 [--context-tokens N] [--store PATH|URI] ...\n"
@@ -74,12 +74,16 @@ static const char usage[] =
     "\n";
 /* The server's part (a second string: C17 promises string literals up to 4095 bytes). */
 static const char usage_listen[] =
-    "--listen HOST:PORT|unix:/path: serve ACP over the network instead of stdio, WebSocket\n"
-    "and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over TLS, h2c with\n"
-    "prior knowledge), every connection its own ACP connection on the one store. Port 0\n"
+    "--listen HOST:PORT|unix:/path|systemd: serve ACP over the network instead of stdio,\n"
+    "WebSocket and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over\n"
+    "TLS, h2c with prior knowledge), every connection its own ACP connection on the one\n"
+    "store. Port 0\n"
     "picks a free port; the address is logged (\"listening on ...\") and, with\n"
     "--port-file FILE, the port is written to FILE. SIGTERM or SIGINT: stop accepting,\n"
     "cancel and answer running turns, commit, close every connection, exit 0.\n"
+    "systemd: the sockets a socket unit passed (LISTEN_FDS; docs/acp-agent.socket).\n"
+    "SIGHUP: re-read the token file and the TLS certificate and key for new connections;\n"
+    "open connections go on (a file that cannot be read keeps the old ones).\n"
     "Server options (docs/remote.md):\n"
     "  --tls-cert FILE --tls-key FILE  TLS with this PEM certificate chain and key\n"
     "  --token-file FILE     every request must carry Authorization: Bearer <the file's\n"
@@ -113,8 +117,9 @@ struct prog {
     bool echo; /* the echo engine, whose extension methods each agent registers */
     acp_agent *agent;
     acp_server *server;
-    uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
-    uv_timer_t wait;     /* for GET /models; here, not in a block: it lives until its close ends */
+    uv_signal_t sigs[3];                         /* SIGTERM, SIGINT, SIGHUP (a server's reload) */
+    const char *token_file, *tls_cert, *tls_key; /* what SIGHUP re-reads */
+    uv_timer_t wait; /* for GET /models; here, not in a block: it lives until its close ends */
     memtrim trim;
 };
 
@@ -138,9 +143,30 @@ static void on_signal(uv_signal_t *h, int signum)
     }
 }
 
+static char *read_token(const char *path);
+
+/* SIGHUP: what an operator rotates, re-read for the connections to come. */
+static void on_hup(uv_signal_t *h, int signum)
+{
+    struct prog *p = h->data;
+    char *token = p->token_file ? read_token(p->token_file) : NULL; /* it says why not */
+    int rc = p->token_file && !token ? ACP_EINVAL
+                                     : acp_server_reload(p->server, token, p->tls_cert, p->tls_key);
+    if (token) explicit_bzero(token, strlen(token));
+    free(token);
+    if (rc && p->token_file && !token)
+        fprintf(stderr, "acp-agent: SIGHUP: keeping the old token and certificate\n");
+    else if (rc)
+        fprintf(stderr, "acp-agent: SIGHUP: %s; keeping the old token and certificate\n",
+                acp_error_last()->message);
+    else
+        fprintf(stderr, "acp-agent: SIGHUP: reloaded%s%s for new connections\n",
+                p->token_file ? " the token file" : "", p->tls_cert ? " the TLS certificate" : "");
+}
+
 static void finished(struct prog *p)
 {
-    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
+    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
     memtrim_close(&p->trim);
 }
 
@@ -563,7 +589,10 @@ int main(int argc, char **argv)
         } else if (port_file && !write_port(port_file, acp_server_port(prog.server))) {
             rc = ACP_EIO;
         } else if (prog.verbose) {
-            if (!strncmp(listen, "unix:", 5))
+            if (!strcmp(listen, "systemd"))
+                fprintf(stderr, "acp-agent: listening on the sockets systemd passed%s\n",
+                        so.tls_cert ? " (TLS)" : "");
+            else if (!strncmp(listen, "unix:", 5))
                 fprintf(stderr, "acp-agent: listening on %s\n", listen);
             else
                 fprintf(stderr, "acp-agent: listening on %.*s:%d%s\n",
@@ -578,12 +607,17 @@ int main(int argc, char **argv)
     }
     if (!rc) {
         prog.agent = a;
-        int signums[2] = {SIGTERM, SIGINT};
-        for (int i = 0; i < 2; i++) {
+        int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+        for (int i = 0; i < 3; i++) {
             uv_signal_init(&loop, &prog.sigs[i]);
             prog.sigs[i].data = &prog;
-            uv_signal_start(&prog.sigs[i], on_signal, signums[i]);
+            /* SIGHUP keeps its default for the stdio agent: its terminal hung up. */
+            if (i < 2) uv_signal_start(&prog.sigs[i], on_signal, signums[i]);
         }
+        prog.token_file = token_file;
+        prog.tls_cert = so.tls_cert;
+        prog.tls_key = so.tls_key;
+        if (prog.server) uv_signal_start(&prog.sigs[2], on_hup, SIGHUP);
         memtrim_start(&loop, &prog.trim);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
