@@ -375,8 +375,11 @@ bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence);
 /* Marks s's lease busy (a turn running: no take-over) or idle, renewing it; 0 or the store's
  * status. ACP_ESTALE or ACP_ENOTFOUND mark s gone (session_gone). */
 int lease_mark(acp_session *s, bool busy);
-/* Before serving a request about s: its lease is still this agent's (lease_mark), else req is
- * answered (-32002 lease_lost after s's held output, or the store's error) and false. */
+/* Whether s's lease is still this agent's: one read (acp_store_lease_check); 0 or the store's
+ * status, ACP_ESTALE or ACP_ENOTFOUND marking s gone. */
+int lease_still_ours(acp_session *s);
+/* Before serving a request about s: its lease is still this agent's (lease_still_ours), else
+ * req is answered (-32002 lease_lost after s's held output, or the store's error) and false. */
 bool lease_check(acp_session *s, acp_req *req);
 /* s was fenced out here: its id answers -32002 lease_lost after it is closed, until it is
  * opened here again (lease_forget_lost). */

@@ -21,17 +21,18 @@
  * How the old holder learns it was taken over, with nothing it sends interleaving:
  * - its writes are fenced in the store at once (a commit, a state or info write is
  *   ACP_ESTALE): nothing of it is stored, and held output of a failed commit never goes out;
- * - each request about the session checks the lease before it acts (lease_check; a prompt's
- *   busy mark is that check), so its next request is answered -32002 with data.reason
+ * - each request about the session checks the lease before it acts (lease_check, one read; a
+ *   prompt's busy mark, a write it needs anyway, is that check), so its next request is
+ *   answered -32002 with data.reason
  *   "lease_lost"; so is every later one (the id is remembered in a->lost once the session is
  *   closed here, until the client opens it again);
  * - a live update the engine sends outside a turn (stored nowhere, so no fence stops it) is
  *   sent only after a check (at most one per session and loop turn);
  * - the renewal timer (a third of the TTL) finds the fence stale and closes the session here,
  *   so the engine's state and MCP servers go even when the client never asks again.
- * Checking the epoch on each request costs one small write per request (the renewal, which
- * also keeps the lease fresh); polling alone would leave a window of a third of the TTL in
- * which the old client could still be answered as if it held the session. */
+ * Checking the epoch on each request costs one read per request (a prompt: the two writes of
+ * its marks); polling alone would leave a window of a third of the TTL in which the old client
+ * could still be answered as if it held the session. */
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
@@ -174,9 +175,19 @@ int lease_mark(acp_session *s, bool busy)
     return rc;
 }
 
+int lease_still_ours(acp_session *s)
+{
+    acp_agent *a = s->a;
+    if (!s->fence || s->gone) return 0;
+    int rc = acp_store_lease_check(a->store, s->id, s->fence);
+    s->checked_at = uv_now(a->loop);
+    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
+    return rc;
+}
+
 bool lease_check(acp_session *s, acp_req *req)
 {
-    int rc = lease_mark(s, s->turn != NULL);
+    int rc = lease_still_ours(s);
     if (!s->gone) {
         if (rc != ACP_ESTORE) return true;
         agent_reply_store_error(s->a, req);

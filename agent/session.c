@@ -581,7 +581,7 @@ int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trus
     /* Stored nowhere, so no fence stops it: outside a turn (when a take-over may have
      * happened) the lease is checked first, once per loop turn (lease.c). */
     if (k == K_LIVE && !s->turn && s->checked_at != uv_now(s->a->loop) && s->fence) {
-        lease_mark(s, false);
+        lease_still_ours(s);
         if (s->gone) return session_gone_error(s);
     }
     return session_emit(s, json, n, k == K_HISTORY);

@@ -984,6 +984,21 @@ static int pg_lease_release(acp_store *st, const char *id, int64_t fence)
     return rc ? rc : exec_cmd(p, Q_RELEASE, 2, v, NULL);
 }
 
+static int pg_lease_check(acp_store *st, const char *id, int64_t fence)
+{
+    pg_store *p = (pg_store *)st;
+    PGresult *r = NULL;
+    int64_t epoch = 0;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_EPOCH, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0)
+        rc = acp_error_set(ACP_ENOTFOUND, "no session %s", id);
+    else if (!(rc = server_number(p, PQgetvalue(r, 0, 0), "lease epoch", &epoch)) && epoch != fence)
+        rc = acp_error_set(ACP_ESTALE, "session %s is leased to another holder now", id);
+    PQclear(r);
+    return rc;
+}
+
 static void pg_close(acp_store *st)
 {
     pg_store *p = (pg_store *)st;
@@ -1008,6 +1023,7 @@ static const acp_store_ops pg_ops = {
     .lease_acquire = pg_lease_acquire,
     .lease_renew = pg_lease_renew,
     .lease_release = pg_lease_release,
+    .lease_check = pg_lease_check,
 };
 
 /* The numbers of a connection string, and of the PG* variables libpq reads in their place,

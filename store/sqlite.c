@@ -717,6 +717,22 @@ static int sq_lease_release(acp_store *st, const char *id, int64_t fence)
     return rc == SQLITE_DONE ? 0 : fail(s, "lease");
 }
 
+static int sq_lease_check(acp_store *st, const char *id, int64_t fence)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_EPOCH);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    int rc = db_step(s, q);
+    int64_t epoch = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE) return acp_error_set(ACP_ENOTFOUND, "no session %s", id);
+    if (rc != SQLITE_ROW) return fail(s, "lease");
+    return epoch == fence
+               ? 0
+               : acp_error_set(ACP_ESTALE, "session %s is leased to another holder now", id);
+}
+
 static const acp_store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -732,4 +748,5 @@ static const acp_store_ops sqlite_ops = {
     .lease_acquire = sq_lease_acquire,
     .lease_renew = sq_lease_renew,
     .lease_release = sq_lease_release,
+    .lease_check = sq_lease_check,
 };

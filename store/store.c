@@ -292,6 +292,15 @@ int acp_store_lease_mark(acp_store *st, const char *id, int64_t fence, unsigned 
     return lease_renew(st, id, fence, ttl_ms, busy);
 }
 
+int acp_store_lease_check(acp_store *st, const char *id, int64_t fence)
+{
+    unsigned mark = acp_error_mark();
+    if (!id) return bad(st, "session id");
+    if (fence <= 0) return bad(st, "lease fence");
+    begin(st, ACP_FAULT_LEASE);
+    return acp_error_since(mark, st->ops->lease_check(st, id, fence));
+}
+
 int acp_store_lease_release(acp_store *st, const char *id, int64_t fence)
 {
     unsigned mark = acp_error_mark();

@@ -44,6 +44,8 @@ typedef struct acp_store_ops {
     /* busy: 1 or 0 marks the lease busy or idle (acp_store_lease_mark), -1 leaves it. */
     int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy);
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
+    /* 0 while fence is the session's epoch, else ACP_ESTALE / ACP_ENOTFOUND: a read. */
+    int (*lease_check)(acp_store *st, const char *id, int64_t fence);
 } acp_store_ops;
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.

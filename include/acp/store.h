@@ -228,6 +228,10 @@ int acp_store_lease_take(acp_store *st, const char *id, const char *holder, unsi
 /* acp_store_lease_renew() that also marks the lease busy (not to be taken over while fresh)
  * or idle. Same results: ACP_ESTALE when the lease is no longer this fence's. */
 int acp_store_lease_mark(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, bool busy);
+/* Whether `fence` is still the session's lease epoch: 0, ACP_ESTALE (another holder took it,
+ * or it was released), ACP_ENOTFOUND, ACP_ESTORE. One read, no write: how a holder checks
+ * before acting on a request that it was not taken over meanwhile. */
+int acp_store_lease_check(acp_store *st, const char *id, int64_t fence);
 /* Gives the lease of `fence` up at once, so another holder may take it without waiting for
  * the TTL; the caller's later writes under it are ACP_ESTALE. 0 also when the lease was no
  * longer this fence's or the session is gone (nothing to give up). ACP_ESTORE. */

@@ -1395,6 +1395,9 @@ static void t_lease_take(void **state)
     assert_true(fence > f2);
     int64_t f3 = fence;
     assert_int_equal(acp_store_set_state(o, "s", f2, "{}"), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f2), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f3), 0);
+    assert_int_equal(acp_store_lease_check(o, "nope", f3), ACP_ENOTFOUND);
     assert_int_equal(acp_store_lease_mark(o, "s", f2, 60000, true), ACP_ESTALE);
     assert_int_equal(acp_store_lease_renew(o, "s", f2, 60000), ACP_ESTALE);
     /* busy, then idle: taken */
@@ -1463,6 +1466,9 @@ static void t_lease_release(void **state)
     int64_t f3 = take(o, "s", "B", DAY_MS);
     assert_true(f3 > f2);
     assert_int_equal(acp_store_set_state(o, "s", f2, "{}"), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f2), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f3), 0);
+    assert_int_equal(acp_store_lease_check(o, "nope", f3), ACP_ENOTFOUND);
     acp_store_close(o);
 }
 
