@@ -408,9 +408,15 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     size_t n = s->ndefs;
     deferred *d = s->defs;
     /* A turn's answer held behind its last updates: those are committed now, so the lease is
-     * marked idle before the answer goes out (lease.c). A prompt started since keeps it busy. */
-    for (size_t i = 0; i < n && !commit_rc && !s->gone && !s->turn; i++)
-        if (d[i].prompt && !lease_mark(s, false)) break;
+     * marked idle before the answer goes out (lease.c). A prompt started since keeps it busy.
+     * What the mark finds (deleted or taken over since the commit) changes nothing here: these
+     * answers are stored and were shown; the next request or renewal finds it and says so. */
+    bool marked = commit_rc || s->gone || s->turn || !s->fence;
+    for (size_t i = 0; i < n && !marked; i++)
+        if (d[i].prompt) {
+            acp_store_lease_mark(a->store, s->id, s->fence, a->lease_ttl_ms, false);
+            marked = true;
+        }
     s->defs = NULL;
     s->ndefs = s->defs_cap = 0;
     for (size_t i = 0; i < n; i++) {
