@@ -137,6 +137,9 @@ void session_opened_step(acp_session *s)
         a->eng.session_setup(s, a->eng.user);
         s->open_params = NULL;
     }
+    /* Taken over while it replayed or waited for its MCP servers (it was idle: lease.c)? Then
+     * the load is answered -32002 lease_lost below, not as if the session were open here. */
+    if (!s->is_new) lease_still_ours(s);
     /* A load tells the title after its replay (a resume restores context silently). */
     if (s->want_replay && s->updated_at[0] && !s->gone) send_info(s);
     /* Deleted elsewhere while it opened (the engine's setup could not store its state): the
