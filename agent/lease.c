@@ -23,9 +23,8 @@
  *   ACP_ESTALE): nothing of it is stored, and held output of a failed commit never goes out;
  * - each request about the session checks the lease before it acts (lease_check, one read; a
  *   prompt's busy mark, a write it needs anyway, is that check), so its next request is
- *   answered -32002 with data.reason
- *   "lease_lost"; so is every later one (the id is remembered in a->lost once the session is
- *   closed here, until the client opens it again);
+ *   answered -32002 with data.reason "lease_lost"; so is every later one (the id is kept in
+ *   a->lost once the session is closed here, until the client opens or closes it);
  * - a live update the engine sends outside a turn (stored nowhere, so no fence stops it) is
  *   sent only after a check (at most one per session and loop turn);
  * - the renewal timer (a third of the TTL) finds the fence stale and closes the session here,
@@ -164,25 +163,26 @@ void lease_give_up(acp_session *s)
     s->fence = 0;
 }
 
+/* What a mark or a check of s's lease found: deleted or taken over marks s gone. */
+static int learned(acp_session *s, int rc)
+{
+    s->checked_at = uv_now(s->a->loop);
+    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
+    return rc;
+}
+
 int lease_mark(acp_session *s, bool busy)
 {
     acp_agent *a = s->a;
     if (!s->fence || s->gone) return 0;
-    int rc = acp_store_lease_mark(a->store, s->id, s->fence, a->lease_ttl_ms, busy);
-    s->checked_at = uv_now(a->loop);
-    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
     /* ACP_ESTORE: the renewal timer marks it again (it marks what s->turn says). */
-    return rc;
+    return learned(s, acp_store_lease_mark(a->store, s->id, s->fence, a->lease_ttl_ms, busy));
 }
 
 int lease_still_ours(acp_session *s)
 {
-    acp_agent *a = s->a;
     if (!s->fence || s->gone) return 0;
-    int rc = acp_store_lease_check(a->store, s->id, s->fence);
-    s->checked_at = uv_now(a->loop);
-    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
-    return rc;
+    return learned(s, acp_store_lease_check(s->a->store, s->id, s->fence));
 }
 
 bool lease_check(acp_session *s, acp_req *req)
