@@ -7,7 +7,7 @@
 // dumps its environment) do not see LISTEN_*; the Unix socket file is
 // systemd's and stays after exit. Sockets for another process (a wrong LISTEN_PID) and none at
 // all are refused with exit 1.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -107,4 +107,19 @@ test("--listen systemd refuses sockets for another process (LISTEN_PID) and a st
   const code = await new Promise((r) => p.on("exit", (c) => r(c)));
   assert.equal(code, 1);
   assert.match(err, /no sockets were passed/);
+});
+
+test("docs/acp-agent.socket and docs/acp-agent.service pass systemd-analyze verify (ExecStart pointed at this build)", async (t) => {
+  const which = spawnSync("sh", ["-c", "command -v systemd-analyze"], { encoding: "utf8" });
+  if (which.status !== 0) return t.skip("no systemd-analyze on this machine");
+  const dir = tmp(t);
+  const src = join(process.env.ACP_SOURCE ?? process.cwd(), "docs");
+  const service = readFileSync(join(src, "acp-agent.service"), "utf8");
+  assert.match(service, /^ExecStart=\/usr\/bin\/acp-agent --listen systemd /m);
+  assert.match(service, /^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+  writeFileSync(join(dir, "acp-agent.service"), service.replace("/usr/bin/acp-agent", AGENT));
+  writeFileSync(join(dir, "acp-agent.socket"), readFileSync(join(src, "acp-agent.socket")));
+  const r = spawnSync("systemd-analyze", ["verify", "--man=no", "./acp-agent.socket", "./acp-agent.service"], { cwd: dir, encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr.trim(), "", "systemd-analyze has remarks");
 });
