@@ -203,8 +203,9 @@ void agent_reply_gone(acp_req *req, const char *id, bool fenced)
         acp_req_error(req, ACP_RPC_NOT_FOUND,
                       json_pack("{ssss}", "sessionId", id, "reason", "lease_lost"),
                       "session %s was taken over by another agent (another host, process or "
-                      "connection) after this one's lease on it lapsed; it is closed here and "
-                      "nothing more of it was stored here",
+                      "connection: a session/load or resume there while it was idle here, or "
+                      "after this one's lease lapsed); it is closed here and nothing more of it "
+                      "is stored or sent from here",
                       id);
     else
         acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),
@@ -260,6 +261,7 @@ void agent_maybe_free(acp_agent *a)
     json_decref(a->client_caps);
     json_decref(a->init_params);
     json_decref(a->elicit_ids);
+    json_decref(a->lost);
     acp_buf_free(&a->scratch);
     acp_buf_free(&a->line);
     free(a);

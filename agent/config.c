@@ -588,7 +588,7 @@ static acp_session *target(acp_agent *a, acp_req *req, const vfield *params)
     if (!id) return NULL;
     acp_session *s = session_find(a, id);
     if (!s) {
-        agent_reply_not_found(req, id);
+        agent_reply_unknown(a, req, id, false);
         return NULL;
     }
     if (!subagent_unrestricted(s, req)) return NULL;
@@ -600,7 +600,7 @@ static acp_session *target(acp_agent *a, acp_req *req, const vfield *params)
         session_reply_gone(s, req);
         return NULL;
     }
-    return s;
+    return lease_check(s, req) ? s : NULL; /* taken over meanwhile? (lease.c) */
 }
 
 /* Answers an engine's veto: its code and sentence, or a generic one. */

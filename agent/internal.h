@@ -146,6 +146,7 @@ struct acp_session {
      * took the session over, lease and all). */
     int64_t fence;
     bool keep_lease;
+    uint64_t checked_at; /* uv_now() of the last check of the lease (lease_mark) */
     char *id;
     char *id_json; /* the id as a JSON string literal, for envelopes */
     acp_roots *roots;
@@ -259,6 +260,7 @@ struct acp_agent {
     ext_handler *exts;
     acp_terminal *orphans; /* terminals whose owner went away before terminal/create answered */
     json_t *elicit_ids;    /* outstanding URL elicitation ids (object used as a set; call.c) */
+    json_t *lost; /* ids of sessions taken over from this agent and closed here (a set; lease.c) */
     const struct agent_bounds *bounds; /* a server's bounds on sessions (serve.h); NULL: none */
 
     acp_session *sessions; /* active (opening or ready) */
@@ -405,6 +407,22 @@ int lease_make_holder(acp_agent *a); /* 0, or ACP_EIO with no entropy */
 /* Takes the lease of session id for this agent into *fence. On failure answers req (busy:
  * ACP_RPC_SESSION_BUSY with the retry hint; gone: -32002; store: -32603) and returns false. */
 bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence);
+/* Marks s's lease busy (a turn running: no take-over) or idle, renewing it; 0 or the store's
+ * status. ACP_ESTALE or ACP_ENOTFOUND mark s gone (session_gone). */
+int lease_mark(acp_session *s, bool busy);
+/* Whether s's lease is still this agent's: one read (acp_store_lease_check); 0 or the store's
+ * status, ACP_ESTALE or ACP_ENOTFOUND marking s gone. */
+int lease_still_ours(acp_session *s);
+/* Before serving a request about s: its lease is still this agent's (lease_still_ours), else
+ * req is answered (-32002 lease_lost after s's held output, or the store's error) and false. */
+bool lease_check(acp_session *s, acp_req *req);
+/* s was fenced out here: its id answers -32002 lease_lost after it is closed, until it is
+ * opened here again (lease_forget_lost). */
+void lease_lost(acp_session *s);
+void lease_forget_lost(acp_agent *a, const char *id);
+/* -32002 for an id that is not open here: lease_lost when it was taken over from this agent
+ * (and, with forget, no more after this answer). */
+void agent_reply_unknown(acp_agent *a, acp_req *req, const char *id, bool forget);
 /* Gives s's lease up (session_free): another holder may take it at once. */
 void lease_give_up(acp_session *s);
 /* Keeps the renewal timer running while some session holds a lease. */

@@ -4,7 +4,34 @@
  * another agent (host, process or connection) can open it at once. A renewal that finds the
  * lease taken (the agent was paused or cut off past the TTL) or the session deleted closes the
  * session here, as a write that found so would: the store's fences, not this timer, are what
- * keeps two holders from interleaving; the timer only keeps a live holder's lease fresh. */
+ * keeps two holders from interleaving; the timer only keeps a live holder's lease fresh.
+ *
+ * Taking over (issue 22: sessions shared between clients). A client that keeps its agent
+ * running (all day, in an editor) must not lock its sessions for every other client: a
+ * session/load or resume elsewhere takes the lease over (acp_store_lease_take) from a holder
+ * that is alive but idle, and waits only for one with a turn running. "Idle" lives in the
+ * store, as a mark on the lease, because the taker may be on another host: this agent marks
+ * the lease busy as a prompt starts (before the engine hears of it) and idle again once the
+ * turn's last updates are committed, before its response goes out, so a client that retries
+ * when it sees the response finds the lease idle. The mark and the grant are each one
+ * statement on the row: either the prompt marked first (the taker is refused, with a retry
+ * hint of at most LEASE_RETRY_MS) or the mark finds its fence stale (the prompt is answered
+ * -32002 lease_lost and the engine never hears of it).
+ *
+ * How the old holder learns it was taken over, with nothing it sends interleaving:
+ * - its writes are fenced in the store at once (a commit, a state or info write is
+ *   ACP_ESTALE): nothing of it is stored, and held output of a failed commit never goes out;
+ * - each request about the session checks the lease before it acts (lease_check, one read; a
+ *   prompt's busy mark, a write it needs anyway, is that check), so its next request is
+ *   answered -32002 with data.reason "lease_lost"; so is every later one (the id is kept in
+ *   a->lost once the session is closed here, until the client opens or closes it);
+ * - a live update the engine sends outside a turn (stored nowhere, so no fence stops it) is
+ *   sent only after a check (at most one per session and loop turn);
+ * - the renewal timer (a third of the TTL) finds the fence stale and closes the session here,
+ *   so the engine's state and MCP servers go even when the client never asks again.
+ * Checking the epoch on each request costs one read per request (a prompt: the two writes of
+ * its marks); polling alone would leave a window of a third of the TTL in which the old client
+ * could still be answered as if it held the session. */
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
@@ -17,12 +44,20 @@
 #include "acp/num.h"
 #include "agent/internal.h"
 
+/* The longest retry hint of a refusal: the turn that holds the session may end any moment
+ * (and then the retry succeeds), so the hint is a poll interval, not the lease's remaining
+ * time, which the holder's renewals keep extending while it lives. */
+#define LEASE_RETRY_MS 1000
+
 void agent_reply_busy(acp_req *req, const char *id, int64_t wait_ms)
 {
+    if (wait_ms > LEASE_RETRY_MS) wait_ms = LEASE_RETRY_MS;
     acp_req_error(req, ACP_RPC_SESSION_BUSY,
-                  json_pack("{sssI}", "sessionId", id, "retryAfterMs", (json_int_t)wait_ms),
-                  "session %s is open on another agent (another host, process or connection), "
-                  "which holds its lease; retry after %lld ms, or once it is closed there",
+                  json_pack("{sssIss}", "sessionId", id, "retryAfterMs", (json_int_t)wait_ms,
+                            "reason", "turn_running"),
+                  "session %s has a turn running on another agent (another host, process or "
+                  "connection), which keeps it until the turn ends; retry after %lld ms: it is "
+                  "taken over once that turn has ended",
                   id, (long long)wait_ms);
 }
 
@@ -90,14 +125,15 @@ static bool holder_dead(const char *h)
 bool lease_take(acp_agent *a, acp_req *req, const char *id, int64_t *fence)
 {
     acp_store_lease_busy busy;
-    int rc = acp_store_lease_acquire(a->store, id, a->holder, a->lease_ttl_ms, NULL, fence, &busy);
+    int rc = acp_store_lease_take(a->store, id, a->holder, a->lease_ttl_ms, NULL, fence, &busy);
     if (rc == ACP_EBUSY && holder_dead(busy.holder)) {
         char dead[sizeof busy.holder];
         memcpy(dead, busy.holder, sizeof dead); /* busy is written again */
         agent_log(a, "session %s: its lease holder %s is gone: taking the session over", id, dead);
-        rc = acp_store_lease_acquire(a->store, id, a->holder, a->lease_ttl_ms, dead, fence, &busy);
+        rc = acp_store_lease_take(a->store, id, a->holder, a->lease_ttl_ms, dead, fence, &busy);
     }
     if (!rc) {
+        lease_forget_lost(a, id);
         lease_renewing(a);
         return true;
     }
@@ -127,6 +163,62 @@ void lease_give_up(acp_session *s)
     s->fence = 0;
 }
 
+/* What a mark or a check of s's lease found: deleted or taken over marks s gone. */
+static int learned(acp_session *s, int rc)
+{
+    s->checked_at = uv_now(s->a->loop);
+    if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
+    return rc;
+}
+
+int lease_mark(acp_session *s, bool busy)
+{
+    acp_agent *a = s->a;
+    if (!s->fence || s->gone) return 0;
+    /* ACP_ESTORE: the renewal timer marks it again (it marks what s->turn says). */
+    return learned(s, acp_store_lease_mark(a->store, s->id, s->fence, a->lease_ttl_ms, busy));
+}
+
+int lease_still_ours(acp_session *s)
+{
+    if (!s->fence || s->gone) return 0;
+    return learned(s, acp_store_lease_check(s->a->store, s->id, s->fence));
+}
+
+bool lease_check(acp_session *s, acp_req *req)
+{
+    int rc = lease_still_ours(s);
+    if (!s->gone) {
+        if (rc != ACP_ESTORE) return true;
+        agent_reply_store_error(s->a, req);
+        return false;
+    }
+    session_reply_gone(s, req);
+    return false;
+}
+
+void lease_lost(acp_session *s)
+{
+    acp_agent *a = s->a;
+    if (!a->lost && !(a->lost = json_object())) return;
+    json_object_set_new(a->lost, s->id, json_true());
+}
+
+void lease_forget_lost(acp_agent *a, const char *id)
+{
+    if (a->lost) json_object_del(a->lost, id);
+}
+
+void agent_reply_unknown(acp_agent *a, acp_req *req, const char *id, bool forget)
+{
+    bool lost = a->lost && json_object_get(a->lost, id);
+    if (lost && forget) json_object_del(a->lost, id); /* (id goes with the answer) */
+    if (lost)
+        agent_reply_gone(req, id, true);
+    else
+        agent_reply_not_found(req, id);
+}
+
 static void renew(uv_timer_t *h)
 {
     acp_agent *a = h->data;
@@ -134,7 +226,8 @@ static void renew(uv_timer_t *h)
     for (acp_session *s = a->sessions; s; s = s->next) {
         if (!s->fence || s->gone) continue;
         any = true;
-        int rc = acp_store_lease_renew(a->store, s->id, s->fence, a->lease_ttl_ms);
+        /* The mark again: one that failed to be written (ACP_ESTORE) is set right here. */
+        int rc = acp_store_lease_mark(a->store, s->id, s->fence, a->lease_ttl_ms, s->turn != NULL);
         if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) {
             session_gone(s, rc == ACP_ESTALE);
         } else if (rc && !a->lease_warned) {

@@ -141,6 +141,9 @@ void session_opened_step(acp_session *s)
         a->eng.session_setup(s, a->eng.user);
         s->open_params = NULL;
     }
+    /* Taken over while it replayed or waited for its MCP servers (it was idle: lease.c)? Then
+     * the load is answered -32002 lease_lost below, not as if the session were open here. */
+    if (!s->is_new) lease_still_ours(s);
     /* A load tells the title after its replay (a resume restores context silently). */
     if (s->want_replay && s->updated_at[0] && !s->gone) send_info(s);
     /* Deleted elsewhere while it opened (the engine's setup could not store its state): the
@@ -294,10 +297,12 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
     if (!id) return;
     acp_session *s = session_find(a, id);
     if (!s) {
-        agent_reply_not_found(req, id);
+        agent_reply_unknown(a, req, id, true); /* told once: closed for the client now */
         return;
     }
     if (!subagent_unrestricted(s, req)) return;
+    /* Taken over meanwhile: the client hears so (the flush closes it here). */
+    if (!lease_check(s, req)) return;
     /* The cancelled turn's last updates and response go first: reply after them. */
     session_reply(session_close(s) ? s : NULL, req, NULL);
 }
@@ -321,6 +326,7 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     /* The cancelled turn's last updates and response go first, committed before the delete:
      * after it their commit would find the session gone, as if deleted elsewhere. */
     if (s && session_close(s)) acp_agent_flush(a);
+    lease_forget_lost(a, id);
     int rc = acp_store_delete(a->store, id);
     if (rc) {
         agent_reply_store_error(a, req);
@@ -462,7 +468,7 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     if (!prompt_supported(a, req, prompt)) return;
     acp_session *s = session_find(a, id);
     if (!s) {
-        agent_reply_not_found(req, id);
+        agent_reply_unknown(a, req, id, false);
         return;
     }
     if (!subagent_unrestricted(s, req)) return;
@@ -477,6 +483,14 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     if (s->turn) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
                       "a prompt is already running in session %s", id);
+        return;
+    }
+    /* Busy before the engine hears of it: no take-over while the turn runs. This is also the
+     * check that the session is still this agent's (lease.c). A store error leaves the mark
+     * to the renewal timer: the turn runs, fenced as ever. */
+    lease_mark(s, true);
+    if (s->gone) {
+        session_reply_gone(s, req);
         return;
     }
     turn_start(s, req, prompt);

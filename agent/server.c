@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "acp/server.h"
 #include "agent/internal.h"
@@ -14,7 +15,7 @@
 #include "agent/serve.h"
 #include "rpc/lasterr.h"
 #include "net/listen.h"
-#include "rpc/lasterr.h"
+#include "net/sdlisten.h"
 
 /* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
 #define ACP_SERVER_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_server_opts, stdio_mcp)
@@ -239,9 +240,10 @@ static bool loopback(const char *where)
 /* What the network may do (acp_server_opts, "Safety on the network"): a listener others can
  * reach needs a token unless the operator says otherwise; the roots and the stdio MCP policy
  * every connection's agent follows. */
-static int bound(acp_server *srv, const acp_server_opts *o)
+static int bound(acp_server *srv, const acp_server_opts *o, const acp_sd_fds *sd)
 {
-    bool remote = o->exposed || (o->listen && !loopback(o->listen)); /* none: EINVAL below */
+    bool local = sd->n ? sd->loopback : o->listen && loopback(o->listen); /* none: EINVAL below */
+    bool remote = o->exposed || !local;
     if (remote && !o->token && !o->insecure_no_auth)
         return acp_error_set(ACP_EACCES,
                              "refusing to listen on %s without a token: anyone who can "
@@ -296,13 +298,33 @@ static int start(uv_loop_t *loop, acp_server *srv, const acp_server_opts *opts, 
                             .on_log = listener_log,
                             .user = srv};
     srv->stall_ms = acp_net_limits_resolve(&lo.limits).idle_timeout_ms;
-    int rc = bound(srv, opts);
+    int rc = 0;
+    acp_sd_fds sd = {0};
+    if (opts->listen && !strcmp(opts->listen, "systemd")) {
+        char *err = NULL;
+        rc = acp_sd_listen_fds(&sd, &err);
+        if (rc) acp_error_set(rc, "%s", err ? err : acp_strerror(rc));
+        free(err);
+        lo.fds = sd.fds;
+        lo.fd_names = (const char *const *)sd.names;
+        lo.nfds = sd.n;
+        for (size_t i = 0; i < sd.n; i++) {
+            char line[300];
+            snprintf(line, sizeof line, "serving socket %d (%s) from systemd", sd.fds[i],
+                     sd.names[i]);
+            slog(srv, line);
+        }
+    }
+    if (!rc) rc = bound(srv, opts, &sd);
+    if (rc) /* the sockets are ours: closed with the server that never started */
+        for (size_t i = 0; i < sd.n; i++) close(sd.fds[i]);
     if (!rc) {
         char *err = NULL; /* net's listener hands its sentence back malloc'd */
         rc = acp_listener_open(loop, &lo, &srv->L, &err);
         if (rc) acp_error_set(rc, "%s", err ? err : acp_strerror(rc));
         free(err);
     }
+    acp_sd_fds_clear(&sd);
     if (rc) {
         release(srv);
         return rc;
@@ -365,6 +387,18 @@ int acp_server_listen_command(uv_loop_t *loop, char *const *argv, const acp_serv
     srv->aopts.on_log = on_log;
     srv->aopts.user = o.user;
     return start(loop, srv, &o, out);
+}
+
+int acp_server_reload(acp_server *srv, const char *token, const char *tls_cert, const char *tls_key)
+{
+    unsigned mark = acp_error_mark();
+    if (!srv || !srv->L || srv->shutting_down)
+        return acp_error_set(ACP_EINVAL, "acp_server_reload: the server is not listening");
+    char *err = NULL;
+    int rc = acp_listener_reload(srv->L, token, tls_cert, tls_key, &err);
+    if (rc) acp_error_set(rc, "%s", err ? err : acp_strerror(rc));
+    free(err);
+    return acp_error_since(mark, rc);
 }
 
 int acp_server_port(const acp_server *srv)

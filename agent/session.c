@@ -129,7 +129,8 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     s->a = a;
     s->roots = roots;
     s->fence = fence;
-    s->keep_lease = shared; /* a failure below frees s: its lease with it, unless shared */
+    s->keep_lease = shared;          /* a failure below frees s: its lease with it, unless shared */
+    s->checked_at = uv_now(a->loop); /* the lease was taken just now (or is taken next) */
     s->id = strdup(id);
     acp_buf b = {0};
     if (!s->id) goto nomem;
@@ -302,12 +303,13 @@ void session_gone(acp_session *s, bool fenced)
 {
     if (s->gone) return;
     agent_log(s->a,
-              fenced ? "session %s: another agent took its lease over (this one's had lapsed): "
-                       "closing it"
+              fenced ? "session %s: another agent took its lease over (it was idle here, or "
+                       "this one's lease had lapsed): closing it"
                      : "session %s was deleted from the store elsewhere: closing it",
               s->id);
     s->gone = true;
     s->fenced = fenced;
+    if (fenced) lease_lost(s);
     agent_mark_dirty(s->a, s);
 }
 
@@ -424,6 +426,16 @@ void session_release(acp_session *s, int commit_rc, const char *errmsg)
     if (s->gone && s->turn && !s->turn->decided) turn_store_failed(s->turn, "");
     size_t n = s->ndefs;
     deferred *d = s->defs;
+    /* A turn's answer held behind its last updates: those are committed now, so the lease is
+     * marked idle before the answer goes out (lease.c). A prompt started since keeps it busy.
+     * What the mark finds (deleted or taken over since the commit) changes nothing here: these
+     * answers are stored and were shown; the next request or renewal finds it and says so. */
+    bool marked = commit_rc || s->gone || s->turn || !s->fence;
+    for (size_t i = 0; i < n && !marked; i++)
+        if (d[i].prompt) {
+            acp_store_lease_mark(a->store, s->id, s->fence, a->lease_ttl_ms, false);
+            marked = true;
+        }
     s->defs = NULL;
     s->ndefs = s->defs_cap = 0;
     for (size_t i = 0; i < n; i++) {
@@ -604,6 +616,12 @@ int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trus
     if (rc) return rc;
     if (k == K_INFO && (rc = record_info(s, json, n))) return rc;
     if (k == K_STORED) return history_append(s, json, n);
+    /* Stored nowhere, so no fence stops it: outside a turn (when a take-over may have
+     * happened) the lease is checked first, once per loop turn (lease.c). */
+    if (k == K_LIVE && !s->turn && s->checked_at != uv_now(s->a->loop) && s->fence) {
+        lease_still_ours(s);
+        if (s->gone) return session_gone_error(s);
+    }
     return session_emit(s, json, n, k == K_HISTORY);
 }
 

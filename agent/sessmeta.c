@@ -239,6 +239,8 @@ static void h_set_title(acp_conn *c, acp_req *req, void *user)
         return;
     }
     acp_session *s = session_find(a, id);
+    /* Not to a client whose session was taken over by another agent (lease.c). */
+    if (s && s->state == SESS_READY && !s->gone) lease_still_ours(s);
     if (s && s->state == SESS_READY && !s->gone) tell_title(s, title);
     session_reply(s && s->state != SESS_CLOSED ? s : NULL, req, json_pack("{ss}", "title", title));
     free(title);
@@ -292,6 +294,7 @@ static void h_status(acp_conn *c, acp_req *req, void *user)
     if (!agent_accept(a, req, &params_session, true)) return;
     const char *id = session_id_param(req);
     acp_session *s = session_find(a, id);
+    if (s && !s->gone) lease_still_ours(s); /* taken over by another agent: not open here */
     bool open = (s && !s->gone) ||
                 (a->bounds && a->bounds->session_open && a->bounds->session_open(a->bounds, id));
     if (!open) {

@@ -122,6 +122,9 @@ static void turn_decide(acp_turn *t, json_t *result, int code, const char *messa
         return;
     }
     acp_req_on_cancel(req, NULL, NULL);
+    /* Idle before the answer goes out (lease.c); with output held, the release marks it after
+     * the commit. A lease found taken makes s gone (and dirty): answered -32002 below. */
+    if (!s->dirty && !s->gone) lease_mark(s, false);
     if (s->gone && !s->dirty) { /* (dirty: the release answers it so) */
         json_decref(result);
         agent_reply_gone(req, s->id, s->fenced);
@@ -173,11 +176,7 @@ static void check_stored(acp_session *s)
 {
     if (s->dirty || s->gone) return;
     acp_agent *a = s->a;
-    if (s->fence) {
-        int rc = acp_store_lease_renew(a->store, s->id, s->fence, a->lease_ttl_ms);
-        if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) session_gone(s, rc == ACP_ESTALE);
-        return;
-    }
+    if (s->fence) return; /* turn_decide's idle mark of the lease says both */
     acp_store_session row = ACP_STORE_SESSION_INIT;
     if (acp_store_get(a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
     acp_store_session_clear(&row);

@@ -2,7 +2,10 @@
 // What session leases cost (issue 11, part 3): two acp-agent builds side by side on one store
 // kind, printed as ratios (NEW / BASE), medians of RUNS runs (default 5). session/new one at a
 // time (new now takes a lease: one more statement), /stream 200000 200 (every commit carries a
-// fence), and session/load of the streamed session (the load takes the lease before reading).
+// fence), and session/load of the streamed session (the load takes the lease before reading). Issue
+// 22 (taking over an idle holder) adds: short prompts one at a time (each marks the lease busy as
+// it starts and idle before its answer: two more statements) and session/set_config_option one at
+// a time (each checks the lease first: one more).
 //   node bench/lease.mjs BASE_AGENT NEW_AGENT [STORE]
 // STORE: "sqlite" (default; a new file per run) or a postgresql:// URI / conninfo (a new schema
 // per run is not made: each run's sessions are new, the database is shared).
@@ -60,13 +63,25 @@ async function run(bin) {
   const r = await a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "/stream 200000 200" }] });
   if (r.result?.stopReason !== "end_turn") throw new Error(JSON.stringify(r));
   const stream = 200000 / ((performance.now() - t) / 1000);
+  t = performance.now();
+  for (let i = 0; i < NEWS; i++) {
+    const p = await a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "hi" }] });
+    if (p.result?.stopReason !== "end_turn") throw new Error(JSON.stringify(p));
+  }
+  const prompts = NEWS / ((performance.now() - t) / 1000);
+  t = performance.now();
+  for (let i = 0; i < NEWS; i++) {
+    const c = await a.request("session/set_config_option", { sessionId: sid, configId: "model", value: i & 1 ? "echo-small" : "echo-large" });
+    if (!c.result) throw new Error(JSON.stringify(c));
+  }
+  const configs = NEWS / ((performance.now() - t) / 1000);
   await a.request("session/close", { sessionId: sid });
   t = performance.now();
   await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   const load = performance.now() - t; // ms
   await a.end();
   rmSync(dir, { recursive: true, force: true });
-  return { news, stream, load };
+  return { news, stream, load, prompts, configs };
 }
 
 const median = (xs) => xs.slice().sort((x, y) => x - y)[xs.length >> 1];
@@ -76,7 +91,7 @@ for (let i = 0; i < RUNS; i++) {
   res.new.push(await run(NEW));
 }
 const store = STORE === "sqlite" ? "sqlite" : "postgresql";
-for (const [k, what] of [["news", "session/new per s, one at a time"], ["stream", "/stream 200000 200 updates/s"], ["load", "session/load of the streamed session, ms"]]) {
+for (const [k, what] of [["news", "session/new per s, one at a time"], ["stream", "/stream 200000 200 updates/s"], ["load", "session/load of the streamed session, ms"], ["prompts", "short session/prompt round trips per s"], ["configs", "session/set_config_option round trips per s"]]) {
   const b = median(res.base.map((r) => r[k])), n = median(res.new.map((r) => r[k]));
   console.log(`${store}: ${what}: base ${b.toFixed(0)}, leases ${n.toFixed(0)}: ${(n / b).toFixed(3)}x`); // ms: lower is better
 }

@@ -33,15 +33,24 @@
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN (sizeof h2_preface - 1)
 
-struct acp_listener {
-    uv_loop_t *loop;
+/* One listening socket: the address bound, or one of systemd's (several with activation). */
+typedef struct endpoint {
     union {
         uv_handle_t h;
         uv_stream_t s;
         uv_tcp_t tcp;
         uv_pipe_t pipe;
     } srv;
-    bool is_unix, bound, stopped, closing;
+    acp_listener *L;
+    bool is_unix, inited;
+} endpoint;
+
+struct acp_listener {
+    uv_loop_t *loop;
+    endpoint *eps;
+    size_t neps;
+    unsigned bound; /* endpoints whose handle is not closed yet */
+    bool stopped, closing;
     char *unix_path; /* ours to remove */
     int port;
     acp_tls_ctx *tls;
@@ -65,7 +74,7 @@ struct acp_listener {
 typedef struct sniff {
     acp_listener *L;
     acp_sock *s;
-    bool refusing;
+    bool refusing, is_unix;
     uv_timer_t timer; /* the head timeout covers the TLS handshake and the sniff */
     size_t n;
     char buf[H2_PREFACE_LEN];
@@ -218,7 +227,7 @@ static void sniff_read(acp_sock *s, const char *p, size_t n, void *user)
     /* On a Unix socket, a peer whose first byte opens a JSON object speaks ACP as on a pipe
      * (no HTTP method starts with '{'). The socket file's permissions guard it, as they guard
      * a pipe; a listener that wants a bearer token gets one over HTTP only. */
-    if (sn->L->is_unix && sn->n == 0 && n && p[0] == '{') {
+    if (sn->is_unix && sn->n == 0 && n && p[0] == '{') {
         acp_listener *L = sn->L;
         if (sn->refusing || L->has_token) {
             lg(L, "%s",
@@ -263,17 +272,18 @@ static void sniff_closed(acp_sock *s, const char *reason, void *user)
 
 static void on_connection(uv_stream_t *server, int status)
 {
-    acp_listener *L = server->data;
+    endpoint *ep = server->data;
+    acp_listener *L = ep->L;
     if (status < 0 || L->stopped) return;
     bool over = L->socks.count >= L->lim.max_connections;
     acp_sock *s;
     if (over && L->refusing.count >= MAX_REFUSING) {
         /* Take it off the backlog and drop it. */
-        if (acp_sock_accept(server, L->is_unix, NULL, &L->lim, &L->refusing, &s) == 0)
+        if (acp_sock_accept(server, ep->is_unix, NULL, &L->lim, &L->refusing, &s) == 0)
             acp_sock_abort(s);
         return;
     }
-    if (acp_sock_accept(server, L->is_unix, L->tls, &L->lim, over ? &L->refusing : &L->socks, &s))
+    if (acp_sock_accept(server, ep->is_unix, L->tls, &L->lim, over ? &L->refusing : &L->socks, &s))
         return;
     if (over) lg(L, "connection refused: %u connections open", L->socks.count);
     sniff *sn = calloc(1, sizeof *sn);
@@ -284,6 +294,7 @@ static void on_connection(uv_stream_t *server, int status)
     sn->L = L;
     sn->s = s;
     sn->refusing = over;
+    sn->is_unix = ep->is_unix;
     uv_timer_init(L->loop, &sn->timer);
     sn->timer.data = sn;
     uv_timer_start(&sn->timer, sniff_timeout, L->lim.header_timeout_ms, 0);
@@ -318,17 +329,37 @@ static void remove_stale(const char *path)
     close(fd);
 }
 
-static int bind_unix(acp_listener *L, const char *path, char **err)
+static void ep_init(acp_listener *L, endpoint *ep, bool is_unix)
+{
+    ep->L = L;
+    ep->is_unix = is_unix;
+    if (is_unix)
+        uv_pipe_init(L->loop, &ep->srv.pipe, 0);
+    else
+        uv_tcp_init(L->loop, &ep->srv.tcp);
+    ep->srv.h.data = ep;
+    ep->inited = true;
+    L->bound++;
+}
+
+static void ep_port(acp_listener *L, endpoint *ep)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (!L->port && uv_tcp_getsockname(&ep->srv.tcp, (struct sockaddr *)&ss, &len) == 0)
+        L->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static int bind_unix(acp_listener *L, endpoint *ep, const char *path, char **err)
 {
     if (!*path) {
         *err = sentence("--listen unix: needs a path");
         return ACP_EINVAL;
     }
-    L->is_unix = true;
-    uv_pipe_init(L->loop, &L->srv.pipe, 0);
-    L->bound = true;
+    ep_init(L, ep, true);
     remove_stale(path);
-    int rc = uv_pipe_bind(&L->srv.pipe, path);
+    int rc = uv_pipe_bind(&ep->srv.pipe, path);
     if (rc) {
         *err = sentence("cannot listen on unix:%s: %s", path, uv_strerror(rc));
         return ACP_EIO;
@@ -337,7 +368,7 @@ static int bind_unix(acp_listener *L, const char *path, char **err)
     return L->unix_path ? 0 : ACP_ENOMEM;
 }
 
-static int bind_tcp(acp_listener *L, const char *where, char **err)
+static int bind_tcp(acp_listener *L, endpoint *ep, const char *where, char **err)
 {
     const char *colon = strrchr(where, ':');
     if (!colon || colon == where || !colon[1]) {
@@ -372,19 +403,44 @@ static int bind_tcp(acp_listener *L, const char *where, char **err)
         *err = sentence("cannot listen on '%s': %s", host, gai_strerror(g));
         return ACP_EINVAL;
     }
-    uv_tcp_init(L->loop, &L->srv.tcp);
-    L->bound = true;
-    int rc = uv_tcp_bind(&L->srv.tcp, ai->ai_addr, 0);
+    ep_init(L, ep, false);
+    int rc = uv_tcp_bind(&ep->srv.tcp, ai->ai_addr, 0);
     freeaddrinfo(ai);
     if (rc) {
         *err = sentence("cannot listen on %s:%u: %s", host, (unsigned)port, uv_strerror(rc));
         return ACP_EIO;
     }
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getsockname(&L->srv.tcp, (struct sockaddr *)&ss, &len) == 0)
-        L->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    ep_port(L, ep);
+    return 0;
+}
+
+/* A socket handed over already listening (systemd socket activation, net/sdlisten.h): a TCP or
+ * Unix stream socket in the listening state. Its file (for a Unix one) is systemd's, not ours
+ * to remove. */
+static int open_fd(acp_listener *L, endpoint *ep, int fd, const char *name, char **err)
+{
+    int domain = 0, type = 0, acc = 0;
+    socklen_t n1 = sizeof domain, n2 = sizeof type, n3 = sizeof acc;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n1) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &n2) ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &n3)) {
+        *err = sentence("socket %d (%s) from systemd: %s", fd, name, strerror(errno));
+        return ACP_EINVAL;
+    }
+    if (type != SOCK_STREAM || !acc ||
+        (domain != AF_UNIX && domain != AF_INET && domain != AF_INET6)) {
+        *err = sentence("socket %d (%s) from systemd is not a listening TCP or Unix stream "
+                        "socket (ListenStream= with Accept=no)",
+                        fd, name);
+        return ACP_EINVAL;
+    }
+    ep_init(L, ep, domain == AF_UNIX);
+    int rc = domain == AF_UNIX ? uv_pipe_open(&ep->srv.pipe, fd) : uv_tcp_open(&ep->srv.tcp, fd);
+    if (rc) {
+        *err = sentence("socket %d (%s) from systemd: %s", fd, name, uv_strerror(rc));
+        return ACP_EIO;
+    }
+    if (domain != AF_UNIX) ep_port(L, ep);
     return 0;
 }
 
@@ -407,6 +463,7 @@ static void listener_free(acp_listener *L)
 static void maybe_freed(acp_listener *L)
 {
     if (!L->closing || L->bound || L->socks.count || L->refusing.count) return;
+    free(L->eps);
     listener_free(L);
 }
 
@@ -417,16 +474,23 @@ static void group_empty(acp_sock_group *g)
 
 static void srv_closed(uv_handle_t *h)
 {
-    acp_listener *L = h->data;
-    L->bound = false;
+    acp_listener *L = ((endpoint *)h->data)->L;
+    L->bound--;
     maybe_freed(L);
+}
+
+static void close_eps(acp_listener *L)
+{
+    for (size_t i = 0; i < L->neps; i++)
+        if (L->eps[i].inited && !uv_is_closing(&L->eps[i].srv.h))
+            uv_close(&L->eps[i].srv.h, srv_closed);
 }
 
 int acp_listener_open(uv_loop_t *loop, const acp_listener_opts *o, acp_listener **out, char **err)
 {
     *out = NULL;
     *err = NULL;
-    if (!o->where || !o->on_link) return ACP_EINVAL;
+    if ((!o->where && !o->nfds) || !o->on_link) return ACP_EINVAL;
     if (!!o->tls_cert != !!o->tls_key) {
         *err = sentence("TLS needs both a certificate and a key");
         return ACP_EINVAL;
@@ -440,7 +504,11 @@ int acp_listener_open(uv_loop_t *loop, const acp_listener_opts *o, acp_listener 
     L->user = o->user;
     L->socks.on_empty = L->refusing.on_empty = group_empty;
     L->socks.user = L->refusing.user = L;
-    L->srv.h.data = L;
+    L->neps = o->nfds ? o->nfds : 1;
+    if (!(L->eps = calloc(L->neps, sizeof *L->eps))) {
+        free(L);
+        return ACP_ENOMEM;
+    }
     if (o->token) {
         L->has_token = true;
         SHA256((const unsigned char *)o->token, strlen(o->token), L->token_hash);
@@ -452,24 +520,30 @@ int acp_listener_open(uv_loop_t *loop, const acp_listener_opts *o, acp_listener 
     if (!rc && o->tls_cert && !(L->tls = acp_tls_ctx_server(o->tls_cert, o->tls_key, true, err)))
         rc = ACP_EINVAL;
     if (!rc && !(L->shttp = acp_shttp_new(loop, &L->lim, o->on_link, o->user))) rc = ACP_ENOMEM;
-    if (!rc)
-        rc = !strncmp(o->where, "unix:", 5) ? bind_unix(L, o->where + 5, err)
-                                            : bind_tcp(L, o->where, err);
-    if (!rc) {
-        int lr = uv_listen(&L->srv.s, BACKLOG, on_connection);
+    for (size_t i = 0; !rc && i < o->nfds; i++)
+        rc = open_fd(L, &L->eps[i], o->fds[i], o->fd_names ? o->fd_names[i] : "unnamed", err);
+    if (!rc && !o->nfds)
+        rc = !strncmp(o->where, "unix:", 5) ? bind_unix(L, L->eps, o->where + 5, err)
+                                            : bind_tcp(L, L->eps, o->where, err);
+    for (size_t i = 0; !rc && i < L->neps; i++) {
+        int lr = uv_listen(&L->eps[i].srv.s, BACKLOG, on_connection);
         if (lr) {
-            *err = sentence("cannot listen on %s: %s", o->where, uv_strerror(lr));
+            *err = o->nfds ? sentence("cannot listen on socket %d from systemd: %s", o->fds[i],
+                                      uv_strerror(lr))
+                           : sentence("cannot listen on %s: %s", o->where, uv_strerror(lr));
             rc = ACP_EIO;
         }
     }
-    L->srv.h.data = L;
     if (rc) {
+        for (size_t i = 0; i < o->nfds; i++) /* ours since the call: those never opened too */
+            if (!L->eps[i].inited) close(o->fds[i]);
         free(L->unix_path); /* not ours to remove: the bind failed or never listened */
         L->unix_path = NULL;
         if (L->bound) {
             L->closing = true;
-            uv_close(&L->srv.h, srv_closed);
+            close_eps(L);
         } else {
+            free(L->eps);
             listener_free(L);
         }
         return rc;
@@ -488,7 +562,7 @@ void acp_listener_stop(acp_listener *L)
     if (L->stopped) return;
     L->stopped = true;
     acp_h2_group_shutdown(&L->h2s);
-    if (L->bound && !uv_is_closing(&L->srv.h)) uv_close(&L->srv.h, srv_closed);
+    close_eps(L);
     if (L->unix_path) unlink(L->unix_path);
 }
 
@@ -501,4 +575,34 @@ void acp_listener_close(acp_listener *L, void (*done)(void *user), void *user)
     acp_sock_group_close(&L->socks);
     acp_sock_group_close(&L->refusing);
     maybe_freed(L);
+}
+
+int acp_listener_reload(acp_listener *L, const char *token, const char *tls_cert,
+                        const char *tls_key, char **err)
+{
+    *err = NULL;
+    acp_tls_ctx *tls = NULL;
+    if (tls_cert || tls_key) {
+        if (!tls_cert || !tls_key) {
+            *err = sentence("TLS needs both a certificate and a key");
+            return ACP_EINVAL;
+        }
+        if (!L->tls) {
+            *err = sentence("this listener speaks cleartext: TLS is set when it starts");
+            return ACP_EINVAL;
+        }
+        /* Loaded whole before anything changes: a bad file leaves the old ones serving. */
+        if (!(tls = acp_tls_ctx_server(tls_cert, tls_key, true, err))) return ACP_EINVAL;
+    }
+    if (token) {
+        L->has_token = true;
+        SHA256((const unsigned char *)token, strlen(token), L->token_hash);
+    }
+    if (tls) {
+        /* Each accepted connection's TLS holds its own reference to the context it was made
+         * with (SSL_new): those go on with the old certificate, new ones get this. */
+        acp_tls_ctx_free(L->tls);
+        L->tls = tls;
+    }
+    return 0;
 }

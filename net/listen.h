@@ -17,7 +17,13 @@
 typedef struct acp_listener acp_listener;
 
 typedef struct acp_listener_opts {
-    const char *where;              /* "HOST:PORT" ("[::1]:PORT"; port 0: any) or "unix:/path" */
+    const char *where; /* "HOST:PORT" ("[::1]:PORT"; port 0: any) or "unix:/path" */
+    /* Or sockets already bound and listening (systemd's, net/sdlisten.h): nfds > 0 serves
+     * these instead of `where` (TCP or Unix stream; the listener owns them from now on, and
+     * closes them). fd_names (may be NULL) names them in messages. */
+    const int *fds;
+    const char *const *fd_names;
+    size_t nfds;
     const char *tls_cert, *tls_key; /* PEM files, both or neither */
     const char *token;              /* the bearer token requests must carry; NULL: none. Copied;
                                      * it never reaches a log */
@@ -36,7 +42,14 @@ typedef struct acp_listener_opts {
  * ACP_EINVAL (a malformed address, unreadable TLS files) / ACP_EIO (cannot bind) with a
  * malloc'd sentence in *err (the caller frees it), or ACP_ENOMEM. */
 int acp_listener_open(uv_loop_t *loop, const acp_listener_opts *o, acp_listener **out, char **err);
-/* The TCP port bound (useful with port 0), 0 for a Unix socket. */
+/* Replaces the bearer token (NULL: kept) and the TLS certificate and key (both NULL: kept; a
+ * cleartext listener cannot get TLS) for the connections accepted from now on: those open go
+ * on as they are. All or nothing: a file that cannot be loaded changes nothing (ACP_EINVAL, the
+ * malloc'd sentence in *err). */
+int acp_listener_reload(acp_listener *L, const char *token, const char *tls_cert,
+                        const char *tls_key, char **err);
+/* The TCP port bound (useful with port 0; with several sockets, the first TCP one's), 0 for a
+ * Unix socket. */
 int acp_listener_port(const acp_listener *l);
 /* Stops accepting: the endpoint is closed (a Unix socket's file removed). Connections go on;
  * requests on them are answered 503. Idempotent. */

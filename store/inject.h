@@ -49,7 +49,7 @@ enum {
     ACP_FAULT_REPLAY = 1u << 7, /* each acp_store_replay call: the agent's replay steps */
     ACP_FAULT_LIST = 1u << 8,
     ACP_FAULT_DELETE = 1u << 9,
-    ACP_FAULT_LEASE = 1u << 10, /* acp_store_lease_acquire, _renew and _release */
+    ACP_FAULT_LEASE = 1u << 10, /* acp_store_lease_acquire, _take, _renew, _mark, _release */
     ACP_FAULT_WRITES = ACP_FAULT_CREATE | ACP_FAULT_SET_INFO | ACP_FAULT_SET_ROOTS |
                        ACP_FAULT_SET_STATE | ACP_FAULT_COMMIT | ACP_FAULT_DELETE,
     ACP_FAULT_ALL = (1u << 11) - 1,

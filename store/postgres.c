@@ -29,7 +29,7 @@
 #include "store/backends.h"
 #include "store/inject.h"
 
-#define SCHEMA_VERSION   5
+#define SCHEMA_VERSION   6
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
@@ -100,6 +100,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE acp_sessions ADD COLUMN parent text COLLATE \"C\";"
     "CREATE INDEX acp_sessions_by_parent ON acp_sessions (parent, created_at, id)"
     " WHERE parent IS NOT NULL;",
+    /* v5 -> v6: whether the holder marked its lease busy (a turn running): an idle lease is
+     * taken over by acp_store_lease_take(), a busy one waited for. */
+    "ALTER TABLE acp_sessions ADD COLUMN lease_busy boolean NOT NULL DEFAULT false;",
 };
 
 enum {
@@ -217,13 +220,15 @@ static const struct {
      * released, or expired; the same when it is already this holder's), or NULL and the ms
      * the holder's lease has left. */
     [Q_ACQUIRE] = {"acp_lease_acquire",
-                   "WITH c AS (SELECT id, lease_holder, lease_expires, clock_timestamp() AS now"
-                   " FROM acp_sessions WHERE id = $1 FOR UPDATE),"
+                   "WITH c AS (SELECT id, lease_holder, lease_expires, lease_busy,"
+                   " clock_timestamp() AS now FROM acp_sessions WHERE id = $1 FOR UPDATE),"
                    " g AS (UPDATE acp_sessions s SET lease_holder = $2, lease_epoch ="
                    " s.lease_epoch + (c.lease_holder IS DISTINCT FROM $2)::int, lease_expires ="
-                   " c.now + $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
+                   " c.now + $3::bigint * interval '1 millisecond', lease_busy = c.lease_busy"
+                   " AND c.lease_holder IS NOT DISTINCT FROM $2 FROM c WHERE s.id = c.id AND"
                    " (c.lease_expires IS NULL OR c.lease_expires <= c.now OR c.lease_holder = $2"
-                   " OR c.lease_holder = $4) RETURNING s.lease_epoch)"
+                   " OR c.lease_holder = $4 OR ($5::boolean AND NOT c.lease_busy))"
+                   " RETURNING s.lease_epoch)"
                    " SELECT (SELECT lease_epoch FROM g),"
                    " ceil(extract(epoch FROM c.lease_expires - c.now) * 1000)::bigint,"
                    " c.lease_holder FROM c"},
@@ -231,12 +236,14 @@ static const struct {
     [Q_RENEW] = {"acp_lease_renew",
                  "WITH c AS (SELECT id, lease_epoch FROM acp_sessions WHERE id = $1 FOR UPDATE),"
                  " r AS (UPDATE acp_sessions s SET lease_expires = clock_timestamp() +"
-                 " $3::bigint * interval '1 millisecond' FROM c WHERE s.id = c.id AND"
+                 " $3::bigint * interval '1 millisecond', lease_busy ="
+                 " COALESCE($4::boolean, s.lease_busy) FROM c WHERE s.id = c.id AND"
                  " c.lease_epoch = $2::bigint RETURNING 1) SELECT (SELECT count(*) FROM r) FROM c"},
     /* A new epoch: writes under the given-up fence are stale from now on. */
     [Q_RELEASE] = {"acp_lease_release",
                    "UPDATE acp_sessions SET lease_holder = NULL, lease_expires = NULL,"
-                   " lease_epoch = lease_epoch + 1 WHERE id = $1 AND lease_epoch = $2::bigint"},
+                   " lease_busy = false, lease_epoch = lease_epoch + 1 WHERE id = $1 AND "
+                   "lease_epoch = $2::bigint"},
 };
 
 static int64_t now_ms(void)
@@ -1013,15 +1020,15 @@ static int pg_children(acp_store *st, const char *id, acp_store_list_cb cb, void
 }
 
 static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+                            const char *dead, bool take, int64_t *fence, acp_store_lease_busy *busy)
 {
     pg_store *p = (pg_store *)st;
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[4] = {id, holder, ttl, dead};
+    const char *v[5] = {id, holder, ttl, dead, take ? "t" : "f"};
     PGresult *r = NULL;
     int rc = ready(p);
-    if (rc || (rc = exec(p, Q_ACQUIRE, 4, v, PGRES_TUPLES_OK, &r))) return rc;
+    if (rc || (rc = exec(p, Q_ACQUIRE, 5, v, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0) {
         rc = acp_error_set(ACP_ENOTFOUND, "no session %s", id);
     } else if (!PQgetisnull(r, 0, 0)) {
@@ -1034,16 +1041,16 @@ static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, u
     return rc;
 }
 
-static int pg_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+static int pg_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy)
 {
     pg_store *p = (pg_store *)st;
     char f[24], ttl[24];
     snprintf(f, sizeof f, "%lld", (long long)fence);
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[3] = {id, f, ttl};
+    const char *v[4] = {id, f, ttl, busy < 0 ? NULL : busy ? "t" : "f"};
     PGresult *r = NULL;
     int rc = ready(p);
-    if (rc || (rc = exec(p, Q_RENEW, 3, v, PGRES_TUPLES_OK, &r))) return rc;
+    if (rc || (rc = exec(p, Q_RENEW, 4, v, PGRES_TUPLES_OK, &r))) return rc;
     if (PQntuples(r) == 0)
         rc = acp_error_set(ACP_ENOTFOUND, "no session %s", id);
     else if (strcmp(PQgetvalue(r, 0, 0), "1"))
@@ -1060,6 +1067,21 @@ static int pg_lease_release(acp_store *st, const char *id, int64_t fence)
     const char *v[2] = {id, f};
     int rc = ready(p);
     return rc ? rc : exec_cmd(p, Q_RELEASE, 2, v, NULL);
+}
+
+static int pg_lease_check(acp_store *st, const char *id, int64_t fence)
+{
+    pg_store *p = (pg_store *)st;
+    PGresult *r = NULL;
+    int64_t epoch = 0;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_EPOCH, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
+    if (PQntuples(r) == 0)
+        rc = acp_error_set(ACP_ENOTFOUND, "no session %s", id);
+    else if (!(rc = server_number(p, PQgetvalue(r, 0, 0), "lease epoch", &epoch)) && epoch != fence)
+        rc = acp_error_set(ACP_ESTALE, "session %s is leased to another holder now", id);
+    PQclear(r);
+    return rc;
 }
 
 static void pg_close(acp_store *st)
@@ -1103,6 +1125,7 @@ static const acp_store_ops pg_ops = {
     .lease_release = pg_lease_release,
     .set_archived = pg_set_archived,
     .set_system_prompt = pg_set_system_prompt,
+    .lease_check = pg_lease_check,
 };
 
 /* The numbers of a connection string, and of the PG* variables libpq reads in their place,

@@ -67,6 +67,9 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN parent TEXT;"
     "CREATE INDEX sessions_by_parent ON sessions (parent, created_at, id)"
     " WHERE parent IS NOT NULL;",
+    /* v5 -> v6: whether the holder marked its lease busy (a turn running): an idle lease is
+     * taken over by acp_store_lease_take(), a busy one waited for. */
+    "ALTER TABLE sessions ADD COLUMN lease_busy INTEGER NOT NULL DEFAULT 0;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -150,15 +153,19 @@ static const char *const sql[Q_COUNT] = {
     [Q_DEL_SESSION] = "DELETE FROM sessions WHERE sid = ?1",
     [Q_EPOCH] = "SELECT lease_epoch FROM sessions WHERE id = ?1",
     /* Free (never taken, released: NULL; expired): a new epoch; this holder's: the same. */
+    /* Taking (?5) also when the holder's fresh lease is idle. A new holder starts idle. */
     [Q_ACQUIRE] = "UPDATE sessions SET lease_holder = ?2, lease_epoch = lease_epoch +"
-                  " (lease_holder IS NOT ?2), lease_expires = " NOW_MS " + ?3 WHERE id = ?1"
+                  " (lease_holder IS NOT ?2), lease_expires = " NOW_MS " + ?3,"
+                  " lease_busy = lease_busy AND lease_holder IS ?2 WHERE id = ?1"
                   " AND (lease_expires IS NULL OR lease_expires <= " NOW_MS
-                  " OR lease_holder = ?2 OR lease_holder = ?4) RETURNING lease_epoch",
+                  " OR lease_holder = ?2 OR lease_holder = ?4 OR (?5 AND NOT lease_busy))"
+                  " RETURNING lease_epoch",
     [Q_LEASE_LEFT] = "SELECT lease_expires - " NOW_MS ", lease_holder FROM sessions WHERE id = ?1",
-    [Q_RENEW] = "UPDATE sessions SET lease_expires = " NOW_MS " + ?3"
+    [Q_RENEW] = "UPDATE sessions SET lease_expires = " NOW_MS " + ?3,"
+                " lease_busy = CASE WHEN ?4 < 0 THEN lease_busy ELSE ?4 END"
                 " WHERE id = ?1 AND lease_epoch = ?2",
     /* A new epoch: writes under the given-up fence are stale from now on. */
-    [Q_RELEASE] = "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL,"
+    [Q_RELEASE] = "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL, lease_busy = 0,"
                   " lease_epoch = lease_epoch + 1 WHERE id = ?1 AND lease_epoch = ?2",
     [Q_SET_ARCHIVED] = "UPDATE sessions SET archived = ?2 WHERE id = ?1",
     [Q_SET_PROMPT] = "UPDATE sessions SET system_prompt = ?2 WHERE id = ?1"
@@ -758,7 +765,7 @@ static int sq_children(acp_store *st, const char *id, acp_store_list_cb cb, void
 /* One write transaction: the grant and, when refused, how long the holder's lease has left,
  * from one state of the row. */
 static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+                            const char *dead, bool take, int64_t *fence, acp_store_lease_busy *busy)
 {
     sq_store *s = sq(st);
     if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
@@ -768,6 +775,7 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
     bind_text(q, 2, holder);
     sqlite3_bind_int64(q, 3, ttl_ms);
     bind_text(q, 4, dead);
+    sqlite3_bind_int(q, 5, take);
     int rc = db_step(s, q);
     if (rc == SQLITE_ROW) {
         *fence = sqlite3_column_int64(q, 0);
@@ -790,7 +798,7 @@ static int sq_lease_acquire(acp_store *st, const char *id, const char *holder, u
     return finish(s, acp_error_set(ACP_EBUSY, "session %s is leased to another holder", id));
 }
 
-static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy)
 {
     sq_store *s = sq(st);
     sqlite3_stmt *q = stmt(s, Q_RENEW);
@@ -798,6 +806,7 @@ static int sq_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned
     bind_text(q, 1, id);
     sqlite3_bind_int64(q, 2, fence);
     sqlite3_bind_int64(q, 3, ttl_ms);
+    sqlite3_bind_int(q, 4, busy);
     return update_one(s, q, "lease", id, fence);
 }
 
@@ -811,6 +820,22 @@ static int sq_lease_release(acp_store *st, const char *id, int64_t fence)
     int rc = db_step(s, q);
     sqlite3_reset(q);
     return rc == SQLITE_DONE ? 0 : fail(s, "lease");
+}
+
+static int sq_lease_check(acp_store *st, const char *id, int64_t fence)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_EPOCH);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    int rc = db_step(s, q);
+    int64_t epoch = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE) return acp_error_set(ACP_ENOTFOUND, "no session %s", id);
+    if (rc != SQLITE_ROW) return fail(s, "lease");
+    return epoch == fence
+               ? 0
+               : acp_error_set(ACP_ESTALE, "session %s is leased to another holder now", id);
 }
 
 static int sq_set_archived(acp_store *st, const char *id, bool archived)
@@ -852,4 +877,5 @@ static const acp_store_ops sqlite_ops = {
     .lease_release = sq_lease_release,
     .set_archived = sq_set_archived,
     .set_system_prompt = sq_set_system_prompt,
+    .lease_check = sq_lease_check,
 };

@@ -311,8 +311,8 @@ static bool bad_holder(const char *h)
     return !h || !*h || strlen(h) > ACP_STORE_HOLDER_MAX;
 }
 
-int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+static int lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                         const char *dead, bool take, int64_t *fence, acp_store_lease_busy *busy)
 {
     unsigned mark = acp_error_mark();
     acp_store_lease_busy b = {0};
@@ -322,20 +322,51 @@ int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, u
     if (bad_holder(holder) || (dead && bad_holder(dead))) return bad(st, "lease holder");
     if (bad_ttl(ttl_ms)) return bad(st, "lease ttl");
     begin(st, ACP_FAULT_LEASE);
-    int rc = st->ops->lease_acquire(st, id, holder, ttl_ms, dead, fence, &b);
+    int rc = st->ops->lease_acquire(st, id, holder, ttl_ms, dead, take, fence, &b);
     if (b.wait_ms < 0) b.wait_ms = 0;
     if (rc == ACP_EBUSY && busy) *busy = b;
     return acp_error_since(mark, rc);
 }
 
-int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                            const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+{
+    return lease_acquire(st, id, holder, ttl_ms, dead, false, fence, busy);
+}
+
+int acp_store_lease_take(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                         const char *dead, int64_t *fence, acp_store_lease_busy *busy)
+{
+    return lease_acquire(st, id, holder, ttl_ms, dead, true, fence, busy);
+}
+
+static int lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy)
 {
     unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence <= 0) return bad(st, "lease fence");
     if (bad_ttl(ttl_ms)) return bad(st, "lease ttl");
     begin(st, ACP_FAULT_LEASE);
-    return acp_error_since(mark, st->ops->lease_renew(st, id, fence, ttl_ms));
+    return acp_error_since(mark, st->ops->lease_renew(st, id, fence, ttl_ms, busy));
+}
+
+int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms)
+{
+    return lease_renew(st, id, fence, ttl_ms, -1);
+}
+
+int acp_store_lease_mark(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, bool busy)
+{
+    return lease_renew(st, id, fence, ttl_ms, busy);
+}
+
+int acp_store_lease_check(acp_store *st, const char *id, int64_t fence)
+{
+    unsigned mark = acp_error_mark();
+    if (!id) return bad(st, "session id");
+    if (fence <= 0) return bad(st, "lease fence");
+    begin(st, ACP_FAULT_LEASE);
+    return acp_error_since(mark, st->ops->lease_check(st, id, fence));
 }
 
 int acp_store_lease_release(acp_store *st, const char *id, int64_t fence)

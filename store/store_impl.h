@@ -39,13 +39,17 @@ typedef struct acp_store_ops {
                 acp_store_list_cb cb, void *user, char **next_cursor);
     int (*remove)(acp_store *st, const char *id);
     int (*children)(acp_store *st, const char *id, acp_store_list_cb cb, void *user);
-    /* busy is non-NULL and zeroed. */
+    /* busy is non-NULL and zeroed. take: also granted over a fresh holder that is idle
+     * (acp_store_lease_take). */
     int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
-                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
-    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
+                         const char *dead, bool take, int64_t *fence, acp_store_lease_busy *busy);
+    /* busy: 1 or 0 marks the lease busy or idle (acp_store_lease_mark), -1 leaves it. */
+    int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, int busy);
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
     int (*set_archived)(acp_store *st, const char *id, bool archived);
     int (*set_system_prompt)(acp_store *st, const char *id, int64_t fence, const char *json);
+    /* 0 while fence is the session's epoch, else ACP_ESTALE / ACP_ENOTFOUND: a read. */
+    int (*lease_check)(acp_store *st, const char *id, int64_t fence);
 } acp_store_ops;
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.

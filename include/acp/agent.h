@@ -43,10 +43,12 @@
  *     data.sessionId; session/cancel of one is ignored (a notification);
  *   - a session is open in one agent at a time: each agent holds a lease on the sessions it
  *     has open (acp/store.h "Leases"; opts.lease_ttl_ms); session/load or resume of one another
- *     agent holds is answered ACP_RPC_SESSION_BUSY (-32010) with data.sessionId and
- *     data.retryAfterMs; an agent whose lease was taken over (it stopped renewing past the TTL)
- *     treats the session as deleted elsewhere, with data.reason "lease_lost" and the message
- *     "taken over by another agent" (docs/agent.md, "Several processes on one store");
+ *     agent holds takes it over when that agent is idle (no turn running), and is answered
+ *     ACP_RPC_SESSION_BUSY (-32010) with data.sessionId, data.reason "turn_running" and
+ *     data.retryAfterMs while a turn runs there; an agent whose lease was taken over (idle, or
+ *     it stopped renewing past the TTL) treats the session as deleted elsewhere, with
+ *     data.reason "lease_lost" and the message "taken over by another agent", for its next
+ *     request and every later one (docs/agent.md, "Several processes on one store");
  *   - a delete by another process during a session/load's replay stops it: the load is
  *     answered -32002 (what was replayed is void) and nothing stays open;
  *   - a prompt block type not advertised in promptCapabilities, or an unknown one: -32602;

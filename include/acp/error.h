@@ -62,8 +62,9 @@ void acp_error_clear(void);
 #define ACP_RPC_CANCELLED        (-32800)
 /* libacp's own, in the server-error range the schema leaves open (away from the low numbers
  * ACP assigns in order): session/load, resume (or new) refused because another agent (another
- * host, process or connection) holds the session's lease. error.data: sessionId, retryAfterMs
- * (when the lease expires unless renewed). */
+ * host, process or connection) holds the session's lease with a turn running (an idle holder
+ * is taken over). error.data: sessionId, reason "turn_running", retryAfterMs (a poll: once the
+ * turn has ended, a retry succeeds). */
 #define ACP_RPC_SESSION_BUSY (-32010)
 /* Never sent on the wire: a local error given to a pending call's callback when the peer
  * closed the connection, or when the caller abandoned the call (timeout). */

@@ -36,7 +36,11 @@ typedef enum acp_server_stdio_mcp {
 typedef struct acp_server_opts {
     size_t struct_size; /* sizeof(acp_server_opts): ACP_SERVER_OPTS_INIT sets it */
     /* Where to listen: "HOST:PORT" (a name or an address, "[::1]:PORT" for IPv6; port 0
-     * picks a free one, see acp_server_port) or "unix:/path". */
+     * picks a free one, see acp_server_port) or "unix:/path"; or "systemd": the sockets a
+     * service manager passed to this process (socket activation, sd_listen_fds(3)'s
+     * LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES; read without libsystemd, and removed from the
+     * environment), every one served; loopback when each is a Unix socket or bound to a
+     * loopback address. */
     const char *listen;
     /* TLS: PEM certificate chain and key files, both or neither. ALPN offers h2 and
      * http/1.1. Without them the server speaks cleartext (HTTP/1.1, and h2c with prior
@@ -121,7 +125,16 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
 int acp_server_listen_command(uv_loop_t *loop, char *const *argv, const acp_server_opts *opts,
                               void (*on_log)(const char *line, void *user), acp_server **out);
 
-/* The TCP port the server listens on (the one picked for port 0); 0 for a Unix socket. */
+/* Re-reads what an operator rotates (SIGHUP in acp-agent): the bearer token (NULL: kept) and
+ * the TLS certificate chain and key files (both NULL: kept; a cleartext server cannot get
+ * TLS). New connections get them; open ones are not dropped and go on as they were. All or
+ * nothing: a file that cannot be loaded changes nothing. 0, or ACP_EINVAL with the sentence in
+ * acp_error_last(). */
+int acp_server_reload(acp_server *srv, const char *token, const char *tls_cert,
+                      const char *tls_key);
+
+/* The TCP port the server listens on (the one picked for port 0; with systemd's sockets, the
+ * first TCP one's); 0 for a Unix socket. */
 int acp_server_port(const acp_server *srv);
 /* Number of ACP connections (agents) being served. */
 size_t acp_server_connections(const acp_server *srv);

@@ -251,6 +251,24 @@ int acp_store_lease_acquire(acp_store *st, const char *id, const char *holder, u
  * holder took it, or it was released): the caller must stop writing. ACP_ENOTFOUND,
  * ACP_EINVAL (ttl_ms), ACP_ESTORE. */
 int acp_store_lease_renew(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
+/* Taking over (issue 22): a holder that is alive but idle (an agent whose client keeps the
+ * session open between turns, all day) should not lock it for everyone else. A lease is idle
+ * unless its holder marked it busy with acp_store_lease_mark(); every new grant starts idle.
+ * acp_store_lease_take() is acp_store_lease_acquire() that is also granted, with a new epoch,
+ * over a fresh lease that is idle: from then on the old holder's writes under its fence are
+ * ACP_ESTALE, so it is fenced out at once, as one whose lease lapsed would be. ACP_EBUSY only
+ * while the lease is fresh and marked busy (a turn running there). The mark is checked and
+ * the grant made in one statement, so a holder that marks busy either marked first (and the
+ * taker is refused) or finds its fence stale (ACP_ESTALE: the session is no longer its). */
+int acp_store_lease_take(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
+                         const char *dead, int64_t *fence, acp_store_lease_busy *busy);
+/* acp_store_lease_renew() that also marks the lease busy (not to be taken over while fresh)
+ * or idle. Same results: ACP_ESTALE when the lease is no longer this fence's. */
+int acp_store_lease_mark(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms, bool busy);
+/* Whether `fence` is still the session's lease epoch: 0, ACP_ESTALE (another holder took it,
+ * or it was released), ACP_ENOTFOUND, ACP_ESTORE. One read, no write: how a holder checks
+ * before acting on a request that it was not taken over meanwhile. */
+int acp_store_lease_check(acp_store *st, const char *id, int64_t fence);
 /* Gives the lease of `fence` up at once, so another holder may take it without waiting for
  * the TTL; the caller's later writes under it are ACP_ESTALE. 0 also when the lease was no
  * longer this fence's or the session is gone (nothing to give up). ACP_ESTORE. */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Session leases in one process (issue 11, part 3): two acp_agent on one acp_store object, as
- * the network server runs one agent per connection. A has a session open, so B's load and
- * resume are refused -32010 with a retry hint, until A closes it; then A is the one refused.
- * A's lease lapses while A does not renew it (its loop did not run: paused, blocked): B takes
- * over, and A's next appends, made under the old fence, are stored nowhere: A's prompt is
- * answered -32002 lease_lost, its updates never reach its client, and A closes the session. A
- * store fault on the lease is answered as a store error and leaves nothing open. */
+/* Session leases in one process (issues 11 and 22): two acp_agent on one acp_store object, as
+ * the network server runs one agent per connection. A session B has open but idle is taken
+ * over by A's load or resume at once: B is fenced out (its next request is -32002 lease_lost,
+ * every later one too until its client closes it, its renewal timer closes it even unasked,
+ * and a live update its engine sends is refused). While B has a turn running, A is refused
+ * -32010 with reason "turn_running" and a retry hint that holds: once the turn's answer is
+ * out, the retry succeeds. A's lease lapses while A does not renew it (its loop did not run:
+ * paused, blocked): B takes over, and A's next appends, made under the old fence, are stored
+ * nowhere: A's prompt is answered -32002 lease_lost, its updates never reach its client, and A
+ * closes the session. A store fault on the lease is answered as a store error and leaves
+ * nothing open. */
 #include <ctype.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -19,6 +23,8 @@
 struct eng_state {
     int frees;
     int next_id;
+    acp_turn *held;     /* a "wait" turn, kept running */
+    acp_session *ready; /* the last session made ready */
 };
 
 static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
@@ -27,6 +33,11 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
     int n = 0;
     char mid[48], c[16];
     acp_agent_new_id("msg_", mid);
+    h *x = user;
+    if (text && !strcmp(text, "wait")) {
+        x->e->held = t;
+        return;
+    }
     if (text && sscanf(text, "emit %d", &n) == 1)
         for (int i = 0; i < n; i++) {
             snprintf(c, sizeof c, "c%d", i);
@@ -39,6 +50,13 @@ static void engine_free(acp_session *s, void *user)
 {
     h *x = user;
     x->e->frees++;
+    if (x->e->ready == s) x->e->ready = NULL;
+}
+
+static void engine_ready(acp_session *s, void *user)
+{
+    h *x = user;
+    x->e->ready = s;
 }
 
 static h *agent(const char *tag, unsigned ttl_ms)
@@ -49,6 +67,7 @@ static h *agent(const char *tag, unsigned ttl_ms)
                           .version = "1",
                           .prompt = engine_prompt,
                           .session_free = engine_free,
+                          .session_ready = engine_ready,
                           .user = x};
     x->opts.lease_ttl_ms = ttl_ms;
     return x;
@@ -126,14 +145,27 @@ static void new_session(h *x, char *id)
     json_decref(r);
 }
 
+/* The refusal of a session with a turn running elsewhere: its honest retry hint. */
 static void assert_busy(json_t *r, const char *sid)
 {
     assert_int_equal(error_code(r), ACP_RPC_SESSION_BUSY);
     json_t *data = json_object_get(json_object_get(last(r), "error"), "data");
     assert_string_equal(jstr(data, "sessionId"), sid);
+    assert_string_equal(jstr(data, "reason"), "turn_running");
     json_int_t wait = json_integer_value(json_object_get(data, "retryAfterMs"));
-    assert_true(wait > 0 && wait <= 60000);
+    assert_true(wait > 0 && wait <= 1000);       /* a poll, not the lease's TTL (60 s here) */
     assert_int_equal(count_updates(r, NULL), 0); /* nothing replayed */
+    json_decref(r);
+}
+
+/* r is -32002 for sid with data.reason "lease_lost". */
+static void assert_lost(json_t *r, const char *sid)
+{
+    assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
+    json_t *data = json_object_get(json_object_get(last(r), "error"), "data");
+    assert_string_equal(jstr(data, "reason"), "lease_lost");
+    assert_string_equal(jstr(data, "sessionId"), sid);
+    assert_non_null(strstr(error_message(r), "taken over by another agent"));
     json_decref(r);
 }
 
@@ -141,18 +173,33 @@ static void t_two_connections(void **state)
 {
     h **ab = *state, *a = ab[0], *b = ab[1];
     char sid[80];
-    new_session(b, sid); /* B's lease is long: A is refused until B lets go */
+    new_session(b, sid);
     json_decref(prompt(b, sid, "emit 3"));
-    assert_busy(open_(a, "session/load", sid), sid);
-    assert_busy(open_(a, "session/resume", sid), sid);
-    json_t *r = on(b, "session/close", sid, "");
-    assert_non_null(result_of(r));
-    json_decref(r);
-    r = open_(a, "session/load", sid); /* given up at once: no TTL to wait */
+    /* B is idle: A's load takes the session over at once, B's lease is 60 s */
+    json_t *r = open_(a, "session/load", sid);
     assert_non_null(result_of(r));
     assert_int_equal(count_updates(r, "agent_message_chunk"), 1); /* stored coalesced */
     json_decref(r);
-    assert_busy(open_(b, "session/load", sid), sid);
+    /* B's next request hears so, and every later one, until B's client closes it */
+    assert_lost(prompt(b, sid, "emit 5"), sid);
+    assert_int_equal(b->e->frees, 1); /* closed on B */
+    assert_lost(prompt(b, sid, "emit 5"), sid);
+    assert_lost(on(b, "session/close", sid, ""), sid);
+    r = prompt(b, sid, "emit 5");
+    assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
+    assert_non_null(strstr(error_message(r), "session not found"));
+    json_decref(r);
+    assert_int_equal(stored(a, sid), 2); /* nothing of B after the take-over */
+    /* and back: B's resume takes it from A, A's prompt is refused */
+    r = open_(b, "session/resume", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    assert_lost(prompt(a, sid, "emit 2"), sid);
+    /* B closes it: A opens it again, as before */
+    json_decref(on(b, "session/close", sid, ""));
+    r = open_(a, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
     /* a load on the agent that has it open starts it afresh, lease and all */
     json_decref(prompt(a, sid, "emit 2"));
     r = open_(a, "session/load", sid);
@@ -172,6 +219,82 @@ static void t_two_connections(void **state)
     json_decref(r);
 }
 
+/* B has a turn running: A is refused with a hint that holds; the turn ends, the retry after
+ * the hint takes the session over. */
+static void t_turn_running(void **state)
+{
+    h **ab = *state, *a = ab[0], *b = ab[1];
+    char sid[80];
+    new_session(b, sid);
+    int pid = next_id(b);
+    send_prompt(b, pid, sid, "wait");
+    turn(b);
+    assert_non_null(b->e->held);
+    assert_busy(open_(a, "session/load", sid), sid);
+    assert_busy(open_(a, "session/resume", sid), sid);
+    assert_int_equal(acp_agent_session_count(a->a), 0);
+    /* the held turn ends: once its answer is out, the lease is idle */
+    acp_turn_end(b->e->held, "end_turn");
+    b->e->held = NULL;
+    json_t *r = take_response(b, pid);
+    assert_string_equal(stop_reason(last(r)), "end_turn");
+    json_decref(r);
+    r = open_(a, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    assert_lost(prompt(b, sid, "emit 1"), sid);
+    /* a turn that streamed (its answer held behind its commit) leaves it idle too */
+    r = prompt(a, sid, "emit 40");
+    assert_string_equal(stop_reason(last(r)), "end_turn");
+    json_decref(r);
+    r = open_(b, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+}
+
+/* Taken over while idle, B learns of it unasked: its renewal closes the session (the engine's
+ * state goes), and a live update its engine sends meanwhile is refused, not sent. */
+static void sleep_ms(long ms);
+static void t_fenced_idle(void **state)
+{
+    h **ab = *state, *a = ab[0], *b = ab[1];
+    char sid[80];
+    restart(b, 300); /* renewed every 100 ms */
+    new_session(b, sid);
+    acp_session *bs = b->e->ready;
+    assert_non_null(bs);
+    json_t *r = open_(a, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    /* a live update (stored nowhere): checked against the lease first */
+    json_t *u = json_pack("{ss}", "sessionUpdate", "available_commands_update");
+    json_object_set_new(u, "availableCommands", json_array());
+    sleep_ms(2);
+    uv_update_time(&b->loop);
+    assert_int_equal(acp_session_update(bs, u), ACP_ENOTFOUND);
+    json_decref(u);
+    turn(b);
+    collect(b);
+    assert_int_equal(count_updates(b->msgs, NULL), 0);
+    assert_int_equal(b->e->frees, 1); /* closed on B: the check found it taken */
+    /* the renewal alone: C-less, B never asks again */
+    r = prompt(b, sid, "emit 1"); /* (answered from the set of lost ids) */
+    assert_lost(r, sid);
+    json_decref(on(a, "session/close", sid, ""));
+    r = open_(b, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    r = open_(a, "session/load", sid);
+    assert_non_null(result_of(r));
+    json_decref(r);
+    int frees = b->e->frees;
+    while (b->e->frees == frees) { /* B's timer ticks and finds the fence stale */
+        sleep_ms(20);
+        turn(b);
+    }
+    assert_int_equal(acp_agent_session_count(b->a), 0);
+}
+
 /* lease.c's "<boot id>.<pid namespace inode>", so the test can write holders of this machine. */
 static void this_machine(char *buf, size_t n)
 {
@@ -189,7 +312,8 @@ static void this_machine(char *buf, size_t n)
     snprintf(buf, n, "%s.%lx", hex, (unsigned long)ns.st_ino);
 }
 
-/* A holder on this machine whose process is gone is taken over at once; its pid field is read
+/* A holder on this machine whose process is gone is taken over at once, even in a turn (it
+ * will never end it); its pid field is read
  * checked (issue 13): "+PID", " PID", "-PID" or a number past any pid name no process, so such
  * a lease is waited out, never taken as a dead holder's. */
 static void t_dead_holder_pid(void **state)
@@ -210,12 +334,14 @@ static void t_dead_holder_pid(void **state)
         snprintf(holder, sizeof holder, "h/%s/%s/x", pid, m);
         int64_t fence;
         assert_int_equal(acp_store_lease_acquire(a->st, sid, holder, 60000, NULL, &fence, NULL), 0);
+        assert_int_equal(acp_store_lease_mark(a->st, sid, fence, 60000, true), 0); /* in a turn */
         assert_busy(open_(b, "session/load", sid), sid);
         assert_int_equal(acp_store_lease_release(a->st, sid, fence), 0);
     }
     snprintf(holder, sizeof holder, "h/%d/%s/x", (int)dead, m);
     int64_t fence;
     assert_int_equal(acp_store_lease_acquire(a->st, sid, holder, 60000, NULL, &fence, NULL), 0);
+    assert_int_equal(acp_store_lease_mark(a->st, sid, fence, 60000, true), 0);
     json_t *r = open_(b, "session/load", sid); /* the same pid, written plainly: taken over */
     assert_non_null(result_of(r));
     json_decref(r);
@@ -234,6 +360,10 @@ static void t_fenced_out(void **state)
     restart(a, 40);
     new_session(a, sid);
     json_decref(prompt(a, sid, "emit 2"));
+    int pid = next_id(a);
+    send_prompt(a, pid, sid, "wait"); /* a turn running: B may not take it over while fresh */
+    turn(a);
+    assert_non_null(a->e->held);
     /* A's loop stands still past its 40 ms lease: no renewal. B takes the session over. */
     json_t *r;
     for (;;) {
@@ -245,15 +375,15 @@ static void t_fenced_out(void **state)
     }
     json_decref(r);
     int before = stored(a, sid);
-    /* A's prompt appends under its old fence: stored nowhere, shown nowhere, answered so */
-    r = prompt(a, sid, "emit 4");
-    assert_int_equal(error_code(r), ACP_RPC_NOT_FOUND);
-    json_t *data = json_object_get(json_object_get(last(r), "error"), "data");
-    assert_string_equal(jstr(data, "reason"), "lease_lost");
-    assert_string_equal(jstr(data, "sessionId"), sid);
-    assert_non_null(strstr(error_message(r), "taken over by another agent"));
+    /* A's turn appends under its old fence: stored nowhere, shown nowhere, answered so */
+    char mid[48];
+    acp_agent_new_id("msg_", mid);
+    acp_turn_text(a->e->held, NULL, mid, "late", 4);
+    acp_turn_end(a->e->held, "end_turn");
+    a->e->held = NULL;
+    r = take_response(a, pid);
     assert_int_equal(count_updates(r, "agent_message_chunk"), 0);
-    json_decref(r);
+    assert_lost(r, sid);
     assert_int_equal(stored(a, sid), before);
     assert_int_equal(a->e->frees, 1); /* closed on A */
     r = prompt(a, sid, "emit 1");
@@ -333,6 +463,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(t_two_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(t_fenced_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_turn_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_fenced_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(t_dead_holder_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(t_lease_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(t_shutdown_idle, setup, teardown),

@@ -76,7 +76,7 @@ test("kill -9 right after session/new responses: every answered session is store
   await b.end();
 });
 
-test("two agent processes on one store: create/list across them; one holds the session (the other's load is -32010 with a retry hint) until it closes it", async (t) => {
+test("two agent processes on one store: create/list across them; an idle holder's session is taken over by the other's load (its next request -32002 lease_lost), and back", async (t) => {
   const dir = tempDir(t);
   const store = join(dir, "sessions.db");
   const a = sdkAgent(t, { store });
@@ -86,19 +86,8 @@ test("two agent processes on one store: create/list across them; one holds the s
   await a.prompt(sid, "turn zero from A");
   const listedB = (await b.request("session/list", {})).sessions.map((s) => s.sessionId);
   assert.ok(listedB.includes(sid), "session created in A is not listed in B");
-  // A holds the session's lease: B is told so, with when to try again (A is alive: a whole TTL)
-  const load = () => b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
-  await assert.rejects(load(), (e) => {
-    assert.equal(e.code, -32010, e.message);
-    assert.equal(e.data?.sessionId, sid);
-    assert.ok(e.data.retryAfterMs > 0 && e.data.retryAfterMs <= 15000, `retryAfterMs ${e.data.retryAfterMs}`);
-    assert.match(e.message, /open on another agent/);
-    return true;
-  });
-  assert.equal(b.updates(sid).length, 0, "a refused load replayed history");
-  // A closes it: the lease is given up at once, B loads without waiting
-  await a.request("session/close", { sessionId: sid });
-  await load();
+  // A holds the session's lease but no turn runs there: B's load takes it over at once
+  await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   assert.deepEqual(
     normalize(b.updates(sid)).map((u) => [u.sessionUpdate, u.content?.text]),
     [
@@ -107,8 +96,15 @@ test("two agent processes on one store: create/list across them; one holds the s
     ],
   );
   const beta = "beta-" + "b".repeat(300_000);
+  // A is fenced: its next request says so, and nothing of A reaches the history
+  await assert.rejects(a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "A, fenced" }] }), (e) => {
+    assert.equal(e.code, -32002, e.message);
+    assert.equal(e.data?.reason, "lease_lost");
+    return true;
+  });
   assert.equal(textOf((await b.prompt(sid, beta)).updates), beta);
-  await assert.rejects(a.request("session/resume", { sessionId: sid, cwd: dir, mcpServers: [] }), (e) => e.code === -32010);
+  // A's resume takes it back from B, idle again
+  await a.request("session/resume", { sessionId: sid, cwd: dir, mcpServers: [] });
   // B's process ends (EOF): its leases go with it, and A takes the session back with B's turn in it
   await b.end();
   await a.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
@@ -135,6 +131,7 @@ test("kill -9 of A mid-stream, B takes over and streams, kill -9 of B: store int
   await b.init();
   const refused = await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   assert.equal(refused.error?.code, -32010, "B loaded a session A holds and streams into");
+  assert.equal(refused.error.data?.reason, "turn_running");
   await a.kill9();
   // A's process is gone on this machine: B need not wait for its lease to expire
   const fb = b.lines.length;

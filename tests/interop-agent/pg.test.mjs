@@ -80,7 +80,7 @@ test("PostgreSQL store: new, prompt, list and load in a fresh process, delete le
   assert.ok(!db.dump().includes("PG-DOOMED-MARKER-51be"), "the deleted session's history is still in the database");
 });
 
-test("PostgreSQL store: one process at a time has a session open; B's resume is -32010 until A exits, then replays both turns whole", async (t) => {
+test("PostgreSQL store: one process at a time has a session open; B's resume takes it over from idle A (A's next prompt is -32002 lease_lost), then both turns replay whole", async (t) => {
   const db = newDb(t);
   if (!db) return;
   const home = tempDir(t);
@@ -89,13 +89,12 @@ test("PostgreSQL store: one process at a time has a session open; B's resume is 
   await Promise.all([a.init(), b.init()]);
   const sid = await a.newSession(home);
   assert.ok((await b.request("session/list", {})).sessions.some((s) => s.sessionId === sid));
-  const resume = () => b.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] });
-  await assert.rejects(resume(), (e) => e.code === -32010 && e.data?.sessionId === sid && e.data.retryAfterMs > 0);
   const alpha = "alpha-" + "a".repeat(200_000);
   const beta = "beta-" + "b".repeat(200_000);
   assert.equal((await a.prompt(sid, alpha)).stopReason, "end_turn");
-  await a.end(); // exiting gives A's leases up at once
-  await resume();
+  await b.request("session/resume", { sessionId: sid, cwd: home, mcpServers: [] });
+  await assert.rejects(a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "A, fenced" }] }), (e) => e.code === -32002 && e.data?.reason === "lease_lost");
+  await a.end();
   assert.equal((await b.prompt(sid, beta)).stopReason, "end_turn");
   await b.end();
   const c = sdkAgent(t, { store: db.uri, home });

@@ -138,19 +138,26 @@ test("delete during a load: the replay stops and the load is -32002, nothing sta
   await Promise.all([a.end(), b.end()]);
 });
 
-test("a session open in A cannot be loaded in C (-32010); a delete by B closes it on A, and then C finds it gone", async (t) => {
+test("a session with a turn running in A cannot be loaded in C (-32010); a delete by B closes it on A, and then C finds it gone", async (t) => {
   const env = await twoAgents(t);
   const { a, b, home, del } = env;
   const sid = await a.newSession(home);
   const first = await a.prompt(sid, "from A before");
   const c = sdkAgent(t, { store: env.store, home });
   await c.init();
+  // A idle would be taken over (lease.test.mjs): A streams while C asks
+  const mark = a.msgs.length;
+  const streaming = a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "/stream 100000 10" }] });
+  await a.waitFor((m) => m.method === "session/update" && m.params?.update?.sessionUpdate === "agent_message_chunk", mark);
   for (const method of ["session/load", "session/resume"]) {
     const e = await failure(c.request(method, { sessionId: sid, cwd: home, mcpServers: [] }));
     assert.equal(e.code, -32010, e.message);
     assert.equal(e.data?.sessionId, sid);
+    assert.equal(e.data?.reason, "turn_running");
     assert.ok(e.data.retryAfterMs > 0, JSON.stringify(e.data));
   }
+  await a.notify("session/cancel", { sessionId: sid });
+  assert.equal((await streaming).stopReason, "cancelled");
   // the refused loads took nothing from A: it goes on, and its turns are stored
   const ra = await a.prompt(sid, "from A");
   assert.equal(ra.stopReason, "end_turn");

@@ -26,18 +26,16 @@ test("two agents on one postgresql:// store: create in A; list, load, prompt, de
   assert.equal(info.title, "shared on pg");
   assert.equal(info.cwd, dir);
 
-  // A holds the lease (the database says who: host/pid/...); B is refused until A closes it
+  // A holds the lease (the database says who: host/pid/...); A is idle, so B's load takes it over
   const lease = () => sql(db.conninfo, `SELECT lease_holder, lease_epoch, lease_expires > clock_timestamp() FROM acp_sessions WHERE id = '${sid}'`)[0];
   const [holderA, epochA, fresh] = lease();
   assert.match(holderA, new RegExp(`/${a.st.proc.pid}/`), `lease_holder ${holderA} does not name A's process`);
   assert.equal(fresh, "t");
-  await assert.rejects(b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] }), (e) => e.code === -32010);
-  await a.request("session/close", { sessionId: sid });
-  assert.deepEqual(lease().slice(0, 1), [""], "close did not give the lease up");
   await b.request("session/load", { sessionId: sid, cwd: dir, mcpServers: [] });
   const [holderB, epochB] = lease();
   assert.match(holderB, new RegExp(`/${b.st.proc.pid}/`));
   assert.ok(Number(epochB) > Number(epochA), "B's lease has no new epoch");
+  await assert.rejects(a.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "A, fenced" }] }), (e) => e.code === -32002 && e.data?.reason === "lease_lost");
   const expected = [userMsg("/title shared on pg"), ...t1.updates, userMsg("hello from A"), ...t2.updates];
   assert.deepEqual(normalize(b.updates(sid)), normalize(expected), "B's replay is not A's conversation");
 

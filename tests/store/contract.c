@@ -1364,6 +1364,68 @@ static void t_lease_takeover(void **state)
     acp_store_close(o);
 }
 
+/* Taking over (acp_store_lease_take): an idle fresh lease goes to the taker with a new epoch,
+ * fencing the old holder's writes at once; one marked busy refuses it until marked idle again,
+ * released, or expired; the mark is the holder's renewal and fails ACP_ESTALE once taken. */
+static void t_lease_take(void **state)
+{
+    fx *f = *state;
+    acp_store *o = open_where(f->where);
+    mk(f->st, "s", "/w", "2026-01-01T00:00:00.000Z");
+    int64_t f1 = take(f->st, "s", "A", 60000), fence = -1;
+    acp_store_lease_busy busy;
+    /* plain acquire still waits for a fresh lease, idle or not */
+    assert_int_equal(acp_store_lease_acquire(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_mark(f->st, "s", f1, 60000, true), 0);
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, NULL, &fence, &busy), ACP_EBUSY);
+    assert_int_equal(fence, 0);
+    assert_string_equal(busy.holder, "A");
+    assert_true(busy.wait_ms > 0 && busy.wait_ms <= 60000);
+    /* renewing keeps the mark; the holder's own take keeps it too */
+    assert_int_equal(acp_store_lease_renew(f->st, "s", f1, 60000), 0);
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
+    int64_t again = 0;
+    assert_int_equal(acp_store_lease_take(f->st, "s", "A", 60000, NULL, &again, NULL), 0);
+    assert_int_equal(again, f1);
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
+    /* a dead holder's is taken even busy */
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, "A", &fence, NULL), 0);
+    assert_true(fence > f1);
+    int64_t f2 = fence;
+    assert_int_equal(acp_store_lease_mark(f->st, "s", f1, 60000, false), ACP_ESTALE);
+    /* B's lease starts idle: A takes it back at once, B is fenced */
+    assert_int_equal(acp_store_lease_take(f->st, "s", "A", 60000, NULL, &fence, NULL), 0);
+    assert_true(fence > f2);
+    int64_t f3 = fence;
+    assert_int_equal(acp_store_set_state(o, "s", f2, "{}"), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f2), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f3), 0);
+    assert_int_equal(acp_store_lease_check(o, "nope", f3), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_mark(o, "s", f2, 60000, true), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_renew(o, "s", f2, 60000), ACP_ESTALE);
+    /* busy, then idle: taken */
+    assert_int_equal(acp_store_lease_mark(f->st, "s", f3, 60000, true), 0);
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, NULL, &fence, NULL), ACP_EBUSY);
+    assert_int_equal(acp_store_lease_mark(f->st, "s", f3, 60000, false), 0);
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, NULL, &fence, NULL), 0);
+    int64_t f4 = fence;
+    /* released while busy: the next holder starts idle */
+    assert_int_equal(acp_store_lease_mark(o, "s", f4, 60000, true), 0);
+    assert_int_equal(acp_store_lease_release(o, "s", f4), 0);
+    int64_t f5 = take(f->st, "s", "A", 60000);
+    assert_int_equal(acp_store_lease_take(o, "s", "B", 60000, NULL, &fence, NULL), 0);
+    assert_true(fence > f5);
+    /* expired while busy: taken */
+    assert_int_equal(acp_store_lease_mark(o, "s", fence, 1, true), 0);
+    wait_expired(f->st, "s", "C");
+    assert_int_equal(acp_store_lease_take(f->st, "s", "A", 60000, NULL, &fence, NULL), 0);
+    assert_int_equal(acp_store_lease_take(o, "nope", "B", 1000, NULL, &fence, NULL), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_mark(o, "nope", 1, 1000, true), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_lease_mark(o, "s", 0, 1000, true), ACP_EINVAL);
+    assert_int_equal(acp_store_lease_take(o, "s", "", 1000, NULL, &fence, NULL), ACP_EINVAL);
+    acp_store_close(o);
+}
+
 /* A renewal extends the lease from now, also one that had expired while nobody took it. */
 static void t_lease_renew(void **state)
 {
@@ -1407,6 +1469,9 @@ static void t_lease_release(void **state)
     int64_t f3 = take(o, "s", "B", DAY_MS);
     assert_true(f3 > f2);
     assert_int_equal(acp_store_set_state(o, "s", f2, "{}"), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f2), ACP_ESTALE);
+    assert_int_equal(acp_store_lease_check(o, "s", f3), 0);
+    assert_int_equal(acp_store_lease_check(o, "nope", f3), ACP_ENOTFOUND);
     acp_store_close(o);
 }
 
@@ -1779,6 +1844,7 @@ int store_contract_run(const store_contract_env *env)
         T(t_lease_acquire),
         T(t_lease_fence),
         T(t_lease_takeover),
+        T(t_lease_take),
         T(t_lease_renew),
         T(t_lease_release),
         T(t_lease_delete),

@@ -32,7 +32,7 @@ static const char usage[] =
     "                 [--unstable-off all|FEATURE,...]\n"
     "                 [--check-client [--check-report FILE] [--check-json]]\n"
     "                 [--help] [--version]\n"
-    "                 [--listen HOST:PORT|unix:/path [server options]]\n"
+    "                 [--listen HOST:PORT|unix:/path|systemd [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
     "                 [--system-prompt FILE] [--max-tokens N] [--max-turns N]\n"
     "                 [--context-tokens N] [--store PATH|URI] ...\n"
@@ -44,10 +44,10 @@ static const char usage[] =
     "or a postgresql:// URI. EOF on stdin, SIGTERM or SIGINT: running turns are cancelled,\n"
     "MCP servers stopped with whatever they started, everything committed; exit status 0.\n"
     "\n"
-    "--lease-ttl MS: this agent holds a lease on each session it has open, so that no\n"
-    "other agent on the store opens it meanwhile; MS (default 15000) is how long the\n"
-    "lease outlives an agent that stopped renewing it (killed on another machine,\n"
-    "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
+    "--lease-ttl MS: this agent holds a lease on each session it has open; a load\n"
+    "elsewhere takes an idle one over and waits for a running turn. MS (default\n"
+    "15000): how long the lease outlives an agent that stopped renewing it (killed,\n"
+    "paused, cut off). Renewed every MS/3; given up on close and exit.\n"
     "\n"
     "--max-read SIZE: the most one file read of the engine returns (64M).\n"
     "\n"
@@ -111,7 +111,8 @@ struct prog {
     bool echo;            /* the echo engine, whose extension methods each agent registers */
     acp_agent *agent;
     acp_server *server;
-    uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+    uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP (a server's reload) */
+    const serve_cli *sc; /* the server options, for SIGHUP */
     uv_timer_t wait;     /* for GET /models; here, not in a block: it lives until its close ends */
     memtrim trim;
 };
@@ -137,9 +138,16 @@ static void on_signal(uv_signal_t *h, int signum)
     }
 }
 
+/* SIGHUP: the token file and the TLS certificate re-read for the connections to come. */
+static void on_hup(uv_signal_t *h, int signum)
+{
+    struct prog *p = h->data;
+    serve_cli_reload(p->sc, p->server);
+}
+
 static void finished(struct prog *p)
 {
-    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
+    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&p->sigs[i], NULL);
     memtrim_close(&p->trim);
 }
 
@@ -526,12 +534,15 @@ int main(int argc, char **argv)
     }
     if (!rc) {
         prog.agent = a;
-        int signums[2] = {SIGTERM, SIGINT};
-        for (int i = 0; i < 2; i++) {
+        int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+        for (int i = 0; i < 3; i++) {
             uv_signal_init(&loop, &prog.sigs[i]);
             prog.sigs[i].data = &prog;
-            uv_signal_start(&prog.sigs[i], on_signal, signums[i]);
+            /* SIGHUP keeps its default for the stdio agent: its terminal hung up. */
+            if (i < 2) uv_signal_start(&prog.sigs[i], on_signal, signums[i]);
         }
+        prog.sc = &sc;
+        if (prog.server) uv_signal_start(&prog.sigs[2], on_hup, SIGHUP);
         memtrim_start(&loop, &prog.trim);
         uv_run(&loop, UV_RUN_DEFAULT);
     }

@@ -11,12 +11,15 @@
 #include "tools/common/serve_cli.h"
 
 const char serve_cli_usage[] =
-    "--listen HOST:PORT|unix:/path: serve ACP over the network instead of stdio, WebSocket\n"
-    "and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over TLS, h2c with\n"
-    "prior knowledge), every connection its own ACP connection. Port 0\n"
+    "--listen HOST:PORT|unix:/path|systemd: serve ACP over the network instead of stdio,\n"
+    "WebSocket and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over\n"
+    "TLS, h2c with prior knowledge), every connection its own ACP connection. Port 0\n"
     "picks a free port; the address is logged (\"listening on ...\") and, with\n"
     "--port-file FILE, the port is written to FILE. SIGTERM or SIGINT: stop accepting,\n"
     "cancel and answer running turns, commit, close every connection, exit 0.\n"
+    "systemd: the sockets a socket unit passed (LISTEN_FDS; docs/acp-agent.socket).\n"
+    "SIGHUP: re-read the token file and the TLS certificate and key for new connections;\n"
+    "open connections go on (a file that cannot be read keeps the old ones).\n"
     "Server options (docs/remote.md):\n"
     "  --tls-cert FILE --tls-key FILE  TLS with this PEM certificate chain and key\n"
     "  --token-file FILE     every request must carry Authorization: Bearer <the file's\n"
@@ -206,13 +209,34 @@ bool serve_cli_started(const serve_cli *c, const acp_server *srv, bool verbose)
 {
     if (c->port_file && !write_port(c, acp_server_port(srv))) return false;
     if (!verbose) return true;
-    if (!strncmp(c->listen, "unix:", 5))
+    if (!strcmp(c->listen, "systemd"))
+        fprintf(stderr, "%s: listening on the sockets systemd passed%s\n", c->prog,
+                c->so.tls_cert ? " (TLS)" : "");
+    else if (!strncmp(c->listen, "unix:", 5))
         fprintf(stderr, "%s: listening on %s\n", c->prog, c->listen);
     else
         fprintf(stderr, "%s: listening on %.*s:%d%s\n", c->prog,
                 (int)(strrchr(c->listen, ':') - c->listen), c->listen, acp_server_port(srv),
                 c->so.tls_cert ? " (TLS)" : "");
     return true;
+}
+
+void serve_cli_reload(const serve_cli *c, acp_server *srv)
+{
+    char *token = c->token_file ? read_token(c, c->token_file) : NULL; /* it says why not */
+    int rc = c->token_file && !token ? ACP_EINVAL
+                                     : acp_server_reload(srv, token, c->so.tls_cert, c->so.tls_key);
+    if (token) explicit_bzero(token, strlen(token));
+    free(token);
+    if (rc && c->token_file && !token)
+        fprintf(stderr, "%s: SIGHUP: keeping the old token and certificate\n", c->prog);
+    else if (rc)
+        fprintf(stderr, "%s: SIGHUP: %s; keeping the old token and certificate\n", c->prog,
+                acp_error_last()->message);
+    else
+        fprintf(stderr, "%s: SIGHUP: reloaded%s%s for new connections\n", c->prog,
+                c->token_file ? " the token file" : "",
+                c->so.tls_cert ? " the TLS certificate" : "");
 }
 
 void serve_cli_free(serve_cli *c)

@@ -82,6 +82,10 @@ int serve_cli_finish(serve_cli *c);
 /* Once listening: writes --port-file and, when verbose, logs "listening on ...". false (said)
  * when the port file cannot be written. */
 bool serve_cli_started(const serve_cli *c, const acp_server *srv, bool verbose);
+/* SIGHUP: re-reads the token file and the TLS files (acp_server_reload) for the connections to
+ * come, and says on stderr what it did; a file that cannot be read keeps the old ones. c may
+ * have been freed (serve_cli_free keeps the paths). */
+void serve_cli_reload(const serve_cli *c, acp_server *srv);
 /* Wipes the token and frees what c owns. */
 void serve_cli_free(serve_cli *c);
 
