@@ -42,6 +42,9 @@ typedef struct acp_store_ops {
                          const char *dead, int64_t *fence, acp_store_lease_busy *busy);
     int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
+    /* acp_store_fork: dst checked as create's; holder NULL: no lease (ttl_ms 0). */
+    int (*fork)(acp_store *st, const char *src, const acp_store_session *dst, const char *holder,
+                unsigned ttl_ms);
 } acp_store_ops;
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.
