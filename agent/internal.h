@@ -178,6 +178,7 @@ struct acp_session {
     int64_t replay_seq;
     acp_session *rnext; /* in the agent's replay list */
     bool replaying;
+    char *fork_src; /* session/fork: the source's id, until freed (fork.c) */
 };
 
 /* One authenticate request the engine has not answered yet (auth.c). */
@@ -384,6 +385,8 @@ void replay_finish(acp_session *s);
 
 /* methods.c */
 void methods_register(acp_agent *a);
+/* Waits for the opening session's MCP servers, then session_opened_step(). */
+void open_wait(acp_session *s);
 /* The params' sessionId (a string after the edge), or NULL after answering -32602. */
 const char *session_id_param(acp_req *req);
 
@@ -406,6 +409,12 @@ bool agent_check_auth(acp_agent *a, acp_req *req);
 void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
 void auth_free_all(acp_agent *a);
 int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_error_last() says why) or 0 */
+
+/* fork.c: session/fork (ACP_UNSTABLE_FORK). */
+bool fork_offered(const acp_agent *a); /* advertised and served */
+void fork_register(acp_agent *a);
+/* A fork's engine setup: engine.session_fork, else session_setup (as a load's). */
+void fork_setup(acp_session *s);
 
 /* ext.c */
 void ext_free_all(acp_agent *a);

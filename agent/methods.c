@@ -67,6 +67,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
               {"additionalDirectories", ACP_DISABLE_ADD_DIRS}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
+    if (fork_offered(a)) write_marker(w, "fork");
     acp_jw_obj_end(w);
     if (a->eng.logout) {
         acp_jw_key(w, "auth");
@@ -132,9 +133,12 @@ void session_opened_step(acp_session *s)
     if (!s->open_req || !s->mcp_settled || (s->want_replay && !s->replay_done)) return;
     acp_req *req = s->open_req;
     s->open_req = NULL;
-    if (a->eng.session_setup) {
+    if (a->eng.session_setup || s->fork_src) {
         s->open_params = acp_req_params(req);
-        a->eng.session_setup(s, a->eng.user);
+        if (s->fork_src)
+            fork_setup(s);
+        else
+            a->eng.session_setup(s, a->eng.user);
         s->open_params = NULL;
     }
     /* A load tells the title after its replay (a resume restores context silently). */
@@ -158,7 +162,7 @@ void session_opened_step(acp_session *s)
     if (a->eng.session_ready) a->eng.session_ready(s, a->eng.user);
 }
 
-static void open_wait(acp_session *s)
+void open_wait(acp_session *s)
 {
     unsigned ms = s->a->opts.mcp_connect_timeout_ms ? s->a->opts.mcp_connect_timeout_ms : 10000;
     acp_mcp_set_wait(s->mcp, ms, mcp_settled, s);
@@ -458,4 +462,5 @@ void methods_register(acp_agent *a)
     acp_conn_on(c, "session/cancel", NULL, n_cancel, a);
     cfg_register(a);
     auth_register(a);
+    fork_register(a);
 }
