@@ -705,7 +705,8 @@ static void test_initialize_result(void **state)
     static const char caps[] =
         "{'loadSession':true,'promptCapabilities':{'image':false,'audio':false,'embeddedContext':"
         "false},'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
-        "'delete':{},'resume':{},'close':{},'additionalDirectories':{}},'auth':{'logout':{}},"
+        "'delete':{},'resume':{},'close':{},'additionalDirectories':{},'fork':{}},"
+        "'auth':{'logout':{}},"
         "'_meta':{'test.dev':{'methods':['_test/echo','_test/ping']}}}";
     static const char info[] = "{'name':'surface-engine','title':'Surface','version':'2.0'}";
     static const char meta[] =
@@ -767,7 +768,7 @@ static void test_initialize_minimal(void **state)
         J("{'protocolVersion':1,'agentCapabilities':{'loadSession':true,"
           "'promptCapabilities':{'image':false,'audio':false,'embeddedContext':false},"
           "'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
-          "'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
+          "'delete':{},'resume':{},'close':{},'additionalDirectories':{},'fork':{}}},"
           "'authMethods':[],'agentInfo':{'name':'surface-engine','version':'2.0'}}"));
     expect_error_d(call(x, "logout", "{}"), ACP_RPC_METHOD_NOT_FOUND, "logout", NULL);
     expect_error_d(call(x, "authenticate", "{'methodId':'key'}"), ACP_RPC_INVALID_PARAMS, "key",
@@ -815,7 +816,7 @@ static void test_disabled_capabilities(void **state)
     caps = json_object_get(result_of(r), "agentCapabilities");
     assert_json(json_object_get(caps, "loadSession"), json_true());
     assert_json(json_object_get(caps, "sessionCapabilities"),
-                J("{'delete':{},'resume':{},'additionalDirectories':{}}"));
+                J("{'delete':{},'resume':{},'additionalDirectories':{},'fork':{}}"));
     json_decref(r);
     expect_error_d(call(x, "session/list", "{}"), ACP_RPC_METHOD_NOT_FOUND, NULL, NULL);
     expect_error_d(call(x, "session/close", "{'sessionId':'%s'}", id), ACP_RPC_METHOD_NOT_FOUND,

@@ -115,15 +115,21 @@ export function validate(name, v) {
   return check(defs[name], v, name);
 }
 
-// Every property name the schema declares anywhere; values under these keys are free-form.
+// Every property name the schema declares anywhere; values under these keys are free-form. The
+// unstable schema's names too: acp-agent advertises the unstable features it has (issue 22:
+// sessionCapabilities.fork, ...), which are the schema's own, not custom fields.
 const KNOWN = new Set();
-(function walk(o) {
-  if (Array.isArray(o)) o.forEach(walk);
-  else if (o && typeof o === "object") {
-    for (const k of Object.keys(o.properties ?? {})) KNOWN.add(k);
-    Object.values(o).forEach(walk);
-  }
-})(schema);
+const unstable = JSON.parse(
+  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
+);
+for (const root of [schema, unstable])
+  (function walk(o) {
+    if (Array.isArray(o)) o.forEach(walk);
+    else if (o && typeof o === "object") {
+      for (const k of Object.keys(o.properties ?? {})) KNOWN.add(k);
+      Object.values(o).forEach(walk);
+    }
+  })(root);
 const FREE = new Set(["_meta", "rawInput", "rawOutput", "data"]);
 // Keys whose object value is a map with names of the sender's choosing (ElicitationSchema.properties:
 // property names; AuthMethodTerminal.env: variable names): its keys are data, its values are checked.

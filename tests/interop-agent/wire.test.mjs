@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { existsSync } from "node:fs";
 import { test, AGENT, TRANSPORT, tempDir, rawAgent, sdkAgent, notOverHttp } from "./lib.mjs";
 
-const SESSION_CAPS = ["additionalDirectories", "close", "delete", "list", "resume"];
+// fork: unstable (issue 22), advertised by default.
+const SESSION_CAPS = ["additionalDirectories", "close", "delete", "fork", "list", "resume"];
 
 test("initialize: protocolVersion 1 for requested 1, 2, 0, 999", async (t) => {
   const dir = tempDir(t);
