@@ -113,6 +113,7 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_PROMPT_AUDIO, json_is_true(json_object_get(pc, "audio"))},
         {ACP_CAP_PROMPT_RESOURCE, json_is_true(json_object_get(pc, "embeddedContext"))},
         {ACP_CAP_LOGOUT, obj_has(json_object_get(ac, "auth"), "logout")},
+        {ACP_CAP_FORK, obj_has(sc, "fork")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;

@@ -29,6 +29,7 @@ static const char usage_main[] =
     "  sessions [--all-cwd]      list sessions, newest first\n"
     "  history ID                load session ID and print its conversation\n"
     "  resume ID | close ID | delete ID\n"
+    "  fork ID                   fork session ID into a new one and print its id (unstable)\n"
     "  modes [-s ID]             list the session's modes (* marks the current one)\n"
     "  mode -s ID MODE           switch session ID to MODE\n"
     "  config [-s ID] [OPTION VALUE]\n"
@@ -111,6 +112,7 @@ static int cmd_history(app *a);
 static int cmd_resume(app *a);
 static int cmd_close(app *a);
 static int cmd_delete(app *a);
+static int cmd_fork(app *a);
 
 static const command commands[] = {
     {"info", cmd_info, 0, 0, 0,
@@ -158,6 +160,12 @@ static const command commands[] = {
     {"delete", cmd_delete, 0, 1, 1,
      "usage: acp delete ID\n\n"
      "Deletes session ID (session/delete): it no longer appears in 'acp sessions'.\n"},
+    {"fork", cmd_fork, F_SESS, 1, 1,
+     "usage: acp fork [new's options] ID\n\n"
+     "Forks session ID (session/fork, unstable): a new session whose history is ID's\n"
+     "up to now, in --cwd with new's roots and MCP servers; ID itself is not changed.\n"
+     "Prints the new id (--json: the session/fork result). Sent only when the agent\n"
+     "advertises sessionCapabilities.fork; otherwise refused (exit status 3).\n"},
     {"modes", cmd_modes, F_SID | F_SESS, 0, 0,
      "usage: acp modes [-s ID] [new's options]\n\n"
      "Lists the modes of session ID (without -s: of a new session, closed and deleted\n"
@@ -563,7 +571,8 @@ static int cmd_info(app *a)
                 {ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image"},
                 {ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio"},
                 {ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext"},
-                {ACP_CAP_LOGOUT, "auth.logout"}};
+                {ACP_CAP_LOGOUT, "auth.logout"},
+                {ACP_CAP_FORK, "sessionCapabilities.fork (unstable)"}};
     printf("capabilities:\n");
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         printf("  %-42s %s\n", caps[i].name, acp_client_supports(a->c, caps[i].cap) ? "yes" : "no");
@@ -755,6 +764,22 @@ static int cmd_delete(app *a)
     const char *id = a->args[0];
     if ((rc = acp_client_delete(a->c, id))) return fail_id(a, "delete", id, rc);
     done(a, "deleted", id);
+    return 0;
+}
+
+static int cmd_fork(app *a)
+{
+    int rc = open_signed_in(a);
+    if (rc) return rc;
+    acp_session_opts so;
+    app_session_opts(a, &so);
+    const char *id = a->args[0];
+    /* Refused by the library, before anything is sent, when the agent does not advertise it. */
+    if ((rc = acp_client_session_fork(a->c, id, &so, &a->s))) return fail_id(a, "fork", id, rc);
+    if (a->json)
+        render_result(&a->r, json_deep_copy(acp_client_session_result(a->s)));
+    else
+        printf("%s\n", safe_line(acp_client_session_id(a->s)));
     return 0;
 }
 
