@@ -14,7 +14,12 @@ import { readFileSync } from "node:fs";
 const schema = JSON.parse(
   readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.json", import.meta.url), "utf8"),
 );
-const defs = schema.$defs;
+// What the stable schema lacks (the unstable methods' types: ForkSessionResponse, ...) comes from
+// the unstable one; a type both have is the stable one's.
+const unstable = JSON.parse(
+  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
+);
+const defs = { ...unstable.$defs, ...schema.$defs };
 
 const INT_RANGE = {
   int32: [-(2 ** 31), 2 ** 31 - 1],
@@ -119,9 +124,6 @@ export function validate(name, v) {
 // unstable schema's names too: acp-agent advertises the unstable features it has (issue 22:
 // sessionCapabilities.fork, ...), which are the schema's own, not custom fields.
 const KNOWN = new Set();
-const unstable = JSON.parse(
-  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
-);
 for (const root of [schema, unstable])
   (function walk(o) {
     if (Array.isArray(o)) o.forEach(walk);
