@@ -12,6 +12,8 @@
 // and WebSocket on 127.0.0.1:PORT/acp (0: any free port; the bound port is printed on stdout as
 // "listening PORT"), the peer of `acp-agent --listen` in the remote benchmarks.
 //
+// session/fork copies the source's history file and writes a new meta file.
+//
 // Echo engine: text not starting with "/" comes back as one agent_message_chunk; "/stream N BYTES"
 // sends N agent_message_chunk updates of exactly BYTES ASCII bytes with one messageId; "/title TEXT"
 // sends session_info_update (title, updatedAt). After session/new: available_commands_update.
@@ -188,7 +190,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
         loadSession: true,
         promptCapabilities: {},
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
+        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {}, fork: {} },
       },
       authMethods: [],
     };
@@ -240,6 +242,26 @@ const app = acp.agent({ name: "acp-ts-agent" })
     writeMeta(meta);
     live.set(meta.sessionId, { meta, cancelled: false });
     return sessionState(meta);
+  })
+  // session/fork (unstable; the SDK's AGENT_METHODS.session_fork): a new meta file and a copy of
+  // the source's history file (fs.copyFileSync: the kernel copies, copy_file_range where it can).
+  .onRequest(acp.AGENT_METHODS.session_fork, async ({ params }) => {
+    checkRoots(params);
+    const src = readMeta(params.sessionId);
+    if (!src) throw acp.RequestError.resourceNotFound(params.sessionId);
+    const now = new Date().toISOString();
+    const meta = {
+      ...src,
+      sessionId: crypto.randomBytes(16).toString("hex"),
+      cwd: params.cwd,
+      additionalDirectories: params.additionalDirectories ?? [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    fs.copyFileSync(histPath(src.sessionId), histPath(meta.sessionId));
+    writeMeta(meta);
+    live.set(meta.sessionId, { meta, cancelled: false });
+    return { sessionId: meta.sessionId, ...sessionState(meta) };
   })
   .onRequest("session/resume", async ({ params }) => {
     checkRoots(params);
