@@ -40,7 +40,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as crypto from "node:crypto";
 import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
+// The unstable entry: the same SDK, with the unstable methods (session/fork) in its tables.
+import * as acp from "@agentclientprotocol/sdk/unstable";
 
 const argv = process.argv.slice(2);
 let storeDir = path.join(process.env.XDG_STATE_HOME || path.join(process.env.HOME || "/tmp", ".local/state"), "acp-ts-agent");
