@@ -9,7 +9,8 @@ for page in acp.1 acp-agent.1 libacp.3; do
     [ -z "$out" ] || { echo "$page:" >&2; echo "$out" >&2; exit 1; }
 done
 # Every option acp-agent's usage names is in its page (written \-\- there).
-for opt in $(sed -n '/^static const char usage/,/;$/p' ../tools/acp-agent/main.c | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+# (the server options' text is shared with acp serve: tools/common/serve_cli.c)
+for opt in $(sed -n '/^static const char usage/,/;$/p;/^const char serve_cli_usage/,/;$/p' ../tools/acp-agent/main.c ../tools/common/serve_cli.c | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -q -- "$(echo "$opt" | sed 's/-/\\\\-/g')" acp-agent.1 || { echo "acp-agent.1 lacks $opt" >&2; exit 1; }
 done
 echo "man pages: acp(1), acp-agent(1), libacp(3) render cleanly"

@@ -4,6 +4,7 @@
  * docs/remote.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "engines/openai/openai.h"
 #include "engines/echo/echo.h"
 #include "tools/acp-agent/memtrim.h"
+#include "tools/common/serve_cli.h"
 
 static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
@@ -72,42 +74,6 @@ static const char usage[] =
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
     "\n";
-/* The server's part (a second string: C17 promises string literals up to 4095 bytes). */
-static const char usage_listen[] =
-    "--listen HOST:PORT|unix:/path: serve ACP over the network instead of stdio, WebSocket\n"
-    "and Streamable HTTP on the endpoint /acp (HTTP/1.1, and HTTP/2: h2 over TLS, h2c with\n"
-    "prior knowledge), every connection its own ACP connection on the one store. Port 0\n"
-    "picks a free port; the address is logged (\"listening on ...\") and, with\n"
-    "--port-file FILE, the port is written to FILE. SIGTERM or SIGINT: stop accepting,\n"
-    "cancel and answer running turns, commit, close every connection, exit 0.\n"
-    "Server options (docs/remote.md):\n"
-    "  --tls-cert FILE --tls-key FILE  TLS with this PEM certificate chain and key\n"
-    "  --token-file FILE     every request must carry Authorization: Bearer <the file's\n"
-    "                        first line>; others get 401 before any ACP byte is read\n"
-    "  --allow-origin ORIGIN a web page that may connect (repeatable; exact, or *);\n"
-    "                        other Origins get 403, token or not\n"
-    "  --max-connections N   sockets open at once, more get 503 (1024); also Streamable\n"
-    "                        HTTP connections (at most 32 made by one socket)\n"
-    "  --max-message BYTES   one JSON-RPC message, larger gets 413 / close 1009 (64M);\n"
-    "                        also the unfinished bodies of one HTTP/2 connection together\n"
-    "  --high-water BYTES    output queued per connection before its turns wait (4M)\n"
-    "  --idle-timeout S      close a connection idle, or not reading, this long (300)\n"
-    "  --header-timeout S    a request head (and TLS handshake) must arrive in (10);\n"
-    "                        a body must bring 1K (or its end) in each such period\n"
-    "  --ping-interval S     WebSocket ping; two missed pongs close (30)\n"
-    "  --close-timeout S     how long a close waits for a slow reader (5)\n"
-    "  --port-file FILE      write the bound TCP port to FILE once listening\n"
-    "Safety (docs/remote.md, threat model). Loopback means unix:, localhost, 127.x, ::1:\n"
-    "  --insecure-no-auth    listen on a non-loopback address without --token-file (else\n"
-    "                        refused, exit 2): anyone who reaches it runs commands here\n"
-    "  --exposed             treat a loopback address as non-loopback (a proxy forwards)\n"
-    "  --root DIR            sessions' cwd and additionalDirectories must lie inside DIR\n"
-    "                        (symlinks resolved; repeatable; else -32602)\n"
-    "  --allow-stdio-mcp     let clients start stdio MCP servers (commands on this host);\n"
-    "                        refused by default when non-loopback or with --root\n"
-    "  --no-stdio-mcp        refuse them on loopback too\n"
-    "Sizes take K, M or G; seconds may have decimals (0.5).\n";
-
 struct prog {
     int verbose;
     bool echo; /* the echo engine, whose extension methods each agent registers */
@@ -168,53 +134,6 @@ static bool parse_size(const char *s, size_t *out)
     return true;
 }
 
-/* Seconds, decimals allowed, to milliseconds (at least 1). */
-static bool parse_seconds(const char *s, unsigned *ms)
-{
-    double v;
-    if (acp_parse_double(s, 0.000001, 4e6, &v)) return false;
-    double m = v * 1000;
-    *ms = m < 1 ? 1 : (unsigned)(m + 0.5);
-    return true;
-}
-
-/* The token: the file's first line without its line end. Kept only in memory. */
-static char *read_token(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "acp-agent: cannot read the token file '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
-                     line[n - 1] == '\t'))
-        line[--n] = '\0';
-    if (n <= 0) {
-        fprintf(stderr, "acp-agent: the token file '%s' is empty\n", path);
-        if (line) explicit_bzero(line, cap);
-        free(line);
-        return NULL;
-    }
-    return line;
-}
-
-/* The port, for scripts and tests that listen on port 0; written whole or not at all. */
-static bool write_port(const char *path, int port)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    bool ok = f && fprintf(f, "%d\n", port) > 0;
-    if (f && fclose(f)) ok = false;
-    if (ok && rename(tmp, path)) ok = false;
-    if (!ok) fprintf(stderr, "acp-agent: cannot write the port file '%s'\n", path);
-    return ok;
-}
-
 static char *default_store(void)
 {
     const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
@@ -252,9 +171,49 @@ static char *read_file(const char *path)
     return b.data;
 }
 
-/* The openai engine's options (each takes a value v): 1 taken, -1 taken but bad (said on
- * stderr), 0 not one of them. */
-static int openai_arg(const char *a, const char *v, openai_opts *o, const char **key_env,
+/* acp-agent's own options (getopt_long values); the server's are SERVE_OPT_* (serve_cli.h). */
+enum {
+    O_HELP = 'h',
+    O_VERSION = 256,
+    O_STORE,
+    O_AUTH,
+    O_LEASE_TTL,
+    O_MAX_READ,
+    O_LOG_LEVEL,
+    O_UNSTABLE_OFF,
+    O_ENGINE,
+    O_BASE_URL, /* the openai engine's, O_BASE_URL..O_CONTEXT_TOKENS */
+    O_MODEL,
+    O_API_KEY_ENV,
+    O_SYSTEM_PROMPT,
+    O_MAX_TOKENS,
+    O_MAX_TURNS,
+    O_CONTEXT_TOKENS,
+};
+
+static const struct option longopts[] = {
+    {"help", no_argument, NULL, O_HELP},
+    {"version", no_argument, NULL, O_VERSION},
+    {"store", required_argument, NULL, O_STORE},
+    {"auth", required_argument, NULL, O_AUTH},
+    {"lease-ttl", required_argument, NULL, O_LEASE_TTL},
+    {"max-read", required_argument, NULL, O_MAX_READ},
+    {"log-level", required_argument, NULL, O_LOG_LEVEL},
+    {"unstable-off", required_argument, NULL, O_UNSTABLE_OFF},
+    {"engine", required_argument, NULL, O_ENGINE},
+    {"base-url", required_argument, NULL, O_BASE_URL},
+    {"model", required_argument, NULL, O_MODEL},
+    {"api-key-env", required_argument, NULL, O_API_KEY_ENV},
+    {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
+    {"max-tokens", required_argument, NULL, O_MAX_TOKENS},
+    {"max-turns", required_argument, NULL, O_MAX_TURNS},
+    {"context-tokens", required_argument, NULL, O_CONTEXT_TOKENS},
+    SERVE_CLI_LONGOPTS,
+    {NULL, 0, NULL, 0}};
+
+/* One of the openai engine's options (O_BASE_URL..O_CONTEXT_TOKENS) with its value v: 0, or
+ * -1 when v is bad (said on stderr). */
+static int openai_arg(int opt, const char *v, openai_opts *o, const char **key_env,
                       const char **prompt_file)
 {
     static const struct {
@@ -264,29 +223,24 @@ static int openai_arg(const char *a, const char *v, openai_opts *o, const char *
     } nums[] = {{"--max-tokens", offsetof(openai_opts, max_tokens), 100000000},
                 {"--max-turns", offsetof(openai_opts, max_turns), 100000},
                 {"--context-tokens", offsetof(openai_opts, context_tokens), 100000000}};
-    if (!v) return 0;
-    if (!strcmp(a, "--base-url"))
+    if (opt == O_BASE_URL)
         o->base_url = v;
-    else if (!strcmp(a, "--model"))
+    else if (opt == O_MODEL)
         o->model = v;
-    else if (!strcmp(a, "--api-key-env"))
+    else if (opt == O_API_KEY_ENV)
         *key_env = v;
-    else if (!strcmp(a, "--system-prompt"))
+    else if (opt == O_SYSTEM_PROMPT)
         *prompt_file = v;
     else {
-        for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
-            if (strcmp(a, nums[i].name)) continue;
-            uint64_t n;
-            if (acp_parse_u64(v, 1, nums[i].max, &n)) {
-                fprintf(stderr, "acp-agent: %s: %s\n", a, acp_error_last()->message);
-                return -1;
-            }
-            *(unsigned *)((char *)o + nums[i].offset) = (unsigned)n;
-            return 1;
+        size_t i = (size_t)(opt - O_MAX_TOKENS);
+        uint64_t n;
+        if (acp_parse_u64(v, 1, nums[i].max, &n)) {
+            fprintf(stderr, "acp-agent: %s: %s\n", nums[i].name, acp_error_last()->message);
+            return -1;
         }
-        return 0;
+        *(unsigned *)((char *)o + nums[i].offset) = (unsigned)n;
     }
-    return 1;
+    return 0;
 }
 
 static void models_ready(void *user)
@@ -303,177 +257,127 @@ int main(int argc, char **argv)
 {
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
                *prompt_file = NULL;
-    const char *listen = NULL, *token_file = NULL, *port_file = NULL;
     unsigned unstable_off = 0;
-    acp_server_opts so = ACP_SERVER_OPTS_INIT;
-    const char *origins[64]; /* --allow-origin values (argv strings) */
-    const char *roots[64];   /* --root values, resolved */
+    serve_cli sc;
+    serve_cli_init(&sc, "acp-agent");
     openai_opts oo = {0};
     bool openai_flag = false;
     uint64_t lease_ttl = 0;
     size_t max_read = 0;
     struct prog prog = {.verbose = 1};
-    for (int i = 1; i < argc; i++) {
-        int taken;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("%s%s", usage, usage_listen);
+    int ch, status = 0;
+    opterr = 0; /* our own one-line messages */
+    /* '+': no argument is an operand (any is refused below); ':': a missing value is told
+     * apart from an unknown option. --opt=value and --opt value both work for every option. */
+    while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case O_HELP:
+            printf("%s%s", usage, serve_cli_usage);
+            serve_cli_free(&sc);
             return 0;
-        } else if (!strcmp(argv[i], "--version")) {
+        case O_VERSION:
             printf("acp-agent %s (ACP protocol %d)\n", ACP_VERSION_STRING, ACP_PROTOCOL_VERSION);
+            serve_cli_free(&sc);
             return 0;
-        } else if (!strcmp(argv[i], "--store") && i + 1 < argc) {
-            where = argv[++i];
-        } else if (!strncmp(argv[i], "--store=", 8)) {
-            where = argv[i] + 8;
-        } else if (!strcmp(argv[i], "--auth") && i + 1 < argc) {
-            const char *spec = argv[++i];
-            if (strncmp(spec, "env:", 4) || !spec[4]) {
-                fprintf(stderr, "acp-agent: --auth takes env:VAR, not '%s'\n", spec);
-                return 2;
+        case O_STORE:
+            where = optarg;
+            break;
+        case O_AUTH:
+            if (strncmp(optarg, "env:", 4) || !optarg[4]) {
+                fprintf(stderr, "acp-agent: --auth takes env:VAR, not '%s'\n", optarg);
+                status = 2;
             }
-            auth_env = spec + 4;
-        } else if (!strcmp(argv[i], "--lease-ttl") && i + 1 < argc) {
-            if (acp_parse_u64(argv[++i], 1, 24 * 3600 * 1000, &lease_ttl)) {
+            auth_env = optarg + 4;
+            break;
+        case O_LEASE_TTL:
+            if (acp_parse_u64(optarg, 1, 24 * 3600 * 1000, &lease_ttl)) {
                 fprintf(stderr, "acp-agent: --lease-ttl takes milliseconds (1 to 86400000): %s\n",
                         acp_error_last()->message);
-                return 2;
+                status = 2;
             }
-        } else if (!strcmp(argv[i], "--max-read") && i + 1 < argc) {
-            if (!parse_size(argv[++i], &max_read)) {
+            break;
+        case O_MAX_READ:
+            if (!parse_size(optarg, &max_read)) {
                 fprintf(stderr, "acp-agent: --max-read takes a size (4096, 64M), not '%s'\n",
-                        argv[i]);
-                return 2;
+                        optarg);
+                status = 2;
             }
-        } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
-            listen = argv[++i];
-        } else if (!strcmp(argv[i], "--tls-cert") && i + 1 < argc) {
-            so.tls_cert = argv[++i];
-        } else if (!strcmp(argv[i], "--tls-key") && i + 1 < argc) {
-            so.tls_key = argv[++i];
-        } else if (!strcmp(argv[i], "--token-file") && i + 1 < argc) {
-            token_file = argv[++i];
-        } else if (!strcmp(argv[i], "--allow-origin") && i + 1 < argc) {
-            if (so.n_allow_origins == sizeof origins / sizeof *origins || !argv[i + 1][0]) {
-                fprintf(stderr, "acp-agent: --allow-origin: %s\n",
-                        argv[i + 1][0] ? "at most 64" : "empty origin");
-                return 2;
+            break;
+        case O_LOG_LEVEL:
+            if (strcmp(optarg, "quiet") && strcmp(optarg, "info")) {
+                fprintf(stderr, "acp-agent: --log-level takes quiet or info, not '%s'\n", optarg);
+                status = 2;
             }
-            origins[so.n_allow_origins++] = argv[++i];
-            so.allow_origins = origins;
-        } else if (!strcmp(argv[i], "--root") && i + 1 < argc) {
-            static char real[64][PATH_MAX];
-            const char *dir = argv[++i];
-            if (so.n_roots == 64 || !realpath(dir, real[so.n_roots])) {
-                fprintf(stderr, "acp-agent: --root '%s': %s\n", dir,
-                        so.n_roots == 64 ? "at most 64 roots" : strerror(errno));
-                return 2;
-            }
-            roots[so.n_roots] = real[so.n_roots];
-            so.n_roots++;
-            so.roots = roots;
-        } else if (!strcmp(argv[i], "--exposed")) {
-            so.exposed = true;
-        } else if (!strcmp(argv[i], "--insecure-no-auth")) {
-            so.insecure_no_auth = true;
-        } else if (!strcmp(argv[i], "--allow-stdio-mcp")) {
-            so.stdio_mcp = ACP_SERVER_STDIO_MCP_ALLOW;
-        } else if (!strcmp(argv[i], "--no-stdio-mcp")) {
-            so.stdio_mcp = ACP_SERVER_STDIO_MCP_REFUSE;
-        } else if (!strcmp(argv[i], "--port-file") && i + 1 < argc) {
-            port_file = argv[++i];
-        } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
-            size_t n;
-            if (!parse_size(argv[++i], &n) || n > 1000000) {
-                fprintf(stderr, "acp-agent: --max-connections takes a count, not '%s'\n", argv[i]);
-                return 2;
-            }
-            so.max_connections = (unsigned)n;
-        } else if ((!strcmp(argv[i], "--max-message") || !strcmp(argv[i], "--high-water")) &&
-                   i + 1 < argc) {
-            size_t *dst = !strcmp(argv[i], "--max-message") ? &so.max_message : &so.high_water;
-            if (!parse_size(argv[i + 1], dst)) {
-                fprintf(stderr, "acp-agent: %s takes a size (4096, 64M), not '%s'\n", argv[i],
-                        argv[i + 1]);
-                return 2;
-            }
-            i++;
-        } else if ((!strcmp(argv[i], "--idle-timeout") || !strcmp(argv[i], "--header-timeout") ||
-                    !strcmp(argv[i], "--ping-interval") || !strcmp(argv[i], "--close-timeout")) &&
-                   i + 1 < argc) {
-            unsigned *dst = !strcmp(argv[i], "--idle-timeout")     ? &so.idle_timeout_ms
-                            : !strcmp(argv[i], "--header-timeout") ? &so.header_timeout_ms
-                            : !strcmp(argv[i], "--ping-interval")  ? &so.ping_interval_ms
-                                                                   : &so.close_timeout_ms;
-            if (!parse_seconds(argv[i + 1], dst)) {
-                fprintf(stderr, "acp-agent: %s takes seconds (10, 0.5), not '%s'\n", argv[i],
-                        argv[i + 1]);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
-            const char *level = argv[++i];
-            if (strcmp(level, "quiet") && strcmp(level, "info")) {
-                fprintf(stderr, "acp-agent: --log-level takes quiet or info, not '%s'\n", level);
-                return 2;
-            }
-            prog.verbose = !strcmp(level, "info");
-        } else if (!strcmp(argv[i], "--unstable-off") && i + 1 < argc) {
-            if (acp_unstable_parse(argv[++i], &unstable_off)) {
+            prog.verbose = !strcmp(optarg, "info");
+            break;
+        case O_UNSTABLE_OFF:
+            if (acp_unstable_parse(optarg, &unstable_off)) {
                 fprintf(stderr, "acp-agent: --unstable-off: %s\n", acp_error_last()->message);
-                return 2;
+                status = 2;
             }
-        } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
-            engine = argv[++i];
+            break;
+        case O_ENGINE:
+            engine = optarg;
             if (strcmp(engine, "echo") && strcmp(engine, "openai")) {
                 fprintf(stderr, "acp-agent: --engine takes echo or openai, not '%s'\n", engine);
-                return 2;
+                status = 2;
             }
-        } else if ((taken = openai_arg(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &oo, &key_env,
-                                       &prompt_file))) {
-            if (taken < 0) return 2;
-            openai_flag = true;
-            i++;
-        } else {
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[i], usage, usage_listen);
-            return 2;
+            break;
+        case ':':
+            fprintf(stderr, "acp-agent: %s needs a value\n%s%s", argv[optind - 1], usage,
+                    serve_cli_usage);
+            status = 2;
+            break;
+        case '?':
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[optind - 1], usage,
+                    serve_cli_usage);
+            status = 2;
+            break;
+        default:
+            if (ch >= O_BASE_URL && ch <= O_CONTEXT_TOKENS) {
+                openai_flag = true;
+                if (openai_arg(ch, optarg, &oo, &key_env, &prompt_file)) status = 2;
+            } else {
+                status = serve_cli_take(&sc, ch, optarg);
+            }
         }
     }
-    if (!listen && (so.tls_cert || so.tls_key || token_file || port_file || so.n_allow_origins ||
-                    so.n_roots || so.stdio_mcp || so.exposed || so.insecure_no_auth ||
-                    so.max_connections || so.max_message || so.high_water || so.idle_timeout_ms ||
-                    so.header_timeout_ms || so.ping_interval_ms || so.close_timeout_ms)) {
+    if (!status && optind < argc) {
+        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[optind], usage,
+                serve_cli_usage);
+        status = 2;
+    }
+    if (!status && !sc.listen && sc.given) {
         fprintf(stderr, "acp-agent: server options need --listen\n");
-        return 2;
+        status = 2;
     }
-    if (!so.tls_cert != !so.tls_key) {
-        fprintf(stderr, "acp-agent: --tls-cert and --tls-key go together\n");
-        return 2;
-    }
-    if (openai_flag && strcmp(engine, "openai")) {
+    if (!status && openai_flag && strcmp(engine, "openai")) {
         fprintf(stderr, "acp-agent: --base-url, --model, --api-key-env, --system-prompt, "
                         "--max-tokens, --max-turns and --context-tokens need --engine openai\n");
-        return 2;
+        status = 2;
     }
-    if (oo.base_url && strncmp(oo.base_url, "http://", 7) && strncmp(oo.base_url, "https://", 8)) {
+    if (!status && oo.base_url && strncmp(oo.base_url, "http://", 7) &&
+        strncmp(oo.base_url, "https://", 8)) {
         fprintf(stderr, "acp-agent: --base-url must start with http:// or https://, not '%s'\n",
                 oo.base_url);
-        return 2;
+        status = 2;
     }
     /* The key comes from the environment only: a command line is visible to every user (ps). */
-    if (key_env && !(oo.api_key = getenv(key_env))) {
+    if (!status && key_env && !(oo.api_key = getenv(key_env))) {
         fprintf(stderr, "acp-agent: --api-key-env: %s is not set\n", key_env);
-        return 2;
+        status = 2;
     }
     char *system_prompt = NULL;
-    if (prompt_file && !(oo.system_prompt = system_prompt = read_file(prompt_file))) {
+    if (!status && prompt_file && !(oo.system_prompt = system_prompt = read_file(prompt_file))) {
         fprintf(stderr, "acp-agent: --system-prompt: cannot read '%s': %s\n", prompt_file,
                 strerror(errno));
-        return 2;
+        status = 2;
     }
-    char *token = NULL;
-    if (token_file && !(token = read_token(token_file))) {
+    if (!status && sc.listen) status = serve_cli_finish(&sc);
+    if (status) {
         free(system_prompt);
-        return 1;
+        serve_cli_free(&sc);
+        return status;
     }
     signal(SIGPIPE, SIG_IGN);
     /* A bigger pipe to the client means fewer wake-ups per MB of replay or stream; best effort
@@ -483,6 +387,7 @@ int main(int argc, char **argv)
     char *def = where ? NULL : default_store();
     if (!where && !def) {
         fprintf(stderr, "acp-agent: no --store given and neither XDG_STATE_HOME nor HOME set\n");
+        serve_cli_free(&sc);
         free(system_prompt);
         return 1;
     }
@@ -491,8 +396,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "acp-agent: cannot open the session store: %s\n",
                 acp_error_last()->message);
         free(def);
-        if (token) explicit_bzero(token, strlen(token));
-        free(token);
+        serve_cli_free(&sc);
         free(system_prompt);
         return 1;
     }
@@ -505,8 +409,7 @@ int main(int argc, char **argv)
         int orc = openai_new(&loop, &oo, &oa); /* the URL was checked: only memory can fail */
         if (orc) {
             fprintf(stderr, "acp-agent: cannot start: %s\n", acp_strerror(orc));
-            if (token) explicit_bzero(token, strlen(token));
-            free(token);
+            serve_cli_free(&sc);
             free(system_prompt);
             uv_loop_close(&loop);
             acp_store_close(store);
@@ -548,27 +451,17 @@ int main(int argc, char **argv)
     acp_agent *a = NULL;
     int rc;
     bool exit_usage = false;
-    if (listen) {
-        so.listen = listen;
-        so.token = token;
-        so.on_agent = on_agent;
-        so.on_done = on_server_done;
-        so.user = &prog;
-        rc = acp_agent_serve_listen(&loop, store, &eng, &opts, &so, &prog.server);
-        if (token) explicit_bzero(token, strlen(token)); /* the server keeps only a hash */
-        free(token);
+    if (sc.listen) {
+        sc.so.on_agent = on_agent;
+        sc.so.on_done = on_server_done;
+        sc.so.user = &prog;
+        rc = acp_agent_serve_listen(&loop, store, &eng, &opts, &sc.so, &prog.server);
+        serve_cli_free(&sc); /* the token wiped: the server keeps only a hash */
         if (rc) {
             fprintf(stderr, "acp-agent: %s\n", acp_error_last()->message);
             if (rc == ACP_EACCES) exit_usage = true; /* not safe as asked: a usage error */
-        } else if (port_file && !write_port(port_file, acp_server_port(prog.server))) {
+        } else if (!serve_cli_started(&sc, prog.server, prog.verbose)) {
             rc = ACP_EIO;
-        } else if (prog.verbose) {
-            if (!strncmp(listen, "unix:", 5))
-                fprintf(stderr, "acp-agent: listening on %s\n", listen);
-            else
-                fprintf(stderr, "acp-agent: listening on %.*s:%d%s\n",
-                        (int)(strrchr(listen, ':') - listen), listen, acp_server_port(prog.server),
-                        so.tls_cert ? " (TLS)" : "");
         }
     } else {
         rc = acp_agent_new(&loop, store, &eng, &opts, &a);
