@@ -19,6 +19,7 @@ struct eng_state {
     bool fork_had_source; /* the last session_fork got the source open here */
     char fork_source_id[80];
     int fork_copied; /* the prompts count it copied */
+    acp_turn *held;  /* a turn left running by the prompt "hold" */
 };
 
 static const acp_mode modes[] = {{"a", "A", NULL}, {"b", "B", NULL}};
@@ -31,7 +32,19 @@ static void engine_prompt(acp_turn *t, const json_t *prompt, void *user)
     char mid[48];
     acp_agent_new_id("msg_", mid);
     acp_turn_text(t, NULL, mid, text, strlen(text));
+    h *x = user;
+    if (!strcmp(text, "hold") && x) {
+        x->e->held = t; /* ended by the test */
+        return;
+    }
     acp_turn_end(t, "end_turn");
+}
+
+static void engine_cancel(acp_turn *t, void *user)
+{
+    h *x = user;
+    if (x->e->held == t) x->e->held = NULL;
+    acp_turn_end(t, "cancelled");
 }
 
 static void engine_setup(acp_session *s, void *user)
@@ -73,6 +86,7 @@ static h *agent(bool hook, unsigned off)
                           .prompt = engine_prompt,
                           .session_setup = engine_setup,
                           .session_free = engine_free,
+                          .cancel = engine_cancel,
                           .session_fork = hook ? engine_fork : NULL,
                           .user = x};
     x->opts.unstable_off = off;
@@ -330,6 +344,33 @@ static void t_fork_stored_source(void **state)
     h_free(x);
 }
 
+/* A fork while the source's turn runs: what the client has seen of it (committed first) is in
+ * the fork; the turn goes on in the source only. */
+static void t_fork_running_turn(void **state)
+{
+    h *x = agent(true, 0);
+    char src[80], f[80];
+    new_session(x, src);
+    prompt(x, src, "one");
+    int id = next_id(x);
+    send_line(x,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/prompt\",\"params\":"
+              "{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\",\"text\":\"hold\"}]}}",
+              id, src);
+    while (!x->e->held) turn(x);
+    fork_session(x, src, f);
+    assert_texts(x, f, "one|one|hold|hold");
+    acp_turn_text(x->e->held, NULL, NULL, "more", 4);
+    acp_turn_end(x->e->held, "end_turn");
+    x->e->held = NULL;
+    json_decref(take_response(x, id));
+    assert_texts(x, src, "one|one|hold|hold|more");
+    assert_texts(x, f, "one|one|hold|hold");
+    prompt(x, f, "two");
+    assert_texts(x, f, "one|one|hold|hold|two|two");
+    h_free(x);
+}
+
 static void assert_error(json_t *r, int code, const char *path)
 {
     assert_int_equal(error_code(r), code);
@@ -384,6 +425,7 @@ int main(void)
         cmocka_unit_test(t_advertised),         cmocka_unit_test(t_fork_then_prompt),
         cmocka_unit_test(t_fork_modes),         cmocka_unit_test(t_fork_delete),
         cmocka_unit_test(t_fork_stored_source), cmocka_unit_test(t_fork_errors),
+        cmocka_unit_test(t_fork_running_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
