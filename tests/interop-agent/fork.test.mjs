@@ -8,8 +8,11 @@
 // bad params; with --unstable-off fork: not advertised and -32601. Also run on PostgreSQL
 // (tests/pg, agent-on-pg.sh).
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { test, tempDir, sdkAgent, textOf } from "./lib.mjs";
+import { Readable, Writable } from "node:stream";
+import * as unstable from "@agentclientprotocol/sdk/unstable";
+import { test, tempDir, sdkAgent, textOf, AGENT, TRANSPORT } from "./lib.mjs";
 
 const listIds = async (a) => (await a.request("session/list", {})).sessions.map((x) => x.sessionId);
 
@@ -107,4 +110,30 @@ test("--unstable-off fork: not advertised, session/fork is -32601", async (t) =>
   const src = await a.newSession(dir);
   assert.equal(await code(a.ctx.request("session/fork", { sessionId: src, cwd: dir })), -32601);
   await a.end();
+});
+
+test("the SDK's unstable client (its AGENT_METHODS.session_fork, its own response parser) forks on acp-agent", async (t) => {
+  if (TRANSPORT !== "stdio") return t.skip("stdio only: the SDK's ndJsonStream on the agent's pipes");
+  const dir = tempDir(t);
+  const p = spawn(AGENT, ["--store", join(dir, "sessions.db")], { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((r) => p.on("exit", (code, sig) => r({ code, sig })));
+  t.after(() => p.kill("SIGKILL"));
+  const said = [];
+  const app = unstable.client({ name: "fork-test" }).onNotification("session/update", ({ params }) => {
+    if (params.update.sessionUpdate === "agent_message_chunk") said.push([params.sessionId, params.update.content.text]);
+  });
+  const conn = app.connect(unstable.ndJsonStream(Writable.toWeb(p.stdin), Readable.toWeb(p.stdout)));
+  const agent = conn.agent;
+  const init = await agent.request(unstable.AGENT_METHODS.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  assert.deepEqual(init.agentCapabilities.sessionCapabilities.fork, {});
+  const { sessionId: src } = await agent.request(unstable.AGENT_METHODS.session_new, { cwd: dir, mcpServers: [] });
+  await agent.request(unstable.AGENT_METHODS.session_prompt, { sessionId: src, prompt: [{ type: "text", text: "hi" }] });
+  const r = await agent.request(unstable.AGENT_METHODS.session_fork, { sessionId: src, cwd: dir, mcpServers: [] });
+  assert.match(r.sessionId, /^sess_/);
+  assert.equal(r.modes?.currentModeId, "code");
+  await agent.request(unstable.AGENT_METHODS.session_prompt, { sessionId: r.sessionId, prompt: [{ type: "text", text: "in the fork" }] });
+  assert.ok(said.some(([sid, text]) => sid === r.sessionId && /in the fork/.test(text)), JSON.stringify(said));
+  p.stdin.end();
+  assert.deepEqual(await exited, { code: 0, sig: null });
+  conn.close?.();
 });
