@@ -64,9 +64,17 @@ static const unsigned op_bit[NOPS] = {ACP_FAULT_CREATE,    ACP_FAULT_SET_INFO, A
                                       ACP_FAULT_SET_STATE, ACP_FAULT_COMMIT,   ACP_FAULT_COMMIT,
                                       ACP_FAULT_DELETE,    ACP_FAULT_GET,      ACP_FAULT_REPLAY,
                                       ACP_FAULT_LIST,      ACP_FAULT_CREATE};
-static const char *const op_name[NOPS] = {
-    "create", "set_info", "set_roots", "set_state", "commit (one session)", "commit (two sessions)",
-    "delete", "get",      "replay",    "list",      "fork"};
+static const char *const op_name[NOPS] = {"create",
+                                          "set_info",
+                                          "set_roots",
+                                          "set_state",
+                                          "commit (one session)",
+                                          "commit (two sessions)",
+                                          "delete",
+                                          "get",
+                                          "replay",
+                                          "list",
+                                          "fork"};
 
 /* The batch a commit takes is appended before the fault is armed. */
 static void prepare(acp_store *st, int op)
