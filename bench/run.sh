@@ -703,7 +703,8 @@ bench_openai() {
 # the request written to its response read, the bytes the agent process wrote meanwhile (wchar:
 # write(2) and the like; a kernel-side copy such as copy_file_range is not in it), and the
 # store's growth per fork (du -sb of STORE_DIR around the run, after the agent exited: SQLite has
-# checkpointed its WAL into the file by then). The last fork is then loaded, to show it whole.
+# checkpointed its WAL into the file by then; STORE_DIR "-": not measured, as for PostgreSQL).
+# The last fork is then loaded, to show it whole.
 fork_of() {
     local label=$1 dir=$2 f sid i r s0 s1
     shift 2
@@ -712,16 +713,18 @@ fork_of() {
     sid=$(kv "$f" session)
     : >"$TMP/fork.$label"
     for i in 1 2 3 4 5; do
-        s0=$(du -sb "$dir" | cut -f1)
+        s0=0 s1=0
+        [ "$dir" = - ] || s0=$(du -sb "$dir" | cut -f1)
         r=$(run "$DRV" fork -s "$sid" -- "$@")
-        s1=$(du -sb "$dir" | cut -f1)
-        out "    $r store_growth_bytes=$((s1 - s0))"
-        echo "$r store_growth_bytes=$((s1 - s0))" >>"$TMP/fork.$label"
+        [ "$dir" = - ] || s1=$(du -sb "$dir" | cut -f1)
+        [ "$dir" = - ] || r="$r store_growth_bytes=$((s1 - s0))"
+        out "    $r"
+        echo "$r" >>"$TMP/fork.$label"
     done
     FORK_MS=$(sed 's/.*fork_ms=\([^ ]*\).*/\1/' "$TMP/fork.$label" | median)
     FORK_MIN=$(sed 's/.*fork_ms=\([^ ]*\).*/\1/' "$TMP/fork.$label" | sort -g | head -n 1)
     FORK_W=$(sed 's/.*written_bytes=\([^ ]*\).*/\1/' "$TMP/fork.$label" | median)
-    FORK_G=$(sed 's/.*store_growth_bytes=\([^ ]*\).*/\1/' "$TMP/fork.$label" | median)
+    FORK_G=$(sed -n 's/.*store_growth_bytes=\([^ ]*\).*/\1/p' "$TMP/fork.$label" | median)
     r=$(run "$DRV" replay -s "$(kv "$r" fork)" -- "$@"); out "    $r"
     FORK_UPDATES=$(kv "$r" updates)
 }
@@ -745,6 +748,14 @@ bench_fork() {
     row "fork of a 20,000-message session (~25 MB), ms, median of 5 (fastest)" "$c_ms ($c_min)" "$FORK_MS ($FORK_MIN)" "$(ratio "$FORK_MS" "$c_ms")" "fast for 20,000 messages"
     row "fork: bytes the agent wrote (write(2)), median" "$(fmt "$c_w")" "$(fmt "$FORK_W")" "" ""
     row "fork: store growth per fork, bytes, median" "$(fmt "$c_g")" "$(fmt "$FORK_G")" "$(ratio "$c_g" "$FORK_G")" ""
+    # The PostgreSQL store: the server copies, the agent writes only its request and answer.
+    if [ -f "$PG_STATE/uri" ] || "$SRC/scripts/pg-test-cluster.sh" start "$PG_STATE" -c fsync=on >>"$LOG" 2>&1; then
+        out
+        out "The same on a PostgreSQL store (scripts/pg-test-cluster.sh, fsync on):"
+        out
+        fork_of pg - "$AGENT" --store "$(cat "$PG_STATE/uri")"
+        row "PostgreSQL fork of a 20,000-message session, ms, median of 5 (fastest) (SQLite: $c_ms)" "$FORK_MS ($FORK_MIN)" "" "$(ratio "$FORK_MS" "$c_ms") of SQLite" ""
+    fi
 }
 
 for name in $NAMES; do
