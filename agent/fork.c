@@ -23,31 +23,42 @@ static void h_fork(acp_conn *c, acp_req *req, void *user)
     if (!agent_accept(a, req, &params_fork, true)) return;
     const char *src = session_id_param(req);
     if (!src) return;
-    /* systemPrompt (ACP_UNSTABLE_SYSTEM_PROMPT) is parsed and stored by the same function as
-     * on session/new; omitted, the fork keeps the source's (its stored state is copied). */
-    char id[48];
+    /* systemPrompt (ACP_UNSTABLE_SYSTEM_PROMPT), checked as on session/new: stored with the
+     * fork; omitted, the fork keeps the one the source stored (the store copies it). */
+    char id[48], *sp = NULL;
+    if (!agent_system_prompt(a, req, acp_req_params(req), &sp)) return;
     if (acp_agent_new_id("sess_", id)) {
+        free(sp);
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
         return;
     }
     acp_session *s = session_open(a, req, id, false);
-    if (!s) return;
+    if (!s) {
+        free(sp);
+        return;
+    }
     /* What the client has seen of a source open here is committed: the copy includes it. */
     acp_session *from = session_find(a, src);
     if (from && from->dirty) acp_agent_flush(a);
     acp_store_session row = {.struct_size = sizeof(acp_store_session),
                              .id = id,
                              .cwd = (char *)acp_session_cwd(s),
-                             .add_dirs = s->add_dirs};
+                             .add_dirs = s->add_dirs,
+                             .system_prompt = sp};
     acp_store_now(row.created_at);
     memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
     int rc = acp_store_fork(a->store, src, &row, a->holder, a->lease_ttl_ms, &s->fence);
+    free(sp);
     acp_store_session got = ACP_STORE_SESSION_INIT;
-    /* The modes and config values the source had are the fork's (its state was copied). */
+    /* The modes and config values the source had are the fork's (its state was copied), and
+     * so is its system prompt unless the request gave one: the engine reads it from s. */
     if (!rc && !(rc = acp_store_get(a->store, id, &got))) {
         cfg_free(s);
         if (cfg_init(s, got.state)) rc = acp_error_set(ACP_ENOMEM, "out of memory");
     }
+    if (!rc && session_set_system_prompt(s, got.system_prompt))
+        rc = acp_error_set(ACP_ENOMEM, "out of memory");
+    got.system_prompt = NULL; /* s's now, whatever the answer */
     acp_store_session_clear(&got);
     if (!rc && !(s->fork_src = strdup(src))) rc = acp_error_set(ACP_ENOMEM, "out of memory");
     if (rc) {

@@ -221,20 +221,22 @@ typedef struct acp_engine {
      * its timers. No turn is running any more. */
     void (*session_free)(acp_session *s, void *user);
     void *user;
-
-    /* --- after 1.0: read only when struct_size covers them ------------------------------- */
-
-    /* session/fork (unstable: ACP_UNSTABLE_FORK). The session `fork` was just made from the
-     * session named source_id: its stored history is already a copy of the source's, and its
-     * modes and config values are the source's. Called in place of session_setup, with the
-     * same freedom and the fork's params in acp_session_open_params(): the engine sets up
-     * the fork's own state (acp_session_set_data), copying the source's from `source` (the
-     * source session when it is open and ready on this agent, its state in
-     * acp_session_data(); NULL when it is only stored, or open in another process: then
-     * rebuild from the fork's stored history, as for a load). NULL hook: session_setup is
-     * called instead, as for a load. The source is never changed by a fork, and the two
-     * states must not share anything mutable: prompting one never changes the other. An
-     * engine with ACP_DISABLE_LOAD is offered session/fork only when it sets this. */
+    /* Since 1.1: the engine can replace its own instructions with the client's system prompt
+     * (the unstable systemPrompt's "override" mode, advertised only then); "append" needs
+     * nothing of the engine but reading acp_session_system_prompt(). */
+    bool system_prompt_override;
+    /* Since 1.1: session/fork (unstable: ACP_UNSTABLE_FORK). The session `fork` was just made
+     * from the session named source_id: its stored history is already a copy of the source's,
+     * and its modes, config values and system prompt are the source's (unless the fork request
+     * gave its own systemPrompt). Called in place of session_setup, with the same freedom and
+     * the fork's params in acp_session_open_params(): the engine sets up the fork's own state
+     * (acp_session_set_data), copying the source's from `source` (the source session when it
+     * is open and ready on this agent, its state in acp_session_data(); NULL when it is only
+     * stored, or open in another process: then rebuild from the fork's stored history, as for
+     * a load). NULL hook: session_setup is called instead, as for a load. The source is never
+     * changed by a fork, and the two states must not share anything mutable: prompting one
+     * never changes the other. An engine with ACP_DISABLE_LOAD is offered session/fork only
+     * when it sets this. */
     void (*session_fork)(acp_session *fork, acp_session *source, const char *source_id, void *user);
 } acp_engine;
 #define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
@@ -405,6 +407,12 @@ void acp_session_set_data(acp_session *s, void *data);
 void *acp_session_data(const acp_session *s);
 /* The turn running in the session, or NULL. */
 acp_turn *acp_session_turn(const acp_session *s);
+/* The client's system prompt for the session (the unstable systemPrompt of session/new, load,
+ * resume or fork, or the one stored with the session when a load or resume gave none): its
+ * text blocks joined by blank lines, borrowed until the session is freed; NULL: none.
+ * *override (may be NULL) is true for "override" mode (replace the engine's own
+ * instructions), false for "append" (add to them). Set before engine.session_setup. */
+const char *acp_session_system_prompt(const acp_session *s, bool *override);
 
 /* Resolves `path` (absolute, or relative to cwd) following symlinks, and refuses anything that
  * is not inside the root set. A file that does not exist yet is resolved through its parent

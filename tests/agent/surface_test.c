@@ -702,11 +702,12 @@ static void assert_update_msg(json_t *msg, const char *sid, json_t *update)
 static void test_initialize_result(void **state)
 {
     h *x = *state;
+    x->opts.unstable_off = ACP_UNSTABLE_ALL; /* v1's surface (the unstable: sessmeta_test) */
+    new_agent(x);
     static const char caps[] =
         "{'loadSession':true,'promptCapabilities':{'image':false,'audio':false,'embeddedContext':"
         "false},'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
-        "'delete':{},'resume':{},'close':{},'additionalDirectories':{},'fork':{}},"
-        "'auth':{'logout':{}},"
+        "'delete':{},'resume':{},'close':{},'additionalDirectories':{}},'auth':{'logout':{}},"
         "'_meta':{'test.dev':{'methods':['_test/echo','_test/ping']}}}";
     static const char info[] = "{'name':'surface-engine','title':'Surface','version':'2.0'}";
     static const char meta[] =
@@ -755,6 +756,7 @@ static void test_initialize_result(void **state)
 static void test_initialize_minimal(void **state)
 {
     h *x = *state;
+    x->opts.unstable_off = ACP_UNSTABLE_ALL; /* v1's surface (the unstable: sessmeta_test) */
     x->eng.logout = NULL;
     x->eng.auth_methods = NULL;
     x->eng.nauth_methods = 0;
@@ -768,7 +770,7 @@ static void test_initialize_minimal(void **state)
         J("{'protocolVersion':1,'agentCapabilities':{'loadSession':true,"
           "'promptCapabilities':{'image':false,'audio':false,'embeddedContext':false},"
           "'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
-          "'delete':{},'resume':{},'close':{},'additionalDirectories':{},'fork':{}}},"
+          "'delete':{},'resume':{},'close':{},'additionalDirectories':{}}},"
           "'authMethods':[],'agentInfo':{'name':'surface-engine','version':'2.0'}}"));
     expect_error_d(call(x, "logout", "{}"), ACP_RPC_METHOD_NOT_FOUND, "logout", NULL);
     expect_error_d(call(x, "authenticate", "{'methodId':'key'}"), ACP_RPC_INVALID_PARAMS, "key",
@@ -781,6 +783,7 @@ static void test_initialize_minimal(void **state)
 static void test_disabled_capabilities(void **state)
 {
     h *x = *state;
+    x->opts.unstable_off = ACP_UNSTABLE_ALL; /* v1's surface (the unstable: sessmeta_test) */
     x->eng.disable = ACP_DISABLE_LOAD | ACP_DISABLE_RESUME | ACP_DISABLE_LIST | ACP_DISABLE_DELETE |
                      ACP_DISABLE_CLOSE | ACP_DISABLE_ADD_DIRS;
     new_agent(x);
@@ -816,7 +819,7 @@ static void test_disabled_capabilities(void **state)
     caps = json_object_get(result_of(r), "agentCapabilities");
     assert_json(json_object_get(caps, "loadSession"), json_true());
     assert_json(json_object_get(caps, "sessionCapabilities"),
-                J("{'delete':{},'resume':{},'additionalDirectories':{},'fork':{}}"));
+                J("{'delete':{},'resume':{},'additionalDirectories':{}}"));
     json_decref(r);
     expect_error_d(call(x, "session/list", "{}"), ACP_RPC_METHOD_NOT_FOUND, NULL, NULL);
     expect_error_d(call(x, "session/close", "{'sessionId':'%s'}", id), ACP_RPC_METHOD_NOT_FOUND,

@@ -63,7 +63,7 @@ test("acp fork is sent only when advertised: refused locally otherwise (exit 3)"
   const n = await run(["new"], { agentCmd: off });
   ok(n, "new");
   const info = await run(["info"], { agentCmd: off });
-  assert.match(info.stdout, /sessionCapabilities\.fork \(unstable\)\s+no/);
+  assert.match(info.stdout, /^  sessionCapabilities\.fork\s+no$/m);
   const r = await run(["fork", n.stdout.trim()], { agentCmd: off });
   assert.equal(r.code, 3, r.stderr);
   assert.match(r.stderr, /sessionCapabilities\.fork/);
@@ -78,5 +78,5 @@ test("acp fork is sent only when advertised: refused locally otherwise (exit 3)"
   assert.doesNotMatch(got, /session\/fork/);
 
   const yes = await run(["info"]);
-  assert.match(yes.stdout, /sessionCapabilities\.fork \(unstable\)\s+yes/);
+  assert.match(yes.stdout, /^  sessionCapabilities\.fork\s+yes$/m);
 });

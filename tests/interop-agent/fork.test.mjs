@@ -137,3 +137,27 @@ test("the SDK's unstable client (its AGENT_METHODS.session_fork, its own respons
   assert.deepEqual(await exited, { code: 0, sig: null });
   conn.close?.();
 });
+
+test("session/fork and systemPrompt: the fork keeps the source's unless it gives its own; a bad one makes no fork", async (t) => {
+  const dir = tempDir(t);
+  const a = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await a.init();
+  const said = async (s) => textOf((await a.prompt(s, "/system")).updates);
+  const sp = (text) => ({ mode: "append", content: [{ type: "text", text }] });
+  const src = await a.newSession(dir, { systemPrompt: sp("Be brief.") });
+  const { sessionId: inherits } = await a.request("session/fork", { sessionId: src, cwd: dir });
+  assert.equal(await said(inherits), "system prompt (append): Be brief.");
+  const { sessionId: own } = await a.request("session/fork", { sessionId: src, cwd: dir, systemPrompt: sp("Be thorough.") });
+  assert.equal(await said(own), "system prompt (append): Be thorough.");
+  assert.equal(await said(src), "system prompt (append): Be brief.");
+  const before = (await a.request("session/list", {})).sessions.length;
+  assert.equal(await code(a.ctx.request("session/fork", { sessionId: src, cwd: dir, systemPrompt: { mode: "append", content: [] } })), -32602);
+  assert.equal((await a.request("session/list", {})).sessions.length, before);
+  // A fresh agent process: the forks' prompts were stored with them.
+  await a.end();
+  const b = sdkAgent(t, { store: join(dir, "sessions.db") });
+  await b.init();
+  await b.request("session/resume", { sessionId: own, cwd: dir });
+  assert.equal(textOf((await b.prompt(own, "/system")).updates), "system prompt (append): Be thorough.");
+  await b.end();
+});

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Strict validation of agent messages against the stable v1 JSON Schema (the authority on wire shapes:
-// /work/shared/spec/README.md), as shipped in the pinned SDK (schema/v1/schema.json, the same file).
+// Strict validation of agent messages against the v1 JSON Schema (the authority on wire shapes:
+// /work/shared/spec/README.md), as shipped in the pinned SDK: its unstable variant
+// (schema/v1/schema.unstable.json, stable v1 plus the unstable members and methods), because the agent
+// offers the unstable features by default (acp-agent --unstable-off turns them off).
 //
 // The SDK's own zod validators are lenient by design (malformed optional fields default, bad array
 // items are skipped), so they would hide an agent's mistakes. This validator ignores the schema's
@@ -12,14 +14,9 @@
 import { readFileSync } from "node:fs";
 
 const schema = JSON.parse(
-  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.json", import.meta.url), "utf8"),
-);
-// What the stable schema lacks (the unstable methods' types: ForkSessionResponse, ...) comes from
-// the unstable one; a type both have is the stable one's.
-const unstable = JSON.parse(
   readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
 );
-const defs = { ...unstable.$defs, ...schema.$defs };
+const defs = schema.$defs;
 
 const INT_RANGE = {
   int32: [-(2 ** 31), 2 ** 31 - 1],
@@ -120,18 +117,15 @@ export function validate(name, v) {
   return check(defs[name], v, name);
 }
 
-// Every property name the schema declares anywhere; values under these keys are free-form. The
-// unstable schema's names too: acp-agent advertises the unstable features it has (issue 22:
-// sessionCapabilities.fork, ...), which are the schema's own, not custom fields.
+// Every property name the schema declares anywhere; values under these keys are free-form.
 const KNOWN = new Set();
-for (const root of [schema, unstable])
-  (function walk(o) {
-    if (Array.isArray(o)) o.forEach(walk);
-    else if (o && typeof o === "object") {
-      for (const k of Object.keys(o.properties ?? {})) KNOWN.add(k);
-      Object.values(o).forEach(walk);
-    }
-  })(root);
+(function walk(o) {
+  if (Array.isArray(o)) o.forEach(walk);
+  else if (o && typeof o === "object") {
+    for (const k of Object.keys(o.properties ?? {})) KNOWN.add(k);
+    Object.values(o).forEach(walk);
+  }
+})(schema);
 const FREE = new Set(["_meta", "rawInput", "rawOutput", "data"]);
 // Keys whose object value is a map with names of the sender's choosing (ElicitationSchema.properties:
 // property names; AuthMethodTerminal.env: variable names): its keys are data, its values are checked.

@@ -106,6 +106,9 @@ static void t_fork_copies(void **state)
 {
     fx *f = *state;
     mk(f->st, "src", 5);
+    /* The source's system prompt comes along; its archived flag does not. */
+    assert_int_equal(acp_store_set_system_prompt(f->st, "src", 0, "{\"mode\":\"append\"}"), 0);
+    assert_int_equal(acp_store_set_archived(f->st, "src", true), 0);
     acp_store_session d = row("fork", "/other", T1);
     d.add_dirs = (char *)"[\"/x\"]";
     int64_t fence = -1;
@@ -119,6 +122,8 @@ static void t_fork_copies(void **state)
     assert_string_equal(g.title, "T");             /* the source's */
     assert_string_equal(g.state, "{\"m\":\"x\"}"); /* the source's */
     assert_string_equal(g.created_at, T1);
+    assert_string_equal(g.system_prompt, "{\"mode\":\"append\"}");
+    assert_false(g.archived);
     acp_store_session_clear(&g);
     /* The fork's lease is holder-A's: another holder is refused, and its fence writes. */
     assert_int_equal(acp_store_lease_acquire(f->st, "fork", "B", 1000, NULL, &fence, NULL),
@@ -137,6 +142,7 @@ static void t_fork_own_meta(void **state)
     acp_store_session d = row("fork", "/w", T1);
     d.title = (char *)"mine";
     d.state = (char *)"{\"m\":\"y\"}";
+    d.system_prompt = (char *)"{\"mode\":\"override\"}";
     int64_t fence = -1;
     assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, &fence), 0);
     assert_int_equal(fence, 0);
@@ -144,6 +150,7 @@ static void t_fork_own_meta(void **state)
     assert_int_equal(acp_store_get(f->st, "fork", &g), 0);
     assert_string_equal(g.title, "mine");
     assert_string_equal(g.state, "{\"m\":\"y\"}");
+    assert_string_equal(g.system_prompt, "{\"mode\":\"override\"}");
     acp_store_session_clear(&g);
     assert_int_equal(acp_store_lease_acquire(f->st, "fork", "B", 1000, NULL, &fence, NULL), 0);
     d.state = (char *)"[1]";
