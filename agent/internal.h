@@ -198,6 +198,7 @@ struct acp_session {
      * stored; its text blocks joined (what acp_session_system_prompt gives) and its mode. */
     char *system_prompt, *sp_text;
     bool sp_override;
+    char *fork_src; /* session/fork: the source's id, until freed (fork.c) */
 };
 
 /* One authenticate request the engine has not answered yet (auth.c). */
@@ -474,6 +475,8 @@ int session_set_system_prompt(acp_session *s, char *json);
 
 /* methods.c */
 void methods_register(acp_agent *a);
+/* Waits for the opening session's MCP servers, then session_opened_step(). */
+void open_wait(acp_session *s);
 /* The params' sessionId (a string after the edge), or NULL after answering -32602. */
 const char *session_id_param(acp_req *req);
 
@@ -504,6 +507,12 @@ int providers_check_engine(const acp_agent *a);
 void providers_free(acp_agent *a);
 void auth_free_all(acp_agent *a);
 int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_error_last() says why) or 0 */
+
+/* fork.c: session/fork (ACP_UNSTABLE_FORK). */
+bool fork_offered(const acp_agent *a); /* advertised and served */
+void fork_register(acp_agent *a);
+/* A fork's engine setup: engine.session_fork, else session_setup (as a load's). */
+void fork_setup(acp_session *s);
 
 /* ext.c */
 void ext_free_all(acp_agent *a);

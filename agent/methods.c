@@ -69,6 +69,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
     sessmeta_write_caps(a, w); /* the unstable title, archive, status, systemPrompt */
+    if (fork_offered(a)) write_marker(w, "fork");
     acp_jw_obj_end(w);
     if (a->eng.logout || auth_status_offered(a)) {
         acp_jw_key(w, "auth");
@@ -136,9 +137,12 @@ void session_opened_step(acp_session *s)
     if (!s->open_req || !s->mcp_settled || (s->want_replay && !s->replay_done)) return;
     acp_req *req = s->open_req;
     s->open_req = NULL;
-    if (a->eng.session_setup) {
+    if (a->eng.session_setup || s->fork_src) {
         s->open_params = acp_req_params(req);
-        a->eng.session_setup(s, a->eng.user);
+        if (s->fork_src)
+            fork_setup(s);
+        else
+            a->eng.session_setup(s, a->eng.user);
         s->open_params = NULL;
     }
     /* Taken over while it replayed or waited for its MCP servers (it was idle: lease.c)? Then
@@ -165,7 +169,7 @@ void session_opened_step(acp_session *s)
     if (a->eng.session_ready) a->eng.session_ready(s, a->eng.user);
 }
 
-static void open_wait(acp_session *s)
+void open_wait(acp_session *s)
 {
     unsigned ms = s->a->opts.mcp_connect_timeout_ms ? s->a->opts.mcp_connect_timeout_ms : 10000;
     acp_mcp_set_wait(s->mcp, ms, mcp_settled, s);
@@ -537,4 +541,5 @@ void methods_register(acp_agent *a)
     sessmeta_register(a);
     mcp_acp_register(a);
     providers_register(a);
+    fork_register(a);
 }

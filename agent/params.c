@@ -78,6 +78,10 @@ SHAPE(load_session, MCP_SERVERS(VF_REQ), STR("cwd"), ADD_DIRS, SESSION_ID, META)
 const vfield params_load = {"params", V_OBJECT, 0, &load_session};
 SHAPE(resume_session, SESSION_ID, STR("cwd"), ADD_DIRS, MCP_SERVERS(0), META);
 const vfield params_resume = {"params", V_OBJECT, 0, &resume_session};
+/* ForkSessionRequest (schema.unstable.json): not in params_methods, which holds the tables
+ * to schema.json. systemPrompt is left to its own parser (an unknown member stays). */
+SHAPE(fork_session, SESSION_ID, STR("cwd"), ADD_DIRS, MCP_SERVERS(0), META);
+const vfield params_fork = {"params", V_OBJECT, 0, &fork_session};
 
 /* --- close, list, delete --------------------------------------------------------------------- */
 

@@ -235,6 +235,7 @@ void session_free(acp_session *s)
     acp_buf_free(&s->pend);
     acp_roots_free(s->roots);
     free(s->add_dirs);
+    free(s->fork_src);
     free(s->id_json);
     free(s->id);
     replay_stop(s); /* what a replay into children still holds */

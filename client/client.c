@@ -138,6 +138,7 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_MCP_ACP, json_is_true(json_object_get(mc, "acp"))},
         {ACP_CAP_PROVIDERS, obj_has(ac, "providers")},
         {ACP_CAP_AUTH_STATUS, obj_has(json_object_get(ac, "auth"), "status")},
+        {ACP_CAP_FORK, obj_has(sc, "fork")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;

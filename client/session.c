@@ -256,11 +256,11 @@ static void setup_finish(acp_client_op *op, acp_client_reply *r)
     acp_client *c = op->c;
     acp_client_session *s = op->s;
     if (s) s->loading = false;
-    if (r->status == 0 && !s) { /* session/new: the handle is born now */
+    if (r->status == 0 && !s) { /* session/new or fork: the handle is born now */
         const char *sid = json_string_value(json_object_get(r->result, "sessionId"));
         if (!sid || !*sid)
-            r->status = acp_error_set(ACP_EPROTO, "the agent's session/new answer has no sessionId "
-                                                  "string");
+            r->status = acp_error_set(ACP_EPROTO, "the agent's %s answer has no sessionId string",
+                                      op->method ? op->method : "session/new");
         else if (!(s = acp_client_session_add(c, sid, op->roots)))
             r->status = acp_error_set(ACP_ENOMEM, "out of memory");
         else
@@ -287,9 +287,10 @@ static int setup(acp_client *c, const char *method, const char *id, const acp_se
     acp_roots *roots = NULL;
     int rc = setup_params(c, id, o, &params, &roots);
     if (rc) return rc;
-    /* A load or resume's handle exists before the call, so that replayed updates route to it. */
+    /* A load or resume's handle exists before the call, so that replayed updates route to it;
+     * a fork's id is its source's, and its handle is born with the answer, as a new one's. */
     acp_client_session *s = NULL;
-    if (id) {
+    if (id && strcmp(method, "session/fork")) {
         if (acp_client_find_id(c, id)) {
             json_decref(params);
             acp_roots_free(roots);
@@ -322,6 +323,14 @@ int acp_client_session_new_start(acp_client *c, const acp_session_opts *o, acp_c
     return setup(c, "session/new", NULL, o, cb, user, op);
 }
 
+int acp_client_session_fork_start(acp_client *c, const char *id, const acp_session_opts *o,
+                                  acp_client_cb cb, void *user, acp_client_op **op)
+{
+    int rc = acp_client_need(c, ACP_CAP_FORK, "sessionCapabilities.fork (unstable)");
+    if (!rc && !id) rc = acp_error_set(ACP_EINVAL, "a session id cannot be empty");
+    return rc ? rc : setup(c, "session/fork", id, o, cb, user, op);
+}
+
 int acp_client_session_load_start(acp_client *c, const char *id, const acp_session_opts *o,
                                   acp_client_cb cb, void *user, acp_client_op **op)
 {
@@ -348,6 +357,14 @@ int acp_client_session_new(acp_client *c, const acp_session_opts *o, acp_client_
     acp_client_sync w = {0};
     return sync_session(c, acp_client_session_new_start(c, o, acp_client_sync_cb, &w, NULL), &w,
                         out);
+}
+
+int acp_client_session_fork(acp_client *c, const char *id, const acp_session_opts *o,
+                            acp_client_session **out)
+{
+    acp_client_sync w = {0};
+    return sync_session(c, acp_client_session_fork_start(c, id, o, acp_client_sync_cb, &w, NULL),
+                        &w, out);
 }
 
 int acp_client_session_load(acp_client *c, const char *id, const acp_session_opts *o,

@@ -128,6 +128,8 @@ enum {
     Q_SET_PROMPT,
     Q_CHILDREN,
     Q_DEL_TREE,
+    Q_FORK,
+    Q_FORK_UPDATES,
     /* Q_LIST_ALL .. Q_LIST_CWD_AFTER again for archived = false, then for archived = true. */
     Q_LIST_X,
     Q_LIST_O = Q_LIST_X + 4,
@@ -244,6 +246,23 @@ static const struct {
                    "UPDATE acp_sessions SET lease_holder = NULL, lease_expires = NULL,"
                    " lease_busy = false, lease_epoch = lease_epoch + 1 WHERE id = $1 AND "
                    "lease_epoch = $2::bigint"},
+    /* The fork's row from the source's ($9), which stays share-locked to the transaction's
+     * end: a delete or a commit of the source waits, so the history copied next is exactly
+     * what next_seq says. One row back: whether the source exists, and whether the fork's
+     * row was made (no: its id exists). */
+    [Q_FORK] = {"acp_fork",
+                "WITH src AS (SELECT * FROM acp_sessions WHERE id = $9 FOR SHARE),"
+                " ins AS (INSERT INTO acp_sessions (" COLS ", state, next_seq, lease_holder,"
+                " lease_epoch, lease_expires, archived, system_prompt) SELECT $1, $2, $3,"
+                " COALESCE($4, title), $5, $6, COALESCE($10, state), next_seq, $7::text,"
+                " ($7::text IS NOT NULL)::int,"
+                " clock_timestamp() + $8::bigint * interval '1 millisecond', $11::boolean,"
+                " COALESCE($12, system_prompt) FROM src ON CONFLICT (id) DO NOTHING RETURNING 1)"
+                " SELECT (SELECT count(*) FROM src), (SELECT count(*) FROM ins)"},
+    /* Copied inside the server, never through this process. */
+    [Q_FORK_UPDATES] = {"acp_fork_updates",
+                        "INSERT INTO acp_updates (session_id, seq, body) SELECT $1, seq, body"
+                        " FROM acp_updates WHERE session_id = $2"},
 };
 
 static int64_t now_ms(void)
@@ -1084,6 +1103,41 @@ static int pg_lease_check(acp_store *st, const char *id, int64_t fence)
     return rc;
 }
 
+static int pg_fork(acp_store *st, const char *src, const acp_store_session *in, const char *holder,
+                   unsigned ttl_ms)
+{
+    pg_store *p = (pg_store *)st;
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    const char *v[12] = {in->id,
+                         in->cwd,
+                         in->add_dirs,
+                         in->title,
+                         in->created_at,
+                         in->updated_at,
+                         holder,
+                         holder ? ttl : NULL,
+                         src,
+                         in->state,
+                         in->archived ? "t" : "f",
+                         in->system_prompt};
+    PGresult *r = NULL;
+    int rc = ready(p);
+    if (rc || (rc = exec_simple(p, "BEGIN", "fork"))) return rc;
+    if ((rc = exec(p, Q_FORK, 12, v, PGRES_TUPLES_OK, &r))) return rc;
+    bool found = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
+    bool made = strcmp(PQgetvalue(r, 0, 1), "0") != 0;
+    PQclear(r);
+    if (!found || !made) {
+        PQclear(PQexec(p->conn, "ROLLBACK"));
+        return !found ? acp_error_set(ACP_ENOTFOUND, "no session %s", src)
+                      : acp_error_set(ACP_EINVAL, "session %s already exists", in->id);
+    }
+    const char *u[2] = {in->id, src};
+    if ((rc = exec_cmd(p, Q_FORK_UPDATES, 2, u, NULL))) return rc;
+    return exec_simple(p, "COMMIT", "fork");
+}
+
 static void pg_close(acp_store *st)
 {
     pg_store *p = (pg_store *)st;
@@ -1126,6 +1180,7 @@ static const acp_store_ops pg_ops = {
     .set_archived = pg_set_archived,
     .set_system_prompt = pg_set_system_prompt,
     .lease_check = pg_lease_check,
+    .fork = pg_fork,
 };
 
 /* The numbers of a connection string, and of the PG* variables libpq reads in their place,

@@ -98,6 +98,8 @@ enum {
     Q_SET_PROMPT,
     Q_CHILDREN,
     Q_DEL_TREE,
+    Q_FORK,
+    Q_FORK_UPDATES,
     /* Q_LIST.. Q_LIST_CWD_AFTER again for archived = 0, then for archived = 1. */
     Q_LIST_X,
     Q_LIST_O = Q_LIST_X + 4,
@@ -175,6 +177,18 @@ static const char *const sql[Q_COUNT] = {
     [Q_DEL_TREE] = "WITH RECURSIVE t(id) AS (SELECT id FROM sessions WHERE parent = ?1"
                    " UNION SELECT s.id FROM sessions s JOIN t ON s.parent = t.id)"
                    " SELECT sid FROM sessions WHERE id IN t",
+    /* The fork's row from the source's (?9): its title (?4 NULL), state (?10 NULL) and
+     * system prompt (?12 NULL), archived as ?11 says, and its last seq, which the copied
+     * history continues from. */
+    [Q_FORK] = "INSERT INTO sessions (" COLS ", state, last_seq, lease_holder, lease_epoch,"
+               " lease_expires, archived, system_prompt) SELECT ?1, ?2, ?3, coalesce(?4, title),"
+               " ?5, ?6, coalesce(?10, state), last_seq, ?7, ?7 IS NOT NULL,"
+               " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END, ?11,"
+               " coalesce(?12, system_prompt) FROM sessions WHERE id = ?9",
+    /* One statement: the history is copied inside SQLite, never through this process. */
+    [Q_FORK_UPDATES] = "INSERT INTO updates (sid, seq, json) SELECT"
+                       " (SELECT sid FROM sessions WHERE id = ?1), seq, json FROM updates"
+                       " WHERE sid = (SELECT sid FROM sessions WHERE id = ?2)",
 };
 
 typedef struct sq_store {
@@ -859,6 +873,42 @@ static int sq_set_system_prompt(acp_store *st, const char *id, int64_t fence, co
     return update_one(s, q, "set system prompt", id, fence);
 }
 
+/* One write transaction (BEGIN IMMEDIATE: no commit of the source's can land between the
+ * row and its history). */
+static int sq_fork(acp_store *st, const char *src, const acp_store_session *in, const char *holder,
+                   unsigned ttl_ms)
+{
+    sq_store *s = sq(st);
+    if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
+    sqlite3_stmt *q = stmt(s, Q_FORK);
+    if (!q) return finish(s, ACP_ESTORE);
+    bind_text(q, 1, in->id);
+    bind_text(q, 2, in->cwd);
+    bind_text(q, 3, in->add_dirs);
+    bind_text(q, 4, in->title);
+    bind_text(q, 5, in->created_at);
+    bind_text(q, 6, in->updated_at);
+    bind_text(q, 7, holder);
+    sqlite3_bind_int64(q, 8, ttl_ms);
+    bind_text(q, 9, src);
+    bind_text(q, 10, in->state);
+    sqlite3_bind_int(q, 11, in->archived);
+    bind_text(q, 12, in->system_prompt);
+    int rc = db_step(s, q);
+    sqlite3_reset(q);
+    if (rc == SQLITE_CONSTRAINT)
+        return finish(s, acp_error_set(ACP_EINVAL, "sqlite: session %s already exists", in->id));
+    if (rc != SQLITE_DONE) return finish(s, fail(s, "fork"));
+    if (sqlite3_changes(s->db) == 0)
+        return finish(s, acp_error_set(ACP_ENOTFOUND, "no session %s", src));
+    if (!(q = stmt(s, Q_FORK_UPDATES))) return finish(s, ACP_ESTORE);
+    bind_text(q, 1, in->id);
+    bind_text(q, 2, src);
+    rc = db_step(s, q);
+    sqlite3_reset(q);
+    return finish(s, rc == SQLITE_DONE ? 0 : fail(s, "fork"));
+}
+
 static const acp_store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -878,4 +928,5 @@ static const acp_store_ops sqlite_ops = {
     .set_archived = sq_set_archived,
     .set_system_prompt = sq_set_system_prompt,
     .lease_check = sq_lease_check,
+    .fork = sq_fork,
 };

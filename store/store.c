@@ -119,12 +119,11 @@ static int bad(acp_store *st, const char *what)
 
 static int check_object(const char *text, const char *what);
 
-static int create(acp_store *st, const acp_store_session *app, const char *holder, unsigned ttl_ms)
+/* The caller's new session row into *in, checked as create and fork take it. */
+static int new_row(acp_store *st, const acp_store_session *app, acp_store_session *in)
 {
-    unsigned mark = acp_error_mark();
-    acp_store_session in;
-    const acp_store_session *s = &in;
-    int rc = acp_struct_read(&in, sizeof in, ACP_STORE_SESSION_SIZE_1_0, app, "acp_store_session");
+    const acp_store_session *s = in;
+    int rc = acp_struct_read(in, sizeof *in, ACP_STORE_SESSION_SIZE_1_0, app, "acp_store_session");
     if (rc) return rc;
     if (!app || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
@@ -133,9 +132,17 @@ static int create(acp_store *st, const acp_store_session *app, const char *holde
         return bad(st, "parent session id");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
-    if ((rc = check_object(s->system_prompt, "system prompt"))) return rc;
+    return check_object(s->system_prompt, "system prompt");
+}
+
+static int create(acp_store *st, const acp_store_session *app, const char *holder, unsigned ttl_ms)
+{
+    unsigned mark = acp_error_mark();
+    acp_store_session in;
+    int rc = new_row(st, app, &in);
+    if (rc) return rc;
     begin(st, ACP_FAULT_CREATE);
-    return acp_error_since(mark, st->ops->create(st, s, holder, ttl_ms));
+    return acp_error_since(mark, st->ops->create(st, &in, holder, ttl_ms));
 }
 
 int acp_store_create(acp_store *st, const acp_store_session *s)
@@ -154,6 +161,25 @@ int acp_store_create_leased(acp_store *st, const acp_store_session *s, const cha
         return bad(st, bad_ttl(ttl_ms) ? "lease ttl" : "lease holder");
     int rc = create(st, s, holder, ttl_ms);
     if (!rc) *fence = 1;
+    return rc;
+}
+
+int acp_store_fork(acp_store *st, const char *src, const acp_store_session *dst, const char *holder,
+                   unsigned ttl_ms, int64_t *fence)
+{
+    unsigned mark = acp_error_mark();
+    if (fence) *fence = 0;
+    if (!src || !*src) return bad(st, "source session id");
+    if (holder && (bad_holder(holder) || bad_ttl(ttl_ms) || !fence))
+        return bad(st, bad_ttl(ttl_ms) ? "lease ttl" : "lease holder");
+    acp_store_session in;
+    int rc = new_row(st, dst, &in);
+    if (rc) return rc;
+    if ((rc = check_object(in.state, "state"))) return rc;
+    /* Counted as a create: it is one, with more rows. */
+    begin(st, ACP_FAULT_CREATE);
+    rc = acp_error_since(mark, st->ops->fork(st, src, &in, holder, holder ? ttl_ms : 0));
+    if (!rc && holder) *fence = 1;
     return rc;
 }
 

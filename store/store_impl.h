@@ -50,6 +50,9 @@ typedef struct acp_store_ops {
     int (*set_system_prompt)(acp_store *st, const char *id, int64_t fence, const char *json);
     /* 0 while fence is the session's epoch, else ACP_ESTALE / ACP_ENOTFOUND: a read. */
     int (*lease_check)(acp_store *st, const char *id, int64_t fence);
+    /* acp_store_fork: dst checked as create's; holder NULL: no lease (ttl_ms 0). */
+    int (*fork)(acp_store *st, const char *src, const acp_store_session *dst, const char *holder,
+                unsigned ttl_ms);
 } acp_store_ops;
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.

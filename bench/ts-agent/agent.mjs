@@ -12,6 +12,8 @@
 // and WebSocket on 127.0.0.1:PORT/acp (0: any free port; the bound port is printed on stdout as
 // "listening PORT"), the peer of `acp-agent --listen` in the remote benchmarks.
 //
+// session/fork copies the source's history file and writes a new meta file.
+//
 // Echo engine: text not starting with "/" comes back as one agent_message_chunk; "/stream N BYTES"
 // sends N agent_message_chunk updates of exactly BYTES ASCII bytes with one messageId; "/title TEXT"
 // sends session_info_update (title, updatedAt). After session/new: available_commands_update.
@@ -39,7 +41,7 @@ import * as path from "node:path";
 import * as crypto from "node:crypto";
 import { Readable, Writable } from "node:stream";
 // The unstable entry point: the same API with the unstable methods and fields (session/archive,
-// session/list's `archived`), which the stable one refuses or strips.
+// session/list's `archived`, session/fork), which the stable one refuses or strips.
 import * as acp from "@agentclientprotocol/sdk/unstable";
 
 const argv = process.argv.slice(2);
@@ -204,7 +206,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
         loadSession: true,
         promptCapabilities: {},
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {}, archive: {} },
+        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {}, archive: {}, fork: {} },
       },
       authMethods: [],
     };
@@ -256,6 +258,26 @@ const app = acp.agent({ name: "acp-ts-agent" })
     writeMeta(meta);
     live.set(meta.sessionId, { meta, cancelled: false });
     return sessionState(meta);
+  })
+  // session/fork (unstable; the SDK's AGENT_METHODS.session_fork): a new meta file and a copy of
+  // the source's history file (fs.copyFileSync: the kernel copies, copy_file_range where it can).
+  .onRequest(acp.AGENT_METHODS.session_fork, async ({ params }) => {
+    checkRoots(params);
+    const src = readMeta(params.sessionId);
+    if (!src) throw acp.RequestError.resourceNotFound(params.sessionId);
+    const now = new Date().toISOString();
+    const meta = {
+      ...src,
+      sessionId: crypto.randomBytes(16).toString("hex"),
+      cwd: params.cwd,
+      additionalDirectories: params.additionalDirectories ?? [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    fs.copyFileSync(histPath(src.sessionId), histPath(meta.sessionId));
+    writeMeta(meta);
+    live.set(meta.sessionId, { meta, cancelled: false });
+    return { sessionId: meta.sessionId, ...sessionState(meta) };
   })
   .onRequest("session/resume", async ({ params }) => {
     checkRoots(params);

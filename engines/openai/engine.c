@@ -42,16 +42,33 @@ static int feed(void *user, int64_t seq, const char *json, size_t n)
     return openai_history_feed(user, json, n);
 }
 
-static void session_setup(acp_session *s, void *user)
+/* The engine's state of a session that opens; NULL without memory (prompts then answer "out
+ * of memory"). */
+static oa_sess *sess_make(openai *oa, acp_session *s)
 {
-    openai *oa = user;
     oa_sess *os = calloc(1, sizeof *os);
-    if (!os) return; /* prompts then answer "out of memory" */
+    if (!os) return NULL;
     os->oa = oa;
     os->s = s;
     if ((os->next_s = oa->sessions)) os->next_s->prev_s = os;
     oa->sessions = os;
     acp_session_set_data(s, os);
+    return os;
+}
+
+static void sess_options(openai *oa, acp_session *s)
+{
+    if (oa->models)
+        acp_session_set_config_options(s, oa->options, 2);
+    else
+        models_fetch(oa); /* the server was down at start, perhaps: the list comes as an update */
+}
+
+static void session_setup(acp_session *s, void *user)
+{
+    openai *oa = user;
+    oa_sess *os = sess_make(oa, s);
+    if (!os) return;
     /* One tool result may take a quarter of the window (4 bytes a token): a whole log file
      * read once must not fill every later request, nor stop the summary that would fix it. */
     os->h.result_max = oa_window(os);
@@ -69,10 +86,28 @@ static void session_setup(acp_session *s, void *user)
                  rc == ACP_ENOMEM ? "out of memory" : acp_error_last()->message) < 0)
         os->broken = NULL;
     os->titled = openai_history_started(&os->h);
-    if (oa->models)
-        acp_session_set_config_options(s, oa->options, 2);
-    else
-        models_fetch(oa); /* the server was down at start, perhaps: the list comes as an update */
+    sess_options(oa, s);
+}
+
+/* session/fork: the fork's context is the source's, copied from the source's memory when it
+ * is open here (the same messages its store holds, without reading them all back), else
+ * rebuilt from the fork's own stored copy as a load would. The copy is deep: the fork's turns
+ * never reach the source's context, nor the source's the fork's. */
+static void session_fork(acp_session *f, acp_session *source, const char *source_id, void *user)
+{
+    openai *oa = user;
+    const oa_sess *from = source ? acp_session_data(source) : NULL;
+    if (!from || from->broken) {
+        session_setup(f, user);
+        return;
+    }
+    oa_sess *os = sess_make(oa, f);
+    if (!os) return;
+    if (openai_history_copy(&os->h, &from->h)) os->broken = strdup("out of memory");
+    os->h.result_max = oa_window(os);
+    os->titled = from->titled;
+    os->used = from->used;
+    sess_options(oa, f);
 }
 
 static void session_free(acp_session *s, void *user)
@@ -445,6 +480,7 @@ void openai_engine(openai *oa, acp_engine *e)
                       .prompt = prompt,
                       .cancel = cancel,
                       .session_free = session_free,
+                      .session_fork = session_fork,
                       .user = oa,
                       /* its system message is one string: the client's may replace it */
                       .system_prompt_override = true,

@@ -396,6 +396,40 @@ bool openai_history_started(const openai_history *h)
     return h->ndone > 0 || h->cur != OPENAI_MSG_NONE || h->summary.len > 0;
 }
 
+static int buf_copy(acp_buf *dst, const acp_buf *src)
+{
+    return src->len ? acp_buf_append(dst, src->data, src->len) : 0;
+}
+
+static int str_copy(char **dst, const char *src)
+{
+    return src && !(*dst = strdup(src)) ? ACP_ENOMEM : 0;
+}
+
+int openai_history_copy(openai_history *dst, const openai_history *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->result_max = src->result_max;
+    dst->ndone = src->ndone;
+    dst->cur = src->cur;
+    int rc = buf_copy(&dst->done, &src->done) || buf_copy(&dst->summary, &src->summary) ||
+             buf_copy(&dst->content, &src->content) || buf_copy(&dst->calls, &src->calls) ||
+             buf_copy(&dst->cmp_text, &src->cmp_text) || str_copy(&dst->user_mid, src->user_mid) ||
+             str_copy(&dst->cmp_id, src->cmp_id);
+    if (!rc && src->nres && !(dst->res = calloc(src->nres, sizeof *dst->res))) rc = ACP_ENOMEM;
+    for (size_t i = 0; !rc && i < src->nres; i++) {
+        dst->nres = dst->capres = i + 1;
+        openai_result *d = &dst->res[i];
+        const openai_result *r = &src->res[i];
+        d->has = r->has;
+        rc = str_copy(&d->id, r->id) || str_copy(&d->wire_id, r->wire_id) ||
+             buf_copy(&d->text, &r->text);
+    }
+    if (!rc) return 0;
+    openai_history_free(dst);
+    return ACP_ENOMEM;
+}
+
 void openai_history_free(openai_history *h)
 {
     clear_cur(h);

@@ -91,6 +91,9 @@ int openai_history_render_system(const openai_history *h, const char *system, ac
 size_t openai_history_bytes(const openai_history *h);
 /* Whether any user message was seen (the session has had its first exchange). */
 bool openai_history_started(const openai_history *h);
+/* A deep copy of src into *dst (zeroed first): a forked session's context, which then lives
+ * apart from src's. 0, or ACP_ENOMEM with *dst freed and zeroed. */
+int openai_history_copy(openai_history *dst, const openai_history *src);
 /* Frees everything the history holds; *h is zeroed, ready for reuse. */
 void openai_history_free(openai_history *h);
 

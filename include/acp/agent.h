@@ -266,6 +266,19 @@ typedef struct acp_engine {
      * acp_agent_auth_changed(), and sends auth/status_update when the answer differs from the
      * last one the client was told. */
     const char *(*auth_status)(acp_agent *a, const char **account, void *user);
+    /* Since 1.1: session/fork (unstable: ACP_UNSTABLE_FORK). The session `fork` was just made
+     * from the session named source_id: its stored history is already a copy of the source's,
+     * and its modes, config values and system prompt are the source's (unless the fork request
+     * gave its own systemPrompt). Called in place of session_setup, with the same freedom and
+     * the fork's params in acp_session_open_params(): the engine sets up the fork's own state
+     * (acp_session_set_data), copying the source's from `source` (the source session when it
+     * is open and ready on this agent, its state in acp_session_data(); NULL when it is only
+     * stored, or open in another process: then rebuild from the fork's stored history, as for
+     * a load). NULL hook: session_setup is called instead, as for a load. The source is never
+     * changed by a fork, and the two states must not share anything mutable: prompting one
+     * never changes the other. An engine with ACP_DISABLE_LOAD is offered session/fork only
+     * when it sets this. */
+    void (*session_fork)(acp_session *fork, acp_session *source, const char *source_id, void *user);
 } acp_engine;
 #define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 

@@ -108,6 +108,7 @@ typedef enum acp_agent_cap {
     ACP_CAP_MCP_ACP,                /* mcpCapabilities.acp (unstable: MCP over ACP) */
     ACP_CAP_PROVIDERS,              /* providers (unstable) */
     ACP_CAP_AUTH_STATUS,            /* auth.status (unstable) */
+    ACP_CAP_FORK,                   /* sessionCapabilities.fork (unstable) */
 } acp_agent_cap;
 
 typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
@@ -412,6 +413,15 @@ int acp_client_session_load(acp_client *c, const char *id, const acp_session_opt
                             acp_client_session **out);
 int acp_client_session_resume(acp_client *c, const char *id, const acp_session_opts *o,
                               acp_client_session **out);
+
+/* session/fork (unstable: needs sessionCapabilities.fork, ACP_ENOTSUP otherwise and nothing is
+ * sent): a new session whose history is session id's up to now, with o's cwd, roots and MCP
+ * servers as session/new takes them (the source need not be open here). reply->session is the
+ * new handle, as session/new's. */
+int acp_client_session_fork_start(acp_client *c, const char *id, const acp_session_opts *o,
+                                  acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_session_fork(acp_client *c, const char *id, const acp_session_opts *o,
+                            acp_client_session **out);
 
 const char *acp_client_session_id(const acp_client_session *s);
 /* The new/load/resume result (borrowed): modes, configOptions, _meta, as answered. */

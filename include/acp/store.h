@@ -110,6 +110,18 @@ int acp_store_create(acp_store *st, const acp_store_session *s);
  * range (see acp_store_lease_acquire). */
 int acp_store_create_leased(acp_store *st, const acp_store_session *s, const char *holder,
                             unsigned ttl_ms, int64_t *fence);
+/* Makes session dst->id a fork of session src, in one transaction: a new session as
+ * acp_store_create_leased() makes it (dst's id, cwd, add_dirs and timestamps; the lease taken
+ * by holder for ttl_ms, its epoch into *fence, when holder is non-NULL; no lease and *fence 0
+ * when NULL), whose title, state and system_prompt are dst's when set, else src's (archived
+ * is dst's), and whose history is a copy of src's committed history, update for update, under
+ * the same seqs. A copy, not a
+ * reference: nothing of src changes, and deleting either session later leaves the other
+ * whole. Appends to src still in the batch are not copied (commit first). A concurrent
+ * commit or delete of src is either wholly before the copy or wholly after it. Needs no lease
+ * on src. ACP_ENOTFOUND when src does not exist; ACP_EINVAL as acp_store_create_leased(). */
+int acp_store_fork(acp_store *st, const char *src, const acp_store_session *dst, const char *holder,
+                   unsigned ttl_ms, int64_t *fence);
 /* Reads one session into *out (struct_size set by the caller; caller clears it).
  * ACP_ENOTFOUND if absent or deleted; ACP_EINVAL for a struct_size 0 or too small. */
 int acp_store_get(acp_store *st, const char *id, acp_store_session *out);

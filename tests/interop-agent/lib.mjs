@@ -100,6 +100,7 @@ const RESPONSE = {
   "providers/set": "SetProviderResponse",
   "providers/disable": "DisableProviderResponse",
   "auth/status": "AuthStatusResponse",
+  "session/fork": "ForkSessionResponse", // unstable (schema.unstable.json)
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
@@ -183,7 +184,7 @@ export function schemaCheck(msg, methodOf, caps = {}, agentInit = null) {
     } else {
       if (m && RESPONSE[m]) check(RESPONSE[m], msg.result, `${m} result`);
       const r = isObj(msg.result) ? msg.result : {};
-      if (["session/new", "session/load", "session/resume", "session/set_config_option"].includes(m)) noBooleans(r.configOptions, `${m} result`);
+      if (["session/new", "session/load", "session/resume", "session/fork", "session/set_config_option"].includes(m)) noBooleans(r.configOptions, `${m} result`);
       if (m === "initialize") {
         if (!hasCap(cc, "auth.terminal"))
           for (const am of Array.isArray(r.authMethods) ? r.authMethods : [])

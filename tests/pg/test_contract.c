@@ -39,6 +39,7 @@ int main(void)
     }
     store_contract_env env = {.name = "store_contract_postgresql", .fresh = fresh, .user = &r};
     int failed = store_contract_run(&env);
+    failed += store_fork_contract_run(&env);
     snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
     pg_env_exec(base, sql);
     free(r.db);

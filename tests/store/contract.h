@@ -14,5 +14,7 @@ typedef struct store_contract_env {
 
 /* Runs every contract test; returns the number of failures (0: all passed). */
 int store_contract_run(const store_contract_env *env);
+/* The same for acp_store_fork (contract_fork.c). */
+int store_fork_contract_run(const store_contract_env *env);
 
 #endif

@@ -57,15 +57,24 @@ enum {
     OP_GET,
     OP_REPLAY,
     OP_LIST,
+    OP_FORK, /* fault_c made a fork of fault_a */
     NOPS
 };
 static const unsigned op_bit[NOPS] = {ACP_FAULT_CREATE,    ACP_FAULT_SET_INFO, ACP_FAULT_SET_ROOTS,
                                       ACP_FAULT_SET_STATE, ACP_FAULT_COMMIT,   ACP_FAULT_COMMIT,
                                       ACP_FAULT_DELETE,    ACP_FAULT_GET,      ACP_FAULT_REPLAY,
-                                      ACP_FAULT_LIST};
-static const char *const op_name[NOPS] = {
-    "create", "set_info", "set_roots", "set_state", "commit (one session)", "commit (two sessions)",
-    "delete", "get",      "replay",    "list"};
+                                      ACP_FAULT_LIST,      ACP_FAULT_CREATE};
+static const char *const op_name[NOPS] = {"create",
+                                          "set_info",
+                                          "set_roots",
+                                          "set_state",
+                                          "commit (one session)",
+                                          "commit (two sessions)",
+                                          "delete",
+                                          "get",
+                                          "replay",
+                                          "list",
+                                          "fork"};
 
 /* The batch a commit takes is appended before the fault is armed. */
 static void prepare(acp_store *st, int op)
@@ -112,6 +121,10 @@ static int do_op(acp_store *st, int op)
         rc = acp_store_list(st, NULL, NULL, 1, count_session, &n, &next);
         free(next);
         return rc;
+    case OP_FORK:
+        strcpy(s.created_at, T1);
+        strcpy(s.updated_at, T1);
+        return acp_store_fork(st, fault_a, &s, NULL, 0, NULL);
     }
     return -1;
 }

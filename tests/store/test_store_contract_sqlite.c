@@ -28,6 +28,7 @@ int main(void)
     if (tmpdir_make(e.dir, sizeof e.dir, "store")) return perror("mkdtemp"), 1;
     store_contract_env env = {.name = "store_contract_sqlite", .fresh = fresh, .user = &e};
     int failed = store_contract_run(&env);
+    failed += store_fork_contract_run(&env);
     tmpdir_remove(e.dir);
     return failed ? 1 : 0;
 }

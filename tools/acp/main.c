@@ -36,6 +36,7 @@ static const char usage_main[] =
     "  archive ID | unarchive ID hide session ID from 'acp sessions', or show it again\n"
     "                            (unstable)\n"
     "  status ID                 whether the agent has session ID open or saved (unstable)\n"
+    "  fork ID                   fork session ID into a new one and print its id (unstable)\n"
     "  modes [-s ID]             list the session's modes (* marks the current one)\n"
     "  mode -s ID MODE           switch session ID to MODE\n"
     "  config [-s ID] [OPTION VALUE]\n"
@@ -154,6 +155,7 @@ static int cmd_title(app *a);
 static int cmd_archive(app *a);
 static int cmd_unarchive(app *a);
 static int cmd_status(app *a);
+static int cmd_fork(app *a);
 
 static const command commands[] = {
     {"info", cmd_info, 0, 0, 0,
@@ -223,6 +225,12 @@ static const command commands[] = {
      "Prints whether the agent has session ID in memory ('open') or only stored\n"
      "('saved') (session/status; unstable: needs sessionCapabilities.status). Nothing\n"
      "is loaded or changed. --json: the result, {\"status\": ...}.\n"},
+    {"fork", cmd_fork, F_SESS, 1, 1,
+     "usage: acp fork [new's options] ID\n\n"
+     "Forks session ID (session/fork, unstable): a new session whose history is ID's\n"
+     "up to now, in --cwd with new's roots and MCP servers; ID itself is not changed.\n"
+     "Prints the new id (--json: the session/fork result). Sent only when the agent\n"
+     "advertises sessionCapabilities.fork; otherwise refused (exit status 3).\n"},
     {"modes", cmd_modes, F_SID | F_SESS, 0, 0,
      "usage: acp modes [-s ID] [new's options]\n\n"
      "Lists the modes of session ID (without -s: of a new session, closed and deleted\n"
@@ -1132,6 +1140,22 @@ static int cmd_status(app *a)
     /* the schema: a value we do not know reads as saved */
     printf("%s\n", st && !strcmp(st, "open") ? "open" : "saved");
     json_decref(res);
+    return 0;
+}
+
+static int cmd_fork(app *a)
+{
+    int rc = open_signed_in(a);
+    if (rc) return rc;
+    acp_session_opts so;
+    app_session_opts(a, &so);
+    const char *id = a->args[0];
+    /* Refused by the library, before anything is sent, when the agent does not advertise it. */
+    if ((rc = acp_client_session_fork(a->c, id, &so, &a->s))) return fail_id(a, "fork", id, rc);
+    if (a->json)
+        render_result(&a->r, json_deep_copy(acp_client_session_result(a->s)));
+    else
+        printf("%s\n", safe_line(acp_client_session_id(a->s)));
     return 0;
 }
 

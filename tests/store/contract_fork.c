@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The store contract for acp_store_fork (see contract.h): every backend copies a session's
+ * history into a new session, and the two never share anything afterwards. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "acp/store.h"
+#include "contract.h"
+
+#define T0 "2026-01-01T00:00:00.000Z"
+#define T1 "2026-01-02T00:00:00.000Z"
+
+typedef struct fx {
+    char *where;
+    acp_store *st;
+} fx;
+
+static int setup(void **state)
+{
+    const store_contract_env *env = *state;
+    fx *f = calloc(1, sizeof *f);
+    if (!f || !(f->where = env->fresh(env->user)) || acp_store_open(f->where, &f->st)) {
+        if (f) free(f->where);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    acp_store_close(f->st);
+    free(f->where);
+    free(f);
+    return 0;
+}
+
+static acp_store_session row(const char *id, const char *cwd, const char *t)
+{
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)id,
+                           .cwd = (char *)cwd,
+                           .add_dirs = (char *)"[]"};
+    memcpy(s.created_at, t, ACP_STORE_TIME_LEN + 1);
+    memcpy(s.updated_at, t, ACP_STORE_TIME_LEN + 1);
+    return s;
+}
+
+/* Session id in /w with n updates {"n":1} .. {"n":n}, title "T", state {"m":"x"}. */
+static void mk(acp_store *st, const char *id, int n)
+{
+    acp_store_session s = row(id, "/w", T0);
+    assert_int_equal(acp_store_create(st, &s), 0);
+    assert_int_equal(acp_store_set_info(st, id, 0, true, "T", NULL), 0);
+    assert_int_equal(acp_store_set_state(st, id, 0, "{\"m\":\"x\"}"), 0);
+    char j[32];
+    for (int i = 1; i <= n; i++) {
+        int len = snprintf(j, sizeof j, "{\"n\":%d}", i);
+        assert_int_equal(acp_store_append(st, id, 0, j, (size_t)len), 0);
+    }
+    assert_int_equal(acp_store_commit(st, T0), 0);
+}
+
+typedef struct seen {
+    int64_t n, bad;
+    int64_t first, last;
+} seen;
+
+/* Checks that update seq k is {"n":k}. */
+static int check(void *user, int64_t seq, const char *json, size_t n)
+{
+    seen *s = user;
+    char want[32];
+    snprintf(want, sizeof want, "{\"n\":%lld}", (long long)seq);
+    if (strlen(want) != n || memcmp(want, json, n)) s->bad++;
+    if (!s->n) s->first = seq;
+    s->last = seq;
+    s->n++;
+    return 0;
+}
+
+/* The whole history of id, every update checked against its seq; returns how many. */
+static int64_t history(acp_store *st, const char *id)
+{
+    seen s = {0};
+    int64_t last = -1;
+    bool done = false;
+    assert_int_equal(acp_store_replay(st, id, 0, 0, check, &s, &last, &done), 0);
+    assert_true(done);
+    assert_int_equal(s.bad, 0);
+    assert_int_equal(last, s.n ? s.last : 0);
+    if (s.n) assert_int_equal(s.first, 1);
+    return s.n;
+}
+
+static void t_fork_copies(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 5);
+    /* The source's system prompt comes along; its archived flag does not. */
+    assert_int_equal(acp_store_set_system_prompt(f->st, "src", 0, "{\"mode\":\"append\"}"), 0);
+    assert_int_equal(acp_store_set_archived(f->st, "src", true), 0);
+    acp_store_session d = row("fork", "/other", T1);
+    d.add_dirs = (char *)"[\"/x\"]";
+    int64_t fence = -1;
+    assert_int_equal(acp_store_fork(f->st, "src", &d, "holder-A", 60000, &fence), 0);
+    assert_int_equal(fence, 1);
+    assert_int_equal(history(f->st, "fork"), 5);
+    acp_store_session g = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "fork", &g), 0);
+    assert_string_equal(g.cwd, "/other");
+    assert_string_equal(g.add_dirs, "[\"/x\"]");
+    assert_string_equal(g.title, "T");             /* the source's */
+    assert_string_equal(g.state, "{\"m\":\"x\"}"); /* the source's */
+    assert_string_equal(g.created_at, T1);
+    assert_string_equal(g.system_prompt, "{\"mode\":\"append\"}");
+    assert_false(g.archived);
+    acp_store_session_clear(&g);
+    /* The fork's lease is holder-A's: another holder is refused, and its fence writes. */
+    assert_int_equal(acp_store_lease_acquire(f->st, "fork", "B", 1000, NULL, &fence, NULL),
+                     ACP_EBUSY);
+    assert_int_equal(acp_store_set_state(f->st, "fork", 1, "{}"), 0);
+    /* The source is untouched, lease-free. */
+    assert_int_equal(acp_store_lease_acquire(f->st, "src", "B", 1000, NULL, &fence, NULL), 0);
+    assert_int_equal(history(f->st, "src"), 5);
+}
+
+/* The fork's own title and state win over the source's; no holder, no lease. */
+static void t_fork_own_meta(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 1);
+    acp_store_session d = row("fork", "/w", T1);
+    d.title = (char *)"mine";
+    d.state = (char *)"{\"m\":\"y\"}";
+    d.system_prompt = (char *)"{\"mode\":\"override\"}";
+    int64_t fence = -1;
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, &fence), 0);
+    assert_int_equal(fence, 0);
+    acp_store_session g = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "fork", &g), 0);
+    assert_string_equal(g.title, "mine");
+    assert_string_equal(g.state, "{\"m\":\"y\"}");
+    assert_string_equal(g.system_prompt, "{\"mode\":\"override\"}");
+    acp_store_session_clear(&g);
+    assert_int_equal(acp_store_lease_acquire(f->st, "fork", "B", 1000, NULL, &fence, NULL), 0);
+    d.state = (char *)"[1]";
+    d.id = (char *)"f2";
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), ACP_EINVAL);
+}
+
+/* Appends to either go on from the same seq and never reach the other. */
+static void t_fork_independent(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 3);
+    acp_store_session d = row("fork", "/w", T1);
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), 0);
+    assert_int_equal(acp_store_append(f->st, "fork", 0, "{\"n\":4}", 7), 0);
+    assert_int_equal(acp_store_append(f->st, "fork", 0, "{\"n\":5}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, T1), 0);
+    assert_int_equal(history(f->st, "fork"), 5);
+    assert_int_equal(history(f->st, "src"), 3);
+    assert_int_equal(acp_store_append(f->st, "src", 0, "{\"n\":4}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, T1), 0);
+    assert_int_equal(history(f->st, "src"), 4);
+    assert_int_equal(history(f->st, "fork"), 5);
+}
+
+/* Deleting either leaves the other whole; a fork of a fork too. */
+static void t_fork_delete(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 4);
+    acp_store_session d = row("fork", "/w", T1);
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), 0);
+    d.id = (char *)"fork2";
+    assert_int_equal(acp_store_fork(f->st, "fork", &d, NULL, 0, NULL), 0);
+    assert_int_equal(acp_store_delete(f->st, "src"), 0);
+    assert_int_equal(history(f->st, "fork"), 4);
+    assert_int_equal(acp_store_delete(f->st, "fork2"), 0);
+    assert_int_equal(history(f->st, "fork"), 4);
+    d.id = (char *)"fork3";
+    assert_int_equal(acp_store_fork(f->st, "fork", &d, NULL, 0, NULL), 0);
+    assert_int_equal(acp_store_delete(f->st, "fork"), 0);
+    assert_int_equal(history(f->st, "fork3"), 4);
+    acp_store_session g = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "fork", &g), ACP_ENOTFOUND);
+}
+
+static void t_fork_errors(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 2);
+    mk(f->st, "taken", 1);
+    acp_store_session d = row("fork", "/w", T1);
+    int64_t fence = -1;
+    assert_int_equal(acp_store_fork(f->st, "nope", &d, "A", 1000, &fence), ACP_ENOTFOUND);
+    assert_int_equal(fence, 0);
+    acp_store_session g = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "fork", &g), ACP_ENOTFOUND);
+    /* An id that exists: refused, and neither session changes. */
+    d.id = (char *)"taken";
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), ACP_EINVAL);
+    assert_int_equal(history(f->st, "taken"), 1);
+    assert_int_equal(history(f->st, "src"), 2);
+    d.id = (char *)"";
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), ACP_EINVAL);
+    d.id = (char *)"fork";
+    assert_int_equal(acp_store_fork(f->st, NULL, &d, NULL, 0, NULL), ACP_EINVAL);
+    assert_int_equal(acp_store_fork(f->st, "src", &d, "A", 0, &fence), ACP_EINVAL);
+    /* An empty history forks into an empty one that continues at seq 1. */
+    acp_store_session e = row("empty", "/w", T0);
+    assert_int_equal(acp_store_create(f->st, &e), 0);
+    assert_int_equal(acp_store_fork(f->st, "empty", &d, NULL, 0, NULL), 0);
+    assert_int_equal(history(f->st, "fork"), 0);
+    assert_int_equal(acp_store_append(f->st, "fork", 0, "{\"n\":1}", 7), 0);
+    assert_int_equal(acp_store_commit(f->st, T1), 0);
+    assert_int_equal(history(f->st, "fork"), 1);
+}
+
+/* The size the issue names: 20,000 updates, copied whole in one call. */
+static void t_fork_large(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 20000);
+    acp_store_session d = row("fork", "/w", T1);
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), 0);
+    assert_int_equal(acp_store_delete(f->st, "src"), 0);
+    assert_int_equal(history(f->st, "fork"), 20000);
+}
+
+int store_fork_contract_run(const store_contract_env *env)
+{
+    void *e = (void *)env;
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
+    const struct CMUnitTest tests[] = {
+        T(t_fork_copies), T(t_fork_own_meta), T(t_fork_independent),
+        T(t_fork_delete), T(t_fork_errors),   T(t_fork_large),
+    };
+#undef T
+    char name[128];
+    snprintf(name, sizeof name, "%s_fork", env->name);
+    return _cmocka_run_group_tests(name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
+}
