@@ -53,7 +53,7 @@ test("acp-agent on stdio: every check runs, no MUST fails, in a temporary direct
   // the session layer, hygiene and the aggregate checks all ran and passed
   for (const id of ["init.version.same", "session.new.unique", "load.replay_before_answer", "load.replay",
     "resume.no_replay", "close.cancels", "list.cwd_filter", "list.paging", "delete.gone", "delete.after_restart",
-    "persist.listed", "roots.not_restored", "prompt.cancel", "prompt.no_update_after_answer", "rpc.parse_error",
+    "persist.listed", "roots.active", "roots.not_restored.load", "roots.not_restored.resume", "prompt.cancel", "prompt.no_update_after_answer", "rpc.parse_error",
     "rpc.id.integer.4", "rpc.id.string_8k.12", "rpc.batch", "rpc.invalid_utf8", "rpc.deep_nesting",
     "transport.stdout_only_jsonrpc", "schema.messages"])
     assert.equal(r.by[id]?.result, "pass", `${id}: ${JSON.stringify(r.by[id])}`);

@@ -1187,6 +1187,20 @@ static void g_close(ctx *x, peer *p)
     free(sid);
 }
 
+/* Whether the agent's /read of file in sid shows the file's text ("root-check"). */
+static bool read_serves(peer *p, const char *sid, const char *file, call *c)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "/read %s", file);
+    size_t from = p->n;
+    turn(p, sid, cmd, c);
+    for (size_t i = from; i < p->n; i++)
+        if (json_is_object(p->v[i].j) && json_object_get(p->v[i].j, "method") &&
+            strstr(p->v[i].raw, "root-check"))
+            return true;
+    return false;
+}
+
 /* --- persistence, load, resume, delete across a restart ----------------------------------- */
 
 static void g_persist(ctx *x, peer *p, peer *q)
@@ -1378,7 +1392,7 @@ static void g_persist(ctx *x, peer *p, peer *q)
     if (want_(x, "roots.*")) {
         if (!has_cap(x, "sessionCapabilities.additionalDirectories") || !can_load || !x->prompt ||
             !json_object_get(x->commands, "read")) {
-            ADD(x, "roots.not_restored", CHK_MUST, CHK_SKIP, S_ROOTS, NULL, NULL,
+            ADD(x, "roots.not_restored.load", CHK_MUST, CHK_SKIP, S_ROOTS, NULL, NULL,
                 "needs additionalDirectories, loadSession, prompts and a /read command to see "
                 "which roots are active");
         } else {
@@ -1399,24 +1413,37 @@ static void g_persist(ctx *x, peer *p, peer *q)
                 json_array_append_new(x->made, json_string(sid));
             }
             call_free(&c);
-            peer_close(q, true);
-            if (sid && !peer_open(x, q, why, sizeof why)) {
-                rcall(q, &c, "session/load",
-                      json_pack("{s:s, s:s, s:[]}", "sessionId", sid, "cwd", hist, "mcpServers"));
+            /* the control: with the root active the read is served */
+            bool active = sid && read_serves(q, sid, file, &c);
+            ADD(x, "roots.active", CHK_MUST, active ? CHK_PASS : CHK_FAIL, S_ADD_DIRS, c.sent,
+                recv_text(q, &c), "a read in an additional directory of the session: %s",
+                active ? "served" : "refused");
+            call_free(&c);
+            static const char *const verbs[] = {"session/load", "session/resume"};
+            for (int v = 0; v < 2 && sid && active; v++) {
+                const char *id = v ? "roots.not_restored.resume" : "roots.not_restored.load";
+                if (v && !can_resume) {
+                    ADD(x, id, CHK_MUST, CHK_SKIP, S_ROOTS, NULL, NULL,
+                        "sessionCapabilities.resume is not advertised");
+                    continue;
+                }
+                peer_close(q, true);
+                if (peer_open(x, q, why, sizeof why)) break;
+                bool opened = rcall(
+                    q, &c, verbs[v],
+                    json_pack("{s:s, s:s, s:[]}", "sessionId", sid, "cwd", hist, "mcpServers"));
                 call_free(&c);
-                char cmd[PATH_MAX + 64];
-                snprintf(cmd, sizeof cmd, "/read %s", file);
-                size_t from = q->n;
-                turn(q, sid, cmd, &c);
-                bool leaked = false;
-                for (size_t i = from; i < q->n; i++)
-                    leaked = leaked ||
-                             (json_is_object(q->v[i].j) && json_object_get(q->v[i].j, "method") &&
-                              strstr(q->v[i].raw, "root-check"));
-                ADD(x, "roots.not_restored", CHK_MUST, leaked ? CHK_FAIL : CHK_PASS, S_ROOTS,
-                    c.sent, recv_text(q, &c),
-                    "load without additionalDirectories, then a read in the stored root: %s",
-                    leaked ? "served (the root came back)" : "refused");
+                bool leaked = opened && read_serves(q, sid, file, &c);
+                ADD(x, id, CHK_MUST,
+                    !opened  ? CHK_SKIP
+                    : leaked ? CHK_FAIL
+                             : CHK_PASS,
+                    S_ROOTS, c.sent, recv_text(q, &c),
+                    "%s without additionalDirectories, then a read in the stored root: %s",
+                    verbs[v],
+                    !opened  ? "(the session did not open)"
+                    : leaked ? "served (the root came back)"
+                             : "refused");
                 call_free(&c);
             }
             free(sid);
