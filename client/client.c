@@ -128,6 +128,13 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_PROMPT_AUDIO, json_is_true(json_object_get(pc, "audio"))},
         {ACP_CAP_PROMPT_RESOURCE, json_is_true(json_object_get(pc, "embeddedContext"))},
         {ACP_CAP_LOGOUT, obj_has(json_object_get(ac, "auth"), "logout")},
+        {ACP_CAP_TITLE, obj_has(sc, "title")},
+        {ACP_CAP_ARCHIVE, obj_has(sc, "archive")},
+        {ACP_CAP_STATUS, obj_has(sc, "status")},
+        {ACP_CAP_SYSTEM_PROMPT, obj_has(sc, "systemPrompt")},
+        {ACP_CAP_SYSTEM_PROMPT_OVERRIDE,
+         obj_has(sc, "systemPrompt") &&
+             obj_has(json_object_get(json_object_get(sc, "systemPrompt"), "mode"), "override")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;

@@ -98,6 +98,12 @@ typedef enum acp_agent_cap {
     ACP_CAP_PROMPT_AUDIO,    /* promptCapabilities.audio */
     ACP_CAP_PROMPT_RESOURCE, /* promptCapabilities.embeddedContext */
     ACP_CAP_LOGOUT,          /* auth.logout */
+    /* Since 1.1, the unstable schema's (their wire shapes may change with it): */
+    ACP_CAP_TITLE,                  /* sessionCapabilities.title: session/set_title */
+    ACP_CAP_ARCHIVE,                /* sessionCapabilities.archive: archive, unarchive, filter */
+    ACP_CAP_STATUS,                 /* sessionCapabilities.status: session/status */
+    ACP_CAP_SYSTEM_PROMPT,          /* sessionCapabilities.systemPrompt (append mode) */
+    ACP_CAP_SYSTEM_PROMPT_OVERRIDE, /* sessionCapabilities.systemPrompt.mode.override */
 } acp_agent_cap;
 
 typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
@@ -352,6 +358,10 @@ typedef struct acp_session_opts {
      * the matching mcpCapabilities. */
     json_t *mcp_servers;
     json_t *meta; /* params._meta (borrowed); NULL: none */
+    /* Since 1.1 (unstable): params.systemPrompt, a SystemPrompt object ({"mode": "append" or
+     * "override", "content": [text blocks]}, borrowed); NULL: none. Needs
+     * ACP_CAP_SYSTEM_PROMPT (override: ACP_CAP_SYSTEM_PROMPT_OVERRIDE), else ACP_ENOTSUP. */
+    json_t *system_prompt;
 } acp_session_opts;
 #define ACP_SESSION_OPTS_INIT ACP_STRUCT_INIT(acp_session_opts)
 
@@ -432,6 +442,34 @@ int acp_client_delete(acp_client *c, const char *id);
 int acp_client_close_id_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
                               acp_client_op **op);
 int acp_client_close_id(acp_client *c, const char *id);
+
+/* --- session metadata (unstable: schema.unstable.json of SDK 2.4.0) ------------------------
+ * Each needs its capability, else ACP_ENOTSUP and nothing is sent; ACP_EINVAL for an empty id;
+ * ACP_EPROTO with the agent's code (-32002 unknown session, -32602 refused) as every call. */
+
+/* session/set_title (ACP_CAP_TITLE). The result is {"title": the title the agent stored}
+ * (it may have normalised it: show that one). Sync: *result is the caller's. */
+int acp_client_set_title_start(acp_client *c, const char *id, const char *title, acp_client_cb cb,
+                               void *user, acp_client_op **op);
+int acp_client_set_title(acp_client *c, const char *id, const char *title, json_t **result);
+/* session/archive (archived true) or session/unarchive (ACP_CAP_ARCHIVE). Archiving closes
+ * the session agent-side: a handle this process has for it is freed on success. */
+int acp_client_archive_start(acp_client *c, const char *id, bool archived, acp_client_cb cb,
+                             void *user, acp_client_op **op);
+int acp_client_archive(acp_client *c, const char *id, bool archived);
+/* session/status (ACP_CAP_STATUS): the result is {"status": "open" | "saved" | another value,
+ * which the schema says to read as "saved"}. Sync: *result is the caller's. */
+int acp_client_status_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
+                            acp_client_op **op);
+int acp_client_status(acp_client *c, const char *id, json_t **result);
+/* session/list with the archive filter: archived "exclude" (the agent's default), "include"
+ * or "only" (needs ACP_CAP_ARCHIVE); NULL is acp_client_list(). Keep the same filter when
+ * following nextCursor. */
+int acp_client_list_archived_start(acp_client *c, const char *cwd, const char *archived,
+                                   const char *cursor, acp_client_cb cb, void *user,
+                                   acp_client_op **op);
+int acp_client_list_archived(acp_client *c, const char *cwd, const char *archived,
+                             const char *cursor, json_t **result);
 
 /* --- requests from the agent ------------------------------------------------------------ */
 

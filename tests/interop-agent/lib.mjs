@@ -86,6 +86,11 @@ const RESPONSE = {
   "session/prompt": "PromptResponse",
   "session/set_mode": "SetSessionModeResponse",
   "session/set_config_option": "SetSessionConfigOptionResponse",
+  // the unstable schema's (schema.mjs reads schema.unstable.json)
+  "session/set_title": "SetSessionTitleResponse",
+  "session/archive": "ArchiveSessionResponse",
+  "session/unarchive": "UnarchiveSessionResponse",
+  "session/status": "SessionStatusResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",

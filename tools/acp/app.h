@@ -54,7 +54,9 @@ typedef struct app {
     size_t nowned;
     json_t *mcp; /* mcpServers */
     bool all_cwd;
-    char **args; /* the command's positional arguments */
+    const char *archived;  /* sessions --archived: "include", "only" (unstable) */
+    json_t *system_prompt; /* --system-prompt FILE: the SystemPrompt object (unstable) */
+    char **args;           /* the command's positional arguments */
     int nargs;
 
     uv_loop_t loop;
