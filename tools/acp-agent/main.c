@@ -58,14 +58,6 @@ static const char usage[] =
     "system-prompt: systemPrompt on session/new, load, resume (stored with the session;\n"
     "the openai engine appends it to its instructions, or replaces them: override).\n"
     "\n"
-    "--check-client: instead of an engine, each prompt checks the client connected to us\n"
-    "(an editor under test): every kind of update, a permission request, fs reads and\n"
-    "writes (a probe file in the session's cwd, removed after), a terminal (output, exit,\n"
-    "truncation), a form elicitation, an unknown extension method; each answer validated\n"
-    "against schema.json. The report (like acp check's; --check-json: one object per\n"
-    "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
-    "its summary.\n"
-    "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
     "\n"
@@ -89,6 +81,17 @@ static const char usage[] =
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
     "\n";
+/* Its own string: ISO C's 4095-byte limit on one literal. */
+static const char check_usage[] =
+    "--check-client: instead of an engine, each prompt checks the client connected to us\n"
+    "(an editor under test): every kind of update, a permission request, fs reads and\n"
+    "writes (a probe file in the session's cwd, removed after), a terminal (output, exit,\n"
+    "truncation), a form elicitation, an unknown extension method; each answer validated\n"
+    "against schema.json. The report (like acp check's; --check-json: one object per\n"
+    "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
+    "its summary.\n"
+    "\n";
+
 struct prog {
     int verbose;
     bool echo; /* the echo engine, whose extension methods each agent registers */
@@ -295,7 +298,7 @@ int main(int argc, char **argv)
     while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_HELP:
-            printf("%s%s", usage, serve_cli_usage);
+            printf("%s%s%s", usage, check_usage, serve_cli_usage);
             serve_cli_free(&sc);
             return 0;
         case O_VERSION:
