@@ -65,6 +65,7 @@ struct ctx {
     json_t *commands; /* available command names seen */
     /* across the run */
     unsigned nmsgs, nonjson, badschema;
+    unsigned signed_in;
     char *first_nonjson, *first_bad, *first_bad_msg;
 };
 
@@ -305,6 +306,8 @@ static bool start_done(peer *p, const void *arg)
     return ((const started *)arg)->done;
 }
 
+static void peer_close(peer *p, bool kill_it);
+
 /* A fresh agent (or connection), initialized. 0, or the reason in why. */
 static int peer_open(ctx *x, peer *p, char *why, size_t n)
 {
@@ -334,8 +337,27 @@ static int peer_open(ctx *x, peer *p, char *why, size_t n)
     run_until(p, start_done, &s, 0);
     if (s.status) {
         snprintf(why, n, "%s", s.why);
+        peer_close(p, true);
         return -1;
     }
+    /* Signed in as acp signs in (--auth METHOD, or a method whose variables are set): the
+     * session layer is behind the sign-in on agents that need one. */
+    const char *method = a->auth;
+    size_t i;
+    json_t *m;
+    json_array_foreach(acp_client_auth_methods(p->c), i, m)
+    {
+        char vars[256];
+        if (!method && x->stdio && auth_env_ready(m, vars, sizeof vars))
+            method = json_string_value(json_object_get(m, "id"));
+    }
+    if (method && acp_client_authenticate(p->c, method)) {
+        snprintf(why, n, "cannot sign in with '%s': %s", method, acp_error_last()->message);
+        peer_close(p, true);
+        return -1;
+    }
+    if (method && !x->signed_in++)
+        fprintf(stderr, "acp check: signing in with '%s' on every connection\n", method);
     return 0;
 }
 
@@ -1566,12 +1588,23 @@ int cmd_check(app *a)
         settle(&p, SETTLE_MS); /* available_commands_update and the like */
         g_init(&x, &p);
         g_rpc(&x, &p);
-        g_new(&x, &p);
-        g_prompt(&x, &p);
-        g_list(&x, &p);
-        g_close(&x, &p);
+        /* the hygiene checks may have killed the agent (they say so): a fresh one for the rest */
+        if (acp_client_agent_gone(p.c)) {
+            fprintf(stderr,
+                    "acp check: the agent died during the JSON-RPC checks; starting it again\n");
+            peer_close(&p, true);
+            if (peer_open(&x, &p, why, sizeof why))
+                ADD(&x, "init.restart", CHK_MUST, CHK_FAIL, S_PERSIST, NULL, why,
+                    "the agent does not start again after the JSON-RPC checks");
+        }
+        if (p.c) g_new(&x, &p);
         memset(&q, 0, sizeof q);
-        g_persist(&x, &p, &q);
+        if (p.c) {
+            g_prompt(&x, &p);
+            g_list(&x, &p);
+            g_close(&x, &p);
+            g_persist(&x, &p, &q);
+        }
         peer_close(&p, true);
         peer_close(&q, true);
         cleanup(&x);
