@@ -106,6 +106,15 @@ for (const [mode, id] of cases) {
   });
 }
 
+test("an agent that wants a sign-in: the session layer is skipped and says why", async () => {
+  const r = await check(broken("auth-required"));
+  assert.equal(r.by["session.auth"]?.result, "skip", JSON.stringify(r.by["session.auth"]));
+  assert.match(r.by["session.auth"].detail, /--auth METHOD/);
+  assert.equal(r.by["list.cwd_filter"], undefined);
+  assert.deepEqual(mustFails(r), []);
+  assert.equal(r.code, 0);
+});
+
 // The same checks through the client's remote transports.
 for (const scheme of ["ws", "http"]) {
   test(`acp-agent --listen over ${scheme}://: no MUST fails`, async (t) => {

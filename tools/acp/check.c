@@ -66,6 +66,7 @@ struct ctx {
     /* across the run */
     unsigned nmsgs, nonjson, badschema;
     unsigned signed_in;
+    bool auth_wall; /* session/new wants a sign-in this run cannot give */
     char *first_nonjson, *first_bad, *first_bad_msg;
 };
 
@@ -867,6 +868,21 @@ static void g_rpc(ctx *x, peer *p)
 
 static void g_new(ctx *x, peer *p)
 {
+    {
+        call c = {0};
+        rcall(p, &c, "session/new", sess_params(x, NULL));
+        if (result_of(&c) && json_is_string(json_object_get(result_of(&c), "sessionId")))
+            json_array_append_new(x->made,
+                                  json_incref(json_object_get(result_of(&c), "sessionId")));
+        if (code_of(&c) == -32000) {
+            x->auth_wall = true;
+            ADD(x, "session.auth", CHK_MUST, CHK_SKIP, S_NEW_UNIQUE, c.sent, recv_text(p, &c),
+                "session/new wants a sign-in (-32000): the session layer is out of reach; sign "
+                "in first (acp auth METHOD) or pass --auth METHOD");
+        }
+        call_free(&c);
+        if (x->auth_wall) return;
+    }
     if (want_(x, "session.new.unique")) {
         call c1 = {0}, c2 = {0};
         char *a = new_session(p, NULL, &c1), *b = new_session(p, NULL, &c2);
@@ -1599,7 +1615,7 @@ int cmd_check(app *a)
         }
         if (p.c) g_new(&x, &p);
         memset(&q, 0, sizeof q);
-        if (p.c) {
+        if (p.c && !x.auth_wall) {
             g_prompt(&x, &p);
             g_list(&x, &p);
             g_close(&x, &p);
