@@ -71,8 +71,9 @@ abi-baseline:
 bench: deps npm release
 	./bench/run.sh build
 
-# Real agents from npm (opencode, codex-acp, gemini-cli, qwen-code, claude-agent-acp) under a raw
-# JSON-RPC probe and under acp; reports in build/real-agents/. Not in make test: about 1 GB.
+# Real agents from npm (opencode, codex-acp 0.16 and 2.6, gemini-cli, qwen-code, claude-agent-acp,
+# copilot, pi-acp) under a raw JSON-RPC probe, under acp, and under acp check --no-prompt; reports
+# in build/real-agents/ and tests/real-agents/check/. Not in make test: about 1 GB.
 interop-real: deps npm release
 	./tests/real-agents/run.sh
 .PHONY: interop-real

@@ -12,6 +12,7 @@
 //   stdout-noise        a line that is not JSON-RPC on stdout
 //   bad-schema          session/new's result lacks sessionId's type (a number)
 //   update-after-prompt an agent_message_chunk after the prompt's answer
+//   auth-required       (not a broken rule) session/new wants a sign-in
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 
@@ -70,6 +71,7 @@ function handle(m) {
         authMethods: [],
       });
     case "session/new": {
+      if (mode === "auth-required") return fail(id, -32000, "Authentication required");
       if (!absolute(params.cwd)) return fail(id, -32602, "cwd must be absolute");
       if (!Array.isArray(params.mcpServers)) return fail(id, -32602, "mcpServers is required");
       const sid = `sess_${process.pid}_${++n}`;

@@ -53,7 +53,7 @@ test("acp-agent on stdio: every check runs, no MUST fails, in a temporary direct
   // the session layer, hygiene and the aggregate checks all ran and passed
   for (const id of ["init.version.same", "session.new.unique", "load.replay_before_answer", "load.replay",
     "resume.no_replay", "close.cancels", "list.cwd_filter", "list.paging", "delete.gone", "delete.after_restart",
-    "persist.listed", "roots.not_restored", "prompt.cancel", "prompt.no_update_after_answer", "rpc.parse_error",
+    "persist.listed", "roots.active", "roots.not_restored.load", "roots.not_restored.resume", "prompt.cancel", "prompt.no_update_after_answer", "rpc.parse_error",
     "rpc.id.integer.4", "rpc.id.string_8k.12", "rpc.batch", "rpc.invalid_utf8", "rpc.deep_nesting",
     "transport.stdout_only_jsonrpc", "schema.messages"])
     assert.equal(r.by[id]?.result, "pass", `${id}: ${JSON.stringify(r.by[id])}`);
@@ -105,6 +105,15 @@ for (const [mode, id] of cases) {
     if (mode !== "bad-schema") assert.deepEqual(others, []);
   });
 }
+
+test("an agent that wants a sign-in: the session layer is skipped and says why", async () => {
+  const r = await check(broken("auth-required"));
+  assert.equal(r.by["session.auth"]?.result, "skip", JSON.stringify(r.by["session.auth"]));
+  assert.match(r.by["session.auth"].detail, /--auth METHOD/);
+  assert.equal(r.by["list.cwd_filter"], undefined);
+  assert.deepEqual(mustFails(r), []);
+  assert.equal(r.code, 0);
+});
 
 // The same checks through the client's remote transports.
 for (const scheme of ["ws", "http"]) {

@@ -491,19 +491,21 @@ run_acp_checks() {
 # with the summary of every check is one.
 CONFORM_AGENTS=(claude codex codex2 opencode copilot pi)
 run_conformance() {
-    local a names=("$@") dir rc
+    local a names=("$@") dir rc env=()
     [ ${#names[@]} -gt 0 ] || names=("${CONFORM_AGENTS[@]}")
     mkdir -p "$HERE/check"
     for a in "${names[@]}"; do
         agent_cmd "$a" >/dev/null || continue
         dir=$TMPROOT/check-$a
         mkdir -p "$dir/home" "$dir/work" "$dir/tmp"
+        env=()
+        read -ra env <<<"$(agent_env "$a")" # codex's dummy key: acp check signs in with it
         say "acp check --no-prompt against $a (a few minutes)"
         set +e
         (cd "$dir/work" && env -i PATH="$PINNED:$BIN:/usr/local/bin:/usr/bin:/bin" HOME="$dir/home" \
             USER="${USER:-probe}" LANG=C.UTF-8 TERM=dumb NO_COLOR=1 TMPDIR="$dir/tmp" ACP_REAL_PROBE="$dir" \
             XDG_CONFIG_HOME="$dir/home/.config" XDG_DATA_HOME="$dir/home/.local/share" \
-            XDG_STATE_HOME="$dir/home/.local/state" XDG_CACHE_HOME="$dir/home/.cache" \
+            XDG_STATE_HOME="$dir/home/.local/state" XDG_CACHE_HOME="$dir/home/.cache" "${env[@]}" \
             timeout -k 5 1800 "$ACP" --agent "$(agent_cmd "$a")" --timeout "$CALL_TIMEOUT" --json check \
             --no-prompt </dev/null >"$HERE/check/$a.jsonl" 2>"$dir/err")
         rc=$?

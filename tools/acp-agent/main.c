@@ -107,6 +107,7 @@ static const char usage_openai[] =
     "writes and terminal when it offers them (writes and commands ask first; none in mode\n"
     "ask).\n"
     "\n";
+
 struct prog {
     enum log_level level; /* --log-level */
     bool echo;            /* the echo engine, whose extension methods each agent registers */

@@ -65,6 +65,8 @@ struct ctx {
     json_t *commands; /* available command names seen */
     /* across the run */
     unsigned nmsgs, nonjson, badschema;
+    unsigned signed_in;
+    bool auth_wall; /* session/new wants a sign-in this run cannot give */
     char *first_nonjson, *first_bad, *first_bad_msg;
 };
 
@@ -305,6 +307,8 @@ static bool start_done(peer *p, const void *arg)
     return ((const started *)arg)->done;
 }
 
+static void peer_close(peer *p, bool kill_it);
+
 /* A fresh agent (or connection), initialized. 0, or the reason in why. */
 static int peer_open(ctx *x, peer *p, char *why, size_t n)
 {
@@ -334,8 +338,27 @@ static int peer_open(ctx *x, peer *p, char *why, size_t n)
     run_until(p, start_done, &s, 0);
     if (s.status) {
         snprintf(why, n, "%s", s.why);
+        peer_close(p, true);
         return -1;
     }
+    /* Signed in as acp signs in (--auth METHOD, or a method whose variables are set): the
+     * session layer is behind the sign-in on agents that need one. */
+    const char *method = a->auth;
+    size_t i;
+    json_t *m;
+    json_array_foreach(acp_client_auth_methods(p->c), i, m)
+    {
+        char vars[256];
+        if (!method && x->stdio && auth_env_ready(m, vars, sizeof vars))
+            method = json_string_value(json_object_get(m, "id"));
+    }
+    if (method && acp_client_authenticate(p->c, method)) {
+        snprintf(why, n, "cannot sign in with '%s': %s", method, acp_error_last()->message);
+        peer_close(p, true);
+        return -1;
+    }
+    if (method && !x->signed_in++)
+        fprintf(stderr, "acp check: signing in with '%s' on every connection\n", method);
     return 0;
 }
 
@@ -845,6 +868,21 @@ static void g_rpc(ctx *x, peer *p)
 
 static void g_new(ctx *x, peer *p)
 {
+    {
+        call c = {0};
+        rcall(p, &c, "session/new", sess_params(x, NULL));
+        if (result_of(&c) && json_is_string(json_object_get(result_of(&c), "sessionId")))
+            json_array_append_new(x->made,
+                                  json_incref(json_object_get(result_of(&c), "sessionId")));
+        if (code_of(&c) == -32000) {
+            x->auth_wall = true;
+            ADD(x, "session.auth", CHK_MUST, CHK_SKIP, S_NEW_UNIQUE, c.sent, recv_text(p, &c),
+                "session/new wants a sign-in (-32000): the session layer is out of reach; sign "
+                "in first (acp auth METHOD) or pass --auth METHOD");
+        }
+        call_free(&c);
+        if (x->auth_wall) return;
+    }
     if (want_(x, "session.new.unique")) {
         call c1 = {0}, c2 = {0};
         char *a = new_session(p, NULL, &c1), *b = new_session(p, NULL, &c2);
@@ -1187,6 +1225,20 @@ static void g_close(ctx *x, peer *p)
     free(sid);
 }
 
+/* Whether the agent's /read of file in sid shows the file's text ("root-check"). */
+static bool read_serves(peer *p, const char *sid, const char *file, call *c)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "/read %s", file);
+    size_t from = p->n;
+    turn(p, sid, cmd, c);
+    for (size_t i = from; i < p->n; i++)
+        if (json_is_object(p->v[i].j) && json_object_get(p->v[i].j, "method") &&
+            strstr(p->v[i].raw, "root-check"))
+            return true;
+    return false;
+}
+
 /* --- persistence, load, resume, delete across a restart ----------------------------------- */
 
 static void g_persist(ctx *x, peer *p, peer *q)
@@ -1378,7 +1430,7 @@ static void g_persist(ctx *x, peer *p, peer *q)
     if (want_(x, "roots.*")) {
         if (!has_cap(x, "sessionCapabilities.additionalDirectories") || !can_load || !x->prompt ||
             !json_object_get(x->commands, "read")) {
-            ADD(x, "roots.not_restored", CHK_MUST, CHK_SKIP, S_ROOTS, NULL, NULL,
+            ADD(x, "roots.not_restored.load", CHK_MUST, CHK_SKIP, S_ROOTS, NULL, NULL,
                 "needs additionalDirectories, loadSession, prompts and a /read command to see "
                 "which roots are active");
         } else {
@@ -1399,24 +1451,37 @@ static void g_persist(ctx *x, peer *p, peer *q)
                 json_array_append_new(x->made, json_string(sid));
             }
             call_free(&c);
-            peer_close(q, true);
-            if (sid && !peer_open(x, q, why, sizeof why)) {
-                rcall(q, &c, "session/load",
-                      json_pack("{s:s, s:s, s:[]}", "sessionId", sid, "cwd", hist, "mcpServers"));
+            /* the control: with the root active the read is served */
+            bool active = sid && read_serves(q, sid, file, &c);
+            ADD(x, "roots.active", CHK_MUST, active ? CHK_PASS : CHK_FAIL, S_ADD_DIRS, c.sent,
+                recv_text(q, &c), "a read in an additional directory of the session: %s",
+                active ? "served" : "refused");
+            call_free(&c);
+            static const char *const verbs[] = {"session/load", "session/resume"};
+            for (int v = 0; v < 2 && sid && active; v++) {
+                const char *id = v ? "roots.not_restored.resume" : "roots.not_restored.load";
+                if (v && !can_resume) {
+                    ADD(x, id, CHK_MUST, CHK_SKIP, S_ROOTS, NULL, NULL,
+                        "sessionCapabilities.resume is not advertised");
+                    continue;
+                }
+                peer_close(q, true);
+                if (peer_open(x, q, why, sizeof why)) break;
+                bool opened = rcall(
+                    q, &c, verbs[v],
+                    json_pack("{s:s, s:s, s:[]}", "sessionId", sid, "cwd", hist, "mcpServers"));
                 call_free(&c);
-                char cmd[PATH_MAX + 64];
-                snprintf(cmd, sizeof cmd, "/read %s", file);
-                size_t from = q->n;
-                turn(q, sid, cmd, &c);
-                bool leaked = false;
-                for (size_t i = from; i < q->n; i++)
-                    leaked = leaked ||
-                             (json_is_object(q->v[i].j) && json_object_get(q->v[i].j, "method") &&
-                              strstr(q->v[i].raw, "root-check"));
-                ADD(x, "roots.not_restored", CHK_MUST, leaked ? CHK_FAIL : CHK_PASS, S_ROOTS,
-                    c.sent, recv_text(q, &c),
-                    "load without additionalDirectories, then a read in the stored root: %s",
-                    leaked ? "served (the root came back)" : "refused");
+                bool leaked = opened && read_serves(q, sid, file, &c);
+                ADD(x, id, CHK_MUST,
+                    !opened  ? CHK_SKIP
+                    : leaked ? CHK_FAIL
+                             : CHK_PASS,
+                    S_ROOTS, c.sent, recv_text(q, &c),
+                    "%s without additionalDirectories, then a read in the stored root: %s",
+                    verbs[v],
+                    !opened  ? "(the session did not open)"
+                    : leaked ? "served (the root came back)"
+                             : "refused");
                 call_free(&c);
             }
             free(sid);
@@ -1539,12 +1604,23 @@ int cmd_check(app *a)
         settle(&p, SETTLE_MS); /* available_commands_update and the like */
         g_init(&x, &p);
         g_rpc(&x, &p);
-        g_new(&x, &p);
-        g_prompt(&x, &p);
-        g_list(&x, &p);
-        g_close(&x, &p);
+        /* the hygiene checks may have killed the agent (they say so): a fresh one for the rest */
+        if (acp_client_agent_gone(p.c)) {
+            fprintf(stderr,
+                    "acp check: the agent died during the JSON-RPC checks; starting it again\n");
+            peer_close(&p, true);
+            if (peer_open(&x, &p, why, sizeof why))
+                ADD(&x, "init.restart", CHK_MUST, CHK_FAIL, S_PERSIST, NULL, why,
+                    "the agent does not start again after the JSON-RPC checks");
+        }
+        if (p.c) g_new(&x, &p);
         memset(&q, 0, sizeof q);
-        g_persist(&x, &p, &q);
+        if (p.c && !x.auth_wall) {
+            g_prompt(&x, &p);
+            g_list(&x, &p);
+            g_close(&x, &p);
+            g_persist(&x, &p, &q);
+        }
         peer_close(&p, true);
         peer_close(&q, true);
         cleanup(&x);
