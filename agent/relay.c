@@ -137,7 +137,7 @@ static void refuse(relay *r, json_t *id, const char *path, const char *fmt, cons
                           id ? id : json_null(), "error", "code", ACP_RPC_INVALID_PARAMS, "message",
                           message, "data", "path", path);
     char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
-    if (text) acp_link_send(r->l, text, strlen(text));
+    if (text && !acp_link_send(r->l, text, strlen(text))) acp_link_flush(r->l);
     free(text);
     json_decref(e);
 }
