@@ -359,6 +359,7 @@ void relay_shutdown(relay *r)
 void relay_free(relay *r)
 {
     r->freeing = true;
+    r->o.bounds = NULL; /* the server's, freed with it: what still arrives passes unpoliced */
     if (!r->ending) r->o.grace_ms = 0;
     end(r);
     close_pipe(r, &r->out);
