@@ -178,6 +178,11 @@ struct acp_session {
     int64_t replay_seq;
     acp_session *rnext; /* in the agent's replay list */
     bool replaying;
+
+    /* The client's systemPrompt (sessmeta.c): the SystemPrompt object as JSON text, as
+     * stored; its text blocks joined (what acp_session_system_prompt gives) and its mode. */
+    char *system_prompt, *sp_text;
+    bool sp_override;
 };
 
 /* One authenticate request the engine has not answered yet (auth.c). */
@@ -381,6 +386,29 @@ void replay_run(acp_agent *a);
 void replay_stop(acp_session *s);
 /* Runs the rest of a replay now, without waiting for the output to drain (shutdown). */
 void replay_finish(acp_session *s);
+
+/* sessmeta.c: session/set_title, archive, unarchive, status, list's archived filter and the
+ * systemPrompt of new, load, resume and fork (the unstable features TITLE, ARCHIVE, STATUS,
+ * SYSTEM_PROMPT). */
+void sessmeta_register(acp_agent *a);
+/* The sessionCapabilities members of the features offered, into the object w is writing. */
+void sessmeta_write_caps(acp_agent *a, acp_jw *w);
+/* Whether session/archive is offered (it needs session/list too): SessionInfo.archived then. */
+bool sessmeta_archive_on(const acp_agent *a);
+/* session/list's params.archived as an acp_store_archived_filter (INCLUDE when archive is not
+ * offered: the member is then ignored), or -1 after answering req -32602. */
+int sessmeta_list_filter(acp_agent *a, acp_req *req);
+/* params.systemPrompt of session/new, load, resume or fork (params: the request's params
+ * object), checked as schema.unstable.json says: an object with a string mode, "append" or,
+ * when the engine offers it (engine.system_prompt_override), "override", and content a
+ * non-empty array of text blocks. *out receives it as compact JSON text (malloc'd: the
+ * caller's), or NULL when it is omitted or null, or the feature is not offered (the member is
+ * then ignored). False after answering req -32602 naming the member (or -32603): the session
+ * must then not be created, loaded, resumed or forked. */
+bool agent_system_prompt(acp_agent *a, acp_req *req, const json_t *params, char **out);
+/* Gives s the system prompt json (stolen; NULL: none) for the engine to read. 0 or
+ * ACP_ENOMEM (json is s's either way). */
+int session_set_system_prompt(acp_session *s, char *json);
 
 /* methods.c */
 void methods_register(acp_agent *a);

@@ -67,6 +67,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
               {"additionalDirectories", ACP_DISABLE_ADD_DIRS}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
+    sessmeta_write_caps(a, w); /* the unstable title, archive, status, systemPrompt */
     acp_jw_obj_end(w);
     if (a->eng.logout) {
         acp_jw_key(w, "auth");
@@ -168,17 +169,28 @@ static void h_new(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
     if (!agent_accept(a, req, &params_new, true)) return;
-    char id[48];
+    char id[48], *sp = NULL;
+    if (!agent_system_prompt(a, req, acp_req_params(req), &sp)) return;
     if (acp_agent_new_id("sess_", id)) {
+        free(sp);
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
         return;
     }
     acp_session *s = session_open(a, req, id, false);
-    if (!s) return;
+    if (!s) {
+        free(sp);
+        return;
+    }
+    if (session_set_system_prompt(s, sp)) { /* sp is s's now */
+        session_free(s);
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
     acp_store_session row = {.struct_size = sizeof(acp_store_session),
                              .id = id,
                              .cwd = (char *)acp_session_cwd(s),
-                             .add_dirs = s->add_dirs};
+                             .add_dirs = s->add_dirs,
+                             .system_prompt = s->system_prompt};
     acp_store_now(row.created_at);
     memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
     /* Created with this agent's lease on it: one write. */
@@ -203,12 +215,14 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
 {
     if (!agent_accept(a, req, load ? &params_load : &params_resume, true)) return;
     const char *id = session_id_param(req);
-    if (!id) return;
+    char *sp = NULL;
+    if (!id || !agent_system_prompt(a, req, acp_req_params(req), &sp)) return;
     /* Loading a session that is open here starts it afresh: the old one is closed (its
      * running prompt answers cancelled) so that one id never has two live states. */
     acp_session *old = session_find(a, id);
     acp_session *s = session_open(a, req, id, true);
     if (!s) {
+        free(sp);
         /* Failed; if because it is not stored any more (-32002), the one open here was
          * deleted elsewhere: it goes too. */
         acp_store_session row = ACP_STORE_SESSION_INIT;
@@ -225,8 +239,20 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
          * of the new one (committing early is always allowed). */
         acp_agent_flush(a);
     }
-    /* The request's roots are now the session's: list reports them. */
+    /* The request's roots are now the session's: list reports them. A system prompt given
+     * replaces the stored one (omitted: the stored one stays, as the schema allows). */
     int rc = acp_store_set_roots(a->store, id, s->fence, acp_session_cwd(s), s->add_dirs);
+    if (!rc && sp) rc = acp_store_set_system_prompt(a->store, id, s->fence, sp);
+    if (!rc && sp) {
+        rc = session_set_system_prompt(s, sp); /* sp is s's now */
+        sp = NULL;
+    }
+    free(sp);
+    if (rc == ACP_ENOMEM) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        session_free(s);
+        return;
+    }
     if (rc) {
         if (rc == ACP_ENOTFOUND || rc == ACP_ESTALE) /* it was ours a moment ago */
             agent_reply_gone(req, id, rc == ACP_ESTALE);
@@ -290,7 +316,12 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     acp_req_reply(req, NULL);
 }
 
-static void list_one(acp_jw *w, const acp_store_session *ss)
+typedef struct list_page {
+    acp_buf items;
+    bool archived; /* SessionInfo.archived on every session (archive offered) */
+} list_page;
+
+static void list_one(acp_jw *w, const acp_store_session *ss, bool archived)
 {
     acp_jw_obj(w);
     acp_jw_kstr(w, "sessionId", ss->id);
@@ -305,17 +336,19 @@ static void list_one(acp_jw *w, const acp_store_session *ss)
     }
     if (ss->title) acp_jw_kstr(w, "title", ss->title);
     acp_jw_kstr(w, "updatedAt", ss->updated_at);
+    if (archived) acp_jw_kbool(w, "archived", ss->archived);
     acp_jw_obj_end(w);
 }
 
-/* Appends one SessionInfo to the array text being built in user (an acp_buf). */
+/* Appends one SessionInfo to the array text being built in user (a list_page). */
 static int list_collect(void *user, const acp_store_session *ss)
 {
-    acp_buf *b = user;
+    list_page *p = user;
+    acp_buf *b = &p->items;
     if (b->len > 1 && acp_buf_putc(b, ',')) return acp_error_code(ACP_ENOMEM);
     acp_jw w;
     acp_jw_init(&w, b);
-    list_one(&w, ss);
+    list_one(&w, ss, p->archived);
     return acp_jw_status(&w);
 }
 
@@ -330,15 +363,20 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
                       "cwd must be an absolute path: '%s'", json_string_value(cwd));
         return;
     }
+    int filter = sessmeta_list_filter(a, req); /* the unstable `archived` */
+    if (filter < 0) return;
     /* The page is collected first: a store error must become an error response, and a
      * streamed reply cannot be taken back. */
+    list_page page = {.archived = sessmeta_archive_on(a)};
     acp_buf items = {0};
     char *next = NULL;
-    int rc = acp_buf_putc(&items, '[');
+    int rc = acp_buf_putc(&page.items, '[');
     if (!rc)
-        rc = acp_store_list(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL,
-                            json_is_string(cursor) ? json_string_value(cursor) : NULL,
-                            AGENT_LIST_PAGE, list_collect, &items, &next);
+        rc = acp_store_list_archived(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL,
+                                     filter,
+                                     json_is_string(cursor) ? json_string_value(cursor) : NULL,
+                                     AGENT_LIST_PAGE, list_collect, &page, &next);
+    items = page.items;
     if (rc) {
         acp_buf_free(&items);
         free(next);
@@ -458,4 +496,5 @@ void methods_register(acp_agent *a)
     acp_conn_on(c, "session/cancel", NULL, n_cancel, a);
     cfg_register(a);
     auth_register(a);
+    sessmeta_register(a);
 }

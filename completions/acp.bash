@@ -11,13 +11,14 @@ _acp() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="info new prompt chat sessions history resume close delete modes mode config auth logout trace serve help"
+    local commands="info new prompt chat sessions history resume close delete title archive unarchive status modes mode config auth logout check trace serve help"
     local opts="--agent --token --cacert --http2 --cwd --color --json --yes --deny --fs --max-read
         --terminal --auth --timeout --agent-log --quiet --log-level --session --add-dir --mcp
         --mcp-http --mcp-sse --all-cwd --help --version --out --listen --tls-cert --tls-key
         --token-file --allow-origin --root --exposed --insecure-no-auth --allow-stdio-mcp
         --no-stdio-mcp --port-file --max-connections --max-message --high-water --idle-timeout
-        --header-timeout --ping-interval --close-timeout"
+        --header-timeout --ping-interval --close-timeout --archived --system-prompt --only
+        --no-prompt"
     # After 'acp trace ... --' or 'acp serve ... --': an agent's command line.
     local i
     for ((i = 1; i < cword; i++)); do
@@ -34,10 +35,12 @@ _acp() {
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "error warn info debug" -- "$cur")); return ;;
     --cwd | --add-dir | --root) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --cacert | --agent-log | --out | --tls-cert | --tls-key | --token-file | --port-file)
+    --archived) COMPREPLY=($(compgen -W "include only" -- "$cur")); return ;;
+    --cacert | --agent-log | --out | --tls-cert | --tls-key | --token-file | --port-file | \
+        --system-prompt)
         COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --agent) COMPREPLY=($(compgen -c -- "$cur")); return ;;
-    --token | --max-read | --auth | --timeout | --session | -s | --mcp | --mcp-http | --mcp-sse | \
+    --token | --max-read | --auth | --timeout | --session | -s | --mcp | --mcp-http | --mcp-sse | --only | \
         --listen | --allow-origin | --max-connections | --max-message | --high-water | \
         --idle-timeout | --header-timeout | --ping-interval | --close-timeout)
         return ;;
@@ -62,7 +65,7 @@ _acp() {
             --log-level | --session | -s | --add-dir | --mcp | --mcp-http | --mcp-sse | --out | \
             --listen | --tls-cert | --tls-key | --token-file | --allow-origin | --root | \
             --port-file | --max-connections | --max-message | --high-water | --idle-timeout | \
-            --header-timeout | --ping-interval | --close-timeout) ((i++)) ;;
+            --header-timeout | --ping-interval | --close-timeout | --system-prompt | --only) ((i++)) ;;
         -*) ;;
         *) have=${words[i]}; break ;;
         esac

@@ -120,11 +120,12 @@ static int op_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
                : find(st)->real->replay(st, id, after_seq, max_bytes, cb, user, last_seq, done);
 }
 
-static int op_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+static int op_list(acp_store *st, const char *cwd, int archived, const char *cursor, unsigned limit,
                    acp_store_list_cb cb, void *user, char **next_cursor)
 {
-    return op_fails(st, 'l') ? ACP_ESTORE
-                             : find(st)->real->list(st, cwd, cursor, limit, cb, user, next_cursor);
+    return op_fails(st, 'l')
+               ? ACP_ESTORE
+               : find(st)->real->list(st, cwd, archived, cursor, limit, cb, user, next_cursor);
 }
 
 static int op_remove(acp_store *st, const char *id)

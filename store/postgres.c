@@ -29,7 +29,7 @@
 #include "store/backends.h"
 #include "store/inject.h"
 
-#define SCHEMA_VERSION   3
+#define SCHEMA_VERSION   4
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
@@ -86,6 +86,15 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE acp_sessions ADD COLUMN lease_holder text,"
     " ADD COLUMN lease_epoch bigint NOT NULL DEFAULT 0,"
     " ADD COLUMN lease_expires timestamptz;",
+    /* v3 -> v4: the unstable session/archive and systemPrompt (catalog changes only), and
+     * indexes leading with the flag for the filtered lists: a page is one index range scan
+     * however many sessions the filter leaves out. */
+    "ALTER TABLE acp_sessions ADD COLUMN archived boolean NOT NULL DEFAULT false,"
+    " ADD COLUMN system_prompt text;"
+    "CREATE INDEX acp_sessions_by_archived ON acp_sessions"
+    " (archived, updated_at DESC, id DESC);"
+    "CREATE INDEX acp_sessions_by_cwd_archived ON acp_sessions"
+    " (cwd, archived, updated_at DESC, id DESC);",
 };
 
 enum {
@@ -107,11 +116,18 @@ enum {
     Q_ACQUIRE,
     Q_RENEW,
     Q_RELEASE,
-    Q_COUNT
+    Q_SET_ARCHIVED,
+    Q_SET_PROMPT,
+    /* Q_LIST_ALL .. Q_LIST_CWD_AFTER again for archived = false, then for archived = true. */
+    Q_LIST_X,
+    Q_LIST_O = Q_LIST_X + 4,
+    Q_COUNT = Q_LIST_O + 4
 };
 
 /* COLS leaves state out: only get returns it, so list ships no more than it shows. */
-#define COLS       "id, cwd, add_dirs, title, created_at, updated_at"
+#define COLS "id, cwd, add_dirs, title, created_at, updated_at"
+/* What list and get read: COLS and the archived flag (column 6). */
+#define RCOLS      COLS ", archived"
 #define LIST_ORDER " ORDER BY updated_at DESC, id DESC LIMIT "
 
 static const struct {
@@ -120,11 +136,12 @@ static const struct {
 } stmts[Q_COUNT] = {
     /* With a holder ($7), its lease is taken as the row is made: epoch 1. */
     [Q_CREATE] = {"acp_create",
-                  "INSERT INTO acp_sessions (" COLS ", lease_holder, lease_epoch, lease_expires)"
+                  "INSERT INTO acp_sessions (" COLS ", lease_holder, lease_epoch, lease_expires,"
+                  " archived, system_prompt)"
                   " VALUES ($1, $2, $3, $4, $5, $6, $7::text, ($7::text IS NOT NULL)::int,"
-                  " clock_timestamp() + $8::bigint * interval '1 millisecond')"
+                  " clock_timestamp() + $8::bigint * interval '1 millisecond', $9::boolean, $10)"
                   " ON CONFLICT (id) DO NOTHING"},
-    [Q_GET] = {"acp_get", "SELECT " COLS ", state FROM acp_sessions WHERE id = $1"},
+    [Q_GET] = {"acp_get", "SELECT " RCOLS ", state, system_prompt FROM acp_sessions WHERE id = $1"},
     /* Every write's "AND ($n = 0 OR lease_epoch = $n)": no lease fence, or the current one. */
     [Q_SET_INFO] = {"acp_set_info",
                     "UPDATE acp_sessions SET title = CASE WHEN $2::boolean THEN $3 ELSE title END,"
@@ -151,15 +168,33 @@ static const struct {
                                 " AND seq > $2::bigint AND seq <= $3::bigint ORDER BY seq"},
     [Q_DEL_SESSION] = {"acp_del_session", "DELETE FROM acp_sessions WHERE id = $1"},
     [Q_DEL_UPDATES] = {"acp_del_updates", "DELETE FROM acp_updates WHERE session_id = $1"},
-    [Q_LIST_ALL] = {"acp_list", "SELECT " COLS " FROM acp_sessions" LIST_ORDER "$1::bigint"},
+    [Q_LIST_ALL] = {"acp_list", "SELECT " RCOLS " FROM acp_sessions" LIST_ORDER "$1::bigint"},
     [Q_LIST_ALL_AFTER] = {"acp_list_after",
-                          "SELECT " COLS " FROM acp_sessions"
+                          "SELECT " RCOLS " FROM acp_sessions"
                           " WHERE (updated_at, id) < ($2, $3)" LIST_ORDER "$1::bigint"},
     [Q_LIST_CWD] = {"acp_list_cwd",
-                    "SELECT " COLS " FROM acp_sessions WHERE cwd = $2" LIST_ORDER "$1::bigint"},
+                    "SELECT " RCOLS " FROM acp_sessions WHERE cwd = $2" LIST_ORDER "$1::bigint"},
     [Q_LIST_CWD_AFTER] = {"acp_list_cwd_after",
-                          "SELECT " COLS " FROM acp_sessions WHERE cwd = $2"
+                          "SELECT " RCOLS " FROM acp_sessions WHERE cwd = $2"
                           " AND (updated_at, id) < ($3, $4)" LIST_ORDER "$1::bigint"},
+#define LIST_BY(base, name, a)                                                                     \
+    [base] = {"acp_list_" name,                                                                    \
+              "SELECT " RCOLS " FROM acp_sessions WHERE archived = " a LIST_ORDER "$1::bigint"},   \
+    [base + 1] = {"acp_list_after_" name,                                                          \
+                  "SELECT " RCOLS " FROM acp_sessions WHERE archived = " a                         \
+                  " AND (updated_at, id) < ($2, $3)" LIST_ORDER "$1::bigint"},                     \
+    [base + 2] = {"acp_list_cwd_" name, "SELECT " RCOLS " FROM acp_sessions WHERE cwd = $2"        \
+                                        " AND archived = " a LIST_ORDER "$1::bigint"},             \
+    [base + 3] = {"acp_list_cwd_after_" name,                                                      \
+                  "SELECT " RCOLS " FROM acp_sessions WHERE cwd = $2 AND archived = " a            \
+                  " AND (updated_at, id) < ($3, $4)" LIST_ORDER "$1::bigint"}
+    LIST_BY(Q_LIST_X, "x", "false"),
+    LIST_BY(Q_LIST_O, "o", "true"),
+#undef LIST_BY
+    [Q_SET_ARCHIVED] = {"acp_set_archived",
+                        "UPDATE acp_sessions SET archived = $2::boolean WHERE id = $1"},
+    [Q_SET_PROMPT] = {"acp_set_prompt", "UPDATE acp_sessions SET system_prompt = $2 WHERE id = $1"
+                                        " AND ($3::bigint = 0 OR lease_epoch = $3::bigint)"},
     [Q_EPOCH] = {"acp_epoch", "SELECT lease_epoch FROM acp_sessions WHERE id = $1"},
     /* One statement, one row lock, one reading of the server's clock: no row when the session
      * is absent; else the epoch when granted (a new one when the lease was free: never taken,
@@ -504,11 +539,14 @@ static int ready(pg_store *p)
     return rc;
 }
 
-/* Fills s with views into row i of a COLS result (valid while r lives); state stays NULL. */
+/* Fills s with views into row i of an RCOLS result (valid while r lives); state and the
+ * system prompt stay NULL. */
 static void row_session(const PGresult *r, int i, acp_store_session *s)
 {
     s->struct_size = sizeof *s;
     s->state = NULL;
+    s->system_prompt = NULL;
+    s->archived = PQgetvalue(r, i, 6)[0] == 't';
     s->id = PQgetvalue(r, i, 0);
     s->cwd = PQgetvalue(r, i, 1);
     s->add_dirs = PQgetvalue(r, i, 2);
@@ -524,10 +562,18 @@ static int pg_create(acp_store *st, const acp_store_session *s, const char *hold
     if (rc) return rc;
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[8] = {s->id,         s->cwd,        s->add_dirs, s->title,
-                        s->created_at, s->updated_at, holder,      holder ? ttl : NULL};
+    const char *v[10] = {s->id,
+                         s->cwd,
+                         s->add_dirs,
+                         s->title,
+                         s->created_at,
+                         s->updated_at,
+                         holder,
+                         holder ? ttl : NULL,
+                         s->archived ? "t" : "f",
+                         s->system_prompt};
     int64_t n = 0;
-    if ((rc = exec_cmd(p, Q_CREATE, 8, v, &n))) return rc;
+    if ((rc = exec_cmd(p, Q_CREATE, 10, v, &n))) return rc;
     if (n == 0) return acp_error_set(ACP_EINVAL, "session %s already exists", s->id);
     return 0;
 }
@@ -544,7 +590,8 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     }
     acp_store_session v;
     row_session(r, 0, &v);
-    v.state = PQgetisnull(r, 0, 6) ? NULL : PQgetvalue(r, 0, 6);
+    v.state = PQgetisnull(r, 0, 7) ? NULL : PQgetvalue(r, 0, 7);
+    v.system_prompt = PQgetisnull(r, 0, 8) ? NULL : PQgetvalue(r, 0, 8);
     rc = acp_store_session_copy(out, &v);
     PQclear(r);
     return rc ? acp_error_set(rc, "out of memory") : 0;
@@ -879,7 +926,7 @@ static int pg_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     return rc;
 }
 
-static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+static int pg_list(acp_store *st, const char *cwd, int archived, const char *cursor, unsigned limit,
                    acp_store_list_cb cb, void *user, char **next_cursor)
 {
     pg_store *p = (pg_store *)st;
@@ -893,7 +940,11 @@ static int pg_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     int n = 1, q;
     if (cwd) v[n++] = cwd;
     if (cursor) v[n++] = at, v[n++] = after_id;
-    q = cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_ALL_AFTER : Q_LIST_ALL);
+    /* Q_LIST_ALL + (cwd: 2) + (cursor: 1), in the block of the filter. */
+    q = (archived == ACP_STORE_ARCHIVED_EXCLUDE ? Q_LIST_X
+         : archived == ACP_STORE_ARCHIVED_ONLY  ? Q_LIST_O
+                                                : Q_LIST_ALL) +
+        (cwd ? 2 : 0) + (cursor ? 1 : 0);
     PGresult *r = NULL;
     if ((rc = exec(p, q, n, v, PGRES_TUPLES_OK, &r))) goto out;
     int rows = PQntuples(r);
@@ -986,6 +1037,20 @@ static void pg_close(acp_store *st)
     free(p);
 }
 
+static int pg_set_archived(acp_store *st, const char *id, bool archived)
+{
+    const char *v[2] = {id, archived ? "t" : "f"};
+    return update_one(st, Q_SET_ARCHIVED, 2, v, 0);
+}
+
+static int pg_set_system_prompt(acp_store *st, const char *id, int64_t fence, const char *json)
+{
+    char f[24];
+    snprintf(f, sizeof f, "%lld", (long long)fence);
+    const char *v[3] = {id, json, f};
+    return update_one(st, Q_SET_PROMPT, 3, v, fence);
+}
+
 static const acp_store_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
@@ -1001,6 +1066,8 @@ static const acp_store_ops pg_ops = {
     .lease_acquire = pg_lease_acquire,
     .lease_renew = pg_lease_renew,
     .lease_release = pg_lease_release,
+    .set_archived = pg_set_archived,
+    .set_system_prompt = pg_set_system_prompt,
 };
 
 /* The numbers of a connection string, and of the PG* variables libpq reads in their place,

@@ -53,6 +53,14 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN lease_holder TEXT;"
     "ALTER TABLE sessions ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
+    /* v3 -> v4: the unstable session/archive and systemPrompt. The filtered lists (archived
+     * or not, for all or one cwd) get indexes that lead with the flag, so a page is one
+     * range scan however many sessions the filter leaves out. */
+    "ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE sessions ADD COLUMN system_prompt TEXT;"
+    "CREATE INDEX sessions_by_archived ON sessions (archived, updated_at DESC, id DESC);"
+    "CREATE INDEX sessions_by_cwd_archived ON sessions"
+    " (cwd, archived, updated_at DESC, id DESC);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -77,11 +85,18 @@ enum {
     Q_LEASE_LEFT,
     Q_RENEW,
     Q_RELEASE,
-    Q_COUNT
+    Q_SET_ARCHIVED,
+    Q_SET_PROMPT,
+    /* Q_LIST.. Q_LIST_CWD_AFTER again for archived = 0, then for archived = 1. */
+    Q_LIST_X,
+    Q_LIST_O = Q_LIST_X + 4,
+    Q_COUNT = Q_LIST_O + 4
 };
 
 /* COLS leaves state out: only get returns it, so list reads no more than it shows. */
-#define COLS  "id, cwd, add_dirs, title, created_at, updated_at"
+#define COLS "id, cwd, add_dirs, title, created_at, updated_at"
+/* What list and get read: COLS and the archived flag (column 6). */
+#define RCOLS COLS ", archived"
 #define ORDER " ORDER BY updated_at DESC, id DESC LIMIT ?4"
 /* The keyset: strictly after (updated_at, id) in list order. */
 #define AFTER "(updated_at < ?2 OR (updated_at = ?2 AND id < ?3))"
@@ -91,10 +106,11 @@ enum {
 
 static const char *const sql[Q_COUNT] = {
     /* With a holder (?7), its lease is taken as the row is made: epoch 1. */
-    [Q_CREATE] = "INSERT INTO sessions (" COLS ", lease_holder, lease_epoch, lease_expires)"
+    [Q_CREATE] = "INSERT INTO sessions (" COLS ", lease_holder, lease_epoch, lease_expires,"
+                 " archived, system_prompt)"
                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7 IS NOT NULL,"
-                 " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END)",
-    [Q_GET] = "SELECT " COLS ", state FROM sessions WHERE id = ?1",
+                 " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END, ?9, ?10)",
+    [Q_GET] = "SELECT " RCOLS ", state, system_prompt FROM sessions WHERE id = ?1",
     /* Every write's "AND (?n = 0 OR lease_epoch = ?n)": no lease fence, or the current one. */
     [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
                    " updated_at = coalesce(?4, updated_at) WHERE id = ?1"
@@ -109,10 +125,19 @@ static const char *const sql[Q_COUNT] = {
     [Q_INSERT] = "INSERT INTO updates (sid, seq, json) VALUES (?1, ?2, ?3)",
     [Q_SID] = "SELECT sid FROM sessions WHERE id = ?1",
     [Q_REPLAY] = "SELECT seq, json FROM updates WHERE sid = ?1 AND seq > ?2 ORDER BY seq",
-    [Q_LIST] = "SELECT " COLS " FROM sessions" ORDER,
-    [Q_LIST_AFTER] = "SELECT " COLS " FROM sessions WHERE " AFTER ORDER,
-    [Q_LIST_CWD] = "SELECT " COLS " FROM sessions WHERE cwd = ?1" ORDER,
-    [Q_LIST_CWD_AFTER] = "SELECT " COLS " FROM sessions WHERE cwd = ?1 AND " AFTER ORDER,
+    [Q_LIST] = "SELECT " RCOLS " FROM sessions" ORDER,
+    [Q_LIST_AFTER] = "SELECT " RCOLS " FROM sessions WHERE " AFTER ORDER,
+    [Q_LIST_CWD] = "SELECT " RCOLS " FROM sessions WHERE cwd = ?1" ORDER,
+    [Q_LIST_CWD_AFTER] = "SELECT " RCOLS " FROM sessions WHERE cwd = ?1 AND " AFTER ORDER,
+#define LIST_BY(base, a)                                                                           \
+    [base] = "SELECT " RCOLS " FROM sessions WHERE archived = " a ORDER,                           \
+    [base + 1] = "SELECT " RCOLS " FROM sessions WHERE archived = " a " AND " AFTER ORDER,         \
+    [base + 2] = "SELECT " RCOLS " FROM sessions WHERE cwd = ?1 AND archived = " a ORDER,          \
+    [base + 3] =                                                                                   \
+        "SELECT " RCOLS " FROM sessions WHERE cwd = ?1 AND archived = " a " AND " AFTER ORDER
+    LIST_BY(Q_LIST_X, "0"),
+    LIST_BY(Q_LIST_O, "1"),
+#undef LIST_BY
     [Q_DEL_UPDATES] = "DELETE FROM updates WHERE sid = ?1",
     [Q_DEL_SESSION] = "DELETE FROM sessions WHERE sid = ?1",
     [Q_EPOCH] = "SELECT lease_epoch FROM sessions WHERE id = ?1",
@@ -127,6 +152,9 @@ static const char *const sql[Q_COUNT] = {
     /* A new epoch: writes under the given-up fence are stale from now on. */
     [Q_RELEASE] = "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL,"
                   " lease_epoch = lease_epoch + 1 WHERE id = ?1 AND lease_epoch = ?2",
+    [Q_SET_ARCHIVED] = "UPDATE sessions SET archived = ?2 WHERE id = ?1",
+    [Q_SET_PROMPT] = "UPDATE sessions SET system_prompt = ?2 WHERE id = ?1"
+                     " AND (?3 = 0 OR lease_epoch = ?3)",
 };
 
 typedef struct sq_store {
@@ -349,6 +377,8 @@ static int sq_create(acp_store *st, const acp_store_session *in, const char *hol
     bind_text(q, 6, in->updated_at);
     bind_text(q, 7, holder);
     sqlite3_bind_int64(q, 8, ttl_ms);
+    sqlite3_bind_int(q, 9, in->archived);
+    bind_text(q, 10, in->system_prompt);
     int rc = db_step(s, q);
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return 0;
@@ -363,7 +393,7 @@ static void copy_time(char *dst, sqlite3_stmt *q, int i)
     snprintf(dst, ACP_STORE_TIME_LEN + 1, "%s", t ? t : "");
 }
 
-/* Fills s with views into the current row of a COLS statement (valid until it steps or
+/* Fills s with views into the current row of an RCOLS statement (valid until it steps or
  * resets). ACP_ENOMEM when SQLite could not convert a column that is not NULL. */
 static int row_session(sqlite3_stmt *q, acp_store_session *s)
 {
@@ -373,6 +403,7 @@ static int row_session(sqlite3_stmt *q, acp_store_session *s)
         .cwd = (char *)sqlite3_column_text(q, 1),
         .add_dirs = (char *)sqlite3_column_text(q, 2),
         .title = (char *)sqlite3_column_text(q, 3),
+        .archived = sqlite3_column_int(q, 6) != 0,
     };
     copy_time(s->created_at, q, 4);
     copy_time(s->updated_at, q, 5);
@@ -396,8 +427,11 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     acp_store_session row;
     rc = row_session(q, &row);
     if (!rc) {
-        row.state = (char *)sqlite3_column_text(q, 6);
-        if (!row.state && sqlite3_column_type(q, 6) != SQLITE_NULL) rc = ACP_ENOMEM;
+        row.state = (char *)sqlite3_column_text(q, 7);
+        row.system_prompt = (char *)sqlite3_column_text(q, 8);
+        if ((!row.state && sqlite3_column_type(q, 7) != SQLITE_NULL) ||
+            (!row.system_prompt && sqlite3_column_type(q, 8) != SQLITE_NULL))
+            rc = ACP_ENOMEM;
     }
     if (!rc) rc = acp_store_session_copy(out, &row);
     sqlite3_reset(q);
@@ -583,7 +617,7 @@ static int sq_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     return rc;
 }
 
-static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+static int sq_list(acp_store *st, const char *cwd, int archived, const char *cursor, unsigned limit,
                    acp_store_list_cb cb, void *user, char **next_cursor)
 {
     sq_store *s = sq(st);
@@ -591,8 +625,11 @@ static int sq_list(acp_store *st, const char *cwd, const char *cursor, unsigned 
     char *after_id = NULL;
     if (cursor && acp_store_cursor_decode(cursor, at, &after_id))
         return acp_error_set(ACP_EINVAL, "sqlite: malformed list cursor");
-    sqlite3_stmt *q =
-        stmt(s, cwd ? (cursor ? Q_LIST_CWD_AFTER : Q_LIST_CWD) : (cursor ? Q_LIST_AFTER : Q_LIST));
+    /* Q_LIST + (cwd: 2) + (cursor: 1), in the block of the filter. */
+    int base = archived == ACP_STORE_ARCHIVED_EXCLUDE ? Q_LIST_X
+               : archived == ACP_STORE_ARCHIVED_ONLY  ? Q_LIST_O
+                                                      : Q_LIST;
+    sqlite3_stmt *q = stmt(s, base + (cwd ? 2 : 0) + (cursor ? 1 : 0));
     if (!q) {
         free(after_id);
         return ACP_ESTORE;
@@ -708,6 +745,27 @@ static int sq_lease_release(acp_store *st, const char *id, int64_t fence)
     return rc == SQLITE_DONE ? 0 : fail(s, "lease");
 }
 
+static int sq_set_archived(acp_store *st, const char *id, bool archived)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_SET_ARCHIVED);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    sqlite3_bind_int(q, 2, archived);
+    return update_one(s, q, "set archived", id, 0);
+}
+
+static int sq_set_system_prompt(acp_store *st, const char *id, int64_t fence, const char *json)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_SET_PROMPT);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    bind_text(q, 2, json);
+    sqlite3_bind_int64(q, 3, fence);
+    return update_one(s, q, "set system prompt", id, fence);
+}
+
 static const acp_store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -723,4 +781,6 @@ static const acp_store_ops sqlite_ops = {
     .lease_acquire = sq_lease_acquire,
     .lease_renew = sq_lease_renew,
     .lease_release = sq_lease_release,
+    .set_archived = sq_set_archived,
+    .set_system_prompt = sq_set_system_prompt,
 };

@@ -64,28 +64,38 @@ const char *acp_store_backend(const acp_store *st)
     return st->ops->name;
 }
 
+/* Whether the caller's struct has the members after 1.0 (size: its struct_size). */
+#define HAS_1_1(size) ((size) >= ACP_STRUCT_SIZE_AT(acp_store_session, system_prompt))
+
 void acp_store_session_clear(acp_store_session *s)
 {
+    size_t size = s->struct_size;
     free(s->id);
     free(s->cwd);
     free(s->add_dirs);
     free(s->title);
     free(s->state);
-    *s = (acp_store_session){.struct_size = s->struct_size};
+    if (HAS_1_1(size)) free(s->system_prompt);
+    /* Only the bytes the caller's struct has: one built against 1.0 is smaller than ours. */
+    memset(s, 0, size < sizeof *s ? size : sizeof *s);
+    s->struct_size = size;
 }
 
 int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
 {
-    *out = (acp_store_session){.struct_size = sizeof(acp_store_session),
-                               .id = strdup(in->id),
-                               .cwd = strdup(in->cwd),
-                               .add_dirs = strdup(in->add_dirs),
-                               .title = in->title ? strdup(in->title) : NULL,
-                               .state = in->state ? strdup(in->state) : NULL};
+    *out =
+        (acp_store_session){.struct_size = sizeof(acp_store_session),
+                            .id = strdup(in->id),
+                            .cwd = strdup(in->cwd),
+                            .add_dirs = strdup(in->add_dirs),
+                            .title = in->title ? strdup(in->title) : NULL,
+                            .state = in->state ? strdup(in->state) : NULL,
+                            .archived = in->archived,
+                            .system_prompt = in->system_prompt ? strdup(in->system_prompt) : NULL};
     memcpy(out->created_at, in->created_at, sizeof out->created_at);
     memcpy(out->updated_at, in->updated_at, sizeof out->updated_at);
     if (out->id && out->cwd && out->add_dirs && (out->title || !in->title) &&
-        (out->state || !in->state))
+        (out->state || !in->state) && (out->system_prompt || !in->system_prompt))
         return 0;
     acp_store_session_clear(out);
     return ACP_ENOMEM;
@@ -102,6 +112,8 @@ static int bad(acp_store *st, const char *what)
     return acp_error_set(ACP_EINVAL, "store: invalid %s", what);
 }
 
+static int check_object(const char *text, const char *what);
+
 static int create(acp_store *st, const acp_store_session *app, const char *holder, unsigned ttl_ms)
 {
     unsigned mark = acp_error_mark();
@@ -113,6 +125,7 @@ static int create(acp_store *st, const acp_store_session *app, const char *holde
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
+    if ((rc = check_object(s->system_prompt, "system prompt"))) return rc;
     begin(st, ACP_FAULT_CREATE);
     return acp_error_since(mark, st->ops->create(st, s, holder, ttl_ms));
 }
@@ -148,6 +161,8 @@ int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
     begin(st, ACP_FAULT_GET);
     rc = acp_error_since(mark, st->ops->get(st, id, &full));
     acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
+    /* What the caller's struct has no room for is not handed over: freed here. */
+    if (!HAS_1_1(out->struct_size)) free(full.system_prompt);
     return rc;
 }
 
@@ -181,21 +196,47 @@ static bool is_object(const char *s, size_t n)
     return acp_json_kind((acp_span){s + i, n - i}) == 'o';
 }
 
+/* The state and the system prompt: NULL, or a JSON object of at most STATE_MAX bytes. */
+static int check_object(const char *text, const char *what)
+{
+    if (!text) return 0;
+    /* strnlen: a runaway string is refused without reading all of it */
+    size_t n = strnlen(text, STATE_MAX + 1);
+    if (n > STATE_MAX)
+        return acp_error_set(ACP_EINVAL, "store: session %s over %zu bytes", what, STATE_MAX);
+    if (acp_json_validate(text, n, STATE_MAX_DEPTH) || !is_object(text, n))
+        return acp_error_set(ACP_EINVAL, "store: session %s is not a JSON object", what);
+    return 0;
+}
+
 int acp_store_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
 {
     unsigned mark = acp_error_mark();
     if (!id) return bad(st, "session id");
     if (fence < 0) return bad(st, "lease fence");
-    if (state) {
-        /* strnlen: a runaway string is refused without reading all of it */
-        size_t n = strnlen(state, STATE_MAX + 1);
-        if (n > STATE_MAX)
-            return acp_error_set(ACP_EINVAL, "store: session state over %zu bytes", STATE_MAX);
-        if (acp_json_validate(state, n, STATE_MAX_DEPTH) || !is_object(state, n))
-            return acp_error_set(ACP_EINVAL, "store: session state is not a JSON object");
-    }
+    int rc = check_object(state, "state");
+    if (rc) return rc;
     begin(st, ACP_FAULT_SET_STATE);
     return acp_error_since(mark, st->ops->set_state(st, id, fence, state));
+}
+
+int acp_store_set_system_prompt(acp_store *st, const char *id, int64_t fence, const char *json)
+{
+    unsigned mark = acp_error_mark();
+    if (!id) return bad(st, "session id");
+    if (fence < 0) return bad(st, "lease fence");
+    int rc = check_object(json, "system prompt");
+    if (rc) return rc;
+    begin(st, ACP_FAULT_SET_STATE);
+    return acp_error_since(mark, st->ops->set_system_prompt(st, id, fence, json));
+}
+
+int acp_store_set_archived(acp_store *st, const char *id, bool archived)
+{
+    unsigned mark = acp_error_mark();
+    if (!id) return bad(st, "session id");
+    begin(st, ACP_FAULT_SET_INFO);
+    return acp_error_since(mark, st->ops->set_archived(st, id, archived));
 }
 
 int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
@@ -212,14 +253,24 @@ int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
     return acp_error_since(mark, rc);
 }
 
-int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
-                   acp_store_list_cb cb, void *user, char **next_cursor)
+int acp_store_list_archived(acp_store *st, const char *cwd, int archived, const char *cursor,
+                            unsigned limit, acp_store_list_cb cb, void *user, char **next_cursor)
 {
     unsigned mark = acp_error_mark();
     *next_cursor = NULL;
     if (!cb || limit == 0) return bad(st, "list argument");
+    if (archived < ACP_STORE_ARCHIVED_EXCLUDE || archived > ACP_STORE_ARCHIVED_ONLY)
+        return bad(st, "archived filter");
     begin(st, ACP_FAULT_LIST);
-    return acp_error_since(mark, st->ops->list(st, cwd, cursor, limit, cb, user, next_cursor));
+    return acp_error_since(mark,
+                           st->ops->list(st, cwd, archived, cursor, limit, cb, user, next_cursor));
+}
+
+int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+                   acp_store_list_cb cb, void *user, char **next_cursor)
+{
+    return acp_store_list_archived(st, cwd, ACP_STORE_ARCHIVED_INCLUDE, cursor, limit, cb, user,
+                                   next_cursor);
 }
 
 int acp_store_delete(acp_store *st, const char *id)

@@ -34,7 +34,8 @@ typedef struct acp_store_ops {
     int (*commit)(acp_store *st, const char *now);
     int (*replay)(acp_store *st, const char *id, int64_t after_seq, size_t max_bytes,
                   acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done);
-    int (*list)(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
+    /* archived: an acp_store_archived_filter, already checked. */
+    int (*list)(acp_store *st, const char *cwd, int archived, const char *cursor, unsigned limit,
                 acp_store_list_cb cb, void *user, char **next_cursor);
     int (*remove)(acp_store *st, const char *id);
     /* busy is non-NULL and zeroed. */
@@ -42,6 +43,8 @@ typedef struct acp_store_ops {
                          const char *dead, int64_t *fence, acp_store_lease_busy *busy);
     int (*lease_renew)(acp_store *st, const char *id, int64_t fence, unsigned ttl_ms);
     int (*lease_release)(acp_store *st, const char *id, int64_t fence);
+    int (*set_archived)(acp_store *st, const char *id, bool archived);
+    int (*set_system_prompt)(acp_store *st, const char *id, int64_t fence, const char *json);
 } acp_store_ops;
 
 /* One appended update. Offsets (not pointers) into batch.buf, because buf grows by realloc.

@@ -38,7 +38,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as crypto from "node:crypto";
 import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
+// The unstable entry point: the same API with the unstable methods and fields (session/archive,
+// session/list's `archived`), which the stable one refuses or strips.
+import * as acp from "@agentclientprotocol/sdk/unstable";
 
 const argv = process.argv.slice(2);
 let storeDir = path.join(process.env.XDG_STATE_HOME || path.join(process.env.HOME || "/tmp", ".local/state"), "acp-ts-agent");
@@ -73,6 +75,20 @@ function readMeta(id) {
     return null;
   }
 }
+// session/archive closes the session if it is live (as session/close), then flags its meta file.
+function setArchived(id, on) {
+  const meta = readMeta(id);
+  if (!meta) throw acp.RequestError.resourceNotFound(id);
+  const s = live.get(id);
+  if (on && s) {
+    s.cancelled = true;
+    live.delete(id);
+  }
+  meta.archived = on;
+  writeMeta(meta);
+  return {};
+}
+
 function writeMeta(meta) {
   const tmp = `${metaPath(meta.sessionId)}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(meta));
@@ -188,7 +204,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
         loadSession: true,
         promptCapabilities: {},
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
+        sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {}, archive: {} },
       },
       authMethods: [],
     };
@@ -267,12 +283,17 @@ const app = acp.agent({ name: "acp-ts-agent" })
     }
     return {};
   })
+  .onRequest("session/archive", async ({ params }) => setArchived(params.sessionId, true))
+  .onRequest("session/unarchive", async ({ params }) => setArchived(params.sessionId, false))
   .onRequest("session/list", async ({ params }) => {
+    const filter = params.archived ?? "exclude";
+    if (!["exclude", "include", "only"].includes(filter)) throw acp.RequestError.invalidParams(undefined, `unsupported archived filter '${filter}'`);
+    const keep = (m) => filter === "include" || (filter === "only") === (m.archived === true);
     const all = [];
     for (const f of fs.readdirSync(storeDir)) {
       if (!f.endsWith(".meta.json")) continue;
       const m = readMeta(f.slice(0, -10));
-      if (m && (params.cwd == null || m.cwd === params.cwd)) all.push(m);
+      if (m && (params.cwd == null || m.cwd === params.cwd) && keep(m)) all.push(m);
     }
     const key = (m) => `${m.updatedAt}\u0000${m.sessionId}`;
     all.sort((a, b) => (key(a) < key(b) ? 1 : key(a) > key(b) ? -1 : 0));
@@ -296,6 +317,7 @@ const app = acp.agent({ name: "acp-ts-agent" })
         additionalDirectories: m.additionalDirectories,
         title: m.title,
         updatedAt: m.updatedAt,
+        archived: m.archived === true,
       })),
     };
     if (start + PAGE < all.length) res.nextCursor = Buffer.from(key(page[page.length - 1])).toString("base64url");

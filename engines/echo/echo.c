@@ -65,6 +65,8 @@ static const struct {
     {"ask", "Ask for permission and say which option was chosen", NULL},
     {"elicit", "Ask the user for a name and a count (a form elicitation)", NULL},
     {"ext", "Call the client's extension method _acp-agent/ping and say what it answered", NULL},
+    {"system", "Say the session's system prompt (the client's, unstable), or that it has none",
+     NULL},
 };
 
 /* Extensions, advertised under agentCapabilities._meta as the spec asks: the client may call
@@ -368,6 +370,19 @@ static void cmd_title(acp_turn *t, const char *args)
         acp_turn_fail(t, ACP_RPC_INTERNAL_ERROR, "%s", acp_strerror(rc));
     else
         acp_turn_end(t, "end_turn");
+}
+
+/* /system: what the engine was handed, so a client (and the tests) can see it arrived. */
+static void cmd_system(acp_turn *t)
+{
+    bool override = false;
+    const char *sp = acp_session_system_prompt(acp_turn_session(t), &override);
+    char *line = NULL;
+    if (!sp || asprintf(&line, "system prompt (%s): %s", override ? "override" : "append", sp) < 0)
+        line = NULL;
+    say(t, line ? line : "no system prompt");
+    free(line);
+    acp_turn_end(t, "end_turn");
 }
 
 static void cmd_plan(acp_turn *t)
@@ -1065,6 +1080,8 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
         cmd_title(t, args);
     else if (IS("plan"))
         cmd_plan(t);
+    else if (IS("system"))
+        cmd_system(t);
     else if (IS("read"))
         cmd_read(t, es, args);
     else if (IS("write"))

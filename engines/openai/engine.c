@@ -112,10 +112,23 @@ static void cancel(acp_turn *t, void *user)
 /* --- the title
  * ------------------------------------------------------------------------------------ */
 
+/* Whether the session has a title in the store: one the client set (session/set_title), or
+ * one this engine proposed before. A generated title never replaces it (the schema's SHOULD
+ * NOT). Asked of the store, not remembered: another connection may have set it. */
+static bool has_title(oa_sess *os)
+{
+    acp_store_session row = ACP_STORE_SESSION_INIT;
+    int rc = acp_store_get(acp_agent_store(acp_session_agent(os->s)), acp_session_id(os->s), &row);
+    bool yes = rc || row.title; /* unreadable: no title is proposed either */
+    acp_store_session_clear(&row);
+    return yes;
+}
+
 void oa_title_propose(oa_sess *os)
 {
     if (os->titled || os->oa->o.no_title) return;
     os->titled = true;
+    if (has_title(os)) return;
     /* The first user message: a transcript of tool calls is not what a title needs, and some
      * servers refuse tool messages in a request that offers no tools. */
     acp_buf msgs = {0}, body = {0};
@@ -161,6 +174,7 @@ static bool title_trim(char c)
 void oa_title_answered(oa_sess *os, oa_call *c, int result, long status)
 {
     if (result || status / 100 != 2 || c->st.error || !acp_buf_cstr(&c->text)) return;
+    if (has_title(os)) return; /* set by the client while the model thought */
     char *p = c->text.data;
     while (*p == '\n' || *p == '\r' || title_trim(*p)) p++;
     if (!strncasecmp(p, "title:", 6)) p += 6;
@@ -371,7 +385,9 @@ void openai_engine(openai *oa, acp_engine *e)
                       .prompt = prompt,
                       .cancel = cancel,
                       .session_free = session_free,
-                      .user = oa};
+                      .user = oa,
+                      /* its system message is one string: the client's may replace it */
+                      .system_prompt_override = true};
 }
 
 void openai_free(openai *oa, void (*done)(void *user), void *user)

@@ -25,12 +25,23 @@ static const char summary_ask[] =
 static int compaction_update(oa_sess *os, const char *status, const char *summary, size_t n,
                              const char *error);
 
-/* The system message's text for this session (malloc'd). */
+/* The system message's text for this session (malloc'd): the engine's own (--system-prompt,
+ * else the default), with the client's system prompt (the unstable systemPrompt) after it in
+ * append mode, or in its place in override mode. */
 static char *system_text(oa_sess *os)
 {
     char *s = NULL;
-    if (os->oa->o.system_prompt) return strdup(os->oa->o.system_prompt);
-    return asprintf(&s, default_system, acp_session_cwd(os->s)) < 0 ? NULL : s;
+    bool override = false;
+    const char *client = acp_session_system_prompt(os->s, &override);
+    if (client && override) return strdup(client);
+    int n = os->oa->o.system_prompt ? ((s = strdup(os->oa->o.system_prompt)) ? 0 : -1)
+                                    : asprintf(&s, default_system, acp_session_cwd(os->s));
+    if (n < 0) return NULL;
+    if (!client) return s;
+    char *both = NULL;
+    n = asprintf(&both, "%s\n\n%s", s, client);
+    free(s);
+    return n < 0 ? NULL : both;
 }
 
 void oa_turn_say(oa_sess *os, const char *fmt, ...)

@@ -221,6 +221,10 @@ typedef struct acp_engine {
      * its timers. No turn is running any more. */
     void (*session_free)(acp_session *s, void *user);
     void *user;
+    /* Since 1.1: the engine can replace its own instructions with the client's system prompt
+     * (the unstable systemPrompt's "override" mode, advertised only then); "append" needs
+     * nothing of the engine but reading acp_session_system_prompt(). */
+    bool system_prompt_override;
 } acp_engine;
 #define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 
@@ -390,6 +394,12 @@ void acp_session_set_data(acp_session *s, void *data);
 void *acp_session_data(const acp_session *s);
 /* The turn running in the session, or NULL. */
 acp_turn *acp_session_turn(const acp_session *s);
+/* The client's system prompt for the session (the unstable systemPrompt of session/new, load,
+ * resume or fork, or the one stored with the session when a load or resume gave none): its
+ * text blocks joined by blank lines, borrowed until the session is freed; NULL: none.
+ * *override (may be NULL) is true for "override" mode (replace the engine's own
+ * instructions), false for "append" (add to them). Set before engine.session_setup. */
+const char *acp_session_system_prompt(const acp_session *s, bool *override);
 
 /* Resolves `path` (absolute, or relative to cwd) following symlinks, and refuses anything that
  * is not inside the root set. A file that does not exist yet is resolved through its parent

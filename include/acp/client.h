@@ -98,6 +98,12 @@ typedef enum acp_agent_cap {
     ACP_CAP_PROMPT_AUDIO,    /* promptCapabilities.audio */
     ACP_CAP_PROMPT_RESOURCE, /* promptCapabilities.embeddedContext */
     ACP_CAP_LOGOUT,          /* auth.logout */
+    /* Since 1.1, the unstable schema's (their wire shapes may change with it): */
+    ACP_CAP_TITLE,                  /* sessionCapabilities.title: session/set_title */
+    ACP_CAP_ARCHIVE,                /* sessionCapabilities.archive: archive, unarchive, filter */
+    ACP_CAP_STATUS,                 /* sessionCapabilities.status: session/status */
+    ACP_CAP_SYSTEM_PROMPT,          /* sessionCapabilities.systemPrompt (append mode) */
+    ACP_CAP_SYSTEM_PROMPT_OVERRIDE, /* sessionCapabilities.systemPrompt.mode.override */
 } acp_agent_cap;
 
 typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
@@ -229,6 +235,11 @@ typedef struct acp_client_opts {
     /* The most one fs/read_text_file returns (fs_read): a read that would return more is
      * refused with an error that says so. 0: ACP_ROOTS_MAX_READ (64 MiB). */
     size_t max_read;
+    /* A tap for tracers and conformance tools (acp check): every message received from the
+     * agent, whole, exactly as it arrived (one line without its line end; over a URL one
+     * WebSocket message or SSE event / POST response body), before the client acts on it.
+     * msg borrowed for the call. NULL: none. */
+    void (*on_message)(acp_client *c, const char *msg, size_t n, void *user);
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
@@ -320,6 +331,13 @@ int acp_client_call(acp_client *c, const char *method, json_t *params, json_t **
 /* A notification to the agent (an extension's, usually); params stolen. */
 int acp_client_notify(acp_client *c, const char *method, json_t *params);
 
+/* Sends bytes exactly as given, past every check: one or more messages, each ending with a
+ * line feed (a missing last one is added). Over a URL agent each line is one WebSocket message
+ * or one POST. For conformance tools (acp check), which send what no typed call would (invalid
+ * JSON, batches, foreign ids): answers to ids the client did not give are dropped (on_log) and
+ * seen through on_message. ACP_ECLOSED once the agent is gone, ACP_ENOMEM. */
+int acp_client_send_raw(acp_client *c, const char *bytes, size_t n);
+
 /* authenticate with one of acp_client_auth_methods()'s ids (never a `terminal` method: the
  * spec has the client run those itself; ACP_EINVAL). logout needs agentCapabilities.auth.logout
  * (ACP_ENOTSUP otherwise). */
@@ -340,6 +358,10 @@ typedef struct acp_session_opts {
      * the matching mcpCapabilities. */
     json_t *mcp_servers;
     json_t *meta; /* params._meta (borrowed); NULL: none */
+    /* Since 1.1 (unstable): params.systemPrompt, a SystemPrompt object ({"mode": "append" or
+     * "override", "content": [text blocks]}, borrowed); NULL: none. Needs
+     * ACP_CAP_SYSTEM_PROMPT (override: ACP_CAP_SYSTEM_PROMPT_OVERRIDE), else ACP_ENOTSUP. */
+    json_t *system_prompt;
 } acp_session_opts;
 #define ACP_SESSION_OPTS_INIT ACP_STRUCT_INIT(acp_session_opts)
 
@@ -420,6 +442,34 @@ int acp_client_delete(acp_client *c, const char *id);
 int acp_client_close_id_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
                               acp_client_op **op);
 int acp_client_close_id(acp_client *c, const char *id);
+
+/* --- session metadata (unstable: schema.unstable.json of SDK 2.4.0) ------------------------
+ * Each needs its capability, else ACP_ENOTSUP and nothing is sent; ACP_EINVAL for an empty id;
+ * ACP_EPROTO with the agent's code (-32002 unknown session, -32602 refused) as every call. */
+
+/* session/set_title (ACP_CAP_TITLE). The result is {"title": the title the agent stored}
+ * (it may have normalised it: show that one). Sync: *result is the caller's. */
+int acp_client_set_title_start(acp_client *c, const char *id, const char *title, acp_client_cb cb,
+                               void *user, acp_client_op **op);
+int acp_client_set_title(acp_client *c, const char *id, const char *title, json_t **result);
+/* session/archive (archived true) or session/unarchive (ACP_CAP_ARCHIVE). Archiving closes
+ * the session agent-side: a handle this process has for it is freed on success. */
+int acp_client_archive_start(acp_client *c, const char *id, bool archived, acp_client_cb cb,
+                             void *user, acp_client_op **op);
+int acp_client_archive(acp_client *c, const char *id, bool archived);
+/* session/status (ACP_CAP_STATUS): the result is {"status": "open" | "saved" | another value,
+ * which the schema says to read as "saved"}. Sync: *result is the caller's. */
+int acp_client_status_start(acp_client *c, const char *id, acp_client_cb cb, void *user,
+                            acp_client_op **op);
+int acp_client_status(acp_client *c, const char *id, json_t **result);
+/* session/list with the archive filter: archived "exclude" (the agent's default), "include"
+ * or "only" (needs ACP_CAP_ARCHIVE); NULL is acp_client_list(). Keep the same filter when
+ * following nextCursor. */
+int acp_client_list_archived_start(acp_client *c, const char *cwd, const char *archived,
+                                   const char *cursor, acp_client_cb cb, void *user,
+                                   acp_client_op **op);
+int acp_client_list_archived(acp_client *c, const char *cwd, const char *archived,
+                             const char *cursor, json_t **result);
 
 /* --- requests from the agent ------------------------------------------------------------ */
 

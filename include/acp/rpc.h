@@ -66,6 +66,10 @@ typedef struct acp_conn_opts {
      * write to the connection's output. */
     void (*on_log)(acp_conn *c, const char *message, void *user);
     void *user;
+    /* A tap for tracers and conformance tools (acp check): every complete line received
+     * (without its line end, blank lines skipped), exactly as the peer wrote it, before the
+     * connection acts on it. Borrowed for the call. Must not free the connection. NULL: none. */
+    void (*on_message)(acp_conn *c, const char *line, size_t n, void *user);
 } acp_conn_opts;
 #define ACP_CONN_OPTS_INIT ACP_STRUCT_INIT(acp_conn_opts)
 

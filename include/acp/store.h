@@ -68,6 +68,11 @@ typedef struct acp_store_session {
                      * text; NULL: none recorded */
     char created_at[ACP_STORE_TIME_LEN + 1];
     char updated_at[ACP_STORE_TIME_LEN + 1];
+    /* Since 1.1 (the unstable session/archive and systemPrompt; read and written only when
+     * struct_size covers them): */
+    bool archived;       /* hidden from acp_store_list_archived()'s default (EXCLUDE) */
+    char *system_prompt; /* the client's SystemPrompt object as JSON text, NULL: none. As
+                          * state, returned by acp_store_get() and left out of lists */
 } acp_store_session;
 #define ACP_STORE_SESSION_INIT ACP_STRUCT_INIT(acp_store_session)
 
@@ -180,6 +185,28 @@ int acp_store_replay(acp_store *st, const char *id, int64_t after_seq, size_t ma
 typedef int (*acp_store_list_cb)(void *user, const acp_store_session *s);
 int acp_store_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
                    acp_store_list_cb cb, void *user, char **next_cursor);
+
+/* Which sessions acp_store_list_archived() gives by their `archived` flag. */
+typedef enum acp_store_archived_filter {
+    ACP_STORE_ARCHIVED_EXCLUDE = 0, /* only those not archived (session/list's default) */
+    ACP_STORE_ARCHIVED_INCLUDE = 1, /* all of them, as acp_store_list() */
+    ACP_STORE_ARCHIVED_ONLY = 2,    /* only the archived ones */
+} acp_store_archived_filter;
+/* As acp_store_list(), keeping only the sessions `archived` (an acp_store_archived_filter;
+ * another value is ACP_EINVAL) selects. The filter is applied by the database before the
+ * page is cut, so a cursor stays a plain keyset: pass the same filter (and cwd) with it. */
+int acp_store_list_archived(acp_store *st, const char *cwd, int archived, const char *cursor,
+                            unsigned limit, acp_store_list_cb cb, void *user, char **next_cursor);
+
+/* Sets or clears the session's archived flag, committed before returning; updated_at is left
+ * as it was. Not fenced: archiving is about the session's place in lists, not its history.
+ * Setting the value it has succeeds. ACP_ENOTFOUND if the session is absent. */
+int acp_store_set_archived(acp_store *st, const char *id, bool archived);
+
+/* Records the client's system prompt (a JSON object text, at most 1 MiB; NULL clears it),
+ * committed before returning, under `fence` as every write. ACP_ENOTFOUND, ACP_ESTALE,
+ * ACP_EINVAL (not a JSON object, too long). */
+int acp_store_set_system_prompt(acp_store *st, const char *id, int64_t fence, const char *json);
 
 /* Deletes the session and its whole history from disk (not only from lists): SQLite
  * overwrites the freed pages (secure_delete) and truncates the WAL that still held them.

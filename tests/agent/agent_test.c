@@ -26,11 +26,11 @@ static int failing_create(acp_store *st, const acp_store_session *s, const char 
     return real_ops->create(st, s, holder, ttl_ms);
 }
 
-static int failing_list(acp_store *st, const char *cwd, const char *cursor, unsigned limit,
-                        acp_store_list_cb cb, void *user, char **next_cursor)
+static int failing_list(acp_store *st, const char *cwd, int archived, const char *cursor,
+                        unsigned limit, acp_store_list_cb cb, void *user, char **next_cursor)
 {
     if (fail_all) return acp_error_set(ACP_ESTORE, "database is locked (injected)");
-    return real_ops->list(st, cwd, cursor, limit, cb, user, next_cursor);
+    return real_ops->list(st, cwd, archived, cursor, limit, cb, user, next_cursor);
 }
 
 /* --- the engine, whose behaviour the prompt text selects ------------------------------------ */

@@ -702,6 +702,8 @@ static void assert_update_msg(json_t *msg, const char *sid, json_t *update)
 static void test_initialize_result(void **state)
 {
     h *x = *state;
+    x->opts.unstable_off = ACP_UNSTABLE_ALL; /* v1's surface (the unstable: sessmeta_test) */
+    new_agent(x);
     static const char caps[] =
         "{'loadSession':true,'promptCapabilities':{'image':false,'audio':false,'embeddedContext':"
         "false},'mcpCapabilities':{'http':false,'sse':false},'sessionCapabilities':{'list':{},"
@@ -754,6 +756,7 @@ static void test_initialize_result(void **state)
 static void test_initialize_minimal(void **state)
 {
     h *x = *state;
+    x->opts.unstable_off = ACP_UNSTABLE_ALL; /* v1's surface (the unstable: sessmeta_test) */
     x->eng.logout = NULL;
     x->eng.auth_methods = NULL;
     x->eng.nauth_methods = 0;
@@ -780,6 +783,7 @@ static void test_initialize_minimal(void **state)
 static void test_disabled_capabilities(void **state)
 {
     h *x = *state;
+    x->opts.unstable_off = ACP_UNSTABLE_ALL; /* v1's surface (the unstable: sessmeta_test) */
     x->eng.disable = ACP_DISABLE_LOAD | ACP_DISABLE_RESUME | ACP_DISABLE_LIST | ACP_DISABLE_DELETE |
                      ACP_DISABLE_CLOSE | ACP_DISABLE_ADD_DIRS;
     new_agent(x);

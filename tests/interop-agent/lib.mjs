@@ -86,6 +86,11 @@ const RESPONSE = {
   "session/prompt": "PromptResponse",
   "session/set_mode": "SetSessionModeResponse",
   "session/set_config_option": "SetSessionConfigOptionResponse",
+  // the unstable schema's (schema.mjs reads schema.unstable.json)
+  "session/set_title": "SetSessionTitleResponse",
+  "session/archive": "ArchiveSessionResponse",
+  "session/unarchive": "UnarchiveSessionResponse",
+  "session/status": "SessionStatusResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
@@ -917,7 +922,7 @@ export function sdkAgent(t, opts) {
     .onRequest("fs/read_text_file", ({ params }) => {
       h.fsReads.push(params);
       if (!opts.fs) throw acp.RequestError.methodNotFound("fs/read_text_file");
-      return { content: opts.fs.read(params.path) };
+      return { content: opts.fs.read(params.path, params) };
     })
     .onRequest("fs/write_text_file", ({ params }) => {
       h.fsWrites.push(params);

@@ -203,3 +203,38 @@ test("PostgreSQL store: modes and config options persist across a restart; load 
   assert.deepEqual(await turn(c, "pg"), ["mode: code, model: echo-small", "pg"]);
   await c.end();
 });
+
+test("PostgreSQL store: title, archive filter with paging, status and systemPrompt persist across processes (issue 22)", async (t) => {
+  const db = newDb(t);
+  if (!db) return;
+  const home = tempDir(t);
+  const a = rawAgent(t, { store: db.uri, home });
+  await a.init();
+  const ids = [];
+  for (let i = 0; i < 55; i++) ids.push(await a.newSession(home));
+  const sp = { mode: "append", content: [{ type: "text", text: "Keep it short." }] };
+  const withSp = await a.newSession(home, { systemPrompt: sp });
+  assert.equal((await a.request("session/set_title", { sessionId: ids[0], title: " Stored  title " })).result.title, "Stored title");
+  for (const id of ids.slice(0, 40)) assert.deepEqual((await a.request("session/archive", { sessionId: id })).result, {});
+  assert.equal((await a.request("session/status", { sessionId: withSp })).result.status, "open");
+  await a.end();
+  const b = rawAgent(t, { store: db.uri, home });
+  await b.init();
+  const exclude = await listAll(b);
+  assert.equal(exclude.length, 16);
+  assert.ok(exclude.every((s) => s.archived === false));
+  const only = await listAll(b, { archived: "only" });
+  assert.equal(new Set(only.map((s) => s.sessionId)).size, 40);
+  assert.equal(only.find((s) => s.sessionId === ids[0]).title, "Stored title");
+  assert.equal((await listAll(b, { archived: "include" })).length, 56);
+  assert.equal((await b.request("session/status", { sessionId: withSp })).result.status, "saved");
+  await b.request("session/load", { sessionId: withSp, cwd: home, mcpServers: [] });
+  const said = await b.prompt(withSp, "/system");
+  assert.ok(said.result, JSON.stringify(said.error));
+  const text = b.lines.filter((l) => l.msg?.method === "session/update" && l.msg.params.update.sessionUpdate === "agent_message_chunk").map((l) => l.msg.params.update.content.text).join("");
+  assert.match(text, /system prompt \(append\): Keep it short\./);
+  assert.equal((await b.request("session/unarchive", { sessionId: ids[1] })).result !== undefined, true);
+  assert.equal((await listAll(b)).length, 17);
+  assert.equal((await b.request("session/archive", { sessionId: "sess_nope" })).error.code, -32002);
+  await b.end();
+});

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Strict validation of agent messages against the stable v1 JSON Schema (the authority on wire shapes:
-// /work/shared/spec/README.md), as shipped in the pinned SDK (schema/v1/schema.json, the same file).
+// Strict validation of agent messages against the v1 JSON Schema (the authority on wire shapes:
+// /work/shared/spec/README.md), as shipped in the pinned SDK: its unstable variant
+// (schema/v1/schema.unstable.json, stable v1 plus the unstable members and methods), because the agent
+// offers the unstable features by default (acp-agent --unstable-off turns them off).
 //
 // The SDK's own zod validators are lenient by design (malformed optional fields default, bad array
 // items are skipped), so they would hide an agent's mistakes. This validator ignores the schema's
@@ -12,7 +14,7 @@
 import { readFileSync } from "node:fs";
 
 const schema = JSON.parse(
-  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.json", import.meta.url), "utf8"),
+  readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
 );
 const defs = schema.$defs;
 

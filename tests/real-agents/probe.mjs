@@ -38,7 +38,11 @@ const bin = path.join(here, 'node_modules/.bin');
 // a dummy, never a real, key: they show how each agent authenticates and how it then fails.
 const AGENTS = {
   opencode: { pkg: 'opencode-ai', cmd: ['opencode', 'acp'] },
-  codex: { pkg: '@zed-industries/codex-acp', cmd: ['codex-acp'], env: { OPENAI_API_KEY: 'sk-dummy' } },
+  // two codex-acp packages name the same bin: .bin/codex-acp is 2.6.0's, 0.16.0 by its path
+  codex: { pkg: '@zed-industries/codex-acp', cmd: ['../@zed-industries/codex-acp/bin/codex-acp.js'], env: { OPENAI_API_KEY: 'sk-dummy' } },
+  codex2: { pkg: '@agentclientprotocol/codex-acp', cmd: ['codex-acp'], env: { OPENAI_API_KEY: 'sk-dummy' } },
+  copilot: { pkg: '@github/copilot', cmd: ['copilot', '--acp'] },
+  pi: { pkg: 'pi-acp', cmd: ['pi-acp'] },
   gemini: { pkg: '@google/gemini-cli', cmd: ['gemini', '--acp'] },
   qwen: { pkg: '@qwen-code/qwen-code', cmd: ['qwen', '--acp'] },
   claude: { pkg: '@agentclientprotocol/claude-agent-acp', cmd: ['claude-agent-acp'] },

@@ -4,12 +4,15 @@
 # probed with raw JSON-RPC (probe.mjs), then driven with `acp`. Not part of `make test`: the
 # packages are about 1 GB and the agents are slow.
 #
-#   tests/real-agents/run.sh [--no-probe] [--no-acp] [AGENT...]
+#   tests/real-agents/run.sh [--no-probe] [--no-acp] [--no-check] [AGENT...]
 #
 # AGENT names come from probe.mjs (opencode codex gemini qwen claude, and the dummy-key variants
 # gemini-key qwen-key claude-key); none means all. Reports go to $REAL_AGENTS_OUT (default
 # build/real-agents/): probe.json (everything), probe.md (its tables), acp.md (the acp checks:
 # one row per acp command, with its verdict) and acp-logs/ (each check's whole stdout and stderr).
+# Then `acp check --no-prompt` (the conformance checks, issue 24) against the agents that start
+# without credentials, and `acp info --json` of claude and codex2: their reports are kept in
+# tests/real-agents/check/ (AGENT.jsonl, one object per check; AGENT.txt, readable; AGENT-info.json).
 # Every agent runs with HOME in a fresh temp dir and no API keys beyond the dummies probe.mjs
 # lists; every process started here is killed and every temp dir removed, also on Ctrl-C.
 # ACP=path picks the acp binary; REAL_AGENTS_TIMEOUT is acp's --timeout for every call (60 s:
@@ -33,11 +36,12 @@ PROMPT_TIMEOUT=${REAL_AGENTS_PROMPT_TIMEOUT:-20} # acp --timeout for a prompt no
 TERM_AFTER=$((PROMPT_TIMEOUT + 5))               # SIGTERM to acp, while such a prompt runs
 CHECK_LIMIT=$((CALL_TIMEOUT * 4))                # one acp command, whatever happens
 
-probe=1 acp=1 agents=()
+probe=1 acp=1 conform=1 agents=()
 for a in "$@"; do
     case $a in
     --no-probe) probe=0 ;;
     --no-acp) acp=0 ;;
+    --no-check) conform=0 ;;
     -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
     *) agents+=("$a") ;;
@@ -138,7 +142,10 @@ run_probe() {
 agent_cmd() {
     case $1 in
     opencode) echo "$BIN/opencode acp" ;;
-    codex) echo "$BIN/codex-acp" ;;
+    codex) echo "$BIN/../@zed-industries/codex-acp/bin/codex-acp.js" ;; # 0.16.0
+    codex2) echo "$BIN/codex-acp" ;;                                    # 2.6.0 (@agentclientprotocol)
+    copilot) echo "$BIN/copilot --acp" ;;
+    pi) echo "$BIN/pi-acp" ;;
     gemini | gemini-key) echo "$BIN/gemini --acp" ;;
     qwen | qwen-key) echo "$BIN/qwen --acp" ;;
     claude | claude-key) echo "$BIN/claude-agent-acp" ;;
@@ -147,7 +154,7 @@ agent_cmd() {
 }
 agent_env() {
     case $1 in
-    codex) echo OPENAI_API_KEY=sk-dummy ;;
+    codex | codex2) echo OPENAI_API_KEY=sk-dummy ;;
     gemini-key) echo GEMINI_API_KEY=dummy-gemini-key GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9 ;;
     qwen-key) echo OPENAI_API_KEY=sk-dummy OPENAI_MODEL=dummy-model OPENAI_BASE_URL=http://127.0.0.1:9/v1 ;;
     claude-key) echo ANTHROPIC_API_KEY=sk-ant-dummy ANTHROPIC_BASE_URL=http://127.0.0.1:9 ;;
@@ -427,9 +434,25 @@ checks_claude_key() {
     check "$a" 143 term "$TERM_AFTER" -- prompt "$HELLO"
 }
 
+checks_codex2() {
+    local a=codex2
+    check "$a" 0 out '^agent: +@agentclientprotocol/codex-acp 2\.6\.0' out '^  sessionCapabilities.delete +yes' -- info
+    check "$a" 0 out '^api-key +agent' -- auth
+}
+
+checks_copilot() {
+    local a=copilot
+    check "$a" 0 out '^agent: +Copilot 1\.0\.102' out 'copilot-login \(terminal\)' -- info
+}
+
+checks_pi() {
+    local a=pi
+    check "$a" 0 out '^agent: +pi-acp 0\.0\.34' out 'pi_terminal_login \(terminal\)' -- info
+}
+
 run_acp_checks() {
     local a names=("$@")
-    [ ${#names[@]} -gt 0 ] || names=(opencode codex gemini gemini-key qwen qwen-key claude claude-key)
+    [ ${#names[@]} -gt 0 ] || names=(opencode codex codex2 gemini gemini-key qwen qwen-key claude claude-key copilot pi)
     {
         echo "acp: ${ACP#"$SRC"/} ($("$ACP" --version 2>&1 | head -1)), $(date -u +%FT%TZ)"
         echo
@@ -461,6 +484,63 @@ run_acp_checks() {
 }
 # ==== end of run_acp_checks =========================================================================
 
+# ==== acp check: the conformance reports ===========================================================
+# acp check --no-prompt against each agent (in a clean HOME, like the checks above), its report
+# kept in tests/real-agents/check/: AGENT.jsonl as acp printed it, AGENT.txt rendered for reading.
+# A failed check is a finding about the agent, not a failure of this run; a run that does not end
+# with the summary of every check is one.
+CONFORM_AGENTS=(claude codex codex2 opencode copilot pi)
+run_conformance() {
+    local a names=("$@") dir rc
+    [ ${#names[@]} -gt 0 ] || names=("${CONFORM_AGENTS[@]}")
+    mkdir -p "$HERE/check"
+    for a in "${names[@]}"; do
+        agent_cmd "$a" >/dev/null || continue
+        dir=$TMPROOT/check-$a
+        mkdir -p "$dir/home" "$dir/work" "$dir/tmp"
+        say "acp check --no-prompt against $a (a few minutes)"
+        set +e
+        (cd "$dir/work" && env -i PATH="$PINNED:$BIN:/usr/local/bin:/usr/bin:/bin" HOME="$dir/home" \
+            USER="${USER:-probe}" LANG=C.UTF-8 TERM=dumb NO_COLOR=1 TMPDIR="$dir/tmp" ACP_REAL_PROBE="$dir" \
+            XDG_CONFIG_HOME="$dir/home/.config" XDG_DATA_HOME="$dir/home/.local/share" \
+            XDG_STATE_HOME="$dir/home/.local/state" XDG_CACHE_HOME="$dir/home/.cache" \
+            timeout -k 5 1800 "$ACP" --agent "$(agent_cmd "$a")" --timeout "$CALL_TIMEOUT" --json check \
+            --no-prompt </dev/null >"$HERE/check/$a.jsonl" 2>"$dir/err")
+        rc=$?
+        set -e
+        node -e '
+            const fs = require("fs");
+            const checks = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+            const n = (r, l) => checks.filter((c) => c.result === r && (!l || c.level === l)).length;
+            const out = [`acp check --no-prompt against ${process.argv[2]} (exit ${process.argv[3]}): ${n("pass")} passed, ` +
+                `${n("fail")} failed (${n("fail", "MUST")} MUST, ${n("fail", "SHOULD")} SHOULD), ${n("skip")} skipped`, ""];
+            for (const c of checks) {
+                out.push(`${c.result === "pass" ? "ok" : c.result}  ${c.level}  ${c.id}: ${c.detail}`);
+                if (c.result === "fail") {
+                    out.push(`      spec: ${c.spec}`);
+                    if (c.sent) out.push(`      sent: ${c.sent.slice(0, 300)}`);
+                    if (c.received) out.push(`      received: ${c.received.slice(0, 300)}`);
+                }
+            }
+            fs.writeFileSync(process.argv[4], out.join("\n") + "\n");
+            process.stdout.write(out[0] + "\n");
+        ' "$HERE/check/$a.jsonl" "$a" "$rc" "$HERE/check/$a.txt" >&2
+        grep -q '"id":"schema.messages"' "$HERE/check/$a.jsonl" || {
+            say "acp check against $a did not run to the end (exit $rc): $(tail -c 300 "$dir/err")"
+            status=1
+        }
+        case $a in
+        claude | codex2)
+            (cd "$dir/work" && env -i PATH="$PINNED:$BIN:/usr/bin:/bin" HOME="$dir/home" LANG=C.UTF-8 \
+                ACP_REAL_PROBE="$dir" "$ACP" --agent "$(agent_cmd "$a")" --timeout "$CALL_TIMEOUT" --json info \
+                </dev/null >"$HERE/check/$a-info.json" 2>>"$dir/err") || say "acp info against $a failed"
+            ;;
+        esac
+        settle "$dir" >/dev/null
+        rm -rf "$dir"
+    done
+}
+
 mkdir -p "$OUT"
 install
 [ $probe -eq 0 ] || run_probe
@@ -472,5 +552,8 @@ if [ $acp -eq 1 ]; then
         status=1
     fi
 fi
-say "reports in ${OUT#"$SRC"/}/"
+if [ $conform -eq 1 ]; then
+    if find_acp; then run_conformance "${agents[@]}"; else status=1; fi
+fi
+say "reports in ${OUT#"$SRC"/}/ and tests/real-agents/check/"
 exit $status

@@ -140,6 +140,7 @@ typedef struct page {
     char *add_dirs[1024];
     char *title[1024];
     char updated[1024][ACP_STORE_TIME_LEN + 1];
+    bool archived[1024];
 } page;
 
 static int on_row(void *user, const acp_store_session *s)
@@ -148,7 +149,9 @@ static int on_row(void *user, const acp_store_session *s)
     assert_true(p->n < 1024);
     assert_non_null(s->id);
     assert_non_null(s->add_dirs);
-    assert_null(s->state); /* list never carries state */
+    assert_null(s->state);         /* list never carries state */
+    assert_null(s->system_prompt); /* nor the system prompt */
+    p->archived[p->n] = s->archived;
     p->id[p->n] = strdup(s->id);
     p->cwd[p->n] = strdup(s->cwd);
     p->add_dirs[p->n] = strdup(s->add_dirs);
@@ -1461,6 +1464,187 @@ static void t_lease_delete(void **state)
     acp_store_close(o);
 }
 
+/* --- archive and system prompt (the unstable session/archive and systemPrompt) ---------- */
+
+/* Every page of a filtered list, limit per page, into p; asserts the cursors chain. */
+static void list_all(acp_store *st, const char *cwd, int archived, unsigned limit, page *p)
+{
+    char *cursor = NULL, *next = NULL;
+    do {
+        int before = p->n;
+        assert_int_equal(
+            acp_store_list_archived(st, cwd, archived, cursor, limit, on_row, p, &next), 0);
+        assert_true(p->n - before <= (int)limit);
+        free(cursor);
+        cursor = next;
+        next = NULL;
+    } while (cursor);
+}
+
+static void t_archive_filter(void **state)
+{
+    fx *f = *state;
+    mk_n(f->st, 11, NULL); /* s0 .. s10 in /w, s10 newest */
+    mk(f->st, "other", "/o", "2026-03-01T00:00:00.000Z");
+    char id[16];
+    for (int i = 1; i < 11; i += 2) {
+        snprintf(id, sizeof id, "s%d", i);
+        assert_int_equal(acp_store_set_archived(f->st, id, true), 0);
+    }
+    assert_int_equal(acp_store_set_archived(f->st, "s1", true), 0); /* idempotent */
+    acp_store_session row = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "s1", &row), 0);
+    assert_true(row.archived);
+    char t[ACP_STORE_TIME_LEN + 1];
+    stamp(t, 1);
+    assert_string_equal(row.updated_at, t); /* archiving is not activity */
+    acp_store_session_clear(&row);
+
+    /* Each filter, paged by 2 (and in one page): every session once, in list order. */
+    static const int want_n[] = {7, 12, 5};
+    for (int a = 0; a < 3; a++)
+        for (unsigned limit = 1; limit <= 50; limit += 49) {
+            page p = {0};
+            list_all(f->st, NULL, a, limit, &p);
+            assert_int_equal(p.n, want_n[a]);
+            for (int i = 0; i < p.n; i++) {
+                if (a == ACP_STORE_ARCHIVED_EXCLUDE) assert_false(p.archived[i]);
+                if (a == ACP_STORE_ARCHIVED_ONLY) assert_true(p.archived[i]);
+                if (i) assert_true(strcmp(p.updated[i - 1], p.updated[i]) >= 0);
+                int k = p.id[i][0] == 's' ? atoi(p.id[i] + 1) : -1;
+                if (k >= 0) assert_int_equal(p.archived[i], k % 2 == 1);
+            }
+            page_free(&p);
+        }
+    /* with cwd */
+    page p = {0};
+    list_all(f->st, "/w", ACP_STORE_ARCHIVED_EXCLUDE, 2, &p);
+    assert_int_equal(p.n, 6);
+    assert_string_equal(p.id[0], "s10");
+    assert_string_equal(p.id[5], "s0");
+    page_free(&p);
+    list_all(f->st, "/o", ACP_STORE_ARCHIVED_ONLY, 2, &p);
+    assert_int_equal(p.n, 0);
+    /* acp_store_list (1.0) lists them all */
+    char *next = NULL;
+    assert_int_equal(acp_store_list(f->st, NULL, NULL, 50, on_row, &p, &next), 0);
+    assert_int_equal(p.n, 12);
+    page_free(&p);
+
+    /* unarchive, idempotent too */
+    assert_int_equal(acp_store_set_archived(f->st, "s1", false), 0);
+    assert_int_equal(acp_store_set_archived(f->st, "s1", false), 0);
+    assert_int_equal(acp_store_set_archived(f->st, "s0", false), 0);
+    list_all(f->st, NULL, ACP_STORE_ARCHIVED_ONLY, 50, &p);
+    assert_int_equal(p.n, 4);
+    page_free(&p);
+
+    /* bad input */
+    assert_int_equal(acp_store_set_archived(f->st, "nope", true), ACP_ENOTFOUND);
+    assert_int_equal(acp_store_list_archived(f->st, NULL, 3, NULL, 5, on_row, &p, &next),
+                     ACP_EINVAL);
+    assert_int_equal(acp_store_list_archived(f->st, NULL, -1, NULL, 5, on_row, &p, &next),
+                     ACP_EINVAL);
+    assert_null(next);
+    assert_int_equal(p.n, 0);
+
+    /* a deleted session stays deleted, archived or not */
+    assert_int_equal(acp_store_delete(f->st, "s3"), 0);
+    assert_int_equal(acp_store_set_archived(f->st, "s3", false), ACP_ENOTFOUND);
+}
+
+/* Created archived, and kept across a reopen (another handle). */
+static void t_archive_create_reopen(void **state)
+{
+    fx *f = *state;
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)"a",
+                           .cwd = (char *)"/w",
+                           .add_dirs = (char *)"[]",
+                           .archived = true};
+    acp_store_now(s.created_at);
+    memcpy(s.updated_at, s.created_at, sizeof s.updated_at);
+    assert_int_equal(acp_store_create(f->st, &s), 0);
+    acp_store *other = open_where(f->where);
+    page p = {0};
+    list_all(other, NULL, ACP_STORE_ARCHIVED_ONLY, 10, &p);
+    assert_int_equal(p.n, 1);
+    assert_true(p.archived[0]);
+    page_free(&p);
+    list_all(other, NULL, ACP_STORE_ARCHIVED_EXCLUDE, 10, &p);
+    assert_int_equal(p.n, 0);
+    acp_store_close(other);
+}
+
+static void t_system_prompt(void **state)
+{
+    fx *f = *state;
+    const char *sp =
+        "{\"mode\":\"append\",\"content\":[{\"type\":\"text\",\"text\":\"Be brief\"}]}";
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)"p",
+                           .cwd = (char *)"/w",
+                           .add_dirs = (char *)"[]",
+                           .system_prompt = (char *)sp};
+    acp_store_now(s.created_at);
+    memcpy(s.updated_at, s.created_at, sizeof s.updated_at);
+    int64_t fence = 0;
+    assert_int_equal(acp_store_create_leased(f->st, &s, "h1", 60000, &fence), 0);
+    acp_store_session row = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "p", &row), 0);
+    assert_string_equal(row.system_prompt, sp);
+    assert_false(row.archived);
+    acp_store_session_clear(&row);
+
+    const char *sp2 = "{\"mode\":\"override\",\"content\":[]}";
+    assert_int_equal(acp_store_set_system_prompt(f->st, "p", fence, sp2), 0);
+    assert_int_equal(acp_store_set_system_prompt(f->st, "p", fence + 1, sp), ACP_ESTALE);
+    acp_store *other = open_where(f->where);
+    assert_int_equal(acp_store_get(other, "p", &row), 0);
+    assert_string_equal(row.system_prompt, sp2);
+    acp_store_session_clear(&row);
+    acp_store_close(other);
+
+    /* not listed */
+    page p = {0};
+    list_all(f->st, NULL, ACP_STORE_ARCHIVED_INCLUDE, 10, &p);
+    assert_int_equal(p.n, 1);
+    page_free(&p);
+
+    /* cleared; bad input */
+    assert_int_equal(acp_store_set_system_prompt(f->st, "p", 0, NULL), 0);
+    assert_int_equal(acp_store_get(f->st, "p", &row), 0);
+    assert_null(row.system_prompt);
+    acp_store_session_clear(&row);
+    assert_int_equal(acp_store_set_system_prompt(f->st, "p", 0, "[1]"), ACP_EINVAL);
+    assert_int_equal(acp_store_set_system_prompt(f->st, "p", 0, "{"), ACP_EINVAL);
+    assert_int_equal(acp_store_set_system_prompt(f->st, "nope", 0, sp), ACP_ENOTFOUND);
+    s.id = (char *)"q";
+    s.system_prompt = (char *)"\"text\"";
+    assert_int_equal(acp_store_create(f->st, &s), ACP_EINVAL);
+    assert_int_equal(acp_store_get(f->st, "q", &row), ACP_ENOTFOUND);
+    acp_store_session_clear(&row);
+
+    /* A 1.0 program's struct (acp_store_session as 1.0 declared it, smaller than ours): get
+     * and clear touch only its bytes (ASan watches the heap block's end). */
+    struct session_1_0 {
+        size_t struct_size;
+        char *id, *cwd, *add_dirs, *title, *state;
+        char created_at[ACP_STORE_TIME_LEN + 1];
+        char updated_at[ACP_STORE_TIME_LEN + 1];
+    } *old = calloc(1, sizeof *old);
+    assert_non_null(old);
+    old->struct_size = sizeof *old;
+    assert_true(sizeof *old < sizeof(acp_store_session));
+    assert_int_equal(acp_store_set_system_prompt(f->st, "p", 0, sp), 0);
+    assert_int_equal(acp_store_get(f->st, "p", (acp_store_session *)(void *)old), 0);
+    assert_string_equal(old->id, "p");
+    acp_store_session_clear((acp_store_session *)(void *)old);
+    assert_int_equal(old->struct_size, sizeof *old);
+    assert_null(old->id);
+    free(old);
+}
+
 int store_contract_run(const store_contract_env *env)
 {
     void *e = (void *)env;
@@ -1497,6 +1681,9 @@ int store_contract_run(const store_contract_env *env)
         T(t_lease_release),
         T(t_lease_delete),
         T(t_lease_create),
+        T(t_archive_filter),
+        T(t_archive_create_reopen),
+        T(t_system_prompt),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);

@@ -20,6 +20,7 @@
 #include "acp/version.h"
 #include "engines/openai/openai.h"
 #include "engines/echo/echo.h"
+#include "tools/acp-agent/check_client.h"
 #include "tools/acp-agent/memtrim.h"
 #include "tools/common/serve_cli.h"
 #include "tools/common/wiretrace.h"
@@ -29,6 +30,7 @@ static const char usage[] =
     "                 [--lease-ttl MS] [--max-read SIZE]\n"
     "                 [--log-level error|warn|info|debug]\n"
     "                 [--unstable-off all|FEATURE,...]\n"
+    "                 [--check-client [--check-report FILE] [--check-json]]\n"
     "                 [--help] [--version]\n"
     "                 [--listen HOST:PORT|unix:/path [server options]]\n"
     "       acp-agent --engine openai [--base-url URL] [--model NAME] [--api-key-env VAR]\n"
@@ -48,7 +50,9 @@ static const char usage[] =
     "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
     "\n"
     "--max-read SIZE: the most one file read of the engine returns (64M).\n"
-    "\n"
+    "\n";
+/* More of it (C17 promises string literals up to 4095 bytes). */
+static const char usage_more[] =
     "--log-level LEVEL: error (only what stops acp-agent; quiet is the same), warn (and\n"
     "the connections' and sessions' trouble), info (the default: and listening, shutdown),\n"
     "debug (and every JSON-RPC message each way, ACP and MCP, on stderr: '<-' read, '->'\n"
@@ -57,7 +61,19 @@ static const char usage[] =
     "Unstable features (the SDK's unstable schema; their wire shapes may still change):\n"
     "fork, title, archive, status, system-prompt, subagents, mcp-acp, providers,\n"
     "auth-status. All are offered by default; --unstable-off LIST (comma-separated, or\n"
-    "all) neither advertises nor answers the ones named.\n"
+    "all) neither advertises nor answers the ones named. title: session/set_title (the\n"
+    "engine no longer titles the session itself); archive: session/archive, unarchive,\n"
+    "session/list's archived filter; status: session/status (open or saved);\n"
+    "system-prompt: systemPrompt on session/new, load, resume (stored with the session;\n"
+    "the openai engine appends it to its instructions, or replaces them: override).\n"
+    "\n"
+    "--check-client: instead of an engine, each prompt checks the client connected to us\n"
+    "(an editor under test): every kind of update, a permission request, fs reads and\n"
+    "writes (a probe file in the session's cwd, removed after), a terminal (output, exit,\n"
+    "truncation), a form elicitation, an unknown extension method; each answer validated\n"
+    "against schema.json. The report (like acp check's; --check-json: one object per\n"
+    "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
+    "its summary.\n"
     "\n"
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -65,7 +81,8 @@ static const char usage[] =
     "Echo engine: a prompt is echoed back; commands: /stream N BYTES, /sleep MS,\n"
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
-    "/elicit, /ext (the client's _acp-agent/ping); the client may call _acp-agent/echo.\n"
+    "/elicit, /ext (the client's _acp-agent/ping), /system (the session's system prompt,\n"
+    "unstable); the client may call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
     "\n"
     "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
@@ -197,6 +214,9 @@ enum {
     O_MAX_TOKENS,
     O_MAX_TURNS,
     O_CONTEXT_TOKENS,
+    O_CHECK_CLIENT,
+    O_CHECK_REPORT,
+    O_CHECK_JSON,
 };
 
 static const struct option longopts[] = {
@@ -209,6 +229,9 @@ static const struct option longopts[] = {
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
     {"unstable-off", required_argument, NULL, O_UNSTABLE_OFF},
     {"engine", required_argument, NULL, O_ENGINE},
+    {"check-client", no_argument, NULL, O_CHECK_CLIENT},
+    {"check-report", required_argument, NULL, O_CHECK_REPORT},
+    {"check-json", no_argument, NULL, O_CHECK_JSON},
     {"base-url", required_argument, NULL, O_BASE_URL},
     {"model", required_argument, NULL, O_MODEL},
     {"api-key-env", required_argument, NULL, O_API_KEY_ENV},
@@ -266,6 +289,8 @@ int main(int argc, char **argv)
     const char *where = NULL, *auth_env = NULL, *engine = "echo", *key_env = NULL,
                *prompt_file = NULL;
     unsigned unstable_off = 0;
+    bool check = false, check_json = false;
+    const char *check_report = NULL;
     serve_cli sc;
     serve_cli_init(&sc, "acp-agent");
     openai_opts oo = {0};
@@ -280,7 +305,7 @@ int main(int argc, char **argv)
     while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_HELP:
-            printf("%s%s", usage, serve_cli_usage);
+            printf("%s%s%s", usage, usage_more, serve_cli_usage);
             serve_cli_free(&sc);
             return 0;
         case O_VERSION:
@@ -325,6 +350,15 @@ int main(int argc, char **argv)
                 status = 2;
             }
             break;
+        case O_CHECK_CLIENT:
+            check = true;
+            break;
+        case O_CHECK_REPORT:
+            check_report = optarg;
+            break;
+        case O_CHECK_JSON:
+            check_json = true;
+            break;
         case O_ENGINE:
             engine = optarg;
             if (strcmp(engine, "echo") && strcmp(engine, "openai")) {
@@ -333,13 +367,13 @@ int main(int argc, char **argv)
             }
             break;
         case ':':
-            fprintf(stderr, "acp-agent: %s needs a value\n%s%s", argv[optind - 1], usage,
-                    serve_cli_usage);
+            fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s", argv[optind - 1], usage,
+                    usage_more, serve_cli_usage);
             status = 2;
             break;
         case '?':
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[optind - 1], usage,
-                    serve_cli_usage);
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind - 1], usage,
+                    usage_more, serve_cli_usage);
             status = 2;
             break;
         default:
@@ -352,7 +386,7 @@ int main(int argc, char **argv)
         }
     }
     if (!status && optind < argc) {
-        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[optind], usage,
+        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind], usage, usage_more,
                 serve_cli_usage);
         status = 2;
     }
@@ -432,8 +466,11 @@ int main(int argc, char **argv)
     if (acp_reaper_start(&loop, &reaper) && prog.level >= LOG_WARN)
         fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
-    prog.echo = !oa;
-    if (oa)
+    prog.echo = !oa && !check;
+    check_client *cc = check ? check_client_new(check_report, check_json) : NULL;
+    if (cc)
+        check_client_engine(cc, &eng);
+    else if (oa)
         openai_engine(oa, &eng);
     else
         echo_engine(&eng, auth_env);
@@ -494,6 +531,7 @@ int main(int argc, char **argv)
     if (prog.server) acp_server_free(prog.server);
     uv_run(&loop, UV_RUN_DEFAULT); /* the agent's handles close here */
     if (oa) openai_free(oa, NULL, NULL);
+    check_client_free(cc);
     acp_reaper_close(reaper, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);

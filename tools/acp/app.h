@@ -47,6 +47,8 @@ typedef struct app {
     const char *trace_out;   /* acp trace --out FILE */
     int dashdash;            /* args[dashdash...] came after "--"; -1: no "--" */
     size_t max_read;         /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
+    const char *only;        /* check --only PATTERN */
+    bool no_prompt;          /* check --no-prompt */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
@@ -56,7 +58,9 @@ typedef struct app {
     size_t nowned;
     json_t *mcp; /* mcpServers */
     bool all_cwd;
-    char **args; /* the command's positional arguments */
+    const char *archived;  /* sessions --archived: "include", "only" (unstable) */
+    json_t *system_prompt; /* --system-prompt FILE: the SystemPrompt object (unstable) */
+    char **args;           /* the command's positional arguments */
     int nargs;
 
     uv_loop_t loop;
@@ -150,6 +154,9 @@ bool auth_env_ready(json_t *method, char *vars, size_t n);
 /* A method's type as 'acp auth' shows it: `type`, else _meta.type, else "terminal" for a
  * _meta["terminal-auth"] login, else "agent". */
 const char *auth_type(json_t *method);
+
+/* check.c: acp check, conformance of any agent */
+int cmd_check(app *a);
 
 /* settings.c */
 int cmd_modes(app *a);

@@ -493,7 +493,8 @@ void app_session_opts(app *a, acp_session_opts *so)
     *so = (acp_session_opts){.struct_size = sizeof(acp_session_opts),
                              .cwd = a->cwd,
                              .add_dirs = a->ndirs ? a->dirs : NULL,
-                             .mcp_servers = a->mcp};
+                             .mcp_servers = a->mcp,
+                             .system_prompt = a->system_prompt};
 }
 
 /* Continues session a->sid: resume when advertised (a -32601 answer falls back to load when

@@ -28,21 +28,30 @@ static const char usage_main[] =
     "  new                       create a session and print its id\n"
     "  prompt [-s ID] TEXT...    prompt a new session (or session ID), stream the reply\n"
     "  chat [-s ID]              interactive prompts, with history and command completion\n"
-    "  sessions [--all-cwd]      list sessions, newest first\n"
+    "  sessions [--all-cwd] [--archived [include|only]]\n"
+    "                            list sessions, newest first\n"
     "  history ID                load session ID and print its conversation\n"
     "  resume ID | close ID | delete ID\n"
+    "  title ID TEXT             set session ID's title (unstable)\n"
+    "  archive ID | unarchive ID hide session ID from 'acp sessions', or show it again\n"
+    "                            (unstable)\n"
+    "  status ID                 whether the agent has session ID open or saved (unstable)\n"
     "  modes [-s ID]             list the session's modes (* marks the current one)\n"
     "  mode -s ID MODE           switch session ID to MODE\n"
     "  config [-s ID] [OPTION VALUE]\n"
     "                            list the session's config options, or set one\n"
     "  auth [METHOD]             list the agent's auth methods, or sign in with one\n"
     "  logout                    sign out\n"
+    "  check [--only PATTERN] [--no-prompt]\n"
+    "                            check the agent against the ACP specification\n"
     "  trace [--out FILE] -- CMD ARGS...\n"
     "                            relay an agent for its client, recording and checking\n"
     "                            every message; 'acp trace show FILE' summarises\n"
     "  serve --listen ADDR [server options] -- CMD ARGS...\n"
     "                            put a stdio agent on WebSocket and Streamable HTTP\n"
-    "\n"
+    "\n";
+/* The options' part (a second string: C17 promises string literals up to 4095 bytes). */
+static const char usage_options[] =
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
@@ -70,6 +79,8 @@ static const char usage_main[] =
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
     "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
+    "  --system-prompt FILE      the session's system prompt, appended to the agent's\n"
+    "                            instructions (unstable; see 'acp new --help')\n"
     "  --help, --version\n"
     "\n"
     "exit status: 0 ok, 1 agent error, 2 usage error, 3 refused or denied (a capability\n"
@@ -83,7 +94,10 @@ static const char sess_opts_help[] =
     "                       sessionCapabilities.additionalDirectories)\n"
     "  --mcp 'NAME=CMD ARGS'  an MCP server over stdio (CMD looked up in PATH)\n"
     "  --mcp-http NAME=URL  an MCP server over Streamable HTTP (needs mcpCapabilities.http)\n"
-    "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n";
+    "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n"
+    "  --system-prompt FILE the text of FILE ('-': standard input) as the session's\n"
+    "                       system prompt, appended to the agent's own instructions\n"
+    "                       (unstable: needs sessionCapabilities.systemPrompt)\n";
 
 static const char turn_opts_help[] =
     "  --yes                allow every permission request, write and command\n"
@@ -95,7 +109,7 @@ static const char turn_opts_help[] =
     "PATH? [y/N]'), and refused when standard input is not a terminal.\n";
 
 /* the command options a command takes */
-enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_OUT = 8, F_SERVE = 16 };
+enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_CHECK = 8, F_OUT = 16, F_SERVE = 32 };
 
 typedef struct command {
     const char *name;
@@ -121,6 +135,10 @@ static int cmd_history(app *a);
 static int cmd_resume(app *a);
 static int cmd_close(app *a);
 static int cmd_delete(app *a);
+static int cmd_title(app *a);
+static int cmd_archive(app *a);
+static int cmd_unarchive(app *a);
+static int cmd_status(app *a);
 
 static const command commands[] = {
     {"info", cmd_info, 0, 0, 0,
@@ -148,10 +166,13 @@ static const command commands[] = {
      "the turn (a second Ctrl-C exits); at the prompt it clears the line, and exits\n"
      "(status 130) when the line is empty; Ctrl-D exits (status 0).\n"
      "  -s, --session ID     continue session ID\n"},
-    {"sessions", cmd_sessions, F_ALL, 0, 0,
-     "usage: acp sessions [--all-cwd]\n\n"
+    {"sessions", cmd_sessions, F_ALL, 0, 1,
+     "usage: acp sessions [--all-cwd] [--archived [include|only]]\n\n"
      "Lists the agent's sessions for --cwd (every page), newest first: id, updated,\n"
      "title, cwd. --all-cwd lists sessions of every directory.\n"
+     "--archived (unstable; needs sessionCapabilities.archive): 'only' (the default)\n"
+     "lists the archived sessions alone, 'include' them with the others (an ARCHIVED\n"
+     "column then); without it the agent leaves archived sessions out.\n"
      "--json prints {\"sessions\":[...]} with every page merged.\n"},
     {"history", cmd_history, F_SESS, 1, 1,
      "usage: acp history [new's options] ID\n\n"
@@ -168,6 +189,25 @@ static const command commands[] = {
     {"delete", cmd_delete, 0, 1, 1,
      "usage: acp delete ID\n\n"
      "Deletes session ID (session/delete): it no longer appears in 'acp sessions'.\n"},
+    {"title", cmd_title, 0, 2, -1,
+     "usage: acp title ID TEXT...\n\n"
+     "Sets the title of session ID (session/set_title; unstable: needs\n"
+     "sessionCapabilities.title) to TEXT, the words joined by spaces, and prints the\n"
+     "title the agent stored (it may trim it). The agent no longer titles it itself.\n"},
+    {"archive", cmd_archive, 0, 1, 1,
+     "usage: acp archive ID\n\n"
+     "Archives session ID (session/archive; unstable: needs sessionCapabilities.archive):\n"
+     "the agent closes it if it is active and leaves it out of 'acp sessions' (see\n"
+     "--archived); its history is kept. Archiving an archived session succeeds.\n"},
+    {"unarchive", cmd_unarchive, 0, 1, 1,
+     "usage: acp unarchive ID\n\n"
+     "Unarchives session ID (session/unarchive; unstable: needs\n"
+     "sessionCapabilities.archive): it is listed again. It is not loaded.\n"},
+    {"status", cmd_status, 0, 1, 1,
+     "usage: acp status ID\n\n"
+     "Prints whether the agent has session ID in memory ('open') or only stored\n"
+     "('saved') (session/status; unstable: needs sessionCapabilities.status). Nothing\n"
+     "is loaded or changed. --json: the result, {\"status\": ...}.\n"},
     {"modes", cmd_modes, F_SID | F_SESS, 0, 0,
      "usage: acp modes [-s ID] [new's options]\n\n"
      "Lists the modes of session ID (without -s: of a new session, closed and deleted\n"
@@ -204,6 +244,20 @@ static const command commands[] = {
     {"logout", cmd_logout, 0, 0, 0,
      "usage: acp logout\n\n"
      "Signs out (logout; needs the agent's auth.logout capability).\n"},
+    {"check", cmd_check, F_CHECK, 0, 0,
+     "usage: acp check [--agent CMD|unix:PATH|URL] [--json] [--only PATTERN] [--no-prompt]\n\n"
+     "Checks the agent against the ACP specification: initialize, the session layer (new,\n"
+     "load replay before its answer, resume without replay, close, list filter, paging and\n"
+     "cursors, delete, persistence across a SIGKILL of the agent), prompt turns and cancel,\n"
+     "and JSON-RPC hygiene (errors, ids of every kind echoed exactly, batches, bad UTF-8,\n"
+     "deep nesting, _meta); every message received is validated against schema.json.\n"
+     "Each check names its spec sentence, its level (MUST, SHOULD, MAY) and its result\n"
+     "(pass, fail, or skip with why). The agent is started as often as needed, in a fresh\n"
+     "temporary directory; the sessions made are deleted at the end where it can.\n"
+     "--json: one object per check: id, level, result, detail, spec, sent, received.\n"
+     "Exit status 0 when no MUST check failed, else 1.\n"
+     "  --only PATTERN       run only the checks whose id matches the glob (e.g. 'list.*')\n"
+     "  --no-prompt          skip what costs model tokens (prompt turns)\n"},
     {"trace", cmd_trace, F_OUT, 1, -1,
      "usage: acp trace [--out FILE] -- CMD ARGS...\n"
      "       acp trace show FILE\n\n"
@@ -246,6 +300,7 @@ static int print_help(const command *cmd)
 {
     if (!cmd) {
         fputs(usage_main, stdout);
+        fputs(usage_options, stdout);
         return 0;
     }
     fputs(cmd->help, stdout);
@@ -321,6 +376,25 @@ static json_t *mcp_url(const char *type, const char *spec)
                      "url", eq + 1, "headers");
 }
 
+/* A --system-prompt FILE ('-': standard input) as a SystemPrompt in append mode: its text in
+ * one block. NULL when it cannot be read, is empty or is not UTF-8 text. */
+static json_t *system_prompt_from(const char *path)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) return NULL;
+    acp_buf b = {0};
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0 && b.len < (1u << 20)) acp_buf_append(&b, tmp, n);
+    bool bad = ferror(f) || b.len >= (1u << 20);
+    if (f != stdin) fclose(f);
+    json_t *text = !bad && acp_buf_cstr(&b) && b.len ? json_stringn(b.data, b.len) : NULL;
+    acp_buf_free(&b);
+    if (!text) return NULL; /* json_stringn refuses what is not UTF-8 */
+    return json_pack("{s:s, s:[{s:s, s:o}]}", "mode", "append", "content", "type", "text", "text",
+                     text);
+}
+
 /* --- the command line ---------------------------------------------------------------------- */
 
 enum {
@@ -347,6 +421,10 @@ enum {
     O_COLOR,
     O_AGENT_LOG,
     O_QUIET,
+    O_ARCHIVED,
+    O_SYSTEM_PROMPT,
+    O_ONLY,
+    O_NO_PROMPT,
     O_LOG_LEVEL,
     O_OUT,
 };
@@ -369,34 +447,39 @@ static void word(app *a, const char **cmdname, char *w)
 
 static int parse(app *a, cmdline *cl, int argc, char **argv)
 {
-    static const struct option opts[] = {{"agent", required_argument, NULL, O_AGENT},
-                                         {"token", required_argument, NULL, O_TOKEN},
-                                         {"cacert", required_argument, NULL, O_CACERT},
-                                         {"http2", no_argument, NULL, O_HTTP2},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"cwd", required_argument, NULL, O_CWD},
-                                         {"yes", no_argument, NULL, O_YES},
-                                         {"deny", no_argument, NULL, O_DENY},
-                                         {"fs", no_argument, NULL, O_FS},
-                                         {"max-read", required_argument, NULL, O_MAX_READ},
-                                         {"terminal", no_argument, NULL, O_TERMINAL},
-                                         {"auth", required_argument, NULL, O_AUTH},
-                                         {"timeout", required_argument, NULL, O_TIMEOUT},
-                                         {"help", no_argument, NULL, O_HELP},
-                                         {"version", no_argument, NULL, O_VERSION},
-                                         {"session", required_argument, NULL, 's'},
-                                         {"add-dir", required_argument, NULL, O_ADD},
-                                         {"mcp", required_argument, NULL, O_MCP},
-                                         {"mcp-http", required_argument, NULL, O_HTTP},
-                                         {"mcp-sse", required_argument, NULL, O_SSE},
-                                         {"all-cwd", no_argument, NULL, O_ALL},
-                                         {"color", optional_argument, NULL, O_COLOR},
-                                         {"agent-log", required_argument, NULL, O_AGENT_LOG},
-                                         {"quiet", no_argument, NULL, O_QUIET},
-                                         {"log-level", required_argument, NULL, O_LOG_LEVEL},
-                                         {"out", required_argument, NULL, O_OUT},
-                                         SERVE_CLI_LONGOPTS,
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"agent", required_argument, NULL, O_AGENT},
+        {"token", required_argument, NULL, O_TOKEN},
+        {"cacert", required_argument, NULL, O_CACERT},
+        {"http2", no_argument, NULL, O_HTTP2},
+        {"json", no_argument, NULL, O_JSON},
+        {"cwd", required_argument, NULL, O_CWD},
+        {"yes", no_argument, NULL, O_YES},
+        {"deny", no_argument, NULL, O_DENY},
+        {"fs", no_argument, NULL, O_FS},
+        {"max-read", required_argument, NULL, O_MAX_READ},
+        {"terminal", no_argument, NULL, O_TERMINAL},
+        {"auth", required_argument, NULL, O_AUTH},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"help", no_argument, NULL, O_HELP},
+        {"version", no_argument, NULL, O_VERSION},
+        {"session", required_argument, NULL, 's'},
+        {"add-dir", required_argument, NULL, O_ADD},
+        {"mcp", required_argument, NULL, O_MCP},
+        {"mcp-http", required_argument, NULL, O_HTTP},
+        {"mcp-sse", required_argument, NULL, O_SSE},
+        {"all-cwd", no_argument, NULL, O_ALL},
+        {"color", optional_argument, NULL, O_COLOR},
+        {"agent-log", required_argument, NULL, O_AGENT_LOG},
+        {"quiet", no_argument, NULL, O_QUIET},
+        {"archived", optional_argument, NULL, O_ARCHIVED},
+        {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
+        {"only", required_argument, NULL, O_ONLY},
+        {"no-prompt", no_argument, NULL, O_NO_PROMPT},
+        {"log-level", required_argument, NULL, O_LOG_LEVEL},
+        {"out", required_argument, NULL, O_OUT},
+        SERVE_CLI_LONGOPTS,
+        {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
     const char *cmdname = NULL;
@@ -526,6 +609,14 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             else
                 return usage_error(a, "--color wants auto, always or never, not '%s'", optarg);
             break;
+        case O_ONLY:
+            a->only = optarg;
+            flag = F_CHECK;
+            break;
+        case O_NO_PROMPT:
+            a->no_prompt = true;
+            flag = F_CHECK;
+            break;
         case O_ALL:
             a->all_cwd = true;
             flag = F_ALL;
@@ -533,6 +624,18 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_OUT:
             a->trace_out = optarg;
             flag = F_OUT;
+            break;
+        case O_ARCHIVED: /* bare: "only"; "--archived WORD" is taken apart after parsing */
+            if (optarg && strcmp(optarg, "include") && strcmp(optarg, "only"))
+                return usage_error(a, "--archived wants include or only, not '%s'", optarg);
+            a->archived = optarg ? optarg : "";
+            flag = F_ALL;
+            break;
+        case O_SYSTEM_PROMPT:
+            flag = F_SESS;
+            json_decref(a->system_prompt);
+            if (!(a->system_prompt = system_prompt_from(optarg)))
+                return usage_error(a, "--system-prompt: cannot read a text file '%s'", optarg);
             break;
         case ':':
             return usage_error(a, "%s wants an argument", argv[optind - 1]);
@@ -579,6 +682,14 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         return usage(a, "'%s' takes no %s; see 'acp %s --help'", cmd->name,
                      cl->first ? cl->first : "such option", cmd->name);
     }
+    /* sessions --archived include: the filter's word came apart from the option */
+    if (cmd->run == cmd_sessions && a->nargs == 1 && a->archived && !*a->archived &&
+        (!strcmp(a->args[0], "include") || !strcmp(a->args[0], "only")))
+        a->archived = a->args[--a->nargs];
+    if (a->archived && !*a->archived) a->archived = "only";
+    if (cmd->run == cmd_sessions && a->nargs)
+        return usage(a, "wrong arguments for 'sessions' (--archived wants include or only); see "
+                        "'acp sessions --help'");
     if (a->nargs < cmd->min_args || (cmd->max_args >= 0 && a->nargs > cmd->max_args) ||
         (cmd->run == cmd_config && a->nargs == 1)) {
         return usage(a, "wrong arguments for '%s'; see 'acp %s --help'", cmd->name, cmd->name);
@@ -596,6 +707,42 @@ static const char * or (const char *s, const char *dflt)
     return s ? s : dflt;
 }
 
+/* The member at a dotted path of o, or NULL. */
+static json_t *cap_at(json_t *o, const char *path)
+{
+    char key[128];
+    while (o && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(key, sizeof key, "%.*s", (int)n, path);
+        o = json_object_get(o, key);
+        path += n + (path[n] == '.');
+    }
+    return o;
+}
+
+/* One line per advertised member, by its dotted path: booleans yes/no, an object (a marker)
+ * yes and then its own members, _meta and anything else as its JSON text. */
+static void show_caps(json_t *o, const char *prefix)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        char path[512];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (json_is_object(v) && strcmp(k, "_meta")) {
+            printf("  %-42s yes\n", safe_line(path));
+            show_caps(v, path);
+        } else if (json_is_boolean(v) || json_is_null(v)) {
+            printf("  %-42s %s\n", safe_line(path), json_is_true(v) ? "yes" : "no");
+        } else {
+            char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            printf("  %-42s %s\n", safe_line(path), safe_line(t ? t : "?"));
+            free(t);
+        }
+    }
+}
+
 static int cmd_info(app *a)
 {
     int rc = app_open(a);
@@ -611,24 +758,30 @@ static int cmd_info(app *a)
            safe_line(or (json_string_value(json_object_get(info, "version")), "")));
     printf("protocol: %lld\n",
            (long long)json_integer_value(json_object_get(init, "protocolVersion")));
-    static const struct {
-        acp_agent_cap cap;
-        const char *name;
-    } caps[] = {{ACP_CAP_LOAD_SESSION, "loadSession"},
-                {ACP_CAP_RESUME, "sessionCapabilities.resume"},
-                {ACP_CAP_CLOSE, "sessionCapabilities.close"},
-                {ACP_CAP_LIST, "sessionCapabilities.list"},
-                {ACP_CAP_DELETE, "sessionCapabilities.delete"},
-                {ACP_CAP_ADDITIONAL_DIRS, "sessionCapabilities.additionalDirectories"},
-                {ACP_CAP_MCP_HTTP, "mcpCapabilities.http"},
-                {ACP_CAP_MCP_SSE, "mcpCapabilities.sse"},
-                {ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image"},
-                {ACP_CAP_PROMPT_AUDIO, "promptCapabilities.audio"},
-                {ACP_CAP_PROMPT_RESOURCE, "promptCapabilities.embeddedContext"},
-                {ACP_CAP_LOGOUT, "auth.logout"}};
+    /* Everything the agent advertises, known to this acp or not (unknown members, _meta,
+     * providers, the unstable ones), then the known ones it leaves out. */
+    json_t *caps = json_object_get(init, "agentCapabilities");
     printf("capabilities:\n");
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
-        printf("  %-42s %s\n", caps[i].name, acp_client_supports(a->c, caps[i].cap) ? "yes" : "no");
+    show_caps(caps, "");
+    static const char *const known[] = {"loadSession",
+                                        "sessionCapabilities.resume",
+                                        "sessionCapabilities.close",
+                                        "sessionCapabilities.list",
+                                        "sessionCapabilities.delete",
+                                        "sessionCapabilities.additionalDirectories",
+                                        "sessionCapabilities.fork",
+                                        "sessionCapabilities.title",
+                                        "sessionCapabilities.archive",
+                                        "sessionCapabilities.status",
+                                        "sessionCapabilities.systemPrompt",
+                                        "mcpCapabilities.http",
+                                        "mcpCapabilities.sse",
+                                        "promptCapabilities.image",
+                                        "promptCapabilities.audio",
+                                        "promptCapabilities.embeddedContext",
+                                        "auth.logout"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!cap_at(caps, known[i])) printf("  %-42s no\n", known[i]);
     json_t *methods = acp_client_auth_methods(a->c);
     printf("auth methods:%s", json_array_size(methods) ? "" : " none");
     size_t i;
@@ -707,7 +860,7 @@ static int cmd_sessions(app *a)
     char *cursor = NULL;
     for (int page = 0; page < 100000; page++) {
         json_t *res;
-        if ((rc = acp_client_list(a->c, cwd, cursor, &res))) {
+        if ((rc = acp_client_list_archived(a->c, cwd, a->archived, cursor, &res))) {
             free(cursor);
             json_decref(all);
             return app_fail(a, "cannot list sessions", rc);
@@ -729,14 +882,21 @@ static int cmd_sessions(app *a)
         for (size_t i = 0; i < n; i++) json_array_append(sorted, v[i]);
         render_result(&a->r, json_pack("{s:o}", "sessions", sorted));
     } else if (n == 0) {
-        printf("no sessions%s%s\n", cwd ? " in " : "", cwd ? safe_line(cwd) : "");
+        printf("no %ssessions%s%s\n",
+               a->archived && !strcmp(a->archived, "only") ? "archived " : "", cwd ? " in " : "",
+               cwd ? safe_line(cwd) : "");
     } else {
-        printf("%-38s  %-24s  %-30s  %s\n", "ID", "UPDATED", "TITLE", "CWD");
+        bool flag = a->archived && !strcmp(a->archived, "include");
+        printf("%-38s  %-24s  %s%-30s  %s\n", "ID", "UPDATED", flag ? "ARCHIVED  " : "", "TITLE",
+               "CWD");
         for (size_t i = 0; i < n; i++) {
             const char *t = json_string_value(json_object_get(v[i], "title"));
-            printf("%-38s  %-24s  %-30.30s  %s\n",
+            printf("%-38s  %-24s  %s%-30.30s  %s\n",
                    safe_line(or (json_string_value(json_object_get(v[i], "sessionId")), "?")),
                    safe_line(or (json_string_value(json_object_get(v[i], "updatedAt")), "-")),
+                   !flag                                             ? ""
+                   : json_is_true(json_object_get(v[i], "archived")) ? "yes       "
+                                                                     : "no        ",
                    safe_line(t ? t : "-"),
                    safe_line(or (json_string_value(json_object_get(v[i], "cwd")), "")));
         }
@@ -820,6 +980,67 @@ static int cmd_delete(app *a)
     return 0;
 }
 
+static int cmd_title(app *a)
+{
+    int rc = open_signed_in(a);
+    if (rc) return rc;
+    const char *id = a->args[0];
+    acp_buf b = {0};
+    for (int i = 1; i < a->nargs; i++) acp_buf_printf(&b, "%s%s", i > 1 ? " " : "", a->args[i]);
+    json_t *res = NULL;
+    rc = acp_buf_cstr(&b) ? acp_client_set_title(a->c, id, b.data, &res) : ACP_ENOMEM;
+    acp_buf_free(&b);
+    if (rc) return fail_id(a, "retitle", id, rc);
+    if (a->json) {
+        json_object_set_new(res, "sessionId", json_string(id));
+        render_result(&a->r, res);
+        return 0;
+    }
+    printf("%s\n", safe_line(or (json_string_value(json_object_get(res, "title")), "")));
+    json_decref(res);
+    return 0;
+}
+
+static int archive(app *a, bool on)
+{
+    int rc = open_signed_in(a);
+    if (rc) return rc;
+    const char *id = a->args[0];
+    if ((rc = acp_client_archive(a->c, id, on)))
+        return fail_id(a, on ? "archive" : "unarchive", id, rc);
+    done(a, on ? "archived" : "unarchived", id);
+    return 0;
+}
+
+static int cmd_archive(app *a)
+{
+    return archive(a, true);
+}
+
+static int cmd_unarchive(app *a)
+{
+    return archive(a, false);
+}
+
+static int cmd_status(app *a)
+{
+    int rc = open_signed_in(a);
+    if (rc) return rc;
+    const char *id = a->args[0];
+    json_t *res = NULL;
+    if ((rc = acp_client_status(a->c, id, &res))) return fail_id(a, "check", id, rc);
+    if (a->json) {
+        json_object_set_new(res, "sessionId", json_string(id));
+        render_result(&a->r, res);
+        return 0;
+    }
+    const char *st = json_string_value(json_object_get(res, "status"));
+    /* the schema: a value we do not know reads as saved */
+    printf("%s\n", st && !strcmp(st, "open") ? "open" : "saved");
+    json_decref(res);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -842,7 +1063,8 @@ int main(int argc, char **argv)
         if (a.log_level == LOG_DEBUG) wire_trace_start("acp");
         rc = cl.cmd->run(&a);
         a.finished = true;
-        if (rc && a.json) app_json_error(&a, rc);
+        /* check's status 1 is its verdict (a MUST failed), told by its own lines */
+        if (rc && a.json && cl.cmd->run != cmd_check) app_json_error(&a, rc);
         fflush(stdout);
         app_close(&a);
         render_free(&a.r);
@@ -851,6 +1073,7 @@ int main(int argc, char **argv)
     if (a.token) explicit_bzero(a.token, strlen(a.token));
     free(a.token);
     json_decref(a.mcp);
+    json_decref(a.system_prompt);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);
     free(cl.cwd_abs);
