@@ -145,3 +145,11 @@ test("acp trace passes bytes unchanged both ways", async (t) => {
   assert.ok(Buffer.concat(chunks).equals(sent), "the bytes changed on the way");
   assert.equal(records(file).filter((r) => !("finding" in r)).length, 6); // 3 each way
 });
+
+test("acp trace: an agent that cannot start is said, exit 4", (t) => {
+  const file = join(temp(t), "trace.jsonl");
+  const r = spawnSync("sh", ["-c", `echo '{}' | ${ACP} trace --out ${file} -- /nonexistent/agent | cat`], { encoding: "utf8" });
+  assert.match(r.stderr, /cannot run '\/nonexistent\/agent'/);
+  const direct = spawnSync(ACP, ["trace", "--out", file, "--", "/nonexistent/agent"], { stdio: ["pipe", "pipe", "pipe"], encoding: "utf8" });
+  assert.equal(direct.status, 4, direct.stderr);
+});

@@ -532,6 +532,11 @@ static void on_signal(uv_signal_t *h, int signum)
     if (!t->exited) uv_kill(-t->proc.pid, signum); /* the agent decides; we relay to the end */
 }
 
+static void close_open(uv_handle_t *h, void *arg)
+{
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
 static int run_trace(app *a)
 {
     if (a->dashdash < 0 || a->nargs == a->dashdash || a->dashdash != 0) {
@@ -571,7 +576,7 @@ static int run_trace(app *a)
         json_decref(t.turns);
         json_decref(t.loading);
         json_decref(t.answered);
-        uv_walk(&loop, (uv_walk_cb)uv_close, NULL);
+        uv_walk(&loop, close_open, NULL);
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         return EXIT_USAGE;
@@ -599,8 +604,7 @@ static int run_trace(app *a)
     if (rc) {
         fprintf(stderr, "acp: trace: cannot run '%s': %s\n", argv[0], uv_strerror(rc));
         status = EXIT_GONE;
-        uv_close((uv_handle_t *)&t.proc, NULL);
-        uv_walk(&loop, (uv_walk_cb)uv_close, NULL);
+        uv_walk(&loop, close_open, NULL); /* the process handle too, as libuv asks */
     } else {
         t.s[CLIENT].to = (uv_stream_t *)&t.child_in;
         t.s[AGENT].to = (uv_stream_t *)&t.our_out;
