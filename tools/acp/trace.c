@@ -399,7 +399,7 @@ static void examiner(void *arg)
     for (;;) {
         while (!t->head && !t->stop) uv_cond_wait(&t->cv, &t->mu);
         chunk *c = t->head;
-        if (!c) break; /* stopped, and all examined */
+        if (!c || t->stop) break; /* the rest is the main thread's (run_trace) */
         if (!(t->head = c->next)) t->tail = &t->head;
         t->queued -= c->n;
         uv_cond_broadcast(&t->cv);
@@ -623,10 +623,18 @@ static int run_trace(app *a)
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     uv_mutex_lock(&t.mu);
-    t.stop = true; /* everything relayed is queued: the examiner finishes it and ends */
+    t.stop = true; /* everything relayed is queued: the examiner ends after its chunk */
     uv_cond_broadcast(&t.cv);
     uv_mutex_unlock(&t.mu);
     uv_thread_join(&t.examiner);
+    /* What is left is examined here, at our own priority: on a busy machine the idle-class
+     * examiner could take long, and the client may be waiting for its agent to end. */
+    for (chunk *c = t.head, *next; c; c = next) {
+        next = c->next;
+        examine_chunk(&t, c);
+        free(c);
+    }
+    t.head = NULL;
     uv_mutex_destroy(&t.mu);
     uv_cond_destroy(&t.cv);
     if (!rc) status = t.term_signal ? 128 + t.term_signal : (int)t.status;
