@@ -148,3 +148,17 @@ test("acp serve --root: a session outside the roots is refused -32602 by the ser
   s.p.kill("SIGTERM");
   assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
 });
+
+test("acp serve --log-level debug: the relayed messages on stderr, secrets redacted", async (t) => {
+  const s = await serve(t, () => SDK_AGENT, () => ["--log-level=debug"]);
+  const c = client(createHttpStream(`http://127.0.0.1:${s.port}/acp`, { headers }));
+  await c.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const mcp = [{ name: "m", command: "/bin/false", args: [], env: [{ name: "K", value: "SECRET-ENV" }] }];
+  await c.ctx.request("session/new", { cwd: tmpdir(), mcpServers: mcp });
+  s.p.kill("SIGTERM");
+  assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
+  assert.match(s.stderr(), /acp: debug: <- \{"jsonrpc":"2.0","id":0,"method":"initialize"/);
+  assert.match(s.stderr(), /acp: debug: -> \{"jsonrpc":"2.0","id":1,"result":\{"sessionId":"sess_1"/);
+  assert.doesNotMatch(s.stderr(), /SECRET/);
+  assert.match(s.stderr(), /<redacted>/);
+});
