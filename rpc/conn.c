@@ -1058,8 +1058,8 @@ static void process_line(acp_conn *c, const char *line, size_t n)
     size_t i = 0;
     while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) i++;
     if (i == n) return;
-    if (trace_fn) trace_fn(c, false, line, n, trace_user);
     if (c->opts.on_message) c->opts.on_message(c, line, n, c->opts.user);
+    if (trace_fn) trace_fn(c, false, line, n, trace_user);
     if (n > c->opts.max_message) {
         acp_buf_free(&c->prefix);
         acp_buf_append(&c->prefix, line, n < OVERSIZE_PREFIX ? n : OVERSIZE_PREFIX);

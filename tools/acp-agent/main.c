@@ -50,9 +50,7 @@ static const char usage[] =
     "paused, cut off from the store). Renewed every MS/3; given up on close and exit.\n"
     "\n"
     "--max-read SIZE: the most one file read of the engine returns (64M).\n"
-    "\n";
-/* More of it (C17 promises string literals up to 4095 bytes). */
-static const char usage_more[] =
+    "\n"
     "--log-level LEVEL: error (only what stops acp-agent; quiet is the same), warn (and\n"
     "the connections' and sessions' trouble), info (the default: and listening, shutdown),\n"
     "debug (and every JSON-RPC message each way, ACP and MCP, on stderr: '<-' read, '->'\n"
@@ -74,7 +72,9 @@ static const char usage_more[] =
     "against schema.json. The report (like acp check's; --check-json: one object per\n"
     "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
     "its summary.\n"
-    "\n"
+    "\n";
+/* The engines' part, apart from usage: one literal may not pass C99's 4095 characters. */
+static const char usage_engines[] =
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
     "\n"
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
     while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_HELP:
-            printf("%s%s%s", usage, usage_more, serve_cli_usage);
+            printf("%s%s%s", usage, usage_engines, serve_cli_usage);
             serve_cli_free(&sc);
             return 0;
         case O_VERSION:
@@ -368,12 +368,12 @@ int main(int argc, char **argv)
             break;
         case ':':
             fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s", argv[optind - 1], usage,
-                    usage_more, serve_cli_usage);
+                    usage_engines, serve_cli_usage);
             status = 2;
             break;
         case '?':
             fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind - 1], usage,
-                    usage_more, serve_cli_usage);
+                    usage_engines, serve_cli_usage);
             status = 2;
             break;
         default:
@@ -386,8 +386,8 @@ int main(int argc, char **argv)
         }
     }
     if (!status && optind < argc) {
-        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind], usage, usage_more,
-                serve_cli_usage);
+        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind], usage,
+                usage_engines, serve_cli_usage);
         status = 2;
     }
     if (!status && !sc.listen && sc.given) {

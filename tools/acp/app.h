@@ -42,13 +42,13 @@ typedef struct app {
     unsigned timeout_ms;
     const char *agent_log;   /* --agent-log: the agent's stderr, raw, appended here */
     bool quiet;              /* --quiet: the agent's stderr dropped */
+    size_t max_read;         /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
+    const char *only;        /* check --only PATTERN */
+    bool no_prompt;          /* check --no-prompt */
     int log_level;           /* --log-level (enum log_level, tools/common/wiretrace.h) */
     struct serve_cli *serve; /* acp serve's server options (tools/common/serve_cli.h) */
     const char *trace_out;   /* acp trace --out FILE */
     int dashdash;            /* args[dashdash...] came after "--"; -1: no "--" */
-    size_t max_read;         /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
-    const char *only;        /* check --only PATTERN */
-    bool no_prompt;          /* check --no-prompt */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;

@@ -50,8 +50,8 @@ static const char usage_main[] =
     "  serve --listen ADDR [server options] -- CMD ARGS...\n"
     "                            put a stdio agent on WebSocket and Streamable HTTP\n"
     "\n";
-/* The options' part (a second string: C17 promises string literals up to 4095 bytes). */
-static const char usage_options[] =
+/* Apart from usage_main: one literal may not pass C99's 4095 characters. */
+static const char usage_opts[] =
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
@@ -300,7 +300,7 @@ static int print_help(const command *cmd)
 {
     if (!cmd) {
         fputs(usage_main, stdout);
-        fputs(usage_options, stdout);
+        fputs(usage_opts, stdout);
         return 0;
     }
     fputs(cmd->help, stdout);
@@ -621,10 +621,6 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             a->all_cwd = true;
             flag = F_ALL;
             break;
-        case O_OUT:
-            a->trace_out = optarg;
-            flag = F_OUT;
-            break;
         case O_ARCHIVED: /* bare: "only"; "--archived WORD" is taken apart after parsing */
             if (optarg && strcmp(optarg, "include") && strcmp(optarg, "only"))
                 return usage_error(a, "--archived wants include or only, not '%s'", optarg);
@@ -636,6 +632,10 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             json_decref(a->system_prompt);
             if (!(a->system_prompt = system_prompt_from(optarg)))
                 return usage_error(a, "--system-prompt: cannot read a text file '%s'", optarg);
+            break;
+        case O_OUT:
+            a->trace_out = optarg;
+            flag = F_OUT;
             break;
         case ':':
             return usage_error(a, "%s wants an argument", argv[optind - 1]);
