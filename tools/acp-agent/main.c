@@ -63,7 +63,9 @@ static const char usage[] =
     "engine no longer titles the session itself); archive: session/archive, unarchive,\n"
     "session/list's archived filter; status: session/status (open or saved);\n"
     "system-prompt: systemPrompt on session/new, load, resume (stored with the session;\n"
-    "the openai engine appends it to its instructions, or replaces them: override).\n"
+    "the openai engine appends it to its instructions, or replaces them: override);\n"
+    "subagents: child sessions of a session for clients that take them (echo's /subagent,\n"
+    "the openai engine's delegate_task tool).\n"
     "\n"
     "--check-client: instead of an engine, each prompt checks the client connected to us\n"
     "(an editor under test): every kind of update, a permission request, fs reads and\n"
@@ -73,7 +75,7 @@ static const char usage[] =
     "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
     "its summary.\n"
     "\n";
-/* The engines' part, apart from usage: one literal may not pass C99's 4095 characters. */
+/* A second string: C99 compilers need not take a literal over 4095 bytes (-Woverlength-strings). */
 static const char usage_engines[] =
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
@@ -82,7 +84,8 @@ static const char usage_engines[] =
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
     "/elicit, /ext (the client's _acp-agent/ping), /system (the session's system prompt,\n"
-    "unstable); the client may call _acp-agent/echo.\n"
+    "unstable), /subagent TEXT (a subagent session echoing TEXT, unstable); the client may\n"
+    "call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
     "\n"
     "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
