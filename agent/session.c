@@ -168,7 +168,8 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
                        .connect_timeout_ms = a->opts.mcp_connect_timeout_ms,
                        .on_log = mcp_log,
                        .user = a,
-                       .no_stdio = a->bounds && a->bounds->no_stdio_mcp};
+                       .no_stdio = a->bounds && a->bounds->no_stdio_mcp,
+                       .acp_peer = agent_offers(a, ACP_UNSTABLE_MCP_ACP) ? a->conn : NULL};
     int rc = acp_mcp_set_new(a->loop, servers, &mo, rv, nr, &s->mcp);
     free(rv);
     if (rc) {

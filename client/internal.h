@@ -53,6 +53,8 @@ struct acp_client {
     acp_pending *pending; /* requests of the agent's waiting for the application's answer */
     json_t *url_open;     /* elicitationId -> true: URL elicitations accepted, not yet completed */
     struct fs_job *fs_jobs; /* fs requests running on the thread pool */
+    acp_client_mcp *mcps;   /* MCP servers served over the connection (mcp.c) */
+    unsigned next_mcp;      /* for generated serverIds */
 };
 
 struct acp_client_session {
@@ -134,6 +136,8 @@ typedef struct acp_client_sync {
     char err[1024]; /* the reply's errmsg: the last error the synchronous call sets */
 } acp_client_sync;
 void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user);
+/* providers.c (unstable): auth/status_update to opts.on_auth_status. */
+void acp_client_providers_register(acp_client *c);
 /* Runs the loop until w is done (rc, the _start's status, is returned at once when non-zero),
  * and returns w's status; on success *result (optional) takes w's result. */
 int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **result);
@@ -176,6 +180,9 @@ void acp_client_perm_register(acp_client *c);
 void acp_client_fs_register(acp_client *c);
 void acp_client_terminal_register(acp_client *c);
 void acp_client_elicit_register(acp_client *c);
+/* mcp.c: serves mcp/message; frees every registered MCP server (acp_client_free). */
+void acp_client_mcp_register_method(acp_client *c);
+void acp_client_mcps_free(acp_client *c);
 /* The connection's fallbacks: '_' methods go to the application's extension handlers. */
 void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user);
 void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user);

@@ -217,6 +217,7 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
         if (!type) continue;
         acp_agent_cap cap = strcmp(type, "http") == 0  ? ACP_CAP_MCP_HTTP
                             : strcmp(type, "sse") == 0 ? ACP_CAP_MCP_SSE
+                            : strcmp(type, "acp") == 0 ? ACP_CAP_MCP_ACP
                                                        : (acp_agent_cap)-1;
         if ((int)cap < 0)
             return acp_error_set(ACP_EINVAL, "MCP server '%s' has unknown type '%s'",
@@ -225,7 +226,10 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
             return acp_error_set(ACP_ENOTSUP,
                                  "agent does not advertise mcpCapabilities.%s (MCP server "
                                  "'%s' uses %s)",
-                                 type, name ? name : "?", cap == ACP_CAP_MCP_HTTP ? "HTTP" : "SSE");
+                                 type, name ? name : "?",
+                                 cap == ACP_CAP_MCP_HTTP  ? "HTTP"
+                                 : cap == ACP_CAP_MCP_SSE ? "SSE"
+                                                          : "MCP over ACP");
     }
     rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots);
     if (rc) return rc;

@@ -65,7 +65,10 @@ static const char usage[] =
     "system-prompt: systemPrompt on session/new, load, resume (stored with the session;\n"
     "the openai engine appends it to its instructions, or replaces them: override);\n"
     "subagents: child sessions of a session for clients that take them (echo's /subagent,\n"
-    "the openai engine's delegate_task tool).\n"
+    "the openai engine's delegate_task tool);\n"
+    "providers: the openai engine's endpoint is the provider 'openai', which a client may\n"
+    "move to another endpoint with its own headers, for its connection only;\n"
+    "auth-status: both engines answer auth/status and send auth/status_update.\n"
     "\n"
     "--check-client: instead of an engine, each prompt checks the client connected to us\n"
     "(an editor under test): every kind of update, a permission request, fs reads and\n"
@@ -87,7 +90,9 @@ static const char usage_engines[] =
     "unstable), /subagent TEXT (a subagent session echoing TEXT, unstable); the client may\n"
     "call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
-    "\n"
+    "\n";
+/* Its own array: one string literal may not pass 4095 bytes (ISO C, -Woverlength-strings). */
+static const char usage_openai[] =
     "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
     "llama-server, Ollama, vLLM, LM Studio, OpenAI or a gateway. --base-url (default\n"
     "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
@@ -308,7 +313,7 @@ int main(int argc, char **argv)
     while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_HELP:
-            printf("%s%s%s", usage, usage_engines, serve_cli_usage);
+            printf("%s%s%s%s", usage, usage_engines, usage_openai, serve_cli_usage);
             serve_cli_free(&sc);
             return 0;
         case O_VERSION:
@@ -370,13 +375,13 @@ int main(int argc, char **argv)
             }
             break;
         case ':':
-            fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s", argv[optind - 1], usage,
-                    usage_engines, serve_cli_usage);
+            fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s%s", argv[optind - 1], usage,
+                    usage_engines, usage_openai, serve_cli_usage);
             status = 2;
             break;
         case '?':
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind - 1], usage,
-                    usage_engines, serve_cli_usage);
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s%s", argv[optind - 1], usage,
+                    usage_engines, usage_openai, serve_cli_usage);
             status = 2;
             break;
         default:
@@ -389,8 +394,8 @@ int main(int argc, char **argv)
         }
     }
     if (!status && optind < argc) {
-        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s", argv[optind], usage,
-                usage_engines, serve_cli_usage);
+        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s%s", argv[optind], usage,
+                usage_engines, usage_openai, serve_cli_usage);
         status = 2;
     }
     if (!status && !sc.listen && sc.given) {

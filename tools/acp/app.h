@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "acp/client.h"
+#include "acp/mcp.h"
 #include "acp/rt.h"
 #include "tools/acp/render.h"
 
@@ -49,6 +50,12 @@ typedef struct app {
     struct serve_cli *serve; /* acp serve's server options (tools/common/serve_cli.h) */
     const char *trace_out;   /* acp trace --out FILE */
     int dashdash;            /* args[dashdash...] came after "--"; -1: no "--" */
+    const char *provider;    /* --provider ID=URL (unstable) */
+    char **headers;          /* --header 'NAME: VALUE', NULL-terminated; secrets, wiped at exit */
+    size_t nheaders;
+    const char *api_type; /* --api-type; NULL: openai */
+    const char *registry; /* --registry FILE|URL */
+    char *agent_cmd;      /* --agent ID of the registry: the command that runs it (owned) */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
@@ -89,8 +96,18 @@ typedef struct app {
     int agent_log_fd;      /* --agent-log's file, else -1 */
     acp_buf agent_line;    /* the agent's stderr since its last line end */
     uv_timer_t agent_idle; /* shows that much once the agent has said nothing more for a while */
+    /* --mcp-local (mcplocal.c): the stdio servers acp runs and relays over ACP */
+    json_t *mcp_local;    /* their McpServerStdio entries */
+    acp_mcp_set *mcp_set; /* running, once the session is being set up */
+    void *relays;         /* one per server */
+    size_t nrelays;
+    bool mcp_stopping;
 } app;
 
+/* mcplocal.c: --mcp-local. start: runs the servers and declares them in a->mcp (before a
+ * session request; 0 or an exit status, said); stop: stops them (before the client goes). */
+int mcplocal_start(app *a);
+void mcplocal_stop(app *a);
 /* conn.c: the connection, sign-in, sessions, failures */
 int app_open(app *a);
 bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH, not a URL) */
@@ -157,6 +174,20 @@ const char *auth_type(json_t *method);
 
 /* check.c: acp check, conformance of any agent */
 int cmd_check(app *a);
+/* providers.c (unstable) */
+int cmd_providers(app *a);
+int cmd_provider(app *a);
+/* After initialize: --provider ID=URL applied (providers/set with --header): 0 or the exit
+ * status of its failure (said). */
+int app_provider_option(app *a);
+int app_provider_apply(app *a, const char *id, const char *url);
+
+/* registry.c: the ACP Registry */
+int cmd_agents(app *a);
+/* --agent ID of a registry agent (a single word that names no program in PATH): rewritten to
+ * the command that runs it (npx or the unpacked binary), its env set in ours. 0 (also when
+ * --agent is something else), or the exit status of a failure (said). */
+int registry_resolve(app *a);
 
 /* settings.c */
 int cmd_modes(app *a);

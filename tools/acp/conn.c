@@ -313,7 +313,7 @@ int app_open(app *a)
      * while a line is edited, questions while they wait for an answer. */
     while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
     /* the library's message names the step */
-    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : 0;
+    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : app_provider_option(a);
 }
 
 static void end_agent(uv_timer_t *t)
@@ -329,6 +329,7 @@ void app_close(app *a)
     if (a->s) acp_client_session_free(a->s);
     a->s = NULL;
     int pid = a->c ? acp_client_agent_pid(a->c) : 0;
+    mcplocal_stop(a);      /* its servers go with the session, before the client that relays them */
     acp_client_free(a->c); /* on our loop: its handles close below, the agent is stopped */
     a->c = NULL;
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
@@ -562,6 +563,7 @@ static int attach(app *a, const char *verb)
 int app_session(app *a, const char *verb)
 {
     int rc = app_sign_in(a);
+    if (!rc) rc = mcplocal_start(a);
     if (rc) return rc;
     if (a->sid) {
         rc = attach(a, verb);
