@@ -13,6 +13,7 @@
 #include "acp/roots.h"
 #include "agent/relay.h"
 #include "rpc/lasterr.h"
+#include "rpc/trace.h"
 #include "rt/proc_stdio.h"
 
 /* The longest line of the agent's that is relayed (the network's own limit on a message is
@@ -137,7 +138,8 @@ static void refuse(relay *r, json_t *id, const char *path, const char *fmt, cons
                           id ? id : json_null(), "error", "code", ACP_RPC_INVALID_PARAMS, "message",
                           message, "data", "path", path);
     char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
-    if (text) acp_link_send(r->l, text, strlen(text));
+    if (text) rpc_trace(true, text, strlen(text));
+    if (text && !acp_link_send(r->l, text, strlen(text))) acp_link_flush(r->l);
     free(text);
     json_decref(e);
 }
@@ -202,6 +204,7 @@ static void link_message(acp_link *l, const char *msg, size_t len, void *user)
 {
     relay *r = user;
     char *rewritten = NULL;
+    rpc_trace(false, msg, len);
     int v = police(r, msg, len, &rewritten);
     if (v > 0) to_agent(r, msg, len);
     if (!v) to_agent(r, rewritten, strlen(rewritten));
@@ -229,6 +232,7 @@ static void send_line(relay *r, const char *p, size_t n)
     size_t i = 0;
     while (i < n && (p[i] == ' ' || p[i] == '\t')) i++;
     if (i == n || !r->l) return;
+    rpc_trace(true, p, n);
     if (acp_link_send(r->l, p, n) == ACP_ENOMEM) {
         rlog(r, "out of memory sending to the client: closing its connection");
         acp_link_close(r->l);
@@ -359,6 +363,7 @@ void relay_shutdown(relay *r)
 void relay_free(relay *r)
 {
     r->freeing = true;
+    r->o.bounds = NULL; /* the server's, freed with it: what still arrives passes unpoliced */
     if (!r->ending) r->o.grace_ms = 0;
     end(r);
     close_pipe(r, &r->out);

@@ -10,6 +10,7 @@
 #include "acp/rpc.h"
 #include "rpc/lasterr.h"
 #include "rpc/scan.h"
+#include "rpc/trace.h"
 
 /* The 1.0 size of the options (when it changes: rpc/lasterr.h). */
 #define ACP_CONN_OPTS_SIZE_1_0 ACP_STRUCT_SIZE_AT(acp_conn_opts, user)
@@ -284,6 +285,11 @@ void acp_conn_trace_all(acp_wire_trace_fn fn, void *user)
 {
     trace_fn = fn;
     trace_user = user;
+}
+
+void rpc_trace(bool out, const char *msg, size_t len)
+{
+    if (trace_fn) trace_fn(NULL, out, msg, len, trace_user);
 }
 
 char *acp_conn_out_take(acp_conn *c, size_t *len)

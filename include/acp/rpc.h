@@ -106,7 +106,8 @@ char *acp_conn_out_take(acp_conn *c, size_t *len);
 /* Wire tracing, for debugging (acp and acp-agent --log-level debug): fn receives every message
  * of every acp_conn of this process (ACP, and MCP's), out = false as it is read (before it is
  * handled), true as it is taken for writing (acp_conn_out_take), one line without its line
- * end, borrowed for the call. fn must not call into c. The messages are as on the wire,
+ * end, borrowed for the call; c is NULL for a message relayed without an acp_conn
+ * (acp_server_listen_command: out is then toward the remote client). fn must not call into c. The messages are as on the wire,
  * secrets included: redact before showing them. Process-wide; set it before any connection
  * carries messages, from the thread that runs them. NULL (the default): off, at the cost of
  * one test per line. */

@@ -49,11 +49,11 @@ async function until(what, pred, ms = 20000) {
   assert.fail(`timed out waiting for ${what}`);
 }
 
-async function serve(t, agentCmd) {
+async function serve(t, agentCmd, extra = () => []) {
   const dir = mkdtempSync(join(tmpdir(), "acp-serve-"));
   writeFileSync(join(dir, "token"), TOKEN + "\n");
   const p = spawn(ACP, ["serve", "--listen=127.0.0.1:0", "--port-file", join(dir, "port"), "--token-file", join(dir, "token"),
-    "--close-timeout=1", "--", ...agentCmd(dir)], { stdio: ["ignore", "inherit", "pipe"] });
+    "--close-timeout=1", ...extra(dir), "--", ...agentCmd(dir)], { stdio: ["ignore", "inherit", "pipe"] });
   let stderr = "";
   p.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise((r) => p.on("exit", (code, signal) => r({ code, signal })));
@@ -134,4 +134,31 @@ test("acp serve: a closed connection ends its agent's process tree, no zombie", 
   await until("no child left (zombies included)", () => children(s.p.pid).length === 0);
   s.p.kill("SIGTERM");
   assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
+});
+
+test("acp serve --root: a session outside the roots is refused -32602 by the server", async (t) => {
+  const s = await serve(t, () => SDK_AGENT, (dir) => ["--root", dir]);
+  const c = client(createHttpStream(`http://127.0.0.1:${s.port}/acp`, { headers }));
+  await c.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const e = await c.ctx.request("session/new", { cwd: "/", mcpServers: [] }).then(() => null, (err) => err);
+  assert.equal(e?.code, -32602, String(e));
+  assert.match(e.message, /inside a directory this server allows/);
+  const ok = await c.ctx.request("session/new", { cwd: s.dir, mcpServers: [] });
+  assert.match(ok.sessionId, /^sess_/);
+  s.p.kill("SIGTERM");
+  assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
+});
+
+test("acp serve --log-level debug: the relayed messages on stderr, secrets redacted", async (t) => {
+  const s = await serve(t, () => SDK_AGENT, () => ["--log-level=debug"]);
+  const c = client(createHttpStream(`http://127.0.0.1:${s.port}/acp`, { headers }));
+  await c.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const mcp = [{ name: "m", command: "/bin/false", args: [], env: [{ name: "K", value: "SECRET-ENV" }] }];
+  await c.ctx.request("session/new", { cwd: tmpdir(), mcpServers: mcp });
+  s.p.kill("SIGTERM");
+  assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
+  assert.match(s.stderr(), /acp: debug: <- \{"jsonrpc":"2.0","id":0,"method":"initialize"/);
+  assert.match(s.stderr(), /acp: debug: -> \{"jsonrpc":"2.0","id":1,"result":\{"sessionId":"sess_1"/);
+  assert.doesNotMatch(s.stderr(), /SECRET/);
+  assert.match(s.stderr(), /<redacted>/);
 });

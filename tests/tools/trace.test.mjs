@@ -145,3 +145,25 @@ test("acp trace passes bytes unchanged both ways", async (t) => {
   assert.ok(Buffer.concat(chunks).equals(sent), "the bytes changed on the way");
   assert.equal(records(file).filter((r) => !("finding" in r)).length, 6); // 3 each way
 });
+
+test("acp trace: an agent that cannot start is said, exit 4", (t) => {
+  const file = join(temp(t), "trace.jsonl");
+  const r = spawnSync("sh", ["-c", `echo '{}' | ${ACP} trace --out ${file} -- /nonexistent/agent | cat`], { encoding: "utf8" });
+  assert.match(r.stderr, /cannot run '\/nonexistent\/agent'/);
+  const direct = spawnSync(ACP, ["trace", "--out", file, "--", "/nonexistent/agent"], { stdio: ["pipe", "pipe", "pipe"], encoding: "utf8" });
+  assert.equal(direct.status, 4, direct.stderr);
+});
+
+test("acp trace: an agent's last output reaches a slow client after the agent exited", async (t) => {
+  const file = join(temp(t), "trace.jsonl");
+  const tr = traced(t, file, ["sh", "-c", "head -c 8000000 /dev/zero | tr '\\0' x; echo"]);
+  tr.p.stdout.pause(); // the client reads only once the agent is long gone
+  tr.p.stdin.end();
+  await sleep(1000);
+  let n = 0;
+  tr.p.stdout.on("data", (d) => (n += d.length));
+  tr.p.stdout.resume();
+  assert.deepEqual(await tr.exited, { code: 0, signal: null }, tr.stderr());
+  await new Promise((r) => (tr.p.stdout.readableEnded ? r() : tr.p.stdout.on("end", r)));
+  assert.equal(n, 8000001);
+});

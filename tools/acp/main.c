@@ -349,7 +349,7 @@ static int print_help(const command *cmd)
     }
     fputs(cmd->help, stdout);
     if (cmd->flags & F_SESS) fputs(sess_opts_help, stdout);
-    if (cmd->flags & F_SERVE) fputs(serve_cli_usage, stdout);
+    if (cmd->flags & F_SERVE) printf("\n%s", serve_cli_usage);
     if (cmd->run == cmd_prompt || cmd->run == cmd_chat) fputs(turn_opts_help, stdout);
     printf("\nGlobal options ('acp --help') go before or after the command.\n");
     return 0;

@@ -67,7 +67,7 @@ typedef struct tracer {
     json_t *turns;                    /* sessionId -> number of prompts in flight */
     json_t *loading;                  /* sessionId -> number of loads / resumes in flight */
     json_t *answered;                 /* sessionId -> the id of its last answered prompt */
-    bool exited;
+    bool exited, out_flushed;
     int64_t status;
     int term_signal;
     size_t findings;
@@ -399,7 +399,7 @@ static void examiner(void *arg)
     for (;;) {
         while (!t->head && !t->stop) uv_cond_wait(&t->cv, &t->mu);
         chunk *c = t->head;
-        if (!c) break; /* stopped, and all examined */
+        if (!c || t->stop) break; /* the rest is the main thread's (run_trace) */
         if (!(t->head = c->next)) t->tail = &t->head;
         t->queued -= c->n;
         uv_cond_broadcast(&t->cv);
@@ -442,8 +442,19 @@ static void written(uv_write_t *w, int status)
     free(r);
 }
 
+static void closed(uv_handle_t *h)
+{
+}
+
+/* EOF passed on. Our stdout's, once all that was queued is written: then it may close. */
 static void shut(uv_shutdown_t *req, int status)
 {
+    tracer *t = req->handle->data;
+    if (req->handle == (uv_stream_t *)&t->our_out) {
+        t->out_flushed = true;
+        if (t->closing < 0 && !uv_is_closing((uv_handle_t *)&t->our_out))
+            uv_close((uv_handle_t *)&t->our_out, closed);
+    }
     free(req);
 }
 
@@ -464,7 +475,10 @@ static void side_eof(tracer *t, int from)
     enqueue(t, from, true, NULL, 0);
     if (s->to && !uv_is_closing((uv_handle_t *)s->to)) {
         uv_shutdown_t *req = malloc(sizeof *req);
-        if (!req || uv_shutdown(req, s->to, shut)) free(req); /* EOF to the other side */
+        if (!req || uv_shutdown(req, s->to, shut)) { /* EOF to the other side */
+            free(req);
+            if (s->to == (uv_stream_t *)&t->our_out) t->out_flushed = true;
+        }
     }
     if (from == CLIENT) uv_timer_start(&t->linger, lingered, 10000, 0);
     maybe_end(t);
@@ -507,10 +521,6 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
     maybe_end(t);
 }
 
-static void closed(uv_handle_t *h)
-{
-}
-
 static void maybe_end(tracer *t)
 {
     /* Done when the agent has exited and its output is all relayed. */
@@ -522,14 +532,21 @@ static void maybe_end(tracer *t)
                          (uv_handle_t *)&t->sigs[1],      (uv_handle_t *)&t->sigs[2]};
     for (size_t i = 0; i < sizeof hs / sizeof *hs; i++)
         if (!uv_is_closing(hs[i])) uv_close(hs[i], closed);
-    /* our stdout last, once what is queued is written (the loop runs until then) */
-    if (!uv_is_closing((uv_handle_t *)&t->our_out)) uv_close((uv_handle_t *)&t->our_out, closed);
+    /* Our stdout once what is queued is written: closing it now would drop the agent's last
+     * messages to a slow client. shut() closes it when its shutdown is done. */
+    if (t->out_flushed && !uv_is_closing((uv_handle_t *)&t->our_out))
+        uv_close((uv_handle_t *)&t->our_out, closed);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
 {
     tracer *t = h->data;
     if (!t->exited) uv_kill(-t->proc.pid, signum); /* the agent decides; we relay to the end */
+}
+
+static void close_open(uv_handle_t *h, void *arg)
+{
+    if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
 static int run_trace(app *a)
@@ -571,7 +588,7 @@ static int run_trace(app *a)
         json_decref(t.turns);
         json_decref(t.loading);
         json_decref(t.answered);
-        uv_walk(&loop, (uv_walk_cb)uv_close, NULL);
+        uv_walk(&loop, close_open, NULL);
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         return EXIT_USAGE;
@@ -599,12 +616,11 @@ static int run_trace(app *a)
     if (rc) {
         fprintf(stderr, "acp: trace: cannot run '%s': %s\n", argv[0], uv_strerror(rc));
         status = EXIT_GONE;
-        uv_close((uv_handle_t *)&t.proc, NULL);
-        uv_walk(&loop, (uv_walk_cb)uv_close, NULL);
+        uv_walk(&loop, close_open, NULL); /* the process handle too, as libuv asks */
     } else {
         t.s[CLIENT].to = (uv_stream_t *)&t.child_in;
         t.s[AGENT].to = (uv_stream_t *)&t.our_out;
-        t.s[CLIENT].in.data = t.s[AGENT].in.data = &t;
+        t.s[CLIENT].in.data = t.s[AGENT].in.data = t.our_out.data = t.child_in.data = &t;
         uv_timer_init(&loop, &t.linger);
         t.linger.data = &t;
         int signums[3] = {SIGTERM, SIGINT, SIGHUP};
@@ -619,10 +635,18 @@ static int run_trace(app *a)
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     uv_mutex_lock(&t.mu);
-    t.stop = true; /* everything relayed is queued: the examiner finishes it and ends */
+    t.stop = true; /* everything relayed is queued: the examiner ends after its chunk */
     uv_cond_broadcast(&t.cv);
     uv_mutex_unlock(&t.mu);
     uv_thread_join(&t.examiner);
+    /* What is left is examined here, at our own priority: on a busy machine the idle-class
+     * examiner could take long, and the client may be waiting for its agent to end. */
+    for (chunk *c = t.head, *next; c; c = next) {
+        next = c->next;
+        examine_chunk(&t, c);
+        free(c);
+    }
+    t.head = NULL;
     uv_mutex_destroy(&t.mu);
     uv_cond_destroy(&t.cv);
     if (!rc) status = t.term_signal ? 128 + t.term_signal : (int)t.status;
