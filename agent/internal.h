@@ -236,6 +236,13 @@ bool agent_offers(const acp_agent *a, unsigned feature);
 /* mcp_acp.c: serves the client's mcp/message notifications when MCP over ACP is offered. */
 void mcp_acp_register(acp_agent *a);
 
+/* A client's route for one of the engine's providers (providers.c). */
+typedef struct agent_route {
+    bool set;                  /* the client's (else the engine's default) */
+    char *api_type, *base_url; /* NULL: disabled */
+    char **headers;            /* "Name: value", NULL-terminated; secrets, wiped when dropped */
+} agent_route;
+
 struct acp_agent {
     uv_loop_t *loop;
     acp_store *store;
@@ -277,6 +284,8 @@ struct acp_agent {
     bool shutting_down, done_called, freeing;
     int closing_mcp; /* MCP sets still shutting down */
     bool out_closing;
+    agent_route *routes; /* per engine provider, NULL until a client changed one */
+    char *auth_told;     /* the auth/status last sent in an update or answer (auth.c) */
 };
 
 /* agent.c */
@@ -467,6 +476,14 @@ void auth_write_methods(acp_agent *a, acp_jw *w); /* the authMethods array */
  * authentication and the connection has none: the gate of every session method. */
 bool agent_check_auth(acp_agent *a, acp_req *req);
 void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
+/* (unstable) agentCapabilities.auth.status is advertised: the engine knows its state. */
+bool auth_status_offered(const acp_agent *a);
+
+/* providers.c (unstable): providers/list, set, disable. */
+bool providers_offered(const acp_agent *a);
+void providers_register(acp_agent *a);
+int providers_check_engine(const acp_agent *a);
+void providers_free(acp_agent *a);
 void auth_free_all(acp_agent *a);
 int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_error_last() says why) or 0 */
 

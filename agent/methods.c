@@ -70,12 +70,14 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
         if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
     sessmeta_write_caps(a, w); /* the unstable title, archive, status, systemPrompt */
     acp_jw_obj_end(w);
-    if (a->eng.logout) {
+    if (a->eng.logout || auth_status_offered(a)) {
         acp_jw_key(w, "auth");
         acp_jw_obj(w);
-        write_marker(w, "logout");
+        if (a->eng.logout) write_marker(w, "logout");
+        if (auth_status_offered(a)) write_marker(w, "status");
         acp_jw_obj_end(w);
     }
+    if (providers_offered(a)) write_marker(w, "providers");
     write_meta(w, a->eng.caps_meta);
     acp_jw_obj_end(w);
     acp_jw_key(w, "authMethods");
@@ -520,4 +522,5 @@ void methods_register(acp_agent *a)
     auth_register(a);
     sessmeta_register(a);
     mcp_acp_register(a);
+    providers_register(a);
 }

@@ -136,6 +136,8 @@ static void parse_caps(acp_client *c)
          obj_has(sc, "systemPrompt") &&
              obj_has(json_object_get(json_object_get(sc, "systemPrompt"), "mode"), "override")},
         {ACP_CAP_MCP_ACP, json_is_true(json_object_get(mc, "acp"))},
+        {ACP_CAP_PROVIDERS, obj_has(ac, "providers")},
+        {ACP_CAP_AUTH_STATUS, obj_has(json_object_get(ac, "auth"), "status")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;
@@ -265,6 +267,7 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     acp_client_perm_register(c);
     acp_client_elicit_register(c);
     acp_client_mcp_register_method(c);
+    acp_client_providers_register(c);
     if (opts->fs_read || opts->fs_write) acp_client_fs_register(c);
     if (opts->terminal) acp_client_terminal_register(c);
     acp_client_op *op;

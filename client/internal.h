@@ -136,6 +136,8 @@ typedef struct acp_client_sync {
     char err[1024]; /* the reply's errmsg: the last error the synchronous call sets */
 } acp_client_sync;
 void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user);
+/* providers.c (unstable): auth/status_update to opts.on_auth_status. */
+void acp_client_providers_register(acp_client *c);
 /* Runs the loop until w is done (rc, the _start's status, is returned at once when non-zero),
  * and returns w's status; on success *result (optional) takes w's result. */
 int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **result);

@@ -11,13 +11,13 @@ _acp() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="info new prompt chat sessions history resume close delete modes mode config auth logout title archive unarchive status check trace serve help"
+    local commands="info new prompt chat sessions history resume close delete modes mode config auth logout title archive unarchive status check trace serve providers provider agents help"
     local opts="--agent --token --cacert --http2 --cwd --color --json --yes --deny --fs --max-read
         --terminal --auth --timeout --agent-log --quiet --log-level --session --add-dir --mcp
         --mcp-http --mcp-sse --all-cwd --help --version --out --listen --tls-cert --tls-key
         --token-file --allow-origin --root --exposed --insecure-no-auth --allow-stdio-mcp
         --no-stdio-mcp --port-file --max-connections --max-message --high-water --idle-timeout
-        --header-timeout --ping-interval --close-timeout --archived --system-prompt --system-prompt-mode --only --no-prompt --mcp-local"
+        --header-timeout --ping-interval --close-timeout --archived --system-prompt --system-prompt-mode --only --no-prompt --mcp-local --provider --header --api-type --registry"
     # After 'acp trace ... --' or 'acp serve ... --': an agent's command line.
     local i
     for ((i = 1; i < cword; i++)); do
@@ -36,12 +36,12 @@ _acp() {
     --cwd | --add-dir | --root) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --archived) COMPREPLY=($(compgen -W "include only" -- "$cur")); return ;;
     --system-prompt-mode) COMPREPLY=($(compgen -W "append override" -- "$cur")); return ;;
-    --cacert | --agent-log | --out | --tls-cert | --tls-key | --token-file | --port-file | --system-prompt)
+    --cacert | --agent-log | --out | --tls-cert | --tls-key | --token-file | --port-file | --system-prompt | --registry)
         COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --agent) COMPREPLY=($(compgen -c -- "$cur")); return ;;
     --token | --max-read | --auth | --timeout | --session | -s | --mcp | --mcp-http | --mcp-sse | \
         --listen | --allow-origin | --max-connections | --max-message | --high-water | \
-        --idle-timeout | --header-timeout | --ping-interval | --close-timeout | --only | --mcp-local)
+        --idle-timeout | --header-timeout | --ping-interval | --close-timeout | --only | --mcp-local | --provider | --header | --api-type)
         return ;;
     esac
     if [[ $cur == --*=* ]]; then
@@ -64,7 +64,7 @@ _acp() {
             --log-level | --session | -s | --add-dir | --mcp | --mcp-http | --mcp-sse | --out | \
             --listen | --tls-cert | --tls-key | --token-file | --allow-origin | --root | \
             --port-file | --max-connections | --max-message | --high-water | --idle-timeout | \
-            --header-timeout | --ping-interval | --close-timeout | --system-prompt | --only | --mcp-local) ((i++)) ;;
+            --header-timeout | --ping-interval | --close-timeout | --system-prompt | --only | --mcp-local | --provider | --header | --api-type | --registry) ((i++)) ;;
         -*) ;;
         *) have=${words[i]}; break ;;
         esac

@@ -136,6 +136,16 @@ static void authenticate(acp_auth *au, const char *method_id, void *user)
         acp_auth_refuse(au, ACP_RPC_AUTH_REQUIRED, "%s is not set in the agent's environment", var);
 }
 
+/* auth/status (unstable): with --auth, signed in once authenticate succeeded on this
+ * connection; without it there is nothing to sign in to. */
+static const char *auth_status(acp_agent *a, const char **account, void *user)
+{
+    if (!user) return "not_required";
+    if (!acp_agent_authenticated(a)) return "unauthenticated";
+    *account = "Echo token";
+    return "authenticated";
+}
+
 static int logout(acp_agent *a, char **message, void *user)
 {
     return 0; /* the runtime forgets the connection's sign-in; nothing of ours to drop */
@@ -1175,7 +1185,8 @@ void echo_engine(acp_engine *e, const char *auth_env)
                       .prompt = prompt,
                       .cancel = cancel,
                       .session_free = session_gone,
-                      .caps_meta = caps_meta};
+                      .caps_meta = caps_meta,
+                      .auth_status = auth_status};
     if (auth_env) {
         e->auth_methods = auth_methods;
         e->nauth_methods = 1;

@@ -146,7 +146,9 @@ void oa_turn_round(oa_sess *os)
     if (rc) {
         acp_buf_free(&body);
         oa_turn_say(os, "Could not send the request to the model server (%s).",
-                    rc == ACP_EIO ? "libcurl is not available" : "out of memory");
+                    rc == ACP_EIO      ? "libcurl is not available"
+                    : rc == ACP_EACCES ? "the client disabled the provider 'openai'"
+                                       : "out of memory");
         oa_turn_end(os, "end_turn");
     }
 }

@@ -106,6 +106,8 @@ typedef enum acp_agent_cap {
     ACP_CAP_SYSTEM_PROMPT,          /* sessionCapabilities.systemPrompt (append mode) */
     ACP_CAP_SYSTEM_PROMPT_OVERRIDE, /* sessionCapabilities.systemPrompt.mode.override */
     ACP_CAP_MCP_ACP,                /* mcpCapabilities.acp (unstable: MCP over ACP) */
+    ACP_CAP_PROVIDERS,              /* providers (unstable) */
+    ACP_CAP_AUTH_STATUS,            /* auth.status (unstable) */
 } acp_agent_cap;
 
 typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
@@ -247,6 +249,10 @@ typedef struct acp_client_opts {
      * owned by its parent's (acp_client_session_child()), and its updates reach on_update with
      * that handle. */
     bool subagents;
+    /* Since 1.1 (unstable) auth/status_update: the agent's sign-in state changed; params is the
+     * notification's (state, accounts; borrowed, valid during the call). Treat a state you do
+     * not know as "unknown". NULL: ignored. */
+    void (*on_auth_status)(acp_client *c, json_t *params, void *user);
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
@@ -353,6 +359,25 @@ int acp_client_authenticate_start(acp_client *c, const char *method_id, acp_clie
 int acp_client_authenticate(acp_client *c, const char *method_id);
 int acp_client_logout_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
 int acp_client_logout(acp_client *c);
+
+/* (unstable) The agent's LLM providers (rfds/custom-llm-endpoint.mdx; need
+ * agentCapabilities.providers, else ACP_ENOTSUP): list (*result: the ListProvidersResponse,
+ * the caller's), set (api_type NULL: "openai"; headers "Name: value", NULL-terminated, may be
+ * NULL: an Authorization header is how a key is handed over; they are never logged), disable.
+ * auth/status needs auth.status: *result is the AuthStatusResponse (state, accounts). */
+int acp_client_providers_list_start(acp_client *c, acp_client_cb cb, void *user,
+                                    acp_client_op **op);
+int acp_client_providers_list(acp_client *c, json_t **result);
+int acp_client_provider_set_start(acp_client *c, const char *provider_id, const char *api_type,
+                                  const char *base_url, const char *const *headers,
+                                  acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_provider_set(acp_client *c, const char *provider_id, const char *api_type,
+                            const char *base_url, const char *const *headers);
+int acp_client_provider_disable_start(acp_client *c, const char *provider_id, acp_client_cb cb,
+                                      void *user, acp_client_op **op);
+int acp_client_provider_disable(acp_client *c, const char *provider_id);
+int acp_client_auth_status_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_auth_status(acp_client *c, json_t **result);
 
 /* --- sessions ------------------------------------------------------------------------ */
 

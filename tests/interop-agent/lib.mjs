@@ -95,6 +95,11 @@ const RESPONSE = {
   "session/archive": "ArchiveSessionResponse",
   "session/unarchive": "UnarchiveSessionResponse",
   "session/status": "SessionStatusResponse",
+  // unstable (schema.unstable.json)
+  "providers/list": "ListProvidersResponse",
+  "providers/set": "SetProviderResponse",
+  "providers/disable": "DisableProviderResponse",
+  "auth/status": "AuthStatusResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
@@ -111,6 +116,7 @@ const AGENT_NOTIFICATION = {
   "session/update": "SessionNotification",
   "$/cancel_request": "CancelRequestNotification",
   "elicitation/complete": "CompleteElicitationNotification",
+  "auth/status_update": "AuthStatusUpdateNotification", // unstable
 };
 const FULL_CAPS = ["fs", "terminal", "session", "auth", "elicitation", "_meta"];
 /** clientCapabilities in full form; the legacy fs-only object {readTextFile, writeTextFile} is wrapped. */

@@ -55,7 +55,7 @@ grep -q 'acp: debug: -> {"jsonrpc":"2.0","id":0,"method":"initialize"' "$tmp/err
 # bash: the completion loads and completes.
 bash -c '
     . "$1/completions/acp.bash"; . "$1/completions/acp-agent.bash"
-    COMP_WORDS=(acp pro); COMP_CWORD=1; _acp; [ "${COMPREPLY[*]}" = prompt ] || { echo "acp pro -> ${COMPREPLY[*]}"; exit 1; }
+    COMP_WORDS=(acp prom); COMP_CWORD=1; _acp; [ "${COMPREPLY[*]}" = prompt ] || { echo "acp prom -> ${COMPREPLY[*]}"; exit 1; }
     COMP_WORDS=(acp --json tr); COMP_CWORD=2; _acp; [ "${COMPREPLY[*]}" = trace ] || { echo "acp --json tr -> ${COMPREPLY[*]}"; exit 1; }
     COMP_WORDS=(acp --log-level d); COMP_CWORD=2; _acp; [ "${COMPREPLY[*]}" = debug ] || { echo "--log-level d -> ${COMPREPLY[*]}"; exit 1; }
     COMP_WORDS=(acp --color=n); COMP_CWORD=1; _acp; [ "${COMPREPLY[*]}" = --color=never ] || { echo "--color=n -> ${COMPREPLY[*]}"; exit 1; }

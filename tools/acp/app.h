@@ -50,6 +50,12 @@ typedef struct app {
     struct serve_cli *serve; /* acp serve's server options (tools/common/serve_cli.h) */
     const char *trace_out;   /* acp trace --out FILE */
     int dashdash;            /* args[dashdash...] came after "--"; -1: no "--" */
+    const char *provider;    /* --provider ID=URL (unstable) */
+    char **headers;          /* --header 'NAME: VALUE', NULL-terminated; secrets, wiped at exit */
+    size_t nheaders;
+    const char *api_type; /* --api-type; NULL: openai */
+    const char *registry; /* --registry FILE|URL */
+    char *agent_cmd;      /* --agent ID of the registry: the command that runs it (owned) */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
@@ -168,6 +174,20 @@ const char *auth_type(json_t *method);
 
 /* check.c: acp check, conformance of any agent */
 int cmd_check(app *a);
+/* providers.c (unstable) */
+int cmd_providers(app *a);
+int cmd_provider(app *a);
+/* After initialize: --provider ID=URL applied (providers/set with --header): 0 or the exit
+ * status of its failure (said). */
+int app_provider_option(app *a);
+int app_provider_apply(app *a, const char *id, const char *url);
+
+/* registry.c: the ACP Registry */
+int cmd_agents(app *a);
+/* --agent ID of a registry agent (a single word that names no program in PATH): rewritten to
+ * the command that runs it (npx or the unpacked binary), its env set in ours. 0 (also when
+ * --agent is something else), or the exit status of a failure (said). */
+int registry_resolve(app *a);
 
 /* settings.c */
 int cmd_modes(app *a);

@@ -313,7 +313,7 @@ int app_open(app *a)
      * while a line is edited, questions while they wait for an answer. */
     while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
     /* the library's message names the step */
-    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : 0;
+    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : app_provider_option(a);
 }
 
 static void end_agent(uv_timer_t *t)

@@ -49,6 +49,11 @@ static const char usage_main[] =
     "                            every message; 'acp trace show FILE' summarises\n"
     "  serve --listen ADDR [server options] -- CMD ARGS...\n"
     "                            put a stdio agent on WebSocket and Streamable HTTP\n"
+    "  providers                 the agent's LLM providers (unstable)\n"
+    "  provider set ID URL | provider disable ID\n"
+    "                            route provider ID to URL, or switch it off (unstable)\n"
+    "  agents [--registry FILE|URL]\n"
+    "                            the agents of the ACP Registry (--agent ID runs one)\n"
     "\n";
 /* Apart from usage_main: one literal may not pass C99's 4095 characters. */
 static const char usage_opts[] =
@@ -56,6 +61,8 @@ static const char usage_opts[] =
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
     "  --agent URL               a remote agent: ws://, wss://, http:// or https://HOST/acp\n"
+    "  --agent ID                an agent of the ACP Registry by its id ('acp agents')\n"
+    "  --registry FILE|URL       the registry (default: ACP_REGISTRY, else the public one)\n"
     "  --token TOKEN             bearer token for a remote agent (better: ACP_TOKEN)\n"
     "  --cacert FILE             trust anchors for wss:// and https://\n"
     "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
@@ -77,6 +84,10 @@ static const char usage_opts[] =
     "  --log-level LEVEL         error, warn, info (the default) or debug: every JSON-RPC\n"
     "                            message each way on stderr, secrets redacted\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
+    "  --provider ID=URL         route the agent's provider ID to URL for this run (unstable)\n"
+    "  --header 'NAME: VALUE'    a header for --provider and 'provider set' (repeatable; an\n"
+    "                            Authorization header hands over a key; never printed)\n"
+    "  --api-type TYPE           the provider protocol for them (default openai)\n"
     "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL,\n"
     "  --mcp-local 'NAME=CMD ARGS' (unstable)\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
@@ -293,6 +304,27 @@ static const command commands[] = {
      "agent EOF, then SIGTERM and SIGKILL to its whole process tree after\n"
      "--close-timeout each. SIGTERM or SIGINT: stop accepting, EOF to every agent, relay\n"
      "what they still write, close every connection, exit 0.\n"},
+    {"providers", cmd_providers, 0, 0, 0,
+     "usage: acp providers\n\n"
+     "(unstable) Lists the agent's LLM providers (providers/list; needs its providers\n"
+     "capability): id, protocol and base URL in effect (or disabled), the protocols it\n"
+     "supports, and whether it is required. --json: the providers/list result.\n"},
+    {"provider", cmd_provider, 0, 2, 3,
+     "usage: acp provider set ID URL [--api-type TYPE] [--header 'NAME: VALUE']...\n"
+     "       acp provider disable ID\n\n"
+     "(unstable) Routes the agent's provider ID to the OpenAI-compatible (or TYPE) endpoint\n"
+     "URL with these headers (providers/set: they replace the agent's own credentials), or\n"
+     "switches it off (providers/disable). The agent keeps a route for the connection\n"
+     "only: to prompt through one, give --provider ID=URL (and --header) to that command.\n"},
+    {"agents", cmd_agents, 0, 0, 0,
+     "usage: acp agents [--registry FILE|URL]\n\n"
+     "Lists the agents of the ACP Registry: id, version, name, how it runs (npx, binary\n"
+     "for this platform), description. The registry is --registry, else $ACP_REGISTRY,\n"
+     "else https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json; a URL's\n"
+     "copy is kept in $XDG_CACHE_HOME/acp and serves when the network does not.\n"
+     "'acp --agent ID COMMAND' runs agent ID: npx -y PACKAGE ARGS with its env, or its\n"
+     "binary, downloaded once into $XDG_CACHE_HOME/acp/agents (sha256 checked when\n"
+     "given) and unpacked there. --json: the registry's agents array.\n"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -437,6 +469,10 @@ enum {
     O_NO_PROMPT,
     O_LOG_LEVEL,
     O_OUT,
+    O_PROVIDER,
+    O_HEADER,
+    O_API_TYPE,
+    O_REGISTRY,
 };
 
 typedef struct cmdline {
@@ -491,6 +527,10 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"log-level", required_argument, NULL, O_LOG_LEVEL},
         {"out", required_argument, NULL, O_OUT},
         SERVE_CLI_LONGOPTS,
+        {"provider", required_argument, NULL, O_PROVIDER},
+        {"header", required_argument, NULL, O_HEADER},
+        {"api-type", required_argument, NULL, O_API_TYPE},
+        {"registry", required_argument, NULL, O_REGISTRY},
         {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -578,6 +618,32 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             a->log_level = (int)l;
             break;
         }
+        case O_PROVIDER:
+            if (!strchr(optarg, '=') || *optarg == '=' || !strchr(optarg, '=')[1])
+                return usage_error(a, "--provider wants ID=URL, not '%s'", optarg);
+            a->provider = optarg;
+            break;
+        case O_HEADER: {
+            const char *colon = strchr(optarg, ':');
+            if (!colon || colon == optarg)
+                return usage_error(a, "--header wants 'NAME: VALUE'%s", "");
+            /* Kept, and wiped from our argv: the value may be a key (ps shows argv). */
+            char **h = realloc(a->headers, (a->nheaders + 2) * sizeof *h);
+            if (!h || !(h[a->nheaders] = strdup(optarg))) {
+                a->headers = h;
+                return usage_error(a, "out of memory%s", "");
+            }
+            a->headers = h;
+            h[++a->nheaders] = NULL;
+            memset(optarg, 'x', strlen(optarg));
+            break;
+        }
+        case O_API_TYPE:
+            a->api_type = optarg;
+            break;
+        case O_REGISTRY:
+            a->registry = optarg;
+            break;
         case 'h':
         case O_HELP:
             cl->help = true;
@@ -812,7 +878,9 @@ static int cmd_info(app *a)
                                         "promptCapabilities.image",
                                         "promptCapabilities.audio",
                                         "promptCapabilities.embeddedContext",
-                                        "auth.logout"};
+                                        "auth.logout",
+                                        "auth.status",
+                                        "providers"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!cap_at(caps, known[i])) printf("  %-42s no\n", known[i]);
     json_t *methods = acp_client_auth_methods(a->c);
@@ -823,6 +891,15 @@ static int cmd_info(app *a)
         "%s %s (%s)", i ? "," : "",
         safe_line(or (json_string_value(json_object_get(m, "id")), "?")), safe_line(auth_type(m)));
     printf("\n");
+    json_t *st = NULL; /* (unstable) auth/status, where the agent tells it */
+    if (acp_client_supports(a->c, ACP_CAP_AUTH_STATUS) && !acp_client_auth_status(a->c, &st)) {
+        json_t *acct = json_array_get(json_object_get(st, "accounts"), 0);
+        const char *label = json_string_value(json_object_get(acct, "label"));
+        printf("auth status: %s%s%s%s\n",
+               safe_line(or (json_string_value(json_object_get(st, "state")), "unknown")),
+               label ? " (" : "", label ? safe_line(label) : "", label ? ")" : "");
+    }
+    json_decref(st);
     return 0;
 }
 
@@ -1094,7 +1171,8 @@ int main(int argc, char **argv)
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
         render_init(&a.r, stdout, a.json, a.color);
         if (a.log_level == LOG_DEBUG) wire_trace_start("acp");
-        rc = cl.cmd->run(&a);
+        rc = cl.cmd->run == cmd_agents ? 0 : registry_resolve(&a);
+        if (!rc) rc = cl.cmd->run(&a);
         a.finished = true;
         /* check's status 1 is its verdict (a MUST failed), told by its own lines */
         if (rc && a.json && cl.cmd->run != cmd_check) app_json_error(&a, rc);
@@ -1105,6 +1183,12 @@ int main(int argc, char **argv)
     }
     if (a.token) explicit_bzero(a.token, strlen(a.token));
     free(a.token);
+    for (size_t i = 0; i < a.nheaders; i++) {
+        explicit_bzero(a.headers[i], strlen(a.headers[i]));
+        free(a.headers[i]);
+    }
+    free(a.headers);
+    free(a.agent_cmd);
     json_decref(a.mcp);
     json_decref(a.system_prompt);
     json_decref(a.mcp_local);
