@@ -17,7 +17,7 @@ _acp() {
         --mcp-http --mcp-sse --all-cwd --help --version --out --listen --tls-cert --tls-key
         --token-file --allow-origin --root --exposed --insecure-no-auth --allow-stdio-mcp
         --no-stdio-mcp --port-file --max-connections --max-message --high-water --idle-timeout
-        --header-timeout --ping-interval --close-timeout --archived --system-prompt --only --no-prompt --mcp-local --provider --header --api-type --registry"
+        --header-timeout --ping-interval --close-timeout --archived --system-prompt --system-prompt-mode --only --no-prompt --mcp-local --provider --header --api-type --registry"
     # After 'acp trace ... --' or 'acp serve ... --': an agent's command line.
     local i
     for ((i = 1; i < cword; i++)); do
@@ -35,6 +35,7 @@ _acp() {
     --log-level) COMPREPLY=($(compgen -W "error warn info debug" -- "$cur")); return ;;
     --cwd | --add-dir | --root) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --archived) COMPREPLY=($(compgen -W "include only" -- "$cur")); return ;;
+    --system-prompt-mode) COMPREPLY=($(compgen -W "append override" -- "$cur")); return ;;
     --cacert | --agent-log | --out | --tls-cert | --tls-key | --token-file | --port-file | --system-prompt | --registry)
         COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --agent) COMPREPLY=($(compgen -c -- "$cur")); return ;;

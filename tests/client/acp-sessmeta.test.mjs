@@ -118,6 +118,16 @@ test("an SDK agent: --system-prompt sent on session/new as the schema has it", a
   const sent = readFileSync(rec, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.deepEqual(sent.find((m) => m.method === "session/new").params.systemPrompt, { mode: "append", content: [{ type: "text", text: "Use tabs." }] });
   assert.deepEqual(sent.filter((m) => m.method === "violation"), [], "messages that break schema.unstable.json");
+  // override, which this agent advertises and acp-agent's echo engine does not
+  const rec2 = join(ws.dir, "rec1b.jsonl");
+  ok(await run(["--system-prompt", f, "--system-prompt-mode", "override", "new"], { agentCmd: sdk, env: { ACP_RECORD: rec2 } }), "override");
+  const sent2 = readFileSync(rec2, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(sent2.find((m) => m.method === "session/new").params.systemPrompt.mode, "override");
+  const refused = await run(["--system-prompt", f, "--system-prompt-mode", "override", "new"]);
+  assert.equal(refused.code, 3, refused.stderr);
+  assert.match(refused.stderr, /sessionCapabilities\.systemPrompt\.mode\.override/);
+  assert.equal((await run(["--system-prompt-mode", "override", "new"])).code, 2, "a mode without a prompt");
+  assert.equal((await run(["--system-prompt", f, "--system-prompt-mode", "replace", "new"])).code, 2);
 });
 
 test("an SDK agent that does not advertise them: refused here (exit 3), nothing sent", async () => {

@@ -404,7 +404,9 @@ checks_qwen_key() {
 
 checks_claude() {
     local a=claude
-    check "$a" 0 out '^agent: +@agentclientprotocol/claude-agent-acp [0-9]' out 'claude-ai-login \(terminal\), console-login \(terminal\)' -- info
+    # acp info shows every capability advertised, the unstable ones too (issue 22)
+    check "$a" 0 out '^agent: +@agentclientprotocol/claude-agent-acp [0-9]' out 'claude-ai-login \(terminal\), console-login \(terminal\)' \
+        out '^  sessionCapabilities\.fork +yes' out '^  sessionCapabilities\.systemPrompt +yes' out '^  providers +yes' -- info
     check "$a" 0 out '^claude-ai-login +terminal' out 'runs: .*claude-agent-acp --cli auth login --claudeai' out 'logout: not advertised' -- auth
     check "$a" 0 out "$UUID" -- new
     check "$a" 0 out '^\* default ' -- modes
@@ -436,7 +438,8 @@ checks_claude_key() {
 
 checks_codex2() {
     local a=codex2
-    check "$a" 0 out '^agent: +@agentclientprotocol/codex-acp 2\.6\.0' out '^  sessionCapabilities.delete +yes' -- info
+    check "$a" 0 out '^agent: +@agentclientprotocol/codex-acp 2\.6\.0' out '^  sessionCapabilities.delete +yes' \
+        out '^  sessionCapabilities\.fork +yes' out '^  sessionCapabilities\.title +yes' out '^  providers +yes' -- info
     check "$a" 0 out '^api-key +agent' -- auth
 }
 

@@ -93,7 +93,8 @@ static const char usage_opts[] =
     "  --mcp-local 'NAME=CMD ARGS' (unstable)\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
     "  --system-prompt FILE      the session's system prompt, appended to the agent's\n"
-    "                            instructions (unstable; see 'acp new --help')\n"
+    "                            instructions, or replacing them with\n"
+    "                            --system-prompt-mode override (unstable; 'acp new --help')\n"
     "  --help, --version\n"
     "\n"
     "exit status: 0 ok, 1 agent error, 2 usage error, 3 refused or denied (a capability\n"
@@ -111,6 +112,9 @@ static const char sess_opts_help[] =
     "  --system-prompt FILE the text of FILE ('-': standard input) as the session's\n"
     "                       system prompt, appended to the agent's own instructions\n"
     "                       (unstable: needs sessionCapabilities.systemPrompt)\n"
+    "  --system-prompt-mode append|override\n"
+    "                       override: replacing the agent's own instructions (needs\n"
+    "                       sessionCapabilities.systemPrompt.mode.override)\n"
     "  --mcp-local 'NAME=CMD ARGS'  (unstable) an MCP server acp runs here and hands to\n"
     "                       the agent over the ACP connection, remote agents too (needs\n"
     "                       mcpCapabilities.acp); it stops when acp does\n";
@@ -468,6 +472,7 @@ enum {
     O_QUIET,
     O_ARCHIVED,
     O_SYSTEM_PROMPT,
+    O_SYSTEM_PROMPT_MODE,
     O_ONLY,
     O_NO_PROMPT,
     O_LOG_LEVEL,
@@ -524,6 +529,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"quiet", no_argument, NULL, O_QUIET},
         {"archived", optional_argument, NULL, O_ARCHIVED},
         {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
+        {"system-prompt-mode", required_argument, NULL, O_SYSTEM_PROMPT_MODE},
         {"only", required_argument, NULL, O_ONLY},
         {"no-prompt", no_argument, NULL, O_NO_PROMPT},
         {"log-level", required_argument, NULL, O_LOG_LEVEL},
@@ -537,7 +543,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
     a->mcp_local = json_array();
-    const char *cmdname = NULL;
+    const char *cmdname = NULL, *sp_mode = NULL;
     int ch;
     opterr = 0; /* our own one-line messages */
     /* '-': options anywhere (global ones before or after the command), the words in order;
@@ -723,6 +729,13 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!(a->system_prompt = system_prompt_from(optarg)))
                 return usage_error(a, "--system-prompt: cannot read a text file '%s'", optarg);
             break;
+        case O_SYSTEM_PROMPT_MODE:
+            flag = F_SESS;
+            if (strcmp(optarg, "append") && strcmp(optarg, "override"))
+                return usage_error(a, "--system-prompt-mode wants append or override, not '%s'",
+                                   optarg);
+            sp_mode = optarg;
+            break;
         case O_OUT:
             a->trace_out = optarg;
             flag = F_OUT;
@@ -755,6 +768,9 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
     const char *env_token = getenv("ACP_TOKEN");
     if (env_token && *env_token && !a->token && app_remote(a)) a->token = strdup(env_token);
     unsetenv("ACP_TOKEN");
+    if (sp_mode && !a->system_prompt)
+        return usage_error(a, "--system-prompt-mode goes with --system-prompt FILE%s", "");
+    if (sp_mode) json_object_set_new(a->system_prompt, "mode", json_string(sp_mode));
     if (cl->help || cl->version) {
         cl->cmd =
             find_command(cmdname && !strcmp(cmdname, "help") && a->nargs ? a->args[0] : cmdname);
