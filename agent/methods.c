@@ -295,6 +295,7 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
         agent_reply_not_found(req, id);
         return;
     }
+    if (!subagent_unrestricted(s, req)) return;
     /* The cancelled turn's last updates and response go first: reply after them. */
     session_reply(session_close(s) ? s : NULL, req, NULL);
 }
@@ -306,6 +307,15 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
+    if (s && !subagent_unrestricted(s, req)) return;
+    /* A stored child (not open here) is its parent's to delete too. */
+    acp_store_session row = ACP_STORE_SESSION_INIT;
+    if (!s && agent_offers(a, ACP_UNSTABLE_SUBAGENTS) && !acp_store_get(a->store, id, &row) &&
+        !subagent_row_unrestricted(req, id, row.parent)) {
+        acp_store_session_clear(&row);
+        return;
+    }
+    acp_store_session_clear(&row);
     /* The cancelled turn's last updates and response go first, committed before the delete:
      * after it their commit would find the session gone, as if deleted elsewhere. */
     if (s && session_close(s)) acp_agent_flush(a);
@@ -346,6 +356,7 @@ static int list_collect(void *user, const acp_store_session *ss)
 {
     list_page *p = user;
     acp_buf *b = &p->items;
+    if (ss->parent) return 0; /* a subagent session comes with its parent */
     if (b->len > 1 && acp_buf_putc(b, ',')) return acp_error_code(ACP_ENOMEM);
     acp_jw w;
     acp_jw_init(&w, b);
@@ -377,6 +388,14 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
                                      filter,
                                      json_is_string(cursor) ? json_string_value(cursor) : NULL,
                                      AGENT_LIST_PAGE, list_collect, &page, &next);
+    /* A page of subagent sessions only (left out) is not shown empty: the next one is read. */
+    while (!rc && next && page.items.len == 1) {
+        char *at = next;
+        next = NULL;
+        rc = acp_store_list_archived(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL,
+                                     filter, at, AGENT_LIST_PAGE, list_collect, &page, &next);
+        free(at);
+    }
     items = page.items;
     if (rc) {
         acp_buf_free(&items);
@@ -444,6 +463,7 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
         agent_reply_not_found(req, id);
         return;
     }
+    if (!subagent_unrestricted(s, req)) return;
     if (s->state != SESS_READY) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
         return;
@@ -479,6 +499,7 @@ static void n_cancel(acp_conn *c, acp_msg *m, void *user)
     const char *id = json_string_value(json_object_get(p, "sessionId"));
     acp_session *s = session_find(a, id);
     if (s && s->turn) turn_cancel(s->turn);
+    if (s && s->parent) subagent_cancel(s);
 }
 
 void methods_register(acp_agent *a)

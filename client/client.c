@@ -166,6 +166,7 @@ static json_t *init_params(acp_client *c)
         cap_obj(e, "url", o->elicitation_url);
         json_object_set_new(caps, "elicitation", e);
     }
+    cap_obj(caps, "subagents", o->subagents); /* (unstable) top-level, as the schema has it */
     if (o->capabilities_meta)
         json_object_set_new(caps, "_meta", json_deep_copy(o->capabilities_meta));
     json_t *info = json_pack("{s:s, s:s}", "name", o->client_name ? o->client_name : "libacp",

@@ -69,6 +69,10 @@ struct acp_client_session {
     void *user;
     bool loading;          /* a session/load is in flight: updates are replay */
     acp_client_op *prompt; /* the session/prompt in flight, or NULL */
+    /* Subagent sessions (subagent.c): the owner of a child, its children (kids, oldest
+     * first, linked by sibling), and a child's merged SubagentUpdate metadata. */
+    acp_client_session *parent, *kids, *sibling;
+    json_t *sub;
 };
 
 /* A request of the agent's held for the application's answer: a permission, an ask or an
@@ -158,6 +162,15 @@ int acp_client_system_prompt_check(acp_client *c, const json_t *sp);
 acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_roots *roots);
 /* Adopts a new/load/resume result: modes and configOptions become the session's state. */
 void acp_client_session_adopt(acp_client_session *s, json_t *result);
+
+/* subagent.c (unstable): a subagent_update on session s makes or updates a child handle. */
+void acp_client_subagent_track(acp_client_session *s, const acp_update *u);
+/* Frees s's children and unlinks s from its parent (from acp_client_session_free). */
+void acp_client_subagent_unlink(acp_client_session *s);
+/* ACP_EINVAL naming what, for a child (its parent's agent drives it); else 0. */
+int acp_client_subagent_refuse(const acp_client_session *s, const char *what);
+/* Whether s is a child whose capabilities grant session/cancel. */
+bool acp_client_subagent_may_cancel(const acp_client_session *s);
 
 /* Registration of the agent->client methods each file serves. */
 void acp_client_session_register(acp_client *c);

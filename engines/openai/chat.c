@@ -14,6 +14,7 @@ static int on_text(void *user, bool reasoning, const char *text, size_t n)
     oa_call *c = user;
     c->streamed = true;
     if (c->kind == OA_CHAT) return oa_turn_text(c->os, reasoning, text, n);
+    if (c->kind == OA_SUBAGENT) return oa_subagent_text(c->os, c, reasoning, text, n);
     /* A summary or a title: collected, not shown; their reasoning is dropped. */
     return reasoning ? 0 : acp_buf_append(&c->text, text, n);
 }
@@ -22,6 +23,8 @@ static void answered(oa_call *c, int result, long status)
 {
     if (c->kind == OA_TITLE)
         oa_title_answered(c->os, c, result, status);
+    else if (c->kind == OA_SUBAGENT)
+        oa_subagent_answered(c->os, c, result, status);
     else
         oa_turn_answered(c->os, c, result, status);
 }

@@ -76,10 +76,18 @@ static void session_free(acp_session *s, void *user)
 {
     openai *oa = user;
     oa_sess *os = acp_session_data(s);
-    if (!os) return;
+    if (!os) { /* a subagent session (it closes before its parent): its exchange stops */
+        for (oa_sess *p = oa->sessions; p; p = p->next_s) {
+            if (p->child != s) continue;
+            p->child = NULL;
+            oa_call_stop(&p->sub);
+        }
+        return;
+    }
     oa_turn_stop(os);
     oa_call_free(&os->chat);
     oa_call_free(&os->title);
+    oa_call_free(&os->sub);
     openai_history_free(&os->h);
     openai_tools_free(&os->tools);
     free(os->broken);

@@ -36,7 +36,7 @@ struct openai {
 };
 
 /* What a request is for: the turn's answer, a compaction summary, or the session title. */
-enum oa_req { OA_CHAT, OA_SUMMARY, OA_TITLE };
+enum oa_req { OA_CHAT, OA_SUMMARY, OA_TITLE, OA_SUBAGENT };
 
 /* One exchange with the model server and what came back. */
 typedef struct oa_call {
@@ -84,6 +84,10 @@ struct oa_sess {
     acp_mcp_call *mcp;
     acp_terminal *term;
     unsigned long turn_seq;
+    /* delegate_task (unstable): the subagent session running it and its exchange. */
+    acp_session *child;
+    char child_mid[48];
+    oa_call sub;
 };
 
 /* chat.c */
@@ -125,6 +129,9 @@ void oa_turn_next_round(oa_sess *os);
 void oa_exec_begin(oa_sess *os);
 /* Cancels the MCP call, releases the terminal and frees the round's calls. */
 void oa_exec_clear(oa_sess *os);
+/* delegate_task's exchange: its text streamed into the child, its end. */
+int oa_subagent_text(oa_sess *os, oa_call *c, bool reasoning, const char *text, size_t n);
+void oa_subagent_answered(oa_sess *os, oa_call *c, int result, long status);
 
 /* engine.c: the context window of the session's model: --context-tokens when given, else
  * what GET /models listed for it, else 32768. */

@@ -124,6 +124,8 @@ static int offer_tools(oa_sess *os)
         rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_WRITE);
     if (code && acp_agent_client_has(a, "terminal"))
         rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_RUN);
+    if (acp_agent_client_has(a, "subagents")) /* (unstable) */
+        rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_SUBAGENT);
     rc |= openai_tools_add_set(&os->tools, acp_session_mcp(s));
     rc |= openai_tools_json(&os->tools, acp_session_mcp(s));
     return rc ? ACP_ENOMEM : 0;

@@ -225,6 +225,10 @@ typedef struct acp_engine {
      * (the unstable systemPrompt's "override" mode, advertised only then); "append" needs
      * nothing of the engine but reading acp_session_system_prompt(). */
     bool system_prompt_override;
+    /* (unstable: subagent sessions) The client sent session/cancel for a child session the
+     * engine made (acp_session_subagent_new) and granted `capabilities.cancel`: stop its
+     * current work without ending the session. NULL: no child may grant cancel. */
+    void (*subagent_cancel)(acp_session *child, void *user);
 } acp_engine;
 #define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 
@@ -436,6 +440,40 @@ int acp_session_update(acp_session *s, const json_t *update);
 /* The same with the update object as JSON text (validated unless trusted is true: only pass
  * true for text you produced yourself). The text is copied. */
 int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted);
+
+/* --- Subagent sessions (unstable: ACP_UNSTABLE_SUBAGENTS) ----------------------------------
+ *
+ * A child session the engine creates under a session and owns (the schema's SubagentUpdate):
+ * announced to the client on the parent with a `subagent_update` before anything of the child
+ * is sent, then streamed into like any session (acp_session_update on the child: its updates
+ * carry the child's sessionId and are the child's history). Only for a client that advertised
+ * clientCapabilities.subagents. The child is stored with its parent's id (acp/store.h,
+ * `parent`); the runtime sends and stores every subagent_update on the parent, so a
+ * session/load of the parent replays its own history (announcements included) and then each
+ * child's history, oldest child first, children of children after their parent's. The client
+ * may not prompt, close, load, resume, delete, set the mode or config of a child (-32602 naming
+ * the parent); it may send session/cancel when the child's capabilities grant `cancel`
+ * (engine.subagent_cancel hears it). A child closes when its parent closes (the engine gets
+ * session_free for it, never session_ready) and is deleted with its parent. After a load the
+ * children are history: the engine makes new ones for new work. */
+
+/* Creates a child of `parent` (open, in the parent's roots, without MCP servers) and
+ * announces it: patch (borrowed, NULL: {}) holds the SubagentUpdate members besides
+ * sessionId: title, description, capabilities, state, cwd, additionalDirectories, _meta.
+ * *out belongs to the runtime (valid until engine.session_free for it). 0, ACP_ENOTSUP
+ * (the feature is off, or the client did not advertise subagents: acp_error_last() says
+ * which; nothing is created), ACP_EINVAL (patch malformed or naming sessionId or
+ * sessionUpdate; a capabilities.cancel without engine.subagent_cancel), ACP_ECLOSED (the
+ * parent is not open), ACP_ENOTFOUND (the parent was deleted elsewhere), ACP_ESTORE,
+ * ACP_ENOMEM. */
+int acp_session_subagent_new(acp_session *parent, const json_t *patch, acp_session **out);
+/* Sends (and stores, on the parent) a subagent_update for child with the members of patch
+ * (borrowed; as above: omitted keeps, null clears), e.g. {"state":{"state":"idle",
+ * "stopReason":"end_turn"}}. 0, ACP_EINVAL (not a child, or a malformed patch), ACP_ECLOSED,
+ * ACP_ENOTFOUND, ACP_ENOMEM. */
+int acp_session_subagent_update(acp_session *child, const json_t *patch);
+/* The session that owns s, or NULL for a top-level session (or a child whose parent closed). */
+acp_session *acp_session_parent(const acp_session *s);
 
 /* --- Modes and config options of a session ------------------------------------------------ */
 

@@ -69,6 +69,7 @@ typedef enum acp_update_kind {
     ACP_UPDATE_NOTICE,             /* sent only when acp_client_opts.notices */
     ACP_UPDATE_COMPACTION,         /* compaction_update; only when .compaction */
     ACP_UPDATE_COMPACTION_SUMMARY, /* compaction_summary_chunk; likewise */
+    ACP_UPDATE_SUBAGENT,           /* subagent_update (unstable); only when .subagents */
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
@@ -241,6 +242,11 @@ typedef struct acp_client_opts {
      * WebSocket message or SSE event / POST response body), before the client acts on it.
      * msg borrowed for the call. NULL: none. */
     void (*on_message)(acp_client *c, const char *msg, size_t n, void *user);
+    /* (unstable) clientCapabilities.subagents: the agent may expose child sessions it owns
+     * (subagent_update). Each child announced on a session of ours gets a handle of its own,
+     * owned by its parent's (acp_client_session_child()), and its updates reach on_update with
+     * that handle. */
+    bool subagents;
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
@@ -428,6 +434,28 @@ int acp_client_session_close_start(acp_client_session *s, acp_client_cb cb, void
 int acp_client_session_close(acp_client_session *s);
 /* Forgets the handle locally; nothing is sent. */
 void acp_client_session_free(acp_client_session *s);
+
+/* --- Subagent sessions (unstable; acp_client_opts.subagents) -------------------------------
+ *
+ * A child session the agent announced on a session of ours with subagent_update (delivered to
+ * on_update as ACP_UPDATE_SUBAGENT on the parent, before any update of the child): the client
+ * makes a handle for it, in the parent's root set (or where the update's cwd and
+ * additionalDirectories place it), owned by the parent's handle: freed with it (freeing a
+ * child's handle yourself just stops following it). Its updates reach on_update with the
+ * child's handle; on a load of the parent they are replay too. A child cannot be prompted,
+ * closed or have its mode or config set (ACP_EINVAL: its parent's agent drives it), and
+ * acp_client_session_cancel() sends session/cancel for it only when its capabilities grant
+ * `cancel` (else ACP_ENOTSUP). */
+
+/* Children of s in the order they were announced; NULL past the last. Borrowed. */
+size_t acp_client_session_child_count(const acp_client_session *s);
+acp_client_session *acp_client_session_child(const acp_client_session *s, size_t i);
+/* The session that owns s, or NULL for one of the application's own. */
+acp_client_session *acp_client_session_parent(const acp_client_session *s);
+/* The child's current metadata, every subagent_update merged in as the schema says (title,
+ * description, capabilities, state, cwd, additionalDirectories, _meta; a null removes the
+ * member): borrowed until the next update of it; NULL for a session that is no child. */
+json_t *acp_client_session_subagent(const acp_client_session *s);
 
 /* session/list, one page: cwd (filter) and cursor may be NULL. The result is the
  * ListSessionsResponse: sessions[] and maybe nextCursor (sync: *result, caller owns). */

@@ -41,11 +41,15 @@ typedef struct app {
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
     unsigned timeout_ms;
-    const char *agent_log; /* --agent-log: the agent's stderr, raw, appended here */
-    bool quiet;            /* --quiet: the agent's stderr dropped */
-    size_t max_read;       /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
-    const char *only;      /* check --only PATTERN */
-    bool no_prompt;        /* check --no-prompt */
+    const char *agent_log;   /* --agent-log: the agent's stderr, raw, appended here */
+    bool quiet;              /* --quiet: the agent's stderr dropped */
+    size_t max_read;         /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
+    const char *only;        /* check --only PATTERN */
+    bool no_prompt;          /* check --no-prompt */
+    int log_level;           /* --log-level (enum log_level, tools/common/wiretrace.h) */
+    struct serve_cli *serve; /* acp serve's server options (tools/common/serve_cli.h) */
+    const char *trace_out;   /* acp trace --out FILE */
+    int dashdash;            /* args[dashdash...] came after "--"; -1: no "--" */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
@@ -128,6 +132,10 @@ void app_exit_now(app *a, int status) __attribute__((noreturn));
 void app_json_error(app *a, int status);
 /* stderr line that does not tear the output: "acp: ...". */
 void app_note(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* serve.c, trace.c: the commands that run an agent command line (args after "--") */
+int cmd_serve(app *a);
+int cmd_trace(app *a);
 
 /* agent_stderr.c: the agent's stderr, shown made safe line by line, logged raw, or dropped */
 /* With the loop: 0, or EXIT_USAGE when --agent-log cannot be opened (said). */

@@ -15,6 +15,8 @@
 #include "acp/version.h"
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
+#include "tools/common/serve_cli.h"
+#include "tools/common/wiretrace.h"
 
 static const char usage_main[] =
     "usage: acp [OPTIONS] COMMAND [ARGS]\n"
@@ -42,7 +44,14 @@ static const char usage_main[] =
     "  logout                    sign out\n"
     "  check [--only PATTERN] [--no-prompt]\n"
     "                            check the agent against the ACP specification\n"
-    "\n"
+    "  trace [--out FILE] -- CMD ARGS...\n"
+    "                            relay an agent for its client, recording and checking\n"
+    "                            every message; 'acp trace show FILE' summarises\n"
+    "  serve --listen ADDR [server options] -- CMD ARGS...\n"
+    "                            put a stdio agent on WebSocket and Streamable HTTP\n"
+    "\n";
+/* Apart from usage_main: one literal may not pass C99's 4095 characters. */
+static const char usage_opts[] =
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
@@ -65,6 +74,8 @@ static const char usage_main[] =
     "  --agent-log FILE          append the agent's stderr to FILE, raw (default: shown\n"
     "                            line by line, made safe for the terminal, colours dropped)\n"
     "  --quiet                   drop the agent's stderr\n"
+    "  --log-level LEVEL         error, warn, info (the default) or debug: every JSON-RPC\n"
+    "                            message each way on stderr, secrets redacted\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
     "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL,\n"
     "  --mcp-local 'NAME=CMD ARGS' (unstable)\n"
@@ -101,7 +112,8 @@ static const char turn_opts_help[] =
     "Without --yes/--deny, each is asked on the terminal (writes: 'write N bytes to\n"
     "PATH? [y/N]'), and refused when standard input is not a terminal.\n";
 
-enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_CHECK = 8 }; /* the command options a command takes */
+/* the command options a command takes */
+enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_CHECK = 8, F_OUT = 16, F_SERVE = 32 };
 
 typedef struct command {
     const char *name;
@@ -250,6 +262,33 @@ static const command commands[] = {
      "Exit status 0 when no MUST check failed, else 1.\n"
      "  --only PATTERN       run only the checks whose id matches the glob (e.g. 'list.*')\n"
      "  --no-prompt          skip what costs model tokens (prompt turns)\n"},
+    {"trace", cmd_trace, F_OUT, 1, -1,
+     "usage: acp trace [--out FILE] -- CMD ARGS...\n"
+     "       acp trace show FILE\n\n"
+     "A relay for debugging an agent or its client: point the client's agent command at\n"
+     "'acp trace --out FILE -- CMD ARGS...'. Every message passes unchanged both ways\n"
+     "(stdin to the agent CMD, its stdout to ours; its stderr is ours) and is written to\n"
+     "FILE (default: acp-trace.jsonl), one JSON object per line: t (seconds since the\n"
+     "start), dir (\"client\" or \"agent\": who sent it) and msg. Each message is checked\n"
+     "as it passes, against the schema's shapes and the protocol's rules: a malformed\n"
+     "message, a response to an id never sent, a method the peer did not advertise, an\n"
+     "update of a prompt after its answer; each violation is a line with a finding member\n"
+     "(also said on stderr). The exit status is the agent's.\n"
+     "'acp trace show FILE' summarises a trace: methods with counts and latencies,\n"
+     "errors, findings.\n"
+     "  --out FILE           the trace file (appended to)\n"},
+    {"serve", cmd_serve, F_SERVE, 1, -1,
+     "usage: acp serve --listen HOST:PORT|unix:PATH [server options] -- CMD ARGS...\n\n"
+     "Puts a stdio ACP agent on WebSocket and Streamable HTTP (the remote profiles; acp\n"
+     "--agent ws://HOST:PORT/acp, or the SDKs' clients). Each connection gets its own\n"
+     "process of CMD ARGS: a stdio agent has one client, and connections multiplexed on\n"
+     "one process would mix their JSON-RPC ids and sessions. Messages pass unchanged;\n"
+     "the server options are acp-agent --listen's (acp-agent --help, docs/remote.md): TLS,\n"
+     "a bearer token, allowed origins, limits, loopback safety, roots and the stdio MCP\n"
+     "policy (applied to the client's session requests). A connection's end gives its\n"
+     "agent EOF, then SIGTERM and SIGKILL to its whole process tree after\n"
+     "--close-timeout each. SIGTERM or SIGINT: stop accepting, EOF to every agent, relay\n"
+     "what they still write, close every connection, exit 0.\n"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -265,10 +304,12 @@ static int print_help(const command *cmd)
 {
     if (!cmd) {
         fputs(usage_main, stdout);
+        fputs(usage_opts, stdout);
         return 0;
     }
     fputs(cmd->help, stdout);
     if (cmd->flags & F_SESS) fputs(sess_opts_help, stdout);
+    if (cmd->flags & F_SERVE) fputs(serve_cli_usage, stdout);
     if (cmd->run == cmd_prompt || cmd->run == cmd_chat) fputs(turn_opts_help, stdout);
     printf("\nGlobal options ('acp --help') go before or after the command.\n");
     return 0;
@@ -389,6 +430,8 @@ enum {
     O_SYSTEM_PROMPT,
     O_ONLY,
     O_NO_PROMPT,
+    O_LOG_LEVEL,
+    O_OUT,
 };
 
 typedef struct cmdline {
@@ -439,6 +482,9 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
         {"only", required_argument, NULL, O_ONLY},
         {"no-prompt", no_argument, NULL, O_NO_PROMPT},
+        {"log-level", required_argument, NULL, O_LOG_LEVEL},
+        {"out", required_argument, NULL, O_OUT},
+        SERVE_CLI_LONGOPTS,
         {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
@@ -518,6 +564,14 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_QUIET:
             a->quiet = true;
             break;
+        case O_LOG_LEVEL: {
+            enum log_level l;
+            if (log_level_parse(optarg, &l) || !strcmp(optarg, "quiet"))
+                return usage_error(a, "--log-level wants error, warn, info or debug, not '%s'",
+                                   optarg);
+            a->log_level = (int)l;
+            break;
+        }
         case 'h':
         case O_HELP:
             cl->help = true;
@@ -595,16 +649,27 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!(a->system_prompt = system_prompt_from(optarg)))
                 return usage_error(a, "--system-prompt: cannot read a text file '%s'", optarg);
             break;
+        case O_OUT:
+            a->trace_out = optarg;
+            flag = F_OUT;
+            break;
         case ':':
             return usage_error(a, "%s wants an argument", argv[optind - 1]);
         default:
+            if (ch >= SERVE_OPT_LISTEN && ch < SERVE_OPT_END) {
+                if (serve_cli_take(a->serve, ch, optarg)) return EXIT_USAGE;
+                flag = F_SERVE;
+                break;
+            }
             return usage_error(a, "unknown option '%s'", argv[optind - 1]);
         }
         if (srv) json_array_append_new(a->mcp, srv);
         if (flag && !cl->first) cl->first = argv[optind - 1];
         cl->used |= flag;
     }
-    /* after "--": the rest are words */
+    /* after "--": the rest are words (trace's and serve's agent command line) */
+    a->dashdash = optind < argc && !strcmp(argv[optind - 1], "--") ? a->nargs : -1;
+    if (optind < argc && !cmdname) a->dashdash = -1; /* the command itself came after it */
     for (; optind < argc; optind++) word(a, &cmdname, argv[optind]);
     /* The token is for the remote agent only: no process we start (a terminal command, an
      * MCP server) inherits it. */
@@ -997,7 +1062,9 @@ int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     setlocale(LC_CTYPE, ""); /* the line editor and display widths speak the user's UTF-8 */
-    app a = {.color = -1};
+    serve_cli sc;
+    serve_cli_init(&sc, "acp");
+    app a = {.color = -1, .log_level = LOG_INFO, .serve = &sc, .dashdash = -1};
     cmdline cl = {0};
     int rc = parse(&a, &cl, argc, argv);
     if (rc && a.json) app_json_error(&a, rc);
@@ -1010,6 +1077,7 @@ int main(int argc, char **argv)
          * choose (render_eol, results). */
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
         render_init(&a.r, stdout, a.json, a.color);
+        if (a.log_level == LOG_DEBUG) wire_trace_start("acp");
         rc = cl.cmd->run(&a);
         a.finished = true;
         /* check's status 1 is its verdict (a MUST failed), told by its own lines */
@@ -1027,5 +1095,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);
     free(cl.cwd_abs);
+    serve_cli_free(&sc);
     return rc;
 }
