@@ -255,6 +255,7 @@ void agent_maybe_free(acp_agent *a)
     if (!a->freeing || a->handles_open || a->closing_mcp || a->out) return;
     calls_agent_free(a);
     auth_free_all(a);
+    providers_free(a);
     ext_free_all(a);
     acp_conn_free(a->conn);
     json_decref(a->client_caps);
@@ -297,7 +298,7 @@ int acp_agent_new(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
     if (lease_make_holder(a) ||
         (a->lease_ttl_ms > LEASE_TTL_MAX &&
          acp_error_set(ACP_EINVAL, "lease_ttl_ms over a day: %u", a->lease_ttl_ms)) ||
-        cfg_check_engine(a) || auth_check_engine(a)) {
+        cfg_check_engine(a) || auth_check_engine(a) || providers_check_engine(a)) {
         agent_log(a, "invalid engine: %s", acp_error_last()->message);
         json_decref(a->client_caps);
         json_decref(a->init_params);

@@ -131,13 +131,16 @@ static void auth_done(acp_auth *au)
 
 void acp_auth_accept(acp_auth *au)
 {
+    acp_agent *a = au->a;
+    bool answered = au->req != NULL;
     if (au->req) {
-        au->a->authenticated = true;
+        a->authenticated = true;
         acp_req *req = au->req;
         auth_answered(au);
         acp_req_reply(req, NULL);
     }
     auth_done(au);
+    if (answered) acp_agent_auth_changed(a);
 }
 
 void acp_auth_refuse(acp_auth *au, int code, const char *fmt, ...)
@@ -188,6 +191,8 @@ void auth_shutdown(acp_agent *a)
 
 void auth_free_all(acp_agent *a)
 {
+    free(a->auth_told);
+    a->auth_told = NULL;
     while (a->auths) {
         acp_auth *au = a->auths;
         a->auths = au->next;
@@ -212,14 +217,90 @@ static void h_logout(acp_conn *c, acp_req *req, void *user)
     } else {
         a->authenticated = false;
         acp_req_reply(req, NULL);
+        acp_agent_auth_changed(a);
     }
     free(msg);
+}
+
+/* --- auth/status, auth/status_update (unstable) ------------------------------------------- */
+
+static const vfield status_fields[] = {{"_meta", V_OBJECT, VF_NULL | VF_LENIENT, NULL}};
+static const vshape status_shape = {status_fields, 1};
+static const vfield params_status = {"params", V_OBJECT, 0, &status_shape};
+
+bool auth_status_offered(const acp_agent *a)
+{
+    return a->eng.auth_status && agent_offers(a, ACP_UNSTABLE_AUTH_STATUS);
+}
+
+/* The AuthStatusResponse (also the update's params) as JSON text; NULL without memory. */
+static char *status_text(acp_agent *a)
+{
+    const char *account = NULL;
+    const char *state = a->eng.auth_status(a, &account, a->eng.user);
+    acp_buf b = {0};
+    acp_jw w;
+    acp_jw_init(&w, &b);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "state", state && *state ? state : "unknown");
+    if (account) {
+        acp_jw_key(&w, "accounts");
+        acp_jw_arr(&w);
+        acp_jw_obj(&w);
+        acp_jw_kstr(&w, "label", account);
+        acp_jw_kbool(&w, "active", true);
+        acp_jw_obj_end(&w);
+        acp_jw_arr_end(&w);
+    }
+    acp_jw_obj_end(&w);
+    if (acp_jw_status(&w) || acp_buf_putc(&b, '\0')) {
+        acp_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+static void h_status(acp_conn *c, acp_req *req, void *user)
+{
+    acp_agent *a = user;
+    /* Never gated on authentication: it is how a client learns it must sign in. */
+    if (!agent_accept(a, req, &params_status, false)) return;
+    char *text = status_text(a);
+    if (!text) {
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
+        return;
+    }
+    acp_jw *w = acp_req_reply_begin(req);
+    if (w) {
+        acp_jw_raw(w, text, strlen(text)); /* our own writer's */
+        acp_req_reply_end(req);
+    }
+    free(a->auth_told); /* the client knows this state now */
+    a->auth_told = text;
+}
+
+void acp_agent_auth_changed(acp_agent *a)
+{
+    if (!auth_status_offered(a) || !a->initialized) return;
+    char *text = status_text(a);
+    if (!text) return;
+    if (a->auth_told && !strcmp(a->auth_told, text)) { /* the SHOULD: only a change */
+        free(text);
+        return;
+    }
+    if (acp_conn_notify_raw(a->conn, "auth/status_update", text, strlen(text))) {
+        free(text);
+        return;
+    }
+    free(a->auth_told);
+    a->auth_told = text;
 }
 
 void auth_register(acp_agent *a)
 {
     acp_conn_on(a->conn, "authenticate", h_authenticate, NULL, a);
     acp_conn_on(a->conn, "logout", h_logout, NULL, a);
+    if (auth_status_offered(a)) acp_conn_on(a->conn, "auth/status", h_status, NULL, a);
 }
 
 int auth_check_engine(acp_agent *a)

@@ -11,6 +11,7 @@
 
 bool call_hold(acp_session *s, size_t *before)
 {
+    if (s) s = session_holder(s);
     if (!s || !s->dirty) return false;
     *before = s->hold.len;
     acp_conn_redirect(s->a->conn, &s->hold);
@@ -19,6 +20,7 @@ bool call_hold(acp_session *s, size_t *before)
 
 void call_unhold(acp_session *s, size_t before)
 {
+    s = session_holder(s); /* the one call_hold() chose: nothing changed in between */
     acp_conn_redirect(s->a->conn, NULL);
     s->a->held += s->hold.len - before;
 }

@@ -591,6 +591,7 @@ static acp_session *target(acp_agent *a, acp_req *req, const vfield *params)
         agent_reply_unknown(a, req, id, false);
         return NULL;
     }
+    if (!subagent_unrestricted(s, req)) return NULL;
     if (s->state != SESS_READY) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", s->id);
         return NULL;

@@ -180,6 +180,20 @@ struct acp_session {
     acp_session *rnext; /* in the agent's replay list */
     bool replaying;
 
+    /* Subagent sessions (subagent.c, unstable). A child is owned by its parent (NULL for a
+     * top-level session): it closes with it. kids/sibling: the parent's open children. */
+    acp_session *parent, *kids, *sibling;
+    bool may_cancel; /* the child's capabilities grant the client session/cancel */
+    /* A load's replay goes into a child's history right after the update that announced it
+     * (replay.c): rid / rid_json is the session being replayed (s->id, or a child's: then
+     * owned in rid_own / rid_json_own), rstack the sessions whose replay waits for a child's
+     * to end, rseen the children replayed (a JSON object used as a set), rchild the child the
+     * last replayed row announced. */
+    const char *rid, *rid_json;
+    char *rid_own, *rid_json_own, *rchild;
+    struct replay_frame *rstack;
+    size_t rdepth;
+    json_t *rseen;
     /* The client's systemPrompt (sessmeta.c): the SystemPrompt object as JSON text, as
      * stored; its text blocks joined (what acp_session_system_prompt gives) and its mode. */
     char *system_prompt, *sp_text;
@@ -220,6 +234,15 @@ typedef struct agent_out {
 /* Whether the agent offers the unstable feature (an ACP_UNSTABLE_* bit): every method,
  * capability and field of one is gated on this (unstable.c). */
 bool agent_offers(const acp_agent *a, unsigned feature);
+/* mcp_acp.c: serves the client's mcp/message notifications when MCP over ACP is offered. */
+void mcp_acp_register(acp_agent *a);
+
+/* A client's route for one of the engine's providers (providers.c). */
+typedef struct agent_route {
+    bool set;                  /* the client's (else the engine's default) */
+    char *api_type, *base_url; /* NULL: disabled */
+    char **headers;            /* "Name: value", NULL-terminated; secrets, wiped when dropped */
+} agent_route;
 
 struct acp_agent {
     uv_loop_t *loop;
@@ -263,6 +286,8 @@ struct acp_agent {
     bool shutting_down, done_called, freeing;
     int closing_mcp; /* MCP sets still shutting down */
     bool out_closing;
+    agent_route *routes; /* per engine provider, NULL until a client changed one */
+    char *auth_told;     /* the auth/status last sent in an update or answer (auth.c) */
 };
 
 /* agent.c */
@@ -319,6 +344,11 @@ void session_free(acp_session *s); /* also stops the MCP servers of one never ac
 int session_emit(acp_session *s, const char *json, size_t n, bool persist);
 /* Sends (or holds) it without storing it. */
 int session_send(acp_session *s, const char *json, size_t n);
+/* Whose held output s's output joins: the topmost of its owners (subagent sessions) that
+ * holds output, else s. A child's lines then keep their place among its parent's (the
+ * announcement first, the parent's next update and prompt response after), and the flush
+ * releases them after the commit as it releases the parent's. */
+acp_session *session_holder(acp_session *s);
 /* The client capability an update kind (a JSON string) needs ("session.notices", ...), or
  * NULL: the one table the runtime's gate and the replay filter both read. */
 const char *session_kind_needs(acp_span kind);
@@ -398,6 +428,20 @@ void lease_give_up(acp_session *s);
 /* Keeps the renewal timer running while some session holds a lease. */
 void lease_renewing(acp_agent *a);
 
+/* subagent.c (unstable: subagent sessions) */
+/* Closes s's open children (before s itself closes) and unlinks s from its parent. */
+void subagent_close(acp_session *s);
+/* A child refuses what only its owner may do (prompt, close, delete, set_mode, set_config):
+ * false after answering req -32602 naming the parent. */
+bool subagent_unrestricted(acp_session *s, acp_req *req);
+/* Answers req -32602 when the stored session row names a parent (load, resume, delete of a
+ * child that is not open here): false then. */
+bool subagent_row_unrestricted(acp_req *req, const char *id, const char *parent);
+/* session/cancel of a child: the engine's subagent_cancel, when the child grants it. */
+void subagent_cancel(acp_session *s);
+/* Whether a load replays s's children too (the client takes subagent updates). */
+bool subagent_replayed(const acp_agent *a);
+
 /* replay.c */
 void replay_start(acp_session *s);
 void replay_run(acp_agent *a);
@@ -450,6 +494,14 @@ void auth_write_methods(acp_agent *a, acp_jw *w); /* the authMethods array */
  * authentication and the connection has none: the gate of every session method. */
 bool agent_check_auth(acp_agent *a, acp_req *req);
 void auth_shutdown(acp_agent *a); /* answers pending authenticate requests -32800 */
+/* (unstable) agentCapabilities.auth.status is advertised: the engine knows its state. */
+bool auth_status_offered(const acp_agent *a);
+
+/* providers.c (unstable): providers/list, set, disable. */
+bool providers_offered(const acp_agent *a);
+void providers_register(acp_agent *a);
+int providers_check_engine(const acp_agent *a);
+void providers_free(acp_agent *a);
 void auth_free_all(acp_agent *a);
 int auth_check_engine(acp_agent *a); /* ACP_EINVAL (acp_error_last() says why) or 0 */
 

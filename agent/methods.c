@@ -54,6 +54,7 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
     acp_jw_obj(w);
     acp_jw_kbool(w, "http", a->opts.mcp_http);
     acp_jw_kbool(w, "sse", a->opts.mcp_sse);
+    if (agent_offers(a, ACP_UNSTABLE_MCP_ACP)) acp_jw_kbool(w, "acp", true);
     acp_jw_obj_end(w);
     acp_jw_key(w, "sessionCapabilities");
     acp_jw_obj(w);
@@ -69,12 +70,14 @@ static void h_initialize(acp_conn *c, acp_req *req, void *user)
         if (!(off & sc[i].bit)) write_marker(w, sc[i].name);
     sessmeta_write_caps(a, w); /* the unstable title, archive, status, systemPrompt */
     acp_jw_obj_end(w);
-    if (a->eng.logout) {
+    if (a->eng.logout || auth_status_offered(a)) {
         acp_jw_key(w, "auth");
         acp_jw_obj(w);
-        write_marker(w, "logout");
+        if (a->eng.logout) write_marker(w, "logout");
+        if (auth_status_offered(a)) write_marker(w, "status");
         acp_jw_obj_end(w);
     }
+    if (providers_offered(a)) write_marker(w, "providers");
     write_meta(w, a->eng.caps_meta);
     acp_jw_obj_end(w);
     acp_jw_key(w, "authMethods");
@@ -297,6 +300,7 @@ static void h_close(acp_conn *c, acp_req *req, void *user)
         agent_reply_unknown(a, req, id, true); /* told once: closed for the client now */
         return;
     }
+    if (!subagent_unrestricted(s, req)) return;
     /* Taken over meanwhile: the client hears so (the flush closes it here). */
     if (!lease_check(s, req)) return;
     /* The cancelled turn's last updates and response go first: reply after them. */
@@ -310,6 +314,15 @@ static void h_delete(acp_conn *c, acp_req *req, void *user)
     const char *id = session_id_param(req);
     if (!id) return;
     acp_session *s = session_find(a, id);
+    if (s && !subagent_unrestricted(s, req)) return;
+    /* A stored child (not open here) is its parent's to delete too. */
+    acp_store_session row = ACP_STORE_SESSION_INIT;
+    if (!s && agent_offers(a, ACP_UNSTABLE_SUBAGENTS) && !acp_store_get(a->store, id, &row) &&
+        !subagent_row_unrestricted(req, id, row.parent)) {
+        acp_store_session_clear(&row);
+        return;
+    }
+    acp_store_session_clear(&row);
     /* The cancelled turn's last updates and response go first, committed before the delete:
      * after it their commit would find the session gone, as if deleted elsewhere. */
     if (s && session_close(s)) acp_agent_flush(a);
@@ -351,6 +364,7 @@ static int list_collect(void *user, const acp_store_session *ss)
 {
     list_page *p = user;
     acp_buf *b = &p->items;
+    if (ss->parent) return 0; /* a subagent session comes with its parent */
     if (b->len > 1 && acp_buf_putc(b, ',')) return acp_error_code(ACP_ENOMEM);
     acp_jw w;
     acp_jw_init(&w, b);
@@ -382,6 +396,14 @@ static void h_list(acp_conn *c, acp_req *req, void *user)
                                      filter,
                                      json_is_string(cursor) ? json_string_value(cursor) : NULL,
                                      AGENT_LIST_PAGE, list_collect, &page, &next);
+    /* A page of subagent sessions only (left out) is not shown empty: the next one is read. */
+    while (!rc && next && page.items.len == 1) {
+        char *at = next;
+        next = NULL;
+        rc = acp_store_list_archived(a->store, json_is_string(cwd) ? json_string_value(cwd) : NULL,
+                                     filter, at, AGENT_LIST_PAGE, list_collect, &page, &next);
+        free(at);
+    }
     items = page.items;
     if (rc) {
         acp_buf_free(&items);
@@ -449,6 +471,7 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
         agent_reply_unknown(a, req, id, false);
         return;
     }
+    if (!subagent_unrestricted(s, req)) return;
     if (s->state != SESS_READY) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
         return;
@@ -492,6 +515,7 @@ static void n_cancel(acp_conn *c, acp_msg *m, void *user)
     const char *id = json_string_value(json_object_get(p, "sessionId"));
     acp_session *s = session_find(a, id);
     if (s && s->turn) turn_cancel(s->turn);
+    if (s && s->parent) subagent_cancel(s);
 }
 
 void methods_register(acp_agent *a)
@@ -511,4 +535,6 @@ void methods_register(acp_agent *a)
     cfg_register(a);
     auth_register(a);
     sessmeta_register(a);
+    mcp_acp_register(a);
+    providers_register(a);
 }

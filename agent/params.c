@@ -64,8 +64,9 @@ static const vfield a_name_value = {NULL, V_OBJECT, 0, &name_value};
 SHAPE(mcp_stdio, STR("name"), STR("command"), {"args", V_ARRAY, VF_REQ | VF_NULL_EMPTY, &a_string},
       PAIRS("env"), META);
 SHAPE(mcp_http, STR("name"), STR("url"), PAIRS("headers"), META); /* McpServerHttp and Sse */
-static const char *const mcp_types[] = {"http", "sse", NULL};
-static const vshape *const mcp_variants[] = {&mcp_http, &mcp_http};
+SHAPE(mcp_acp, STR("name"), STR("serverId"), META);               /* McpServerAcp (unstable) */
+static const char *const mcp_types[] = {"http", "sse", "acp", NULL};
+static const vshape *const mcp_variants[] = {&mcp_http, &mcp_http, &mcp_acp};
 /* "type" names http and sse; stdio has none (an unknown one is an error, not stdio). */
 static const vunion mcp_server = {
     .tag = "type", .names = mcp_types, .variants = mcp_variants, .absent = &mcp_stdio};

@@ -11,6 +11,7 @@
 
 #include "acp/server.h"
 #include "agent/internal.h"
+#include "agent/relay.h"
 #include "agent/serve.h"
 #include "rpc/lasterr.h"
 #include "net/listen.h"
@@ -33,13 +34,15 @@ struct acp_server {
     sconn *conns;
     size_t nconns;
     unsigned stall_ms;
+    char **argv; /* acp_server_listen_command: each connection a process of it; else NULL */
     unsigned long next_id;
     bool shutting_down, closing_listener, freeing, done_called;
 };
 
 struct sconn {
     acp_server *srv;
-    acp_agent *a;
+    acp_agent *a;     /* an agent of ours, or */
+    relay *r;         /* a process of argv's */
     unsigned long id; /* for the log */
     sconn *next, *prev;
 };
@@ -97,6 +100,8 @@ static void unlink_conn(sconn *c)
 
 static void release(acp_server *srv)
 {
+    for (size_t i = 0; srv->argv && srv->argv[i]; i++) free(srv->argv[i]);
+    free(srv->argv);
     acp_roots_free(srv->bounds.roots);
     free(srv);
 }
@@ -132,6 +137,55 @@ static void agent_done(acp_agent *a, void *user)
     maybe_close_listener(srv);
 }
 
+static void add_conn(acp_server *srv, sconn *c)
+{
+    c->next = srv->conns;
+    if (srv->conns) srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+}
+
+static void relay_done(relay *r, void *user)
+{
+    sconn *c = user;
+    acp_server *srv = c->srv;
+    unlink_conn(c);
+    free(c);
+    maybe_close_listener(srv);
+}
+
+static void conn_log_relay(const char *line, void *user)
+{
+    conn_log(line, user);
+}
+
+/* acp_server_listen_command: the connection gets its own process of the agent program. */
+static void on_link_command(acp_server *srv, sconn *c, acp_link *l)
+{
+    char line[300];
+    relay_opts ro = {.argv = srv->argv,
+                     .bounds = &srv->bounds,
+                     .stall_ms = srv->stall_ms,
+                     .grace_ms = srv->o.close_timeout_ms ? srv->o.close_timeout_ms : 5000,
+                     .on_log = srv->aopts.on_log ? conn_log_relay : NULL,
+                     .on_done = relay_done,
+                     .user = c};
+    if (!c || srv->shutting_down) {
+        free(c);
+        acp_link_cbs none = {0};
+        acp_link_bind(l, &none, NULL);
+        acp_link_close(l);
+        return;
+    }
+    if (relay_start(srv->loop, l, &ro, &c->r)) {
+        snprintf(line, sizeof line, "connection %lu: %s", c->id, acp_error_last()->message);
+        slog(srv, line);
+        free(c);
+        return;
+    }
+    add_conn(srv, c);
+}
+
 static void on_link(acp_link *l, void *user)
 {
     acp_server *srv = user;
@@ -139,6 +193,10 @@ static void on_link(acp_link *l, void *user)
     if (c) {
         c->srv = srv;
         c->id = ++srv->next_id;
+    }
+    if (srv->argv) {
+        on_link_command(srv, c, l);
+        return;
     }
     acp_agent_opts ao = srv->aopts;
     ao.on_done = agent_done;
@@ -158,10 +216,7 @@ static void on_link(acp_link *l, void *user)
         acp_link_close(l);
         return;
     }
-    c->next = srv->conns;
-    if (srv->conns) srv->conns->prev = c;
-    srv->conns = c;
-    srv->nconns++;
+    add_conn(srv, c);
     acp_agent_serve_link(c->a, l, srv->stall_ms);
 }
 
@@ -219,35 +274,12 @@ static int bound(acp_server *srv, const acp_server_opts *o, const acp_sd_fds *sd
     return 0;
 }
 
-int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
-                           const acp_agent_opts *agent_opts, const acp_server_opts *opts,
-                           acp_server **out)
+/* What both kinds of server share: the listener with the options' TLS, token, origins and
+ * limits, and the bounds every connection follows. srv is freed on failure. */
+static int start(uv_loop_t *loop, acp_server *srv, const acp_server_opts *opts, acp_server **out)
 {
-    *out = NULL;
-    acp_server_opts o;
-    acp_agent_opts ao;
-    acp_engine eng;
-    int rc = acp_struct_read(&o, sizeof o, ACP_SERVER_OPTS_SIZE_1_0, opts, "acp_server_opts");
-    if (!rc)
-        rc = acp_struct_read(&ao, sizeof ao, ACP_AGENT_OPTS_SIZE_1_0, agent_opts, "acp_agent_opts");
-    if (!rc && !engine)
-        rc = acp_error_set(ACP_EINVAL, "acp_agent_serve_listen: the engine is NULL");
-    if (!rc) rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
-    if (rc) return rc;
-    /* The engine is checked once here, not at the first connection. */
-    acp_agent *probe = NULL;
-    rc = acp_agent_new(loop, store, &eng, NULL, &probe);
-    if (rc) return acp_error_set(rc, "invalid engine: %s", acp_error_last()->message);
-    acp_agent_free(probe);
-    acp_server *srv = calloc(1, sizeof *srv);
-    if (!srv) return acp_error_set(ACP_ENOMEM, "out of memory starting a server");
     srv->loop = loop;
-    srv->store = store;
-    srv->eng = eng;
-    srv->aopts = ao;
-    srv->aopts.on_done = NULL;
-    srv->o = o;
-    opts = &o;
+    srv->o = *opts;
     srv->o.listen = srv->o.tls_cert = srv->o.tls_key = srv->o.token = NULL; /* not kept */
     srv->o.allow_origins = NULL;
     acp_listener_opts lo = {.where = opts->listen,
@@ -267,6 +299,7 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
                             .on_log = listener_log,
                             .user = srv};
     srv->stall_ms = acp_net_limits_resolve(&lo.limits).idle_timeout_ms;
+    int rc = 0;
     acp_sd_fds sd = {0};
     if (opts->listen && !strcmp(opts->listen, "systemd")) {
         char *err = NULL;
@@ -301,6 +334,62 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
     return 0;
 }
 
+int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *engine,
+                           const acp_agent_opts *agent_opts, const acp_server_opts *opts,
+                           acp_server **out)
+{
+    *out = NULL;
+    acp_server_opts o;
+    acp_agent_opts ao;
+    acp_engine eng;
+    int rc = acp_struct_read(&o, sizeof o, ACP_SERVER_OPTS_SIZE_1_0, opts, "acp_server_opts");
+    if (!rc)
+        rc = acp_struct_read(&ao, sizeof ao, ACP_AGENT_OPTS_SIZE_1_0, agent_opts, "acp_agent_opts");
+    if (!rc && !engine)
+        rc = acp_error_set(ACP_EINVAL, "acp_agent_serve_listen: the engine is NULL");
+    if (!rc) rc = acp_struct_read(&eng, sizeof eng, ACP_ENGINE_SIZE_1_0, engine, "acp_engine");
+    if (rc) return rc;
+    /* The engine is checked once here, not at the first connection. */
+    acp_agent *probe = NULL;
+    rc = acp_agent_new(loop, store, &eng, NULL, &probe);
+    if (rc) return acp_error_set(rc, "invalid engine: %s", acp_error_last()->message);
+    acp_agent_free(probe);
+    acp_server *srv = calloc(1, sizeof *srv);
+    if (!srv) return acp_error_set(ACP_ENOMEM, "out of memory starting a server");
+    srv->store = store;
+    srv->eng = eng;
+    srv->aopts = ao;
+    srv->aopts.on_done = NULL;
+    return start(loop, srv, &o, out);
+}
+
+int acp_server_listen_command(uv_loop_t *loop, char *const *argv, const acp_server_opts *opts,
+                              void (*on_log)(const char *line, void *user), acp_server **out)
+{
+    *out = NULL;
+    acp_server_opts o;
+    int rc = acp_struct_read(&o, sizeof o, ACP_SERVER_OPTS_SIZE_1_0, opts, "acp_server_opts");
+    if (rc) return rc;
+    if (!argv || !argv[0] || !argv[0][0])
+        return acp_error_set(ACP_EINVAL, "acp_server_listen_command: no command");
+    acp_server *srv = calloc(1, sizeof *srv);
+    size_t n = 0;
+    while (argv[n]) n++;
+    if (srv) srv->argv = calloc(n + 1, sizeof *srv->argv);
+    for (size_t i = 0; srv && srv->argv && i < n; i++)
+        if (!(srv->argv[i] = strdup(argv[i]))) {
+            release(srv);
+            srv = NULL;
+        }
+    if (!srv || !srv->argv) {
+        if (srv) release(srv);
+        return acp_error_set(ACP_ENOMEM, "out of memory starting a server");
+    }
+    srv->aopts.on_log = on_log;
+    srv->aopts.user = o.user;
+    return start(loop, srv, &o, out);
+}
+
 int acp_server_reload(acp_server *srv, const char *token, const char *tls_cert, const char *tls_key)
 {
     unsigned mark = acp_error_mark();
@@ -331,7 +420,10 @@ void acp_server_shutdown(acp_server *srv)
     /* An agent's shutdown may finish at once and unlink itself: walk a snapshot. */
     for (sconn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        acp_agent_shutdown(c->a);
+        if (c->r)
+            relay_shutdown(c->r);
+        else
+            acp_agent_shutdown(c->a);
     }
     maybe_close_listener(srv);
 }
@@ -344,7 +436,10 @@ void acp_server_free(acp_server *srv)
     while (srv->conns) {
         sconn *c = srv->conns;
         unlink_conn(c);
-        acp_agent_free(c->a);
+        if (c->r)
+            relay_free(c->r);
+        else
+            acp_agent_free(c->a);
         free(c);
     }
     if (!srv->L) {

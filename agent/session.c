@@ -104,6 +104,14 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
             return NULL;
         }
         int rc = acp_store_get(a->store, id, &row);
+        /* A child is its parent's: a load of the parent replays it. */
+        if (!rc && row.parent) {
+            if (!shared) acp_store_lease_release(a->store, id, fence);
+            subagent_row_unrestricted(req, id, row.parent);
+            acp_store_session_clear(&row);
+            acp_roots_free(roots);
+            return NULL;
+        }
         if (rc) {
             acp_roots_free(roots);
             if (rc != ACP_ENOTFOUND && !shared) acp_store_lease_release(a->store, id, fence);
@@ -161,7 +169,8 @@ acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_
                        .connect_timeout_ms = a->opts.mcp_connect_timeout_ms,
                        .on_log = mcp_log,
                        .user = a,
-                       .no_stdio = a->bounds && a->bounds->no_stdio_mcp};
+                       .no_stdio = a->bounds && a->bounds->no_stdio_mcp,
+                       .acp_peer = agent_offers(a, ACP_UNSTABLE_MCP_ACP) ? a->conn : NULL};
     int rc = acp_mcp_set_new(a->loop, servers, &mo, rv, nr, &s->mcp);
     free(rv);
     if (rc) {
@@ -228,6 +237,7 @@ void session_free(acp_session *s)
     free(s->add_dirs);
     free(s->id_json);
     free(s->id);
+    replay_stop(s); /* what a replay into children still holds */
     free(s);
 }
 
@@ -245,6 +255,7 @@ bool session_close(acp_session *s)
 {
     acp_agent *a = s->a;
     if (s->state == SESS_CLOSED) return s->dirty;
+    subagent_close(s); /* its children first: they are its own */
     if (s->turn) {
         turn_cancel(s->turn);
         if (s->turn) turn_force_end(s->turn);
@@ -470,10 +481,19 @@ int session_envelope(acp_buf *b, const char *id_json, size_t idn, const char *js
     return 0;
 }
 
+acp_session *session_holder(acp_session *s)
+{
+    acp_session *h = s;
+    for (acp_session *p = s->parent; p; p = p->parent)
+        if (p->dirty) h = p;
+    return h;
+}
+
 int session_send(acp_session *s, const char *json, size_t n)
 {
     acp_agent *a = s->a;
-    acp_buf *b = s->dirty ? &s->hold : &a->line;
+    acp_session *h = session_holder(s);
+    acp_buf *b = h->dirty ? &h->hold : &a->line;
     size_t before = b->len;
     if (session_envelope(b, s->id_json, strlen(s->id_json), json, n))
         return acp_error_code(ACP_ENOMEM);
@@ -491,10 +511,10 @@ enum kind { K_LIVE, K_HISTORY, K_INFO, K_STORED };
 
 static bool kind_is_history(acp_span kind)
 {
-    static const char *const hist[] = {"user_message_chunk",  "agent_message_chunk",
-                                       "agent_thought_chunk", "tool_call",
-                                       "tool_call_update",    "plan",
-                                       "compaction_update",   "compaction_summary_chunk"};
+    static const char *const hist[] = {
+        "user_message_chunk", "agent_message_chunk",      "agent_thought_chunk",
+        "tool_call",          "tool_call_update",         "plan",
+        "compaction_update",  "compaction_summary_chunk", "subagent_update"};
     for (size_t i = 0; i < sizeof hist / sizeof *hist; i++)
         if (acp_json_str_eq(kind, hist[i])) return true;
     return false;
@@ -505,7 +525,8 @@ static const struct {
     const char *kind, *cap;
 } gated[] = {{"notice", "session.notices"},
              {"compaction_update", "session.compaction"},
-             {"compaction_summary_chunk", "session.compaction"}};
+             {"compaction_summary_chunk", "session.compaction"},
+             {"subagent_update", "subagents"}};
 
 bool session_kinds_gated(const acp_agent *a)
 {
@@ -546,6 +567,9 @@ static int kind_of(acp_session *s, acp_span kind, enum kind *k)
         free(name);
         return rc;
     }
+    if (acp_json_str_eq(kind, "subagent_update"))
+        return acp_error_set(ACP_EINVAL, "the runtime sends subagent updates: use "
+                                         "acp_session_subagent_new() / _update()");
     if (acp_json_str_eq(kind, "current_mode_update") ||
         acp_json_str_eq(kind, "config_option_update"))
         return acp_error_set(

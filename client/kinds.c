@@ -21,6 +21,7 @@ static const char *const names[] = {
     [ACP_UPDATE_NOTICE] = "notice",
     [ACP_UPDATE_COMPACTION] = "compaction_update",
     [ACP_UPDATE_COMPACTION_SUMMARY] = "compaction_summary_chunk",
+    [ACP_UPDATE_SUBAGENT] = "subagent_update",
 };
 
 const char *acp_update_kind_name(acp_update_kind k)

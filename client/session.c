@@ -88,12 +88,14 @@ void acp_client_session_free(acp_client_session *s)
         }
     }
     if (c->found == s) c->found = NULL;
+    acp_client_subagent_unlink(s); /* its children go with it */
     acp_client_pending_cancel(c, s, true);
     acp_client_ops_cancel(c, s); /* their answers are of no use now; their callers are told */
     acp_roots_free(s->roots);
     json_decref(s->result);
     json_decref(s->modes);
     json_decref(s->config);
+    json_decref(s->sub);
     free(s->id);
     free(s);
 }
@@ -175,7 +177,9 @@ static void on_update(acp_conn *conn, acp_msg *m, void *user)
         return;
     }
     u.replay = s->loading;
+    for (acp_client_session *p = s->parent; p; p = p->parent) u.replay |= p->loading;
     if (u.kind == ACP_UPDATE_CURRENT_MODE || u.kind == ACP_UPDATE_CONFIG_OPTION) track(s, &u);
+    if (u.kind == ACP_UPDATE_SUBAGENT && c->opts.subagents) acp_client_subagent_track(s, &u);
     if (c->opts.on_update) c->opts.on_update(c, s, &u, c->opts.user);
 }
 
@@ -213,6 +217,7 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
         if (!type) continue;
         acp_agent_cap cap = strcmp(type, "http") == 0  ? ACP_CAP_MCP_HTTP
                             : strcmp(type, "sse") == 0 ? ACP_CAP_MCP_SSE
+                            : strcmp(type, "acp") == 0 ? ACP_CAP_MCP_ACP
                                                        : (acp_agent_cap)-1;
         if ((int)cap < 0)
             return acp_error_set(ACP_EINVAL, "MCP server '%s' has unknown type '%s'",
@@ -221,7 +226,10 @@ static int setup_params(acp_client *c, const char *id, const acp_session_opts *o
             return acp_error_set(ACP_ENOTSUP,
                                  "agent does not advertise mcpCapabilities.%s (MCP server "
                                  "'%s' uses %s)",
-                                 type, name ? name : "?", cap == ACP_CAP_MCP_HTTP ? "HTTP" : "SSE");
+                                 type, name ? name : "?",
+                                 cap == ACP_CAP_MCP_HTTP  ? "HTTP"
+                                 : cap == ACP_CAP_MCP_SSE ? "SSE"
+                                                          : "MCP over ACP");
     }
     rc = acp_roots_new(cwd, (const char *const *)o->add_dirs, ndirs, roots);
     if (rc) return rc;
@@ -379,6 +387,8 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
 {
     acp_client *c = s->c;
     if (out) *out = NULL;
+    int rc = acp_client_subagent_refuse(s, "prompted");
+    if (rc) return rc;
     if (s->prompt)
         return acp_error_set(ACP_EBUSY, "a prompt is already running on session %s", s->id);
     if (!json_is_array(blocks))
@@ -388,7 +398,7 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
     json_array_foreach(blocks, i, b)
     {
         const char *t = json_string_value(json_object_get(b, "type"));
-        int rc = 0;
+        rc = 0;
         if (t && strcmp(t, "image") == 0)
             rc = acp_client_need(c, ACP_CAP_PROMPT_IMAGE, "promptCapabilities.image");
         else if (t && strcmp(t, "audio") == 0)
@@ -398,9 +408,9 @@ int acp_client_session_prompt_start(acp_client_session *s, json_t *blocks, acp_c
         if (rc) return rc;
     }
     acp_client_op *op;
-    int rc = acp_client_op_start(c, "session/prompt",
-                                 json_pack("{s:s, s:O}", "sessionId", s->id, "prompt", blocks),
-                                 prompt_finish, cb, user, &op);
+    rc = acp_client_op_start(c, "session/prompt",
+                             json_pack("{s:s, s:O}", "sessionId", s->id, "prompt", blocks),
+                             prompt_finish, cb, user, &op);
     if (rc) return rc;
     op->s = s;
     s->prompt = op;
@@ -431,7 +441,9 @@ int acp_client_session_prompt(acp_client_session *s, const char *text, const cha
 
 int acp_client_session_cancel(acp_client_session *s)
 {
-    if (!s->prompt) return 0;
+    if (s->parent && !acp_client_subagent_may_cancel(s))
+        return acp_error_set(ACP_ENOTSUP, "subagent session %s does not grant cancel", s->id);
+    if (!s->prompt && !s->parent) return 0;
     int rc = acp_conn_notify(s->c->conn, "session/cancel", json_pack("{s:s}", "sessionId", s->id));
     if (s->c->tr)
         acp_transport_flush(s->c->tr); /* now, not at the end of the turn: the user waits */
@@ -454,11 +466,13 @@ int acp_client_session_set_mode_start(acp_client_session *s, const char *mode_id
                                       void *user, acp_client_op **out)
 {
     if (out) *out = NULL;
+    int rc = acp_client_subagent_refuse(s, "switched to another mode");
+    if (rc) return rc;
     if (!s->modes) return acp_error_set(ACP_ENOTSUP, "agent gave no modes for session %s", s->id);
     acp_client_op *op;
-    int rc = acp_client_op_start(s->c, "session/set_mode",
-                                 json_pack("{s:s, s:s}", "sessionId", s->id, "modeId", mode_id),
-                                 mode_finish, cb, user, &op);
+    rc = acp_client_op_start(s->c, "session/set_mode",
+                             json_pack("{s:s, s:s}", "sessionId", s->id, "modeId", mode_id),
+                             mode_finish, cb, user, &op);
     if (rc) return rc;
     op->s = s;
     op->id = strdup(mode_id);
@@ -479,6 +493,10 @@ static int set_config(acp_client_session *s, json_t *params, acp_client_cb cb, v
                       acp_client_op **out)
 {
     if (out) *out = NULL;
+    if (acp_client_subagent_refuse(s, "configured")) {
+        json_decref(params);
+        return ACP_EINVAL;
+    }
     if (!s->config) {
         json_decref(params);
         return acp_error_set(ACP_ENOTSUP, "agent gave no configOptions for session %s", s->id);
@@ -578,8 +596,8 @@ int acp_client_session_close_start(acp_client_session *s, acp_client_cb cb, void
                                    acp_client_op **out)
 {
     acp_client_op *op;
-    int rc = acp_client_need(s->c, ACP_CAP_CLOSE, "sessionCapabilities.close");
-    if (rc) return rc;
+    int rc = acp_client_subagent_refuse(s, "closed");
+    if (rc || (rc = acp_client_need(s->c, ACP_CAP_CLOSE, "sessionCapabilities.close"))) return rc;
     rc = acp_client_op_start(s->c, "session/close", json_pack("{s:s}", "sessionId", s->id),
                              close_finish, cb, user, &op);
     if (rc) return rc;

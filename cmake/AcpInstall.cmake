@@ -18,6 +18,13 @@ install(DIRECTORY include/acp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATC
 install(FILES ${CMAKE_BINARY_DIR}/include/acp/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/acp)
 install(FILES docs/acp.1 docs/acp-agent.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES docs/libacp.3 DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
+# Shell completions where bash-completion and Debian's zsh look for them.
+install(FILES completions/acp.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+  RENAME acp)
+install(FILES completions/acp-agent.bash
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME acp-agent)
+install(FILES completions/_acp completions/_acp-agent
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 
 # acp.pc.in's fields from the lists above.
 list(JOIN ACP_REQUIRES " " ACP_PC_REQUIRES)

@@ -20,7 +20,7 @@
 typedef struct mcp_server mcp_server;
 typedef struct acp_http_client acp_http_client;
 
-enum mcp_kind { MCP_STDIO, MCP_HTTP, MCP_SSE };
+enum mcp_kind { MCP_STDIO, MCP_HTTP, MCP_SSE, MCP_ACP };
 
 typedef struct mcp_transport_ops {
     /* Starts connecting. Failures are reported with mcp_server_fail(), possibly before this
@@ -39,6 +39,7 @@ typedef struct mcp_transport_ops {
 extern const mcp_transport_ops mcp_stdio_ops;
 extern const mcp_transport_ops mcp_http_ops;
 extern const mcp_transport_ops mcp_sse_ops;
+extern const mcp_transport_ops mcp_acp_ops; /* acp.c: MCP over ACP (unstable) */
 
 struct mcp_server {
     acp_mcp_set *set;
@@ -55,7 +56,9 @@ struct mcp_server {
     char **env;     /* "K=V", NULL-terminated: base + given */
     char **secrets; /* the given env / header values, for scrubbing stderr; NULL-terminated */
     char *url;
-    char **headers; /* "Name: value", NULL-terminated */
+    char **headers;  /* "Name: value", NULL-terminated */
+    char *server_id; /* MCP_ACP: the serverId the client declared */
+    acp_conn *peer;  /* MCP_ACP: the ACP connection to that client (borrowed) */
 
     enum acp_mcp_status status;
     char *reason;
@@ -127,5 +130,9 @@ unsigned mcp_server_grace_ms(const mcp_server *s);
 /* The set's curl driver, created on first use. NULL on failure, and then the server has
  * failed with the reason (mcp_server_fail). */
 acp_http_client *mcp_server_curl(mcp_server *s);
+/* MCP_ACP: an mcp/message notification from the client for the inner request request_id
+ * (acp.c); dropped when that request is no longer ours. */
+void mcp_acp_notify(mcp_server *s, const char *request_id, const char *method,
+                    const json_t *params);
 
 #endif

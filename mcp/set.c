@@ -57,7 +57,9 @@ struct acp_mcp_call {
     acp_mcp_call_cbs cbs;                           /* tools/call */
     void *user;
     int64_t token;
-    int local; /* ACP_ETIMEDOUT or ACP_ECANCELLED when we ended it ourselves */
+    int local;         /* ACP_ETIMEDOUT or ACP_ECANCELLED when we ended it ourselves */
+    bool raw;          /* acp_mcp_request(): any result is the answer, not only an object */
+    json_t *rpc_error; /* the server's error object, during on_done */
 };
 
 static void release(acp_mcp_set *s);
@@ -224,22 +226,31 @@ static void on_response(acp_conn *conn, acp_msg *m, void *user)
             st = ACP_EPROTO;
             err = fmt("MCP server '%s' answered error %d: %s", srv->name, acp_msg_error_code(m),
                       acp_msg_error_message(m));
-        } else if (!(res = acp_msg_result(m)) || !json_is_object(res)) {
+            c->rpc_error = json_pack("{si ss}", "code", acp_msg_error_code(m), "message",
+                                     acp_msg_error_message(m));
+            json_t *data = acp_msg_error_data(m);
+            if (c->rpc_error && data) json_object_set(c->rpc_error, "data", data);
+        } else if (!(res = acp_msg_result(m)) || (!c->raw && !json_is_object(res))) {
             st = ACP_EPROTO;
             res = NULL;
-            err = fmt("MCP server '%s' sent a tools/call result that is not an object", srv->name);
+            err = fmt("MCP server '%s' sent a %s result that is not %s", srv->name, c->method,
+                      c->raw ? "JSON" : "an object");
         }
         if (err) mcp_server_scrub(srv, err);
         if (c->cbs.on_done)
             c->cbs.on_done(c, st, res, st ? (err ? err : "out of memory") : NULL, c->user);
         free(err);
+        json_decref(c->rpc_error);
+        c->rpc_error = NULL;
     }
     call_free(c);
 }
 
-/* Sends a request; timeout_ms 0 means none (the connect timer covers the handshake). */
-static acp_mcp_call *send_request(mcp_server *srv, const char *method, json_t *params,
-                                  unsigned timeout_ms, void (*on_result)(acp_mcp_call *, acp_msg *))
+/* Sends a request; timeout_ms 0 means none (the connect timer covers the handshake). label
+ * names it in errors (static: the call keeps it). */
+static acp_mcp_call *send_request_as(mcp_server *srv, const char *method, const char *label,
+                                     json_t *params, unsigned timeout_ms,
+                                     void (*on_result)(acp_mcp_call *, acp_msg *))
 {
     acp_mcp_call *c = calloc(1, sizeof *c);
     if (!c) {
@@ -247,7 +258,7 @@ static acp_mcp_call *send_request(mcp_server *srv, const char *method, json_t *p
         return NULL;
     }
     c->srv = srv;
-    c->method = method;
+    c->method = label;
     c->on_result = on_result;
     c->timeout_ms = timeout_ms;
     if (acp_conn_call(srv->conn, method, params, on_response, c, &c->call)) {
@@ -261,6 +272,12 @@ static acp_mcp_call *send_request(mcp_server *srv, const char *method, json_t *p
     if (c->next) c->next->prev = c;
     srv->rpcs = c;
     return c;
+}
+
+static acp_mcp_call *send_request(mcp_server *srv, const char *method, json_t *params,
+                                  unsigned timeout_ms, void (*on_result)(acp_mcp_call *, acp_msg *))
+{
+    return send_request_as(srv, method, method, params, timeout_ms, on_result);
 }
 
 /* --- handshake ------------------------------------------------------------------------ */
@@ -399,9 +416,34 @@ static void on_initialize(acp_mcp_call *c, acp_msg *m)
         become_ready(srv);
 }
 
+/* MCP 2026-07-28 (MCP over ACP) has no initialize: server/discover says what the server is.
+ * A server without it (an error answer) is asked for its tools all the same. */
+static void on_discover(acp_mcp_call *c, acp_msg *m)
+{
+    mcp_server *srv = c->srv;
+    if (srv->status != ACP_MCP_CONNECTING) return;
+    if (acp_msg_is_error(m) && acp_msg_error_code(m) == ACP_RPC_CONN_CLOSED) return;
+    json_t *res = acp_msg_is_error(m) ? NULL : acp_msg_result(m);
+    json_t *caps = json_object_get(res, "capabilities");
+    json_t *info = json_object_get(res, "serverInfo");
+    srv->protocol = strdup("2026-07-28");
+    srv->caps = json_is_object(caps) ? json_incref(caps) : NULL;
+    srv->info = json_is_object(info) ? json_incref(info) : json_object();
+    srv->initialized = true;
+    if (!srv->caps || json_object_get(srv->caps, "tools"))
+        list_tools(srv, NULL);
+    else
+        become_ready(srv);
+}
+
 void mcp_server_open(mcp_server *srv)
 {
     if (srv->status != ACP_MCP_CONNECTING) return;
+    if (srv->kind == MCP_ACP) {
+        if (!send_request(srv, "server/discover", NULL, 0, on_discover))
+            mcp_server_fail(srv, "cannot send server/discover");
+        return;
+    }
     json_t *params = json_pack("{ss s{s{sb}} s{ss ss}}", "protocolVersion", protocols[0],
                                "capabilities", "roots", "listChanged", 1, "clientInfo", "name",
                                "libacp", "version", ACP_VERSION_STRING);
@@ -414,7 +456,8 @@ static void on_connect_timeout(uv_timer_t *t)
     mcp_server *srv = t->data;
     unsigned ms = srv->set->opts.connect_timeout_ms;
     if (!srv->initialized)
-        mcp_server_fail(srv, "no answer to initialize within %u ms", ms);
+        mcp_server_fail(srv, "no answer to %s within %u ms",
+                        srv->kind == MCP_ACP ? "server/discover" : "initialize", ms);
     else
         mcp_server_fail(srv, "tools/list not answered within %u ms", ms);
 }
@@ -722,8 +765,25 @@ static char *validate(const json_t *servers, const acp_mcp_opts *o)
             continue;
         }
         const char *t = json_string_value(type);
+        if (t && !strcmp(t, "acp")) {
+            if (!o->acp_peer) return errf(i, "type \"acp\" is not supported by this agent");
+            json_t *id = json_object_get(e, "serverId");
+            if (!json_is_string(id) || !json_string_length(id) ||
+                strlen(json_string_value(id)) != json_string_length(id))
+                return errf(i, "serverId must be a non-empty string without NUL");
+            /* The schema: one id names one server on the connection. */
+            for (size_t j = 0; j < i; j++) {
+                const json_t *p = json_array_get(servers, j);
+                const char *pt = json_string_value(json_object_get(p, "type"));
+                if (pt && !strcmp(pt, "acp") &&
+                    json_equal(json_object_get(p, "serverId"), (json_t *)id))
+                    return errf(i, "duplicate serverId '%s'", json_string_value(id));
+            }
+            continue;
+        }
         bool http = t && !strcmp(t, "http"), sse = t && !strcmp(t, "sse");
-        if (!http && !sse) return errf(i, "type must be \"http\" or \"sse\" (or absent for stdio)");
+        if (!http && !sse)
+            return errf(i, "type must be \"http\", \"sse\" or \"acp\" (or absent for stdio)");
         if ((http && !o->http) || (sse && !o->sse))
             return errf(i, "type \"%s\" is not supported by this agent", t);
         if (!json_is_string(json_object_get(e, "url"))) return errf(i, "url must be a string");
@@ -808,6 +868,13 @@ static int configure_http(mcp_server *srv, const json_t *e)
     return 0;
 }
 
+static int configure_acp(mcp_server *srv, const json_t *e, acp_conn *peer)
+{
+    srv->peer = peer;
+    srv->server_id = strdup(json_string_value(json_object_get(e, "serverId")));
+    return srv->server_id ? 0 : ACP_ENOMEM;
+}
+
 static int copy_roots(acp_mcp_set *s, const char *const *roots, size_t n)
 {
     char **v = strv_new(n);
@@ -837,7 +904,7 @@ static void start_server(mcp_server *srv)
         mcp_server_fail(srv, "command must be an absolute path: '%s'", srv->command);
         return;
     }
-    if (srv->kind != MCP_STDIO && strncmp(srv->url, "http://", 7) &&
+    if ((srv->kind == MCP_HTTP || srv->kind == MCP_SSE) && strncmp(srv->url, "http://", 7) &&
         strncmp(srv->url, "https://", 8)) {
         mcp_server_fail(srv, "url must start with http:// or https://");
         return;
@@ -885,17 +952,23 @@ int acp_mcp_set_new(uv_loop_t *loop, const json_t *servers, const acp_mcp_opts *
         srv->loop = loop;
         srv->name = strdup(json_string_value(json_object_get(e, "name")));
         const char *type = json_string_value(json_object_get(e, "type"));
-        srv->kind = !type ? MCP_STDIO : !strcmp(type, "http") ? MCP_HTTP : MCP_SSE;
-        srv->ops = srv->kind == MCP_STDIO  ? &mcp_stdio_ops
-                   : srv->kind == MCP_HTTP ? &mcp_http_ops
-                                           : &mcp_sse_ops;
+        srv->kind = !type                   ? MCP_STDIO
+                    : !strcmp(type, "http") ? MCP_HTTP
+                    : !strcmp(type, "acp")  ? MCP_ACP
+                                            : MCP_SSE;
+        static const mcp_transport_ops *const ops[] = {&mcp_stdio_ops, &mcp_http_ops, &mcp_sse_ops,
+                                                       &mcp_acp_ops};
+        srv->ops = ops[srv->kind];
         srv->tools = json_array();
         srv->next_token = 1;
         uv_timer_init(loop, &srv->connect_timer);
         srv->connect_timer.data = srv;
         srv->conn = make_conn(srv);
         if (!srv->name || !srv->tools || !srv->conn) rc = ACP_ENOMEM;
-        if (rc == 0) rc = srv->kind == MCP_STDIO ? configure_stdio(srv, e) : configure_http(srv, e);
+        if (rc == 0)
+            rc = srv->kind == MCP_STDIO ? configure_stdio(srv, e)
+                 : srv->kind == MCP_ACP ? configure_acp(srv, e, o.acp_peer)
+                                        : configure_http(srv, e);
         srv->stopped = true; /* until started: nothing to stop */
     }
     if (rc) {
@@ -966,6 +1039,7 @@ static void free_server(mcp_server *srv)
     mcp_strv_free(srv->env);
     mcp_strv_free(srv->secrets);
     free(srv->url);
+    free(srv->server_id);
     mcp_strv_free(srv->headers);
     free(srv->reason);
     free(srv->protocol);
@@ -1060,7 +1134,7 @@ const char *acp_mcp_server_name(const acp_mcp_set *s, size_t i)
 
 const char *acp_mcp_server_transport(const acp_mcp_set *s, size_t i)
 {
-    static const char *const names[] = {"stdio", "http", "sse"};
+    static const char *const names[] = {"stdio", "http", "sse", "acp"};
     return i < s->n ? names[s->servers[i].kind] : NULL;
 }
 
@@ -1142,7 +1216,7 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name,
 {
     acp_mcp_call_cbs cb;
     int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
-    size_t i;
+    size_t i = 0;
     if (rc || acp_mcp_server_find(s, server, &i)) {
         json_decref(args);
         return rc ? rc : ACP_ENOTFOUND; /* either said which */
@@ -1176,4 +1250,61 @@ void acp_mcp_call_cancel(acp_mcp_call *c)
     if (!c->call) return;
     c->local = ACP_ECANCELLED;
     acp_conn_abandon(c->srv->conn, c->call, ACP_RPC_CANCELLED, "cancelled");
+}
+
+int acp_mcp_request(acp_mcp_set *s, const char *server, const char *method, json_t *params,
+                    const acp_mcp_call_cbs *cbs, void *user, acp_mcp_call **out)
+{
+    acp_mcp_call_cbs cb;
+    int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
+    size_t i = 0;
+    if (rc || acp_mcp_server_find(s, server, &i)) {
+        json_decref(params);
+        return rc ? rc : ACP_ENOTFOUND;
+    }
+    mcp_server *srv = &s->servers[i];
+    if (srv->status != ACP_MCP_READY) {
+        json_decref(params);
+        return acp_error_set(ACP_ECLOSED, "MCP server '%s' is %s, not ready", server,
+                             acp_mcp_status_name(srv->status));
+    }
+    bool call = !strcmp(method, "tools/call");
+    /* A progress token of the caller's becomes one of ours (on_progress reports it). */
+    json_t *meta = json_object_get(params, "_meta");
+    int64_t token = 0;
+    if (json_object_get(meta, "progressToken")) {
+        token = srv->next_token++;
+        json_object_set_new(meta, "progressToken", json_integer(token));
+    }
+    acp_mcp_call *c =
+        send_request_as(srv, method, call ? "tools/call" : "request", params,
+                        call ? s->opts.call_timeout_ms : s->opts.request_timeout_ms, NULL);
+    if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s on %s", method, server);
+    c->raw = true;
+    c->token = token;
+    c->cbs = cb;
+    c->user = user;
+    if (out) *out = c;
+    return 0;
+}
+
+const json_t *acp_mcp_call_rpc_error(const acp_mcp_call *c)
+{
+    return c->rpc_error;
+}
+
+int acp_mcp_set_acp_notify(acp_mcp_set *s, const json_t *params)
+{
+    const char *id = json_string_value(json_object_get(params, "serverId"));
+    const char *rid = json_string_value(json_object_get(params, "requestId"));
+    const char *method = json_string_value(json_object_get(params, "method"));
+    if (!id || !rid || !method)
+        return acp_error_set(ACP_EINVAL, "mcp/message needs string serverId, requestId and method");
+    for (size_t i = 0; i < s->n; i++) {
+        mcp_server *srv = &s->servers[i];
+        if (srv->kind != MCP_ACP || strcmp(srv->server_id, id)) continue;
+        mcp_acp_notify(srv, rid, method, json_object_get(params, "params"));
+        return 0; /* serverIds are unique in a set (validate) */
+    }
+    return acp_error_set(ACP_ENOTFOUND, "no MCP server with serverId '%s'", id);
 }

@@ -65,6 +65,7 @@ struct shttp_conn {
     unsigned unreceived_sessions; /* session streams holding frames with no receiver */
     route *pending;               /* our answers: client request id -> stream */
     route *client_routes;         /* client answers: our request id -> session it needs */
+    route *children; /* subagent sessions: child id (JSON text) -> the stream their parent's take */
     held *held_head, *held_tail;
     bool full;  /* queued reached the high-water mark; on_drain owed below half */
     bool ended; /* acp_link_ended was called */
@@ -391,6 +392,7 @@ static void conn_close(shttp_conn *c, const char *reason)
     c->unreceived_sessions = 0;
     routes_free(&c->pending);
     routes_free(&c->client_routes);
+    routes_free(&c->children);
     free(c->init_id);
     c->init_id = NULL;
     uv_timer_stop(&c->stall);
@@ -941,6 +943,33 @@ static int send_init(shttp_conn *c, const char *msg, size_t len, const acp_envel
     return 0;
 }
 
+/* (unstable) A subagent session's messages take its parent's stream: a client learns of a
+ * child from its parent's subagent_update and opens no stream for it (the schema: "child events
+ * are delivered automatically on the same connection"), and one stream keeps the announcement
+ * ahead of the child's traffic. sid is the message's session (taken); the stream's is returned. */
+static char *parent_stream(shttp_conn *c, acp_span params, char *sid)
+{
+    acp_span v, u, kind, child;
+    if (!sid || !acp_json_member(params, "sessionId", &v)) return sid;
+    route *rt = route_take(&c->children, v);
+    if (rt) {
+        char *p = rt->session ? strdup(rt->session) : NULL;
+        rt->next = c->children; /* kept, at the front: a child streams in runs */
+        c->children = rt;
+        if (p) {
+            free(sid);
+            sid = p;
+        }
+    }
+    if (acp_json_member(params, "update", &u) && acp_json_member(u, "sessionUpdate", &kind) &&
+        acp_json_str_eq(kind, "subagent_update") && acp_json_member(u, "sessionId", &child) &&
+        acp_json_kind(child) == 's' && !(child.n == v.n && !memcmp(child.p, v.p, v.n))) {
+        route_free(route_take(&c->children, child));
+        route_add(&c->children, child, sid); /* out of memory: the child's own stream */
+    }
+    return sid;
+}
+
 static int link_send(acp_link *l, const char *msg, size_t len)
 {
     shttp_conn *c = (shttp_conn *)l;
@@ -965,7 +994,7 @@ static int link_send(acp_link *l, const char *msg, size_t len)
         if (rt && rt->session) sid = strdup(rt->session);
         route_free(rt);
     } else {
-        sid = params_session(env.params);
+        sid = parent_stream(c, env.params, params_session(env.params));
         if (env.id.p && route_add(&c->client_routes, env.id, sid)) {
             free(sid);
             return ACP_ENOMEM;

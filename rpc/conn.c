@@ -276,13 +276,30 @@ size_t acp_conn_out_len(const acp_conn *c)
     return c->out.len;
 }
 
+/* acp_conn_trace_all: a debugging switch for the whole process (include/acp/rpc.h). */
+static acp_wire_trace_fn trace_fn;
+static void *trace_user;
+
+void acp_conn_trace_all(acp_wire_trace_fn fn, void *user)
+{
+    trace_fn = fn;
+    trace_user = user;
+}
+
 char *acp_conn_out_take(acp_conn *c, size_t *len)
 {
     if (!c->out.len) {
         *len = 0;
         return NULL;
     }
-    return acp_buf_take(&c->out, len);
+    char *buf = acp_buf_take(&c->out, len);
+    for (size_t at = 0; trace_fn && at < *len;) {
+        const char *nl = memchr(buf + at, '\n', *len - at);
+        size_t n = nl ? (size_t)(nl - (buf + at)) : *len - at;
+        if (n) trace_fn(c, true, buf + at, n, trace_user);
+        at += n + 1;
+    }
+    return buf;
 }
 
 void acp_conn_redirect(acp_conn *c, acp_buf *dst)
@@ -1036,6 +1053,7 @@ static void process_line(acp_conn *c, const char *line, size_t n)
     while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) i++;
     if (i == n) return;
     if (c->opts.on_message) c->opts.on_message(c, line, n, c->opts.user);
+    if (trace_fn) trace_fn(c, false, line, n, trace_user);
     if (n > c->opts.max_message) {
         acp_buf_free(&c->prefix);
         acp_buf_append(&c->prefix, line, n < OVERSIZE_PREFIX ? n : OVERSIZE_PREFIX);

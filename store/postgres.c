@@ -29,7 +29,7 @@
 #include "store/backends.h"
 #include "store/inject.h"
 
-#define SCHEMA_VERSION   5
+#define SCHEMA_VERSION   6
 #define MIGRATE_LOCK_KEY 0x6c69626163700001LL /* "libacp" + 1: any constant all agents share */
 #define REPLAY_CHUNK     1000                 /* updates per replay round trip */
 #define BACKOFF_FIRST_MS 100
@@ -95,7 +95,12 @@ static const char *const migrations[SCHEMA_VERSION] = {
     " (archived, updated_at DESC, id DESC);"
     "CREATE INDEX acp_sessions_by_cwd_archived ON acp_sessions"
     " (cwd, archived, updated_at DESC, id DESC);",
-    /* v4 -> v5: whether the holder marked its lease busy (a turn running): an idle lease is
+    /* v4 -> v5 (unstable: subagent sessions): the id of the session that owns this one as a
+     * child. The partial index serves acp_store_children() and a parent's delete. */
+    "ALTER TABLE acp_sessions ADD COLUMN parent text COLLATE \"C\";"
+    "CREATE INDEX acp_sessions_by_parent ON acp_sessions (parent, created_at, id)"
+    " WHERE parent IS NOT NULL;",
+    /* v5 -> v6: whether the holder marked its lease busy (a turn running): an idle lease is
      * taken over by acp_store_lease_take(), a busy one waited for. */
     "ALTER TABLE acp_sessions ADD COLUMN lease_busy boolean NOT NULL DEFAULT false;",
 };
@@ -121,6 +126,8 @@ enum {
     Q_RELEASE,
     Q_SET_ARCHIVED,
     Q_SET_PROMPT,
+    Q_CHILDREN,
+    Q_DEL_TREE,
     /* Q_LIST_ALL .. Q_LIST_CWD_AFTER again for archived = false, then for archived = true. */
     Q_LIST_X,
     Q_LIST_O = Q_LIST_X + 4,
@@ -130,7 +137,7 @@ enum {
 /* COLS leaves state out: only get returns it, so list ships no more than it shows. */
 #define COLS "id, cwd, add_dirs, title, created_at, updated_at"
 /* What list and get read: COLS and the archived flag (column 6). */
-#define RCOLS      COLS ", archived"
+#define RCOLS      COLS ", archived, parent"
 #define LIST_ORDER " ORDER BY updated_at DESC, id DESC LIMIT "
 
 static const struct {
@@ -140,9 +147,10 @@ static const struct {
     /* With a holder ($7), its lease is taken as the row is made: epoch 1. */
     [Q_CREATE] = {"acp_create",
                   "INSERT INTO acp_sessions (" COLS ", lease_holder, lease_epoch, lease_expires,"
-                  " archived, system_prompt)"
+                  " archived, system_prompt, parent)"
                   " VALUES ($1, $2, $3, $4, $5, $6, $7::text, ($7::text IS NOT NULL)::int,"
-                  " clock_timestamp() + $8::bigint * interval '1 millisecond', $9::boolean, $10)"
+                  " clock_timestamp() + $8::bigint * interval '1 millisecond', $9::boolean, $10,"
+                  " $11)"
                   " ON CONFLICT (id) DO NOTHING"},
     [Q_GET] = {"acp_get", "SELECT " RCOLS ", state, system_prompt FROM acp_sessions WHERE id = $1"},
     /* Every write's "AND ($n = 0 OR lease_epoch = $n)": no lease fence, or the current one. */
@@ -198,6 +206,14 @@ static const struct {
                         "UPDATE acp_sessions SET archived = $2::boolean WHERE id = $1"},
     [Q_SET_PROMPT] = {"acp_set_prompt", "UPDATE acp_sessions SET system_prompt = $2 WHERE id = $1"
                                         " AND ($3::bigint = 0 OR lease_epoch = $3::bigint)"},
+    [Q_CHILDREN] = {"acp_children", "SELECT " RCOLS " FROM acp_sessions WHERE parent = $1"
+                                    " ORDER BY created_at, id"},
+    /* The session's descendants, every generation, rows and histories. */
+    [Q_DEL_TREE] = {"acp_del_tree",
+                    "WITH RECURSIVE t(id) AS (SELECT id FROM acp_sessions WHERE parent = $1"
+                    " UNION SELECT s.id FROM acp_sessions s JOIN t ON s.parent = t.id),"
+                    " d AS (DELETE FROM acp_sessions WHERE id IN (SELECT id FROM t) RETURNING id)"
+                    " DELETE FROM acp_updates WHERE session_id IN (SELECT id FROM d)"},
     [Q_EPOCH] = {"acp_epoch", "SELECT lease_epoch FROM acp_sessions WHERE id = $1"},
     /* One statement, one row lock, one reading of the server's clock: no row when the session
      * is absent; else the epoch when granted (a new one when the lease was free: never taken,
@@ -554,6 +570,7 @@ static void row_session(const PGresult *r, int i, acp_store_session *s)
     s->state = NULL;
     s->system_prompt = NULL;
     s->archived = PQgetvalue(r, i, 6)[0] == 't';
+    s->parent = PQgetisnull(r, i, 7) ? NULL : PQgetvalue(r, i, 7);
     s->id = PQgetvalue(r, i, 0);
     s->cwd = PQgetvalue(r, i, 1);
     s->add_dirs = PQgetvalue(r, i, 2);
@@ -569,7 +586,7 @@ static int pg_create(acp_store *st, const acp_store_session *s, const char *hold
     if (rc) return rc;
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[10] = {s->id,
+    const char *v[11] = {s->id,
                          s->cwd,
                          s->add_dirs,
                          s->title,
@@ -578,9 +595,10 @@ static int pg_create(acp_store *st, const acp_store_session *s, const char *hold
                          holder,
                          holder ? ttl : NULL,
                          s->archived ? "t" : "f",
-                         s->system_prompt};
+                         s->system_prompt,
+                         s->parent};
     int64_t n = 0;
-    if ((rc = exec_cmd(p, Q_CREATE, 10, v, &n))) return rc;
+    if ((rc = exec_cmd(p, Q_CREATE, 11, v, &n))) return rc;
     if (n == 0) return acp_error_set(ACP_EINVAL, "session %s already exists", s->id);
     return 0;
 }
@@ -597,8 +615,8 @@ static int pg_get(acp_store *st, const char *id, acp_store_session *out)
     }
     acp_store_session v;
     row_session(r, 0, &v);
-    v.state = PQgetisnull(r, 0, 7) ? NULL : PQgetvalue(r, 0, 7);
-    v.system_prompt = PQgetisnull(r, 0, 8) ? NULL : PQgetvalue(r, 0, 8);
+    v.state = PQgetisnull(r, 0, 8) ? NULL : PQgetvalue(r, 0, 8);
+    v.system_prompt = PQgetisnull(r, 0, 9) ? NULL : PQgetvalue(r, 0, 9);
     rc = acp_store_session_copy(out, &v);
     PQclear(r);
     return rc ? acp_error_set(rc, "out of memory") : 0;
@@ -980,9 +998,25 @@ static int pg_remove(acp_store *st, const char *id)
     int rc = ready(p);
     if (rc || (rc = exec_simple(p, "BEGIN", "delete"))) return rc;
     if ((rc = exec_cmd(p, Q_DEL_SESSION, 1, &id, NULL)) ||
-        (rc = exec_cmd(p, Q_DEL_UPDATES, 1, &id, NULL)))
+        (rc = exec_cmd(p, Q_DEL_UPDATES, 1, &id, NULL)) ||
+        (rc = exec_cmd(p, Q_DEL_TREE, 1, &id, NULL)))
         return rc;
     return exec_simple(p, "COMMIT", "delete");
+}
+
+static int pg_children(acp_store *st, const char *id, acp_store_list_cb cb, void *user)
+{
+    pg_store *p = (pg_store *)st;
+    PGresult *r = NULL;
+    int rc = ready(p);
+    if (rc || (rc = exec(p, Q_CHILDREN, 1, &id, PGRES_TUPLES_OK, &r))) return rc;
+    for (int i = 0; i < PQntuples(r) && !rc; i++) {
+        acp_store_session s;
+        row_session(r, i, &s);
+        rc = cb(user, &s);
+    }
+    PQclear(r);
+    return rc;
 }
 
 static int pg_lease_acquire(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,
@@ -1085,6 +1119,7 @@ static const acp_store_ops pg_ops = {
     .replay = pg_replay,
     .list = pg_list,
     .remove = pg_remove,
+    .children = pg_children,
     .lease_acquire = pg_lease_acquire,
     .lease_renew = pg_lease_renew,
     .lease_release = pg_lease_release,

@@ -61,7 +61,13 @@ static const char *const migrations[] = {
     "CREATE INDEX sessions_by_archived ON sessions (archived, updated_at DESC, id DESC);"
     "CREATE INDEX sessions_by_cwd_archived ON sessions"
     " (cwd, archived, updated_at DESC, id DESC);",
-    /* v4 -> v5: whether the holder marked its lease busy (a turn running): an idle lease is
+    /* v4 -> v5 (unstable: subagent sessions): the id of the session that owns this one as
+     * a child; the partial index serves acp_store_children() and the delete of a parent's
+     * children without growing for the top-level sessions. */
+    "ALTER TABLE sessions ADD COLUMN parent TEXT;"
+    "CREATE INDEX sessions_by_parent ON sessions (parent, created_at, id)"
+    " WHERE parent IS NOT NULL;",
+    /* v5 -> v6: whether the holder marked its lease busy (a turn running): an idle lease is
      * taken over by acp_store_lease_take(), a busy one waited for. */
     "ALTER TABLE sessions ADD COLUMN lease_busy INTEGER NOT NULL DEFAULT 0;",
 };
@@ -90,6 +96,8 @@ enum {
     Q_RELEASE,
     Q_SET_ARCHIVED,
     Q_SET_PROMPT,
+    Q_CHILDREN,
+    Q_DEL_TREE,
     /* Q_LIST.. Q_LIST_CWD_AFTER again for archived = 0, then for archived = 1. */
     Q_LIST_X,
     Q_LIST_O = Q_LIST_X + 4,
@@ -98,8 +106,8 @@ enum {
 
 /* COLS leaves state out: only get returns it, so list reads no more than it shows. */
 #define COLS "id, cwd, add_dirs, title, created_at, updated_at"
-/* What list and get read: COLS and the archived flag (column 6). */
-#define RCOLS COLS ", archived"
+/* What list and get read: COLS, the archived flag (column 6) and the parent (7). */
+#define RCOLS COLS ", archived, parent"
 #define ORDER " ORDER BY updated_at DESC, id DESC LIMIT ?4"
 /* The keyset: strictly after (updated_at, id) in list order. */
 #define AFTER "(updated_at < ?2 OR (updated_at = ?2 AND id < ?3))"
@@ -110,9 +118,9 @@ enum {
 static const char *const sql[Q_COUNT] = {
     /* With a holder (?7), its lease is taken as the row is made: epoch 1. */
     [Q_CREATE] = "INSERT INTO sessions (" COLS ", lease_holder, lease_epoch, lease_expires,"
-                 " archived, system_prompt)"
+                 " archived, system_prompt, parent)"
                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7 IS NOT NULL,"
-                 " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END, ?9, ?10)",
+                 " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END, ?9, ?10, ?11)",
     [Q_GET] = "SELECT " RCOLS ", state, system_prompt FROM sessions WHERE id = ?1",
     /* Every write's "AND (?n = 0 OR lease_epoch = ?n)": no lease fence, or the current one. */
     [Q_SET_INFO] = "UPDATE sessions SET title = CASE WHEN ?2 THEN ?3 ELSE title END,"
@@ -162,6 +170,11 @@ static const char *const sql[Q_COUNT] = {
     [Q_SET_ARCHIVED] = "UPDATE sessions SET archived = ?2 WHERE id = ?1",
     [Q_SET_PROMPT] = "UPDATE sessions SET system_prompt = ?2 WHERE id = ?1"
                      " AND (?3 = 0 OR lease_epoch = ?3)",
+    [Q_CHILDREN] = "SELECT " RCOLS " FROM sessions WHERE parent = ?1 ORDER BY created_at, id",
+    /* The session's descendants, every generation: their rows and histories go with it. */
+    [Q_DEL_TREE] = "WITH RECURSIVE t(id) AS (SELECT id FROM sessions WHERE parent = ?1"
+                   " UNION SELECT s.id FROM sessions s JOIN t ON s.parent = t.id)"
+                   " SELECT sid FROM sessions WHERE id IN t",
 };
 
 typedef struct sq_store {
@@ -386,6 +399,7 @@ static int sq_create(acp_store *st, const acp_store_session *in, const char *hol
     sqlite3_bind_int64(q, 8, ttl_ms);
     sqlite3_bind_int(q, 9, in->archived);
     bind_text(q, 10, in->system_prompt);
+    bind_text(q, 11, in->parent);
     int rc = db_step(s, q);
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return 0;
@@ -411,11 +425,13 @@ static int row_session(sqlite3_stmt *q, acp_store_session *s)
         .add_dirs = (char *)sqlite3_column_text(q, 2),
         .title = (char *)sqlite3_column_text(q, 3),
         .archived = sqlite3_column_int(q, 6) != 0,
+        .parent = (char *)sqlite3_column_text(q, 7),
     };
     copy_time(s->created_at, q, 4);
     copy_time(s->updated_at, q, 5);
     bool nomem = !s->id || !s->cwd || !s->add_dirs ||
-                 (!s->title && sqlite3_column_type(q, 3) != SQLITE_NULL);
+                 (!s->title && sqlite3_column_type(q, 3) != SQLITE_NULL) ||
+                 (!s->parent && sqlite3_column_type(q, 7) != SQLITE_NULL);
     return nomem ? ACP_ENOMEM : 0;
 }
 
@@ -434,10 +450,10 @@ static int sq_get(acp_store *st, const char *id, acp_store_session *out)
     acp_store_session row;
     rc = row_session(q, &row);
     if (!rc) {
-        row.state = (char *)sqlite3_column_text(q, 7);
-        row.system_prompt = (char *)sqlite3_column_text(q, 8);
-        if ((!row.state && sqlite3_column_type(q, 7) != SQLITE_NULL) ||
-            (!row.system_prompt && sqlite3_column_type(q, 8) != SQLITE_NULL))
+        row.state = (char *)sqlite3_column_text(q, 8);
+        row.system_prompt = (char *)sqlite3_column_text(q, 9);
+        if ((!row.state && sqlite3_column_type(q, 8) != SQLITE_NULL) ||
+            (!row.system_prompt && sqlite3_column_type(q, 9) != SQLITE_NULL))
             rc = ACP_ENOMEM;
     }
     if (!rc) rc = acp_store_session_copy(out, &row);
@@ -667,6 +683,48 @@ static int sq_list(acp_store *st, const char *cwd, int archived, const char *cur
     return ret;
 }
 
+/* Deletes one session's history and row by its key. */
+static int remove_sid(sq_store *s, sqlite3_int64 sid)
+{
+    for (int k = Q_DEL_UPDATES; k <= Q_DEL_SESSION; k++) {
+        sqlite3_stmt *q = stmt(s, k);
+        if (!q) return ACP_ESTORE;
+        sqlite3_bind_int64(q, 1, sid);
+        int rc = db_step(s, q);
+        sqlite3_reset(q);
+        if (rc != SQLITE_DONE) return fail(s, "delete");
+    }
+    return 0;
+}
+
+/* The session's descendants (subagent sessions), gathered before any is deleted: the
+ * recursive query must not read the rows it deletes. */
+static int remove_children(sq_store *s, const char *id)
+{
+    sqlite3_stmt *q = stmt(s, Q_DEL_TREE);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    sqlite3_int64 *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc, ret = 0;
+    while ((rc = db_step(s, q)) == SQLITE_ROW) {
+        if (n == cap) {
+            sqlite3_int64 *nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof *v);
+            if (!nv) {
+                ret = acp_error_set(ACP_ENOMEM, "sqlite: out of memory deleting %s", id);
+                break;
+            }
+            v = nv;
+        }
+        v[n++] = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_reset(q);
+    if (!ret && rc != SQLITE_DONE) ret = fail(s, "delete");
+    for (size_t i = 0; !ret && i < n; i++) ret = remove_sid(s, v[i]);
+    free(v);
+    return ret;
+}
+
 static int sq_remove(acp_store *st, const char *id)
 {
     sq_store *s = sq(st);
@@ -679,19 +737,29 @@ static int sq_remove(acp_store *st, const char *id)
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return finish(s, 0); /* already gone */
     if (rc != SQLITE_ROW) return finish(s, fail(s, "delete"));
-    for (int k = Q_DEL_UPDATES; k <= Q_DEL_SESSION; k++) {
-        if (!(q = stmt(s, k))) return finish(s, ACP_ESTORE);
-        sqlite3_bind_int64(q, 1, sid);
-        rc = db_step(s, q);
-        sqlite3_reset(q);
-        if (rc != SQLITE_DONE) return finish(s, fail(s, "delete"));
-    }
+    if ((rc = remove_children(s, id)) || (rc = remove_sid(s, sid))) return finish(s, rc);
     if ((rc = finish(s, 0))) return rc;
     /* The WAL still holds the old page images with the session's text: copy the zeroed
      * pages into the database and truncate the WAL. Best effort: if another process is
      * reading right now the next checkpoint finishes the job. */
     sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     return 0;
+}
+
+static int sq_children(acp_store *st, const char *id, acp_store_list_cb cb, void *user)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_CHILDREN);
+    if (!q) return ACP_ESTORE;
+    bind_text(q, 1, id);
+    int rc, ret = 0;
+    while ((rc = db_step(s, q)) == SQLITE_ROW) {
+        acp_store_session row;
+        if ((ret = row_session(q, &row)) || (ret = cb(user, &row))) break;
+    }
+    sqlite3_reset(q);
+    if (ret == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE) ret = fail(s, "children");
+    return ret;
 }
 
 /* One write transaction: the grant and, when refused, how long the holder's lease has left,
@@ -803,6 +871,7 @@ static const acp_store_ops sqlite_ops = {
     .replay = sq_replay,
     .list = sq_list,
     .remove = sq_remove,
+    .children = sq_children,
     .lease_acquire = sq_lease_acquire,
     .lease_renew = sq_lease_renew,
     .lease_release = sq_lease_release,

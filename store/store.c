@@ -66,6 +66,8 @@ const char *acp_store_backend(const acp_store *st)
 
 /* Whether the caller's struct has the members after 1.0 (size: its struct_size). */
 #define HAS_1_1(size) ((size) >= ACP_STRUCT_SIZE_AT(acp_store_session, system_prompt))
+/* ... and the subagent sessions' parent (unstable). */
+#define HAS_PARENT(size) ((size) >= ACP_STRUCT_SIZE_AT(acp_store_session, parent))
 
 void acp_store_session_clear(acp_store_session *s)
 {
@@ -76,6 +78,7 @@ void acp_store_session_clear(acp_store_session *s)
     free(s->title);
     free(s->state);
     if (HAS_1_1(size)) free(s->system_prompt);
+    if (HAS_PARENT(size)) free(s->parent);
     /* Only the bytes the caller's struct has: one built against 1.0 is smaller than ours. */
     memset(s, 0, size < sizeof *s ? size : sizeof *s);
     s->struct_size = size;
@@ -91,11 +94,13 @@ int acp_store_session_copy(acp_store_session *out, const acp_store_session *in)
                             .title = in->title ? strdup(in->title) : NULL,
                             .state = in->state ? strdup(in->state) : NULL,
                             .archived = in->archived,
-                            .system_prompt = in->system_prompt ? strdup(in->system_prompt) : NULL};
+                            .system_prompt = in->system_prompt ? strdup(in->system_prompt) : NULL,
+                            .parent = in->parent ? strdup(in->parent) : NULL};
     memcpy(out->created_at, in->created_at, sizeof out->created_at);
     memcpy(out->updated_at, in->updated_at, sizeof out->updated_at);
     if (out->id && out->cwd && out->add_dirs && (out->title || !in->title) &&
-        (out->state || !in->state) && (out->system_prompt || !in->system_prompt))
+        (out->state || !in->state) && (out->system_prompt || !in->system_prompt) &&
+        (out->parent || !in->parent))
         return 0;
     acp_store_session_clear(out);
     return ACP_ENOMEM;
@@ -123,6 +128,9 @@ static int create(acp_store *st, const acp_store_session *app, const char *holde
     if (rc) return rc;
     if (!app || !s->id || !*s->id || strlen(s->id) > ACP_STORE_ID_MAX) return bad(st, "session id");
     if (!s->cwd || !s->add_dirs) return bad(st, "session roots");
+    if (s->parent &&
+        (!*s->parent || strlen(s->parent) > ACP_STORE_ID_MAX || !strcmp(s->parent, s->id)))
+        return bad(st, "parent session id");
     if (!acp_store_time_valid(s->created_at) || !acp_store_time_valid(s->updated_at))
         return bad(st, "session timestamp");
     if ((rc = check_object(s->system_prompt, "system prompt"))) return rc;
@@ -163,6 +171,7 @@ int acp_store_get(acp_store *st, const char *id, acp_store_session *out)
     acp_struct_write(out, sizeof full, ACP_STORE_SESSION_SIZE_1_0, &full, "acp_store_session");
     /* What the caller's struct has no room for is not handed over: freed here. */
     if (!HAS_1_1(out->struct_size)) free(full.system_prompt);
+    if (!HAS_PARENT(out->struct_size)) free(full.parent);
     return rc;
 }
 
@@ -279,6 +288,14 @@ int acp_store_delete(acp_store *st, const char *id)
     if (!id) return bad(st, "session id");
     begin(st, ACP_FAULT_DELETE);
     return acp_error_since(mark, st->ops->remove(st, id));
+}
+
+int acp_store_children(acp_store *st, const char *id, acp_store_list_cb cb, void *user)
+{
+    unsigned mark = acp_error_mark();
+    if (!id || !cb) return bad(st, "children argument");
+    begin(st, ACP_FAULT_LIST);
+    return acp_error_since(mark, st->ops->children(st, id, cb, user));
 }
 
 /* A day: a lease is a liveness bound, and a longer one only hides a dead holder longer. */

@@ -38,6 +38,7 @@ typedef struct acp_store_ops {
     int (*list)(acp_store *st, const char *cwd, int archived, const char *cursor, unsigned limit,
                 acp_store_list_cb cb, void *user, char **next_cursor);
     int (*remove)(acp_store *st, const char *id);
+    int (*children)(acp_store *st, const char *id, acp_store_list_cb cb, void *user);
     /* busy is non-NULL and zeroed. take: also granted over a fresh holder that is idle
      * (acp_store_lease_take). */
     int (*lease_acquire)(acp_store *st, const char *id, const char *holder, unsigned ttl_ms,

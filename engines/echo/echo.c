@@ -67,6 +67,10 @@ static const struct {
     {"ext", "Call the client's extension method _acp-agent/ping and say what it answered", NULL},
     {"system", "Say the session's system prompt (the client's, unstable), or that it has none",
      NULL},
+    {"subagent",
+     "Start a subagent session that echoes TEXT (unstable: the client must take "
+     "subagents)",
+     "TEXT"},
 };
 
 /* Extensions, advertised under agentCapabilities._meta as the spec asks: the client may call
@@ -130,6 +134,16 @@ static void authenticate(acp_auth *au, const char *method_id, void *user)
         acp_auth_accept(au);
     else
         acp_auth_refuse(au, ACP_RPC_AUTH_REQUIRED, "%s is not set in the agent's environment", var);
+}
+
+/* auth/status (unstable): with --auth, signed in once authenticate succeeded on this
+ * connection; without it there is nothing to sign in to. */
+static const char *auth_status(acp_agent *a, const char **account, void *user)
+{
+    if (!user) return "not_required";
+    if (!acp_agent_authenticated(a)) return "unauthenticated";
+    *account = "Echo token";
+    return "authenticated";
 }
 
 static int logout(acp_agent *a, char **message, void *user)
@@ -394,6 +408,41 @@ static void cmd_plan(acp_turn *t)
                   "content", "Test it", "priority", "low", "status", "pending");
     acp_turn_update(t, u);
     json_decref(u);
+    acp_turn_end(t, "end_turn");
+}
+
+/* --- /subagent (unstable) ----------------------------------------------------------------------
+ */
+
+/* A child session announced on this one, TEXT as its prompt and its echo as its answer, then
+ * idle: what a model engine's delegated task looks like to the client. */
+static void cmd_subagent(acp_turn *t, const char *args)
+{
+    acp_session *s = acp_turn_session(t), *child = NULL;
+    json_t *patch = json_pack("{ss ss s{ss}}", "title", "echo subagent", "description", args,
+                              "state", "state", "running");
+    int rc = acp_session_subagent_new(s, patch, &child);
+    json_decref(patch);
+    if (rc) {
+        char line[512];
+        snprintf(line, sizeof line, "/subagent: %s", acp_error_last()->message);
+        say(t, line);
+        acp_turn_end(t, "end_turn");
+        return;
+    }
+    const char *kinds[] = {"user_message_chunk", "agent_message_chunk"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *u = json_pack("{ss s{ss ss}}", "sessionUpdate", kinds[i], "content", "type", "text",
+                              "text", args);
+        acp_session_update(child, u);
+        json_decref(u);
+    }
+    patch = json_pack("{s{ss ss}}", "state", "state", "idle", "stopReason", "end_turn");
+    acp_session_subagent_update(child, patch);
+    json_decref(patch);
+    char line[128];
+    snprintf(line, sizeof line, "subagent %s answered", acp_session_id(child));
+    say(t, line);
     acp_turn_end(t, "end_turn");
 }
 
@@ -1108,6 +1157,8 @@ static void prompt(acp_turn *t, const json_t *blocks, void *user)
         cmd_elicit(t, es);
     else if (IS("ext"))
         cmd_ext(t, es);
+    else if (IS("subagent"))
+        cmd_subagent(t, args);
     else
         echo_text(t, p, text.len); /* not a command of ours: echo it like any text */
 #undef IS
@@ -1134,7 +1185,8 @@ void echo_engine(acp_engine *e, const char *auth_env)
                       .prompt = prompt,
                       .cancel = cancel,
                       .session_free = session_gone,
-                      .caps_meta = caps_meta};
+                      .caps_meta = caps_meta,
+                      .auth_status = auth_status};
     if (auth_env) {
         e->auth_methods = auth_methods;
         e->nauth_methods = 1;

@@ -14,6 +14,7 @@ static int on_text(void *user, bool reasoning, const char *text, size_t n)
     oa_call *c = user;
     c->streamed = true;
     if (c->kind == OA_CHAT) return oa_turn_text(c->os, reasoning, text, n);
+    if (c->kind == OA_SUBAGENT) return oa_subagent_text(c->os, c, reasoning, text, n);
     /* A summary or a title: collected, not shown; their reasoning is dropped. */
     return reasoning ? 0 : acp_buf_append(&c->text, text, n);
 }
@@ -22,6 +23,8 @@ static void answered(oa_call *c, int result, long status)
 {
     if (c->kind == OA_TITLE)
         oa_title_answered(c->os, c, result, status);
+    else if (c->kind == OA_SUBAGENT)
+        oa_subagent_answered(c->os, c, result, status);
     else
         oa_turn_answered(c->os, c, result, status);
 }
@@ -121,20 +124,67 @@ static int start(oa_call *c)
     c->text.len = 0;
     c->streamed = false;
     if (!oa->http && !(oa->http = acp_http_client_new(oa->loop))) return ACP_EIO;
-    char url[2048], *auth = NULL;
-    snprintf(url, sizeof url, "%s/chat/completions", oa->o.base_url);
-    if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0)
-        return ACP_ENOMEM;
-    const char *headers[] = {"Content-Type: application/json", "Accept: text/event-stream", auth,
-                             NULL};
+    const char **headers = NULL;
+    char url[2048];
+    int rc = oa_route(oa, acp_session_agent(c->os->s), "/chat/completions", url, sizeof url,
+                      "Accept: text/event-stream", &headers);
+    if (rc) return rc;
     static const acp_http_cbs cbs = {
         .struct_size = sizeof(acp_http_cbs), .on_data = on_data, .on_done = on_done};
     c->h = acp_http_start(oa->http, "POST", url, headers, c->body.data, c->body.len, &cbs, c);
-    if (auth) {
-        explicit_bzero(auth, strlen(auth));
-        free(auth);
-    }
+    oa_route_free(headers);
     return c->h ? 0 : ACP_ENOMEM;
+}
+
+/* The route is the connection's (providers/set) or the engine's own: a client's headers
+ * replace everything the engine would send of its own, its key above all. */
+int oa_route(openai *oa, acp_agent *a, const char *path, char *url, size_t n, const char *accept,
+             const char ***out)
+{
+    const char *base = oa->o.base_url, *type = "openai";
+    const char *const *client = NULL;
+    int set = a ? acp_agent_provider(a, "openai", &type, &base, &client) : 0;
+    if (set < 0) set = 0, base = oa->o.base_url, type = "openai";
+    if (!type || !base) return ACP_EACCES; /* disabled by the client */
+    size_t len = strlen(base);
+    while (len && base[len - 1] == '/') len--;
+    snprintf(url, n, "%.*s%s", (int)len, base, path);
+    size_t nc = 0;
+    while (client && client[nc]) nc++;
+    const char **h = calloc(nc + 5, sizeof *h); /* 2, the client's or a key, NULL, owned */
+    if (!h) return ACP_ENOMEM;
+    size_t k = 0;
+    h[k++] = "Content-Type: application/json";
+    h[k++] = accept;
+    if (set) {
+        for (size_t i = 0; i < nc; i++) h[k++] = client[i]; /* borrowed */
+    } else if (oa->o.api_key) {
+        char *auth = NULL;
+        if (asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0) {
+            free(h);
+            return ACP_ENOMEM;
+        }
+        h[k++] = auth;
+        h[k] = NULL;
+        h[k + 1] = auth; /* the one we own, after the terminator: oa_route_free wipes it */
+        *out = h;
+        return 0;
+    }
+    *out = h;
+    return 0;
+}
+
+void oa_route_free(const char **headers)
+{
+    if (!headers) return;
+    size_t k = 0;
+    while (headers[k]) k++;
+    char *own = (char *)headers[k + 1];
+    if (own) {
+        explicit_bzero(own, strlen(own));
+        free(own);
+    }
+    free(headers);
 }
 
 int oa_request(oa_sess *os, oa_call *c, enum oa_req kind, acp_buf *body)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "acp/version.h"
 #include "engines/openai/internal.h"
@@ -23,6 +24,8 @@ static const acp_config_value mode_values[] = {
      .name = "Code",
      .description = "Reads, writes files and runs commands, asking first"},
 };
+
+static const char *const openai_protocols[] = {"openai", NULL};
 
 static const char user_open[] = "{\"role\":\"user\",\"content\":\"";
 static const char title_ask[] =
@@ -76,10 +79,18 @@ static void session_free(acp_session *s, void *user)
 {
     openai *oa = user;
     oa_sess *os = acp_session_data(s);
-    if (!os) return;
+    if (!os) { /* a subagent session (it closes before its parent): its exchange stops */
+        for (oa_sess *p = oa->sessions; p; p = p->next_s) {
+            if (p->child != s) continue;
+            p->child = NULL;
+            oa_call_stop(&p->sub);
+        }
+        return;
+    }
     oa_turn_stop(os);
     oa_call_free(&os->chat);
     oa_call_free(&os->title);
+    oa_call_free(&os->sub);
     openai_history_free(&os->h);
     openai_tools_free(&os->tools);
     free(os->broken);
@@ -296,17 +307,15 @@ static void models_done(acp_http *h, int result, long status, void *user)
 static void models_fetch(openai *oa)
 {
     if (oa->models_req || (!oa->http && !(oa->http = acp_http_client_new(oa->loop)))) return;
-    char url[2048], *auth = NULL;
-    snprintf(url, sizeof url, "%s/models", oa->o.base_url);
-    if (oa->o.api_key && asprintf(&auth, "Authorization: Bearer %s", oa->o.api_key) < 0) return;
-    const char *headers[] = {"Accept: application/json", auth, NULL};
+    char url[2048];
+    const char **headers = NULL;
+    /* The engine's own route: the model list is shared by every connection. */
+    if (oa_route(oa, NULL, "/models", url, sizeof url, "Accept: application/json", &headers))
+        return;
     static const acp_http_cbs cbs = {
         .struct_size = sizeof(acp_http_cbs), .on_data = models_data, .on_done = models_done};
     oa->models_req = acp_http_start(oa->http, "GET", url, headers, NULL, 0, &cbs, oa);
-    if (auth) {
-        explicit_bzero(auth, strlen(auth));
-        free(auth);
-    }
+    oa_route_free(headers);
 }
 
 void openai_start(openai *oa, void (*ready)(void *user), void *user)
@@ -365,8 +374,59 @@ int openai_new(uv_loop_t *loop, const openai_opts *o, openai **out)
                                          .category = "model",
                                          .values = &oa->default_model,
                                          .nvalues = 1};
+    /* The one provider, the endpoint given: a client may move it (providers/set) or switch
+     * it off (providers/disable) for its own connection. */
+    oa->provider = (acp_provider){.id = "openai",
+                                  .supported = openai_protocols,
+                                  .api_type = "openai",
+                                  .base_url = oa->o.base_url};
     *out = oa;
     return 0;
+}
+
+/* --- provider and sign-in state (unstable) ----------------------------------------------- */
+
+/* A loopback model server (llama-server, Ollama on this machine) needs no key. */
+static bool loopback(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    static const char *const local[] = {"127.", "localhost", "[::1]"};
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+        if (!strncmp(h, local[i], strlen(local[i]))) return true;
+    return false;
+}
+
+/* providers/set's veto: the HTTP client speaks http:// and https:// only, and a URL it would
+ * refuse at the first prompt is better refused now. */
+static int provider_set(acp_agent *a, const char *id, const char *api_type, const char *base_url,
+                        const char *const *headers, char **message, void *user)
+{
+    if (!strncmp(base_url, "http://", 7) || !strncmp(base_url, "https://", 8)) return 0;
+    *message = strdup("baseUrl must be an http:// or https:// URL");
+    return ACP_RPC_INVALID_PARAMS;
+}
+
+static const char *auth_status(acp_agent *a, const char **account, void *user)
+{
+    openai *oa = user;
+    const char *type = NULL, *base = NULL;
+    const char *const *headers = NULL;
+    if (acp_agent_provider(a, "openai", &type, &base, &headers) == 1) {
+        if (!type || !base) return "unknown"; /* disabled: nothing is in effect */
+        for (const char *const *h = headers; h && *h; h++)
+            if (!strncasecmp(*h, "Authorization:", 14)) {
+                *account = "Authorization header from the client";
+                return "authenticated";
+            }
+        return loopback(base) ? "not_required" : "unknown";
+    }
+    if (oa->o.api_key) {
+        *account = "API key";
+        return "authenticated";
+    }
+    /* Without a key a remote server may still take us (a gateway on the network): unknown. */
+    return loopback(oa->o.base_url) ? "not_required" : "unknown";
 }
 
 void openai_engine(openai *oa, acp_engine *e)
@@ -387,7 +447,11 @@ void openai_engine(openai *oa, acp_engine *e)
                       .session_free = session_free,
                       .user = oa,
                       /* its system message is one string: the client's may replace it */
-                      .system_prompt_override = true};
+                      .system_prompt_override = true,
+                      .providers = &oa->provider,
+                      .nproviders = 1,
+                      .provider_set = provider_set,
+                      .auth_status = auth_status};
 }
 
 void openai_free(openai *oa, void (*done)(void *user), void *user)

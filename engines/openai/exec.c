@@ -100,6 +100,100 @@ static void write_done(acp_session *s, int status, const char *error, void *user
     done(os, false, content, NULL, NULL);
 }
 
+/* --- delegate_task (unstable) -------------------------------------------------------------- */
+
+static const char subagent_system[] =
+    "You are a subagent of a coding assistant. Do the task you are given as well as you can "
+    "without tools, and answer with the result only.";
+
+/* The child's state: idle, with why its work stopped (an error's message when it failed). */
+static void subagent_idle(acp_session *child, const char *why, const char *error)
+{
+    json_t *patch =
+        error ? json_pack("{s{ss ss s{si ss}}}", "state", "state", "idle", "stopReason", "error",
+                          "error", "code", ACP_RPC_INTERNAL_ERROR, "message", error)
+              : json_pack("{s{ss ss}}", "state", "state", "idle", "stopReason", why);
+    acp_session_subagent_update(child, patch);
+    json_decref(patch);
+}
+
+static void subagent_start(oa_sess *os, oa_tool *x)
+{
+    const char *task = json_string_value(json_object_get(x->args, "task"));
+    const char *title = json_string_value(json_object_get(x->args, "title"));
+    json_t *patch = json_pack("{ss ss s{ss}}", "title", title && *title ? title : "subagent",
+                              "description", task, "state", "state", "running");
+    acp_session *child = NULL;
+    int rc = acp_session_subagent_new(os->s, patch, &child);
+    json_decref(patch);
+    if (rc) {
+        fail(os, "Could not start a subagent: %s", acp_error_last()->message);
+        return;
+    }
+    json_t *u = json_pack("{ss s{ss ss}}", "sessionUpdate", "user_message_chunk", "content", "type",
+                          "text", "text", task);
+    acp_session_update(child, u);
+    json_decref(u);
+    acp_agent_new_id("msg_", os->child_mid);
+    acp_buf body = {0};
+    /* Its own system message, not the session's (nor its compaction summary). */
+    rc = oa_body_begin(os, &body, NULL, false) < 0 ||
+         acp_buf_append(&body, "{\"role\":\"system\",\"content\":", 27) ||
+         acp_json_escape(&body, subagent_system, strlen(subagent_system)) ||
+         acp_buf_append(&body, "},{\"role\":\"user\",\"content\":", 27) ||
+         acp_json_escape(&body, task, strlen(task)) || acp_buf_putc(&body, '}') ||
+         oa_body_end(os, &body, false, NULL);
+    acp_buf_free(&os->sub.text);
+    os->child = child;
+    if (rc || oa_request(os, &os->sub, OA_SUBAGENT, &body)) {
+        acp_buf_free(&body);
+        os->child = NULL;
+        subagent_idle(child, NULL, "the model could not be asked");
+        fail(os, "Could not ask the model for the subagent's answer.");
+    }
+}
+
+int oa_subagent_text(oa_sess *os, oa_call *c, bool reasoning, const char *text, size_t n)
+{
+    if (reasoning || !os->child) return 0;
+    acp_buf u = {0};
+    acp_jw w;
+    acp_jw_init(&w, &u);
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "sessionUpdate", "agent_message_chunk");
+    acp_jw_kstr(&w, "messageId", os->child_mid);
+    acp_jw_key(&w, "content");
+    acp_jw_obj(&w);
+    acp_jw_kstr(&w, "type", "text");
+    acp_jw_key(&w, "text");
+    acp_jw_strn(&w, text, n);
+    acp_jw_obj_end(&w);
+    acp_jw_obj_end(&w);
+    int rc = acp_jw_status(&w);
+    if (!rc) rc = acp_session_update_raw(os->child, u.data, u.len, true);
+    acp_buf_free(&u);
+    return rc ? rc : acp_buf_append(&c->text, text, n);
+}
+
+void oa_subagent_answered(oa_sess *os, oa_call *c, int result, long status)
+{
+    acp_session *child = os->child;
+    os->child = NULL;
+    if (!child || !os->t) return;
+    bool ok = !result && status / 100 == 2 && !c->st.error;
+    char why[256];
+    snprintf(why, sizeof why, "%s", c->st.error ? c->st.error : "the model server failed");
+    subagent_idle(child, "end_turn", ok ? NULL : why);
+    if (!ok) {
+        fail(os, "The subagent failed: %s.", why);
+        return;
+    }
+    json_t *content = json_array();
+    json_array_append_new(content, text_item(c->text.data ? c->text.data : "", c->text.len));
+    acp_buf_free(&c->text);
+    done(os, false, content, NULL, NULL);
+}
+
 /* --- run_command ----------------------------------------------------------------------------- */
 
 static void term_output(acp_terminal *term, int status, const char *output, size_t n,
@@ -271,6 +365,9 @@ static void next(oa_sess *os)
         else if (acp_turn_request_permission(os->t, x->tc, allow_opts, 3, permitted, os))
             fail(os, "Could not ask for permission: %s", acp_error_last()->message);
         return;
+    case OPENAI_TOOL_SUBAGENT:
+        subagent_start(os, x);
+        return;
     case OPENAI_TOOL_MCP: {
         json_t *args = x->args;
         x->args = NULL; /* stolen by the call */
@@ -322,6 +419,14 @@ static void describe(oa_sess *os, oa_tool *x, acp_tool_info *info, char *title, 
             x->bad_args = strdup("The argument 'command' (a string) is required.");
         snprintf(title, cap, "Run %.200s", cmd ? cmd : "");
         return;
+    case OPENAI_TOOL_SUBAGENT: {
+        const char *task = json_string_value(json_object_get(x->args, "task"));
+        const char *name = json_string_value(json_object_get(x->args, "title"));
+        if (!x->bad_args && (!task || !*task))
+            x->bad_args = strdup("The argument 'task' (a string) is required.");
+        snprintf(title, cap, "Subagent: %.200s", name && *name ? name : task ? task : "");
+        return;
+    }
     case OPENAI_TOOL_MCP:
         snprintf(title, cap, "%s: %s", x->def->server, x->def->tool);
         return;
@@ -404,6 +509,12 @@ void oa_exec_clear(oa_sess *os)
     }
     if (os->term) acp_terminal_release(os->term);
     os->term = NULL;
+    if (os->child) { /* a delegated task cut short (cancel): the child stops too */
+        oa_call_stop(&os->sub);
+        subagent_idle(os->child, "cancelled", NULL);
+        os->child = NULL;
+    }
+    acp_buf_free(&os->sub.text);
     for (size_t i = 0; i < os->ncalls; i++) {
         free(os->calls[i].fn);
         json_decref(os->calls[i].args);

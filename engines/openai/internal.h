@@ -33,10 +33,11 @@ struct openai {
     unsigned *model_windows;        /* per model_values entry: the window listed for it, 0: none */
     bool window_given;              /* --context-tokens was given: it wins over a listed window */
     acp_config_option options[2];   /* mode, model */
+    acp_provider provider;          /* "openai": base_url, unless a client moves it */
 };
 
 /* What a request is for: the turn's answer, a compaction summary, or the session title. */
-enum oa_req { OA_CHAT, OA_SUMMARY, OA_TITLE };
+enum oa_req { OA_CHAT, OA_SUMMARY, OA_TITLE, OA_SUBAGENT };
 
 /* One exchange with the model server and what came back. */
 typedef struct oa_call {
@@ -84,6 +85,10 @@ struct oa_sess {
     acp_mcp_call *mcp;
     acp_terminal *term;
     unsigned long turn_seq;
+    /* delegate_task (unstable): the subagent session running it and its exchange. */
+    acp_session *child;
+    char child_mid[48];
+    oa_call sub;
 };
 
 /* chat.c */
@@ -103,6 +108,14 @@ int oa_body_begin(oa_sess *os, acp_buf *b, const char *system, bool history);
 /* Closes the messages and the body, with the round's tools when asked, and tool_choice (a
  * plain word; NULL: not sent, the server's default). */
 int oa_body_end(oa_sess *os, acp_buf *b, bool tools, const char *tool_choice);
+
+/* The request's URL (base + path) and headers for agent a's connection (a NULL: the engine's
+ * own route): the client's providers/set route when it set one, else base_url and the key.
+ * *headers is NULL-terminated, for oa_route_free() (it wipes the key). 0, ACP_EACCES (the
+ * client disabled the provider) or ACP_ENOMEM. */
+int oa_route(openai *oa, acp_agent *a, const char *path, char *url, size_t n, const char *accept,
+             const char ***headers);
+void oa_route_free(const char **headers);
 
 /* turn.c: the turn is os->t, NULL when none runs. */
 void oa_turn_prompt(oa_sess *os, acp_turn *t, const json_t *blocks);
@@ -125,6 +138,9 @@ void oa_turn_next_round(oa_sess *os);
 void oa_exec_begin(oa_sess *os);
 /* Cancels the MCP call, releases the terminal and frees the round's calls. */
 void oa_exec_clear(oa_sess *os);
+/* delegate_task's exchange: its text streamed into the child, its end. */
+int oa_subagent_text(oa_sess *os, oa_call *c, bool reasoning, const char *text, size_t n);
+void oa_subagent_answered(oa_sess *os, oa_call *c, int result, long status);
 
 /* engine.c: the context window of the session's model: --context-tokens when given, else
  * what GET /models listed for it, else 32768. */

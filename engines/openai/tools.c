@@ -29,6 +29,14 @@ static const struct {
                          "exit status. The user is asked first.",
                          "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"}},"
                          "\"required\":[\"command\"]}"},
+    [OPENAI_TOOL_SUBAGENT] = {"delegate_task",
+                              "Hand a self-contained task (research, a draft, a plan) to a "
+                              "subagent: a fresh assistant without this conversation or any "
+                              "tools. The user sees its work; you get its answer back.",
+                              "{\"type\":\"object\",\"properties\":{\"task\":{\"type\":"
+                              "\"string\",\"description\":\"everything the subagent needs to "
+                              "know\"},\"title\":{\"type\":\"string\",\"description\":\"a "
+                              "short name for it\"}},\"required\":[\"task\"]}"},
 };
 
 static openai_tool *grow(openai_tools *ts)

@@ -21,7 +21,15 @@
 
 #define OPENAI_TOOL_NAME_MAX 64
 
-enum openai_tool_kind { OPENAI_TOOL_READ, OPENAI_TOOL_WRITE, OPENAI_TOOL_RUN, OPENAI_TOOL_MCP };
+/* OPENAI_TOOL_SUBAGENT (unstable): delegate_task, a task run by the model in a subagent session
+ * of the client's (clientCapabilities.subagents). */
+enum openai_tool_kind {
+    OPENAI_TOOL_READ,
+    OPENAI_TOOL_WRITE,
+    OPENAI_TOOL_RUN,
+    OPENAI_TOOL_SUBAGENT,
+    OPENAI_TOOL_MCP
+};
 
 typedef struct openai_tool {
     enum openai_tool_kind kind;
@@ -35,7 +43,7 @@ typedef struct openai_tools {
     acp_buf json; /* the request's "tools" array, built by openai_tools_json() */
 } openai_tools;
 
-/* Adds a built-in tool (the three kinds but MCP). 0 or ACP_ENOMEM. */
+/* Adds a built-in tool (every kind but MCP). 0 or ACP_ENOMEM. */
 int openai_tools_add_builtin(openai_tools *ts, enum openai_tool_kind kind);
 /* Adds MCP tool (server, tool) under a fresh name (see above); the strings are copied.
  * 0 or ACP_ENOMEM. */

@@ -124,6 +124,8 @@ static int offer_tools(oa_sess *os)
         rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_WRITE);
     if (code && acp_agent_client_has(a, "terminal"))
         rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_RUN);
+    if (acp_agent_client_has(a, "subagents")) /* (unstable) */
+        rc |= openai_tools_add_builtin(&os->tools, OPENAI_TOOL_SUBAGENT);
     rc |= openai_tools_add_set(&os->tools, acp_session_mcp(s));
     rc |= openai_tools_json(&os->tools, acp_session_mcp(s));
     return rc ? ACP_ENOMEM : 0;
@@ -144,7 +146,9 @@ void oa_turn_round(oa_sess *os)
     if (rc) {
         acp_buf_free(&body);
         oa_turn_say(os, "Could not send the request to the model server (%s).",
-                    rc == ACP_EIO ? "libcurl is not available" : "out of memory");
+                    rc == ACP_EIO      ? "libcurl is not available"
+                    : rc == ACP_EACCES ? "the client disabled the provider 'openai'"
+                                       : "out of memory");
         oa_turn_end(os, "end_turn");
     }
 }

@@ -146,6 +146,17 @@ typedef struct acp_auth_method {
  * acp_auth_refuse(), now or later (a browser sign-in may take minutes). */
 typedef struct acp_auth acp_auth;
 
+/* (unstable) A configurable LLM provider (ProviderInfo): an array element, frozen as
+ * acp_mode is. supported: the LlmProtocol ids it speaks ("openai", "anthropic", ...),
+ * NULL-terminated. api_type and base_url: where it sends requests until a client changes it
+ * (api_type NULL: disabled). required: providers/disable is refused. */
+typedef struct acp_provider {
+    const char *id;
+    const char *const *supported;
+    bool required;
+    const char *api_type, *base_url;
+} acp_provider;
+
 /* Lifecycle capabilities an engine can switch off (acp_engine.disable): they are not
  * advertised, and their methods answer -32601 as the spec lets a client expect. */
 enum acp_engine_disable {
@@ -227,6 +238,34 @@ typedef struct acp_engine {
      * (the unstable systemPrompt's "override" mode, advertised only then); "append" needs
      * nothing of the engine but reading acp_session_system_prompt(). */
     bool system_prompt_override;
+    /* (unstable: subagent sessions) The client sent session/cancel for a child session the
+     * engine made (acp_session_subagent_new) and granted `capabilities.cancel`: stop its
+     * current work without ending the session. NULL: no child may grant cancel. */
+    void (*subagent_cancel)(acp_session *child, void *user);
+
+    /* Since 1.1 (unstable: ACP_UNSTABLE_PROVIDERS): the LLM providers a client may re-route
+     * (agentCapabilities.providers, providers/list, set, disable; rfds/custom-llm-endpoint.mdx).
+     * providers[0..nproviders) are the engine's defaults; the runtime keeps each connection's
+     * changes (in memory only, never stored or logged: the headers are secrets) and answers
+     * the three methods itself: an unknown providerId or an apiType the provider does not list
+     * is -32602 on set, disabling a required one -32602, an unknown one succeeds. provider_set
+     * (may be NULL) is asked before a set is taken, as the vetoes above (0, or a JSON-RPC error
+     * code and a malloc'd *message): base_url and the "Name: value" headers are borrowed for
+     * the call. The engine reads the route in effect with acp_agent_provider() for every
+     * request it makes. Advertised only when nproviders is non-zero. */
+    const acp_provider *providers;
+    size_t nproviders;
+    int (*provider_set)(acp_agent *a, const char *provider_id, const char *api_type,
+                        const char *base_url, const char *const *headers, char **message,
+                        void *user);
+    /* (unstable: ACP_UNSTABLE_AUTH_STATUS) auth/status: the agent's sign-in state, one of
+     * "authenticated", "unauthenticated", "not_required", "unknown" (static storage), and in
+     * *account (NULL: none) a display label of the credential in effect (static, or valid
+     * until the next call). Advertised as agentCapabilities.auth.status when set. The runtime
+     * asks again after authenticate, logout and providers/set, and whenever the engine calls
+     * acp_agent_auth_changed(), and sends auth/status_update when the answer differs from the
+     * last one the client was told. */
+    const char *(*auth_status)(acp_agent *a, const char **account, void *user);
 } acp_engine;
 #define ACP_ENGINE_INIT ACP_STRUCT_INIT(acp_engine)
 
@@ -363,6 +402,18 @@ void acp_auth_accept(acp_auth *au);
 void acp_auth_refuse(acp_auth *au, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* (unstable) The route in effect for a provider of the engine on this connection: *api_type
+ * (NULL when disabled) and *base_url, borrowed until the next providers/set or disable; and
+ * *headers (NULL-terminated "Name: value" strings, secrets: never log or store them) when the
+ * client set the route. Returns 1 when the client set it (send its headers and none of the
+ * engine's own credentials), 0 for the engine's default (*headers NULL), ACP_ENOTFOUND for
+ * an id the engine does not list. Any pointer may be NULL. */
+int acp_agent_provider(const acp_agent *a, const char *provider_id, const char **api_type,
+                       const char **base_url, const char *const **headers);
+/* (unstable) The engine's sign-in state may have changed (engine.auth_status): the runtime asks
+ * it and sends auth/status_update when the client has not been told that state yet. */
+void acp_agent_auth_changed(acp_agent *a);
+
 /* --- Extension methods -------------------------------------------------------------------- */
 
 /* Registers handlers for an extension method of the client (a name starting with '_', else
@@ -438,6 +489,40 @@ int acp_session_update(acp_session *s, const json_t *update);
 /* The same with the update object as JSON text (validated unless trusted is true: only pass
  * true for text you produced yourself). The text is copied. */
 int acp_session_update_raw(acp_session *s, const char *json, size_t n, bool trusted);
+
+/* --- Subagent sessions (unstable: ACP_UNSTABLE_SUBAGENTS) ----------------------------------
+ *
+ * A child session the engine creates under a session and owns (the schema's SubagentUpdate):
+ * announced to the client on the parent with a `subagent_update` before anything of the child
+ * is sent, then streamed into like any session (acp_session_update on the child: its updates
+ * carry the child's sessionId and are the child's history). Only for a client that advertised
+ * clientCapabilities.subagents. The child is stored with its parent's id (acp/store.h,
+ * `parent`); the runtime sends and stores every subagent_update on the parent, so a
+ * session/load of the parent replays its own history (announcements included) and then each
+ * child's history, oldest child first, children of children after their parent's. The client
+ * may not prompt, close, load, resume, delete, set the mode or config of a child (-32602 naming
+ * the parent); it may send session/cancel when the child's capabilities grant `cancel`
+ * (engine.subagent_cancel hears it). A child closes when its parent closes (the engine gets
+ * session_free for it, never session_ready) and is deleted with its parent. After a load the
+ * children are history: the engine makes new ones for new work. */
+
+/* Creates a child of `parent` (open, in the parent's roots, without MCP servers) and
+ * announces it: patch (borrowed, NULL: {}) holds the SubagentUpdate members besides
+ * sessionId: title, description, capabilities, state, cwd, additionalDirectories, _meta.
+ * *out belongs to the runtime (valid until engine.session_free for it). 0, ACP_ENOTSUP
+ * (the feature is off, or the client did not advertise subagents: acp_error_last() says
+ * which; nothing is created), ACP_EINVAL (patch malformed or naming sessionId or
+ * sessionUpdate; a capabilities.cancel without engine.subagent_cancel), ACP_ECLOSED (the
+ * parent is not open), ACP_ENOTFOUND (the parent was deleted elsewhere), ACP_ESTORE,
+ * ACP_ENOMEM. */
+int acp_session_subagent_new(acp_session *parent, const json_t *patch, acp_session **out);
+/* Sends (and stores, on the parent) a subagent_update for child with the members of patch
+ * (borrowed; as above: omitted keeps, null clears), e.g. {"state":{"state":"idle",
+ * "stopReason":"end_turn"}}. 0, ACP_EINVAL (not a child, or a malformed patch), ACP_ECLOSED,
+ * ACP_ENOTFOUND, ACP_ENOMEM. */
+int acp_session_subagent_update(acp_session *child, const json_t *patch);
+/* The session that owns s, or NULL for a top-level session (or a child whose parent closed). */
+acp_session *acp_session_parent(const acp_session *s);
 
 /* --- Modes and config options of a session ------------------------------------------------ */
 

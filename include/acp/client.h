@@ -69,6 +69,7 @@ typedef enum acp_update_kind {
     ACP_UPDATE_NOTICE,             /* sent only when acp_client_opts.notices */
     ACP_UPDATE_COMPACTION,         /* compaction_update; only when .compaction */
     ACP_UPDATE_COMPACTION_SUMMARY, /* compaction_summary_chunk; likewise */
+    ACP_UPDATE_SUBAGENT,           /* subagent_update (unstable); only when .subagents */
 } acp_update_kind;
 
 /* One session/update notification, as views into the received line (valid during the
@@ -104,6 +105,9 @@ typedef enum acp_agent_cap {
     ACP_CAP_STATUS,                 /* sessionCapabilities.status: session/status */
     ACP_CAP_SYSTEM_PROMPT,          /* sessionCapabilities.systemPrompt (append mode) */
     ACP_CAP_SYSTEM_PROMPT_OVERRIDE, /* sessionCapabilities.systemPrompt.mode.override */
+    ACP_CAP_MCP_ACP,                /* mcpCapabilities.acp (unstable: MCP over ACP) */
+    ACP_CAP_PROVIDERS,              /* providers (unstable) */
+    ACP_CAP_AUTH_STATUS,            /* auth.status (unstable) */
 } acp_agent_cap;
 
 typedef struct acp_client_op acp_client_op;         /* a request of ours in flight */
@@ -240,6 +244,15 @@ typedef struct acp_client_opts {
      * WebSocket message or SSE event / POST response body), before the client acts on it.
      * msg borrowed for the call. NULL: none. */
     void (*on_message)(acp_client *c, const char *msg, size_t n, void *user);
+    /* (unstable) clientCapabilities.subagents: the agent may expose child sessions it owns
+     * (subagent_update). Each child announced on a session of ours gets a handle of its own,
+     * owned by its parent's (acp_client_session_child()), and its updates reach on_update with
+     * that handle. */
+    bool subagents;
+    /* Since 1.1 (unstable) auth/status_update: the agent's sign-in state changed; params is the
+     * notification's (state, accounts; borrowed, valid during the call). Treat a state you do
+     * not know as "unknown". NULL: ignored. */
+    void (*on_auth_status)(acp_client *c, json_t *params, void *user);
 } acp_client_opts;
 #define ACP_CLIENT_OPTS_INIT ACP_STRUCT_INIT(acp_client_opts)
 
@@ -347,6 +360,25 @@ int acp_client_authenticate(acp_client *c, const char *method_id);
 int acp_client_logout_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
 int acp_client_logout(acp_client *c);
 
+/* (unstable) The agent's LLM providers (rfds/custom-llm-endpoint.mdx; need
+ * agentCapabilities.providers, else ACP_ENOTSUP): list (*result: the ListProvidersResponse,
+ * the caller's), set (api_type NULL: "openai"; headers "Name: value", NULL-terminated, may be
+ * NULL: an Authorization header is how a key is handed over; they are never logged), disable.
+ * auth/status needs auth.status: *result is the AuthStatusResponse (state, accounts). */
+int acp_client_providers_list_start(acp_client *c, acp_client_cb cb, void *user,
+                                    acp_client_op **op);
+int acp_client_providers_list(acp_client *c, json_t **result);
+int acp_client_provider_set_start(acp_client *c, const char *provider_id, const char *api_type,
+                                  const char *base_url, const char *const *headers,
+                                  acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_provider_set(acp_client *c, const char *provider_id, const char *api_type,
+                            const char *base_url, const char *const *headers);
+int acp_client_provider_disable_start(acp_client *c, const char *provider_id, acp_client_cb cb,
+                                      void *user, acp_client_op **op);
+int acp_client_provider_disable(acp_client *c, const char *provider_id);
+int acp_client_auth_status_start(acp_client *c, acp_client_cb cb, void *user, acp_client_op **op);
+int acp_client_auth_status(acp_client *c, json_t **result);
+
 /* --- sessions ------------------------------------------------------------------------ */
 
 /* Extensible (acp/api.h): start from ACP_SESSION_OPTS_INIT. NULL: all defaults. */
@@ -428,6 +460,28 @@ int acp_client_session_close(acp_client_session *s);
 /* Forgets the handle locally; nothing is sent. */
 void acp_client_session_free(acp_client_session *s);
 
+/* --- Subagent sessions (unstable; acp_client_opts.subagents) -------------------------------
+ *
+ * A child session the agent announced on a session of ours with subagent_update (delivered to
+ * on_update as ACP_UPDATE_SUBAGENT on the parent, before any update of the child): the client
+ * makes a handle for it, in the parent's root set (or where the update's cwd and
+ * additionalDirectories place it), owned by the parent's handle: freed with it (freeing a
+ * child's handle yourself just stops following it). Its updates reach on_update with the
+ * child's handle; on a load of the parent they are replay too. A child cannot be prompted,
+ * closed or have its mode or config set (ACP_EINVAL: its parent's agent drives it), and
+ * acp_client_session_cancel() sends session/cancel for it only when its capabilities grant
+ * `cancel` (else ACP_ENOTSUP). */
+
+/* Children of s in the order they were announced; NULL past the last. Borrowed. */
+size_t acp_client_session_child_count(const acp_client_session *s);
+acp_client_session *acp_client_session_child(const acp_client_session *s, size_t i);
+/* The session that owns s, or NULL for one of the application's own. */
+acp_client_session *acp_client_session_parent(const acp_client_session *s);
+/* The child's current metadata, every subagent_update merged in as the schema says (title,
+ * description, capabilities, state, cwd, additionalDirectories, _meta; a null removes the
+ * member): borrowed until the next update of it; NULL for a session that is no child. */
+json_t *acp_client_session_subagent(const acp_client_session *s);
+
 /* session/list, one page: cwd (filter) and cursor may be NULL. The result is the
  * ListSessionsResponse: sessions[] and maybe nextCursor (sync: *result, caller owns). */
 int acp_client_list_start(acp_client *c, const char *cwd, const char *cursor, acp_client_cb cb,
@@ -502,6 +556,63 @@ acp_client_op *acp_client_elicit_op(const acp_client_elicit *e);
 int acp_client_terminal_output(acp_client *c, const char *terminal_id, const char **out,
                                size_t *len, bool *truncated, bool *exited, int64_t *exit_code,
                                int *signal);
+
+/* --- MCP servers in the application, over the ACP connection (unstable) -------------------
+ *
+ * MCP over ACP (SDK 2.4.0's McpServerAcp and mcp/message; needs mcpCapabilities.acp): the
+ * application serves an MCP server itself, and the agent reaches it through `mcp/message`
+ * requests on this connection, with no process or port. Register it under a serverId (unique
+ * on the connection: a second registration of an id is refused), put its declaration
+ * (acp_client_mcp_declaration) in acp_session_opts.mcp_servers of session/new, load or resume,
+ * and answer what the agent asks. The agent speaks MCP 2026-07-28 (no initialize: every
+ * request carries the protocol version in params._meta).
+ *
+ * Two ways to serve: tools as callbacks (acp_client_mcp_add_tool, handler NULL: the library
+ * answers server/discover, tools/list and ping itself, and tools/call of an unknown tool), or
+ * a handler that sees every MCP request raw and answers it. Binding failures are answered
+ * for you: -33001 for a serverId nobody registered, -32602 for a malformed envelope or a
+ * requestId already active, -32800 when the agent cancels a request (the application still
+ * frees the request with its reply, which then sends nothing). */
+typedef struct acp_client_mcp acp_client_mcp;         /* a registered MCP server */
+typedef struct acp_client_mcp_req acp_client_mcp_req; /* one MCP request to answer */
+/* Every MCP request for the server: method and params (the inner MCP params with their _meta;
+ * NULL when none; borrowed for the call). The application owns r until it calls
+ * acp_client_mcp_reply() or acp_client_mcp_error() exactly once, now or later. */
+typedef void (*acp_client_mcp_handler)(acp_client_mcp *m, acp_client_mcp_req *r, const char *method,
+                                       json_t *params, void *user);
+/* A tool's tools/call: args is the arguments object (borrowed; {} when none). Answer with
+ * acp_client_mcp_reply(r, CallToolResult) or acp_client_mcp_error(), now or later. */
+typedef void (*acp_client_mcp_tool_cb)(acp_client_mcp *m, acp_client_mcp_req *r, json_t *args,
+                                       void *user);
+/* Registers an MCP server called name under server_id (NULL: "NAME-N", unique on this
+ * client). handler NULL serves the tools added with acp_client_mcp_add_tool(). *out lives
+ * until acp_client_mcp_unregister() or acp_client_free(). ACP_EINVAL for a server_id already
+ * registered on this connection or an empty name. */
+int acp_client_mcp_register(acp_client *c, const char *name, const char *server_id,
+                            acp_client_mcp_handler handler, void *user, acp_client_mcp **out);
+/* Adds a tool (name unique in the server; input_schema copied by reference, NULL:
+ * {"type":"object"}; description may be NULL). Tools added after a session declared the
+ * server appear to the agent when it lists the tools again. */
+int acp_client_mcp_add_tool(acp_client_mcp *m, const char *name, const char *description,
+                            const json_t *input_schema, acp_client_mcp_tool_cb cb, void *user);
+/* {"type": "acp", "name", "serverId"}: a new reference, for acp_session_opts.mcp_servers. */
+json_t *acp_client_mcp_declaration(const acp_client_mcp *m);
+const char *acp_client_mcp_server_id(const acp_client_mcp *m);
+/* Removes the server: later requests for its id get -33001; requests the application still
+ * holds are answered -33001 now (their reply functions then only free them). NULL ignored. */
+void acp_client_mcp_unregister(acp_client_mcp *m);
+/* Answers the MCP request with its result (stolen; NULL sends {}), or with an MCP error (code,
+ * message, data stolen and may be NULL); frees r. */
+int acp_client_mcp_reply(acp_client_mcp_req *r, json_t *result);
+int acp_client_mcp_error(acp_client_mcp_req *r, int code, const char *message, json_t *data);
+/* An MCP notification about the request in flight (notifications/progress, usually): sent as
+ * an mcp/message notification naming it; params stolen. ACP_ECLOSED once r was answered. */
+int acp_client_mcp_notify(acp_client_mcp_req *r, const char *method, json_t *params);
+/* True once the request is over for the agent (it cancelled it, or the server was removed). */
+bool acp_client_mcp_req_cancelled(const acp_client_mcp_req *r);
+/* cb runs once if the agent cancels the request ($/cancel_request) before it is answered. */
+void acp_client_mcp_req_on_cancel(acp_client_mcp_req *r,
+                                  void (*cb)(acp_client_mcp_req *r, void *user), void *user);
 
 /* --- driving the client yourself (ACP_CLIENT_MANUAL) ------------------------------------ */
 

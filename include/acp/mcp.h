@@ -16,6 +16,8 @@
  *     Last-Event-ID).
  *   - "sse": the deprecated HTTP+SSE transport (GET the stream, POST to its `endpoint`, which
  *     must be on the stream's origin).
+ *   - "acp" (unstable: MCP over ACP): the server lives in the ACP client and its messages
+ *     travel as `mcp/message` on the ACP connection (acp_mcp_opts.acp_peer), MCP 2026-07-28.
  * The handshake is initialize (capabilities: roots with listChanged) -> notifications/initialized
  * -> tools/list (every page, up to 1000 pages; skipped when the server has no tools
  * capability). After that the server is READY. A server that cannot start, times
@@ -46,6 +48,7 @@
 #include <uv.h>
 
 #include "acp/error.h"
+#include "acp/rpc.h"
 
 #include "acp/api.h"
 
@@ -85,6 +88,17 @@ typedef struct acp_mcp_opts {
     /* Stdio servers (a command line run on this host) are not started: each is FAILED with a
      * reason that says so, the others serve. For clients that must not run commands here. */
     bool no_stdio;
+    /* MCP over ACP (unstable: ACP_UNSTABLE_MCP_ACP). Type "acp" servers ({"type": "acp",
+     * "name", "serverId"}) are accepted only when this is set: the ACP connection to the client
+     * that declared them (borrowed; it must outlive the set). The set sends that client an
+     * `mcp/message` request per MCP request (MCP 2026-07-28: no initialize; the handshake is
+     * server/discover, then tools/list; the protocol version and client capabilities go in
+     * every request's params._meta), and is given the client's `mcp/message` notifications
+     * with acp_mcp_set_acp_notify(). A cancelled or timed-out call sends $/cancel_request for
+     * its mcp/message. An outer error, or an answer that is neither {"result"} nor {"error"}
+     * or is larger than 16 MiB, fails that call only; the server fails when the connection
+     * ends (or, as any server, when it does not answer its handshake in connect_timeout_ms). */
+    acp_conn *acp_peer;
 } acp_mcp_opts;
 #define ACP_MCP_OPTS_INIT ACP_STRUCT_INIT(acp_mcp_opts)
 
@@ -119,13 +133,20 @@ int acp_mcp_set_roots(acp_mcp_set *s, const char *const *roots, size_t nroots);
  * left running and every handle is closed; the set is freed just before it. */
 void acp_mcp_set_close(acp_mcp_set *s, void (*done)(void *user), void *user);
 
+/* An `mcp/message` notification the ACP peer sent (its params: serverId, requestId, method,
+ * params; borrowed), for one of this set's "acp" servers: handed to that server as the inner
+ * notification (progress, mostly) of the request it names; dropped when that request has
+ * ended. 0, or ACP_ENOTFOUND when no "acp" server of this set has that serverId (try the
+ * peer's other sessions), or ACP_EINVAL for params that do not have that shape. (unstable) */
+int acp_mcp_set_acp_notify(acp_mcp_set *s, const json_t *params);
+
 /* --- Servers (by index, 0 .. count-1, in the order given) --------------------------------- */
 
 size_t acp_mcp_set_count(const acp_mcp_set *s);
 /* The index of the server called `name`, or ACP_ENOTFOUND. */
 int acp_mcp_server_find(const acp_mcp_set *s, const char *name, size_t *index);
 const char *acp_mcp_server_name(const acp_mcp_set *s, size_t i); /* borrowed, set lifetime */
-/* "stdio", "http" or "sse". */
+/* "stdio", "http", "sse" or "acp". */
 const char *acp_mcp_server_transport(const acp_mcp_set *s, size_t i);
 /* Status, and with reason non-NULL, why it FAILED ("command must be an absolute path: 'npx'",
  * "no answer to initialize within 10000 ms", ...; NULL otherwise). The reason is borrowed until
@@ -177,6 +198,17 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool, json
 /* Sends notifications/cancelled for the call and finishes it now: on_done runs with
  * ACP_ECANCELLED before this returns; a late answer is ignored. */
 void acp_mcp_call_cancel(acp_mcp_call *c);
+
+/* Any MCP request to READY server `server` (method and params as MCP has them; params stolen,
+ * NULL sends none): for relays and methods this header has no call for. on_done as for
+ * acp_mcp_call_tool(), with result any JSON value the server answered; a JSON-RPC error from
+ * the server is ACP_EPROTO and acp_mcp_call_rpc_error() gives it. The timeout is
+ * request_timeout_ms (call_timeout_ms for tools/call). Same returns as acp_mcp_call_tool(). */
+int acp_mcp_request(acp_mcp_set *s, const char *server, const char *method, json_t *params,
+                    const acp_mcp_call_cbs *cbs, void *user, acp_mcp_call **out);
+/* During on_done with ACP_EPROTO: the server's JSON-RPC error object ({code, message, data})
+ * when it answered one (borrowed for the callback), else NULL. */
+const json_t *acp_mcp_call_rpc_error(const acp_mcp_call *c);
 
 ACP_END_DECLS
 #endif

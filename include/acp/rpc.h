@@ -103,6 +103,16 @@ size_t acp_conn_out_len(const acp_conn *c);
 /* Takes the waiting bytes: the caller owns the returned buffer (free()); NULL when none. */
 char *acp_conn_out_take(acp_conn *c, size_t *len);
 
+/* Wire tracing, for debugging (acp and acp-agent --log-level debug): fn receives every message
+ * of every acp_conn of this process (ACP, and MCP's), out = false as it is read (before it is
+ * handled), true as it is taken for writing (acp_conn_out_take), one line without its line
+ * end, borrowed for the call. fn must not call into c. The messages are as on the wire,
+ * secrets included: redact before showing them. Process-wide; set it before any connection
+ * carries messages, from the thread that runs them. NULL (the default): off, at the cost of
+ * one test per line. */
+typedef void (*acp_wire_trace_fn)(acp_conn *c, bool out, const char *msg, size_t len, void *user);
+void acp_conn_trace_all(acp_wire_trace_fn fn, void *user);
+
 /* Redirects everything the connection produces into dst (borrowed; NULL restores the normal
  * output buffer). The agent uses it to hold a session's messages until the updates among them
  * are committed to the store; it then hands them over with acp_conn_out_append(), or drops

@@ -108,6 +108,23 @@ int acp_agent_serve_listen(uv_loop_t *loop, acp_store *store, const acp_engine *
                            const acp_agent_opts *agent_opts, const acp_server_opts *opts,
                            acp_server **out);
 
+/* Serves a stdio ACP agent program over the network (acp serve): every ACP connection that
+ * arrives starts its own process of argv (argv[0] searched in PATH; stderr shared with ours),
+ * in its own process group, and every message passes through unchanged both ways: one line of
+ * the agent's stdout is one message to the client. A process per connection because a stdio
+ * agent has one client: connections multiplexed on one process would share its JSON-RPC ids and
+ * its sessions, and each would send its own initialize. The options are acp_agent_serve_listen's
+ * (TLS, token, origins, limits, loopback safety) except on_agent, which is not called; roots
+ * and the stdio MCP policy apply to the client's session/new, load, resume and fork (a
+ * directory outside the roots is answered -32602 by the server, a refused stdio MCP server is
+ * left out of the request). A connection's end gives the agent EOF on its stdin, then after
+ * close_timeout_ms SIGTERM, and as long again SIGKILL, to its whole process tree; the agent's
+ * exit (its stdout's end) ends the connection. acp_server_shutdown() does the same to every
+ * connection, relaying what the agents still write. on_log (NULL: silent) receives the server's
+ * and connections' lines with opts->user. argv is copied. Errors as acp_agent_serve_listen(). */
+int acp_server_listen_command(uv_loop_t *loop, char *const *argv, const acp_server_opts *opts,
+                              void (*on_log)(const char *line, void *user), acp_server **out);
+
 /* Re-reads what an operator rotates (SIGHUP in acp-agent): the bearer token (NULL: kept) and
  * the TLS certificate chain and key files (both NULL: kept; a cleartext server cannot get
  * TLS). New connections get them; open ones are not dropped and go on as they were. All or

@@ -73,6 +73,9 @@ typedef struct acp_store_session {
     bool archived;       /* hidden from acp_store_list_archived()'s default (EXCLUDE) */
     char *system_prompt; /* the client's SystemPrompt object as JSON text, NULL: none. As
                           * state, returned by acp_store_get() and left out of lists */
+    /* (unstable: subagent sessions) The id of the session that owns this one as a subagent
+     * (a child session), NULL for a top-level session. Set at create, never changed. */
+    char *parent;
 } acp_store_session;
 #define ACP_STORE_SESSION_INIT ACP_STRUCT_INIT(acp_store_session)
 
@@ -210,8 +213,15 @@ int acp_store_set_system_prompt(acp_store *st, const char *id, int64_t fence, co
 
 /* Deletes the session and its whole history from disk (not only from lists): SQLite
  * overwrites the freed pages (secure_delete) and truncates the WAL that still held them.
+ * The session's child sessions (acp_store_session.parent), and theirs, go with it in the
+ * same transaction: a subagent's history is part of its parent's conversation.
  * Deleting a session that does not exist succeeds. */
 int acp_store_delete(acp_store *st, const char *id);
+
+/* (unstable: subagent sessions) Calls cb for every session whose parent is id, oldest first
+ * (created_at, then id), as acp_store_list() calls it (state NULL); cb's non-zero return stops
+ * and is returned. No children, or no session id: 0 and no call. */
+int acp_store_children(acp_store *st, const char *id, acp_store_list_cb cb, void *user);
 
 /* --- Leases (see the top of this header) --------------------------------------------------- */
 

@@ -68,8 +68,8 @@ test("a permission question takes the number of an option, blanks around it, and
   }
 });
 
-test("acp-agent: a --log-level other than quiet or info is a usage error", () => {
+test("acp-agent: a --log-level other than error, warn, info or debug is a usage error", () => {
   const r = spawnSync(join(BUILD, "acp-agent"), ["--log-level", "verbose"], { input: "", encoding: "utf8" });
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, "acp-agent: --log-level takes quiet or info, not 'verbose'\n");
+  assert.equal(r.stderr, "acp-agent: --log-level takes error, warn, info or debug, not 'verbose'\n");
 });

@@ -20,7 +20,7 @@ const quirks = nodeAgent("ts-agent-quirks.mjs");
 const minimal = nodeAgent("ts-agent-minimal.mjs");
 const oneLine = (r) => assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
 
-const COMMANDS = ["info", "new", "prompt", "chat", "sessions", "history", "resume", "close", "delete", "title", "archive", "unarchive", "status", "modes", "mode", "config", "auth", "logout"];
+const COMMANDS = ["info", "new", "prompt", "chat", "sessions", "history", "resume", "close", "delete", "title", "archive", "unarchive", "status", "modes", "mode", "config", "auth", "logout", "providers", "provider", "agents"];
 
 test("--help for the tool and every command; the man page has every option and command", async () => {
   const top = await run(["--help"]);

@@ -36,7 +36,8 @@ lib=$root/usr/lib/$ma
 for f in "$lib/libacp.so.1" "$lib/libacp.a" "$root/usr/bin/acp" "$root/usr/bin/acp-agent" \
     "$root/usr/share/man/man1/acp-agent.1.gz" "$root/usr/share/man/man1/acp.1.gz" \
     "$root/usr/share/man/man3/libacp.3.gz" "$root/usr/share/doc/libacp1/copyright" \
-    "$root/usr/share/doc/libacp-dev/README.md" "$root/usr/share/doc/libacp-dev/agent.md"; do
+    "$root/usr/share/doc/libacp-dev/README.md" "$root/usr/share/doc/libacp-dev/agent.md" \
+    "$root/usr/share/bash-completion/completions/acp" "$root/usr/share/zsh/vendor-completions/_acp"; do
     [ -e "$f" ] || [ -e "$f.gz" ] || fail "${f#"$root"} is in no package" # dh_compress: big docs gzipped
 done
 LD_LIBRARY_PATH=$lib "$root/usr/bin/acp-agent" --version | grep -q "acp-agent $version" || fail "acp-agent --version"

@@ -45,7 +45,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import nodeTest from "node:test";
-import * as acp from "@agentclientprotocol/sdk";
+import * as acpStable from "@agentclientprotocol/sdk";
+import * as acpUnstable from "@agentclientprotocol/sdk/unstable";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { WebSocket } from "ws";
@@ -53,6 +54,9 @@ import { randomBytes } from "node:crypto";
 
 import { validate, unknownKeys } from "./schema.mjs";
 
+// ACP_UNSTABLE=1: the SDK's unstable build as the client (its unstable methods and types, e.g.
+// subagent_update); schema.mjs checks against the unstable schema either way.
+const acp = process.env.ACP_UNSTABLE ? acpUnstable : acpStable;
 export { acp };
 
 const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -91,6 +95,11 @@ const RESPONSE = {
   "session/archive": "ArchiveSessionResponse",
   "session/unarchive": "UnarchiveSessionResponse",
   "session/status": "SessionStatusResponse",
+  // unstable (schema.unstable.json)
+  "providers/list": "ListProvidersResponse",
+  "providers/set": "SetProviderResponse",
+  "providers/disable": "DisableProviderResponse",
+  "auth/status": "AuthStatusResponse",
 };
 const AGENT_REQUEST = {
   "session/request_permission": "RequestPermissionRequest",
@@ -107,6 +116,7 @@ const AGENT_NOTIFICATION = {
   "session/update": "SessionNotification",
   "$/cancel_request": "CancelRequestNotification",
   "elicitation/complete": "CompleteElicitationNotification",
+  "auth/status_update": "AuthStatusUpdateNotification", // unstable
 };
 const FULL_CAPS = ["fs", "terminal", "session", "auth", "elicitation", "_meta"];
 /** clientCapabilities in full form; the legacy fs-only object {readTextFile, writeTextFile} is wrapped. */
@@ -162,6 +172,7 @@ export function schemaCheck(msg, methodOf, caps = {}, agentInit = null) {
       if ((kind === "compaction_update" || kind === "compaction_summary_chunk") && !hasCap(cc, "session.compaction"))
         bad.push(`${kind} without the client's session.compaction (prompt-turn MUST NOT)`);
       if (kind === "config_option_update") noBooleans(p.update.configOptions, "config_option_update");
+      if (kind === "subagent_update" && !hasCap(cc, "subagents")) bad.push("subagent_update without the client's subagents capability (schema SubagentCapabilities: must advertise before)");
     }
   } else {
     const m = methodOf(msg.id);
@@ -624,6 +635,7 @@ function turnTracker(violations) {
   const pending = new Map(); // request id key -> sessionId
   const open = new Map(); // sessionId -> unanswered prompt/load count
   const done = new Map(); // sessionId -> seq of the last prompt/load response
+  const children = new Set(); // subagent sessions announced (subagent_update): no turns of their own
   return {
     done,
     sent(msg) {
@@ -639,9 +651,12 @@ function turnTracker(violations) {
         pending.delete(JSON.stringify(msg.id));
         open.set(sid, open.get(sid) - 1);
         done.set(sid, seq);
+      } else if (msg.method === "session/update" && msg.params?.update?.sessionUpdate === "subagent_update") {
+        children.add(msg.params.update.sessionId);
       } else if (msg.method === "session/update" && CONVERSATION.has(msg.params?.update?.sessionUpdate)) {
         const sid = msg.params.sessionId;
-        if (!open.get(sid))
+        // A child's traffic needs its announcement first (SubagentUpdate: MUST), not a turn.
+        if (!open.get(sid) && !children.has(sid))
           violations.push(`${msg.params.update.sessionUpdate} for ${sid} outside any prompt turn or load replay (after its response?)`);
       }
     },

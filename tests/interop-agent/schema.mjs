@@ -13,6 +13,8 @@
 // names nowhere (extensibility.mdx: custom fields only under _meta).
 import { readFileSync } from "node:fs";
 
+// The unstable schema: a superset of the stable one, with the unstable features acp-agent offers
+// by default (providers, auth/status, ...), so what it advertises and answers is checked too.
 const schema = JSON.parse(
   readFileSync(new URL("../../node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json", import.meta.url), "utf8"),
 );

@@ -32,9 +32,10 @@ test("initialize: capabilities exactly as issue 3 lists, agentInfo (SDK client)"
   assert.equal(caps.loadSession, true);
   assert.deepEqual(Object.keys(caps.sessionCapabilities).filter((k) => k !== "_meta" && !UNSTABLE_CAPS.has(k)).sort(), SESSION_CAPS);
   for (const k of SESSION_CAPS) assert.deepEqual(caps.sessionCapabilities[k], {}, `sessionCapabilities.${k}`);
-  // http/sse: booleans when present (the MCP issue decides true); nothing else in mcpCapabilities.
+  // http/sse: booleans when present (the MCP issue decides true); acp: MCP over ACP (unstable,
+  // issue 23); nothing else in mcpCapabilities.
   for (const [k, v] of Object.entries(caps.mcpCapabilities ?? {})) {
-    assert.ok(["http", "sse", "_meta"].includes(k), `unexpected mcpCapabilities.${k}`);
+    assert.ok(["http", "sse", "acp", "_meta"].includes(k), `unexpected mcpCapabilities.${k}`);
     if (k !== "_meta") assert.equal(typeof v, "boolean");
   }
   for (const [k, v] of Object.entries(caps.promptCapabilities ?? {})) {

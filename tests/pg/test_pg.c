@@ -124,7 +124,7 @@ static long count(const fx *f, const char *sql)
 static void t_migration(void **state)
 {
     fx *f = *state;
-    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 5);
+    assert_int_equal(count(f, "SELECT version FROM acp_schema"), 6);
     assert_int_equal(count(f, "SELECT count(*) FROM acp_schema"), 1);
     acp_store *again = open_ok(f->where); /* idempotent */
     acp_store_close(again);
@@ -136,7 +136,7 @@ static void t_migration(void **state)
     assert_int_equal(acp_store_open(f->where, &st), ACP_ESTORE);
     assert_null(st);
     assert_non_null(strstr(acp_error_last()->message, "newer"));
-    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 5"), 0);
+    assert_int_equal(pg_env_exec(f->where, "UPDATE acp_schema SET version = 6"), 0);
 }
 
 /* A v1 store as the first release left it (store/postgres.c's v1 migration, copied verbatim:
@@ -175,14 +175,14 @@ static void t_migrate_v1_to_v2(void **state)
     assert_int_equal(pg_env_exec(where, V1_STORE), 0);
     acp_store *st = open_ok(where);
     char *v = pg_env_value(where, "SELECT string_agg(version::text, ',') FROM acp_schema");
-    assert_string_equal(v, "5");
+    assert_string_equal(v, "6");
     free(v);
     v = pg_env_value(where, "SELECT string_agg(column_name, ',' ORDER BY ordinal_position)"
                             " FROM information_schema.columns WHERE table_name = 'acp_sessions'"
                             " AND table_schema = current_schema()");
     assert_string_equal(
         v, "id,cwd,add_dirs,title,created_at,updated_at,next_seq,state,lease_holder,lease_epoch,"
-           "lease_expires,archived,system_prompt,lease_busy");
+           "lease_expires,archived,system_prompt,parent,lease_busy");
     free(v);
 
     acp_store_session s = ACP_STORE_SESSION_INIT;
@@ -220,7 +220,7 @@ static void t_migrate_v1_to_v2(void **state)
     acp_store_session_clear(&s);
     acp_store_close(st);
     v = pg_env_value(where, "SELECT string_agg(version::text, ',') FROM acp_schema");
-    assert_string_equal(v, "5");
+    assert_string_equal(v, "6");
     free(v);
     free(where);
     snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);

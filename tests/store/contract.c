@@ -1529,6 +1529,108 @@ static void t_lease_delete(void **state)
     acp_store_close(o);
 }
 
+/* --- subagent sessions (unstable): the parent column ---------------------------------- */
+
+static void mk_child(acp_store *st, const char *id, const char *parent, const char *t)
+{
+    acp_store_session s = {.struct_size = sizeof(acp_store_session),
+                           .id = (char *)id,
+                           .cwd = (char *)"/w",
+                           .add_dirs = (char *)"[]",
+                           .parent = (char *)parent};
+    memcpy(s.created_at, t, ACP_STORE_TIME_LEN + 1);
+    memcpy(s.updated_at, t, ACP_STORE_TIME_LEN + 1);
+    assert_int_equal(acp_store_create(st, &s), 0);
+}
+
+static void t_children(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "p", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "other", "/w", "2026-01-01T00:00:00.000Z");
+    /* made out of id order: listed oldest first */
+    mk_child(f->st, "c2", "p", "2026-01-01T00:00:02.000Z");
+    mk_child(f->st, "c1", "p", "2026-01-01T00:00:01.000Z");
+    mk_child(f->st, "g1", "c1", "2026-01-01T00:00:03.000Z");
+    acp_store_session out = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "c1", &out), 0);
+    assert_string_equal(out.parent, "p");
+    acp_store_session_clear(&out);
+    assert_int_equal(acp_store_get(f->st, "p", &out), 0);
+    assert_null(out.parent);
+    acp_store_session_clear(&out);
+    /* a 1.0-sized struct gets no parent member, and nothing leaks */
+    struct {
+        acp_store_session s;
+    } small;
+    memset(&small, 0, sizeof small);
+    small.s.struct_size = offsetof(acp_store_session, parent);
+    assert_int_equal(acp_store_get(f->st, "c1", &small.s), 0);
+    acp_store_session_clear(&small.s);
+
+    page p = {0};
+    assert_int_equal(acp_store_children(f->st, "p", on_row, &p), 0);
+    assert_int_equal(p.n, 2);
+    assert_string_equal(p.id[0], "c1");
+    assert_string_equal(p.id[1], "c2");
+    page_free(&p);
+    assert_int_equal(acp_store_children(f->st, "other", on_row, &p), 0);
+    assert_int_equal(p.n, 0);
+    assert_int_equal(acp_store_children(f->st, "nobody", on_row, &p), 0);
+    assert_int_equal(p.n, 0);
+
+    /* a session cannot be its own parent; an empty parent is refused */
+    acp_store_session bad = {.struct_size = sizeof bad,
+                             .id = (char *)"x",
+                             .cwd = (char *)"/w",
+                             .add_dirs = (char *)"[]",
+                             .parent = (char *)"x"};
+    stamp(bad.created_at, 1);
+    stamp(bad.updated_at, 1);
+    assert_int_equal(acp_store_create(f->st, &bad), ACP_EINVAL);
+    bad.parent = (char *)"";
+    assert_int_equal(acp_store_create(f->st, &bad), ACP_EINVAL);
+}
+
+/* Deleting a parent deletes its children and theirs, histories included; a child's delete
+ * leaves the parent. */
+static void t_delete_tree(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "p", "/w", "2026-01-01T00:00:00.000Z");
+    mk(f->st, "keep", "/w", "2026-01-01T00:00:00.000Z");
+    mk_child(f->st, "c1", "p", "2026-01-01T00:00:01.000Z");
+    mk_child(f->st, "c2", "p", "2026-01-01T00:00:02.000Z");
+    mk_child(f->st, "g1", "c1", "2026-01-01T00:00:03.000Z");
+    mk_child(f->st, "k1", "keep", "2026-01-01T00:00:03.000Z");
+    append(f->st, "c1", "{\"a\":1}");
+    append(f->st, "g1", "{\"b\":1}");
+    append(f->st, "k1", "{\"c\":1}");
+    assert_int_equal(acp_store_commit(f->st, NULL), 0);
+    assert_int_equal(acp_store_delete(f->st, "c2"), 0);
+    acp_store_session out = ACP_STORE_SESSION_INIT;
+    assert_int_equal(acp_store_get(f->st, "p", &out), 0);
+    acp_store_session_clear(&out);
+    assert_int_equal(acp_store_delete(f->st, "p"), 0);
+    const char *gone[] = {"p", "c1", "g1"};
+    for (size_t i = 0; i < 3; i++) {
+        got g = {0};
+        int64_t last;
+        bool done;
+        assert_int_equal(acp_store_get(f->st, gone[i], &out), ACP_ENOTFOUND);
+        assert_int_equal(acp_store_replay(f->st, gone[i], 0, 0, collect, &g, &last, &done),
+                         ACP_ENOTFOUND);
+    }
+    got g = {0};
+    replay_all(f->st, "k1", &g);
+    assert_int_equal(g.n, 1);
+    got_free(&g);
+    /* a new session reusing a deleted child's id starts empty */
+    mk(f->st, "g1", "/w", "2026-01-05T00:00:00.000Z");
+    replay_all(f->st, "g1", &g);
+    assert_int_equal(g.n, 0);
+}
+
 /* --- archive and system prompt (the unstable session/archive and systemPrompt) ---------- */
 
 /* Every page of a filtered list, limit per page, into p; asserts the cursors chain. */
@@ -1750,6 +1852,8 @@ int store_contract_run(const store_contract_env *env)
         T(t_archive_filter),
         T(t_archive_create_reopen),
         T(t_system_prompt),
+        T(t_children),
+        T(t_delete_tree),
     };
 #undef T
     return _cmocka_run_group_tests(env->name, tests, sizeof tests / sizeof tests[0], NULL, NULL);

@@ -154,7 +154,7 @@ static void t_fresh_file_settings(void **state)
     assert_int_equal(sb.st_mode & 077, 0);
     acp_store_close(st);
     assert_raw(f->db, "PRAGMA journal_mode", "wal"); /* persistent in the file */
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "5");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
     assert_raw(f->db,
                "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_list"
                " WHERE strict = 1 AND schema = 'main' ORDER BY name)",
@@ -162,7 +162,8 @@ static void t_fresh_file_settings(void **state)
     assert_raw(f->db,
                "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE"
                " type = 'index' AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name)",
-               "sessions_by_archived,sessions_by_cwd,sessions_by_cwd_archived,sessions_by_time");
+               "sessions_by_archived,sessions_by_cwd,sessions_by_cwd_archived,sessions_by_parent,"
+               "sessions_by_time");
     /* list and replay are index walks, not sorts or scans */
     char *plan = raw_plan(f->db, "SELECT id FROM sessions WHERE cwd = 'x'"
                                  " AND (updated_at < '1' OR (updated_at = '1' AND id < 'a'))"
@@ -192,7 +193,7 @@ static void t_migrate_from_v0(void **state)
     assert_int_equal(acp_store_append(st, "a", 0, "{}", 2), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     acp_store_close(st);
-    assert_raw(f->db, "SELECT version FROM schema_version", "5");
+    assert_raw(f->db, "SELECT version FROM schema_version", "6");
     assert_raw(f->db, "SELECT x FROM notes", "keep me");
     /* opening again changes nothing */
     st = open_ok(f->db);
@@ -277,10 +278,10 @@ static void t_migrate_v1_to_v2(void **state)
     fx *f = *state;
     raw_exec(f->db, V1_FILE);
     acp_store *st = open_ok(f->db);
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "5");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
     assert_raw(f->db, "SELECT group_concat(name, ',') FROM pragma_table_info('sessions')",
                "sid,id,cwd,add_dirs,title,created_at,updated_at,last_seq,state,lease_holder,"
-               "lease_epoch,lease_expires,archived,system_prompt,lease_busy");
+               "lease_epoch,lease_expires,archived,system_prompt,parent,lease_busy");
     assert_raw(f->db, "SELECT count(*) FROM sessions WHERE sid = 7 AND state IS NULL", "1");
     /* v4: the old sessions are not archived and have no system prompt */
     assert_raw(f->db, "SELECT count(*) FROM sessions WHERE archived = 0 AND system_prompt IS NULL",
@@ -297,7 +298,7 @@ static void t_migrate_v1_to_v2(void **state)
     st = open_ok(f->db);
     assert_old(st, "{\"mode\":\"code\"}");
     acp_store_close(st);
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "5");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
     assert_raw(f->db, "PRAGMA integrity_check", "ok");
 }
 
@@ -583,7 +584,7 @@ static void t_concurrent_first_open(void **state)
     }
     assert_raw(f->db, "SELECT count(*) FROM sessions", "6");
     assert_raw(f->db, "SELECT count(*) FROM updates", "6");
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "5");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
 }
 
 /* --- secure delete --------------------------------------------------------------------- */

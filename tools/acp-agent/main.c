@@ -23,10 +23,12 @@
 #include "tools/acp-agent/check_client.h"
 #include "tools/acp-agent/memtrim.h"
 #include "tools/common/serve_cli.h"
+#include "tools/common/wiretrace.h"
 
 static const char usage[] =
     "usage: acp-agent [--engine echo|openai] [--store PATH|URI] [--auth env:VAR]\n"
-    "                 [--lease-ttl MS] [--max-read SIZE] [--log-level quiet|info]\n"
+    "                 [--lease-ttl MS] [--max-read SIZE]\n"
+    "                 [--log-level error|warn|info|debug]\n"
     "                 [--unstable-off all|FEATURE,...]\n"
     "                 [--check-client [--check-report FILE] [--check-json]]\n"
     "                 [--help] [--version]\n"
@@ -49,6 +51,11 @@ static const char usage[] =
     "\n"
     "--max-read SIZE: the most one file read of the engine returns (64M).\n"
     "\n"
+    "--log-level LEVEL: error (only what stops acp-agent; quiet is the same), warn (and\n"
+    "the connections' and sessions' trouble), info (the default: and listening, shutdown),\n"
+    "debug (and every JSON-RPC message each way, ACP and MCP, on stderr: '<-' read, '->'\n"
+    "written; values of env and headers and credential-like members redacted).\n"
+    "\n"
     "Unstable features (the SDK's unstable schema; their wire shapes may still change):\n"
     "fork, title, archive, status, system-prompt, subagents, mcp-acp, providers,\n"
     "auth-status. All are offered by default; --unstable-off LIST (comma-separated, or\n"
@@ -56,7 +63,12 @@ static const char usage[] =
     "engine no longer titles the session itself); archive: session/archive, unarchive,\n"
     "session/list's archived filter; status: session/status (open or saved);\n"
     "system-prompt: systemPrompt on session/new, load, resume (stored with the session;\n"
-    "the openai engine appends it to its instructions, or replaces them: override).\n"
+    "the openai engine appends it to its instructions, or replaces them: override);\n"
+    "subagents: child sessions of a session for clients that take them (echo's /subagent,\n"
+    "the openai engine's delegate_task tool);\n"
+    "providers: the openai engine's endpoint is the provider 'openai', which a client may\n"
+    "move to another endpoint with its own headers, for its connection only;\n"
+    "auth-status: both engines answer auth/status and send auth/status_update.\n"
     "\n"
     "--check-client: instead of an engine, each prompt checks the client connected to us\n"
     "(an editor under test): every kind of update, a permission request, fs reads and\n"
@@ -65,7 +77,9 @@ static const char usage[] =
     "against schema.json. The report (like acp check's; --check-json: one object per\n"
     "check) is appended to --check-report FILE (default: stderr); the turn answers with\n"
     "its summary.\n"
-    "\n"
+    "\n";
+/* A second string: C99 compilers need not take a literal over 4095 bytes (-Woverlength-strings). */
+static const char usage_engines[] =
     "--auth env:VAR: sessions need authentication first; the one method, echo-token,\n"
     "succeeds while VAR is set and non-empty in the agent's environment.\n"
     "\n"
@@ -73,9 +87,12 @@ static const char usage[] =
     "/title TEXT, /plan, /read PATH, /write PATH TEXT, /mcp, /call SERVER TOOL JSON,\n"
     "/notice TEXT, /compact, /usage, /mode MODE, /set OPTION VALUE, /term COMMAND, /ask,\n"
     "/elicit, /ext (the client's _acp-agent/ping), /system (the session's system prompt,\n"
-    "unstable); the client may call _acp-agent/echo.\n"
+    "unstable), /subagent TEXT (a subagent session echoing TEXT, unstable); the client may\n"
+    "call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
-    "\n"
+    "\n";
+/* Its own array: one string literal may not pass 4095 bytes (ISO C, -Woverlength-strings). */
+static const char usage_openai[] =
     "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
     "llama-server, Ollama, vLLM, LM Studio, OpenAI or a gateway. --base-url (default\n"
     "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
@@ -90,8 +107,8 @@ static const char usage[] =
     "ask).\n"
     "\n";
 struct prog {
-    int verbose;
-    bool echo; /* the echo engine, whose extension methods each agent registers */
+    enum log_level level; /* --log-level */
+    bool echo;            /* the echo engine, whose extension methods each agent registers */
     acp_agent *agent;
     acp_server *server;
     uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP (a server's reload) */
@@ -102,7 +119,8 @@ struct prog {
 
 static void log_line(const char *line, void *user)
 {
-    if (((struct prog *)user)->verbose) fprintf(stderr, "acp-agent: %s\n", line);
+    /* The agent's and server's lines are trouble (a peer's bad message, a failed commit). */
+    if (((struct prog *)user)->level >= LOG_WARN) fprintf(stderr, "acp-agent: %s\n", line);
 }
 
 /* SIGTERM / SIGINT end the agent like EOF does: turns cancelled, MCP servers stopped (no
@@ -111,7 +129,7 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct prog *p = h->data;
     if (p->server) {
-        if (p->verbose)
+        if (p->level >= LOG_INFO)
             fprintf(stderr, "acp-agent: %s: closing %zu connection(s)\n",
                     signum == SIGTERM ? "SIGTERM" : "SIGINT", acp_server_connections(p->server));
         acp_server_shutdown(p->server);
@@ -295,7 +313,7 @@ int main(int argc, char **argv)
     bool openai_flag = false;
     uint64_t lease_ttl = 0;
     size_t max_read = 0;
-    struct prog prog = {.verbose = 1};
+    struct prog prog = {.level = LOG_INFO};
     int ch, status = 0;
     opterr = 0; /* our own one-line messages */
     /* '+': no argument is an operand (any is refused below); ':': a missing value is told
@@ -303,7 +321,7 @@ int main(int argc, char **argv)
     while (!status && (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_HELP:
-            printf("%s%s", usage, serve_cli_usage);
+            printf("%s%s%s%s", usage, usage_engines, usage_openai, serve_cli_usage);
             serve_cli_free(&sc);
             return 0;
         case O_VERSION:
@@ -335,11 +353,12 @@ int main(int argc, char **argv)
             }
             break;
         case O_LOG_LEVEL:
-            if (strcmp(optarg, "quiet") && strcmp(optarg, "info")) {
-                fprintf(stderr, "acp-agent: --log-level takes quiet or info, not '%s'\n", optarg);
+            if (log_level_parse(optarg, &prog.level)) {
+                fprintf(stderr,
+                        "acp-agent: --log-level takes error, warn, info or debug, not '%s'\n",
+                        optarg);
                 status = 2;
             }
-            prog.verbose = !strcmp(optarg, "info");
             break;
         case O_UNSTABLE_OFF:
             if (acp_unstable_parse(optarg, &unstable_off)) {
@@ -364,13 +383,13 @@ int main(int argc, char **argv)
             }
             break;
         case ':':
-            fprintf(stderr, "acp-agent: %s needs a value\n%s%s", argv[optind - 1], usage,
-                    serve_cli_usage);
+            fprintf(stderr, "acp-agent: %s needs a value\n%s%s%s%s", argv[optind - 1], usage,
+                    usage_engines, usage_openai, serve_cli_usage);
             status = 2;
             break;
         case '?':
-            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[optind - 1], usage,
-                    serve_cli_usage);
+            fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s%s", argv[optind - 1], usage,
+                    usage_engines, usage_openai, serve_cli_usage);
             status = 2;
             break;
         default:
@@ -383,8 +402,8 @@ int main(int argc, char **argv)
         }
     }
     if (!status && optind < argc) {
-        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s", argv[optind], usage,
-                serve_cli_usage);
+        fprintf(stderr, "acp-agent: unknown argument '%s'\n%s%s%s%s", argv[optind], usage,
+                usage_engines, usage_openai, serve_cli_usage);
         status = 2;
     }
     if (!status && !sc.listen && sc.given) {
@@ -419,6 +438,7 @@ int main(int argc, char **argv)
         serve_cli_free(&sc);
         return status;
     }
+    if (prog.level == LOG_DEBUG) wire_trace_start("acp-agent");
     signal(SIGPIPE, SIG_IGN);
     /* A bigger pipe to the client means fewer wake-ups per MB of replay or stream; best effort
      * (fails harmlessly on a non-pipe or above /proc/sys/fs/pipe-max-size). */
@@ -459,7 +479,7 @@ int main(int argc, char **argv)
     free(system_prompt); /* openai_new copied it */
     /* MCP servers' orphans (double-forked, setsid'd) come back to us, to die when we end. */
     acp_reaper *reaper = NULL;
-    if (acp_reaper_start(&loop, &reaper) && prog.verbose)
+    if (acp_reaper_start(&loop, &reaper) && prog.level >= LOG_WARN)
         fprintf(stderr, "acp-agent: not a subreaper: orphans of MCP servers go to init\n");
     acp_engine eng;
     prog.echo = !oa && !check;
@@ -503,7 +523,7 @@ int main(int argc, char **argv)
         if (rc) {
             fprintf(stderr, "acp-agent: %s\n", acp_error_last()->message);
             if (rc == ACP_EACCES) exit_usage = true; /* not safe as asked: a usage error */
-        } else if (!serve_cli_started(&sc, prog.server, prog.verbose)) {
+        } else if (!serve_cli_started(&sc, prog.server, prog.level >= LOG_INFO)) {
             rc = ACP_EIO;
         }
     } else {

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "acp/client.h"
+#include "acp/mcp.h"
 #include "acp/rt.h"
 #include "tools/acp/render.h"
 
@@ -40,11 +41,21 @@ typedef struct app {
     int perm;         /* 1 --yes, -1 --deny, 0 ask on the terminal (deny without one) */
     const char *auth; /* --auth METHOD */
     unsigned timeout_ms;
-    const char *agent_log; /* --agent-log: the agent's stderr, raw, appended here */
-    bool quiet;            /* --quiet: the agent's stderr dropped */
-    size_t max_read;       /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
-    const char *only;      /* check --only PATTERN */
-    bool no_prompt;        /* check --no-prompt */
+    const char *agent_log;   /* --agent-log: the agent's stderr, raw, appended here */
+    bool quiet;              /* --quiet: the agent's stderr dropped */
+    size_t max_read;         /* --max-read: the most one fs read returns; 0: the library's 64 MiB */
+    const char *only;        /* check --only PATTERN */
+    bool no_prompt;          /* check --no-prompt */
+    int log_level;           /* --log-level (enum log_level, tools/common/wiretrace.h) */
+    struct serve_cli *serve; /* acp serve's server options (tools/common/serve_cli.h) */
+    const char *trace_out;   /* acp trace --out FILE */
+    int dashdash;            /* args[dashdash...] came after "--"; -1: no "--" */
+    const char *provider;    /* --provider ID=URL (unstable) */
+    char **headers;          /* --header 'NAME: VALUE', NULL-terminated; secrets, wiped at exit */
+    size_t nheaders;
+    const char *api_type; /* --api-type; NULL: openai */
+    const char *registry; /* --registry FILE|URL */
+    char *agent_cmd;      /* --agent ID of the registry: the command that runs it (owned) */
     /* command options */
     const char *sid; /* -s */
     bool sid_given;
@@ -85,8 +96,18 @@ typedef struct app {
     int agent_log_fd;      /* --agent-log's file, else -1 */
     acp_buf agent_line;    /* the agent's stderr since its last line end */
     uv_timer_t agent_idle; /* shows that much once the agent has said nothing more for a while */
+    /* --mcp-local (mcplocal.c): the stdio servers acp runs and relays over ACP */
+    json_t *mcp_local;    /* their McpServerStdio entries */
+    acp_mcp_set *mcp_set; /* running, once the session is being set up */
+    void *relays;         /* one per server */
+    size_t nrelays;
+    bool mcp_stopping;
 } app;
 
+/* mcplocal.c: --mcp-local. start: runs the servers and declares them in a->mcp (before a
+ * session request; 0 or an exit status, said); stop: stops them (before the client goes). */
+int mcplocal_start(app *a);
+void mcplocal_stop(app *a);
 /* conn.c: the connection, sign-in, sessions, failures */
 int app_open(app *a);
 bool app_spawns(const app *a);         /* --agent is a command line (not unix:PATH, not a URL) */
@@ -117,6 +138,10 @@ void app_exit_now(app *a, int status) __attribute__((noreturn));
 void app_json_error(app *a, int status);
 /* stderr line that does not tear the output: "acp: ...". */
 void app_note(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* serve.c, trace.c: the commands that run an agent command line (args after "--") */
+int cmd_serve(app *a);
+int cmd_trace(app *a);
 
 /* agent_stderr.c: the agent's stderr, shown made safe line by line, logged raw, or dropped */
 /* With the loop: 0, or EXIT_USAGE when --agent-log cannot be opened (said). */
@@ -149,6 +174,20 @@ const char *auth_type(json_t *method);
 
 /* check.c: acp check, conformance of any agent */
 int cmd_check(app *a);
+/* providers.c (unstable) */
+int cmd_providers(app *a);
+int cmd_provider(app *a);
+/* After initialize: --provider ID=URL applied (providers/set with --header): 0 or the exit
+ * status of its failure (said). */
+int app_provider_option(app *a);
+int app_provider_apply(app *a, const char *id, const char *url);
+
+/* registry.c: the ACP Registry */
+int cmd_agents(app *a);
+/* --agent ID of a registry agent (a single word that names no program in PATH): rewritten to
+ * the command that runs it (npx or the unpacked binary), its env set in ours. 0 (also when
+ * --agent is something else), or the exit status of a failure (said). */
+int registry_resolve(app *a);
 
 /* settings.c */
 int cmd_modes(app *a);

@@ -14,6 +14,7 @@
 #include "acp/version.h"
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
+#include "tools/common/wiretrace.h"
 
 #define WAIT_MS   3000 /* quiet this long during a call: say we are waiting */
 #define SETTLE_MS 2000 /* the agent's moment to answer the cancel of a turn given up on */
@@ -100,6 +101,27 @@ void app_heard(app *a)
 
 /* --- callbacks ------------------------------------------------------------------------- */
 
+/* (unstable) How a subagent session is called: the title its parent gave it, else its id. */
+static const char *subagent_label(acp_client_session *s)
+{
+    if (!s) return NULL;
+    const char *t = json_string_value(json_object_get(acp_client_session_subagent(s), "title"));
+    return t && *t ? t : acp_client_session_id(s);
+}
+
+/* The child a subagent_update on s is about (the library made or updated its handle). */
+static acp_client_session *subagent_of(acp_client_session *s, const acp_update *u)
+{
+    acp_span id;
+    if (u->kind != ACP_UPDATE_SUBAGENT || !acp_json_member(u->update, "sessionId", &id))
+        return NULL;
+    for (size_t i = 0, n = acp_client_session_child_count(s); i < n; i++) {
+        acp_client_session *k = acp_client_session_child(s, i);
+        if (acp_json_str_eq(id, acp_client_session_id(k))) return k;
+    }
+    return NULL;
+}
+
 static void on_update(acp_client *c, acp_client_session *s, const acp_update *u, void *user)
 {
     app *a = user;
@@ -120,7 +142,12 @@ static void on_update(acp_client *c, acp_client_session *s, const acp_update *u,
     }
     if (!a->finished) { /* the result line stays the last one */
         chat_output_begin(a);
+        acp_client_session *child = subagent_of(s, u);
+        a->r.label = subagent_label(acp_client_session_parent(s) ? s : NULL);
         render_update(&a->r, u, parsed ? &v : NULL);
+        a->r.label = NULL;
+        if (child && !(a->r.skip_replay && u->replay))
+            render_subagent(&a->r, subagent_label(child), acp_client_session_subagent(child));
         chat_output_end(a);
     }
     acp_update_view_free(&v);
@@ -133,7 +160,7 @@ static void on_log(acp_client *c, const char *message, void *user)
         a->settled = true;
         return;
     }
-    app_note(a, "%s", message);
+    if (a->log_level >= LOG_WARN) app_note(a, "%s", message); /* the library's trouble */
 }
 
 /* Leaving now (a second Ctrl-C, SIGTERM, SIGHUP): the agent runs in its own session and
@@ -257,6 +284,7 @@ int app_open(app *a)
         .terminal = a->terminal,
         .notices = true,
         .config_boolean = true,
+        .subagents = true, /* (unstable) children are shown, labelled */
         /* a terminal sign-in runs the agent's own command line: only when we have one; the
          * _meta flag is the older convention some agents still key on (opencode) */
         .auth_terminal = spawn,
@@ -285,7 +313,7 @@ int app_open(app *a)
      * while a line is edited, questions while they wait for an answer. */
     while (!w.done) uv_run(&a->loop, UV_RUN_ONCE);
     /* the library's message names the step */
-    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : 0;
+    return w.status ? fail_with(a, NULL, w.status, w.errmsg) : app_provider_option(a);
 }
 
 static void end_agent(uv_timer_t *t)
@@ -301,6 +329,7 @@ void app_close(app *a)
     if (a->s) acp_client_session_free(a->s);
     a->s = NULL;
     int pid = a->c ? acp_client_agent_pid(a->c) : 0;
+    mcplocal_stop(a);      /* its servers go with the session, before the client that relays them */
     acp_client_free(a->c); /* on our loop: its handles close below, the agent is stopped */
     a->c = NULL;
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&a->sigs[i], NULL);
@@ -534,6 +563,7 @@ static int attach(app *a, const char *verb)
 int app_session(app *a, const char *verb)
 {
     int rc = app_sign_in(a);
+    if (!rc) rc = mcplocal_start(a);
     if (rc) return rc;
     if (a->sid) {
         rc = attach(a, verb);

@@ -15,6 +15,8 @@
 #include "acp/version.h"
 #include "tools/acp/app.h"
 #include "tools/acp/safe.h"
+#include "tools/common/serve_cli.h"
+#include "tools/common/wiretrace.h"
 
 static const char usage_main[] =
     "usage: acp [OPTIONS] COMMAND [ARGS]\n"
@@ -42,11 +44,25 @@ static const char usage_main[] =
     "  logout                    sign out\n"
     "  check [--only PATTERN] [--no-prompt]\n"
     "                            check the agent against the ACP specification\n"
-    "\n"
+    "  trace [--out FILE] -- CMD ARGS...\n"
+    "                            relay an agent for its client, recording and checking\n"
+    "                            every message; 'acp trace show FILE' summarises\n"
+    "  serve --listen ADDR [server options] -- CMD ARGS...\n"
+    "                            put a stdio agent on WebSocket and Streamable HTTP\n"
+    "  providers                 the agent's LLM providers (unstable)\n"
+    "  provider set ID URL | provider disable ID\n"
+    "                            route provider ID to URL, or switch it off (unstable)\n"
+    "  agents [--registry FILE|URL]\n"
+    "                            the agents of the ACP Registry (--agent ID runs one)\n"
+    "\n";
+/* Apart from usage_main: one literal may not pass C99's 4095 characters. */
+static const char usage_opts[] =
     "options (before or after the command; '--' ends them):\n"
     "  --agent 'CMD ARGS'        the agent to run (split like a shell line)\n"
     "  --agent unix:PATH         connect to an agent listening on a Unix socket\n"
     "  --agent URL               a remote agent: ws://, wss://, http:// or https://HOST/acp\n"
+    "  --agent ID                an agent of the ACP Registry by its id ('acp agents')\n"
+    "  --registry FILE|URL       the registry (default: ACP_REGISTRY, else the public one)\n"
     "  --token TOKEN             bearer token for a remote agent (better: ACP_TOKEN)\n"
     "  --cacert FILE             trust anchors for wss:// and https://\n"
     "  --http2                   h2c (prior knowledge) over http:// (https:// offers h2 always)\n"
@@ -65,8 +81,15 @@ static const char usage_main[] =
     "  --agent-log FILE          append the agent's stderr to FILE, raw (default: shown\n"
     "                            line by line, made safe for the terminal, colours dropped)\n"
     "  --quiet                   drop the agent's stderr\n"
+    "  --log-level LEVEL         error, warn, info (the default) or debug: every JSON-RPC\n"
+    "                            message each way on stderr, secrets redacted\n"
     "  -s, --session ID          the session (prompt, chat, modes, mode, config)\n"
-    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL\n"
+    "  --provider ID=URL         route the agent's provider ID to URL for this run (unstable)\n"
+    "  --header 'NAME: VALUE'    a header for --provider and 'provider set' (repeatable; an\n"
+    "                            Authorization header hands over a key; never printed)\n"
+    "  --api-type TYPE           the provider protocol for them (default openai)\n"
+    "  --add-dir DIR, --mcp 'NAME=CMD ARGS', --mcp-http NAME=URL, --mcp-sse NAME=URL,\n"
+    "  --mcp-local 'NAME=CMD ARGS' (unstable)\n"
     "                            session roots and MCP servers (see 'acp new --help')\n"
     "  --system-prompt FILE      the session's system prompt, appended to the agent's\n"
     "                            instructions (unstable; see 'acp new --help')\n"
@@ -86,7 +109,10 @@ static const char sess_opts_help[] =
     "  --mcp-sse NAME=URL   an MCP server over SSE (needs mcpCapabilities.sse)\n"
     "  --system-prompt FILE the text of FILE ('-': standard input) as the session's\n"
     "                       system prompt, appended to the agent's own instructions\n"
-    "                       (unstable: needs sessionCapabilities.systemPrompt)\n";
+    "                       (unstable: needs sessionCapabilities.systemPrompt)\n"
+    "  --mcp-local 'NAME=CMD ARGS'  (unstable) an MCP server acp runs here and hands to\n"
+    "                       the agent over the ACP connection, remote agents too (needs\n"
+    "                       mcpCapabilities.acp); it stops when acp does\n";
 
 static const char turn_opts_help[] =
     "  --yes                allow every permission request, write and command\n"
@@ -97,7 +123,8 @@ static const char turn_opts_help[] =
     "Without --yes/--deny, each is asked on the terminal (writes: 'write N bytes to\n"
     "PATH? [y/N]'), and refused when standard input is not a terminal.\n";
 
-enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_CHECK = 8 }; /* the command options a command takes */
+/* the command options a command takes */
+enum { F_SID = 1, F_SESS = 2, F_ALL = 4, F_CHECK = 8, F_OUT = 16, F_SERVE = 32 };
 
 typedef struct command {
     const char *name;
@@ -135,7 +162,7 @@ static const command commands[] = {
      "version, capabilities and auth methods (--json: the initialize result).\n"},
     {"new", cmd_new, F_SESS, 0, 0,
      "usage: acp new [--add-dir DIR]... [--mcp 'NAME=CMD ARGS']... [--mcp-http NAME=URL]...\n"
-     "               [--mcp-sse NAME=URL]...\n\n"
+     "               [--mcp-sse NAME=URL]... [--mcp-local 'NAME=CMD ARGS']...\n\n"
      "Creates a session in --cwd and prints its id (--json: the session/new result).\n"},
     {"prompt", cmd_prompt, F_SID | F_SESS, 1, -1,
      "usage: acp prompt [-s ID] [--yes|--deny] [--fs] [--terminal] [new's options] TEXT...\n\n"
@@ -246,6 +273,54 @@ static const command commands[] = {
      "Exit status 0 when no MUST check failed, else 1.\n"
      "  --only PATTERN       run only the checks whose id matches the glob (e.g. 'list.*')\n"
      "  --no-prompt          skip what costs model tokens (prompt turns)\n"},
+    {"trace", cmd_trace, F_OUT, 1, -1,
+     "usage: acp trace [--out FILE] -- CMD ARGS...\n"
+     "       acp trace show FILE\n\n"
+     "A relay for debugging an agent or its client: point the client's agent command at\n"
+     "'acp trace --out FILE -- CMD ARGS...'. Every message passes unchanged both ways\n"
+     "(stdin to the agent CMD, its stdout to ours; its stderr is ours) and is written to\n"
+     "FILE (default: acp-trace.jsonl), one JSON object per line: t (seconds since the\n"
+     "start), dir (\"client\" or \"agent\": who sent it) and msg. Each message is checked\n"
+     "as it passes, against the schema's shapes and the protocol's rules: a malformed\n"
+     "message, a response to an id never sent, a method the peer did not advertise, an\n"
+     "update of a prompt after its answer; each violation is a line with a finding member\n"
+     "(also said on stderr). The exit status is the agent's.\n"
+     "'acp trace show FILE' summarises a trace: methods with counts and latencies,\n"
+     "errors, findings.\n"
+     "  --out FILE           the trace file (appended to)\n"},
+    {"serve", cmd_serve, F_SERVE, 1, -1,
+     "usage: acp serve --listen HOST:PORT|unix:PATH [server options] -- CMD ARGS...\n\n"
+     "Puts a stdio ACP agent on WebSocket and Streamable HTTP (the remote profiles; acp\n"
+     "--agent ws://HOST:PORT/acp, or the SDKs' clients). Each connection gets its own\n"
+     "process of CMD ARGS: a stdio agent has one client, and connections multiplexed on\n"
+     "one process would mix their JSON-RPC ids and sessions. Messages pass unchanged;\n"
+     "the server options are acp-agent --listen's (acp-agent --help, docs/remote.md): TLS,\n"
+     "a bearer token, allowed origins, limits, loopback safety, roots and the stdio MCP\n"
+     "policy (applied to the client's session requests). A connection's end gives its\n"
+     "agent EOF, then SIGTERM and SIGKILL to its whole process tree after\n"
+     "--close-timeout each. SIGTERM or SIGINT: stop accepting, EOF to every agent, relay\n"
+     "what they still write, close every connection, exit 0.\n"},
+    {"providers", cmd_providers, 0, 0, 0,
+     "usage: acp providers\n\n"
+     "(unstable) Lists the agent's LLM providers (providers/list; needs its providers\n"
+     "capability): id, protocol and base URL in effect (or disabled), the protocols it\n"
+     "supports, and whether it is required. --json: the providers/list result.\n"},
+    {"provider", cmd_provider, 0, 2, 3,
+     "usage: acp provider set ID URL [--api-type TYPE] [--header 'NAME: VALUE']...\n"
+     "       acp provider disable ID\n\n"
+     "(unstable) Routes the agent's provider ID to the OpenAI-compatible (or TYPE) endpoint\n"
+     "URL with these headers (providers/set: they replace the agent's own credentials), or\n"
+     "switches it off (providers/disable). The agent keeps a route for the connection\n"
+     "only: to prompt through one, give --provider ID=URL (and --header) to that command.\n"},
+    {"agents", cmd_agents, 0, 0, 0,
+     "usage: acp agents [--registry FILE|URL]\n\n"
+     "Lists the agents of the ACP Registry: id, version, name, how it runs (npx, binary\n"
+     "for this platform), description. The registry is --registry, else $ACP_REGISTRY,\n"
+     "else https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json; a URL's\n"
+     "copy is kept in $XDG_CACHE_HOME/acp and serves when the network does not.\n"
+     "'acp --agent ID COMMAND' runs agent ID: npx -y PACKAGE ARGS with its env, or its\n"
+     "binary, downloaded once into $XDG_CACHE_HOME/acp/agents (sha256 checked when\n"
+     "given) and unpacked there. --json: the registry's agents array.\n"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -261,10 +336,12 @@ static int print_help(const command *cmd)
 {
     if (!cmd) {
         fputs(usage_main, stdout);
+        fputs(usage_opts, stdout);
         return 0;
     }
     fputs(cmd->help, stdout);
     if (cmd->flags & F_SESS) fputs(sess_opts_help, stdout);
+    if (cmd->flags & F_SERVE) fputs(serve_cli_usage, stdout);
     if (cmd->run == cmd_prompt || cmd->run == cmd_chat) fputs(turn_opts_help, stdout);
     printf("\nGlobal options ('acp --help') go before or after the command.\n");
     return 0;
@@ -376,6 +453,7 @@ enum {
     O_MCP,
     O_HTTP,
     O_SSE,
+    O_MCP_LOCAL,
     O_ALL,
     O_COLOR,
     O_AGENT_LOG,
@@ -384,6 +462,12 @@ enum {
     O_SYSTEM_PROMPT,
     O_ONLY,
     O_NO_PROMPT,
+    O_LOG_LEVEL,
+    O_OUT,
+    O_PROVIDER,
+    O_HEADER,
+    O_API_TYPE,
+    O_REGISTRY,
 };
 
 typedef struct cmdline {
@@ -425,6 +509,7 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"mcp", required_argument, NULL, O_MCP},
         {"mcp-http", required_argument, NULL, O_HTTP},
         {"mcp-sse", required_argument, NULL, O_SSE},
+        {"mcp-local", required_argument, NULL, O_MCP_LOCAL},
         {"all-cwd", no_argument, NULL, O_ALL},
         {"color", optional_argument, NULL, O_COLOR},
         {"agent-log", required_argument, NULL, O_AGENT_LOG},
@@ -433,9 +518,17 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
         {"only", required_argument, NULL, O_ONLY},
         {"no-prompt", no_argument, NULL, O_NO_PROMPT},
+        {"log-level", required_argument, NULL, O_LOG_LEVEL},
+        {"out", required_argument, NULL, O_OUT},
+        SERVE_CLI_LONGOPTS,
+        {"provider", required_argument, NULL, O_PROVIDER},
+        {"header", required_argument, NULL, O_HEADER},
+        {"api-type", required_argument, NULL, O_API_TYPE},
+        {"registry", required_argument, NULL, O_REGISTRY},
         {NULL, 0, NULL, 0}};
     a->args = calloc((size_t)argc + 1, sizeof *a->args);
     a->mcp = json_array();
+    a->mcp_local = json_array();
     const char *cmdname = NULL;
     int ch;
     opterr = 0; /* our own one-line messages */
@@ -511,6 +604,40 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
         case O_QUIET:
             a->quiet = true;
             break;
+        case O_LOG_LEVEL: {
+            enum log_level l;
+            if (log_level_parse(optarg, &l) || !strcmp(optarg, "quiet"))
+                return usage_error(a, "--log-level wants error, warn, info or debug, not '%s'",
+                                   optarg);
+            a->log_level = (int)l;
+            break;
+        }
+        case O_PROVIDER:
+            if (!strchr(optarg, '=') || *optarg == '=' || !strchr(optarg, '=')[1])
+                return usage_error(a, "--provider wants ID=URL, not '%s'", optarg);
+            a->provider = optarg;
+            break;
+        case O_HEADER: {
+            const char *colon = strchr(optarg, ':');
+            if (!colon || colon == optarg)
+                return usage_error(a, "--header wants 'NAME: VALUE'%s", "");
+            /* Kept, and wiped from our argv: the value may be a key (ps shows argv). */
+            char **h = realloc(a->headers, (a->nheaders + 2) * sizeof *h);
+            if (!h || !(h[a->nheaders] = strdup(optarg))) {
+                a->headers = h;
+                return usage_error(a, "out of memory%s", "");
+            }
+            a->headers = h;
+            h[++a->nheaders] = NULL;
+            memset(optarg, 'x', strlen(optarg));
+            break;
+        }
+        case O_API_TYPE:
+            a->api_type = optarg;
+            break;
+        case O_REGISTRY:
+            a->registry = optarg;
+            break;
         case 'h':
         case O_HELP:
             cl->help = true;
@@ -539,6 +666,15 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!(srv = mcp_stdio(optarg)))
                 return usage_error(a, "--mcp wants NAME=CMD ARGS (CMD in PATH), not '%s'", optarg);
             break;
+        case O_MCP_LOCAL: {
+            flag = F_SESS;
+            json_t *local = mcp_stdio(optarg);
+            if (!local)
+                return usage_error(a, "--mcp-local wants NAME=CMD ARGS (CMD in PATH), not '%s'",
+                                   optarg);
+            json_array_append_new(a->mcp_local, local);
+            break;
+        }
         case O_HTTP:
         case O_SSE:
             flag = F_SESS;
@@ -579,16 +715,27 @@ static int parse(app *a, cmdline *cl, int argc, char **argv)
             if (!(a->system_prompt = system_prompt_from(optarg)))
                 return usage_error(a, "--system-prompt: cannot read a text file '%s'", optarg);
             break;
+        case O_OUT:
+            a->trace_out = optarg;
+            flag = F_OUT;
+            break;
         case ':':
             return usage_error(a, "%s wants an argument", argv[optind - 1]);
         default:
+            if (ch >= SERVE_OPT_LISTEN && ch < SERVE_OPT_END) {
+                if (serve_cli_take(a->serve, ch, optarg)) return EXIT_USAGE;
+                flag = F_SERVE;
+                break;
+            }
             return usage_error(a, "unknown option '%s'", argv[optind - 1]);
         }
         if (srv) json_array_append_new(a->mcp, srv);
         if (flag && !cl->first) cl->first = argv[optind - 1];
         cl->used |= flag;
     }
-    /* after "--": the rest are words */
+    /* after "--": the rest are words (trace's and serve's agent command line) */
+    a->dashdash = optind < argc && !strcmp(argv[optind - 1], "--") ? a->nargs : -1;
+    if (optind < argc && !cmdname) a->dashdash = -1; /* the command itself came after it */
     for (; optind < argc; optind++) word(a, &cmdname, argv[optind]);
     /* The token is for the remote agent only: no process we start (a terminal command, an
      * MCP server) inherits it. */
@@ -711,10 +858,13 @@ static int cmd_info(app *a)
                                         "sessionCapabilities.systemPrompt",
                                         "mcpCapabilities.http",
                                         "mcpCapabilities.sse",
+                                        "mcpCapabilities.acp",
                                         "promptCapabilities.image",
                                         "promptCapabilities.audio",
                                         "promptCapabilities.embeddedContext",
-                                        "auth.logout"};
+                                        "auth.logout",
+                                        "auth.status",
+                                        "providers"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!cap_at(caps, known[i])) printf("  %-42s no\n", known[i]);
     json_t *methods = acp_client_auth_methods(a->c);
@@ -725,6 +875,15 @@ static int cmd_info(app *a)
         "%s %s (%s)", i ? "," : "",
         safe_line(or (json_string_value(json_object_get(m, "id")), "?")), safe_line(auth_type(m)));
     printf("\n");
+    json_t *st = NULL; /* (unstable) auth/status, where the agent tells it */
+    if (acp_client_supports(a->c, ACP_CAP_AUTH_STATUS) && !acp_client_auth_status(a->c, &st)) {
+        json_t *acct = json_array_get(json_object_get(st, "accounts"), 0);
+        const char *label = json_string_value(json_object_get(acct, "label"));
+        printf("auth status: %s%s%s%s\n",
+               safe_line(or (json_string_value(json_object_get(st, "state")), "unknown")),
+               label ? " (" : "", label ? safe_line(label) : "", label ? ")" : "");
+    }
+    json_decref(st);
     return 0;
 }
 
@@ -980,7 +1139,9 @@ int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     setlocale(LC_CTYPE, ""); /* the line editor and display widths speak the user's UTF-8 */
-    app a = {.color = -1};
+    serve_cli sc;
+    serve_cli_init(&sc, "acp");
+    app a = {.color = -1, .log_level = LOG_INFO, .serve = &sc, .dashdash = -1};
     cmdline cl = {0};
     int rc = parse(&a, &cl, argc, argv);
     if (rc && a.json) app_json_error(&a, rc);
@@ -993,7 +1154,9 @@ int main(int argc, char **argv)
          * choose (render_eol, results). */
         setvbuf(stdout, NULL, _IOFBF, 1 << 20);
         render_init(&a.r, stdout, a.json, a.color);
-        rc = cl.cmd->run(&a);
+        if (a.log_level == LOG_DEBUG) wire_trace_start("acp");
+        rc = cl.cmd->run == cmd_agents ? 0 : registry_resolve(&a);
+        if (!rc) rc = cl.cmd->run(&a);
         a.finished = true;
         /* check's status 1 is its verdict (a MUST failed), told by its own lines */
         if (rc && a.json && cl.cmd->run != cmd_check) app_json_error(&a, rc);
@@ -1004,10 +1167,18 @@ int main(int argc, char **argv)
     }
     if (a.token) explicit_bzero(a.token, strlen(a.token));
     free(a.token);
+    for (size_t i = 0; i < a.nheaders; i++) {
+        explicit_bzero(a.headers[i], strlen(a.headers[i]));
+        free(a.headers[i]);
+    }
+    free(a.headers);
+    free(a.agent_cmd);
     json_decref(a.mcp);
     json_decref(a.system_prompt);
+    json_decref(a.mcp_local);
     for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
     free(a.args);
     free(cl.cwd_abs);
+    serve_cli_free(&sc);
     return rc;
 }

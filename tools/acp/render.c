@@ -153,6 +153,13 @@ static void block_line(render *r, const char *prefix, const char *text, const ch
 }
 
 /* A line of its own that no block may draw over. */
+/* The label of a message from a subagent session, where its line starts. */
+static void subagent_tag(render *r)
+{
+    if (r->label)
+        fprintf(r->out, "%s[subagent %s]%s ", col(r, DIM), safe_line(r->label), col(r, RESET));
+}
+
 static void line_begin(render *r)
 {
     render_status_clear(r);
@@ -250,6 +257,7 @@ static void tool_call(render *r, const acp_tool_call_view *t, bool first)
                                                         : CYAN;
         bool show_kind = kind && strcmp(kind, acp_tool_kind_name(ACP_TOOL_KIND_OTHER)) != 0;
         line_begin(r);
+        subagent_tag(r);
         fprintf(r->out, "%s[tool]%s %s%s%s %s%s%s\n", col(r, DIM), col(r, RESET),
                 safe_line(title ? title : t->tool_call_id), show_kind ? " · " : "",
                 show_kind ? safe_line(kind) : "", col(r, c), acp_tool_status_name(st),
@@ -349,6 +357,13 @@ void render_session(render *r, acp_client_session *s)
 
 static void text_chunk(render *r, acp_update_kind k, const acp_chunk_view *c)
 {
+    /* Another speaker (a subagent, or back to the session) starts a message of its own. */
+    const char *label = r->label ? r->label : "";
+    if (strcmp(label, r->shown_label)) {
+        snprintf(r->shown_label, sizeof r->shown_label, "%s", label);
+        render_eol(r);
+        r->last = ACP_UPDATE_OTHER;
+    }
     /* A new message starts when the kind changes or the messageId does. */
     const char *mid = c->message_id;
     bool new_msg = k != r->last || (mid && strcmp(mid, r->last_msg) != 0);
@@ -358,13 +373,16 @@ static void text_chunk(render *r, acp_update_kind k, const acp_chunk_view *c)
         fputs(col(r, RESET), r->out);
         r->at_bol = false;
         render_eol(r);
+        subagent_tag(r);
         fprintf(r->out, "%s> ", col(r, BOLD));
     } else if (new_msg && k == r->last && k == ACP_UPDATE_AGENT_MESSAGE_CHUNK) {
         render_eol(r);
+        subagent_tag(r);
     } else if (k != r->last) {
         render_eol(r);
-        if (k == ACP_UPDATE_USER_MESSAGE_CHUNK) fprintf(r->out, "%s> ", col(r, BOLD));
         if (r->last == ACP_UPDATE_USER_MESSAGE_CHUNK) fputc('\n', r->out);
+        subagent_tag(r);
+        if (k == ACP_UPDATE_USER_MESSAGE_CHUNK) fprintf(r->out, "%s> ", col(r, BOLD));
     }
     if (k == ACP_UPDATE_AGENT_THOUGHT_CHUNK) fputs(col(r, DIM), r->out);
     content_text(r, &c->content);
@@ -424,6 +442,21 @@ void render_update(render *r, const acp_update *u, const acp_update_view *v)
     }
     r->last = k;
     fflush(r->out); /* people read as it comes; --json stays block-buffered */
+}
+
+void render_subagent(render *r, const char *label, const json_t *sub)
+{
+    if (r->json) return; /* the update itself went out raw */
+    const json_t *st = json_object_get(sub, "state");
+    const char *state = json_string_value(json_object_get(st, "state"));
+    const char *why = json_string_value(json_object_get(st, "stopReason"));
+    line_begin(r);
+    fprintf(r->out, "%s[subagent %s]%s %s%s%s%s\n", col(r, DIM), safe_line(label), col(r, RESET),
+            state ? safe_line(state) : "announced", why ? " (" : "", why ? safe_line(why) : "",
+            why ? ")" : "");
+    r->shown_label[0] = 0;
+    r->last = ACP_UPDATE_OTHER;
+    fflush(r->out);
 }
 
 void render_result(render *r, json_t *obj)

@@ -28,6 +28,10 @@ typedef struct render {
     bool status;        /* a status line is showing on stderr (a TTY) */
     enum render_block block;
     int block_lines;
+    /* (unstable) The subagent session an update comes from, as shown ("kid" or its id), set
+     * around render_update by the caller; NULL: the session itself. Its text is labelled. */
+    const char *label;
+    char shown_label[128]; /* the label of the text last shown ("" none) */
 } render;
 
 /* color: 1 always, 0 never, -1 auto: on a terminal (not TERM=dumb) unless NO_COLOR is set.
@@ -50,6 +54,9 @@ void render_eol(render *r);
 /* Before anything else writes to the terminal: ends the line, clears the status line, and
  * forgets the block (it cannot be redrawn in place once something follows it). */
 void render_break(render *r);
+/* (unstable) A subagent_update of the session: the child's label and its current state
+ * (sub: its merged metadata, acp_client_session_subagent). */
+void render_subagent(render *r, const char *label, const json_t *sub);
 /* A JSON result line (--json): the object is printed compactly and released. */
 void render_result(render *r, json_t *obj);
 
