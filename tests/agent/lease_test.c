@@ -277,8 +277,8 @@ static void t_fenced_idle(void **state)
     collect(b);
     assert_int_equal(count_updates(b->msgs, NULL), 0);
     assert_int_equal(b->e->frees, 1); /* closed on B: the check found it taken */
-    /* the renewal alone: C-less, B never asks again */
-    r = prompt(b, sid, "emit 1"); /* (answered from the set of lost ids) */
+    /* closed there, B still answers lease_lost (from its set of lost ids) */
+    r = prompt(b, sid, "emit 1");
     assert_lost(r, sid);
     json_decref(on(a, "session/close", sid, ""));
     r = open_(b, "session/load", sid);
@@ -287,8 +287,9 @@ static void t_fenced_idle(void **state)
     r = open_(a, "session/load", sid);
     assert_non_null(result_of(r));
     json_decref(r);
+    /* taken over again, and B is never asked: its renewal alone finds the fence stale */
     int frees = b->e->frees;
-    while (b->e->frees == frees) { /* B's timer ticks and finds the fence stale */
+    while (b->e->frees == frees) {
         sleep_ms(20);
         turn(b);
     }

@@ -124,3 +124,25 @@ test("SIGHUP: the new token and certificate for new connections, the open connec
   p.kill("SIGTERM");
   assert.deepEqual(await exit, { code: 0, signal: null }, err);
 });
+
+test("acp serve: SIGHUP re-reads the token file too (the shared server options)", async (t) => {
+  const dir = tmp(t);
+  const tokenFile = join(dir, "token");
+  writeFileSync(tokenFile, "first-token\n", { mode: 0o600 });
+  const p = spawn(join(BUILD, "acp"), ["serve", "--listen", "127.0.0.1:0", "--port-file", join(dir, "port"), "--token-file", tokenFile,
+    "--", AGENT, "--store", join(dir, "s.db")], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  p.stderr.on("data", (d) => (err += d));
+  const exit = new Promise((r) => p.on("exit", (code, signal) => r({ code, signal })));
+  t.after(() => p.exitCode === null && p.signalCode === null && p.kill("SIGKILL"));
+  await until(() => existsSync(join(dir, "port")) && readFileSync(join(dir, "port"), "utf8").endsWith("\n"), "the port file");
+  const url = `ws://127.0.0.1:${Number(readFileSync(join(dir, "port"), "utf8"))}/acp`;
+  assert.equal(await status(url, "first-token"), 101);
+  writeFileSync(tokenFile, "second-token\n");
+  p.kill("SIGHUP");
+  await until(() => /SIGHUP: reloaded the token file for new connections/.test(err), "the reload");
+  assert.equal(await status(url, "first-token"), 401);
+  assert.equal(await status(url, "second-token"), 101);
+  p.kill("SIGTERM");
+  assert.deepEqual(await exit, { code: 0, signal: null }, err);
+});

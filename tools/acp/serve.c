@@ -14,7 +14,8 @@
 typedef struct serving {
     app *a;
     acp_server *srv;
-    uv_signal_t sigs[2]; /* SIGTERM, SIGINT */
+    uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP (the token file and certificate again) */
+    const serve_cli *sc;
 } serving;
 
 static void serve_log(const char *line, void *user)
@@ -32,10 +33,16 @@ static void on_signal(uv_signal_t *h, int signum)
     acp_server_shutdown(s->srv);
 }
 
+static void on_hup(uv_signal_t *h, int signum)
+{
+    serving *s = h->data;
+    serve_cli_reload(s->sc, s->srv);
+}
+
 static void on_done(acp_server *srv, void *user)
 {
     serving *s = user;
-    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&s->sigs[i], NULL);
+    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&s->sigs[i], NULL);
 }
 
 int cmd_serve(app *a)
@@ -52,7 +59,7 @@ int cmd_serve(app *a)
     }
     int rc = serve_cli_finish(sc);
     if (rc) return rc == 1 ? EXIT_AGENT : EXIT_USAGE;
-    serving s = {.a = a};
+    serving s = {.a = a, .sc = sc};
     uv_loop_t loop;
     uv_loop_init(&loop);
     /* What an agent leaves behind (a daemon it double-forked) comes back to us and dies. */
@@ -71,11 +78,11 @@ int cmd_serve(app *a)
         acp_server_free(s.srv);
         s.srv = NULL;
     } else {
-        int signums[2] = {SIGTERM, SIGINT};
-        for (int i = 0; i < 2; i++) {
+        int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+        for (int i = 0; i < 3; i++) {
             uv_signal_init(&loop, &s.sigs[i]);
             s.sigs[i].data = &s;
-            uv_signal_start(&s.sigs[i], on_signal, signums[i]);
+            uv_signal_start(&s.sigs[i], i < 2 ? on_signal : on_hup, signums[i]);
         }
         uv_run(&loop, UV_RUN_DEFAULT);
         acp_server_free(s.srv);
