@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages libacp needs, only those that are missing: to build and test it,
 # and to build its own Debian packages (debian/control's Build-Depends are a subset of this list;
-# tests/deb checks it).
+# tests/deb checks it). zsh: tests/tools checks that the zsh completions parse.
 # Safe to run any number of times. Not root: prints the command instead.
 set -eu
 
@@ -10,7 +10,7 @@ pkgs="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libjansson-dev libuv1-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libpq-dev
       libcmocka-dev postgresql valgrind nodejs tmux procps
       libnghttp2-dev libwslay-dev libssl-dev libedit-dev
-      debhelper dpkg-dev lintian groff-base abigail-tools"
+      debhelper dpkg-dev lintian groff-base abigail-tools zsh"
 
 missing=""
 for p in $pkgs; do
