@@ -91,7 +91,9 @@ static const char usage_engines[] =
     "unstable), /subagent TEXT (a subagent session echoing TEXT, unstable); the client may\n"
     "call _acp-agent/echo.\n"
     "Modes ask and code; config options mode, model (echo-small, echo-large) and verbose.\n"
-    "\n"
+    "\n";
+/* Its own array: one string literal may not pass 4095 bytes (ISO C, -Woverlength-strings). */
+static const char usage_openai[] =
     "Openai engine: POST URL/chat/completions (streamed) and GET URL/models on\n"
     "llama-server, Ollama, vLLM, LM Studio, OpenAI or a gateway. --base-url (default\n"
     "http://127.0.0.1:11434/v1, Ollama's), --model (default: the first the server lists),\n"
