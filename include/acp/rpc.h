@@ -107,10 +107,10 @@ char *acp_conn_out_take(acp_conn *c, size_t *len);
  * of every acp_conn of this process (ACP, and MCP's), out = false as it is read (before it is
  * handled), true as it is taken for writing (acp_conn_out_take), one line without its line
  * end, borrowed for the call; c is NULL for a message relayed without an acp_conn
- * (acp_server_listen_command: out is then toward the remote client). fn must not call into c. The messages are as on the wire,
- * secrets included: redact before showing them. Process-wide; set it before any connection
- * carries messages, from the thread that runs them. NULL (the default): off, at the cost of
- * one test per line. */
+ * (acp_server_listen_command: out is then toward the remote client). fn must not call into c. The
+ * messages are as on the wire, secrets included: redact before showing them. Process-wide; set it
+ * before any connection carries messages, from the thread that runs them. NULL (the default): off,
+ * at the cost of one test per line. */
 typedef void (*acp_wire_trace_fn)(acp_conn *c, bool out, const char *msg, size_t len, void *user);
 void acp_conn_trace_all(acp_wire_trace_fn fn, void *user);
 
