@@ -25,28 +25,13 @@ static void h_fork(acp_conn *c, acp_req *req, void *user)
     if (!src) return;
     /* systemPrompt (ACP_UNSTABLE_SYSTEM_PROMPT), checked as on session/new: stored with the
      * fork; omitted, the fork keeps the one the source stored (the store copies it). */
-    char id[48], *sp = NULL;
-    if (!agent_system_prompt(a, req, acp_req_params(req), &sp)) return;
-    if (acp_agent_new_id("sess_", id)) {
-        free(sp);
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
-        return;
-    }
-    acp_session *s = session_open(a, req, id, false);
-    if (!s) {
-        free(sp);
-        return;
-    }
+    char id[48], *sp;
+    acp_store_session row;
+    acp_session *s = session_open_fresh(a, req, id, &sp, &row);
+    if (!s) return;
     /* What the client has seen of a source open here is committed: the copy includes it. */
     acp_session *from = session_find(a, src);
     if (from && from->dirty) acp_agent_flush(a);
-    acp_store_session row = {.struct_size = sizeof(acp_store_session),
-                             .id = id,
-                             .cwd = (char *)acp_session_cwd(s),
-                             .add_dirs = s->add_dirs,
-                             .system_prompt = sp};
-    acp_store_now(row.created_at);
-    memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
     int rc = acp_store_fork(a->store, src, &row, a->holder, a->lease_ttl_ms, &s->fence);
     free(sp);
     acp_store_session got = ACP_STORE_SESSION_INIT;

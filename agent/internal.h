@@ -334,6 +334,12 @@ acp_session *session_find(acp_agent *a, const char *id);
  * builds an opening session with its MCP servers starting (not yet in the active list). On an
  * error answers req and returns NULL. */
 acp_session *session_open(acp_agent *a, acp_req *req, const char *id, bool must_exist);
+/* session/new's and session/fork's start: the request's systemPrompt checked (into *sp,
+ * malloc'd, NULL: none), a fresh id (into id) and session_open(); *row filled for the store
+ * (borrowing id, s's cwd and roots, and *sp) with created_at = updated_at = now. On an error
+ * answers req and returns NULL (*sp freed). */
+acp_session *session_open_fresh(acp_agent *a, acp_req *req, char id[48], char **sp,
+                                acp_store_session *row);
 void session_activate(acp_session *s);
 /* Cancels its turn (force-ending it), frees the engine's state, stops the MCP servers. True
  * when s stays until its held output (the turn's last updates and response, say) is released:

@@ -175,34 +175,44 @@ void open_wait(acp_session *s)
     acp_mcp_set_wait(s->mcp, ms, mcp_settled, s);
 }
 
+acp_session *session_open_fresh(acp_agent *a, acp_req *req, char id[48], char **sp,
+                                acp_store_session *row)
+{
+    *sp = NULL;
+    if (!agent_system_prompt(a, req, acp_req_params(req), sp)) return NULL;
+    acp_session *s = NULL;
+    if (acp_agent_new_id("sess_", id))
+        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
+    else
+        s = session_open(a, req, id, false);
+    if (!s) {
+        free(*sp);
+        *sp = NULL;
+        return NULL;
+    }
+    *row = (acp_store_session){.struct_size = sizeof(acp_store_session),
+                               .id = id,
+                               .cwd = (char *)acp_session_cwd(s),
+                               .add_dirs = s->add_dirs,
+                               .system_prompt = *sp};
+    acp_store_now(row->created_at);
+    memcpy(row->updated_at, row->created_at, sizeof row->updated_at);
+    return s;
+}
+
 static void h_new(acp_conn *c, acp_req *req, void *user)
 {
     acp_agent *a = user;
     if (!agent_accept(a, req, &params_new, true)) return;
-    char id[48], *sp = NULL;
-    if (!agent_system_prompt(a, req, acp_req_params(req), &sp)) return;
-    if (acp_agent_new_id("sess_", id)) {
-        free(sp);
-        acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "%s", acp_error_last()->message);
-        return;
-    }
-    acp_session *s = session_open(a, req, id, false);
-    if (!s) {
-        free(sp);
-        return;
-    }
+    char id[48], *sp;
+    acp_store_session row;
+    acp_session *s = session_open_fresh(a, req, id, &sp, &row);
+    if (!s) return;
     if (session_set_system_prompt(s, sp)) { /* sp is s's now */
         session_free(s);
         acp_req_error(req, ACP_RPC_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
-    acp_store_session row = {.struct_size = sizeof(acp_store_session),
-                             .id = id,
-                             .cwd = (char *)acp_session_cwd(s),
-                             .add_dirs = s->add_dirs,
-                             .system_prompt = s->system_prompt};
-    acp_store_now(row.created_at);
-    memcpy(row.updated_at, row.created_at, sizeof row.updated_at);
     /* Created with this agent's lease on it: one write. */
     int rc = acp_store_create_leased(a->store, &row, a->holder, a->lease_ttl_ms, &s->fence);
     if (rc) {

@@ -397,12 +397,10 @@ static void sq_close(acp_store *st)
     free(s);
 }
 
-static int sq_create(acp_store *st, const acp_store_session *in, const char *holder,
+/* ?1..?8 of Q_CREATE and Q_FORK: the new row's columns, its holder and the lease's ttl. */
+static void bind_row(sqlite3_stmt *q, const acp_store_session *in, const char *holder,
                      unsigned ttl_ms)
 {
-    sq_store *s = sq(st);
-    sqlite3_stmt *q = stmt(s, Q_CREATE);
-    if (!q) return ACP_ESTORE;
     bind_text(q, 1, in->id);
     bind_text(q, 2, in->cwd);
     bind_text(q, 3, in->add_dirs);
@@ -411,6 +409,15 @@ static int sq_create(acp_store *st, const acp_store_session *in, const char *hol
     bind_text(q, 6, in->updated_at);
     bind_text(q, 7, holder);
     sqlite3_bind_int64(q, 8, ttl_ms);
+}
+
+static int sq_create(acp_store *st, const acp_store_session *in, const char *holder,
+                     unsigned ttl_ms)
+{
+    sq_store *s = sq(st);
+    sqlite3_stmt *q = stmt(s, Q_CREATE);
+    if (!q) return ACP_ESTORE;
+    bind_row(q, in, holder, ttl_ms);
     sqlite3_bind_int(q, 9, in->archived);
     bind_text(q, 10, in->system_prompt);
     bind_text(q, 11, in->parent);
@@ -882,14 +889,7 @@ static int sq_fork(acp_store *st, const char *src, const acp_store_session *in, 
     if (exec(s, "begin", "BEGIN IMMEDIATE")) return ACP_ESTORE;
     sqlite3_stmt *q = stmt(s, Q_FORK);
     if (!q) return finish(s, ACP_ESTORE);
-    bind_text(q, 1, in->id);
-    bind_text(q, 2, in->cwd);
-    bind_text(q, 3, in->add_dirs);
-    bind_text(q, 4, in->title);
-    bind_text(q, 5, in->created_at);
-    bind_text(q, 6, in->updated_at);
-    bind_text(q, 7, holder);
-    sqlite3_bind_int64(q, 8, ttl_ms);
+    bind_row(q, in, holder, ttl_ms);
     bind_text(q, 9, src);
     bind_text(q, 10, in->state);
     sqlite3_bind_int(q, 11, in->archived);
