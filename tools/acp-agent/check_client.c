@@ -585,7 +585,7 @@ check_client *check_client_new(const char *report_path, bool json)
     check_client *cc = calloc(1, sizeof *cc);
     cc->report_path = report_path;
     cc->json = json;
-    cc->schema = chk_schema_load(&cc->why_schema);
+    cc->schema = chk_schema_load(true, &cc->why_schema);
     return cc;
 }
 

@@ -1586,7 +1586,7 @@ int cmd_check(app *a)
             "agent can)\n",
             x.tmp);
     const char *why_schema = NULL;
-    x.schema = chk_schema_load(&why_schema);
+    x.schema = chk_schema_load(true, &why_schema);
     x.r = chk_report_new(stdout, a->json, a->only);
     uv_loop_init(&x.loop);
     uv_timer_init(&x.loop, &x.timer);

@@ -16,7 +16,7 @@
 
 #include "acp/json.h"
 #include "tools/acp/app.h"
-#include "tools/acp/schema.h"
+#include "tools/check/schema.h"
 
 #define HIGH_WATER ((size_t)4 << 20) /* queued toward one side before reading the other stops */
 
@@ -62,7 +62,7 @@ typedef struct tracer {
     uv_timer_t linger; /* the client left and the agent does not exit */
     uint64_t start;
     FILE *out;
-    acp_schemas *schemas;
+    chk_schema *schemas;              /* lenient; NULL: this build has none */
     json_t *agent_caps, *client_caps; /* from initialize */
     json_t *turns;                    /* sessionId -> number of prompts in flight */
     json_t *loading;                  /* sessionId -> number of loads / resumes in flight */
@@ -212,7 +212,7 @@ static void check_call(tracer *t, int dir, json_t *msg, const char *m, json_t *i
     if (m[0] != '_') {
         const char *handler = dir == CLIENT ? "agent" : "client";
         bool unstable = false;
-        if (!schemas_find(t->schemas, m, kind, &handler, &unstable)) {
+        if (!chk_schema_find(t->schemas, m, kind, &handler, &unstable)) {
             finding(t, dir, "method",
                     "%s '%s' is not a method of the protocol (extension methods start with '_')",
                     id ? "request" : "notification", m);
@@ -222,7 +222,7 @@ static void check_call(tracer *t, int dir, json_t *msg, const char *m, json_t *i
                     who[dir]);
         } else {
             char err[600];
-            if (!schemas_check(t->schemas, m, kind, handler, params, err, sizeof err))
+            if (!chk_schema_method_check(t->schemas, m, kind, handler, params, err, sizeof err))
                 finding(t, dir, "schema", "%s params%s: %s", m, unstable ? " (unstable)" : "", err);
         }
         const char *cap;
@@ -287,9 +287,9 @@ static void check_response(tracer *t, int dir, json_t *msg, json_t *id)
         const char *handler = dir == AGENT ? "agent" : "client";
         bool unstable = false;
         char err[600];
-        if (schemas_find(t->schemas, p->method, SCHEMA_RESPONSE, &handler, &unstable) &&
-            !schemas_check(t->schemas, p->method, SCHEMA_RESPONSE, handler, result, err,
-                           sizeof err))
+        if (chk_schema_find(t->schemas, p->method, SCHEMA_RESPONSE, &handler, &unstable) &&
+            !chk_schema_method_check(t->schemas, p->method, SCHEMA_RESPONSE, handler, result, err,
+                                     sizeof err))
             finding(t, dir, "schema", "%s result%s: %s", p->method, unstable ? " (unstable)" : "",
                     err);
     }
@@ -563,7 +563,10 @@ static int run_trace(app *a)
         return EXIT_USAGE;
     }
     setvbuf(t.out, NULL, _IOFBF, 1 << 16);
-    t.schemas = schemas_load();
+    const char *why_schema;
+    if (!(t.schemas = chk_schema_load(false, &why_schema)))
+        fprintf(stderr, "acp: trace: %s: messages are not checked against the schema\n",
+                why_schema);
 
     t.turns = json_object();
     t.loading = json_object();
@@ -584,7 +587,7 @@ static int run_trace(app *a)
         fprintf(stderr, "acp: trace: standard input and output must be pipes (the client's): %s\n",
                 uv_strerror(rc));
         fclose(t.out);
-        schemas_free(t.schemas);
+        chk_schema_free(t.schemas);
         json_decref(t.turns);
         json_decref(t.loading);
         json_decref(t.answered);
@@ -660,7 +663,7 @@ static int run_trace(app *a)
     if (t.findings)
         fprintf(stderr, "acp trace: %zu finding(s), recorded in %s\n", t.findings, path);
     fclose(t.out);
-    schemas_free(t.schemas);
+    chk_schema_free(t.schemas);
     json_decref(t.agent_caps);
     json_decref(t.client_caps);
     json_decref(t.turns);

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Writes OUT: schema.json (IN) as a C byte array, or an empty one when IN does not exist.
+# Writes OUT: the schema IN as the C byte array NAME (and NAME_len), or an empty one when IN
+# does not exist.
 if(EXISTS "${IN}")
   file(READ "${IN}" hex HEX)
   string(LENGTH "${hex}" n)
@@ -10,5 +11,5 @@ else()
   set(hex "0")
   set(n 0)
 endif()
-file(WRITE "${OUT}.tmp" "/* SPDX-License-Identifier: Apache-2.0 */\n/* Generated from ${IN}. */\nconst unsigned char chk_schema_blob[] = {\n${hex}};\nconst unsigned long chk_schema_blob_len = ${n};\n")
+file(WRITE "${OUT}.tmp" "/* SPDX-License-Identifier: Apache-2.0 */\n/* Generated from ${IN}. */\nconst unsigned char ${NAME}[] = {\n${hex}};\nconst unsigned long ${NAME}_len = ${n};\n")
 file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
