@@ -128,6 +128,20 @@ kill -TERM "$model"
 wait "$model" || true
 trap 'rm -rf "$work"' EXIT
 
+say "The unstable session layer (acp-agent --unstable-off turns each part off): fork, title, archive, status"
+show fork "$id"
+fork=$(acp fork "$id")
+echo "$fork"
+step prompt -s "$fork" "Only in the fork"
+step title "$fork" "A fork of the demo"
+step archive "$fork"
+step sessions --archived include
+step status "$fork"
+step delete "$fork"
+
+say "acp check: the agent against the specification (MUST, SHOULD, MAY), here the session/list checks"
+step check --no-prompt --only 'list.*'
+
 say "Resume (no replay), close, delete"
 step resume "$id"
 step close "$id"
