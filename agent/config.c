@@ -585,22 +585,8 @@ int acp_session_set_config_options(acp_session *s, const acp_config_option *opts
 static acp_session *target(acp_agent *a, acp_req *req, const vfield *params)
 {
     const char *id = agent_accept(a, req, params, true) ? session_id_param(req) : NULL;
-    if (!id) return NULL;
-    acp_session *s = session_find(a, id);
-    if (!s) {
-        agent_reply_unknown(a, req, id, false);
-        return NULL;
-    }
-    if (!subagent_unrestricted(s, req)) return NULL;
-    if (s->state != SESS_READY) {
-        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", s->id);
-        return NULL;
-    }
-    if (s->gone) {
-        session_reply_gone(s, req);
-        return NULL;
-    }
-    return lease_check(s, req) ? s : NULL; /* taken over meanwhile? (lease.c) */
+    acp_session *s = id ? session_target(a, req, id) : NULL;
+    return s && lease_check(s, req) ? s : NULL; /* taken over meanwhile? (lease.c) */
 }
 
 /* Answers an engine's veto: its code and sentence, or a generic one. */

@@ -329,6 +329,11 @@ void agent_maybe_free(acp_agent *a);
 
 /* session.c */
 acp_session *session_find(acp_agent *a, const char *id);
+/* The open, ready session id that a client request (prompt, set_mode, set_config_option)
+ * names, or NULL after answering why not: unknown here (-32002), a subagent's child the
+ * client may not drive, still opening, or found deleted. The lease is the caller's to check
+ * (a prompt's busy mark checks it as it writes). */
+acp_session *session_target(acp_agent *a, acp_req *req, const char *id);
 /* For params that passed the edge (validate.h): checks that cwd and additionalDirectories are
  * absolute and the MCP servers usable, checks (must_exist) that the session is stored, and
  * builds an opening session with its MCP servers starting (not yet in the active list). On an

@@ -480,20 +480,8 @@ static void h_prompt(acp_conn *c, acp_req *req, void *user)
     if (!id) return;
     json_t *prompt = json_object_get(acp_req_params(req), "prompt");
     if (!prompt_supported(a, req, prompt)) return;
-    acp_session *s = session_find(a, id);
-    if (!s) {
-        agent_reply_unknown(a, req, id, false);
-        return;
-    }
-    if (!subagent_unrestricted(s, req)) return;
-    if (s->state != SESS_READY) {
-        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", id);
-        return;
-    }
-    if (s->gone) { /* found deleted in this loop turn: the flush closes it */
-        session_reply_gone(s, req);
-        return;
-    }
+    acp_session *s = session_target(a, req, id);
+    if (!s) return;
     if (s->turn) {
         acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL,
                       "a prompt is already running in session %s", id);

@@ -709,3 +709,22 @@ int acp_session_open_path(const acp_session *s, const char *path, int flags, mod
 {
     return acp_roots_open(s->roots, path, flags, mode, fd);
 }
+
+acp_session *session_target(acp_agent *a, acp_req *req, const char *id)
+{
+    acp_session *s = session_find(a, id);
+    if (!s) {
+        agent_reply_unknown(a, req, id, false);
+        return NULL;
+    }
+    if (!subagent_unrestricted(s, req)) return NULL;
+    if (s->state != SESS_READY) {
+        acp_req_error(req, ACP_RPC_INVALID_REQUEST, NULL, "session %s is still opening", s->id);
+        return NULL;
+    }
+    if (s->gone) { /* found deleted in this loop turn: the flush closes it */
+        session_reply_gone(s, req);
+        return NULL;
+    }
+    return s;
+}

@@ -693,12 +693,18 @@ static int pg_set_roots(acp_store *st, const char *id, int64_t fence, const char
     return update_one(st, Q_SET_ROOTS, 4, v, fence);
 }
 
-static int pg_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
+/* One text column of the session's row ($2) under the fence ($3): Q_SET_STATE, Q_SET_PROMPT. */
+static int set_text(acp_store *st, int which, const char *id, int64_t fence, const char *text)
 {
     char f[24];
     snprintf(f, sizeof f, "%lld", (long long)fence);
-    const char *v[3] = {id, state, f};
-    return update_one(st, Q_SET_STATE, 3, v, fence);
+    const char *v[3] = {id, text, f};
+    return update_one(st, which, 3, v, fence);
+}
+
+static int pg_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
+{
+    return set_text(st, Q_SET_STATE, id, fence, state);
 }
 
 static void put32(char *at, uint32_t v)
@@ -1155,10 +1161,7 @@ static int pg_set_archived(acp_store *st, const char *id, bool archived)
 
 static int pg_set_system_prompt(acp_store *st, const char *id, int64_t fence, const char *json)
 {
-    char f[24];
-    snprintf(f, sizeof f, "%lld", (long long)fence);
-    const char *v[3] = {id, json, f};
-    return update_one(st, Q_SET_PROMPT, 3, v, fence);
+    return set_text(st, Q_SET_PROMPT, id, fence, json);
 }
 
 static const acp_store_ops pg_ops = {

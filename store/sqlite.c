@@ -541,15 +541,22 @@ static int sq_set_roots(acp_store *st, const char *id, int64_t fence, const char
     return update_one(s, q, "set roots", id, fence);
 }
 
-static int sq_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
+/* One text column of the session's row (?2) under the fence (?3): Q_SET_STATE, Q_SET_PROMPT. */
+static int set_text(acp_store *st, int which, const char *what, const char *id, int64_t fence,
+                    const char *text)
 {
     sq_store *s = sq(st);
-    sqlite3_stmt *q = stmt(s, Q_SET_STATE);
+    sqlite3_stmt *q = stmt(s, which);
     if (!q) return ACP_ESTORE;
     bind_text(q, 1, id);
-    bind_text(q, 2, state);
+    bind_text(q, 2, text);
     sqlite3_bind_int64(q, 3, fence);
-    return update_one(s, q, "set state", id, fence);
+    return update_one(s, q, what, id, fence);
+}
+
+static int sq_set_state(acp_store *st, const char *id, int64_t fence, const char *state)
+{
+    return set_text(st, Q_SET_STATE, "set state", id, fence, state);
 }
 
 /* Reserves count seqs for each session of the batch: one UPDATE ... RETURNING per session,
@@ -871,13 +878,7 @@ static int sq_set_archived(acp_store *st, const char *id, bool archived)
 
 static int sq_set_system_prompt(acp_store *st, const char *id, int64_t fence, const char *json)
 {
-    sq_store *s = sq(st);
-    sqlite3_stmt *q = stmt(s, Q_SET_PROMPT);
-    if (!q) return ACP_ESTORE;
-    bind_text(q, 1, id);
-    bind_text(q, 2, json);
-    sqlite3_bind_int64(q, 3, fence);
-    return update_one(s, q, "set system prompt", id, fence);
+    return set_text(st, Q_SET_PROMPT, "set system prompt", id, fence, json);
 }
 
 /* One write transaction (BEGIN IMMEDIATE: no commit of the source's can land between the
