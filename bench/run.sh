@@ -191,31 +191,44 @@ bench_stream() {
 }
 
 # --- issue 24: acp trace between the client and the agent ---------------------------------------
-# The same /stream straight to acp-agent and through acp trace (recording to a file on the same
-# disk, every message checked), runs alternated so that the machine's load hits both alike.
+# The same /stream straight to acp-agent, through the cheapest relay there is (acp-bench-relay:
+# splice, no recording, no checks) and through acp trace (recording to a file on the same disk,
+# every message checked), runs alternated so that the machine's load hits all three alike. Two
+# cores shared by the driver, the agent and the relay make single runs vary by 10-20%: the
+# medians of 9 are compared.
 bench_trace() {
     CUR="trace"
     out "## /stream 200000 200 through acp trace (issue 24)"
     out
     need "$AGENT" "$DRV" "$ACP" || return 0
-    say "trace: /stream straight and through acp trace, alternated"
-    local i r
+    say "trace: /stream straight, through a bare relay and through acp trace, alternated"
+    local i r relay=$B/bench/acp-bench-relay
     : >"$TMP/tr.direct"
+    : >"$TMP/tr.relay"
     : >"$TMP/tr.traced"
-    for i in 1 2 3; do
+    for i in 1 2 3 4 5 6 7 8 9; do
         r=$(run "$DRV" stream -n 200000 -b 200 -- "$AGENT" --store "$TMP/trace/sessions.db")
         out "    $r" >&3
         echo "$r" >>"$TMP/tr.direct"
+        if [ -x "$relay" ]; then
+            r=$(run "$DRV" stream -n 200000 -b 200 -- "$relay" "$AGENT" --store "$TMP/trace/sessions.db")
+            out "    $r" >&3
+            echo "$r" >>"$TMP/tr.relay"
+        fi
         rm -f "$TMP/trace.jsonl"
         r=$(run "$DRV" stream -n 200000 -b 200 -- "$ACP" trace --out "$TMP/trace.jsonl" -- "$AGENT" --store "$TMP/trace/sessions.db")
         out "    $r" >&3
         echo "$r" >>"$TMP/tr.traced"
     done
-    local d t
+    local d l t
     d=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.direct" | median)
+    l=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.relay" | median)
     t=$(sed 's/.*updates_per_s=\([^ ]*\).*/\1/' "$TMP/tr.traced" | median)
     out
-    row "/stream 200000 200 through acp trace, updates/s, median of 3 (straight: $(fmt "$d"))" "$(fmt "$t")" "" "$(ratio "$t" "$d") of straight" "no measurable delay"
+    out "straight $(fmt "$d"), bare relay $(fmt "${l:-0}"), acp trace $(fmt "$t") updates/s (medians of 9);"
+    out "the trace holds $(grep -c . "$TMP/trace.jsonl") lines."
+    out
+    row "/stream 200000 200 through acp trace, updates/s, median of 9 (straight: $(fmt "$d"), bare relay: $(fmt "${l:-0}"))" "$(fmt "$t")" "" "$(pct "$t" "$d") of straight, $(pct "$t" "${l:-0}") of a bare relay" "no measurable delay"
 }
 
 bench_cold() {

@@ -7,7 +7,7 @@
 // acp trace show's summary.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -166,4 +166,78 @@ test("acp trace: an agent's last output reaches a slow client after the agent ex
   assert.deepEqual(await tr.exited, { code: 0, signal: null }, tr.stderr());
   await new Promise((r) => (tr.p.stdout.readableEnded ? r() : tr.p.stdout.on("end", r)));
   assert.equal(n, 8000001);
+});
+
+/** The client's side spoken by hand: lines out, lines in, the agent's requests answered. */
+function rawClient(tr, answer) {
+  const got = [];
+  let buf = "";
+  tr.p.stdout.on("data", (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const m = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      got.push(m);
+      if (m.method && m.id !== undefined) tr.p.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: answer(m) }) + "\n");
+    }
+  });
+  const send = (m) => tr.p.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
+  const reply = async (id) => {
+    for (;;) {
+      const r = got.find((m) => m.id === id && !m.method);
+      if (r) return r;
+      await sleep(5);
+    }
+  };
+  return { got, send, reply };
+}
+
+test("acp trace keeps the order of the agent's requests and the client's answers, over a long stream", async (t) => {
+  // The agent's bytes reach the spool by tee(2) and a spooler thread, the client's directly:
+  // an answer read from the client must not be spooled before the request that it answers
+  // (else: 'a response to an unknown id'). The stream (4 MB) makes the spool start over.
+  const dir = temp(t);
+  const file = join(dir, "trace.jsonl");
+  writeFileSync(join(dir, "r.txt"), "text to read\n");
+  const tr = traced(t, file, [AGENT, "--store", join(dir, "s.db")]);
+  const c = rawClient(tr, (m) => (m.method === "fs/read_text_file" ? { content: "from the client" } : {}));
+  c.send({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true } } } });
+  await c.reply(1);
+  c.send({ id: 2, method: "session/new", params: { cwd: dir, mcpServers: [] } });
+  const sessionId = (await c.reply(2)).result.sessionId;
+  let id = 3;
+  c.send({ id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "/stream 20000 200" }] } });
+  assert.equal((await c.reply(id)).result.stopReason, "end_turn");
+  for (let i = 0; i < 30; i++) {
+    c.send({ id: ++id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: `/read ${join(dir, "r.txt")}` }] } });
+    assert.equal((await c.reply(id)).result.stopReason, "end_turn");
+  }
+  tr.p.stdin.end();
+  assert.deepEqual(await tr.exited, { code: 0, signal: null }, tr.stderr());
+  assert.deepEqual(findings(file), [], tr.stderr());
+  const recs = records(file);
+  // Every message either side sent is recorded, in the order it was relayed.
+  assert.equal(recs.filter((r) => r.dir === "agent").length, c.got.length);
+  assert.equal(recs.filter((r) => r.dir === "agent" && r.msg.method === "fs/read_text_file").length, 30);
+  assert.equal(recs.filter((r) => r.dir === "client" && r.msg.result?.content === "from the client").length, 30);
+  const ts = recs.map((r) => r.t);
+  assert.deepEqual(ts, [...ts].sort((a, b) => a - b));
+});
+
+test("acp trace: standard input and output may be files", (t) => {
+  const dir = temp(t);
+  const file = join(dir, "trace.jsonl");
+  const input = join(dir, "in.jsonl"), output = join(dir, "out.jsonl");
+  writeFileSync(
+    input,
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n' +
+      `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":${JSON.stringify(dir)},"mcpServers":[]}}\n`,
+  );
+  const r = spawnSync("sh", ["-c", `${ACP} trace --out ${file} -- ${AGENT} --store ${join(dir, "s.db")} <${input} >${output}`], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  const out = readFileSync(output, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.ok(out.some((m) => m.id === 2 && m.result?.sessionId), JSON.stringify(out));
+  assert.equal(records(file).filter((x) => x.dir === "agent").length, out.length);
+  assert.deepEqual(findings(file), []);
 });

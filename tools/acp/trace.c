@@ -2,13 +2,24 @@
 /* acp trace: a relay between a client and its agent that passes every byte through unchanged,
  * records each message (one JSON object per line: t, dir, msg) and checks it against the schema
  * and the protocol's ordering rules (findings: lines with a finding member, and stderr); and
- * acp trace show, which summarises a recording. The bytes are forwarded before they are looked
- * at, so the checks cost the relayed stream no latency. */
+ * acp trace show, which summarises a recording.
+ *
+ * Each direction is a thread of its own with plain blocking calls: no event loop stands between
+ * the peers (an epoll-driven relay measurably slowed a /stream; bench/RESULTS.md), and the agent
+ * gets real pipes, not libuv's socketpairs. On Linux the agent's bytes, the bulk of any trace,
+ * are never copied by the relay: tee(2) duplicates them into a pipe that a spooler thread
+ * splices into the spool, and splice(2) passes them on. The client's bytes are read, spooled
+ * and written. The examiner thread reads the spool at idle priority and, while bytes are
+ * flowing, waits for a pause: the checks never hold the relay up. */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +28,6 @@
 #include "acp/json.h"
 #include "tools/acp/app.h"
 #include "tools/check/schema.h"
-
-#define HIGH_WATER ((size_t)4 << 20) /* queued toward one side before reading the other stops */
 
 enum { CLIENT, AGENT }; /* who sent a message */
 static const char *const who[2] = {"client", "agent"};
@@ -32,32 +41,47 @@ typedef struct pending {
     struct pending *next;
 } pending;
 
+struct tracer;
+
 typedef struct side {
-    uv_pipe_t in;    /* what this side writes: our stdin (client), the agent's stdout */
-    uv_stream_t *to; /* where it goes: the agent's stdin, our stdout */
-    bool paused, eof;
+    /* its relay thread's */
+    struct tracer *t;
+    int from;    /* CLIENT or AGENT */
+    int in, out; /* what this side writes (our stdin, the agent's stdout), where it goes */
+    uv_thread_t relay;
+    bool gone; /* out's reader left: the bytes are still read and examined */
+    bool copy; /* out cannot take spliced bytes */
+    /* the loop's */
+    bool eof;
     /* the examiner thread's */
     acp_buf line;   /* this side's bytes since its last line end */
     pending *asked; /* its requests not answered yet */
 } side;
 
-/* What was relayed, handed to the examiner thread: the relay never waits for the checks. */
-typedef struct chunk {
-    struct chunk *next;
-    int dir;
-    bool eof; /* the side's end: its last line, unterminated, is examined */
+/* What was relayed is spooled, as a header and the bytes, to an unlinked file beside the trace,
+ * before it is passed on: a request is spooled before the answer it causes. The examiner
+ * reads the spool at its own pace. A file, not memory: holding a fast stream in fresh
+ * process memory until the checks caught up slowed the stream by a third (bench/RESULTS.md). */
+typedef struct segment {
     double t;
-    size_t n;
-    char data[];
-} chunk;
+    uint32_t n;   /* bytes that follow */
+    uint8_t from; /* CLIENT or AGENT */
+    uint8_t eof;  /* the side's end: its last line, unterminated, is examined */
+} segment;
 
-#define QUEUE_MAX ((size_t)256 << 20) /* the relay waits beyond this: the examiner is behind */
+#define CHUNK      ((size_t)64 << 10)     /* one read */
+#define SPOOL_MAX  ((uint64_t)1 << 30)    /* the relays wait beyond this: the examiner is behind */
+#define DEFER_MAX  ((uint64_t)256 << 20)  /* beyond this the examiner no longer waits for a pause */
+#define QUIET_NS   ((uint64_t)10000000)   /* a pause: no read for 10 ms */
+#define MAX_LAG_NS ((uint64_t)1000000000) /* the checks wait for a pause at most 1 s */
+#define NAP_MS     5                      /* the examiner's, when it has caught up */
 
 typedef struct tracer {
     uv_loop_t *loop;
     uv_process_t proc;
-    uv_pipe_t child_in, our_out;
     side s[2];
+    int wake[2];         /* written to end the relays: the agent is gone, the client's side too */
+    uv_async_t ended[2]; /* a relay thread reached its side's end */
     uv_signal_t sigs[3];
     uv_timer_t linger; /* the client left and the agent does not exit */
     uint64_t start;
@@ -67,24 +91,35 @@ typedef struct tracer {
     json_t *turns;                    /* sessionId -> number of prompts in flight */
     json_t *loading;                  /* sessionId -> number of loads / resumes in flight */
     json_t *answered;                 /* sessionId -> the id of its last answered prompt */
-    bool exited, out_flushed;
+    bool exited;
     int64_t status;
     int term_signal;
     size_t findings;
     int closing;
-    /* the examiner thread and its queue */
+    /* the spool and the examiner thread; mu guards what follows */
     uv_thread_t examiner;
     uv_mutex_t mu;
-    uv_cond_t cv;
-    chunk *head, **tail;
-    size_t queued;
+    uv_cond_t cv, room; /* the examiner's: something spooled; the relays': the spool has room */
+    int spool;
+    uint64_t head, end; /* the examiner's offset in the spool; the spool's length */
+    /* The agent's bytes go on by splice(2) and reach the spool through a pipe, by tee(2) and the
+     * spooler thread: they are never copied by the relay. */
+    int spool_pipe[2]; /* -1: the agent's bytes are read and written like the client's */
+    uv_thread_t spooler;
+    _Atomic uint64_t teed; /* bytes put into spool_pipe */
+    uint64_t spooled;      /* bytes the spooler took out of it */
+    bool spooler_done;
+    int spool_errno;    /* the spool could not be written: the trace is incomplete */
+    bool asleep;        /* the examiner waits on cv */
+    uint64_t last_read; /* uv_hrtime() of the relays' last read */
     bool stop;
-    double chunk_t; /* the time of the chunk being examined */
+    bool done;    /* the loop is ending: the relays' ended handles are closing */
+    double seg_t; /* the time of the segment being examined */
 } tracer;
 
 static double now(tracer *t)
 {
-    return t->chunk_t;
+    return t->seg_t;
 }
 
 /* --- recording and findings ------------------------------------------------------------------ */
@@ -342,121 +377,319 @@ static void examine(tracer *t, int dir, const char *line, size_t n)
     json_decref(msg);
 }
 
-/* --- the examiner thread ------------------------------------------------------------------- */
+/* --- the spool and the examiner thread ----------------------------------------------------- */
 
-static void enqueue(tracer *t, int dir, bool eof, const char *p, size_t n)
+static segment header(tracer *t, int from, bool eof, size_t n)
 {
-    chunk *c = malloc(sizeof *c + n);
-    if (!c) return; /* the trace misses it; the relay does not */
-    *c = (chunk){NULL, dir, eof, (double)(uv_hrtime() - t->start) / 1e9, n};
-    if (n) memcpy(c->data, p, n);
+    segment h;
+    memset(&h, 0, sizeof h); /* its padding too: the spool holds no stray bytes */
+    h = (segment){(double)(uv_hrtime() - t->start) / 1e9, (uint32_t)n, (uint8_t)from, eof};
+    return h;
+}
+
+/* With mu held, before a segment is appended: room in the spool, and for the client's bytes,
+ * the agent's bytes that were relayed before they were read (teed) spooled first. */
+static void spool_wait(tracer *t, int from, uint64_t teed)
+{
+    while (!t->stop && (t->end - t->head > SPOOL_MAX ||
+                        (from == CLIENT && t->spooled < teed && !t->spooler_done)))
+        uv_cond_wait(&t->room, &t->mu);
+    t->last_read = uv_hrtime();
+}
+
+/* Appends a segment. Under mu, so that segments are whole and in the order they were read. */
+static void spool_put(tracer *t, int from, bool eof, const char *p, size_t n, uint64_t teed)
+{
+    segment h = header(t, from, eof, n);
+    struct iovec v[2] = {{&h, sizeof h}, {(void *)p, n}};
     uv_mutex_lock(&t->mu);
-    while (t->queued > QUEUE_MAX && !t->stop) uv_cond_wait(&t->cv, &t->mu);
-    *t->tail = c;
-    t->tail = &c->next;
-    t->queued += n;
-    uv_cond_broadcast(&t->cv);
+    spool_wait(t, from, teed);
+    h.t = (double)(uv_hrtime() - t->start) / 1e9; /* under mu: the spool's times only grow */
+    size_t want = sizeof h + n, done = 0;
+    while (!t->spool_errno && done < want) {
+        ssize_t w = pwritev(t->spool, v, 2, (off_t)(t->end + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            t->spool_errno = w < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)w;
+        for (int i = 0; i < 2; i++) { /* what pwritev wrote is skipped */
+            size_t k = (size_t)w < v[i].iov_len ? (size_t)w : v[i].iov_len;
+            v[i].iov_base = (char *)v[i].iov_base + k;
+            v[i].iov_len -= k;
+            w -= (ssize_t)k;
+        }
+    }
+    if (!t->spool_errno) t->end += want;
+    if (t->asleep) uv_cond_signal(&t->cv);
     uv_mutex_unlock(&t->mu);
 }
 
-static void examine_chunk(tracer *t, chunk *c)
+static void examine_segment(tracer *t, const segment *h, const char *data)
 {
-    side *s = &t->s[c->dir];
-    t->chunk_t = c->t;
-    if (c->eof) {
-        if (s->line.len) examine(t, c->dir, s->line.data, s->line.len);
+    side *s = &t->s[h->from];
+    t->seg_t = h->t;
+    if (h->eof) {
+        if (s->line.len) examine(t, h->from, s->line.data, s->line.len);
         s->line.len = 0;
         return;
     }
-    const char *p = c->data, *e = p + c->n;
+    const char *p = data, *e = p + h->n;
     while (p < e) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(e - p);
         if (!nl || s->line.len) {
             acp_buf_append(&s->line, p, n);
             if (nl) {
-                examine(t, c->dir, s->line.data, s->line.len);
+                examine(t, h->from, s->line.data, s->line.len);
                 s->line.len = 0;
                 acp_buf_shrink(&s->line, ACP_BUF_KEEP);
             }
         } else {
-            examine(t, c->dir, p, n);
+            examine(t, h->from, p, n);
         }
         p += n + (nl ? 1 : 0);
     }
 }
 
+static bool pread_all(int fd, void *p, size_t n, uint64_t at)
+{
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p = (char *)p + r;
+        n -= (size_t)r;
+        at += (uint64_t)r;
+    }
+    return true;
+}
+
+/* Examines the segment at `at` (below t->end, so no relay writes there); where the next one
+ * starts. An unreadable spool ends the examination: the rest is skipped. */
+static uint64_t examine_at(tracer *t, uint64_t at, uint64_t end, acp_buf *buf)
+{
+    segment h;
+    buf->len = 0;
+    if (!pread_all(t->spool, &h, sizeof h, at) || acp_buf_reserve(buf, h.n) ||
+        !pread_all(t->spool, buf->data, h.n, at + sizeof h))
+        return end;
+    examine_segment(t, &h, buf->data);
+    return at + sizeof h + h.n;
+}
+
 static void examiner(void *arg)
 {
     tracer *t = arg;
-    /* Behind everything else for the CPU (SCHED_IDLE: it runs when a core would idle): the
-     * relay and the peers it stands between are never slowed by the checks, which catch up
-     * when the stream pauses or ends. */
+    /* Behind everything else for the CPU (SCHED_IDLE: it runs when a core would idle), and
+     * while bytes are flowing it waits for a pause: the relay and the peers it stands between
+     * are not slowed by the checks, which catch up when the stream pauses or ends. */
     struct sched_param idle = {0};
     if (sched_setscheduler((pid_t)gettid(), SCHED_IDLE, &idle))
         setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+    acp_buf buf = {0};
+    bool napped = false, behind = false; /* behind: deferred long enough, no more until caught up */
+    uint64_t deferred = 0;               /* since when (uv_hrtime()) */
     uv_mutex_lock(&t->mu);
-    for (;;) {
-        while (!t->head && !t->stop) uv_cond_wait(&t->cv, &t->mu);
-        chunk *c = t->head;
-        if (!c || t->stop) break; /* the rest is the main thread's (run_trace) */
-        if (!(t->head = c->next)) t->tail = &t->head;
-        t->queued -= c->n;
-        uv_cond_broadcast(&t->cv);
+    while (!t->stop) { /* then the rest is the main thread's (run_trace) */
+        if (t->head == t->end) {
+            behind = false;
+            deferred = 0;
+            /* Caught up: a long spool starts over, the file is made current, and then a nap
+             * in which the relays do not wake us (woken for every read, this thread cost a
+             * /stream more than its checks did). Once a nap brought nothing, it sleeps until
+             * the next read. */
+            if (t->end >= ((uint64_t)1 << 20) && !ftruncate(t->spool, 0)) t->head = t->end = 0;
+            uv_mutex_unlock(&t->mu);
+            if (t->out) fflush(t->out);
+            if (!napped) uv_sleep(NAP_MS);
+            uv_mutex_lock(&t->mu);
+            t->asleep = napped;
+            while (napped && t->head == t->end && !t->stop) uv_cond_wait(&t->cv, &t->mu);
+            t->asleep = false;
+            napped = !napped;
+            continue;
+        }
+        napped = false;
+        uint64_t now_ns = uv_hrtime();
+        if (!deferred) deferred = now_ns;
+        if (!behind && t->end - t->head < DEFER_MAX && now_ns - t->last_read < QUIET_NS) {
+            /* Bytes are flowing: the checks wait for a pause, for at most MAX_LAG_NS. */
+            behind = now_ns - deferred > MAX_LAG_NS;
+            uv_mutex_unlock(&t->mu);
+            uv_sleep((unsigned)(QUIET_NS / 1000000));
+            uv_mutex_lock(&t->mu);
+            continue;
+        }
+        uint64_t at = t->head, end = t->end;
         uv_mutex_unlock(&t->mu);
-        examine_chunk(t, c);
-        free(c);
+        at = examine_at(t, at, end, &buf);
         uv_mutex_lock(&t->mu);
-        if (!t->head && t->out) fflush(t->out); /* caught up: the file is current */
+        t->head = at;
+        uv_cond_broadcast(&t->room);
     }
     uv_mutex_unlock(&t->mu);
+    acp_buf_free(&buf);
 }
 
 /* --- the relay ------------------------------------------------------------------------------- */
 
-typedef struct wreq {
-    uv_write_t req;
-    tracer *t;
-    int from;
-    char data[];
-} wreq;
-
-static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Until fd is ready for events: false when the relays are being ended instead. Blocking or
+ * not, whatever the client gave us, every fd works the same. */
+static bool ready(side *s, int fd, short events)
 {
-    static char bytes[65536]; /* consumed (copied) before the next read */
-    *buf = uv_buf_init(bytes, sizeof bytes);
+    struct pollfd p[2] = {{fd, events, 0}, {s->t->wake[0], POLLIN, 0}};
+    while (poll(p, 2, -1) < 0)
+        if (errno != EINTR) return false;
+    return !p[1].revents;
 }
 
-static void maybe_end(tracer *t);
-
-static void written(uv_write_t *w, int status)
+static void write_on(side *s, const char *p, size_t n)
 {
-    wreq *r = (wreq *)w;
-    side *s = &r->t->s[r->from];
-    if (s->paused && !s->eof && s->to && uv_stream_get_write_queue_size(s->to) < HIGH_WATER / 4) {
-        s->paused = false;
-        uv_read_start((uv_stream_t *)&s->in, on_alloc, on_read);
+    while (n && !s->gone) {
+        ssize_t w = write(s->out, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno == EAGAIN) {
+            if (!ready(s, s->out, POLLOUT)) return;
+        } else if (w < 0 && errno != EINTR) {
+            s->gone = true; /* EPIPE: the reader is gone; its peer is still heard to its end */
+        }
     }
-    free(r);
+}
+
+/* The client's bytes, and the agent's where splice(2) is not to be had: read, spooled, written. */
+static void relay_copy(side *s)
+{
+    tracer *t = s->t;
+    char *buf = malloc(CHUNK);
+    while (buf && ready(s, s->in, POLLIN)) {
+        ssize_t n = read(s->in, buf, CHUNK);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) break;
+        spool_put(t, s->from, false, buf, (size_t)n, atomic_load(&t->teed)); /* then on */
+        write_on(s, buf, (size_t)n);
+    }
+    free(buf);
+}
+
+#ifdef __linux__
+/* n bytes at the head of s->in go on to s->out: moved by splice(2), or read and written where
+ * s->out cannot take spliced bytes (a terminal), or read and dropped when its reader left. */
+static void pass_on(side *s, size_t n, char **buf)
+{
+    while (n) {
+        ssize_t m;
+        if (!s->gone && !s->copy) {
+            m = splice(s->in, NULL, s->out, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            int err = m < 0 ? errno : 0;
+            if (err == EAGAIN && !ready(s, s->out, POLLOUT)) return;
+            if (err == EINVAL) s->copy = true;
+            if (err && err != EAGAIN && err != EINTR && err != EINVAL) s->gone = true; /* EPIPE */
+            if (err) continue;
+        } else {
+            if (!*buf && !(*buf = malloc(CHUNK))) return;
+            m = read(s->in, *buf, n < CHUNK ? n : CHUNK);
+            if (m < 0 && errno == EINTR) continue;
+            if (m > 0) write_on(s, *buf, (size_t)m);
+        }
+        if (m <= 0) return;
+        n -= (size_t)m;
+    }
+}
+
+/* The agent's bytes: duplicated into the spool pipe by tee(2), then passed on. */
+static void relay_tee(side *s)
+{
+    tracer *t = s->t;
+    char *buf = NULL;
+    while (ready(s, s->in, POLLIN)) {
+        ssize_t n = tee(s->in, t->spool_pipe[1], CHUNK, SPLICE_F_NONBLOCK);
+        if (n < 0 && errno == EAGAIN) { /* the spool pipe is full: the spooler is behind */
+            if (!ready(s, t->spool_pipe[1], POLLOUT)) break;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        atomic_fetch_add(&t->teed, (uint64_t)n);
+        pass_on(s, (size_t)n, &buf);
+    }
+    free(buf);
+    close(t->spool_pipe[1]); /* the spooler's EOF */
+    t->spool_pipe[1] = -1;
+}
+
+/* Moves the spool pipe's bytes into the spool, each read a segment, until its EOF. */
+static void spooler(void *arg)
+{
+    tracer *t = arg;
+    char *drop = NULL; /* the spool cannot be written: what comes is still taken out */
+    for (;;) {
+        struct pollfd p = {t->spool_pipe[0], POLLIN, 0};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
+        uv_mutex_lock(&t->mu);
+        spool_wait(t, AGENT, 0);
+        segment h = header(t, AGENT, false, 0);
+        loff_t at = (loff_t)(t->end + sizeof h);
+        ssize_t n = -1;
+        int err = 0;
+        if (!t->spool_errno) {
+            n = splice(t->spool_pipe[0], NULL, t->spool, &at, CHUNK, SPLICE_F_NONBLOCK);
+            err = n < 0 ? errno : 0;
+            h.n = n > 0 ? (uint32_t)n : 0;
+            if (n > 0 && pwrite(t->spool, &h, sizeof h, (off_t)t->end) != (ssize_t)sizeof h)
+                t->spool_errno = errno ? errno : EIO;
+            else if (n > 0)
+                t->end += sizeof h + (size_t)n;
+            else if (n < 0 && err != EAGAIN && err != EINTR)
+                t->spool_errno = err;
+        }
+        if (t->spool_errno && n <= 0 && (drop || (drop = malloc(CHUNK)))) {
+            n = read(t->spool_pipe[0], drop, CHUNK);
+            err = n < 0 ? errno : 0;
+        }
+        if (n > 0) t->spooled += (uint64_t)n;
+        if (t->asleep) uv_cond_signal(&t->cv);
+        uv_cond_broadcast(&t->room);
+        uv_mutex_unlock(&t->mu);
+        if (!n || (n < 0 && err != EAGAIN && err != EINTR)) break; /* EOF */
+    }
+    free(drop);
+    spool_put(t, AGENT, true, NULL, 0, 0);
+    uv_mutex_lock(&t->mu);
+    t->spooler_done = true;
+    uv_cond_broadcast(&t->room);
+    uv_mutex_unlock(&t->mu);
+}
+#endif
+
+static void relay(void *arg)
+{
+    side *s = arg;
+    tracer *t = s->t;
+#ifdef __linux__
+    if (s->from == AGENT && t->spool_pipe[1] >= 0)
+        relay_tee(s);
+    else
+#endif
+        relay_copy(s);
+    /* The side's end: passed on as EOF (the agent's stdin, our stdout) and examined. */
+    close(s->out);
+    s->out = -1;
+    if (s->from == CLIENT || t->spool_pipe[0] < 0) /* the agent's: the spooler's, at its EOF */
+        spool_put(t, s->from, true, NULL, 0, atomic_load(&t->teed));
+    uv_mutex_lock(&t->mu);
+    if (!t->done) uv_async_send(&t->ended[s->from]); /* after done, the handle is closing */
+    uv_mutex_unlock(&t->mu);
 }
 
 static void closed(uv_handle_t *h)
 {
 }
 
-/* EOF passed on. Our stdout's, once all that was queued is written: then it may close. */
-static void shut(uv_shutdown_t *req, int status)
-{
-    tracer *t = req->handle->data;
-    if (req->handle == (uv_stream_t *)&t->our_out) {
-        t->out_flushed = true;
-        if (t->closing < 0 && !uv_is_closing((uv_handle_t *)&t->our_out))
-            uv_close((uv_handle_t *)&t->our_out, closed);
-    }
-    free(req);
-}
+static void maybe_end(tracer *t);
 
 static void lingered(uv_timer_t *h)
 {
@@ -466,49 +699,14 @@ static void lingered(uv_timer_t *h)
     if (!t->exited) uv_timer_start(h, lingered, 2000, 0);
 }
 
-static void side_eof(tracer *t, int from)
-{
-    side *s = &t->s[from];
-    if (s->eof) return;
-    s->eof = true;
-    uv_read_stop((uv_stream_t *)&s->in);
-    enqueue(t, from, true, NULL, 0);
-    if (s->to && !uv_is_closing((uv_handle_t *)s->to)) {
-        uv_shutdown_t *req = malloc(sizeof *req);
-        if (!req || uv_shutdown(req, s->to, shut)) { /* EOF to the other side */
-            free(req);
-            if (s->to == (uv_stream_t *)&t->our_out) t->out_flushed = true;
-        }
-    }
-    if (from == CLIENT) uv_timer_start(&t->linger, lingered, 10000, 0);
-    maybe_end(t);
-}
-
-static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf)
+static void side_ended(uv_async_t *h)
 {
     tracer *t = h->data;
-    int from = h == (uv_stream_t *)&t->s[CLIENT].in ? CLIENT : AGENT;
-    side *s = &t->s[from];
-    if (nread < 0) {
-        side_eof(t, from);
-        return;
-    }
-    if (!nread) return;
-    /* First the bytes go on, as they came. */
-    wreq *w = malloc(sizeof *w + (size_t)nread);
-    if (w) {
-        memcpy(w->data, buf->base, (size_t)nread);
-        w->t = t;
-        w->from = from;
-        uv_buf_t b = uv_buf_init(w->data, (unsigned)nread);
-        if (uv_write(&w->req, s->to, &b, 1, written)) free(w);
-        if (uv_stream_get_write_queue_size(s->to) >= HIGH_WATER) {
-            s->paused = true;
-            uv_read_stop(h);
-        }
-    }
-    /* Then they are looked at, by the examiner thread. */
-    enqueue(t, from, false, buf->base, (size_t)nread);
+    int from = h == &t->ended[CLIENT] ? CLIENT : AGENT;
+    if (t->s[from].eof) return;
+    t->s[from].eof = true;
+    if (from == CLIENT) uv_timer_start(&t->linger, lingered, 10000, 0);
+    maybe_end(t);
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
@@ -523,19 +721,21 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 
 static void maybe_end(tracer *t)
 {
-    /* Done when the agent has exited and its output is all relayed. */
+    /* Done when the agent has exited and its output is all relayed (its relay writes all it
+     * read before it ends, so a slow client still gets the agent's last messages). */
     if (!t->exited || !t->s[AGENT].eof || t->closing < 0) return;
     t->closing = -1;
-    uv_handle_t *hs[] = {(uv_handle_t *)&t->s[CLIENT].in, (uv_handle_t *)&t->child_in,
-                         (uv_handle_t *)&t->s[AGENT].in,  (uv_handle_t *)&t->proc,
-                         (uv_handle_t *)&t->linger,       (uv_handle_t *)&t->sigs[0],
-                         (uv_handle_t *)&t->sigs[1],      (uv_handle_t *)&t->sigs[2]};
+    uv_mutex_lock(&t->mu);
+    t->done = true;
+    uv_mutex_unlock(&t->mu);
+    if (write(t->wake[1], "", 1) < 0) { /* ends the client's relay too */
+    }
+    uv_handle_t *hs[] = {(uv_handle_t *)&t->proc,     (uv_handle_t *)&t->linger,
+                         (uv_handle_t *)&t->ended[0], (uv_handle_t *)&t->ended[1],
+                         (uv_handle_t *)&t->sigs[0],  (uv_handle_t *)&t->sigs[1],
+                         (uv_handle_t *)&t->sigs[2]};
     for (size_t i = 0; i < sizeof hs / sizeof *hs; i++)
         if (!uv_is_closing(hs[i])) uv_close(hs[i], closed);
-    /* Our stdout once what is queued is written: closing it now would drop the agent's last
-     * messages to a slow client. shut() closes it when its shutdown is done. */
-    if (t->out_flushed && !uv_is_closing((uv_handle_t *)&t->our_out))
-        uv_close((uv_handle_t *)&t->our_out, closed);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -547,6 +747,26 @@ static void on_signal(uv_signal_t *h, int signum)
 static void close_open(uv_handle_t *h, void *arg)
 {
     if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* An unlinked file beside the trace (on the disk the user chose for it), else in $TMPDIR. */
+static int spool_open(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path + 1) : 1, slash ? path : ".");
+    const char *dirs[] = {dir, tmp && *tmp ? tmp : "/tmp"};
+    for (int i = 0; i < 2; i++) {
+        int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0) return fd;
+        char name[4200];
+        snprintf(name, sizeof name, "%s/.acp-trace-XXXXXX", dirs[i]);
+        if ((fd = mkostemp(name, O_CLOEXEC)) >= 0) {
+            unlink(name);
+            return fd;
+        }
+    }
+    return -1;
 }
 
 static int run_trace(app *a)
@@ -563,6 +783,12 @@ static int run_trace(app *a)
         return EXIT_USAGE;
     }
     setvbuf(t.out, NULL, _IOFBF, 1 << 16);
+    if ((t.spool = spool_open(path)) < 0) {
+        fprintf(stderr, "acp: trace: cannot make a spool file beside '%s': %s\n", path,
+                strerror(errno));
+        fclose(t.out);
+        return EXIT_USAGE;
+    }
     const char *why_schema;
     if (!(t.schemas = chk_schema_load(false, &why_schema)))
         fprintf(stderr, "acp: trace: %s: messages are not checked against the schema\n",
@@ -575,37 +801,23 @@ static int run_trace(app *a)
     uv_loop_init(&loop);
     t.loop = &loop;
     t.start = uv_hrtime();
-    /* A client talks to its agent over pipes (or a socket): a file or a terminal cannot be
-     * polled, and a trace of a terminal session has no client to relay for. */
-    int rc = uv_guess_handle(0) != UV_NAMED_PIPE || uv_guess_handle(1) != UV_NAMED_PIPE
-                 ? UV_EINVAL
-                 : uv_pipe_init(&loop, &t.s[CLIENT].in, 0);
-    if (!rc) rc = uv_pipe_open(&t.s[CLIENT].in, 0);
-    if (!rc) rc = uv_pipe_init(&loop, &t.our_out, 0);
-    if (!rc) rc = uv_pipe_open(&t.our_out, 1);
-    if (rc) {
-        fprintf(stderr, "acp: trace: standard input and output must be pipes (the client's): %s\n",
-                uv_strerror(rc));
-        fclose(t.out);
-        chk_schema_free(t.schemas);
-        json_decref(t.turns);
-        json_decref(t.loading);
-        json_decref(t.answered);
-        uv_walk(&loop, close_open, NULL);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        uv_loop_close(&loop);
-        return EXIT_USAGE;
-    }
-    t.tail = &t.head;
     uv_mutex_init(&t.mu);
     uv_cond_init(&t.cv);
+    uv_cond_init(&t.room);
     uv_thread_create(&t.examiner, examiner, &t);
-    uv_pipe_init(&loop, &t.child_in, 0);
-    uv_pipe_init(&loop, &t.s[AGENT].in, 0);
-    uv_stdio_container_t io[3] = {
-        {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&t.child_in},
-        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&t.s[AGENT].in},
-        {.flags = UV_INHERIT_FD, .data.fd = 2}};
+    /* The agent's stdin and stdout: pipes of our own (libuv would make socketpairs). */
+    uv_file up[2] = {-1, -1}, down[2] = {-1, -1};
+    int rc = uv_pipe(t.wake, 0, 0);
+    if (!rc) rc = uv_pipe(up, 0, 0);
+    if (!rc) rc = uv_pipe(down, 0, 0);
+    t.spool_pipe[0] = t.spool_pipe[1] = -1;
+#ifdef __linux__
+    if (!rc && !uv_pipe(t.spool_pipe, 0, 0))
+        (void)fcntl(t.spool_pipe[1], F_SETPIPE_SZ, 1 << 20); /* a default pipe is 64K */
+#endif
+    uv_stdio_container_t io[3] = {{.flags = UV_INHERIT_FD, .data.fd = up[0]},
+                                  {.flags = UV_INHERIT_FD, .data.fd = down[1]},
+                                  {.flags = UV_INHERIT_FD, .data.fd = 2}};
     char **argv = a->args + a->dashdash;
     uv_process_options_t po = {.exit_cb = on_exit_cb,
                                .file = argv[0],
@@ -614,16 +826,24 @@ static int run_trace(app *a)
                                .stdio_count = 3,
                                .stdio = io};
     t.proc.data = &t;
-    rc = uv_spawn(&loop, &t.proc, &po);
+    if (!rc) rc = uv_spawn(&loop, &t.proc, &po);
+    close(up[0]); /* the agent's ends are its own now; ours go when the relays are done */
+    close(down[1]);
+    if (rc) {
+        close(up[1]);
+        close(down[0]);
+        for (int i = 0; i < 2; i++)
+            if (t.spool_pipe[i] >= 0) close(t.spool_pipe[i]);
+        t.spool_pipe[0] = t.spool_pipe[1] = -1;
+    }
     int status = EXIT_OK;
     if (rc) {
         fprintf(stderr, "acp: trace: cannot run '%s': %s\n", argv[0], uv_strerror(rc));
         status = EXIT_GONE;
         uv_walk(&loop, close_open, NULL); /* the process handle too, as libuv asks */
     } else {
-        t.s[CLIENT].to = (uv_stream_t *)&t.child_in;
-        t.s[AGENT].to = (uv_stream_t *)&t.our_out;
-        t.s[CLIENT].in.data = t.s[AGENT].in.data = t.our_out.data = t.child_in.data = &t;
+        t.s[CLIENT] = (side){.t = &t, .from = CLIENT, .in = 0, .out = up[1]};
+        t.s[AGENT] = (side){.t = &t, .from = AGENT, .in = down[0], .out = 1};
         uv_timer_init(&loop, &t.linger);
         t.linger.data = &t;
         int signums[3] = {SIGTERM, SIGINT, SIGHUP};
@@ -632,26 +852,48 @@ static int run_trace(app *a)
             t.sigs[i].data = &t;
             uv_signal_start(&t.sigs[i], on_signal, signums[i]);
         }
-        uv_read_start((uv_stream_t *)&t.s[CLIENT].in, on_alloc, on_read);
-        uv_read_start((uv_stream_t *)&t.s[AGENT].in, on_alloc, on_read);
+#ifdef __linux__
+        if (t.spool_pipe[0] >= 0) uv_thread_create(&t.spooler, spooler, &t);
+#endif
+        for (int d = 0; d < 2; d++) {
+            uv_async_init(&loop, &t.ended[d], side_ended);
+            t.ended[d].data = &t;
+            uv_thread_create(&t.s[d].relay, relay, &t.s[d]);
+        }
     }
     uv_run(&loop, UV_RUN_DEFAULT);
+    if (!rc) {
+        uv_thread_join(&t.s[CLIENT].relay);
+        uv_thread_join(&t.s[AGENT].relay);
+        close(down[0]);
+        if (t.spool_pipe[0] >= 0) {
+            uv_thread_join(&t.spooler);
+            close(t.spool_pipe[0]);
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (t.wake[i] > 0) close(t.wake[i]);
     uv_loop_close(&loop);
     uv_mutex_lock(&t.mu);
-    t.stop = true; /* everything relayed is queued: the examiner ends after its chunk */
+    t.stop = true; /* everything relayed is spooled: the examiner ends after its segment */
     uv_cond_broadcast(&t.cv);
+    uv_cond_broadcast(&t.room);
     uv_mutex_unlock(&t.mu);
     uv_thread_join(&t.examiner);
     /* What is left is examined here, at our own priority: on a busy machine the idle-class
      * examiner could take long, and the client may be waiting for its agent to end. */
-    for (chunk *c = t.head, *next; c; c = next) {
-        next = c->next;
-        examine_chunk(&t, c);
-        free(c);
-    }
-    t.head = NULL;
+    acp_buf buf = {0};
+    while (t.head < t.end) t.head = examine_at(&t, t.head, t.end, &buf);
+    acp_buf_free(&buf);
+    close(t.spool);
+    if (t.spool_errno)
+        fprintf(stderr,
+                "acp trace: the spool could not be written (%s): what came after is not "
+                "in %s\n",
+                strerror(t.spool_errno), path);
     uv_mutex_destroy(&t.mu);
     uv_cond_destroy(&t.cv);
+    uv_cond_destroy(&t.room);
     if (!rc) status = t.term_signal ? 128 + t.term_signal : (int)t.status;
     for (int d = 0; d < 2; d++) {
         acp_buf_free(&t.s[d].line);
