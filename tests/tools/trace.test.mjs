@@ -29,15 +29,21 @@ function temp(t) {
 const records = (file) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const findings = (file) => records(file).filter((r) => "finding" in r);
 
-/** acp trace --out file -- cmd, its stdio ours. */
-function traced(t, file, cmd, env = {}) {
-  const p = spawn(ACP, ["trace", "--out", file, "--", ...cmd], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
+/** A child's stderr, its end, and its death with the test. */
+function watched(t, p) {
   let stderr = "";
   p.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise((r) => p.on("exit", (code, signal) => r({ code, signal })));
   t.after(() => p.kill("SIGKILL"));
   return { p, exited, stderr: () => stderr };
 }
+
+/** acp trace --out file -- cmd, its stdio ours. */
+const traced = (t, file, cmd, env = {}) =>
+  watched(t, spawn(ACP, ["trace", "--out", file, "--", ...cmd], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } }));
+
+/** A shell line that ends in acp trace, its stdio ours. */
+const tracedSh = (t, line) => watched(t, spawn("sh", ["-c", line], { stdio: ["pipe", "pipe", "pipe"] }));
 
 test("acp trace between acp and acp-agent: all recorded, no finding, show summarises", (t) => {
   const dir = temp(t);
@@ -193,21 +199,27 @@ function rawClient(tr, answer) {
   return { got, send, reply };
 }
 
-test("acp trace keeps the order of the agent's requests and the client's answers, over a long stream", async (t) => {
-  // The agent's bytes reach the spool by tee(2) and a spooler thread, the client's directly:
-  // an answer read from the client must not be spooled before the request that it answers
-  // (else: 'a response to an unknown id'). The stream (4 MB) makes the spool start over.
+/** The agent's requests answered by the client, around a long stream: every message recorded,
+ * in order, no finding. `limit`: acp trace's file descriptors, so few that the agent's bytes
+ * soon find no holding pipe and are copied instead. */
+async function ordered(t, limit) {
+  // The agent's bytes wait for the examiner in holding pipes (tee(2)), the client's in memory:
+  // an answer read from the client must be queued after the request that it answers (else: 'a
+  // response to an unknown id').
   const dir = temp(t);
   const file = join(dir, "trace.jsonl");
   writeFileSync(join(dir, "r.txt"), "text to read\n");
-  const tr = traced(t, file, [AGENT, "--store", join(dir, "s.db")]);
+  const cmd = [AGENT, "--store", join(dir, "s.db")];
+  const tr = limit
+    ? tracedSh(t, `ulimit -n ${limit} && exec ${ACP} trace --out ${file} -- ${cmd.join(" ")}`)
+    : traced(t, file, cmd);
   const c = rawClient(tr, (m) => (m.method === "fs/read_text_file" ? { content: "from the client" } : {}));
   c.send({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true } } } });
   await c.reply(1);
   c.send({ id: 2, method: "session/new", params: { cwd: dir, mcpServers: [] } });
   const sessionId = (await c.reply(2)).result.sessionId;
   let id = 3;
-  c.send({ id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "/stream 20000 200" }] } });
+  c.send({ id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "/stream 40000 400" }] } });
   assert.equal((await c.reply(id)).result.stopReason, "end_turn");
   for (let i = 0; i < 30; i++) {
     c.send({ id: ++id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: `/read ${join(dir, "r.txt")}` }] } });
@@ -217,13 +229,17 @@ test("acp trace keeps the order of the agent's requests and the client's answers
   assert.deepEqual(await tr.exited, { code: 0, signal: null }, tr.stderr());
   assert.deepEqual(findings(file), [], tr.stderr());
   const recs = records(file);
-  // Every message either side sent is recorded, in the order it was relayed.
   assert.equal(recs.filter((r) => r.dir === "agent").length, c.got.length);
+  assert.equal(recs.filter((r) => r.dir === "agent" && r.msg.method === "session/update").length, c.got.filter((m) => m.method === "session/update").length);
   assert.equal(recs.filter((r) => r.dir === "agent" && r.msg.method === "fs/read_text_file").length, 30);
   assert.equal(recs.filter((r) => r.dir === "client" && r.msg.result?.content === "from the client").length, 30);
   const ts = recs.map((r) => r.t);
   assert.deepEqual(ts, [...ts].sort((a, b) => a - b));
-});
+}
+
+test("acp trace keeps the order of the agent's requests and the client's answers, over a long stream", (t) => ordered(t, 0));
+
+test("acp trace keeps every message when it runs out of holding pipes (a low file limit)", (t) => ordered(t, 24));
 
 test("acp trace: standard input and output may be files", (t) => {
   const dir = temp(t);

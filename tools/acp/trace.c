@@ -7,17 +7,16 @@
  * Each direction is a thread of its own with plain blocking calls: no event loop stands between
  * the peers (an epoll-driven relay measurably slowed a /stream; bench/RESULTS.md), and the agent
  * gets real pipes, not libuv's socketpairs. On Linux the agent's bytes, the bulk of any trace,
- * are never copied by the relay: tee(2) duplicates them into a pipe that a spooler thread
- * splices into the spool, and splice(2) passes them on. The client's bytes are read, spooled
- * and written. The examiner thread reads the spool at idle priority and, while bytes are
- * flowing, waits for a pause: the checks never hold the relay up. */
+ * are never copied on their way: tee(2) duplicates them into a holding pipe, where they wait for
+ * the examiner, and splice(2) passes them on. The client's bytes are read, queued and written.
+ * The examiner thread runs at idle priority and, while bytes are flowing, waits for a pause:
+ * the checks never hold the relay up. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/uio.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,8 +48,10 @@ typedef struct side {
     int from;    /* CLIENT or AGENT */
     int in, out; /* what this side writes (our stdin, the agent's stdout), where it goes */
     uv_thread_t relay;
-    bool gone; /* out's reader left: the bytes are still read and examined */
-    bool copy; /* out cannot take spliced bytes */
+    bool gone;         /* out's reader left: the bytes are still read and examined */
+    bool copy;         /* out cannot take spliced bytes */
+    struct hold *hold; /* where tee(2) puts the agent's bytes, and its write end */
+    int hold_wr;
     /* the loop's */
     bool eof;
     /* the examiner thread's */
@@ -58,21 +59,34 @@ typedef struct side {
     pending *asked; /* its requests not answered yet */
 } side;
 
-/* What was relayed is spooled, as a header and the bytes, to an unlinked file beside the trace,
- * before it is passed on: a request is spooled before the answer it causes. The examiner
- * reads the spool at its own pace. A file, not memory: holding a fast stream in fresh
- * process memory until the checks caught up slowed the stream by a third (bench/RESULTS.md). */
-typedef struct segment {
-    double t;
-    uint32_t n;   /* bytes that follow */
-    uint8_t from; /* CLIENT or AGENT */
-    uint8_t eof;  /* the side's end: its last line, unterminated, is examined */
-} segment;
+/* On Linux the agent's bytes wait for the examiner in pipes of their own, a chain of them: tee(2)
+ * put them there without a copy, and the examiner reads them when it gets to them. Holding a
+ * fast stream until the checks caught up cost the stream a third of its speed in fresh process
+ * memory, and a tenth in a spool file: the copy was the cost (bench/RESULTS.md). */
+typedef struct hold {
+    int rd;   /* the read end; the relay's write end is closed once the pipe is full */
+    int segs; /* segments still to be read from it */
+    bool full;
+} hold;
 
-#define CHUNK      ((size_t)64 << 10)     /* one read */
-#define SPOOL_MAX  ((uint64_t)1 << 30)    /* the relays wait beyond this: the examiner is behind */
-#define DEFER_MAX  ((uint64_t)256 << 20)  /* beyond this the examiner no longer waits for a pause */
-#define QUIET_NS   ((uint64_t)10000000)   /* a pause: no read for 10 ms */
+/* What was relayed, in the order it was read: queued before it is passed on, so a request is
+ * examined before the answer it causes. */
+typedef struct seg {
+    struct seg *next;
+    double t;
+    size_t n;
+    int from;
+    bool eof;   /* the side's end: its last line, unterminated, is examined */
+    hold *pipe; /* the bytes wait in this pipe; else in data */
+    char data[];
+} seg;
+
+#define CHUNK      ((size_t)64 << 10)   /* one read */
+#define HOLD_SIZE  (1 << 20)            /* a holding pipe's capacity, where the system allows it */
+#define MAX_HOLDS  256                  /* then the agent's bytes are read and queued too */
+#define QUEUE_MAX  ((size_t)256 << 20)  /* of bytes in memory: the relays wait beyond this */
+#define DEFER_MAX  ((size_t)128 << 20)  /* beyond this the examiner no longer waits for a pause */
+#define QUIET_NS   ((uint64_t)10000000) /* a pause: no read for 10 ms */
 #define MAX_LAG_NS ((uint64_t)1000000000) /* the checks wait for a pause at most 1 s */
 #define NAP_MS     5                      /* the examiner's, when it has caught up */
 
@@ -96,20 +110,14 @@ typedef struct tracer {
     int term_signal;
     size_t findings;
     int closing;
-    /* the spool and the examiner thread; mu guards what follows */
+    /* the queue and the examiner thread; mu guards what follows */
     uv_thread_t examiner;
     uv_mutex_t mu;
-    uv_cond_t cv, room; /* the examiner's: something spooled; the relays': the spool has room */
-    int spool;
-    uint64_t head, end; /* the examiner's offset in the spool; the spool's length */
-    /* The agent's bytes go on by splice(2) and reach the spool through a pipe, by tee(2) and the
-     * spooler thread: they are never copied by the relay. */
-    int spool_pipe[2]; /* -1: the agent's bytes are read and written like the client's */
-    uv_thread_t spooler;
-    _Atomic uint64_t teed; /* bytes put into spool_pipe */
-    uint64_t spooled;      /* bytes the spooler took out of it */
-    bool spooler_done;
-    int spool_errno;    /* the spool could not be written: the trace is incomplete */
+    uv_cond_t cv, room; /* the examiner's: something queued; the relays': there is room */
+    seg *head, **tail;
+    size_t queued;      /* bytes of the queue in memory */
+    size_t chained;     /* bytes of the queue in holding pipes */
+    int holds;          /* holding pipes open */
     bool asleep;        /* the examiner waits on cv */
     uint64_t last_read; /* uv_hrtime() of the relays' last read */
     bool stop;
@@ -377,106 +385,98 @@ static void examine(tracer *t, int dir, const char *line, size_t n)
     json_decref(msg);
 }
 
-/* --- the spool and the examiner thread ----------------------------------------------------- */
+/* --- the queue and the examiner thread ---------------------------------------------------- */
 
-static segment header(tracer *t, int from, bool eof, size_t n)
+/* Queues a segment (with mu held: segments are in the order they were read, times only grow). */
+static void push(tracer *t, seg *g)
 {
-    segment h;
-    memset(&h, 0, sizeof h); /* its padding too: the spool holds no stray bytes */
-    h = (segment){(double)(uv_hrtime() - t->start) / 1e9, (uint32_t)n, (uint8_t)from, eof};
-    return h;
-}
-
-/* With mu held, before a segment is appended: room in the spool, and for the client's bytes,
- * the agent's bytes that were relayed before they were read (teed) spooled first. */
-static void spool_wait(tracer *t, int from, uint64_t teed)
-{
-    while (!t->stop && (t->end - t->head > SPOOL_MAX ||
-                        (from == CLIENT && t->spooled < teed && !t->spooler_done)))
-        uv_cond_wait(&t->room, &t->mu);
+    g->t = (double)(uv_hrtime() - t->start) / 1e9;
+    *t->tail = g;
+    t->tail = &g->next;
     t->last_read = uv_hrtime();
+    if (t->asleep) uv_cond_signal(&t->cv);
 }
 
-/* Appends a segment. Under mu, so that segments are whole and in the order they were read. */
-static void spool_put(tracer *t, int from, bool eof, const char *p, size_t n, uint64_t teed)
+/* Queues a copy of n bytes (and the side's end when eof). */
+static void queue_copy(tracer *t, int from, bool eof, const char *p, size_t n)
 {
-    segment h = header(t, from, eof, n);
-    struct iovec v[2] = {{&h, sizeof h}, {(void *)p, n}};
+    seg *g = malloc(sizeof *g + n);
+    if (!g) return; /* the trace misses it; the relay does not */
+    *g = (seg){.n = n, .from = from, .eof = eof};
+    if (n) memcpy(g->data, p, n);
     uv_mutex_lock(&t->mu);
-    spool_wait(t, from, teed);
-    h.t = (double)(uv_hrtime() - t->start) / 1e9; /* under mu: the spool's times only grow */
-    size_t want = sizeof h + n, done = 0;
-    while (!t->spool_errno && done < want) {
-        ssize_t w = pwritev(t->spool, v, 2, (off_t)(t->end + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            t->spool_errno = w < 0 ? errno : EIO;
-            break;
-        }
-        done += (size_t)w;
-        for (int i = 0; i < 2; i++) { /* what pwritev wrote is skipped */
-            size_t k = (size_t)w < v[i].iov_len ? (size_t)w : v[i].iov_len;
-            v[i].iov_base = (char *)v[i].iov_base + k;
-            v[i].iov_len -= k;
-            w -= (ssize_t)k;
-        }
-    }
-    if (!t->spool_errno) t->end += want;
-    if (t->asleep) uv_cond_signal(&t->cv);
+    while (t->queued > QUEUE_MAX && !t->stop) uv_cond_wait(&t->room, &t->mu);
+    t->queued += n;
+    push(t, g);
     uv_mutex_unlock(&t->mu);
 }
 
-static void examine_segment(tracer *t, const segment *h, const char *data)
+static void hold_release(tracer *t, hold *l)
 {
-    side *s = &t->s[h->from];
-    t->seg_t = h->t;
-    if (h->eof) {
-        if (s->line.len) examine(t, h->from, s->line.data, s->line.len);
+    if (l->segs || !l->full) return;
+    close(l->rd);
+    free(l);
+    t->holds--;
+    uv_cond_broadcast(&t->room);
+}
+
+static void examine_seg(tracer *t, const seg *g, const char *data)
+{
+    side *s = &t->s[g->from];
+    t->seg_t = g->t;
+    if (g->eof) {
+        if (s->line.len) examine(t, g->from, s->line.data, s->line.len);
         s->line.len = 0;
         return;
     }
-    const char *p = data, *e = p + h->n;
+    const char *p = data, *e = p + g->n;
     while (p < e) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(e - p);
         if (!nl || s->line.len) {
             acp_buf_append(&s->line, p, n);
             if (nl) {
-                examine(t, h->from, s->line.data, s->line.len);
+                examine(t, g->from, s->line.data, s->line.len);
                 s->line.len = 0;
                 acp_buf_shrink(&s->line, ACP_BUF_KEEP);
             }
         } else {
-            examine(t, h->from, p, n);
+            examine(t, g->from, p, n);
         }
         p += n + (nl ? 1 : 0);
     }
 }
 
-static bool pread_all(int fd, void *p, size_t n, uint64_t at)
+/* Takes the queue's first segment and examines it, with mu held (released meanwhile). */
+static void examine_next(tracer *t, acp_buf *buf)
 {
-    while (n) {
-        ssize_t r = pread(fd, p, n, (off_t)at);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        p = (char *)p + r;
-        n -= (size_t)r;
-        at += (uint64_t)r;
+    seg *g = t->head;
+    if (!(t->head = g->next)) t->tail = &t->head;
+    uv_mutex_unlock(&t->mu);
+    const char *data = g->data;
+    if (g->pipe) { /* its bytes are the next g->n in its holding pipe */
+        buf->len = 0;
+        size_t got = 0;
+        if (!acp_buf_reserve(buf, g->n))
+            while (got < g->n) {
+                ssize_t r = read(g->pipe->rd, buf->data + got, g->n - got);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) break;
+                got += (size_t)r;
+            }
+        data = got == g->n ? buf->data : NULL;
     }
-    return true;
-}
-
-/* Examines the segment at `at` (below t->end, so no relay writes there); where the next one
- * starts. An unreadable spool ends the examination: the rest is skipped. */
-static uint64_t examine_at(tracer *t, uint64_t at, uint64_t end, acp_buf *buf)
-{
-    segment h;
-    buf->len = 0;
-    if (!pread_all(t->spool, &h, sizeof h, at) || acp_buf_reserve(buf, h.n) ||
-        !pread_all(t->spool, buf->data, h.n, at + sizeof h))
-        return end;
-    examine_segment(t, &h, buf->data);
-    return at + sizeof h + h.n;
+    if (data) examine_seg(t, g, data);
+    uv_mutex_lock(&t->mu);
+    if (g->pipe) {
+        t->chained -= g->n;
+        g->pipe->segs--;
+        hold_release(t, g->pipe);
+    } else {
+        t->queued -= g->n;
+        uv_cond_broadcast(&t->room);
+    }
+    free(g);
 }
 
 static void examiner(void *arg)
@@ -493,20 +493,18 @@ static void examiner(void *arg)
     uint64_t deferred = 0;               /* since when (uv_hrtime()) */
     uv_mutex_lock(&t->mu);
     while (!t->stop) { /* then the rest is the main thread's (run_trace) */
-        if (t->head == t->end) {
+        if (!t->head) {
+            /* Caught up: the file is made current, and then a nap in which the relays do not
+             * wake us (woken for every read, this thread cost a /stream more than its checks
+             * did). Once a nap brought nothing, it sleeps until the next read. */
             behind = false;
             deferred = 0;
-            /* Caught up: a long spool starts over, the file is made current, and then a nap
-             * in which the relays do not wake us (woken for every read, this thread cost a
-             * /stream more than its checks did). Once a nap brought nothing, it sleeps until
-             * the next read. */
-            if (t->end >= ((uint64_t)1 << 20) && !ftruncate(t->spool, 0)) t->head = t->end = 0;
             uv_mutex_unlock(&t->mu);
             if (t->out) fflush(t->out);
             if (!napped) uv_sleep(NAP_MS);
             uv_mutex_lock(&t->mu);
             t->asleep = napped;
-            while (napped && t->head == t->end && !t->stop) uv_cond_wait(&t->cv, &t->mu);
+            while (napped && !t->head && !t->stop) uv_cond_wait(&t->cv, &t->mu);
             t->asleep = false;
             napped = !napped;
             continue;
@@ -514,7 +512,8 @@ static void examiner(void *arg)
         napped = false;
         uint64_t now_ns = uv_hrtime();
         if (!deferred) deferred = now_ns;
-        if (!behind && t->end - t->head < DEFER_MAX && now_ns - t->last_read < QUIET_NS) {
+        if (!behind && t->queued + t->chained < DEFER_MAX && t->holds < MAX_HOLDS / 2 &&
+            now_ns - t->last_read < QUIET_NS) {
             /* Bytes are flowing: the checks wait for a pause, for at most MAX_LAG_NS. */
             behind = now_ns - deferred > MAX_LAG_NS;
             uv_mutex_unlock(&t->mu);
@@ -522,12 +521,7 @@ static void examiner(void *arg)
             uv_mutex_lock(&t->mu);
             continue;
         }
-        uint64_t at = t->head, end = t->end;
-        uv_mutex_unlock(&t->mu);
-        at = examine_at(t, at, end, &buf);
-        uv_mutex_lock(&t->mu);
-        t->head = at;
-        uv_cond_broadcast(&t->room);
+        examine_next(t, &buf);
     }
     uv_mutex_unlock(&t->mu);
     acp_buf_free(&buf);
@@ -560,25 +554,21 @@ static void write_on(side *s, const char *p, size_t n)
     }
 }
 
-/* The client's bytes, and the agent's where splice(2) is not to be had: read, spooled, written. */
-static void relay_copy(side *s)
+/* One read: queued (a copy), then written on. false at the side's end. */
+static bool relay_read(side *s, char *buf)
 {
-    tracer *t = s->t;
-    char *buf = malloc(CHUNK);
-    while (buf && ready(s, s->in, POLLIN)) {
-        ssize_t n = read(s->in, buf, CHUNK);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n <= 0) break;
-        spool_put(t, s->from, false, buf, (size_t)n, atomic_load(&t->teed)); /* then on */
-        write_on(s, buf, (size_t)n);
-    }
-    free(buf);
+    ssize_t n = read(s->in, buf, CHUNK);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (n <= 0) return false;
+    queue_copy(s->t, s->from, false, buf, (size_t)n);
+    write_on(s, buf, (size_t)n);
+    return true;
 }
 
 #ifdef __linux__
 /* n bytes at the head of s->in go on to s->out: moved by splice(2), or read and written where
  * s->out cannot take spliced bytes (a terminal), or read and dropped when its reader left. */
-static void pass_on(side *s, size_t n, char **buf)
+static void pass_on(side *s, size_t n, char *buf)
 {
     while (n) {
         ssize_t m;
@@ -590,78 +580,86 @@ static void pass_on(side *s, size_t n, char **buf)
             if (err && err != EAGAIN && err != EINTR && err != EINVAL) s->gone = true; /* EPIPE */
             if (err) continue;
         } else {
-            if (!*buf && !(*buf = malloc(CHUNK))) return;
-            m = read(s->in, *buf, n < CHUNK ? n : CHUNK);
+            m = read(s->in, buf, n < CHUNK ? n : CHUNK);
             if (m < 0 && errno == EINTR) continue;
-            if (m > 0) write_on(s, *buf, (size_t)m);
+            if (m > 0) write_on(s, buf, (size_t)m);
         }
         if (m <= 0) return;
         n -= (size_t)m;
     }
 }
 
-/* The agent's bytes: duplicated into the spool pipe by tee(2), then passed on. */
-static void relay_tee(side *s)
+/* The relay's holding pipe is full (or the relay is done): no more goes in. */
+static void hold_retire(tracer *t, side *s)
+{
+    if (!s->hold) return;
+    close(s->hold_wr);
+    uv_mutex_lock(&t->mu);
+    s->hold->full = true;
+    hold_release(t, s->hold);
+    uv_mutex_unlock(&t->mu);
+    s->hold = NULL;
+}
+
+/* A new holding pipe for the relay, unless MAX_HOLDS are open or the system says no (file
+ * descriptors, the user's pipe quota): then bytes are read and queued. */
+static void hold_open(tracer *t, side *s)
+{
+    int fd[2];
+    uv_mutex_lock(&t->mu);
+    hold *l = t->holds < MAX_HOLDS ? calloc(1, sizeof *l) : NULL;
+    bool ok = l && !pipe2(fd, O_CLOEXEC);
+    /* Beyond the user's pipe quota a new pipe holds 8K and cannot grow: not worth keeping. */
+    if (ok && fcntl(fd[1], F_SETPIPE_SZ, HOLD_SIZE) < 0 &&
+        fcntl(fd[1], F_GETPIPE_SZ) < (int)CHUNK) {
+        close(fd[0]);
+        close(fd[1]);
+        ok = false;
+    }
+    if (ok) {
+        l->rd = fd[0];
+        s->hold_wr = fd[1];
+        s->hold = l;
+        t->holds++;
+    } else {
+        free(l);
+    }
+    uv_mutex_unlock(&t->mu);
+}
+
+/* The agent's bytes: duplicated into a holding pipe by tee(2) and queued there, then passed on. */
+static void relay_tee(side *s, char *buf)
 {
     tracer *t = s->t;
-    char *buf = NULL;
     while (ready(s, s->in, POLLIN)) {
-        ssize_t n = tee(s->in, t->spool_pipe[1], CHUNK, SPLICE_F_NONBLOCK);
-        if (n < 0 && errno == EAGAIN) { /* the spool pipe is full: the spooler is behind */
-            if (!ready(s, t->spool_pipe[1], POLLOUT)) break;
+        if (!s->hold) hold_open(t, s);
+        if (!s->hold) { /* no holding pipe to be had: a copy, until the examiner frees some */
+            if (!relay_read(s, buf)) break;
+            continue;
+        }
+        ssize_t n = tee(s->in, s->hold_wr, CHUNK, SPLICE_F_NONBLOCK);
+        if (n < 0 &&
+            errno == EAGAIN) { /* there are bytes to read (POLLIN): the holding pipe is full */
+            hold_retire(t, s);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        atomic_fetch_add(&t->teed, (uint64_t)n);
-        pass_on(s, (size_t)n, &buf);
-    }
-    free(buf);
-    close(t->spool_pipe[1]); /* the spooler's EOF */
-    t->spool_pipe[1] = -1;
-}
-
-/* Moves the spool pipe's bytes into the spool, each read a segment, until its EOF. */
-static void spooler(void *arg)
-{
-    tracer *t = arg;
-    char *drop = NULL; /* the spool cannot be written: what comes is still taken out */
-    for (;;) {
-        struct pollfd p = {t->spool_pipe[0], POLLIN, 0};
-        if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
-        uv_mutex_lock(&t->mu);
-        spool_wait(t, AGENT, 0);
-        segment h = header(t, AGENT, false, 0);
-        loff_t at = (loff_t)(t->end + sizeof h);
-        ssize_t n = -1;
-        int err = 0;
-        if (!t->spool_errno) {
-            n = splice(t->spool_pipe[0], NULL, t->spool, &at, CHUNK, SPLICE_F_NONBLOCK);
-            err = n < 0 ? errno : 0;
-            h.n = n > 0 ? (uint32_t)n : 0;
-            if (n > 0 && pwrite(t->spool, &h, sizeof h, (off_t)t->end) != (ssize_t)sizeof h)
-                t->spool_errno = errno ? errno : EIO;
-            else if (n > 0)
-                t->end += sizeof h + (size_t)n;
-            else if (n < 0 && err != EAGAIN && err != EINTR)
-                t->spool_errno = err;
+        seg *g = malloc(sizeof *g);
+        if (g) {
+            *g = (seg){.n = (size_t)n, .from = AGENT, .pipe = s->hold};
+            uv_mutex_lock(&t->mu);
+            s->hold->segs++;
+            t->chained += (size_t)n;
+            push(t, g);
+            uv_mutex_unlock(&t->mu);
         }
-        if (t->spool_errno && n <= 0 && (drop || (drop = malloc(CHUNK)))) {
-            n = read(t->spool_pipe[0], drop, CHUNK);
-            err = n < 0 ? errno : 0;
+        pass_on(s, (size_t)n, buf);
+        if (!g) { /* unqueued: its bytes would be read as the next one's: the pipe goes */
+            hold_retire(t, s);
         }
-        if (n > 0) t->spooled += (uint64_t)n;
-        if (t->asleep) uv_cond_signal(&t->cv);
-        uv_cond_broadcast(&t->room);
-        uv_mutex_unlock(&t->mu);
-        if (!n || (n < 0 && err != EAGAIN && err != EINTR)) break; /* EOF */
     }
-    free(drop);
-    spool_put(t, AGENT, true, NULL, 0, 0);
-    uv_mutex_lock(&t->mu);
-    t->spooler_done = true;
-    uv_cond_broadcast(&t->room);
-    uv_mutex_unlock(&t->mu);
+    hold_retire(t, s);
 }
 #endif
 
@@ -669,17 +667,18 @@ static void relay(void *arg)
 {
     side *s = arg;
     tracer *t = s->t;
+    char *buf = malloc(CHUNK);
 #ifdef __linux__
-    if (s->from == AGENT && t->spool_pipe[1] >= 0)
-        relay_tee(s);
+    if (buf && s->from == AGENT)
+        relay_tee(s, buf);
     else
 #endif
-        relay_copy(s);
+        while (buf && ready(s, s->in, POLLIN) && relay_read(s, buf)) {}
+    free(buf);
     /* The side's end: passed on as EOF (the agent's stdin, our stdout) and examined. */
     close(s->out);
     s->out = -1;
-    if (s->from == CLIENT || t->spool_pipe[0] < 0) /* the agent's: the spooler's, at its EOF */
-        spool_put(t, s->from, true, NULL, 0, atomic_load(&t->teed));
+    queue_copy(t, s->from, true, NULL, 0);
     uv_mutex_lock(&t->mu);
     if (!t->done) uv_async_send(&t->ended[s->from]); /* after done, the handle is closing */
     uv_mutex_unlock(&t->mu);
@@ -749,26 +748,6 @@ static void close_open(uv_handle_t *h, void *arg)
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
-/* An unlinked file beside the trace (on the disk the user chose for it), else in $TMPDIR. */
-static int spool_open(const char *path)
-{
-    const char *slash = strrchr(path, '/'), *tmp = getenv("TMPDIR");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path + 1) : 1, slash ? path : ".");
-    const char *dirs[] = {dir, tmp && *tmp ? tmp : "/tmp"};
-    for (int i = 0; i < 2; i++) {
-        int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0) return fd;
-        char name[4200];
-        snprintf(name, sizeof name, "%s/.acp-trace-XXXXXX", dirs[i]);
-        if ((fd = mkostemp(name, O_CLOEXEC)) >= 0) {
-            unlink(name);
-            return fd;
-        }
-    }
-    return -1;
-}
-
 static int run_trace(app *a)
 {
     if (a->dashdash < 0 || a->nargs == a->dashdash || a->dashdash != 0) {
@@ -783,12 +762,6 @@ static int run_trace(app *a)
         return EXIT_USAGE;
     }
     setvbuf(t.out, NULL, _IOFBF, 1 << 16);
-    if ((t.spool = spool_open(path)) < 0) {
-        fprintf(stderr, "acp: trace: cannot make a spool file beside '%s': %s\n", path,
-                strerror(errno));
-        fclose(t.out);
-        return EXIT_USAGE;
-    }
     const char *why_schema;
     if (!(t.schemas = chk_schema_load(false, &why_schema)))
         fprintf(stderr, "acp: trace: %s: messages are not checked against the schema\n",
@@ -804,17 +777,13 @@ static int run_trace(app *a)
     uv_mutex_init(&t.mu);
     uv_cond_init(&t.cv);
     uv_cond_init(&t.room);
+    t.tail = &t.head;
     uv_thread_create(&t.examiner, examiner, &t);
     /* The agent's stdin and stdout: pipes of our own (libuv would make socketpairs). */
     uv_file up[2] = {-1, -1}, down[2] = {-1, -1};
     int rc = uv_pipe(t.wake, 0, 0);
     if (!rc) rc = uv_pipe(up, 0, 0);
     if (!rc) rc = uv_pipe(down, 0, 0);
-    t.spool_pipe[0] = t.spool_pipe[1] = -1;
-#ifdef __linux__
-    if (!rc && !uv_pipe(t.spool_pipe, 0, 0))
-        (void)fcntl(t.spool_pipe[1], F_SETPIPE_SZ, 1 << 20); /* a default pipe is 64K */
-#endif
     uv_stdio_container_t io[3] = {{.flags = UV_INHERIT_FD, .data.fd = up[0]},
                                   {.flags = UV_INHERIT_FD, .data.fd = down[1]},
                                   {.flags = UV_INHERIT_FD, .data.fd = 2}};
@@ -832,9 +801,6 @@ static int run_trace(app *a)
     if (rc) {
         close(up[1]);
         close(down[0]);
-        for (int i = 0; i < 2; i++)
-            if (t.spool_pipe[i] >= 0) close(t.spool_pipe[i]);
-        t.spool_pipe[0] = t.spool_pipe[1] = -1;
     }
     int status = EXIT_OK;
     if (rc) {
@@ -852,9 +818,14 @@ static int run_trace(app *a)
             t.sigs[i].data = &t;
             uv_signal_start(&t.sigs[i], on_signal, signums[i]);
         }
-#ifdef __linux__
-        if (t.spool_pipe[0] >= 0) uv_thread_create(&t.spooler, spooler, &t);
-#endif
+        /* Room for the holding pipes, each a file descriptor: raised after the spawn, so that
+         * the agent keeps the limit it was given. */
+        struct rlimit nofile;
+        if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max &&
+            nofile.rlim_cur < 4 * MAX_HOLDS) {
+            nofile.rlim_cur = nofile.rlim_max < 4 * MAX_HOLDS ? nofile.rlim_max : 4 * MAX_HOLDS;
+            (void)setrlimit(RLIMIT_NOFILE, &nofile);
+        }
         for (int d = 0; d < 2; d++) {
             uv_async_init(&loop, &t.ended[d], side_ended);
             t.ended[d].data = &t;
@@ -866,16 +837,12 @@ static int run_trace(app *a)
         uv_thread_join(&t.s[CLIENT].relay);
         uv_thread_join(&t.s[AGENT].relay);
         close(down[0]);
-        if (t.spool_pipe[0] >= 0) {
-            uv_thread_join(&t.spooler);
-            close(t.spool_pipe[0]);
-        }
     }
     for (int i = 0; i < 2; i++)
         if (t.wake[i] > 0) close(t.wake[i]);
     uv_loop_close(&loop);
     uv_mutex_lock(&t.mu);
-    t.stop = true; /* everything relayed is spooled: the examiner ends after its segment */
+    t.stop = true; /* everything relayed is queued: the examiner ends after its segment */
     uv_cond_broadcast(&t.cv);
     uv_cond_broadcast(&t.room);
     uv_mutex_unlock(&t.mu);
@@ -883,14 +850,10 @@ static int run_trace(app *a)
     /* What is left is examined here, at our own priority: on a busy machine the idle-class
      * examiner could take long, and the client may be waiting for its agent to end. */
     acp_buf buf = {0};
-    while (t.head < t.end) t.head = examine_at(&t, t.head, t.end, &buf);
+    uv_mutex_lock(&t.mu);
+    while (t.head) examine_next(&t, &buf);
+    uv_mutex_unlock(&t.mu);
     acp_buf_free(&buf);
-    close(t.spool);
-    if (t.spool_errno)
-        fprintf(stderr,
-                "acp trace: the spool could not be written (%s): what came after is not "
-                "in %s\n",
-                strerror(t.spool_errno), path);
     uv_mutex_destroy(&t.mu);
     uv_cond_destroy(&t.cv);
     uv_cond_destroy(&t.room);
