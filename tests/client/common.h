@@ -121,4 +121,72 @@ static inline void test_process_init(void)
     uv_loop_close(&warm);
 }
 
+/* A fresh record (the lines a recording test agent receives, ACP_RECORD) for the agent spawned
+ * next, in path, named after the test. */
+static inline void record_start(char *path, size_t cap, const char *test)
+{
+    snprintf(path, cap, "/tmp/acp-test-%s-%d.jsonl", test, (int)getpid());
+    unlink(path);
+    setenv("ACP_RECORD", path, 1);
+}
+
+/* What the agent received, as one string (caller frees). *c is freed first and set NULL: the
+ * agent has flushed its record once it exited. Aborts, said, when there is no record. */
+static inline char *record_read(const char *path, acp_client **c)
+{
+    acp_client_free(*c);
+    *c = NULL;
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "no record at %s\n", path);
+        abort();
+    }
+    acp_buf b = {0};
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
+    fclose(fp);
+    acp_buf_cstr(&b);
+    return b.data;
+}
+
+/* The fixture of the tests that prove what the client sent, and did not, to a recording agent
+ * (a tests/client script): the client, its updates counted in k. */
+typedef struct recording {
+    char record[256];
+    acp_client *c;
+    seen k;
+} recording;
+
+/* Opens node_agent(script) with a fresh record named after test; NULL (said) when it cannot. */
+static inline recording *recording_open(const char *test, const char *script)
+{
+    recording *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    record_start(f->record, sizeof f->record, test);
+    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
+                         .argv = node_agent(script),
+                         .on_update = seen_update,
+                         .user = &f->k};
+    if (acp_client_open(&o, &f->c)) {
+        fprintf(stderr, "open: %s\n", acp_error_last()->message);
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static inline void recording_free(recording *f)
+{
+    acp_client_free(f->c);
+    acp_buf_free(&f->k.text);
+    unlink(f->record);
+    free(f);
+}
+
+static inline char *recording_text(recording *f)
+{
+    return record_read(f->record, &f->c);
+}
+
 #endif

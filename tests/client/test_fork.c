@@ -15,40 +15,22 @@
 
 #include "common.h"
 
-typedef struct fixture {
-    char record[256];
-    acp_client *c;
-    seen k;
-} fixture;
+typedef recording fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->record, sizeof f->record, "/tmp/acp-test-fork-%d.jsonl", (int)getpid());
-    unlink(f->record);
-    setenv("ACP_RECORD", f->record, 1);
     if (*state)
         setenv("ACP_NO_FORK", "1", 1);
     else
         unsetenv("ACP_NO_FORK");
-    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
-                         .argv = node_agent("ts-agent-fork.mjs"),
-                         .on_update = seen_update,
-                         .user = &f->k};
-    int rc = acp_client_open(&o, &f->c);
-    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
-    assert_int_equal(rc, 0);
-    *state = f;
+    *state = recording_open("fork", "ts-agent-fork.mjs");
+    assert_non_null(*state);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    acp_client_free(f->c);
-    acp_buf_free(&f->k.text);
-    unlink(f->record);
-    free(f);
+    recording_free(*state);
     return 0;
 }
 
@@ -69,21 +51,6 @@ static void assert_reply(fixture *f, acp_client_session *s, const char *text, co
     char *got = reply(f, s, text);
     assert_string_equal(got, want);
     free(got);
-}
-
-static char *record_text(fixture *f)
-{
-    acp_client_free(f->c); /* the agent has flushed its record once it exited */
-    f->c = NULL;
-    FILE *fp = fopen(f->record, "r");
-    assert_non_null(fp);
-    acp_buf b = {0};
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
-    fclose(fp);
-    acp_buf_cstr(&b);
-    return b.data;
 }
 
 static void test_fork(void **state)
@@ -116,7 +83,7 @@ static void test_fork(void **state)
     assert_null(none);
     assert_int_equal(acp_client_session_fork(c, "", &o, &none), ACP_EINVAL);
 
-    char *rec = record_text(f);
+    char *rec = recording_text(f);
     /* The fork's params: the source's id, the fork's cwd, mcpServers as session/new's. */
     assert_non_null(strstr(rec,
                            "{\"method\":\"session/fork\",\"params\":{\"sessionId\":\"ts-sess-1\","
@@ -135,7 +102,7 @@ static void test_not_advertised(void **state)
     assert_int_equal(acp_client_session_fork(c, acp_client_session_id(src), &o, &fk), ACP_ENOTSUP);
     assert_non_null(strstr(acp_error_last()->message, "sessionCapabilities.fork"));
     assert_null(fk);
-    char *rec = record_text(f);
+    char *rec = recording_text(f);
     assert_null(strstr(rec, "session/fork"));
     free(rec);
 }

@@ -14,41 +14,23 @@
 
 #include "common.h"
 
-typedef struct fixture {
-    char record[256];
-    acp_client *c;
-    seen k;
-} fixture;
+typedef recording fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->record, sizeof f->record, "/tmp/acp-test-minimal-%d.jsonl", (int)getpid());
-    unlink(f->record);
-    setenv("ACP_RECORD", f->record, 1);
     /* The prestate, when given, is the agentCapabilities the agent answers. */
     if (*state)
         setenv("ACP_AGENT_CAPS", *state, 1);
     else
         unsetenv("ACP_AGENT_CAPS");
-    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
-                         .argv = node_agent("ts-agent-minimal.mjs"),
-                         .on_update = seen_update,
-                         .user = &f->k};
-    int rc = acp_client_open(&o, &f->c);
-    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
-    assert_int_equal(rc, 0);
-    *state = f;
+    *state = recording_open("minimal", "ts-agent-minimal.mjs");
+    assert_non_null(*state);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    acp_client_free(f->c);
-    acp_buf_free(&f->k.text);
-    unlink(f->record);
-    free(f);
+    recording_free(*state);
     return 0;
 }
 
@@ -57,22 +39,6 @@ static void expect_enotsup(acp_client *c, int rc, const char *cap)
     assert_int_equal(rc, ACP_ENOTSUP);
     if (!strstr(acp_error_last()->message, cap))
         fail_msg("message '%s' lacks '%s'", acp_error_last()->message, cap);
-}
-
-/* What the agent received, as one string of its recorded lines. */
-static char *record_text(fixture *f)
-{
-    acp_client_free(f->c); /* the agent has flushed its record once it exited */
-    f->c = NULL;
-    FILE *fp = fopen(f->record, "r");
-    assert_non_null(fp);
-    acp_buf b = {0};
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
-    fclose(fp);
-    acp_buf_cstr(&b);
-    return b.data;
 }
 
 static int count(const char *hay, const char *needle)
@@ -157,7 +123,7 @@ static void test_refusals(void **state)
     acp_buf_cstr(&f->k.text);
     assert_string_equal(f->k.text.data, "hello");
 
-    char *rec = record_text(f);
+    char *rec = recording_text(f);
     assert_int_equal(count(rec, "\"method\":\"initialize\""), 1);
     assert_int_equal(count(rec, "\"method\":\"session/new\""), 1);
     assert_int_equal(count(rec, "\"method\":\"session/prompt\""), 1);
@@ -216,7 +182,7 @@ static void test_required_params(void **state)
     assert_int_equal(acp_client_close_id(c, "s-close"), ACP_EPROTO);
     json_decref(mcp);
 
-    char *rec = record_text(f);
+    char *rec = recording_text(f);
     json_t *load = recorded(rec, "session/load"), *resume = recorded(rec, "session/resume"),
            *close = recorded(rec, "session/close");
     assert_string_equal(field(load, "sessionId"), "s-load");

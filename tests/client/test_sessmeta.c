@@ -16,37 +16,19 @@
 
 #include "common.h"
 
-typedef struct fixture {
-    char record[256];
-    acp_client *c;
-    seen k;
-} fixture;
+typedef recording fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->record, sizeof f->record, "/tmp/acp-test-sessmeta-%d.jsonl", (int)getpid());
-    unlink(f->record);
-    setenv("ACP_RECORD", f->record, 1);
     setenv("ACP_SESSMETA_BARE", *state ? "1" : "0", 1);
-    acp_client_opts o = {.struct_size = sizeof(acp_client_opts),
-                         .argv = node_agent("ts-agent-sessmeta.mjs"),
-                         .on_update = seen_update,
-                         .user = &f->k};
-    int rc = acp_client_open(&o, &f->c);
-    if (rc) fprintf(stderr, "open: %s\n", acp_error_last()->message);
-    assert_int_equal(rc, 0);
-    *state = f;
+    *state = recording_open("sessmeta", "ts-agent-sessmeta.mjs");
+    assert_non_null(*state);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    acp_client_free(f->c);
-    acp_buf_free(&f->k.text);
-    unlink(f->record);
-    free(f);
+    recording_free(*state);
     return 0;
 }
 
@@ -80,22 +62,6 @@ static size_t listed(acp_client *c, const char *archived)
     size_t n = json_array_size(json_object_get(r, "sessions"));
     json_decref(r);
     return n;
-}
-
-/* What the agent received, as one string (after it exited). */
-static char *record_text(fixture *f)
-{
-    acp_client_free(f->c);
-    f->c = NULL;
-    FILE *fp = fopen(f->record, "r");
-    assert_non_null(fp);
-    acp_buf b = {0};
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
-    fclose(fp);
-    acp_buf_cstr(&b);
-    return b.data;
 }
 
 static void test_calls(void **state)
@@ -178,7 +144,7 @@ static void test_calls(void **state)
     expect_code(c, acp_client_archive(c, "", false), ACP_EINVAL, "empty");
     acp_client_session_free(s2);
     /* everything sent was valid against schema.unstable.json (the agent checks strictly) */
-    char *rec = record_text(f);
+    char *rec = recording_text(f);
     if (strstr(rec, "\"violation\"")) fail_msg("the client broke the schema: %s", rec);
     assert_non_null(strstr(rec, "session/set_title"));
     free(rec);
@@ -206,7 +172,7 @@ static void test_not_advertised(void **state)
                 "sessionCapabilities.systemPrompt");
     json_decref(sp);
     assert_int_equal(listed(c, NULL), 0); /* plain list works, without the member */
-    char *rec = record_text(f);
+    char *rec = recording_text(f);
     static const char *const never[] = {"session/set_title", "session/archive", "session/unarchive",
                                         "session/status",    "session/new",     "\"archived\""};
     for (size_t i = 0; i < sizeof never / sizeof *never; i++)

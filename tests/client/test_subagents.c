@@ -48,9 +48,7 @@ static void open_client(fixture *f, bool subagents)
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    snprintf(f->record, sizeof f->record, "/tmp/acp-test-subagents-%d.jsonl", (int)getpid());
-    unlink(f->record);
-    setenv("ACP_RECORD", f->record, 1);
+    record_start(f->record, sizeof f->record, "subagents");
     *state = f;
     return 0;
 }
@@ -63,22 +61,6 @@ static int teardown(void **state)
     unlink(f->record);
     free(f);
     return 0;
-}
-
-/* What the agent received, one recorded line each (the client is freed first). */
-static char *record_text(fixture *f)
-{
-    acp_client_free(f->c);
-    f->c = NULL;
-    FILE *fp = fopen(f->record, "r");
-    assert_non_null(fp);
-    acp_buf b = {0};
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) acp_buf_append(&b, tmp, n);
-    fclose(fp);
-    acp_buf_cstr(&b);
-    return b.data;
 }
 
 static acp_client_session *new_session(fixture *f)
@@ -130,7 +112,7 @@ static void test_children_tracked(void **state)
     assert_null(acp_client_session_parent(s));
     /* the children go with the parent's handle (ASan checks nothing is left) */
     acp_client_session_free(s);
-    char *rec = record_text(f);
+    char *rec = record_read(f->record, &f->c);
     assert_non_null(strstr(rec, "\"subagents\":{}"));
     assert_non_null(
         strstr(rec, "{\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"child-1\"}}"));
@@ -161,7 +143,7 @@ static void test_not_advertised(void **state)
     assert_int_equal(acp_client_session_child_count(s), 0);
     assert_null(f->order.data);
     acp_client_session_free(s);
-    char *rec = record_text(f);
+    char *rec = record_read(f->record, &f->c);
     assert_null(strstr(rec, "subagents"));
     free(rec);
 }
