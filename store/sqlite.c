@@ -357,12 +357,15 @@ int acp_store_sqlite_open(const char *path, acp_store **out)
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
         /* secure_delete: a deleted session's bytes are overwritten, not just unlinked from
-         * the b-tree (users delete sessions to get rid of the data). */
+         * the b-tree (users delete sessions to get rid of the data). temp_store: the temporary
+         * b-tree of an INSERT ... SELECT from its own table (a fork's history) stays in memory
+         * instead of going through a temporary file, a third of what a fork wrote. */
         rc = wal_mode(s) ||
              exec(s, "configure",
                   "PRAGMA synchronous = NORMAL;"
                   "PRAGMA secure_delete = ON;"
-                  "PRAGMA foreign_keys = OFF;") ||
+                  "PRAGMA foreign_keys = OFF;"
+                  "PRAGMA temp_store = MEMORY;") ||
              migrate(s);
     } else {
         /* "unable to open database file" alone does not say why: the system does. */
