@@ -43,6 +43,7 @@ nodeTest("libacp's client (acp --fs --terminal --yes) passes acp-agent --check-c
     "client.ext.unknown_method"])
     assert.equal(b[id]?.result, "pass", `${id}: ${JSON.stringify(b[id])}`);
   assert.equal(b["client.elicitation.form"].result, "skip"); // acp does not advertise elicitation
+  assert.equal(b["client.elicitation.url"].result, "skip");
   // the probe files are gone
   assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(".acp-check-client")), []);
 });
@@ -61,7 +62,7 @@ nodeTest("the SDK's client passes acp-agent --check-client", async (t) => {
       caps: { writeTextFile: false },
     },
     terminal: true,
-    elicitation: { form: true, answer: "accept" },
+    elicitation: { form: true, url: true, answer: "accept" },
     permission: "allow",
   });
   await h.init();
@@ -74,8 +75,12 @@ nodeTest("the SDK's client passes acp-agent --check-client", async (t) => {
   const checks = report(file);
   assert.deepEqual(mustFails(checks), []);
   const b = by(checks);
-  for (const id of ["client.permission", "client.fs.read", "client.terminal.output", "client.terminal.truncation", "client.elicitation.form"])
+  for (const id of ["client.permission", "client.fs.read", "client.terminal.output", "client.terminal.truncation", "client.elicitation.form", "client.elicitation.url"])
     assert.equal(b[id]?.result, "pass", `${id}: ${JSON.stringify(b[id])}`);
+  // the URL elicitation's completion reached the client, with the id the request carried
+  const url = h.elicitations.find((e) => e.mode === "url");
+  assert.ok(url && url.url === "https://example.invalid/acp-check", JSON.stringify(h.elicitations));
+  assert.deepEqual(h.elicitationCompletes.map((c) => c.elicitationId), [url.elicitationId]);
   assert.equal(b["client.fs.write_creates"].result, "skip");
   assert.match(b["client.fs.write_creates"].detail, /fs.writeTextFile is not advertised/);
   // the unknown extension method is called on purpose (client.ext.unknown_method)

@@ -4,10 +4,10 @@
  * schema.json: what the client sent (initialize, session/new, the prompt), every kind of
  * session/update it must take, a permission request, the fs methods (a probe file in the
  * session's cwd, removed afterwards), a terminal (output, exit status, truncation at a
- * character boundary), a form elicitation, an unknown extension method. Only what the client
- * advertised is called (the runtime gates the rest): the others are skipped and say so. The
- * report (acp check's format) goes to --check-report FILE or stderr, and its summary is the
- * turn's answer. */
+ * character boundary), a form and a URL elicitation (and its elicitation/complete), an unknown
+ * extension method. Only what the client advertised is called (the runtime gates the rest):
+ * the others are skipped and say so. The report (acp check's format) goes to --check-report
+ * FILE or stderr, and its summary is the turn's answer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +33,7 @@ typedef struct run {
     int step;
     char probe[4096], created[4096];
     char term_id[256];
+    char elicit_id[64]; /* the URL elicitation's, for its elicitation/complete */
     unsigned npass, nfail;
 } run;
 
@@ -64,6 +65,10 @@ static const chk_spec
     S_ELICIT = {"elicitation (v1)", "Clients MUST clearly identify the Agent requesting "
                                     "information, respect user privacy, and provide clear decline "
                                     "and cancel controls."},
+    S_ELICIT_URL = {"elicitation (v1)",
+                    "The Client responds with one of three actions: accept: the user submitted or "
+                    "consented to the interaction. decline: the user explicitly declined. cancel: "
+                    "the user dismissed the interaction without choosing."},
     S_EXT = {"extensibility (v1)", "If the receiving end doesn't recognize the custom method "
                                    "name, it should respond with the standard \"Method not "
                                    "found\" error"},
@@ -511,6 +516,42 @@ static void elicit(run *u)
     if (acp_turn_call(u->t, "elicitation/create", p, on_elicit, u)) next(u);
 }
 
+static void on_elicit_url(acp_session *s, int status, const char *action, const json_t *content,
+                          const char *error, void *user)
+{
+    run *u = user;
+    bool ok =
+        !status && action &&
+        (!strcmp(action, "accept") || !strcmp(action, "decline") || !strcmp(action, "cancel"));
+    add(u, "client.elicitation.url", CHK_MUST, ok ? CHK_PASS : CHK_FAIL, &S_ELICIT_URL, error,
+        "a URL elicitation (https://example.invalid/, never to be opened without consent): %s",
+        ok       ? action
+        : status ? "refused"
+                 : "an unknown action");
+    /* The interaction is over either way: the client is told, as URL mode has it, and must
+     * take the notification quietly (the next step's call shows the connection lives on). */
+    if (u->elicit_id[0]) acp_agent_elicit_complete(acp_session_agent(s), u->elicit_id);
+    next(u);
+}
+
+static void elicit_url(run *u)
+{
+    if (!acp_agent_client_has(acp_session_agent(u->s), "elicitation.url")) {
+        add(u, "client.elicitation.url", CHK_MUST, CHK_SKIP, &S_GATE, NULL, "%s",
+            "elicitation.url is not advertised: not called");
+        next(u);
+        return;
+    }
+    acp_elicit e = ACP_ELICIT_INIT;
+    e.message = "acp check: a URL elicitation (example.invalid does not exist; any answer passes)";
+    e.url = "https://example.invalid/acp-check";
+    if (acp_turn_elicit(u->t, &e, u->elicit_id, on_elicit_url, u)) {
+        add(u, "client.elicitation.url", CHK_MUST, CHK_SKIP, &S_GATE, NULL, "not sent: %s",
+            acp_error_last()->message);
+        next(u);
+    }
+}
+
 static void on_ext(acp_turn *t, int status, const json_t *result, const char *error, void *user)
 {
     run *u = user;
@@ -542,8 +583,9 @@ static void finish(run *u)
 static void next(run *u)
 {
     /* each step calls next() once it is done (or at once when it has nothing to do) */
-    static void (*const steps[])(run * u) = {updates_step, permission,     fs_read, fs_write,
-                                             terminal,     terminal_trunc, elicit,  ext};
+    static void (*const steps[])(run * u) = {updates_step, permission, fs_read,
+                                             fs_write,     terminal,   terminal_trunc,
+                                             elicit,       elicit_url, ext};
     int i = u->step++;
     if (i < (int)(sizeof steps / sizeof steps[0]))
         steps[i](u);
