@@ -3,9 +3,11 @@
 // official SDK's remote clients (experimental/ws-client and http-client), in front of acp-agent
 // and of an SDK agent (sdk-agent.mjs). Each connection has its own agent process; the token is
 // required (401 without it); a closed connection ends its agent's process tree (a grandchild
-// that left the agent's session included) and leaves no zombie; SIGTERM ends everything, exit 0.
+// that left the agent's session included) and leaves no zombie; SIGTERM ends everything, exit 0;
+// over TLS (a certificate the test makes) both transports work and plain HTTP gets nothing.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { request as httpsRequest } from "node:https";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -161,4 +163,50 @@ test("acp serve --log-level debug: the relayed messages on stderr, secrets redac
   assert.match(s.stderr(), /acp: debug: -> \{"jsonrpc":"2.0","id":1,"result":\{"sessionId":"sess_1"/);
   assert.doesNotMatch(s.stderr(), /SECRET/);
   assert.match(s.stderr(), /<redacted>/);
+});
+
+test("acp serve over TLS: wss:// with the SDK's WebSocket client and https:// POSTs, a process each; plain HTTP gets nothing", async (t) => {
+  let ca;
+  const s = await serve(t, acpAgent, (dir) => {
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=acp-serve-test",
+      "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+    ca = readFileSync(join(dir, "cert.pem"));
+    return ["--tls-cert", join(dir, "cert.pem"), "--tls-key", join(dir, "key.pem")];
+  });
+  class Trusting extends WebSocket {
+    constructor(u, protocols, o) {
+      super(u, protocols, { ...o, ca });
+    }
+  }
+  const ws = client(createWebSocketStream(`wss://127.0.0.1:${s.port}/acp`, { headers, WebSocket: Trusting }));
+  await roundTrip(ws, "over wss");
+  assert.ok(ws.texts.join("").includes("over wss"), ws.texts.join(""));
+  // Streamable HTTP over TLS: an initialize POSTed by hand (the SDK's HTTP client takes its fetch
+  // from Node, which trusts no test certificate).
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } });
+  const answer = await new Promise((resolve, reject) => {
+    const req = httpsRequest(`https://127.0.0.1:${s.port}/acp`, {
+      method: "POST", ca,
+      headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    }, (res) => {
+      let text = "";
+      res.on("data", (d) => {
+        text += d;
+        if (text.includes('"protocolVersion"')) {
+          resolve({ status: res.statusCode, text });
+          res.destroy();
+        }
+      });
+      res.on("end", () => resolve({ status: res.statusCode, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+  assert.equal(answer.status, 200, answer.text);
+  assert.match(answer.text, /"id":1,"result":\{"protocolVersion":1/);
+  await until("the second agent process", () => children(s.p.pid).length === 2);
+  // Plain HTTP on the TLS port: no answer but a closed connection.
+  await assert.rejects(fetch(`http://127.0.0.1:${s.port}/acp`, { method: "POST", body, headers: { ...headers, "content-type": "application/json" } }));
+  s.p.kill("SIGTERM");
+  assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
 });
