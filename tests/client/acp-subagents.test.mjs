@@ -2,10 +2,12 @@
 // `acp` and subagent sessions (unstable, issue 22): acp advertises clientCapabilities.subagents,
 // labels a child's output "[subagent TITLE]" in prompt and history, says each subagent_update
 // as the child's state, keeps --json raw (every update with its own sessionId), and lists only
-// top-level sessions. Against acp-agent's /subagent and an SDK 2.4.0 (unstable) agent.
+// top-level sessions; a child's plan, usage and notices are labelled too, and on a terminal its
+// plan is never drawn over its parent's. Against acp-agent's /subagent and an SDK 2.4.0
+// (unstable) agent.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { workspace, nodeAgent, run as runIn, lines } from "./acp-helpers.mjs";
+import { workspace, nodeAgent, onPty, run as runIn, lines } from "./acp-helpers.mjs";
 
 let ws;
 before(() => (ws = workspace()));
@@ -47,6 +49,27 @@ test("an SDK agent's subagents: labelled by their title, state said, the capabil
   const r = await run(["prompt", "spawn"], { agentCmd: nodeAgent("ts-agent-subagents.mjs") });
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(r.stdout.trimEnd().split("\n"), ["[subagent kid] running", "[subagent kid] found it", "[subagent kid] idle (end_turn)"]);
+});
+
+test("a child's plan, usage and notices are labelled, and its plan never drawn over its parent's", async () => {
+  const r = await run(["prompt", "spawn-plan"], { agentCmd: nodeAgent("ts-agent-subagents.mjs") });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(r.stdout.trimEnd().split("\n"), [
+    "[subagent kid] running",
+    "Plan:",
+    "  [~] delegate",
+    "[subagent kid] Plan:",
+    "  [~] search",
+    "[subagent kid] [usage] 10/100 tokens (10%)",
+    "[subagent kid] [notice] info halfway",
+    "[subagent kid] found it",
+    "[subagent kid] idle (end_turn)",
+  ]);
+  // On a terminal plans are redrawn in place, but only one speaker's over the same speaker's.
+  const t = onPty(ws, ["prompt", "spawn-plan"], { agentCmd: nodeAgent("ts-agent-subagents.mjs") });
+  assert.equal(await t.exited, 0);
+  assert.ok(!t.output().includes("\x1b[2A\r\x1b[J"), JSON.stringify(t.output()));
+  assert.match(t.output(), /delegate[\s\S]*subagent kid[\s\S]*Plan:[\s\S]*search/);
 });
 
 test("a child's tool calls are labelled too", async () => {

@@ -93,15 +93,19 @@ void render_break(render *r)
     r->block = BLOCK_NONE;
 }
 
-/* Starts a block of whole lines; a block of the same kind printed last is drawn over. */
+/* Starts a block of whole lines; a block of the same kind and speaker (the session or one
+ * subagent) printed last is drawn over: a subagent's plan never replaces its parent's. */
 static void block_begin(render *r, enum render_block kind)
 {
+    const char *label = r->label ? r->label : "";
     render_status_clear(r);
-    if (r->tty && r->block == kind && r->at_bol && r->block_lines > 0)
+    if (r->tty && r->block == kind && !strcmp(r->block_label, label) && r->at_bol &&
+        r->block_lines > 0)
         fprintf(r->out, "\033[%dA\r\033[J", r->block_lines);
     else
         render_eol(r);
     r->block = kind;
+    snprintf(r->block_label, sizeof r->block_label, "%s", label);
     r->block_lines = 0;
 }
 
@@ -152,12 +156,19 @@ static void block_line(render *r, const char *prefix, const char *text, const ch
     r->block_lines++;
 }
 
-/* A line of its own that no block may draw over. */
-/* The label of a message from a subagent session, where its line starts. */
+/* The label of what a subagent session says, where its line starts ("" for the session). */
+static const char *subagent_label(render *r, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (r->label)
+        snprintf(buf, cap, "%s[subagent %s]%s ", col(r, DIM), safe_line(r->label), col(r, RESET));
+    return buf;
+}
+
 static void subagent_tag(render *r)
 {
-    if (r->label)
-        fprintf(r->out, "%s[subagent %s]%s ", col(r, DIM), safe_line(r->label), col(r, RESET));
+    char tag[256];
+    fputs(subagent_label(r, tag, sizeof tag), r->out);
 }
 
 static void line_begin(render *r)
@@ -272,6 +283,7 @@ static void tool_call(render *r, const acp_tool_call_view *t, bool first)
 static void plan(render *r, const acp_plan_view *p)
 {
     block_begin(r, BLOCK_PLAN);
+    subagent_tag(r);
     fprintf(r->out, "%sPlan:%s\n", col(r, BOLD), col(r, RESET));
     r->block_lines++;
     for (size_t i = 0; i < p->nentries; i++) {
@@ -294,8 +306,9 @@ static void usage(render *r, const acp_usage_view *u)
         snprintf(line + k, sizeof line - k, ", %.2f %s", u->cost_amount,
                  u->cost_currency); /* the agent's: block_line makes the line safe */
     block_begin(r, BLOCK_USAGE);
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "%s[usage]%s ", col(r, DIM), col(r, RESET));
+    char tag[256], prefix[320];
+    snprintf(prefix, sizeof prefix, "%s%s[usage]%s ", subagent_label(r, tag, sizeof tag),
+             col(r, DIM), col(r, RESET));
     block_line(r, prefix, line, "");
     fflush(r->out);
 }
@@ -307,6 +320,7 @@ static void notice(render *r, const acp_notice_view *n)
                                                         : "";
     bool desc = n->description && *n->description;
     line_begin(r);
+    subagent_tag(r);
     fprintf(r->out, "%s[notice]%s %s%s%s %s%s", col(r, DIM), col(r, RESET), col(r, c),
             safe_line(n->severity_text), col(r, RESET), safe_line(n->title), desc ? ": " : "");
     if (desc) safe_write(r->out, n->description, strlen(n->description), SAFE_TEXT);

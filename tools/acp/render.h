@@ -28,6 +28,7 @@ typedef struct render {
     bool status;        /* a status line is showing on stderr (a TTY) */
     enum render_block block;
     int block_lines;
+    char block_label[128]; /* whose block it is: a subagent's label, "" the session's */
     /* (unstable) The subagent session an update comes from, as shown ("kid" or its id), set
      * around render_update by the caller; NULL: the session itself. Its text is labelled. */
     const char *label;
