@@ -8,6 +8,8 @@
 //   - a binary entry: a .tar.gz built here (a script that runs the build's acp-agent), served by
 //     an HTTP server on 127.0.0.1 behind a redirect, sha256 checked, unpacked into
 //     $XDG_CACHE_HOME/acp/agents once and reused (no second download);
+//   - a uvx entry: `uvx` is a script of this test's, first in PATH, that records how it was
+//     called (package, args, the manifest's env) and runs the build's acp-agent;
 //   - a URL registry: fetched, cached, and read from the cache when the server fails;
 //     $ACP_REGISTRY names one too.
 import { test, after, before } from "node:test";
@@ -32,6 +34,13 @@ writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "acp-registry-te
 writeFileSync(join(pkg, "agent.mjs"), `#!/usr/bin/env node\nawait import(${JSON.stringify(join(SOURCE, "tests/client/ts-agent-minimal.mjs"))});\n`);
 chmodSync(join(pkg, "agent.mjs"), 0o755);
 const npxRecord = join(ws.dir, "npx-record.jsonl");
+
+// uvx: a stand-in for uv's, which records its argv and the manifest's env, then runs acp-agent.
+const uvBin = join(ws.dir, "uvbin");
+mkdirSync(uvBin);
+const uvxCalls = join(ws.dir, "uvx-calls.txt");
+writeFileSync(join(uvBin, "uvx"), `#!/bin/sh\nprintf '%s\\n' "$*" "$ACP_TEST_UVX_MARK" >>'${uvxCalls}'\nexec '${join(BUILD, "acp-agent")}' --store '${join(ws.dir, "uvx.db")}'\n`);
+chmodSync(join(uvBin, "uvx"), 0o755);
 
 // The binary's archive: dist/bin/agent, a script running the build's acp-agent.
 const tree = join(ws.dir, "tree");
@@ -92,6 +101,13 @@ function registry(sum, version = "1.0.0") {
         distribution: { npx: { package: pkg, args: [], env: { ACP_RECORD: npxRecord } } },
       },
       {
+        id: "py-agent",
+        name: "A Python agent",
+        version: "0.3.0",
+        description: "run with uv",
+        distribution: { uvx: { package: "acp-registry-test-agent==0.3.0", args: ["--acp", "--quiet"], env: { ACP_TEST_UVX_MARK: "from-manifest" } } },
+      },
+      {
         id: "libacp-echo",
         name: "libacp echo",
         version,
@@ -115,7 +131,8 @@ test("acp agents lists the registry: id, version, name, how it runs here, descri
   assert.match(r.stdout, /^sdk-minimal\s+1\.0\.0\s+SDK minimal agent\s+npx\s+An agent on the official TypeScript SDK$/m);
   assert.match(r.stdout, /^libacp-echo\s+1\.0\.0\s+libacp echo\s+binary\s+acp-agent's echo engine, as a binary$/m);
   const j = await run(ws, ["--json", ...reg("agents")], { bare: true, env: baseEnv });
-  assert.deepEqual(lines(j.stdout).at(-1).agents.map((a) => a.id), ["sdk-minimal", "libacp-echo"]);
+  assert.match(r.stdout, /^py-agent\s+0\.3\.0\s+A Python agent\s+uvx\s+run with uv$/m);
+  assert.deepEqual(lines(j.stdout).at(-1).agents.map((a) => a.id), ["sdk-minimal", "py-agent", "libacp-echo"]);
 });
 
 test("--agent ID of an npx distribution runs npx -y PACKAGE with the manifest's env", async () => {
@@ -124,6 +141,14 @@ test("--agent ID of an npx distribution runs npx -y PACKAGE with the manifest's 
   assert.match(r.stdout, /hello registry/);
   const got = readFileSync(npxRecord, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).method);
   assert.ok(got.includes("session/prompt"), `the manifest's ACP_RECORD did not reach the agent: ${got}`);
+});
+
+test("--agent ID of a uvx distribution runs uvx PACKAGE ARGS with the manifest's env", async () => {
+  const env = { ...baseEnv, PATH: `${uvBin}:${process.env.PATH}` };
+  const r = await run(ws, ["--agent", "py-agent", ...reg("prompt", "hello uv")], { bare: true, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /hello uv/);
+  assert.deepEqual(readFileSync(uvxCalls, "utf8").split("\n").filter(Boolean), ["acp-registry-test-agent==0.3.0 --acp --quiet", "from-manifest"]);
 });
 
 test("--agent ID of a binary distribution: downloaded once (redirect followed, sha256 checked), unpacked into the XDG cache, run with its args and env", async () => {
