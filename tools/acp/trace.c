@@ -144,7 +144,8 @@ static void finding(tracer *t, int dir, const char *rule, const char *fmt, ...)
     t->findings++;
     json_t *j = json_pack("{s:f, s:s, s:s, s:s}", "t", now(t), "dir", who[dir], "rule", rule,
                           "finding", text);
-    char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    /* t to the microsecond, as the records have it, not jansson's 17 digits */
+    char *line = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
     if (line && t->out) fprintf(t->out, "%s\n", line);
     free(line);
     json_decref(j);
