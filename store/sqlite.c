@@ -70,6 +70,13 @@ static const char *const migrations[] = {
     /* v5 -> v6: whether the holder marked its lease busy (a turn running): an idle lease is
      * taken over by acp_store_lease_take(), a busy one waited for. */
     "ALTER TABLE sessions ADD COLUMN lease_busy INTEGER NOT NULL DEFAULT 0;",
+    /* v6 -> v7: a fork continues its source's history instead of copying it. base is the sid
+     * of the session whose history, up to base_seq, is this one's beginning (NULL: none); the
+     * session's own updates are those after base_seq. A base that is deleted first gives its
+     * dependents the updates they took from it (remove_sid). */
+    "ALTER TABLE sessions ADD COLUMN base INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX sessions_by_base ON sessions (base) WHERE base IS NOT NULL;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -99,7 +106,10 @@ enum {
     Q_CHILDREN,
     Q_DEL_TREE,
     Q_FORK,
-    Q_FORK_UPDATES,
+    Q_BASE,
+    Q_DEPENDENTS,
+    Q_ADOPT,
+    Q_REBASE,
     /* Q_LIST.. Q_LIST_CWD_AFTER again for archived = 0, then for archived = 1. */
     Q_LIST_X,
     Q_LIST_O = Q_LIST_X + 4,
@@ -137,7 +147,8 @@ static const char *const sql[Q_COUNT] = {
                " RETURNING sid, last_seq",
     [Q_INSERT] = "INSERT INTO updates (sid, seq, json) VALUES (?1, ?2, ?3)",
     [Q_SID] = "SELECT sid FROM sessions WHERE id = ?1",
-    [Q_REPLAY] = "SELECT seq, json FROM updates WHERE sid = ?1 AND seq > ?2 ORDER BY seq",
+    [Q_REPLAY] = "SELECT seq, json FROM updates WHERE sid = ?1 AND seq > ?2 AND seq <= ?3"
+                 " ORDER BY seq",
     [Q_LIST] = "SELECT " RCOLS " FROM sessions" ORDER,
     [Q_LIST_AFTER] = "SELECT " RCOLS " FROM sessions WHERE " AFTER ORDER,
     [Q_LIST_CWD] = "SELECT " RCOLS " FROM sessions WHERE cwd = ?1" ORDER,
@@ -178,17 +189,22 @@ static const char *const sql[Q_COUNT] = {
                    " UNION SELECT s.id FROM sessions s JOIN t ON s.parent = t.id)"
                    " SELECT sid FROM sessions WHERE id IN t",
     /* The fork's row from the source's (?9): its title (?4 NULL), state (?10 NULL) and
-     * system prompt (?12 NULL), archived as ?11 says, and its last seq, which the copied
-     * history continues from. */
+     * system prompt (?12 NULL), archived as ?11 says, and its last seq, which its own updates
+     * continue from. Its history so far is the source's: the source is its base. */
     [Q_FORK] = "INSERT INTO sessions (" COLS ", state, last_seq, lease_holder, lease_epoch,"
-               " lease_expires, archived, system_prompt) SELECT ?1, ?2, ?3, coalesce(?4, title),"
+               " lease_expires, archived, system_prompt, base, base_seq)"
+               " SELECT ?1, ?2, ?3, coalesce(?4, title),"
                " ?5, ?6, coalesce(?10, state), last_seq, ?7, ?7 IS NOT NULL,"
                " CASE WHEN ?7 IS NULL THEN NULL ELSE " NOW_MS " + ?8 END, ?11,"
-               " coalesce(?12, system_prompt) FROM sessions WHERE id = ?9",
-    /* One statement: the history is copied inside SQLite, never through this process. */
-    [Q_FORK_UPDATES] = "INSERT INTO updates (sid, seq, json) SELECT"
-                       " (SELECT sid FROM sessions WHERE id = ?1), seq, json FROM updates"
-                       " WHERE sid = (SELECT sid FROM sessions WHERE id = ?2)",
+               " coalesce(?12, system_prompt), CASE WHEN last_seq > 0 THEN sid END, last_seq"
+               " FROM sessions WHERE id = ?9",
+    [Q_BASE] = "SELECT base, base_seq FROM sessions WHERE sid = ?1",
+    [Q_DEPENDENTS] = "SELECT sid, base_seq FROM sessions WHERE base = ?1",
+    /* A dependent (?1) takes the updates it shares with its base (?2): the base's own ones
+     * (after ?3) up to where the dependent began (?4). */
+    [Q_ADOPT] = "INSERT INTO updates (sid, seq, json) SELECT ?1, seq, json FROM updates"
+                " WHERE sid = ?2 AND seq > ?3 AND seq <= ?4",
+    [Q_REBASE] = "UPDATE sessions SET base = ?2, base_seq = ?3 WHERE sid = ?1",
 };
 
 typedef struct sq_store {
@@ -618,6 +634,72 @@ static int sq_commit(acp_store *st, const char *now)
     return finish(s, rc);
 }
 
+/* Where a session's history lives: its own updates, then (a fork) those of its base up to
+ * where it began, and so on. Level i holds the updates of sid in (lo, hi]; the last level is the
+ * oldest. */
+typedef struct level {
+    sqlite3_int64 sid;
+    int64_t lo, hi;
+} level;
+
+#define MAX_LEVELS 4096 /* forks of forks; more would be a loop in a damaged file */
+
+static int levels_of(sq_store *s, sqlite3_int64 sid, level **out, size_t *n)
+{
+    level *v = NULL;
+    size_t cap = 0;
+    int64_t hi = INT64_MAX;
+    *n = 0;
+    for (bool more = true; more;) {
+        sqlite3_stmt *q = stmt(s, Q_BASE);
+        if (!q) {
+            free(v);
+            return ACP_ESTORE;
+        }
+        sqlite3_bind_int64(q, 1, sid);
+        int rc = db_step(s, q);
+        bool has_base = rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL;
+        sqlite3_int64 base = has_base ? sqlite3_column_int64(q, 0) : 0;
+        int64_t base_seq = rc == SQLITE_ROW ? sqlite3_column_int64(q, 1) : 0;
+        sqlite3_reset(q);
+        if (rc != SQLITE_ROW) {
+            free(v);
+            return rc == SQLITE_DONE ? acp_error_set(ACP_ESTORE, "sqlite: a fork's base is gone")
+                                     : fail(s, "replay");
+        }
+        if (*n == cap) {
+            level *nv = *n < MAX_LEVELS ? realloc(v, (cap = cap ? 2 * cap : 4) * sizeof *v) : NULL;
+            if (!nv) {
+                free(v);
+                return acp_error_set(*n < MAX_LEVELS ? ACP_ENOMEM : ACP_ESTORE,
+                                     "sqlite: history of more than %d forks", MAX_LEVELS);
+            }
+            v = nv;
+        }
+        v[(*n)++] = (level){sid, base_seq, hi};
+        more = has_base;
+        sid = base;
+        if (base_seq < hi) hi = base_seq;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Steps the history of level l from after `after`; q is left at its first row (or done). */
+static sqlite3_stmt *level_rows(sq_store *s, const level *l, int64_t after, int *rc)
+{
+    sqlite3_stmt *q = stmt(s, Q_REPLAY);
+    if (!q) {
+        *rc = SQLITE_ERROR;
+        return NULL;
+    }
+    sqlite3_bind_int64(q, 1, l->sid);
+    sqlite3_bind_int64(q, 2, after > l->lo ? after : l->lo);
+    sqlite3_bind_int64(q, 3, l->hi);
+    *rc = db_step(s, q);
+    return q;
+}
+
 static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_bytes,
                      acp_store_replay_cb cb, void *user, int64_t *last_seq, bool *done)
 {
@@ -630,29 +712,43 @@ static int replay_in(sq_store *s, const char *id, int64_t after_seq, size_t max_
     if (rc != SQLITE_ROW)
         return rc == SQLITE_DONE ? acp_error_set(ACP_ENOTFOUND, "no session %s", id)
                                  : fail(s, "replay");
-    q = stmt(s, Q_REPLAY);
-    if (!q) return ACP_ESTORE;
-    sqlite3_bind_int64(q, 1, sid);
-    sqlite3_bind_int64(q, 2, after_seq);
+    level *lv = NULL;
+    size_t nlv = 0;
+    int ret = levels_of(s, sid, &lv, &nlv);
+    if (ret) return ret;
+    /* Oldest first: seqs rise from one level to the next. */
     size_t total = 0;
-    int ret = 0;
-    while ((rc = db_step(s, q)) == SQLITE_ROW) {
-        int64_t seq = sqlite3_column_int64(q, 0);
-        const char *json = (const char *)sqlite3_column_text(q, 1);
-        size_t n = (size_t)sqlite3_column_bytes(q, 1);
-        if (!json) {
-            ret = ACP_ENOMEM;
-            break;
+    bool full = false; /* stopped by max_bytes or the callback */
+    rc = SQLITE_DONE;
+    for (size_t i = nlv; i-- > 0 && !full && !ret;) {
+        q = level_rows(s, &lv[i], after_seq, &rc);
+        for (; q && rc == SQLITE_ROW; rc = db_step(s, q)) {
+            int64_t seq = sqlite3_column_int64(q, 0);
+            const char *json = (const char *)sqlite3_column_text(q, 1);
+            size_t n = (size_t)sqlite3_column_bytes(q, 1);
+            if (!json) {
+                ret = ACP_ENOMEM;
+                break;
+            }
+            *last_seq = after_seq = seq;
+            total += n;
+            if ((ret = cb(user, seq, json, n)) != 0 || (max_bytes && total > max_bytes)) {
+                full = true;
+                rc = db_step(s, q); /* is anything left here? */
+                break;
+            }
         }
-        *last_seq = seq;
-        total += n;
-        if ((ret = cb(user, seq, json, n)) != 0) break;
-        if (max_bytes && total > max_bytes) break;
+        if (q) sqlite3_reset(q);
+        if (!q || (rc != SQLITE_ROW && rc != SQLITE_DONE)) ret = ret ? ret : fail(s, "replay");
+        /* Stopped at a level's last update: is anything left in the newer ones? */
+        for (size_t j = i; full && !ret && rc == SQLITE_DONE && j-- > 0;) {
+            q = level_rows(s, &lv[j], after_seq, &rc);
+            if (q) sqlite3_reset(q);
+            if (!q || (rc != SQLITE_ROW && rc != SQLITE_DONE)) ret = fail(s, "replay");
+        }
     }
-    if (rc == SQLITE_ROW && ret != ACP_ENOMEM) rc = db_step(s, q); /* is anything left? */
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(s, "replay");
-    *done = rc == SQLITE_DONE;
+    free(lv);
+    *done = ret != ACP_ENOMEM && (!full || rc == SQLITE_DONE);
     return ret;
 }
 
@@ -714,9 +810,70 @@ static int sq_list(acp_store *st, const char *cwd, int archived, const char *cur
     return ret;
 }
 
+/* The sessions that continue sid's history (forks of it) take what they share with it, and
+ * then continue its base instead, so that deleting it takes nothing from them. */
+static int release_dependents(sq_store *s, sqlite3_int64 sid)
+{
+    sqlite3_stmt *q = stmt(s, Q_BASE);
+    if (!q) return ACP_ESTORE;
+    sqlite3_bind_int64(q, 1, sid);
+    int rc = db_step(s, q);
+    bool has_base = rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL;
+    sqlite3_int64 base = has_base ? sqlite3_column_int64(q, 0) : 0;
+    int64_t base_seq = rc == SQLITE_ROW ? sqlite3_column_int64(q, 1) : 0;
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? 0 : fail(s, "delete");
+    /* The dependents first (a statement must not read rows that the loop changes). */
+    if (!(q = stmt(s, Q_DEPENDENTS))) return ACP_ESTORE;
+    sqlite3_bind_int64(q, 1, sid);
+    level *v = NULL;
+    size_t n = 0, cap = 0;
+    int ret = 0;
+    while ((rc = db_step(s, q)) == SQLITE_ROW) {
+        if (n == cap) {
+            level *nv = realloc(v, (cap = cap ? 2 * cap : 4) * sizeof *v);
+            if (!nv) {
+                ret = acp_error_set(ACP_ENOMEM, "sqlite: out of memory deleting a fork's base");
+                break;
+            }
+            v = nv;
+        }
+        v[n++] = (level){sqlite3_column_int64(q, 0), 0, sqlite3_column_int64(q, 1)};
+    }
+    sqlite3_reset(q);
+    if (!ret && rc != SQLITE_DONE) ret = fail(s, "delete");
+    for (size_t i = 0; !ret && i < n; i++) {
+        int steps[2] = {Q_ADOPT, Q_REBASE};
+        for (int k = 0; !ret && k < 2; k++) {
+            if (!(q = stmt(s, steps[k]))) {
+                ret = ACP_ESTORE;
+                break;
+            }
+            sqlite3_bind_int64(q, 1, v[i].sid);
+            if (steps[k] == Q_ADOPT) {
+                sqlite3_bind_int64(q, 2, sid);
+                sqlite3_bind_int64(q, 3, base_seq);
+                sqlite3_bind_int64(q, 4, v[i].hi);
+            } else {
+                if (has_base)
+                    sqlite3_bind_int64(q, 2, base);
+                else
+                    sqlite3_bind_null(q, 2);
+                sqlite3_bind_int64(q, 3, v[i].hi < base_seq ? v[i].hi : base_seq);
+            }
+            if (db_step(s, q) != SQLITE_DONE) ret = fail(s, "delete");
+            sqlite3_reset(q);
+        }
+    }
+    free(v);
+    return ret;
+}
+
 /* Deletes one session's history and row by its key. */
 static int remove_sid(sq_store *s, sqlite3_int64 sid)
 {
+    int ret = release_dependents(s, sid);
+    if (ret) return ret;
     for (int k = Q_DEL_UPDATES; k <= Q_DEL_SESSION; k++) {
         sqlite3_stmt *q = stmt(s, k);
         if (!q) return ACP_ESTORE;
@@ -884,8 +1041,8 @@ static int sq_set_system_prompt(acp_store *st, const char *id, int64_t fence, co
     return set_text(st, Q_SET_PROMPT, "set system prompt", id, fence, json);
 }
 
-/* One write transaction (BEGIN IMMEDIATE: no commit of the source's can land between the
- * row and its history). */
+/* One statement: the fork's row takes the source's last seq as the end of what it shares (its
+ * base_seq), so no update of the source's can fall between them, and nothing is copied. */
 static int sq_fork(acp_store *st, const char *src, const acp_store_session *in, const char *holder,
                    unsigned ttl_ms)
 {
@@ -905,12 +1062,7 @@ static int sq_fork(acp_store *st, const char *src, const acp_store_session *in, 
     if (rc != SQLITE_DONE) return finish(s, fail(s, "fork"));
     if (sqlite3_changes(s->db) == 0)
         return finish(s, acp_error_set(ACP_ENOTFOUND, "no session %s", src));
-    if (!(q = stmt(s, Q_FORK_UPDATES))) return finish(s, ACP_ESTORE);
-    bind_text(q, 1, in->id);
-    bind_text(q, 2, src);
-    rc = db_step(s, q);
-    sqlite3_reset(q);
-    return finish(s, rc == SQLITE_DONE ? 0 : fail(s, "fork"));
+    return finish(s, 0);
 }
 
 static const acp_store_ops sqlite_ops = {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The store contract for acp_store_fork (see contract.h): every backend copies a session's
- * history into a new session, and the two never share anything afterwards. */
+/* The store contract for acp_store_fork (see contract.h): a fork's history is its source's up to
+ * the fork, then its own; whatever happens to either later (appends, deletes, forks of forks)
+ * never reaches the other. SQLite shares the source's rows (sessions.base), PostgreSQL copies
+ * them: the contract is the same. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -228,6 +230,111 @@ static void t_fork_errors(void **state)
     assert_int_equal(history(f->st, "fork"), 1);
 }
 
+/* Appends {"n":from} .. {"n":to} to id. */
+static void more(acp_store *st, const char *id, int from, int to)
+{
+    char j[32];
+    for (int i = from; i <= to; i++) {
+        int len = snprintf(j, sizeof j, "{\"n\":%d}", i);
+        assert_int_equal(acp_store_append(st, id, 0, j, (size_t)len), 0);
+    }
+    assert_int_equal(acp_store_commit(st, T1), 0);
+}
+
+/* The history of id read in pages of about `bytes` (each page at least one update): every
+ * update once, in order, `done` only with the last page. Returns how many. */
+static int64_t paged(acp_store *st, const char *id, size_t bytes)
+{
+    seen s = {0};
+    int64_t after = 0, pages = 0;
+    for (bool done = false; !done; pages++) {
+        int64_t last = -1;
+        int64_t before = s.n;
+        assert_int_equal(acp_store_replay(st, id, after, bytes, check, &s, &last, &done), 0);
+        if (!done) assert_true(s.n > before); /* a page that is not the last gives something */
+        after = last;
+        assert_true(pages < 100000);
+    }
+    assert_int_equal(s.bad, 0);
+    if (s.n) assert_int_equal(s.first, 1);
+    if (s.n) assert_int_equal(s.last, s.n);
+    return s.n;
+}
+
+/* Forks of forks, each with updates of its own, read whole and in pages of every size: the
+ * joins between what a fork shares and what it added never lose, repeat or misorder an
+ * update, and `done` comes with the last one. */
+static void t_fork_chain_paged(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 3);
+    acp_store_session d = row("f1", "/w", T1);
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), 0);
+    more(f->st, "f1", 4, 6);
+    more(f->st, "src", 4, 9); /* the source goes on: none of it reaches f1 */
+    d.id = (char *)"f2";
+    assert_int_equal(acp_store_fork(f->st, "f1", &d, NULL, 0, NULL), 0);
+    d.id = (char *)"f3"; /* a fork that adds nothing, forked again */
+    assert_int_equal(acp_store_fork(f->st, "f2", &d, NULL, 0, NULL), 0);
+    more(f->st, "f3", 7, 8);
+    assert_int_equal(history(f->st, "src"), 9);
+    assert_int_equal(history(f->st, "f1"), 6);
+    assert_int_equal(history(f->st, "f2"), 6);
+    assert_int_equal(history(f->st, "f3"), 8);
+    /* {"n":k} is 7 or 8 bytes: pages of one update, of two, three, ... */
+    for (size_t bytes = 1; bytes <= 64; bytes += 7) {
+        assert_int_equal(paged(f->st, "f3", bytes), 8);
+        assert_int_equal(paged(f->st, "f1", bytes), 6);
+    }
+    /* From the middle: what follows seq 5 of f3 is 6, 7, 8. */
+    seen s = {0};
+    int64_t last = 0;
+    bool done = false;
+    assert_int_equal(acp_store_replay(f->st, "f3", 5, 0, check, &s, &last, &done), 0);
+    assert_true(done);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.first, 6);
+    assert_int_equal(last, 8);
+}
+
+/* Deleting a session in the middle of a chain, or one forked from at two points, leaves every
+ * other history whole (each takes what it shared with the deleted one). */
+static void t_fork_delete_shared(void **state)
+{
+    fx *f = *state;
+    mk(f->st, "src", 2);
+    acp_store_session d = row("at2", "/w", T1);
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), 0);
+    more(f->st, "src", 3, 4);
+    d.id = (char *)"at4";
+    assert_int_equal(acp_store_fork(f->st, "src", &d, NULL, 0, NULL), 0);
+    more(f->st, "at4", 5, 7);
+    d.id = (char *)"at6"; /* from at4 (whose 5..6 are its own) at 7 */
+    assert_int_equal(acp_store_fork(f->st, "at4", &d, NULL, 0, NULL), 0);
+    more(f->st, "at4", 8, 8);
+    more(f->st, "at2", 3, 5);
+    assert_int_equal(acp_store_delete(f->st, "src"), 0);
+    assert_int_equal(history(f->st, "at2"), 5);
+    assert_int_equal(history(f->st, "at4"), 8);
+    assert_int_equal(history(f->st, "at6"), 7);
+    assert_int_equal(acp_store_delete(f->st, "at4"), 0);
+    assert_int_equal(history(f->st, "at6"), 7);
+    assert_int_equal(paged(f->st, "at6", 8), 7);
+    more(f->st, "at6", 8, 9);
+    assert_int_equal(history(f->st, "at6"), 9);
+    assert_int_equal(history(f->st, "at2"), 5);
+    /* A subagent child forked, then its parent (and so the child) deleted: the fork stays. */
+    acp_store_session p = row("parent", "/w", T0), c = row("child", "/w", T0);
+    assert_int_equal(acp_store_create(f->st, &p), 0);
+    c.parent = (char *)"parent";
+    assert_int_equal(acp_store_create(f->st, &c), 0);
+    more(f->st, "child", 1, 3);
+    d.id = (char *)"child-fork";
+    assert_int_equal(acp_store_fork(f->st, "child", &d, NULL, 0, NULL), 0);
+    assert_int_equal(acp_store_delete(f->st, "parent"), 0);
+    assert_int_equal(history(f->st, "child-fork"), 3);
+}
+
 /* The size the issue names: 20,000 updates, copied whole in one call. */
 static void t_fork_large(void **state)
 {
@@ -244,8 +351,8 @@ int store_fork_contract_run(const store_contract_env *env)
     void *e = (void *)env;
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
     const struct CMUnitTest tests[] = {
-        T(t_fork_copies), T(t_fork_own_meta), T(t_fork_independent),
-        T(t_fork_delete), T(t_fork_errors),   T(t_fork_large),
+        T(t_fork_copies), T(t_fork_own_meta), T(t_fork_independent), T(t_fork_delete),
+        T(t_fork_errors), T(t_fork_large),    T(t_fork_chain_paged), T(t_fork_delete_shared),
     };
 #undef T
     char name[128];

@@ -154,7 +154,7 @@ static void t_fresh_file_settings(void **state)
     assert_int_equal(sb.st_mode & 077, 0);
     acp_store_close(st);
     assert_raw(f->db, "PRAGMA journal_mode", "wal"); /* persistent in the file */
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "7");
     assert_raw(f->db,
                "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_list"
                " WHERE strict = 1 AND schema = 'main' ORDER BY name)",
@@ -162,8 +162,8 @@ static void t_fresh_file_settings(void **state)
     assert_raw(f->db,
                "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE"
                " type = 'index' AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name)",
-               "sessions_by_archived,sessions_by_cwd,sessions_by_cwd_archived,sessions_by_parent,"
-               "sessions_by_time");
+               "sessions_by_archived,sessions_by_base,sessions_by_cwd,sessions_by_cwd_archived,"
+               "sessions_by_parent,sessions_by_time");
     /* list and replay are index walks, not sorts or scans */
     char *plan = raw_plan(f->db, "SELECT id FROM sessions WHERE cwd = 'x'"
                                  " AND (updated_at < '1' OR (updated_at = '1' AND id < 'a'))"
@@ -177,7 +177,8 @@ static void t_fresh_file_settings(void **state)
     assert_non_null(strstr(plan, "sessions_by_time"));
     assert_null(strstr(plan, "TEMP B-TREE"));
     free(plan);
-    plan = raw_plan(f->db, "SELECT seq, json FROM updates WHERE sid = 1 AND seq > 5 ORDER BY seq");
+    plan = raw_plan(f->db, "SELECT seq, json FROM updates WHERE sid = 1 AND seq > 5 AND seq <= 9"
+                           " ORDER BY seq");
     assert_non_null(strstr(plan, "PRIMARY KEY") ? plan : strstr(plan, "sqlite_autoindex_updates"));
     assert_null(strstr(plan, "TEMP B-TREE"));
     free(plan);
@@ -193,7 +194,7 @@ static void t_migrate_from_v0(void **state)
     assert_int_equal(acp_store_append(st, "a", 0, "{}", 2), 0);
     assert_int_equal(acp_store_commit(st, NULL), 0);
     acp_store_close(st);
-    assert_raw(f->db, "SELECT version FROM schema_version", "6");
+    assert_raw(f->db, "SELECT version FROM schema_version", "7");
     assert_raw(f->db, "SELECT x FROM notes", "keep me");
     /* opening again changes nothing */
     st = open_ok(f->db);
@@ -278,10 +279,10 @@ static void t_migrate_v1_to_v2(void **state)
     fx *f = *state;
     raw_exec(f->db, V1_FILE);
     acp_store *st = open_ok(f->db);
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "7");
     assert_raw(f->db, "SELECT group_concat(name, ',') FROM pragma_table_info('sessions')",
                "sid,id,cwd,add_dirs,title,created_at,updated_at,last_seq,state,lease_holder,"
-               "lease_epoch,lease_expires,archived,system_prompt,parent,lease_busy");
+               "lease_epoch,lease_expires,archived,system_prompt,parent,lease_busy,base,base_seq");
     assert_raw(f->db, "SELECT count(*) FROM sessions WHERE sid = 7 AND state IS NULL", "1");
     /* v4: the old sessions are not archived and have no system prompt */
     assert_raw(f->db, "SELECT count(*) FROM sessions WHERE archived = 0 AND system_prompt IS NULL",
@@ -298,7 +299,7 @@ static void t_migrate_v1_to_v2(void **state)
     st = open_ok(f->db);
     assert_old(st, "{\"mode\":\"code\"}");
     acp_store_close(st);
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "7");
     assert_raw(f->db, "PRAGMA integrity_check", "ok");
 }
 
@@ -584,7 +585,7 @@ static void t_concurrent_first_open(void **state)
     }
     assert_raw(f->db, "SELECT count(*) FROM sessions", "6");
     assert_raw(f->db, "SELECT count(*) FROM updates", "6");
-    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "6");
+    assert_raw(f->db, "SELECT group_concat(version) FROM schema_version", "7");
 }
 
 /* --- secure delete --------------------------------------------------------------------- */
@@ -655,6 +656,36 @@ static void t_delete_leaves_no_bytes(void **state)
     assert_raw(f->db, "PRAGMA integrity_check", "ok");
 }
 
+/* A fork shares its source's rows instead of copying them; deleting the source gives the fork
+ * the rows it shared, and deleting both leaves none of their bytes. */
+static void t_fork_shares_history(void **state)
+{
+    fx *f = *state;
+    acp_store *st = open_ok(f->db);
+    mk(st, "src");
+    char u[64];
+    for (int i = 0; i < 1000; i++) {
+        int n = snprintf(u, sizeof u, "{\"t\":\"SHARED-MARK-4242 %d\"}", i);
+        assert_int_equal(acp_store_append(st, "src", 0, u, (size_t)n), 0);
+    }
+    assert_int_equal(acp_store_commit(st, NULL), 0);
+    acp_store_session d = {.struct_size = sizeof d, .id = "fork", .cwd = "/w", .add_dirs = "[]"};
+    acp_store_now(d.created_at);
+    acp_store_now(d.updated_at);
+    assert_int_equal(acp_store_fork(st, "src", &d, NULL, 0, NULL), 0);
+    assert_raw(f->db, "SELECT count(*) FROM updates", "1000"); /* nothing copied */
+    assert_raw(f->db, "SELECT base_seq FROM sessions WHERE id = 'fork'", "1000");
+    assert_int_equal(acp_store_delete(st, "src"), 0);
+    assert_raw(f->db, "SELECT count(*) FROM updates", "1000"); /* now the fork's own */
+    assert_raw(f->db, "SELECT base IS NULL FROM sessions WHERE id = 'fork'", "1");
+    assert_true(store_has(f->db, "SHARED-MARK-4242"));
+    assert_int_equal(acp_store_delete(st, "fork"), 0);
+    assert_raw(f->db, "SELECT count(*) FROM updates", "0");
+    acp_store_close(st);
+    assert_false(store_has(f->db, "SHARED-MARK-4242"));
+    assert_raw(f->db, "PRAGMA integrity_check", "ok");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -662,7 +693,7 @@ int main(void)
         T(t_fresh_file_settings),      T(t_migrate_from_v0),        T(t_open_v1_file),
         T(t_migrate_v1_to_v2),         T(t_newer_version_refused),  T(t_open_errors),
         T(t_failed_writes_are_atomic), T(t_kill_mid_transaction),   T(t_two_processes_one_session),
-        T(t_concurrent_first_open),    T(t_delete_leaves_no_bytes),
+        T(t_concurrent_first_open),    T(t_delete_leaves_no_bytes), T(t_fork_shares_history),
     };
 #undef T
     return cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
