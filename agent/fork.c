@@ -2,16 +2,17 @@
 /* session/fork (unstable: schema.unstable.json, rfds/session-fork.mdx): a new session whose
  * history is the source's up to now.
  *
- * The store copies the history (acp_store_fork: INSERT ... SELECT in one transaction), so the
- * two sessions share nothing afterwards: a delete of either leaves the other whole, and a
- * load of the fork replays the whole inherited conversation from its own rows. The fork is
- * opened as session/new opens a session (the same params parsing: cwd, additionalDirectories,
- * mcpServers, bounds), under this agent's lease; the source needs no lease (the copy is a read
- * of it), so a session open elsewhere, or open here with a turn running, can be forked too:
- * what is copied is what is committed, and whatever the client has seen of the source is (an
- * update is committed before the client can see it; the source's held updates are committed
- * first). The engine forks its own state in engine.session_fork (acp/agent.h), else its
- * session_setup rebuilds it from the fork's stored history as a load would. */
+ * The store gives the fork the source's history (acp_store_fork: shared on SQLite, copied on
+ * PostgreSQL), and nothing that happens to either afterwards reaches the other: a delete of
+ * either leaves the other whole, and a load of the fork replays the whole inherited
+ * conversation. The fork is opened as session/new opens a session (the same params parsing:
+ * cwd, additionalDirectories, mcpServers, bounds), under this agent's lease; the source needs no
+ * lease (the fork only reads it), so a session open elsewhere, or open here with a turn
+ * running, can be forked too: what the fork gets is what is committed, and whatever the client
+ * has seen of the source is (an update is committed before the client can see it; the source's
+ * held updates are committed first). The engine forks its own state in engine.session_fork
+ * (acp/agent.h), else its session_setup rebuilds it from the fork's stored history as a load would.
+ */
 #include <stdlib.h>
 #include <string.h>
 

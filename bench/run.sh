@@ -846,7 +846,7 @@ bench_fork() {
     CUR="fork"
     out "## fork: session/fork of a 20,000-message session (issue 22, unstable)"
     out
-    out "libacp: acp-agent copies the history inside SQLite (one INSERT ... SELECT transaction). The"
+    out "libacp: acp-agent's SQLite store shares the source's history (schema v7: the fork names its base). The"
     out "SDK peer (bench/ts-agent/agent.mjs, its JSON-file store): a new meta file and fs.copyFileSync"
     out "of the source's history file."
     out

@@ -114,11 +114,12 @@ int acp_store_create_leased(acp_store *st, const acp_store_session *s, const cha
  * acp_store_create_leased() makes it (dst's id, cwd, add_dirs and timestamps; the lease taken
  * by holder for ttl_ms, its epoch into *fence, when holder is non-NULL; no lease and *fence 0
  * when NULL), whose title, state and system_prompt are dst's when set, else src's (archived
- * is dst's), and whose history is a copy of src's committed history, update for update, under
- * the same seqs. A copy, not a
- * reference: nothing of src changes, and deleting either session later leaves the other
- * whole. Appends to src still in the batch are not copied (commit first). A concurrent
- * commit or delete of src is either wholly before the copy or wholly after it. Needs no lease
+ * is dst's), and whose history is src's committed history, update for update, under the same
+ * seqs, then its own. Nothing of src changes, and whatever happens to either session later
+ * (appends, deletes, forks) never reaches the other: a backend may share the rows (SQLite
+ * does, until a delete gives the survivor its own copy) or copy them (PostgreSQL). Appends to
+ * src still in the batch are not in the fork (commit first). A concurrent commit or delete of
+ * src is either wholly before the fork or wholly after it. Needs no lease
  * on src. ACP_ENOTFOUND when src does not exist; ACP_EINVAL as acp_store_create_leased(). */
 int acp_store_fork(acp_store *st, const char *src, const acp_store_session *dst, const char *holder,
                    unsigned ttl_ms, int64_t *fence);
