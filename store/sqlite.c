@@ -72,8 +72,8 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN lease_busy INTEGER NOT NULL DEFAULT 0;",
     /* v6 -> v7: a fork continues its source's history instead of copying it. base is the sid
      * of the session whose history, up to base_seq, is this one's beginning (NULL: none); the
-     * session's own updates are those after base_seq. A base that is deleted first gives its
-     * dependents the updates they took from it (remove_sid). */
+     * session's own updates are those after base_seq. A base that is deleted first hands its
+     * dependents the updates they took from it (release_dependents). */
     "ALTER TABLE sessions ADD COLUMN base INTEGER;"
     "ALTER TABLE sessions ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX sessions_by_base ON sessions (base) WHERE base IS NOT NULL;",
@@ -108,7 +108,7 @@ enum {
     Q_FORK,
     Q_BASE,
     Q_DEPENDENTS,
-    Q_ADOPT,
+    Q_MOVE,
     Q_REBASE,
     /* Q_LIST.. Q_LIST_CWD_AFTER again for archived = 0, then for archived = 1. */
     Q_LIST_X,
@@ -201,9 +201,8 @@ static const char *const sql[Q_COUNT] = {
     [Q_BASE] = "SELECT base, base_seq FROM sessions WHERE sid = ?1",
     [Q_DEPENDENTS] = "SELECT sid, base_seq FROM sessions WHERE base = ?1",
     /* A dependent (?1) takes the updates it shares with its base (?2): the base's own ones
-     * (after ?3) up to where the dependent began (?4). */
-    [Q_ADOPT] = "INSERT INTO updates (sid, seq, json) SELECT ?1, seq, json FROM updates"
-                " WHERE sid = ?2 AND seq > ?3 AND seq <= ?4",
+     * (after ?3) up to where the dependent began (?4). Its own come after: no key collides. */
+    [Q_MOVE] = "UPDATE updates SET sid = ?1 WHERE sid = ?2 AND seq > ?3 AND seq <= ?4",
     [Q_REBASE] = "UPDATE sessions SET base = ?2, base_seq = ?3 WHERE sid = ?1",
 };
 
@@ -810,8 +809,26 @@ static int sq_list(acp_store *st, const char *cwd, int archived, const char *cur
     return ret;
 }
 
-/* The sessions that continue sid's history (forks of it) take what they share with it, and
- * then continue its base instead, so that deleting it takes nothing from them. */
+/* Points session `of` at base (NULL when !has) up to base_seq. */
+static int rebase(sq_store *s, sqlite3_int64 of, bool has, sqlite3_int64 base, int64_t base_seq)
+{
+    sqlite3_stmt *q = stmt(s, Q_REBASE);
+    if (!q) return ACP_ESTORE;
+    sqlite3_bind_int64(q, 1, of);
+    if (has)
+        sqlite3_bind_int64(q, 2, base);
+    else
+        sqlite3_bind_null(q, 2);
+    sqlite3_bind_int64(q, 3, base_seq);
+    int rc = db_step(s, q);
+    sqlite3_reset(q);
+    return rc == SQLITE_DONE ? 0 : fail(s, "delete");
+}
+
+/* Before sid is deleted, the sessions that continue its history (forks of it) must not lose
+ * any of it. The one that took the most (the heir) takes sid's own rows it shared, moved under
+ * its key rather than copied, and continues sid's base; the others continue the heir, whose
+ * history up to where they began is now what sid's was. */
 static int release_dependents(sq_store *s, sqlite3_int64 sid)
 {
     sqlite3_stmt *q = stmt(s, Q_BASE);
@@ -826,7 +843,7 @@ static int release_dependents(sq_store *s, sqlite3_int64 sid)
     /* The dependents first (a statement must not read rows that the loop changes). */
     if (!(q = stmt(s, Q_DEPENDENTS))) return ACP_ESTORE;
     sqlite3_bind_int64(q, 1, sid);
-    level *v = NULL;
+    level *v = NULL, *heir = NULL;
     size_t n = 0, cap = 0;
     int ret = 0;
     while ((rc = db_step(s, q)) == SQLITE_ROW) {
@@ -842,29 +859,24 @@ static int release_dependents(sq_store *s, sqlite3_int64 sid)
     }
     sqlite3_reset(q);
     if (!ret && rc != SQLITE_DONE) ret = fail(s, "delete");
-    for (size_t i = 0; !ret && i < n; i++) {
-        int steps[2] = {Q_ADOPT, Q_REBASE};
-        for (int k = 0; !ret && k < 2; k++) {
-            if (!(q = stmt(s, steps[k]))) {
-                ret = ACP_ESTORE;
-                break;
-            }
-            sqlite3_bind_int64(q, 1, v[i].sid);
-            if (steps[k] == Q_ADOPT) {
-                sqlite3_bind_int64(q, 2, sid);
-                sqlite3_bind_int64(q, 3, base_seq);
-                sqlite3_bind_int64(q, 4, v[i].hi);
-            } else {
-                if (has_base)
-                    sqlite3_bind_int64(q, 2, base);
-                else
-                    sqlite3_bind_null(q, 2);
-                sqlite3_bind_int64(q, 3, v[i].hi < base_seq ? v[i].hi : base_seq);
-            }
-            if (db_step(s, q) != SQLITE_DONE) ret = fail(s, "delete");
-            sqlite3_reset(q);
+    for (size_t i = 0; !ret && i < n; i++)
+        if (!heir || v[i].hi > heir->hi) heir = &v[i];
+    if (!ret && heir) {
+        if (!(q = stmt(s, Q_MOVE))) {
+            free(v);
+            return ACP_ESTORE;
         }
+        sqlite3_bind_int64(q, 1, heir->sid);
+        sqlite3_bind_int64(q, 2, sid);
+        sqlite3_bind_int64(q, 3, base_seq);
+        sqlite3_bind_int64(q, 4, heir->hi);
+        if (db_step(s, q) != SQLITE_DONE) ret = fail(s, "delete");
+        sqlite3_reset(q);
     }
+    for (size_t i = 0; !ret && i < n; i++)
+        ret = &v[i] == heir
+                  ? rebase(s, heir->sid, has_base, base, heir->hi < base_seq ? heir->hi : base_seq)
+                  : rebase(s, v[i].sid, true, heir->sid, v[i].hi);
     free(v);
     return ret;
 }

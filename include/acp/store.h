@@ -117,10 +117,10 @@ int acp_store_create_leased(acp_store *st, const acp_store_session *s, const cha
  * is dst's), and whose history is src's committed history, update for update, under the same
  * seqs, then its own. Nothing of src changes, and whatever happens to either session later
  * (appends, deletes, forks) never reaches the other: a backend may share the rows (SQLite
- * does, until a delete gives the survivor its own copy) or copy them (PostgreSQL). Appends to
+ * does, until a delete hands them to a surviving fork) or copy them (PostgreSQL). Appends to
  * src still in the batch are not in the fork (commit first). A concurrent commit or delete of
- * src is either wholly before the fork or wholly after it. Needs no lease
- * on src. ACP_ENOTFOUND when src does not exist; ACP_EINVAL as acp_store_create_leased(). */
+ * src is either wholly before the fork or wholly after it. Needs no lease on src. ACP_ENOTFOUND
+ * when src does not exist; ACP_EINVAL as acp_store_create_leased(). */
 int acp_store_fork(acp_store *st, const char *src, const acp_store_session *dst, const char *holder,
                    unsigned ttl_ms, int64_t *fence);
 /* Reads one session into *out (struct_size set by the caller; caller clears it).
