@@ -62,6 +62,10 @@ static void sock_close(acp_sock *s, const char *reason, bool graceful);
 static void maybe_free(acp_sock *s)
 {
     if (!s->closed || s->handles > 0 || s->reqs > 0) return;
+    /* on_close first, while the socket still counts in its group: the callback may close the
+     * group's owner (acp serve closes its listener when its last connection ends), which must
+     * not free the group under us. The group learns it is empty after. */
+    if (s->cbs.on_close) s->cbs.on_close(s, s->reason ? s->reason : "closed", s->user);
     if (s->g) {
         if (s->gprev)
             s->gprev->gnext = s->gnext;
@@ -70,7 +74,6 @@ static void maybe_free(acp_sock *s)
         if (s->gnext) s->gnext->gprev = s->gprev;
         s->g->count--;
     }
-    if (s->cbs.on_close) s->cbs.on_close(s, s->reason ? s->reason : "closed", s->user);
     acp_sock_group *g = s->g;
     acp_tls_free(s->tls);
     acp_tls_ctx_free(s->ctx);
