@@ -60,7 +60,7 @@ typedef struct side {
 } side;
 
 /* On Linux the agent's bytes wait for the examiner in pipes of their own, a chain of them: tee(2)
- * put them there without a copy, and the examiner reads them when it gets to them. Holding a
+ * puts them there without a copy, and the examiner reads them when it gets to them. Holding a
  * fast stream until the checks caught up cost the stream a third of its speed in fresh process
  * memory, and a tenth in a spool file: the copy was the cost (bench/RESULTS.md). */
 typedef struct hold {
