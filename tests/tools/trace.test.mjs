@@ -257,3 +257,20 @@ test("acp trace: standard input and output may be files", (t) => {
   assert.equal(records(file).filter((x) => x.dir === "agent").length, out.length);
   assert.deepEqual(findings(file), []);
 });
+
+test("acp trace: the file is current while the session runs, so an editor that kills it loses nothing said", async (t) => {
+  const dir = temp(t);
+  const file = join(dir, "trace.jsonl");
+  const tr = traced(t, file, [AGENT, "--store", join(dir, "s.db")]);
+  const c = rawClient(tr, () => ({}));
+  c.send({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } });
+  await c.reply(1);
+  c.send({ id: 2, method: "session/new", params: { cwd: dir, mcpServers: [] } });
+  await c.reply(2);
+  await sleep(200); // an editor closing: no EOF, no grace
+  tr.p.kill("SIGKILL");
+  await tr.exited;
+  const recs = records(file);
+  assert.deepEqual(recs.filter((r) => r.dir === "client").map((r) => r.msg.method), ["initialize", "session/new"]);
+  assert.equal(recs.filter((r) => r.dir === "agent" && r.msg.id === 2 && r.msg.result?.sessionId).length, 1);
+});

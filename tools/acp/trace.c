@@ -85,6 +85,7 @@ typedef struct seg {
 #define HOLD_SIZE  (1 << 20)            /* a holding pipe's capacity, where the system allows it */
 #define MAX_HOLDS  256                  /* then the agent's bytes are read and queued too */
 #define QUEUE_MAX  ((size_t)256 << 20)  /* of bytes in memory: the relays wait beyond this */
+#define DEFER_MIN  ((size_t)256 << 10)  /* a backlog this big is a flood: the checks wait */
 #define DEFER_MAX  ((size_t)128 << 20)  /* beyond this the examiner no longer waits for a pause */
 #define QUIET_NS   ((uint64_t)10000000) /* a pause: no read for 10 ms */
 #define MAX_LAG_NS ((uint64_t)1000000000) /* the checks wait for a pause at most 1 s */
@@ -513,9 +514,12 @@ static void examiner(void *arg)
         napped = false;
         uint64_t now_ns = uv_hrtime();
         if (!deferred) deferred = now_ns;
-        if (!behind && t->queued + t->chained < DEFER_MAX && t->holds < MAX_HOLDS / 2 &&
+        size_t backlog = t->queued + t->chained;
+        if (!behind && backlog >= DEFER_MIN && backlog < DEFER_MAX && t->holds < MAX_HOLDS / 2 &&
             now_ns - t->last_read < QUIET_NS) {
-            /* Bytes are flowing: the checks wait for a pause, for at most MAX_LAG_NS. */
+            /* A flood: the checks wait for a pause, for at most MAX_LAG_NS. A few messages
+             * (a conversation, a model's tokens) are examined at once: the file is current
+             * when the client stops, the way an editor stops its agent. */
             behind = now_ns - deferred > MAX_LAG_NS;
             uv_mutex_unlock(&t->mu);
             uv_sleep((unsigned)(QUIET_NS / 1000000));
