@@ -191,6 +191,14 @@ void agent_reply_store_error(acp_agent *a, acp_req *req)
     agent_store_error(req, acp_error_last()->message);
 }
 
+int agent_stored(acp_agent *a, const char *id)
+{
+    acp_store_session row = ACP_STORE_SESSION_INIT;
+    int rc = acp_store_get(a->store, id, &row);
+    acp_store_session_clear(&row);
+    return rc;
+}
+
 void agent_reply_not_found(acp_req *req, const char *id)
 {
     acp_req_error(req, ACP_RPC_NOT_FOUND, json_pack("{ss}", "sessionId", id),

@@ -305,6 +305,8 @@ void agent_pump_start(acp_agent *a);
 void agent_mark_dirty(acp_agent *a, acp_session *s);
 void agent_reply_store_error(acp_agent *a, acp_req *req); /* the store's own last error */
 void agent_store_error(acp_req *req, const char *errmsg); /* -32603 with that sentence */
+/* Whether the store has session id: 0, ACP_ENOTFOUND, or the store's error (said). */
+int agent_stored(acp_agent *a, const char *id);
 /* -32002 for a session id that is neither open nor stored, the id in error.data.sessionId. */
 void agent_reply_not_found(acp_req *req, const char *id);
 /* -32002 for an open session that was deleted from the store elsewhere, or (fenced) taken

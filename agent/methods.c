@@ -245,10 +245,7 @@ static void h_load_or_resume(acp_agent *a, acp_req *req, bool load)
         free(sp);
         /* Failed; if because it is not stored any more (-32002), the one open here was
          * deleted elsewhere: it goes too. */
-        acp_store_session row = ACP_STORE_SESSION_INIT;
-        if (old && acp_store_get(a->store, old->id, &row) == ACP_ENOTFOUND)
-            session_gone(old, false);
-        acp_store_session_clear(&row);
+        if (old && agent_stored(a, old->id) == ACP_ENOTFOUND) session_gone(old, false);
         return;
     }
     if (old) {

@@ -253,9 +253,7 @@ static void archive(acp_agent *a, acp_req *req, bool on)
     if (!agent_accept(a, req, &params_session, true)) return;
     const char *id = session_id_param(req);
     /* Known first: an unknown id must not close a session (there is none) nor answer {}. */
-    acp_store_session row = ACP_STORE_SESSION_INIT;
-    int rc = acp_store_get(a->store, id, &row);
-    acp_store_session_clear(&row);
+    int rc = agent_stored(a, id);
     if (rc) {
         reply_store(a, req, id, rc);
         return;
@@ -297,14 +295,10 @@ static void h_status(acp_conn *c, acp_req *req, void *user)
     if (s && !s->gone) lease_still_ours(s); /* taken over by another agent: not open here */
     bool open = (s && !s->gone) ||
                 (a->bounds && a->bounds->session_open && a->bounds->session_open(a->bounds, id));
-    if (!open) {
-        acp_store_session row = ACP_STORE_SESSION_INIT;
-        int rc = acp_store_get(a->store, id, &row);
-        acp_store_session_clear(&row);
-        if (rc) {
-            reply_store(a, req, id, rc);
-            return;
-        }
+    int rc = open ? 0 : agent_stored(a, id);
+    if (rc) {
+        reply_store(a, req, id, rc);
+        return;
     }
     acp_req_reply(req, json_pack("{ss}", "status", open ? "open" : "saved"));
 }

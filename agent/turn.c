@@ -177,9 +177,7 @@ static void check_stored(acp_session *s)
     if (s->dirty || s->gone) return;
     acp_agent *a = s->a;
     if (s->fence) return; /* turn_decide's idle mark of the lease says both */
-    acp_store_session row = ACP_STORE_SESSION_INIT;
-    if (acp_store_get(a->store, s->id, &row) == ACP_ENOTFOUND) session_gone(s, false);
-    acp_store_session_clear(&row);
+    if (agent_stored(a, s->id) == ACP_ENOTFOUND) session_gone(s, false);
 }
 
 int acp_turn_end(acp_turn *t, const char *stop_reason)
