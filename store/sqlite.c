@@ -643,45 +643,55 @@ typedef struct level {
 
 #define MAX_LEVELS 4096 /* forks of forks; more would be a loop in a damaged file */
 
+/* Session sid's base (*has false: none) and the seq up to which it continues it: 0, or
+ * ACP_ENOTFOUND when there is no session sid, or the store's error. */
+static int base_of(sq_store *s, sqlite3_int64 sid, bool *has, sqlite3_int64 *base,
+                   int64_t *base_seq, const char *what)
+{
+    sqlite3_stmt *q = stmt(s, Q_BASE);
+    if (!q) return ACP_ESTORE;
+    sqlite3_bind_int64(q, 1, sid);
+    int rc = db_step(s, q);
+    *has = rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL;
+    *base = *has ? sqlite3_column_int64(q, 0) : 0;
+    *base_seq = rc == SQLITE_ROW ? sqlite3_column_int64(q, 1) : 0;
+    sqlite3_reset(q);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? ACP_ENOTFOUND : fail(s, what);
+}
+
+static int levels_push(level **v, size_t *n, size_t *cap, level l)
+{
+    if (*n == *cap) {
+        level *nv = realloc(*v, (*cap = *cap ? 2 * *cap : 4) * sizeof **v);
+        if (!nv) return acp_error_set(ACP_ENOMEM, "sqlite: out of memory reading a fork");
+        *v = nv;
+    }
+    (*v)[(*n)++] = l;
+    return 0;
+}
+
 static int levels_of(sq_store *s, sqlite3_int64 sid, level **out, size_t *n)
 {
     level *v = NULL;
     size_t cap = 0;
     int64_t hi = INT64_MAX;
+    int ret = 0;
     *n = 0;
-    for (bool more = true; more;) {
-        sqlite3_stmt *q = stmt(s, Q_BASE);
-        if (!q) {
-            free(v);
-            return ACP_ESTORE;
-        }
-        sqlite3_bind_int64(q, 1, sid);
-        int rc = db_step(s, q);
-        bool has_base = rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL;
-        sqlite3_int64 base = has_base ? sqlite3_column_int64(q, 0) : 0;
-        int64_t base_seq = rc == SQLITE_ROW ? sqlite3_column_int64(q, 1) : 0;
-        sqlite3_reset(q);
-        if (rc != SQLITE_ROW) {
-            free(v);
-            return rc == SQLITE_DONE ? acp_error_set(ACP_ESTORE, "sqlite: a fork's base is gone")
-                                     : fail(s, "replay");
-        }
-        if (*n == cap) {
-            level *nv = *n < MAX_LEVELS ? realloc(v, (cap = cap ? 2 * cap : 4) * sizeof *v) : NULL;
-            if (!nv) {
-                free(v);
-                return acp_error_set(*n < MAX_LEVELS ? ACP_ENOMEM : ACP_ESTORE,
-                                     "sqlite: history of more than %d forks", MAX_LEVELS);
-            }
-            v = nv;
-        }
-        v[(*n)++] = (level){sid, base_seq, hi};
-        more = has_base;
+    for (bool more = true; more && !ret;) {
+        sqlite3_int64 base;
+        int64_t base_seq;
+        if ((ret = base_of(s, sid, &more, &base, &base_seq, "replay")) == ACP_ENOTFOUND)
+            ret = acp_error_set(ACP_ESTORE, "sqlite: a fork's base is gone");
+        else if (!ret && *n == MAX_LEVELS)
+            ret = acp_error_set(ACP_ESTORE, "sqlite: history of more than %d forks", MAX_LEVELS);
+        else if (!ret)
+            ret = levels_push(&v, n, &cap, (level){sid, base_seq, hi});
         sid = base;
         if (base_seq < hi) hi = base_seq;
     }
-    *out = v;
-    return 0;
+    if (ret) free(v);
+    *out = ret ? NULL : v;
+    return ret;
 }
 
 /* Steps the history of level l from after `after`; q is left at its first row (or done). */
@@ -831,32 +841,21 @@ static int rebase(sq_store *s, sqlite3_int64 of, bool has, sqlite3_int64 base, i
  * history up to where they began is now what sid's was. */
 static int release_dependents(sq_store *s, sqlite3_int64 sid)
 {
-    sqlite3_stmt *q = stmt(s, Q_BASE);
-    if (!q) return ACP_ESTORE;
-    sqlite3_bind_int64(q, 1, sid);
-    int rc = db_step(s, q);
-    bool has_base = rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL;
-    sqlite3_int64 base = has_base ? sqlite3_column_int64(q, 0) : 0;
-    int64_t base_seq = rc == SQLITE_ROW ? sqlite3_column_int64(q, 1) : 0;
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? 0 : fail(s, "delete");
+    bool has_base;
+    sqlite3_int64 base;
+    int64_t base_seq;
+    int ret = base_of(s, sid, &has_base, &base, &base_seq, "delete");
+    if (ret) return ret == ACP_ENOTFOUND ? 0 : ret;
     /* The dependents first (a statement must not read rows that the loop changes). */
-    if (!(q = stmt(s, Q_DEPENDENTS))) return ACP_ESTORE;
+    sqlite3_stmt *q = stmt(s, Q_DEPENDENTS);
+    if (!q) return ACP_ESTORE;
     sqlite3_bind_int64(q, 1, sid);
     level *v = NULL, *heir = NULL;
     size_t n = 0, cap = 0;
-    int ret = 0;
-    while ((rc = db_step(s, q)) == SQLITE_ROW) {
-        if (n == cap) {
-            level *nv = realloc(v, (cap = cap ? 2 * cap : 4) * sizeof *v);
-            if (!nv) {
-                ret = acp_error_set(ACP_ENOMEM, "sqlite: out of memory deleting a fork's base");
-                break;
-            }
-            v = nv;
-        }
-        v[n++] = (level){sqlite3_column_int64(q, 0), 0, sqlite3_column_int64(q, 1)};
-    }
+    int rc = SQLITE_DONE;
+    while (!ret && (rc = db_step(s, q)) == SQLITE_ROW)
+        ret = levels_push(&v, &n, &cap,
+                          (level){sqlite3_column_int64(q, 0), 0, sqlite3_column_int64(q, 1)});
     sqlite3_reset(q);
     if (!ret && rc != SQLITE_DONE) ret = fail(s, "delete");
     for (size_t i = 0; !ret && i < n; i++)
