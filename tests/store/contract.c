@@ -14,11 +14,7 @@
 #include "acp/store.h"
 #include "contract.h"
 
-typedef struct fx {
-    const store_contract_env *env;
-    char *where;
-    acp_store *st;
-} fx;
+typedef store_fx fx;
 
 static acp_store *open_where(const char *where)
 {
@@ -29,7 +25,7 @@ static acp_store *open_where(const char *where)
     return st;
 }
 
-static int setup(void **state)
+int store_fx_setup(void **state)
 {
     const store_contract_env *env = *state;
     fx *f = calloc(1, sizeof *f);
@@ -50,7 +46,7 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
+int store_fx_teardown(void **state)
 {
     fx *f = *state;
     acp_store_close(f->st);
@@ -1815,7 +1811,7 @@ static void t_system_prompt(void **state)
 int store_contract_run(const store_contract_env *env)
 {
     void *e = (void *)env;
-#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, store_fx_setup, store_fx_teardown, e)
     const struct CMUnitTest tests[] = {
         T(t_create_get),
         T(t_set_info),

@@ -12,6 +12,16 @@ typedef struct store_contract_env {
     void *user;
 } store_contract_env;
 
+/* Each test's fixture: a fresh store from env, open. cmocka setup (the prestate is the env)
+ * and teardown; shared by the contract's files. */
+typedef struct store_fx {
+    const store_contract_env *env;
+    char *where;
+    struct acp_store *st;
+} store_fx;
+int store_fx_setup(void **state);
+int store_fx_teardown(void **state);
+
 /* Runs every contract test; returns the number of failures (0: all passed). */
 int store_contract_run(const store_contract_env *env);
 /* The same for acp_store_fork (contract_fork.c). */

@@ -19,32 +19,7 @@
 #define T0 "2026-01-01T00:00:00.000Z"
 #define T1 "2026-01-02T00:00:00.000Z"
 
-typedef struct fx {
-    char *where;
-    acp_store *st;
-} fx;
-
-static int setup(void **state)
-{
-    const store_contract_env *env = *state;
-    fx *f = calloc(1, sizeof *f);
-    if (!f || !(f->where = env->fresh(env->user)) || acp_store_open(f->where, &f->st)) {
-        if (f) free(f->where);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx *f = *state;
-    acp_store_close(f->st);
-    free(f->where);
-    free(f);
-    return 0;
-}
+typedef store_fx fx;
 
 static acp_store_session row(const char *id, const char *cwd, const char *t)
 {
@@ -57,6 +32,22 @@ static acp_store_session row(const char *id, const char *cwd, const char *t)
     return s;
 }
 
+/* Appends {"n":from} .. {"n":to} to id, committed at t. */
+static void append_n(acp_store *st, const char *id, int from, int to, const char *t)
+{
+    char j[32];
+    for (int i = from; i <= to; i++) {
+        int len = snprintf(j, sizeof j, "{\"n\":%d}", i);
+        assert_int_equal(acp_store_append(st, id, 0, j, (size_t)len), 0);
+    }
+    assert_int_equal(acp_store_commit(st, t), 0);
+}
+
+static void more(acp_store *st, const char *id, int from, int to)
+{
+    append_n(st, id, from, to, T1);
+}
+
 /* Session id in /w with n updates {"n":1} .. {"n":n}, title "T", state {"m":"x"}. */
 static void mk(acp_store *st, const char *id, int n)
 {
@@ -64,12 +55,7 @@ static void mk(acp_store *st, const char *id, int n)
     assert_int_equal(acp_store_create(st, &s), 0);
     assert_int_equal(acp_store_set_info(st, id, 0, true, "T", NULL), 0);
     assert_int_equal(acp_store_set_state(st, id, 0, "{\"m\":\"x\"}"), 0);
-    char j[32];
-    for (int i = 1; i <= n; i++) {
-        int len = snprintf(j, sizeof j, "{\"n\":%d}", i);
-        assert_int_equal(acp_store_append(st, id, 0, j, (size_t)len), 0);
-    }
-    assert_int_equal(acp_store_commit(st, T0), 0);
+    append_n(st, id, 1, n, T0);
 }
 
 typedef struct seen {
@@ -230,17 +216,6 @@ static void t_fork_errors(void **state)
     assert_int_equal(history(f->st, "fork"), 1);
 }
 
-/* Appends {"n":from} .. {"n":to} to id. */
-static void more(acp_store *st, const char *id, int from, int to)
-{
-    char j[32];
-    for (int i = from; i <= to; i++) {
-        int len = snprintf(j, sizeof j, "{\"n\":%d}", i);
-        assert_int_equal(acp_store_append(st, id, 0, j, (size_t)len), 0);
-    }
-    assert_int_equal(acp_store_commit(st, T1), 0);
-}
-
 /* The history of id read in pages of about `bytes` (each page at least one update): every
  * update once, in order, `done` only with the last page. Returns how many. */
 static int64_t paged(acp_store *st, const char *id, size_t bytes)
@@ -349,7 +324,7 @@ static void t_fork_large(void **state)
 int store_fork_contract_run(const store_contract_env *env)
 {
     void *e = (void *)env;
-#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, e)
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, store_fx_setup, store_fx_teardown, e)
     const struct CMUnitTest tests[] = {
         T(t_fork_copies), T(t_fork_own_meta), T(t_fork_independent), T(t_fork_delete),
         T(t_fork_errors), T(t_fork_large),    T(t_fork_chain_paged), T(t_fork_delete_shared),
