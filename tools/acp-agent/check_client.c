@@ -485,18 +485,26 @@ static void terminal(run *u)
     if (acp_turn_call(u->t, "terminal/create", p, on_created, u)) next(u);
 }
 
-static void on_elicit(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+/* An elicitation's answer: one of the three actions, whatever the mode. */
+static void elicit_answered(run *u, const char *id, const chk_spec *spec, const char *what,
+                            int status, const char *action, const char *error)
 {
-    run *u = user;
-    const char *action = json_string_value(json_object_get(result, "action"));
     bool ok =
         !status && action &&
         (!strcmp(action, "accept") || !strcmp(action, "decline") || !strcmp(action, "cancel"));
-    add(u, "client.elicitation.form", CHK_MUST, ok ? CHK_PASS : CHK_FAIL, &S_ELICIT, error,
-        "a form elicitation: %s",
-        ok       ? action
-        : status ? "refused"
-                 : "an unknown action");
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s: %s", what,
+             ok       ? action
+             : status ? "refused"
+                      : "an unknown action");
+    add(u, id, CHK_MUST, ok ? CHK_PASS : CHK_FAIL, spec, error, "%s", detail);
+}
+
+static void on_elicit(acp_turn *t, int status, const json_t *result, const char *error, void *user)
+{
+    run *u = user;
+    elicit_answered(u, "client.elicitation.form", &S_ELICIT, "a form elicitation", status,
+                    json_string_value(json_object_get(result, "action")), error);
     if (!status) valid(u, "client.elicitation.form", "elicitation/create", result);
     next(u);
 }
@@ -520,14 +528,10 @@ static void on_elicit_url(acp_session *s, int status, const char *action, const 
                           const char *error, void *user)
 {
     run *u = user;
-    bool ok =
-        !status && action &&
-        (!strcmp(action, "accept") || !strcmp(action, "decline") || !strcmp(action, "cancel"));
-    add(u, "client.elicitation.url", CHK_MUST, ok ? CHK_PASS : CHK_FAIL, &S_ELICIT_URL, error,
-        "a URL elicitation (https://example.invalid/, never to be opened without consent): %s",
-        ok       ? action
-        : status ? "refused"
-                 : "an unknown action");
+    elicit_answered(u, "client.elicitation.url", &S_ELICIT_URL,
+                    "a URL elicitation (https://example.invalid/, never to be opened without "
+                    "consent)",
+                    status, action, error);
     /* The interaction is over either way: the client is told, as URL mode has it, and must
      * take the notification quietly (the next step's call shows the connection lives on). */
     if (u->elicit_id[0]) acp_agent_elicit_complete(acp_session_agent(s), u->elicit_id);
