@@ -389,14 +389,24 @@ static void examine(tracer *t, int dir, const char *line, size_t n)
 
 /* --- the queue and the examiner thread ---------------------------------------------------- */
 
-/* Queues a segment (with mu held: segments are in the order they were read, times only grow). */
-static void push(tracer *t, seg *g)
+/* Queues a segment whose bytes are in its holding pipe, or in memory (then waiting for room
+ * beyond QUEUE_MAX). Under mu: segments are in the order they were read, times only grow. */
+static void queue(tracer *t, seg *g)
 {
-    g->t = (double)(uv_hrtime() - t->start) / 1e9;
+    uv_mutex_lock(&t->mu);
+    if (g->pipe) {
+        g->pipe->segs++;
+        t->chained += g->n;
+    } else {
+        while (t->queued > QUEUE_MAX && !t->stop) uv_cond_wait(&t->room, &t->mu);
+        t->queued += g->n;
+    }
+    t->last_read = uv_hrtime();
+    g->t = (double)(t->last_read - t->start) / 1e9;
     *t->tail = g;
     t->tail = &g->next;
-    t->last_read = uv_hrtime();
     if (t->asleep) uv_cond_signal(&t->cv);
+    uv_mutex_unlock(&t->mu);
 }
 
 /* Queues a copy of n bytes (and the side's end when eof). */
@@ -406,11 +416,7 @@ static void queue_copy(tracer *t, int from, bool eof, const char *p, size_t n)
     if (!g) return; /* the trace misses it; the relay does not */
     *g = (seg){.n = n, .from = from, .eof = eof};
     if (n) memcpy(g->data, p, n);
-    uv_mutex_lock(&t->mu);
-    while (t->queued > QUEUE_MAX && !t->stop) uv_cond_wait(&t->room, &t->mu);
-    t->queued += n;
-    push(t, g);
-    uv_mutex_unlock(&t->mu);
+    queue(t, g);
 }
 
 static void hold_release(tracer *t, hold *l)
@@ -653,11 +659,7 @@ static void relay_tee(side *s, char *buf)
         seg *g = malloc(sizeof *g);
         if (g) {
             *g = (seg){.n = (size_t)n, .from = AGENT, .pipe = s->hold};
-            uv_mutex_lock(&t->mu);
-            s->hold->segs++;
-            t->chained += (size_t)n;
-            push(t, g);
-            uv_mutex_unlock(&t->mu);
+            queue(t, g);
         }
         pass_on(s, (size_t)n, buf);
         if (!g) { /* unqueued: its bytes would be read as the next one's: the pipe goes */
