@@ -598,24 +598,24 @@ static void row_session(const PGresult *r, int i, acp_store_session *s)
     snprintf(s->updated_at, sizeof s->updated_at, "%s", PQgetvalue(r, i, 5));
 }
 
+/* $1..$8 of a new session's row, as create and fork both bind them (ttl: its text's room). */
+static void row_params(const char **v, const acp_store_session *s, const char *holder,
+                       unsigned ttl_ms, char ttl[24])
+{
+    snprintf(ttl, 24, "%u", ttl_ms);
+    const char *row[8] = {s->id,         s->cwd,        s->add_dirs, s->title,
+                          s->created_at, s->updated_at, holder,      holder ? ttl : NULL};
+    memcpy(v, row, sizeof row);
+}
+
 static int pg_create(acp_store *st, const acp_store_session *s, const char *holder, unsigned ttl_ms)
 {
     pg_store *p = (pg_store *)st;
     int rc = ready(p);
     if (rc) return rc;
     char ttl[24];
-    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[11] = {s->id,
-                         s->cwd,
-                         s->add_dirs,
-                         s->title,
-                         s->created_at,
-                         s->updated_at,
-                         holder,
-                         holder ? ttl : NULL,
-                         s->archived ? "t" : "f",
-                         s->system_prompt,
-                         s->parent};
+    const char *v[11] = {[8] = s->archived ? "t" : "f", [9] = s->system_prompt, [10] = s->parent};
+    row_params(v, s, holder, ttl_ms, ttl);
     int64_t n = 0;
     if ((rc = exec_cmd(p, Q_CREATE, 11, v, &n))) return rc;
     if (n == 0) return acp_error_set(ACP_EINVAL, "session %s already exists", s->id);
@@ -1114,19 +1114,9 @@ static int pg_fork(acp_store *st, const char *src, const acp_store_session *in, 
 {
     pg_store *p = (pg_store *)st;
     char ttl[24];
-    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
-    const char *v[12] = {in->id,
-                         in->cwd,
-                         in->add_dirs,
-                         in->title,
-                         in->created_at,
-                         in->updated_at,
-                         holder,
-                         holder ? ttl : NULL,
-                         src,
-                         in->state,
-                         in->archived ? "t" : "f",
-                         in->system_prompt};
+    const char *v[12] = {
+        [8] = src, [9] = in->state, [10] = in->archived ? "t" : "f", [11] = in->system_prompt};
+    row_params(v, in, holder, ttl_ms, ttl);
     PGresult *r = NULL;
     int rc = ready(p);
     if (rc || (rc = exec_simple(p, "BEGIN", "fork"))) return rc;
