@@ -125,15 +125,20 @@ static void maybe_close_listener(acp_server *srv)
     acp_listener_close(srv->L, listener_closed, srv);
 }
 
-static void agent_done(acp_agent *a, void *user)
+/* A connection's agent or relay is done with it: it goes, and perhaps the listener with it. */
+static void conn_done(sconn *c)
 {
-    sconn *c = user;
     acp_server *srv = c->srv;
     unlink_conn(c);
     free(c);
+    maybe_close_listener(srv);
+}
+
+static void agent_done(acp_agent *a, void *user)
+{
     /* From the output's close callback: the agent's memory goes from libuv callbacks. */
     acp_agent_free(a);
-    maybe_close_listener(srv);
+    conn_done(user);
 }
 
 static void add_conn(acp_server *srv, sconn *c)
@@ -146,11 +151,7 @@ static void add_conn(acp_server *srv, sconn *c)
 
 static void relay_done(relay *r, void *user)
 {
-    sconn *c = user;
-    acp_server *srv = c->srv;
-    unlink_conn(c);
-    free(c);
-    maybe_close_listener(srv);
+    conn_done(user);
 }
 
 static void conn_log_relay(const char *line, void *user)
