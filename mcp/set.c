@@ -1211,22 +1211,40 @@ int acp_mcp_tool_find(const acp_mcp_set *s, const char *qualified, size_t *serve
 
 /* --- calls ---------------------------------------------------------------------------- */
 
+/* The ready server a call goes to, its callbacks read into *cb; NULL (said in *rc, and the
+ * caller's JSON `owned` released) when the callbacks are bad or the server unknown or not
+ * ready. */
+static mcp_server *call_target(acp_mcp_set *s, const char *server, const acp_mcp_call_cbs *cbs,
+                               acp_mcp_call_cbs *cb, json_t *owned, int *rc)
+{
+    size_t i = 0;
+    *rc = acp_struct_read(cb, sizeof *cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
+    if (!*rc && acp_mcp_server_find(s, server, &i)) *rc = ACP_ENOTFOUND; /* said */
+    if (!*rc && s->servers[i].status != ACP_MCP_READY)
+        *rc = acp_error_set(ACP_ECLOSED, "MCP server '%s' is %s, not ready", server,
+                            acp_mcp_status_name(s->servers[i].status));
+    if (*rc) json_decref(owned);
+    return *rc ? NULL : &s->servers[i];
+}
+
+/* A call sent: its progress token, callbacks and handle. */
+static int call_started(acp_mcp_call *c, int64_t token, const acp_mcp_call_cbs *cb, void *user,
+                        acp_mcp_call **out)
+{
+    c->token = token;
+    c->cbs = *cb;
+    c->user = user;
+    if (out) *out = c;
+    return 0;
+}
+
 int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name, json_t *args,
                       const acp_mcp_call_cbs *cbs, void *user, acp_mcp_call **out)
 {
     acp_mcp_call_cbs cb;
-    int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
-    size_t i = 0;
-    if (rc || acp_mcp_server_find(s, server, &i)) {
-        json_decref(args);
-        return rc ? rc : ACP_ENOTFOUND; /* either said which */
-    }
-    mcp_server *srv = &s->servers[i];
-    if (srv->status != ACP_MCP_READY) {
-        json_decref(args);
-        return acp_error_set(ACP_ECLOSED, "MCP server '%s' is %s, not ready", server,
-                             acp_mcp_status_name(srv->status));
-    }
+    int rc;
+    mcp_server *srv = call_target(s, server, cbs, &cb, args, &rc);
+    if (!srv) return rc;
     int64_t token = srv->next_token++;
     json_t *params =
         json_pack("{ss so s{sI}}", "name", tool_name, "arguments", args ? args : json_object(),
@@ -1238,11 +1256,7 @@ int acp_mcp_call_tool(acp_mcp_set *s, const char *server, const char *tool_name,
                              server, tool_name);
     acp_mcp_call *c = send_request(srv, "tools/call", params, s->opts.call_timeout_ms, NULL);
     if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s.%s", server, tool_name);
-    c->token = token;
-    c->cbs = cb;
-    c->user = user;
-    if (out) *out = c;
-    return 0;
+    return call_started(c, token, &cb, user, out);
 }
 
 void acp_mcp_call_cancel(acp_mcp_call *c)
@@ -1256,18 +1270,9 @@ int acp_mcp_request(acp_mcp_set *s, const char *server, const char *method, json
                     const acp_mcp_call_cbs *cbs, void *user, acp_mcp_call **out)
 {
     acp_mcp_call_cbs cb;
-    int rc = acp_struct_read(&cb, sizeof cb, ACP_MCP_CALL_CBS_SIZE_1_0, cbs, "acp_mcp_call_cbs");
-    size_t i = 0;
-    if (rc || acp_mcp_server_find(s, server, &i)) {
-        json_decref(params);
-        return rc ? rc : ACP_ENOTFOUND;
-    }
-    mcp_server *srv = &s->servers[i];
-    if (srv->status != ACP_MCP_READY) {
-        json_decref(params);
-        return acp_error_set(ACP_ECLOSED, "MCP server '%s' is %s, not ready", server,
-                             acp_mcp_status_name(srv->status));
-    }
+    int rc;
+    mcp_server *srv = call_target(s, server, cbs, &cb, params, &rc);
+    if (!srv) return rc;
     bool call = !strcmp(method, "tools/call");
     /* A progress token of the caller's becomes one of ours (on_progress reports it). */
     json_t *meta = json_object_get(params, "_meta");
@@ -1281,11 +1286,7 @@ int acp_mcp_request(acp_mcp_set *s, const char *server, const char *method, json
                         call ? s->opts.call_timeout_ms : s->opts.request_timeout_ms, NULL);
     if (!c) return acp_error_set(ACP_ENOMEM, "out of memory calling %s on %s", method, server);
     c->raw = true;
-    c->token = token;
-    c->cbs = cb;
-    c->user = user;
-    if (out) *out = c;
-    return 0;
+    return call_started(c, token, &cb, user, out);
 }
 
 const json_t *acp_mcp_call_rpc_error(const acp_mcp_call *c)
